@@ -1,0 +1,3 @@
+from piep.cli import main
+
+raise SystemExit(main())

@@ -1,0 +1,63 @@
+"""`piep predict`: joules and seconds of one deployment, with an interval."""
+
+from __future__ import annotations
+
+from piep.cli import add_deployment_args, emit
+from piep.report.table import fmt, table
+
+
+def configure(parser) -> None:
+    add_deployment_args(parser)
+    parser.add_argument("--request-rate", type=float, default=None, metavar="R",
+                        help="requests per second of a serving scenario: adds idle energy "
+                             "between batches and energy per request")
+    parser.add_argument("--predictor", choices=("auto", "learned", "roofline"), default="auto",
+                        help="which predictor answers (default: learned if trained, else roofline)")
+    parser.add_argument("--modules", type=int, default=8, metavar="N",
+                        help="modules listed in the table (default 8)")
+
+
+def summary(doc: dict, top: int = 8) -> str:
+    w, lay = doc["workload"], doc["layout"]
+    iv = doc["interval"]
+    lines = [
+        f"{doc['model']} on {lay['gpus']}x {doc['gpu']} (tp={lay['tp']} pp={lay['pp']} "
+        f"dp={lay['dp']}), batch {w['batch']}, prompt {w['prompt_len']}, gen {w['gen_len']}, "
+        f"{w['mode']}  [predictor: {doc['predictor']}; energy boundary: GPU boards only]",
+        "",
+        table([
+            ["energy_j", doc["energy_j"], f"[{fmt(iv['energy_j'][0])}, {fmt(iv['energy_j'][1])}]"],
+            ["time_s", doc["time_s"], f"[{fmt(iv['time_s'][0])}, {fmt(iv['time_s'][1])}]"],
+            ["prefill (J / TTFT s)", doc["prefill"]["energy_j"], doc["prefill"]["time_s"]],
+            ["decode (J / s)", doc["decode"]["energy_j"], doc["decode"]["time_s"]],
+            ["tpot_s", doc["decode"]["tpot_s"], ""],
+            ["j_per_token", doc["j_per_token"], ""],
+            ["tokens_per_s", doc["tokens_per_s"], ""],
+        ], ["", "value", f"interval ({iv['level']})"]),
+        "",
+        "breakdown_j: " + ", ".join(f"{k} {fmt(v)}" for k, v in doc["breakdown_j"].items()),
+    ]
+    if top:
+        rows = [[m["path"], m["kind"], m["energy_j"], 100 * m["energy_j"] / doc["energy_j"],
+                 m["time_s"]] for m in doc["modules"][:top]]
+        lines += ["", table(rows, ["module (attributed)", "kind", "energy_j", "share_%",
+                                   "time_s"])]
+    if "serving" in doc:
+        s = doc["serving"]
+        lines.append(f"\nserving at {s['request_rate_per_s']} req/s: "
+                     + ("OVERLOADED (a batch takes longer than its arrival period)"
+                        if s["overloaded"] else
+                        f"idle {fmt(s['idle_energy_j'])} J per batch, "
+                        f"{fmt(s['energy_per_request_j'])} J per request"))
+    if doc["flags"]:
+        lines.append("flags: " + ", ".join(doc["flags"]))
+    return "\n".join(lines)
+
+
+def run(args) -> int:
+    from piep import api
+    doc = api.predict(args.model, gpu=args.gpu, tp=args.tp, pp=args.pp, dp=args.dp,
+                      batch=args.batch, prompt_len=args.prompt_len, gen_len=args.gen_len,
+                      mode=args.mode, request_rate=args.request_rate, predictor=args.predictor)
+    emit(args, doc, lambda d: summary(d, args.modules))
+    return 0

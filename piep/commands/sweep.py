@@ -1,0 +1,36 @@
+"""`piep sweep`: predictions over a grid (or random draws) of deployments, as CSV or JSON."""
+
+from __future__ import annotations
+
+import csv
+import sys
+
+from piep.cli import emit
+
+FIELDS = ("model", "tp", "pp", "dp", "batch", "prompt_len", "gen_len", "mode", "energy_j",
+          "time_s", "j_per_token", "tokens_per_s", "ttft_s", "tpot_s", "error")
+
+
+def configure(parser) -> None:
+    parser.add_argument("--model", nargs="+", required=True)
+    parser.add_argument("--gpu", default="h200")
+    for flag, default in (("--tp", [1]), ("--pp", [1]), ("--dp", [1]), ("--batch", [1]),
+                          ("--prompt-len", [512]), ("--gen-len", [128])):
+        parser.add_argument(flag, type=int, nargs="+", default=default)
+    parser.add_argument("--mode", nargs="+", choices=("graph", "eager"), default=["graph"])
+    parser.add_argument("--predictor", choices=("auto", "learned", "roofline"), default="auto")
+
+
+def run(args) -> int:
+    from piep.sweep import grid, sweep
+    configs = grid(models=args.model, tp=args.tp, pp=args.pp, dp=args.dp, batch=args.batch,
+                   prompt_len=args.prompt_len, gen_len=args.gen_len, mode=args.mode)
+    rows = sweep(configs, gpu=args.gpu, predictor=args.predictor, progress=not args.json)
+    if args.json:
+        emit(args, {"schema": "piep.sweep", "schema_version": 1, "boundary": "gpu_board",
+                    "rows": rows}, str)
+        return 0
+    writer = csv.DictWriter(sys.stdout, fieldnames=FIELDS, extrasaction="ignore")
+    writer.writeheader()
+    writer.writerows(rows)
+    return 0

@@ -1,0 +1,50 @@
+"""`piep tree MODEL`: the model tree of a deployment, as a table, JSON, or a saved file."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from piep.cli import add_deployment_args, emit
+from piep.report.table import table
+
+
+def configure(parser) -> None:
+    parser.add_argument("model", help="shipped name or path to config.json / folder")
+    add_deployment_args(parser, model=False)
+    parser.add_argument("--save", nargs="?", const="", default=None, metavar="PATH",
+                        help="write the tree JSON (default model_trees/<model>/tree_<layout>.json)")
+
+
+def run(args) -> int:
+    from piep import api
+    from piep.artifacts import model_trees_dir, write_json
+    from piep.tree import build_tree
+    dep = api.deployment(args.model, gpu=args.gpu, tp=args.tp, pp=args.pp, dp=args.dp,
+                         batch=args.batch, prompt_len=args.prompt_len, gen_len=args.gen_len,
+                         mode=args.mode)
+    tree = build_tree(dep)
+    doc = {"schema": "piep.model_tree", "schema_version": 1, "deployment": dep.describe(),
+           "notes": list(dep.notes), "nodes": tree.size(), "totals": tree.totals(),
+           "tree": tree.to_dict()}
+    if args.save is not None:
+        path = Path(args.save) if args.save else (
+            model_trees_dir() / dep.model.name / f"tree_{dep.parallel.label()}.json")
+        write_json(path, "piep.model_tree", 1, {k: v for k, v in doc.items()
+                                                if k not in ("schema", "schema_version")},
+                   config_hash=dep.model.config_hash())
+        import logging
+        logging.getLogger("piep").info("saved %s", path)
+
+    def human(doc):
+        rows = []
+        for path, mult, node in tree.walk():
+            depth = path.count("/")
+            rows.append(["  " * depth + node.name, node.kind, node.phase or "", mult,
+                         node.flops, node.bytes_moved, node.comm_bytes,
+                         node.group_size if node.is_comm else ""])
+        head = f"{doc['deployment']}  ({doc['nodes']} nodes)\n"
+        notes = "".join(f"note: {n}\n" for n in doc["notes"])
+        return head + notes + table(rows, ["node", "kind", "phase", "x", "flops", "bytes",
+                                           "comm_bytes", "group"])
+    emit(args, doc, human)
+    return 0

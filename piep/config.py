@@ -1,0 +1,279 @@
+"""Frozen, keyword-only, validated descriptions of what piep reasons about.
+
+`ModelSpec` is read from a Hugging Face ``config.json`` through one alias table;
+`Parallel` and `Workload` describe the layout and the work. Construction validates
+and has no side effects.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import asdict, dataclass
+from typing import Any, Mapping
+
+from piep.errors import ConfigError
+
+BF16_BYTES = 2
+
+# canonical field -> config.json keys, first found wins. One table for every family.
+ALIASES: dict[str, tuple[str, ...]] = {
+    "hidden_size": ("hidden_size", "n_embd", "d_model"),
+    "num_layers": ("num_hidden_layers", "n_layer", "num_layers"),
+    "num_heads": ("num_attention_heads", "n_head"),
+    "num_kv_heads": ("num_key_value_heads", "num_kv_heads", "n_head_kv"),
+    "head_dim": ("head_dim",),
+    "intermediate_size": ("intermediate_size", "ffn_hidden_size"),
+    "vocab_size": ("vocab_size",),
+    "max_position": ("max_position_embeddings", "n_positions"),
+    "rms_norm_eps": ("rms_norm_eps", "layer_norm_epsilon"),
+    "rope_theta": ("rope_theta",),
+    "attention_bias": ("attention_bias",),
+    "tie_word_embeddings": ("tie_word_embeddings",),
+    "sliding_window": ("sliding_window",),
+    "num_experts": ("num_local_experts", "num_experts"),
+    "experts_per_token": ("num_experts_per_tok",),
+    "initializer_range": ("initializer_range",),
+    "hidden_act": ("hidden_act", "hidden_activation"),
+}
+REQUIRED = ("hidden_size", "num_layers", "num_heads", "intermediate_size", "vocab_size")
+# model_type -> defaults that the family implies rather than states
+FAMILIES: dict[str, dict[str, Any]] = {
+    "llama": {"qkv_bias": None},
+    "mistral": {"qkv_bias": False},
+    "qwen2": {"qkv_bias": True},  # Qwen2 has q/k/v bias and no key that says so
+    "mixtral": {"qkv_bias": False},
+}
+GATED_ACTS = ("silu", "swish")
+
+
+def _positive_int(name: str, value: Any, problems: list[str]) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+        problems.append(f"{name}={value!r} must be a positive integer")
+        return 1
+    return value
+
+
+@dataclass(frozen=True, kw_only=True)
+class ModelSpec:
+    """Shape of a Llama-family decoder (Llama, Mistral, Qwen2, Vicuna, Mixtral)."""
+
+    name: str
+    model_type: str
+    hidden_size: int
+    num_layers: int
+    num_heads: int
+    num_kv_heads: int
+    head_dim: int
+    intermediate_size: int
+    vocab_size: int
+    max_position: int = 4096
+    rms_norm_eps: float = 1e-5
+    rope_theta: float = 10000.0
+    qkv_bias: bool = False
+    o_bias: bool = False
+    tie_word_embeddings: bool = False
+    sliding_window: int | None = None
+    num_experts: int = 1
+    experts_per_token: int = 1
+    initializer_range: float = 0.02
+
+    def __post_init__(self) -> None:
+        problems: list[str] = []
+        for key in ("hidden_size", "num_layers", "num_heads", "num_kv_heads", "head_dim",
+                    "intermediate_size", "vocab_size", "max_position", "num_experts",
+                    "experts_per_token"):
+            _positive_int(key, getattr(self, key), problems)
+        if not problems:
+            if self.num_heads % self.num_kv_heads:
+                problems.append(f"num_attention_heads={self.num_heads} is not a multiple of "
+                                f"num_key_value_heads={self.num_kv_heads}")
+            if self.experts_per_token > self.num_experts:
+                problems.append(f"num_experts_per_tok={self.experts_per_token} exceeds "
+                                f"num_local_experts={self.num_experts}")
+        if problems:
+            raise ConfigError(f"{self.name}: invalid config: " + "; ".join(problems))
+
+    # --- derived shape -------------------------------------------------------------
+    @property
+    def q_size(self) -> int:
+        return self.num_heads * self.head_dim
+
+    @property
+    def kv_size(self) -> int:
+        return self.num_kv_heads * self.head_dim
+
+    @property
+    def is_moe(self) -> bool:
+        return self.num_experts > 1
+
+    @property
+    def attention(self) -> str:
+        if self.num_kv_heads == self.num_heads:
+            return "MHA"
+        return "MQA" if self.num_kv_heads == 1 else "GQA"
+
+    def layer_params(self) -> int:
+        h = self.hidden_size
+        attn = h * self.q_size + 2 * h * self.kv_size + self.q_size * h
+        if self.qkv_bias:
+            attn += self.q_size + 2 * self.kv_size
+        if self.o_bias:
+            attn += h
+        mlp = 3 * h * self.intermediate_size * self.num_experts
+        router = h * self.num_experts if self.is_moe else 0
+        return attn + mlp + router + 2 * h
+
+    def embedding_params(self) -> int:
+        return self.vocab_size * self.hidden_size
+
+    def lm_head_params(self) -> int:
+        return 0 if self.tie_word_embeddings else self.vocab_size * self.hidden_size
+
+    def num_params(self) -> int:
+        return (self.num_layers * self.layer_params() + self.embedding_params()
+                + self.lm_head_params() + self.hidden_size)
+
+    def config_hash(self) -> str:
+        blob = json.dumps(asdict(self), sort_keys=True).encode()
+        return hashlib.sha256(blob).hexdigest()[:16]
+
+    def to_hf_config(self) -> dict[str, Any]:
+        """A config.json that reads back to this spec (used by the runner and tests)."""
+        cfg: dict[str, Any] = {
+            "model_type": self.model_type,
+            "architectures": ["LlamaForCausalLM"],
+            "hidden_size": self.hidden_size,
+            "num_hidden_layers": self.num_layers,
+            "num_attention_heads": self.num_heads,
+            "num_key_value_heads": self.num_kv_heads,
+            "head_dim": self.head_dim,
+            "intermediate_size": self.intermediate_size,
+            "vocab_size": self.vocab_size,
+            "max_position_embeddings": self.max_position,
+            "rms_norm_eps": self.rms_norm_eps,
+            "rope_theta": self.rope_theta,
+            "attention_bias": self.qkv_bias,
+            "tie_word_embeddings": self.tie_word_embeddings,
+            "hidden_act": "silu",
+            "initializer_range": self.initializer_range,
+        }
+        if self.sliding_window:
+            cfg["sliding_window"] = self.sliding_window
+        return cfg
+
+    @classmethod
+    def from_hf_config(cls, config: Mapping[str, Any], *, name: str) -> "ModelSpec":
+        """Read a Hugging Face config dict; every problem is reported in one ConfigError."""
+        if not isinstance(config, Mapping):
+            raise ConfigError(f"{name}: config.json must hold a JSON object, got "
+                              f"{type(config).__name__}")
+        # multimodal / nested configs keep the decoder under text_config
+        if "text_config" in config and "hidden_size" not in config:
+            config = {**config["text_config"], "model_type": config.get("model_type")}
+        model_type = str(config.get("model_type") or "llama")
+        problems: list[str] = []
+        if model_type not in FAMILIES:
+            problems.append(f"model_type={model_type!r} is not Llama-family "
+                            f"(supported: {', '.join(sorted(FAMILIES))})")
+        values: dict[str, Any] = {}
+        for canonical, keys in ALIASES.items():
+            for key in keys:
+                if key in config and config[key] is not None:
+                    values[canonical] = config[key]
+                    break
+        missing = [ALIASES[k][0] for k in REQUIRED if k not in values]
+        if missing:
+            problems.append("missing keys: " + ", ".join(missing))
+        act = values.get("hidden_act", "silu")
+        if act not in GATED_ACTS:
+            problems.append(f"hidden_act={act!r}: only SwiGLU (silu) MLPs are supported")
+        if problems:
+            raise ConfigError(f"{name}: not a usable Llama-family config.json: "
+                              + "; ".join(problems))
+        heads = values["num_heads"]
+        hidden = values["hidden_size"]
+        head_dim = values.get("head_dim")
+        if head_dim is None:
+            if not isinstance(heads, int) or heads <= 0 or not isinstance(hidden, int) \
+                    or hidden % heads:
+                raise ConfigError(f"{name}: hidden_size={hidden!r} is not divisible by "
+                                  f"num_attention_heads={heads!r} and there is no head_dim key")
+            head_dim = hidden // heads
+        family_bias = FAMILIES[model_type]["qkv_bias"]
+        attention_bias = bool(values.get("attention_bias", False))
+        window = values.get("sliding_window")
+        if config.get("use_sliding_window") is False:
+            window = None
+        return cls(
+            name=name,
+            model_type=model_type,
+            hidden_size=hidden,
+            num_layers=values["num_layers"],
+            num_heads=heads,
+            num_kv_heads=values.get("num_kv_heads", heads),
+            head_dim=head_dim,
+            intermediate_size=values["intermediate_size"],
+            vocab_size=values["vocab_size"],
+            max_position=values.get("max_position", 4096),
+            rms_norm_eps=float(values.get("rms_norm_eps", 1e-5)),
+            rope_theta=float(values.get("rope_theta", 10000.0)),
+            qkv_bias=attention_bias if family_bias is None else family_bias,
+            o_bias=attention_bias and family_bias is None,
+            tie_word_embeddings=bool(values.get("tie_word_embeddings", False)),
+            sliding_window=int(window) if window else None,
+            num_experts=values.get("num_experts", 1),
+            experts_per_token=values.get("experts_per_token", 1),
+            initializer_range=float(values.get("initializer_range", 0.02)),
+        )
+
+
+@dataclass(frozen=True, kw_only=True)
+class Parallel:
+    """Tensor x pipeline x data parallel degrees."""
+
+    tp: int = 1
+    pp: int = 1
+    dp: int = 1
+
+    def __post_init__(self) -> None:
+        for key in ("tp", "pp", "dp"):
+            value = getattr(self, key)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise ConfigError(f"{key}={value!r} must be an integer >= 1")
+
+    @property
+    def world_size(self) -> int:
+        return self.tp * self.pp * self.dp
+
+    def label(self) -> str:
+        return f"tp{self.tp}pp{self.pp}dp{self.dp}"
+
+
+MODES = ("graph", "eager")
+
+
+@dataclass(frozen=True, kw_only=True)
+class Workload:
+    """Global batch of prompts of exactly `prompt_len` tokens, greedy `gen_len` new tokens."""
+
+    batch: int = 1
+    prompt_len: int = 512
+    gen_len: int = 128
+    mode: str = "graph"
+
+    def __post_init__(self) -> None:
+        for key in ("batch", "prompt_len", "gen_len"):
+            value = getattr(self, key)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise ConfigError(f"{key}={value!r} must be an integer >= 1")
+        if self.mode not in MODES:
+            raise ConfigError(f"mode={self.mode!r} is not one of {', '.join(MODES)}")
+
+    @property
+    def context_len(self) -> int:
+        return self.prompt_len + self.gen_len
+
+
+def divisors(n: int) -> list[int]:
+    return [d for d in range(1, n + 1) if n % d == 0]

@@ -1,0 +1,87 @@
+"""A replayable fake GPU: an energy counter that steps every `tick_s` like NVML's, driven by
+a power function of time. Used by tests, dry runs and the meter's own checks."""
+
+from __future__ import annotations
+
+from typing import Callable
+
+
+class FakeClock:
+    """Virtual time: `sleep` advances it, so tests run instantly and deterministically."""
+
+    def __init__(self, start: float = 1000.0, poll_cost_s: float = 0.004):
+        self.now = start
+        self.poll_cost_s = poll_cost_s
+
+    def __call__(self) -> float:
+        return self.now
+
+    def sleep(self, seconds: float) -> None:
+        self.now += max(seconds, 0.0)
+
+
+class FakeDevice:
+    """Counter in mJ, updated on tick boundaries with the exact integral of `power_fn`."""
+
+    def __init__(self, power_fn: Callable[[float], float], clock: FakeClock | None = None, *,
+                 tick_s: float = 0.1, phase_s: float = 0.037, uuid: str = "GPU-fake-0",
+                 name: str = "Fake H200", step_s: float = 0.001):
+        self.power_fn = power_fn
+        self.clock = clock or FakeClock()
+        self.tick_s = tick_s
+        self.phase_s = phase_s
+        self.uuid = uuid
+        self.name = name
+        self.index = 0
+        self.step_s = step_s
+        self.sm_clock = 1980.0
+        self.locked: tuple[int, int] | None = None
+
+    def _integral_j(self, t: float) -> float:
+        n = int(t / self.step_s)
+        return sum(self.power_fn(i * self.step_s) for i in range(n)) * self.step_s
+
+    def energy_mj(self) -> int:
+        t = self.clock()
+        self.clock.sleep(self.clock.poll_cost_s)  # an NVML call costs time
+        last_tick = ((t - self.phase_s) // self.tick_s) * self.tick_s + self.phase_s
+        return int(round(self._integral_cached(last_tick) * 1000))
+
+    _cache: dict[float, float]
+
+    def _integral_cached(self, t: float) -> float:
+        cache = self.__dict__.setdefault("_cache", {})
+        key = round(t, 9)
+        if key not in cache:
+            # incremental from the largest cached point below t
+            below = [k for k in cache if k <= key]
+            if below:
+                k0 = max(below)
+                n0, n1 = int(round(k0 / self.step_s)), int(t / self.step_s)
+                cache[key] = cache[k0] + sum(self.power_fn(i * self.step_s)
+                                             for i in range(n0, n1)) * self.step_s
+            else:
+                cache[key] = self._integral_j(t)
+        return cache[key]
+
+    def power_w(self) -> float:
+        return self.power_fn(self.clock())
+
+    averaged_power_w = power_w
+
+    def temperature_c(self) -> float:
+        return 35.0
+
+    def sm_clock_mhz(self) -> float:
+        return self.sm_clock
+
+    def mem_clock_mhz(self) -> float:
+        return 3201.0
+
+    def power_limit_w(self) -> float:
+        return 700.0
+
+    def snapshot(self) -> dict:
+        return {"temperature_c": 35.0, "sm_clock_mhz": self.sm_clock, "mem_clock_mhz": 3201.0,
+                "power_w": self.power_w()}
+

@@ -1,0 +1,66 @@
+"""GPU profiles: what the roofline and memory fit need, read from calibration/<gpu>/gpu.json."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Any
+
+from piep.artifacts import calibration_dir, read_json
+from piep.errors import ConfigError
+
+_FIELDS = ("memory_gib", "bf16_flops", "hbm_bytes_per_s", "link_bytes_per_s",
+           "collective_latency_s", "p2p_latency_s", "kernel_gap_graph_s", "kernel_gap_eager_s",
+           "idle_power_w", "wait_power_w", "comm_power_w", "compute_power_w", "memory_power_w",
+           "max_power_w", "sm_clock_max_mhz", "sm_clock_min_mhz", "context_gib",
+           "cublas_workspace_gib", "nccl_workspace_gib", "graph_pool_factor")
+
+
+@dataclass(frozen=True, kw_only=True)
+class GPU:
+    name: str
+    memory_gib: float
+    bf16_flops: float
+    hbm_bytes_per_s: float
+    link_bytes_per_s: float
+    collective_latency_s: float
+    p2p_latency_s: float
+    kernel_gap_graph_s: float
+    kernel_gap_eager_s: float
+    idle_power_w: float
+    wait_power_w: float
+    comm_power_w: float
+    compute_power_w: float
+    memory_power_w: float
+    max_power_w: float
+    sm_clock_max_mhz: float
+    sm_clock_min_mhz: float
+    context_gib: float
+    cublas_workspace_gib: float
+    nccl_workspace_gib: float
+    graph_pool_factor: float
+    sources: tuple[tuple[str, str], ...] = ()
+
+    def kernel_gap_s(self, mode: str) -> float:
+        return self.kernel_gap_graph_s if mode == "graph" else self.kernel_gap_eager_s
+
+
+def known_gpus() -> list[str]:
+    root = calibration_dir("x").parent
+    return sorted(p.parent.name for p in root.glob("*/gpu.json"))
+
+
+@lru_cache(maxsize=8)
+def load_gpu(name: str) -> GPU:
+    key = name.strip().lower()
+    path = calibration_dir(key) / "gpu.json"
+    if not path.is_file():
+        raise ConfigError(f"unknown GPU {name!r}: no calibration/{key}/gpu.json; "
+                          f"known: {', '.join(known_gpus()) or 'none'}")
+    doc = read_json(path, "piep.gpu_profile", 1)
+    values: dict[str, Any] = doc["values"]
+    missing = [f for f in _FIELDS if f not in values]
+    if missing:
+        raise ConfigError(f"{path}: missing {', '.join(missing)}")
+    return GPU(name=key, **{f: float(values[f]["value"]) for f in _FIELDS},
+               sources=tuple((f, values[f].get("source", "")) for f in _FIELDS))

@@ -1,0 +1,174 @@
+"""A deployment = model x parallel layout x workload x GPU, validated once.
+
+All TP/PP/DP arithmetic lives here: per-rank head counts, stage boundaries, per-replica
+batch, and the itemized per-GPU memory fit.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from piep.config import BF16_BYTES, ModelSpec, Parallel, Workload, divisors
+from piep.errors import ConfigError, FitError
+from piep.gpus import GPU
+
+GIB = 1024 ** 3
+
+
+@dataclass(frozen=True)
+class Deployment:
+    model: ModelSpec
+    parallel: Parallel
+    workload: Workload
+    gpu: GPU
+    notes: tuple[str, ...] = field(default=())
+
+    # --- per-rank shapes ---------------------------------------------------------------
+    @property
+    def heads_per_rank(self) -> int:
+        return self.model.num_heads // self.parallel.tp
+
+    @property
+    def kv_heads_per_rank(self) -> int:
+        """KV heads held by one TP rank; replicated when tp > kv heads."""
+        return max(1, self.model.num_kv_heads // self.parallel.tp)
+
+    @property
+    def ffn_per_rank(self) -> int:
+        return self.model.intermediate_size // self.parallel.tp
+
+    @property
+    def vocab_per_rank(self) -> int:
+        return -(-self.model.vocab_size // self.parallel.tp)
+
+    @property
+    def replica_batch(self) -> int:
+        return self.workload.batch // self.parallel.dp
+
+    def stage_layers(self) -> list[int]:
+        per = self.model.num_layers // self.parallel.pp
+        return [per] * self.parallel.pp
+
+    @property
+    def num_gpus(self) -> int:
+        return self.parallel.world_size
+
+    def describe(self) -> str:
+        p = self.parallel
+        return (f"{self.model.name} tp={p.tp} pp={p.pp} dp={p.dp} batch={self.workload.batch} "
+                f"prompt={self.workload.prompt_len} gen={self.workload.gen_len} "
+                f"{self.workload.mode} on {p.world_size}x {self.gpu.name}")
+
+    # --- memory ---------------------------------------------------------------------
+    def memory_items_gib(self) -> dict[str, dict[str, float]]:
+        """Itemized memory per stage position (first/last stage differ), in GiB."""
+        m, w = self.model, self.workload
+        h, b = m.hidden_size, self.replica_batch
+        kv_rank = self.kv_heads_per_rank * m.head_dim
+        layer_w = (h * self.heads_per_rank * m.head_dim * 2 + 2 * h * kv_rank
+                   + 3 * h * self.ffn_per_rank * m.num_experts + 2 * h)
+        if m.qkv_bias:
+            layer_w += self.heads_per_rank * m.head_dim + 2 * kv_rank
+        layers = self.stage_layers()[0]
+        kv_cache = layers * 2 * b * w.context_len * kv_rank * BF16_BYTES
+        weights_layers = layers * layer_w * BF16_BYTES
+        embed = m.vocab_size * h * BF16_BYTES  # replicated over TP (row gather, no collective)
+        head = 0 if m.tie_word_embeddings else self.vocab_per_rank * h * BF16_BYTES
+        tokens = b * w.prompt_len
+        # prefill peak: gate, up and their product at ffn/tp, plus a few hidden-size buffers
+        act = (3 * tokens * self.ffn_per_rank + 6 * tokens * h
+               + tokens * (self.heads_per_rank + 2 * self.kv_heads_per_rank) * m.head_dim
+               ) * BF16_BYTES
+        logits = b * (self.vocab_per_rank + m.vocab_size) * 4
+        g = self.gpu
+        fixed = {
+            "cuda_context": g.context_gib,
+            "cublas_workspace": g.cublas_workspace_gib,
+            "nccl_workspace": g.nccl_workspace_gib if self.num_gpus > 1 else 0.0,
+        }
+        decode_act = (3 * b * self.ffn_per_rank + 8 * b * h) * BF16_BYTES + logits
+        graph_pool = g.graph_pool_factor * decode_act / GIB if w.mode == "graph" else 0.0
+        first = {"weights": (weights_layers + embed) / GIB}
+        last = {"weights": (weights_layers + head + h * BF16_BYTES
+                            + (embed if self.parallel.pp == 1 else 0)) / GIB}
+        out = {}
+        positions = {"first_stage": first, "last_stage": last} if self.parallel.pp > 1 \
+            else {"all": last}
+        for pos, items in positions.items():
+            items.update({"kv_cache": kv_cache / GIB,
+                          "activations": (act + (logits if pos != "first_stage" else 0)) / GIB,
+                          "cuda_graph_pool": graph_pool, **fixed})
+            items["total"] = sum(items.values())
+            out[pos] = items
+        return out
+
+    def peak_memory_gib(self) -> float:
+        return max(items["total"] for items in self.memory_items_gib().values())
+
+
+def _kv_note(model: ModelSpec, tp: int) -> str | None:
+    if tp > model.num_kv_heads:
+        return (f"tp={tp} > num_key_value_heads={model.num_kv_heads}: each KV head is "
+                f"replicated on {tp // model.num_kv_heads} ranks")
+    return None
+
+
+def validate(model: ModelSpec, parallel: Parallel, workload: Workload, gpu: GPU,
+             *, check_memory: bool = True) -> Deployment:
+    """Check the layout against the model and the GPU; raise one clear error or return it."""
+    tp, pp, dp = parallel.tp, parallel.pp, parallel.dp
+    if model.is_moe:
+        raise ConfigError(f"{model.name} is a mixture of experts ({model.num_experts} experts, "
+                          f"{model.experts_per_token} per token): the reference runner and "
+                          f"predictor cover dense decoders only")
+    if model.num_heads % tp:
+        ok = [d for d in divisors(model.num_heads) if d <= 64]
+        raise ConfigError(f"tp={tp} does not divide num_attention_heads={model.num_heads}; "
+                          f"use tp in {{{', '.join(map(str, ok))}}}")
+    kv = model.num_kv_heads
+    if kv % tp and tp % kv:
+        raise ConfigError(f"tp={tp} neither divides nor is a multiple of "
+                          f"num_key_value_heads={kv}; use tp in "
+                          f"{{{', '.join(str(d) for d in divisors(model.num_heads) if kv % d == 0 or d % kv == 0)}}}")
+    if model.intermediate_size % tp:
+        raise ConfigError(f"tp={tp} does not divide intermediate_size={model.intermediate_size}")
+    if model.num_layers % pp:
+        ok = [d for d in divisors(model.num_layers) if d <= 32]
+        raise ConfigError(f"pp={pp} does not split num_hidden_layers={model.num_layers} into "
+                          f"equal stages; use pp in {{{', '.join(map(str, ok))}}}")
+    if workload.batch % dp:
+        raise ConfigError(f"batch={workload.batch} is not divisible by dp={dp}; use a batch "
+                          f"that is a multiple of {dp}")
+    if workload.context_len > model.max_position:
+        raise ConfigError(f"prompt_len + gen_len = {workload.context_len} exceeds "
+                          f"max_position_embeddings={model.max_position} of {model.name}")
+    note = _kv_note(model, tp)
+    dep = Deployment(model, parallel, workload, gpu, notes=(note,) if note else ())
+    if check_memory:
+        _check_fit(dep)
+    return dep
+
+
+def _check_fit(dep: Deployment) -> None:
+    need = dep.peak_memory_gib()
+    have = dep.gpu.memory_gib
+    if need <= have:
+        return
+    items = max(dep.memory_items_gib().values(), key=lambda i: i["total"])
+    parts = ", ".join(f"{k} {v:.1f}" for k, v in items.items() if k != "total" and v >= 0.05)
+    hint = _suggest(dep)
+    raise FitError(f"{dep.model.name} does not fit: needs {need:.1f} GiB per GPU of "
+                   f"{have:.1f} ({parts} GiB); {hint}")
+
+
+def _suggest(dep: Deployment) -> str:
+    p, m = dep.parallel, dep.model
+    for tp in (2, 4, 8, 16):
+        if tp <= p.tp or m.num_heads % tp or (m.num_kv_heads % tp and tp % m.num_kv_heads):
+            continue
+        trial = Deployment(m, Parallel(tp=tp, pp=p.pp, dp=p.dp), dep.workload, dep.gpu)
+        if trial.peak_memory_gib() <= dep.gpu.memory_gib:
+            return f"needs tp >= {tp}"
+    if dep.workload.batch > p.dp:
+        return "reduce batch, prompt or generation length, or add GPUs"
+    return "add GPUs (tp or pp)"

@@ -1,0 +1,55 @@
+"""Shipped model configs (model_trees/<name>/config.json) and loading of user configs."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from piep.artifacts import load_json, model_trees_dir
+from piep.config import ModelSpec
+from piep.errors import ArtifactError, ConfigError
+
+
+@dataclass(frozen=True)
+class ShippedModel:
+    name: str
+    config_path: Path
+    source: dict[str, Any]
+
+
+def shipped_models() -> list[ShippedModel]:
+    root = model_trees_dir()
+    out = []
+    for cfg in sorted(root.glob("*/config.json")):
+        src_path = cfg.parent / "source.json"
+        source = json.loads(src_path.read_text()) if src_path.is_file() else {}
+        out.append(ShippedModel(cfg.parent.name, cfg, source))
+    return out
+
+
+def _read_config(path: Path, name: str) -> ModelSpec:
+    try:
+        config = load_json(path)
+    except ArtifactError as exc:
+        raise ConfigError(f"{exc}; pass a Hugging Face config.json") from None
+    return ModelSpec.from_hf_config(config, name=name)
+
+
+def load_model(ref: str) -> ModelSpec:
+    """A shipped name (`llama-2-7b`), a path to a config.json, or a model folder."""
+    names = [m.name for m in shipped_models()]
+    key = ref.strip().lower()
+    if key in names:
+        return _read_config(model_trees_dir() / key / "config.json", key)
+    path = Path(ref).expanduser()
+    if path.is_dir():
+        if not (path / "config.json").is_file():
+            raise ConfigError(f"{ref}: folder has no config.json")
+        return _read_config(path / "config.json", path.name)
+    if path.is_file():
+        return _read_config(path, path.parent.name if path.name == "config.json" else path.stem)
+    close = [n for n in names if key.split("-")[0] in n][:5] or names[:5]
+    raise ConfigError(f"unknown model {ref!r}: not a shipped name nor a path; try one of "
+                      f"{', '.join(close)} (see `piep models`)")

@@ -1,0 +1,50 @@
+"""Many predictions: a grid or random draws, invalid points kept with their reason."""
+
+from __future__ import annotations
+
+import itertools
+import sys
+from typing import Any, Iterable
+
+from piep.errors import PiepError
+
+
+def grid(*, models, tp, pp, dp, batch, prompt_len, gen_len, mode) -> list[dict[str, Any]]:
+    keys = ("model", "tp", "pp", "dp", "batch", "prompt_len", "gen_len", "mode")
+    return [dict(zip(keys, values)) for values in
+            itertools.product(models, tp, pp, dp, batch, prompt_len, gen_len, mode)]
+
+
+def progress_bar(iterable: Iterable, total: int, enabled: bool, label: str = ""):
+    """A minimal bar on stderr when it is a terminal."""
+    show = enabled and sys.stderr.isatty() and total > 1
+    for i, item in enumerate(iterable, 1):
+        yield item
+        if show and (i == total or i % max(total // 100, 1) == 0):
+            done = int(30 * i / total)
+            sys.stderr.write(f"\r{label}[{'#' * done}{'.' * (30 - done)}] {i}/{total}")
+            if i == total:
+                sys.stderr.write("\n")
+            sys.stderr.flush()
+
+
+def sweep(configs: list[dict[str, Any]], *, gpu: str = "h200", predictor: str = "auto",
+          progress: bool = False) -> list[dict[str, Any]]:
+    from piep import api
+    from piep.predict.engine import evaluate
+    cm = api.cost_model(gpu, predictor)
+    rows = []
+    for cfg in progress_bar(configs, len(configs), progress, "sweep "):
+        row = dict(cfg)
+        try:
+            dep = api.deployment(gpu=gpu, **cfg)
+            doc = evaluate(dep, cm)
+        except PiepError as exc:
+            row["error"] = str(exc)
+        else:
+            row.update(energy_j=doc["energy_j"], time_s=doc["time_s"],
+                       j_per_token=doc["j_per_token"], tokens_per_s=doc["tokens_per_s"],
+                       ttft_s=doc["prefill"]["time_s"], tpot_s=doc["decode"]["tpot_s"],
+                       predictor=doc["predictor"], flags=doc["flags"])
+        rows.append(row)
+    return rows

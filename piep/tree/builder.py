@@ -1,0 +1,166 @@
+"""Build the model tree of a deployment (SPEC §2).
+
+deployment -> replica (x dp) -> phase (prefill | decode) -> [decode step x (gen-1)]
+-> stage (x1 each, `ranks`=tp) -> layer (x layers per stage) -> modules,
+with communication nodes injected by the layout.
+"""
+
+from __future__ import annotations
+
+from piep.config import BF16_BYTES
+from piep.layout import Deployment
+from piep.tree.nodes import Node
+
+TOKEN_BYTES = 8  # int64 token ids
+
+# Kernel launches per module call in the reference runner (eager PyTorch ops).
+LAUNCHES = {
+    "embedding": 1, "rmsnorm": 7, "final_norm": 7, "q_proj": 1, "k_proj": 1, "v_proj": 1,
+    "rope": 10, "attention": 4, "o_proj": 1, "gate_proj": 1, "up_proj": 1, "activation": 2,
+    "down_proj": 1, "lm_head": 1, "sampling": 2, "residual": 1, "allreduce": 1,
+    "allgather": 2, "p2p": 1,
+}
+
+
+def _linear(name: str, kind: str, phase: str, tokens: int, d_in: int, d_out: int,
+            bias: bool = False) -> Node:
+    weights = d_in * d_out + (d_out if bias else 0)
+    return Node(name, kind, phase, flops=2.0 * tokens * d_in * d_out,
+                bytes_read=(weights + tokens * d_in) * BF16_BYTES,
+                bytes_written=tokens * d_out * BF16_BYTES, tokens=tokens,
+                launches=LAUNCHES[kind], attrs={"d_in": d_in, "d_out": d_out})
+
+
+def _elementwise(name: str, kind: str, phase: str, tokens: int, width: int, *,
+                 reads: int, writes: int, flops_per: float) -> Node:
+    return Node(name, kind, phase, flops=flops_per * tokens * width,
+                bytes_read=reads * tokens * width * BF16_BYTES,
+                bytes_written=writes * tokens * width * BF16_BYTES, tokens=tokens,
+                launches=LAUNCHES[kind], attrs={"width": width})
+
+
+def _attention(dep: Deployment, phase: str, batch: int, q_len: int, ctx: int) -> Node:
+    m = dep.model
+    hq, hkv, d = dep.heads_per_rank, dep.kv_heads_per_rank, m.head_dim
+    if phase == "prefill":
+        # causal: each query sees half the prompt on average (QK^T and PV, 2 FLOPs a MAC)
+        flops = 2.0 * batch * hq * q_len * q_len * d
+        kv_read = batch * q_len * hkv * d * 2
+    else:
+        flops = 4.0 * batch * hq * q_len * ctx * d
+        kv_read = batch * ctx * hkv * d * 2
+    q_io = batch * q_len * hq * d
+    return Node("attention", "attention", phase, flops=flops,
+                bytes_read=(q_io + kv_read) * BF16_BYTES,
+                bytes_written=(q_io + batch * q_len * hkv * d * 2) * BF16_BYTES,
+                tokens=batch * q_len, context_len=ctx, launches=LAUNCHES["attention"],
+                attrs={"heads": hq, "kv_heads": hkv, "head_dim": d, "batch": batch})
+
+
+def _allreduce(phase: str, tokens: int, hidden: int, tp: int, where: str) -> Node:
+    size = tokens * hidden * BF16_BYTES
+    return Node(f"allreduce_{where}", "allreduce", phase, comm_bytes=size, bytes_read=size,
+                bytes_written=size, group_size=tp, tokens=tokens, launches=LAUNCHES["allreduce"])
+
+
+def _layer(dep: Deployment, phase: str, batch: int, q_len: int, ctx: int, count: int) -> Node:
+    m = dep.model
+    h, t, tp = m.hidden_size, batch * q_len, dep.parallel.tp
+    q_out = dep.heads_per_rank * m.head_dim
+    kv_out = dep.kv_heads_per_rank * m.head_dim
+    layer = Node("layer", "layer", phase, count=count, tokens=t, ranks=tp)
+    layer.add(
+        _elementwise("input_norm", "rmsnorm", phase, t, h, reads=1, writes=1, flops_per=4),
+        _linear("q_proj", "q_proj", phase, t, h, q_out, m.qkv_bias),
+        _linear("k_proj", "k_proj", phase, t, h, kv_out, m.qkv_bias),
+        _linear("v_proj", "v_proj", phase, t, h, kv_out, m.qkv_bias),
+        _elementwise("rope", "rope", phase, t, q_out + kv_out, reads=2, writes=1, flops_per=3),
+        _attention(dep, phase, batch, q_len, ctx),
+        _linear("o_proj", "o_proj", phase, t, q_out, h, m.o_bias),
+    )
+    if tp > 1:
+        layer.add(_allreduce(phase, t, h, tp, "attn"))
+    layer.add(
+        _elementwise("attn_residual", "residual", phase, t, h, reads=2, writes=1, flops_per=1),
+        _elementwise("post_norm", "rmsnorm", phase, t, h, reads=1, writes=1, flops_per=4),
+        _linear("gate_proj", "gate_proj", phase, t, h, dep.ffn_per_rank),
+        _linear("up_proj", "up_proj", phase, t, h, dep.ffn_per_rank),
+        _elementwise("activation", "activation", phase, t, dep.ffn_per_rank, reads=2,
+                     writes=1, flops_per=5),
+        _linear("down_proj", "down_proj", phase, t, dep.ffn_per_rank, h),
+    )
+    if tp > 1:
+        layer.add(_allreduce(phase, t, h, tp, "mlp"))
+    layer.add(_elementwise("mlp_residual", "residual", phase, t, h, reads=2, writes=1,
+                           flops_per=1))
+    return layer
+
+
+def _stage(dep: Deployment, index: int, phase: str, batch: int, q_len: int, ctx: int) -> Node:
+    m, p = dep.model, dep.parallel
+    h, tp = m.hidden_size, p.tp
+    layers = dep.stage_layers()[index]
+    stage = Node(f"stage{index}", "stage", phase, ranks=tp, tokens=batch * q_len,
+                 attrs={"layers": layers})
+    if index == 0:
+        t = batch * q_len
+        stage.add(Node("embedding", "embedding", phase, bytes_read=t * h * BF16_BYTES + t * 8,
+                       bytes_written=t * h * BF16_BYTES, tokens=t, launches=1))
+    stage.add(_layer(dep, phase, batch, q_len, ctx, layers))
+    last = index == p.pp - 1
+    if not last:
+        size = batch * q_len * h * BF16_BYTES
+        stage.add(Node(f"send_to_stage{index + 1}", "p2p", phase, comm_bytes=size,
+                       bytes_read=size, group_size=2, tokens=batch * q_len, launches=1))
+        return stage
+    # LM head on the last position only (prefill) or the one new token (decode)
+    v = dep.vocab_per_rank
+    stage.add(
+        _elementwise("final_norm", "final_norm", phase, batch, h, reads=1, writes=1, flops_per=4),
+        _linear("lm_head", "lm_head", phase, batch, h, v),
+    )
+    if tp > 1:
+        size = batch * m.vocab_size * BF16_BYTES
+        stage.add(Node("allgather_logits", "allgather", phase, comm_bytes=size,
+                       bytes_read=batch * v * BF16_BYTES, bytes_written=size, group_size=tp,
+                       tokens=batch, launches=LAUNCHES["allgather"]))
+    stage.add(Node("sampling", "sampling", phase, flops=batch * m.vocab_size,
+                   bytes_read=batch * m.vocab_size * BF16_BYTES, bytes_written=batch * 8,
+                   tokens=batch, launches=LAUNCHES["sampling"]))
+    if p.pp > 1:
+        stage.add(Node("send_tokens_to_stage0", "p2p", phase, comm_bytes=batch * TOKEN_BYTES,
+                       bytes_read=batch * TOKEN_BYTES, group_size=2, tokens=batch, launches=1))
+    return stage
+
+
+def _phase(dep: Deployment, phase: str) -> Node:
+    w, p = dep.workload, dep.parallel
+    b = dep.replica_batch
+    if phase == "prefill":
+        node = Node("prefill", "phase", "prefill", tokens=b * w.prompt_len)
+        node.add(*(_stage(dep, i, "prefill", b, w.prompt_len, w.prompt_len)
+                   for i in range(p.pp)))
+        return node
+    # graph mode attends over the whole static cache (masked); eager over the live prefix,
+    # whose mean over steps 1..gen-1 is prompt + gen/2 (attention cost is linear in it)
+    ctx = w.context_len if w.mode == "graph" else w.prompt_len + w.gen_len // 2
+    node = Node("decode", "phase", "decode", tokens=b * max(w.gen_len - 1, 0))
+    step = Node("step", "step", "decode", count=max(w.gen_len - 1, 0), tokens=b,
+                context_len=ctx)
+    step.add(*(_stage(dep, i, "decode", b, 1, ctx) for i in range(p.pp)))
+    if step.count:
+        node.add(step)
+    return node
+
+
+def build_tree(dep: Deployment) -> Node:
+    p = dep.parallel
+    root = Node("deployment", "deployment", ranks=p.world_size,
+                attrs={"model": dep.model.name, "tp": p.tp, "pp": p.pp, "dp": p.dp,
+                       "batch": dep.workload.batch, "prompt_len": dep.workload.prompt_len,
+                       "gen_len": dep.workload.gen_len, "mode": dep.workload.mode,
+                       "gpu": dep.gpu.name})
+    replica = Node("replica", "replica", count=p.dp, ranks=p.tp * p.pp,
+                   tokens=dep.replica_batch)
+    replica.add(_phase(dep, "prefill"), _phase(dep, "decode"))
+    return root.add(replica)
