@@ -45,6 +45,8 @@ FAMILIES: dict[str, dict[str, Any]] = {
     "mixtral": {"qkv_bias": False},
 }
 GATED_ACTS = ("silu", "swish")
+_FLOAT_KEYS = ("rms_norm_eps", "rope_theta", "initializer_range")
+_BOOL_KEYS = ("attention_bias", "tie_word_embeddings")
 
 
 def _positive_int(name: str, value: Any, problems: list[str]) -> int:
@@ -169,7 +171,7 @@ class ModelSpec:
             raise ConfigError(f"{name}: config.json must hold a JSON object, got "
                               f"{type(config).__name__}")
         # multimodal / nested configs keep the decoder under text_config
-        if "text_config" in config and "hidden_size" not in config:
+        if isinstance(config.get("text_config"), Mapping) and "hidden_size" not in config:
             config = {**config["text_config"], "model_type": config.get("model_type")}
         model_type = str(config.get("model_type") or "llama")
         problems: list[str] = []
@@ -188,6 +190,16 @@ class ModelSpec:
         act = values.get("hidden_act", "silu")
         if act not in GATED_ACTS:
             problems.append(f"hidden_act={act!r}: only SwiGLU (silu) MLPs are supported")
+        for key in _FLOAT_KEYS:
+            if key in values and (isinstance(values[key], bool)
+                                  or not isinstance(values[key], (int, float))):
+                problems.append(f"{ALIASES[key][0]}={values[key]!r} must be a number")
+        for key in _BOOL_KEYS:
+            if key in values and not isinstance(values[key], bool):
+                problems.append(f"{ALIASES[key][0]}={values[key]!r} must be true or false")
+        window = values.get("sliding_window")
+        if window is not None and (isinstance(window, bool) or not isinstance(window, int)):
+            problems.append(f"sliding_window={window!r} must be an integer or null")
         if problems:
             raise ConfigError(f"{name}: not a usable Llama-family config.json: "
                               + "; ".join(problems))
@@ -202,7 +214,6 @@ class ModelSpec:
             head_dim = hidden // heads
         family_bias = FAMILIES[model_type]["qkv_bias"]
         attention_bias = bool(values.get("attention_bias", False))
-        window = values.get("sliding_window")
         if config.get("use_sliding_window") is False:
             window = None
         return cls(
@@ -221,7 +232,7 @@ class ModelSpec:
             qkv_bias=attention_bias if family_bias is None else family_bias,
             o_bias=attention_bias and family_bias is None,
             tie_word_embeddings=bool(values.get("tie_word_embeddings", False)),
-            sliding_window=int(window) if window else None,
+            sliding_window=window if window and window > 0 else None,
             num_experts=values.get("num_experts", 1),
             experts_per_token=values.get("experts_per_token", 1),
             initializer_range=float(values.get("initializer_range", 0.02)),

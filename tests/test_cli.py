@@ -1,0 +1,158 @@
+import json
+import subprocess
+import sys
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from piep.cli import main
+
+
+def run(capsys, *argv):
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def assert_one_line_error(code, out, err, needle):
+    assert code != 0
+    assert out == ""
+    lines = err.strip().splitlines()
+    assert len(lines) == 1, err
+    assert "Traceback" not in err
+    assert needle in lines[0], lines[0]
+
+
+def test_predict_json(capsys):
+    code, out, _ = run(capsys, "predict", "--model", "llama-2-7b", "--tp", "2", "--batch", "16",
+                       "--json")
+    assert code == 0
+    doc = json.loads(out)
+    assert doc["schema"] == "piep.prediction" and doc["layout"]["tp"] == 2
+
+
+def test_predict_table(capsys):
+    code, out, _ = run(capsys, "predict", "--model", "llama-2-7b")
+    assert code == 0 and "energy_j" in out and "GPU boards only" in out
+
+
+@pytest.mark.parametrize("argv, needle", [
+    (["predict", "--model", "no-such-model"], "unknown model 'no-such-model'"),
+    (["predict", "--model", "llama-2-7b", "--tp", "3"], "tp=3 does not divide"),
+    (["predict", "--model", "llama-2-7b", "--batch", "-4"], "batch=-4"),
+    (["predict", "--model", "llama-2-7b", "--batch", "3", "--dp", "2"], "not divisible by dp=2"),
+    (["predict", "--model", "llama-3-70b", "--batch", "64", "--prompt-len", "2048"],
+     "does not fit"),
+    (["predict", "--model", "llama-2-7b", "--gpu", "a100"], "unknown GPU 'a100'"),
+    (["predict", "--model", "mixtral-8x7b"], "mixture of experts"),
+    (["predict", "--model", "llama-2-7b", "--request-rate", "0"], "request_rate"),
+    (["compare", "llama-2-7b@tp2x"], "layout after '@'"),
+    (["plan"], "not implemented yet"),
+])
+def test_bad_input_is_one_clear_line(capsys, argv, needle):
+    assert_one_line_error(*run(capsys, *argv), needle)
+
+
+def test_malformed_and_non_config_files(capsys, tmp_path):
+    bad = tmp_path / "config.json"
+    bad.write_text("{not json")
+    assert_one_line_error(*run(capsys, "predict", "--model", str(bad)), "not valid JSON")
+    other = tmp_path / "notes.json"
+    other.write_text(json.dumps({"hello": "world"}))
+    assert_one_line_error(*run(capsys, "predict", "--model", str(other)), "missing keys")
+    listy = tmp_path / "list.json"
+    listy.write_text("[1, 2]")
+    assert_one_line_error(*run(capsys, "predict", "--model", str(listy)), "JSON object")
+    text = tmp_path / "README.md"
+    text.write_text("# hello")
+    assert_one_line_error(*run(capsys, "predict", "--model", str(text)), "not valid JSON")
+    empty = tmp_path / "empty-model"
+    empty.mkdir()
+    assert_one_line_error(*run(capsys, "predict", "--model", str(empty)), "no config.json")
+
+
+def test_compare_recommends(capsys):
+    code, out, _ = run(capsys, "compare", "llama-2-7b@tp2", "llama-2-13b@tp1", "--batch", "8",
+                       "--json")
+    assert code == 0
+    doc = json.loads(out)
+    assert [c["candidate"] for c in doc["candidates"]] == ["llama-2-7b@tp2", "llama-2-13b@tp1"]
+    assert set(doc["recommendation"]) == {"latency", "energy", "memory"}
+    best = min(doc["candidates"], key=lambda c: c["j_per_token"])["candidate"]
+    assert doc["recommendation"]["energy"] == best
+
+
+def test_sweep_keeps_invalid_points_with_reason(capsys):
+    code, out, _ = run(capsys, "sweep", "--model", "llama-2-7b", "--tp", "1", "3", "--json")
+    assert code == 0
+    rows = json.loads(out)["rows"]
+    assert "energy_j" in rows[0] and "tp=3" in rows[1]["error"]
+
+
+def test_tree_json_and_save(capsys, tmp_path):
+    dest = tmp_path / "tree.json"
+    code, out, _ = run(capsys, "tree", "llama-3-70b", "--tp", "2", "--pp", "2", "--json",
+                       "--save", str(dest))
+    assert code == 0
+    doc = json.loads(out)
+    saved = json.loads(dest.read_text())
+    assert saved["schema"] == "piep.model_tree" and saved["nodes"] == doc["nodes"]
+    assert "provenance" in saved
+
+
+def test_models_and_env(capsys):
+    code, out, _ = run(capsys, "models", "--json")
+    assert code == 0 and len(json.loads(out)["models"]) >= 15
+    code, out, _ = run(capsys, "env", "--json")
+    assert code == 0 and "h200" in json.loads(out)["calibrations"]
+
+
+def test_console_entry_point_runs_as_module():
+    proc = subprocess.run([sys.executable, "-m", "piep", "predict", "--model", "llama-2-7b",
+                           "--tp", "9"], capture_output=True, text=True)
+    assert proc.returncode == 2
+    assert proc.stderr.count("\n") == 1 and "tp=9" in proc.stderr
+
+
+layouts = st.fixed_dictionaries({
+    "tp": st.integers(-1, 20), "pp": st.integers(-1, 12), "dp": st.integers(-1, 5),
+    "batch": st.integers(-2, 300), "prompt-len": st.integers(-1, 40000),
+    "gen-len": st.integers(-1, 5000)})
+configs = st.fixed_dictionaries({}, optional={
+    "model_type": st.sampled_from(["llama", "mistral", "qwen2", "gpt2", None, 3]),
+    "hidden_size": st.one_of(st.integers(-8, 9000), st.text(max_size=3), st.none()),
+    "num_hidden_layers": st.integers(-2, 100),
+    "num_attention_heads": st.one_of(st.integers(-2, 70), st.floats(allow_nan=True)),
+    "num_key_value_heads": st.integers(-1, 70),
+    "head_dim": st.one_of(st.integers(-1, 300), st.just(0)),
+    "intermediate_size": st.integers(-1, 40000),
+    "vocab_size": st.integers(-1, 200000),
+    "hidden_act": st.sampled_from(["silu", "gelu", 5]),
+    "sliding_window": st.one_of(st.none(), st.integers(-5, 5000), st.text(max_size=2)),
+    "num_local_experts": st.integers(-1, 9),
+    "max_position_embeddings": st.integers(-1, 100000),
+})
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(layout=layouts, config=configs)
+def test_fuzz_configs_and_layouts_never_traceback(tmp_path_factory, layout, config):
+    path = tmp_path_factory.mktemp("cfg") / "config.json"
+    path.write_text(json.dumps(config))
+    argv = ["predict", "--model", str(path), "--json"]
+    for key, value in layout.items():
+        argv += [f"--{key}", str(value)]
+    import contextlib
+    import io
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        try:
+            code = main(argv)
+        except SystemExit as exc:  # argparse on a value it cannot parse
+            code = exc.code
+    if code == 0:
+        assert json.loads(out.getvalue())["energy_j"] > 0
+    else:
+        assert "Traceback" not in err.getvalue()
+        assert len(err.getvalue().strip().splitlines()) == 1, err.getvalue()

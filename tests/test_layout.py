@@ -1,0 +1,71 @@
+import pytest
+
+from piep.config import Parallel, Workload
+from piep.errors import ConfigError, FitError
+from piep.layout import GIB
+
+
+def test_tp_must_divide_heads(make_dep):
+    with pytest.raises(ConfigError, match=r"tp=3 does not divide num_attention_heads=32; use tp in"):
+        make_dep("llama-2-7b", tp=3)
+
+
+def test_kv_heads_replicated_when_tp_exceeds_them(make_dep):
+    dep = make_dep("llama-3-8b", tp=16)
+    assert dep.kv_heads_per_rank == 1
+    assert any("replicated on 2 ranks" in n for n in dep.notes)
+
+
+def test_pp_must_balance_layers(make_dep):
+    with pytest.raises(ConfigError, match="pp=3 does not split num_hidden_layers=32"):
+        make_dep("llama-2-7b", pp=3)
+
+
+def test_batch_must_divide_dp(make_dep):
+    with pytest.raises(ConfigError, match="not divisible by dp=2"):
+        make_dep("llama-2-7b", dp=2, batch=3)
+
+
+def test_bad_scalars():
+    with pytest.raises(ConfigError, match="batch=-1"):
+        Workload(batch=-1)
+    with pytest.raises(ConfigError, match="tp=0"):
+        Parallel(tp=0)
+    with pytest.raises(ConfigError, match="mode"):
+        Workload(mode="jit")
+
+
+def test_moe_is_refused_clearly(make_dep):
+    with pytest.raises(ConfigError, match="mixture of experts"):
+        make_dep("mixtral-8x7b")
+
+
+def test_memory_items_llama2_7b_tp1(make_dep):
+    dep = make_dep("llama-2-7b", batch=8, prompt_len=1024, gen_len=1024)
+    items = dep.memory_items_gib()["all"]
+    assert items["weights"] * GIB == pytest.approx(dep.model.num_params() * 2, rel=1e-9)
+    # KV: 32 layers x 2 (k, v) x 8 seqs x 2048 positions x 4096 x 2 bytes = 8 GiB
+    assert items["kv_cache"] == pytest.approx(8.0)
+    # prefill MLP intermediate batch*prompt*ffn is in the activations
+    assert items["activations"] * GIB > 3 * 8 * 1024 * 11008 * 2
+    assert items["total"] == pytest.approx(sum(v for k, v in items.items() if k != "total"))
+
+
+def test_kv_replication_counts_in_memory(make_dep):
+    # llama-3-8b has 8 kv heads: tp=16 keeps one (replicated) kv head per rank, not 0.5
+    dep = make_dep("llama-3-8b", tp=16, batch=1, prompt_len=1000, gen_len=24)
+    kv = dep.memory_items_gib()["all"]["kv_cache"] * GIB
+    assert kv == 32 * 2 * 1 * 1024 * 1 * 128 * 2
+
+
+def test_70b_with_a_big_batch_does_not_fit_one_gpu_and_says_what_to_do(make_dep):
+    # 131 GiB of weights fit a 140 GiB H200 alone; 64 x 2176 tokens of KV (~42 GiB) do not
+    with pytest.raises(FitError) as err:
+        make_dep("llama-3-70b", batch=64, prompt_len=2048)
+    msg = str(err.value)
+    assert "weights" in msg and "needs tp >= 2" in msg
+
+
+def test_70b_fits_tp2(make_dep):
+    dep = make_dep("llama-3-70b", tp=2)
+    assert dep.peak_memory_gib() < dep.gpu.memory_gib
