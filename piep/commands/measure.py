@@ -1,10 +1,58 @@
-"""`piep measure` (not built yet)."""
+"""`piep measure`: real inference energy on GPUs (launch with torchrun for several GPUs)."""
 
-from piep.commands._stub import not_yet
+from __future__ import annotations
+
+import logging
+
+from piep.cli import add_deployment_args, emit
+
+log = logging.getLogger("piep.measure")
 
 
 def configure(parser) -> None:
-    parser.add_argument("rest", nargs="*", help="arguments (not used yet)")
+    parser.add_argument("--model", help="shipped name or config.json path (single configuration)")
+    add_deployment_args(parser, model=False)
+    parser.add_argument("--grid", metavar="DESIGN.jsonl",
+                        help="measure every configuration of a design file (resumable)")
+    parser.add_argument("--out", metavar="FILE.jsonl",
+                        help="append one JSON record per configuration here")
+    parser.add_argument("--budget-s", type=float, default=float("inf"),
+                        help="stop the grid before this many seconds are spent")
+    parser.add_argument("--shard", default="0/1", metavar="I/N",
+                        help="take every N-th pending configuration starting at I")
+    parser.add_argument("--repeats", type=int, default=3, help="interleaved repeats (default 3)")
+    parser.add_argument("--min-window-s", type=float, default=0.5,
+                        help="shortest energy window; short phases repeat to fill it (default 0.5)")
+    parser.add_argument("--idle-s", type=float, default=1.0, help="idle-power window (default 1)")
+    parser.add_argument("--no-continuous", action="store_true",
+                        help="skip the continuous prefill+decode check window")
+    parser.add_argument("--device", choices=("auto", "cuda", "cpu"), default="auto")
+    parser.add_argument("--dtype", choices=("bf16", "fp32"), default="bf16")
+    parser.add_argument("--weights", metavar="FOLDER",
+                        help="real weights from a local safetensors folder (default: random)")
+    parser.add_argument("--seed", type=int, default=0)
 
 
-run = not_yet("measure", "the measure issue")
+def run(args) -> int:
+    from piep.errors import ConfigError
+    if not args.model and not args.grid:
+        raise ConfigError("give --model (one configuration) or --grid DESIGN.jsonl")
+    try:
+        import torch  # noqa: F401
+    except ImportError:
+        raise ConfigError("`piep measure` needs torch: pip install 'piep[gpu]'") from None
+    from piep.sampling.cli_impl import measure_main
+    doc = measure_main(args)
+    if doc is not None:
+        emit(args, doc, _human)
+    return 0
+
+
+def _human(doc) -> str:
+    if "records" in doc:
+        return f"measured {doc['records']} configuration(s) into {doc['out']}"
+    e = doc.get("energy_j")
+    return (f"{doc['model']} tp={doc['tp']} pp={doc['pp']} dp={doc['dp']} batch={doc['batch']} "
+            f"prompt={doc['prompt_len']} gen={doc['gen_len']} {doc['mode']}: "
+            f"energy_j={e if e is None else round(e, 2)} time_s={doc['time_s']:.4f} "
+            f"spread={doc.get('spread')} (GPU boards only)")

@@ -88,6 +88,9 @@ class NvmlDevice:
     def mem_clock_mhz(self) -> float:
         return float(pynvml.nvmlDeviceGetClockInfo(self.handle, pynvml.NVML_CLOCK_MEM))
 
+    def memory_used_gib(self) -> float:
+        return pynvml.nvmlDeviceGetMemoryInfo(self.handle).used / 1024 ** 3
+
     def power_limit_w(self) -> float:
         return pynvml.nvmlDeviceGetPowerManagementLimit(self.handle) / 1000.0
 

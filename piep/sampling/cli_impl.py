@@ -1,0 +1,111 @@
+"""Body of `piep measure` (imports torch; the command module stays light)."""
+
+from __future__ import annotations
+
+import logging
+import os
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from piep.artifacts import append_jsonl
+from piep.config import Parallel, Workload
+from piep.errors import ConfigError
+from piep.sampling.grid import load_design, parallel_workload, run_grid, spec_of
+from piep.sampling.runner import Dist, Hygiene, RankMeter, measure_config
+
+log = logging.getLogger("piep.measure")
+
+
+def _device(choice: str, d: Dist):
+    if choice == "cpu" or (choice == "auto" and not torch.cuda.is_available()):
+        return torch.device("cpu")
+    if not torch.cuda.is_available():
+        raise ConfigError("--device cuda but torch sees no CUDA GPU")
+    torch.cuda.set_device(d.local_rank)
+    return torch.device("cuda", d.local_rank)
+
+
+def _predicted_memory(spec, parallel, workload) -> float | None:
+    from piep.gpus import load_gpu
+    from piep.layout import Deployment
+    try:
+        return Deployment(spec, parallel, workload, load_gpu("h200")).peak_memory_gib()
+    except Exception:  # an unknown layout must not stop a measurement
+        return None
+
+
+def _load_weights(folder: str | None):
+    if not folder:
+        return None
+    from safetensors.torch import load_file
+    files = sorted(Path(folder).glob("*.safetensors"))
+    if not files:
+        raise ConfigError(f"{folder}: no *.safetensors files")
+    state: dict[str, Any] = {}
+    for f in files:
+        state.update(load_file(str(f)))
+    return state
+
+
+def measure_main(args) -> dict[str, Any] | None:
+    d = Dist()
+    device = _device(args.device, d)
+    dtype = torch.bfloat16 if args.dtype == "bf16" else torch.float32
+    hygiene = Hygiene(repeats=args.repeats, min_window_s=args.min_window_s, idle_s=args.idle_s,
+                      continuous_check=not args.no_continuous)
+    meter = RankMeter(device)
+    try:
+        if args.grid:
+            return _grid(args, d, device, dtype, hygiene, meter)
+        from piep.models import load_model
+        spec = load_model(args.model)
+        parallel = Parallel(tp=args.tp, pp=args.pp, dp=args.dp)
+        workload = Workload(batch=args.batch, prompt_len=args.prompt_len,
+                            gen_len=args.gen_len, mode=args.mode)
+        from piep.gpus import load_gpu
+        from piep.layout import validate
+        validate(spec, parallel, workload, load_gpu("h200"), check_memory=False)
+        rec = measure_config(spec, parallel, workload, d=d, device=device, dtype=dtype,
+                             hygiene=hygiene, meter=meter, seed=args.seed,
+                             state=_load_weights(args.weights),
+                             predicted_memory_gib=_predicted_memory(spec, parallel, workload),
+                             extra={"command": _command()})
+        if rec is not None and args.out:
+            append_jsonl(args.out, rec)
+        return rec
+    finally:
+        d.close()
+
+
+def _command() -> str:
+    import sys
+    return " ".join(["torchrun" if "TORCHELASTIC_RUN_ID" in os.environ else "python -m piep"]
+                    + sys.argv[1:])
+
+
+def _grid(args, d, device, dtype, hygiene, meter):
+    if not args.out:
+        raise ConfigError("--grid needs --out FILE.jsonl")
+    design = load_design(Path(args.grid))
+    i, n = (int(x) for x in args.shard.split("/"))
+    import torch.distributed as dist
+
+    def broadcast(flag: bool) -> bool:
+        if d.world == 1:
+            return flag
+        box = [flag]
+        dist.broadcast_object_list(box, src=0, group=d.cpu_group)
+        return bool(box[0])
+
+    def one(cfg):
+        spec = spec_of(cfg)
+        parallel, workload = parallel_workload(cfg)
+        return measure_config(spec, parallel, workload, d=d, device=device, dtype=dtype,
+                              hygiene=hygiene, meter=meter, seed=args.seed,
+                              predicted_memory_gib=_predicted_memory(spec, parallel, workload),
+                              extra={"command": _command(), "design": Path(args.grid).name})
+    n_done = run_grid(design, Path(args.out), budget_s=args.budget_s, measure_one=one,
+                      world=d.world, rank=d.rank, shard=(i, n), broadcast=broadcast)
+    return {"records": n_done, "out": args.out} if d.rank == 0 else None

@@ -1,0 +1,113 @@
+"""Space-filling design of end-to-end measurements (SPEC §3 workloads).
+
+Latin-hypercube draws of log(batch), log(prompt), log(gen) per (model, layout, mode),
+kept when the layout fits in memory with a margin and the roofline says the run is short
+enough to measure inside the device budget. Writes one JSON config per line.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import random
+from pathlib import Path
+from typing import Any
+
+from piep.config import ModelSpec, Parallel, Workload
+from piep.errors import PiepError
+from piep.gpus import load_gpu
+from piep.layout import validate
+from piep.predict.engine import evaluate
+from piep.predict.roofline import RooflineModel
+
+# a shape in no public list: hidden 2560, 20 heads, 4 kv heads, 36 layers
+UNLISTED = {"model_type": "llama", "hidden_size": 2560, "intermediate_size": 6912,
+            "num_hidden_layers": 36, "num_attention_heads": 20, "num_key_value_heads": 4,
+            "vocab_size": 50304, "max_position_embeddings": 4096, "hidden_act": "silu",
+            "rms_norm_eps": 1e-5, "rope_theta": 10000.0, "tie_word_embeddings": False}
+
+ONE_GPU_MODELS = ("llama-2-7b", "llama-3-8b", "mistral-7b", "qwen2.5-7b", "llama-2-13b",
+                  "qwen2.5-14b", "mistral-small-24b", "vicuna-33b", "qwen2.5-32b",
+                  "piep-unlisted-3b")
+TWO_GPU = {"tp2": ("llama-2-7b", "llama-3-8b", "qwen2.5-7b", "llama-2-13b", "qwen2.5-14b",
+                   "qwen2.5-32b", "llama-3-70b", "piep-unlisted-3b", "mistral-small-24b"),
+           "pp2": ("llama-2-7b", "llama-3-8b", "llama-2-13b", "qwen2.5-32b", "llama-3-70b",
+                   "piep-unlisted-3b"),
+           "dp2": ("llama-2-7b", "llama-3-8b", "qwen2.5-7b", "llama-2-13b", "piep-unlisted-3b")}
+LAYOUTS = {"tp1": (1, 1, 1), "tp2": (2, 1, 1), "pp2": (1, 2, 1), "dp2": (1, 1, 2)}
+
+
+def _spec(name: str) -> tuple[ModelSpec, dict[str, Any] | None]:
+    if name == "piep-unlisted-3b":
+        return ModelSpec.from_hf_config(UNLISTED, name=name), UNLISTED
+    from piep.models import load_model
+    return load_model(name), None
+
+
+def _lhs(rng: random.Random, n: int, lo: float, hi: float) -> list[float]:
+    """One Latin-hypercube column on a log scale."""
+    cells = [(i + rng.random()) / n for i in range(n)]
+    rng.shuffle(cells)
+    return [math.exp(math.log(lo) + c * (math.log(hi) - math.log(lo))) for c in cells]
+
+
+def estimate_wall_s(pred: dict[str, Any], *, repeats: int = 3, min_window_s: float = 0.5) -> float:
+    """Seconds the runner spends on a configuration (build, warm-up, windows, ticks)."""
+    pre, dec = pred["prefill"]["time_s"], pred["decode"]["time_s"]
+    windows = repeats * (max(min_window_s, pre) + max(min_window_s, dec) + 0.2)
+    return 2.5 + pre + 8 * pred["decode"]["tpot_s"] + windows + pre + dec + 0.2
+
+
+def build_design(*, seed: int = 0, draws: int = 8, max_time_s: float = 3.0, block: int = 24,
+                 eager_share: float = 0.25, memory_margin: float = 0.85) -> list[dict[str, Any]]:
+    rng = random.Random(seed)
+    gpu = load_gpu("h200")
+    roof = RooflineModel()
+    plan = [(m, "tp1") for m in ONE_GPU_MODELS]
+    plan += [(m, lay) for lay, models in TWO_GPU.items() for m in models]
+    out = []
+    for name, lay in plan:
+        spec, inline = _spec(name)
+        tp, pp, dp = LAYOUTS[lay]
+        batches = _lhs(rng, draws, 1, 64)
+        prompts = _lhs(rng, draws, 128, 2048)
+        gens = _lhs(rng, draws, 32, 512)
+        for b, p, g in zip(batches, prompts, gens):
+            batch = max(dp, int(round(b / dp)) * dp)
+            mode = "eager" if rng.random() < eager_share else "graph"
+            wl = Workload(batch=batch, prompt_len=int(round(p)), gen_len=int(round(g)), mode=mode)
+            try:
+                dep = validate(spec, Parallel(tp=tp, pp=pp, dp=dp), wl, gpu)
+            except PiepError:
+                continue
+            if dep.peak_memory_gib() > memory_margin * gpu.memory_gib:
+                continue
+            pred = evaluate(dep, roof)
+            if pred["time_s"] > max_time_s:
+                continue
+            cfg = {"model": name, "tp": tp, "pp": pp, "dp": dp, "batch": wl.batch,
+                   "prompt_len": wl.prompt_len, "gen_len": wl.gen_len, "mode": mode,
+                   "layout": lay, "estimated_s": round(estimate_wall_s(pred), 2),
+                   "roofline_time_s": round(pred["time_s"], 4)}
+            if inline:
+                cfg["config"] = inline
+            out.append(cfg)
+    # random order (SPEC §3); graph first, then eager, within blocks of `block` so that a
+    # budget cut still leaves some eager points
+    rng.shuffle(out)
+    order = sorted(range(len(out)), key=lambda i: (i // block, out[i]["mode"] != "graph", i))
+    return [out[i] for i in order]
+
+
+def write_design(path: Path, **kwargs) -> int:
+    rows = build_design(**kwargs)
+    from piep.artifacts import write_text
+    write_text(path, "".join(json.dumps(r) + "\n" for r in rows))
+    return len(rows)
+
+
+if __name__ == "__main__":
+    import sys
+    n = write_design(Path(sys.argv[1]) if len(sys.argv) > 1 else
+                     Path("calibration/h200/e2e/design.jsonl"))
+    print(f"{n} configurations")

@@ -1,0 +1,114 @@
+"""Budgeted, resumable grid of measurements: one JSONL line appended per finished
+configuration; configurations already in the output are skipped."""
+
+from __future__ import annotations
+
+import json
+import logging
+import random
+import time
+from pathlib import Path
+from typing import Any, Iterable
+
+from piep.artifacts import append_jsonl, read_jsonl
+from piep.config import ModelSpec, Parallel, Workload
+
+log = logging.getLogger("piep.measure")
+KEY_FIELDS = ("model", "tp", "pp", "dp", "batch", "prompt_len", "gen_len", "mode")
+
+
+def config_key(cfg: dict[str, Any]) -> str:
+    return "|".join(str(cfg[k]) for k in KEY_FIELDS)
+
+
+def spec_of(cfg: dict[str, Any]) -> ModelSpec:
+    """A grid entry names a shipped model or carries its own config.json body."""
+    if "config" in cfg:
+        return ModelSpec.from_hf_config(cfg["config"], name=cfg["model"])
+    from piep.models import load_model
+    return load_model(cfg["model"])
+
+
+FAILURE_SCHEMA = "piep.measurement_failure"
+
+
+def done_keys(out: Path) -> set[str]:
+    """Measured or failed configurations (a failure is not retried; delete its line to retry)."""
+    return {config_key(r) for r in read_jsonl(out)
+            if r.get("schema") in ("piep.measurement", FAILURE_SCHEMA)}
+
+
+def pending(design: Iterable[dict[str, Any]], out: Path, world: int) -> list[dict[str, Any]]:
+    done = done_keys(out)
+    return [c for c in design if c["tp"] * c["pp"] * c["dp"] == world
+            and config_key(c) not in done]
+
+
+def load_design(path: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in Path(path).read_text().splitlines() if line.strip()]
+
+
+def parallel_workload(cfg: dict[str, Any]) -> tuple[Parallel, Workload]:
+    return (Parallel(tp=cfg["tp"], pp=cfg["pp"], dp=cfg["dp"]),
+            Workload(batch=cfg["batch"], prompt_len=cfg["prompt_len"], gen_len=cfg["gen_len"],
+                     mode=cfg["mode"]))
+
+
+def run_grid(design: list[dict[str, Any]], out: Path, *, budget_s: float, measure_one,
+             world: int, rank: int, shard: tuple[int, int] = (0, 1), broadcast=None,
+             clock=time.monotonic) -> int:
+    """Measure pending configurations until the budget is spent. `measure_one(cfg)` returns
+    the record on rank 0. All ranks walk the same list; rank 0 decides when to stop."""
+    todo = pending(design, out, world)
+    todo = [c for i, c in enumerate(todo) if i % shard[1] == shard[0]]
+    start = clock()
+    finished = 0
+    for i, cfg in enumerate(todo):
+        est = float(cfg.get("estimated_s", 10.0))
+        go = clock() - start + est <= budget_s
+        if broadcast is not None:
+            go = broadcast(go)
+        if not go:
+            log.info("budget reached: %d of %d pending configurations left", len(todo) - i,
+                     len(todo))
+            break
+        t0 = clock()
+        try:
+            record = measure_one(cfg)
+        except Exception as exc:  # one bad configuration must not end the grid
+            log.warning("%s failed: %s: %s", config_key(cfg), type(exc).__name__, exc)
+            if rank == 0:
+                append_jsonl(out, {"schema": FAILURE_SCHEMA, "schema_version": 1,
+                                   **{k: cfg[k] for k in KEY_FIELDS}, "key": config_key(cfg),
+                                   "error": f"{type(exc).__name__}: {exc}"[:500]})
+            _free_memory()
+            continue
+        if rank == 0 and record is not None:
+            record["key"] = config_key(cfg)
+            record["wall_s"] = clock() - t0
+            append_jsonl(out, record)
+            finished += 1
+            e = record.get("energy_j")
+            log.info("[%d/%d] %s: %s J, %.3f s, spread %s (%.1f s wall)", i + 1, len(todo),
+                     config_key(cfg), f"{e:.1f}" if e is not None else "n/a",
+                     record["time_s"], record.get("spread"), record["wall_s"])
+    return finished
+
+
+def shuffled(configs: list[dict[str, Any]], seed: int) -> list[dict[str, Any]]:
+    """Randomized configuration order (SPEC §3), reproducible from the seed."""
+    rng = random.Random(seed)
+    out = list(configs)
+    rng.shuffle(out)
+    return out
+
+
+def _free_memory() -> None:
+    import gc
+    gc.collect()
+    try:
+        import torch
+        if torch.cuda.is_available():
+            torch.cuda.empty_cache()
+    except ImportError:
+        pass

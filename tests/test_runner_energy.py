@@ -1,0 +1,44 @@
+"""The runner's energy plumbing on one CPU process with a fake NVML counter in real time."""
+
+import time
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from piep.config import ModelSpec, Parallel, Workload  # noqa: E402
+from piep.device.fake import FakeDevice  # noqa: E402
+from piep.sampling.runner import Dist, Hygiene, RankMeter, measure_config  # noqa: E402
+
+TINY = {"model_type": "llama", "hidden_size": 64, "intermediate_size": 176,
+        "num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 2,
+        "vocab_size": 128, "max_position_embeddings": 256, "hidden_act": "silu"}
+
+
+class RealClock:
+    def __init__(self):
+        self.t0 = time.perf_counter()
+        self.poll_cost_s = 0.0
+
+    def __call__(self):
+        return time.perf_counter() - self.t0
+
+    def sleep(self, s):
+        time.sleep(max(s, 0))
+
+
+def test_constant_power_gives_power_times_time():
+    clock = RealClock()
+    fake = FakeDevice(lambda t: 200.0, clock, tick_s=0.05, phase_s=0.01, step_s=0.001)
+    meter = RankMeter("cpu", fake=fake)
+    rec = measure_config(ModelSpec.from_hf_config(TINY, name="tiny"), Parallel(),
+                         Workload(batch=2, prompt_len=16, gen_len=8), d=Dist(), device="cpu",
+                         dtype=torch.float32, meter=meter,
+                         hygiene=Hygiene(repeats=2, min_window_s=0.15, idle_s=0.2))
+    assert rec["per_gpu"][0]["idle_power_w"] == pytest.approx(200.0, rel=0.05)
+    for phase in ("prefill", "decode"):
+        assert rec[phase]["energy_j"] == pytest.approx(200.0 * rec[phase]["time_s"], rel=0.3)
+    assert rec["energy_j"] == pytest.approx(rec["prefill"]["energy_j"] + rec["decode"]["energy_j"])
+    assert len(rec["repeat_energy_j"]) == 2 and rec["spread"] is not None
+    assert rec["continuous"]["energy_j"] > 0
+    assert rec["schema"] == "piep.measurement" and rec["boundary"] == "gpu_board"
