@@ -54,7 +54,9 @@ def test_serving_adds_idle_energy():
     served = predict("llama-2-7b", batch=8, request_rate=2.0)
     s = served["serving"]
     assert s["batch_period_s"] == pytest.approx(4.0)
-    assert s["idle_energy_j"] == pytest.approx((4.0 - base["time_s"]) * 122.0)
+    from piep.gpus import load_gpu
+    idle_w = load_gpu("h200").idle_power_w
+    assert s["idle_energy_j"] == pytest.approx((4.0 - base["time_s"]) * idle_w)
     assert s["energy_per_request_j"] == pytest.approx((base["energy_j"] + s["idle_energy_j"]) / 8)
     hot = predict("llama-2-7b", batch=8, request_rate=1000.0)
     assert hot["serving"]["overloaded"] and "overloaded" in hot["flags"]
