@@ -1,10 +1,38 @@
-"""`piep calibrate` (not built yet)."""
+"""`piep calibrate`: module samples, waiting-time samples and their Gamma fits (GPU)."""
 
-from piep.commands._stub import not_yet
+from __future__ import annotations
+
+from piep.cli import emit
 
 
 def configure(parser) -> None:
-    parser.add_argument("rest", nargs="*", help="arguments (not used yet)")
+    parser.add_argument("what", choices=("modules", "waits", "fit"),
+                        help="modules: isolated node kinds (1 GPU); waits: AllReduce waiting "
+                             "times in real tp=N decoding (torchrun); fit: Gamma fits of samples")
+    parser.add_argument("--out", required=True, help="output JSONL (modules, waits) or JSON (fit)")
+    parser.add_argument("--samples", help="wait samples JSONL (for fit)")
+    parser.add_argument("--budget-s", type=float, default=float("inf"))
+    parser.add_argument("--shard", default="0/1", metavar="I/N")
+    parser.add_argument("--models", nargs="+", default=["llama-2-7b", "llama-3-8b"])
 
 
-run = not_yet("calibrate", "the calibrate issue")
+def run(args) -> int:
+    from piep.errors import ConfigError
+    if args.what == "fit":
+        if not args.samples:
+            raise ConfigError("calibrate fit needs --samples WAITS.jsonl")
+        from piep.sampling.calibrate import fit_all
+        from pathlib import Path
+        doc = {"fits": len(fit_all(Path(args.samples), Path(args.out))), "out": args.out}
+    else:
+        try:
+            import torch
+        except ImportError:
+            raise ConfigError("`piep calibrate` needs torch: pip install 'piep[gpu]'") from None
+        if not torch.cuda.is_available():
+            raise ConfigError(f"`piep calibrate {args.what}` needs a CUDA GPU")
+        from piep.sampling.calibrate import main
+        doc = main(args)
+    if doc is not None:
+        emit(args, doc, lambda d: ", ".join(f"{k}: {v}" for k, v in d.items()))
+    return 0

@@ -131,9 +131,15 @@ class Layer:
         self.wu = ws.get(p + "mlp.up_proj.weight", (f, h), rows=f_rows)
         self.wd = ws.get(p + "mlp.down_proj.weight", (h, f), cols=f_rows)
 
+    timer = None  # a CollectiveTimer while the waiting-time sampler runs
+
     def allreduce(self, x: torch.Tensor) -> torch.Tensor:
         if self.topo.tp > 1:
+            if self.timer is not None:
+                self.timer.start()
             dist.all_reduce(x, group=self.topo.tp_group)
+            if self.timer is not None:
+                self.timer.stop()
         return x
 
     def forward(self, x, cos, sin, k_cache, v_cache, write_pos, attend) -> torch.Tensor:

@@ -1,0 +1,274 @@
+"""`piep calibrate`: module samples, host launch overhead, launch-gap power, and waiting
+times of collectives in real multi-GPU decoding (synchronized sampler, SPEC §2).
+
+    python -m piep calibrate modules --out M.jsonl --shard 0/2 --budget-s 200
+    torchrun --nproc-per-node 2 -m piep calibrate waits --out W.jsonl
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+import time
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from piep.artifacts import append_jsonl, read_jsonl
+from piep.config import ModelSpec, Parallel, Workload
+from piep.errors import PiepError
+
+log = logging.getLogger("piep.calibrate")
+
+# shapes in no public list widen the grid beyond the shipped models
+SYNTHETIC = [
+    {"hidden_size": 2048, "num_attention_heads": 16, "num_key_value_heads": 4,
+     "intermediate_size": 5632, "vocab_size": 32000},
+    {"hidden_size": 2560, "num_attention_heads": 20, "num_key_value_heads": 4,
+     "intermediate_size": 6912, "vocab_size": 50304},
+    {"hidden_size": 6144, "num_attention_heads": 48, "num_key_value_heads": 8,
+     "intermediate_size": 16384, "vocab_size": 65536},
+    {"hidden_size": 8192, "num_attention_heads": 64, "num_key_value_heads": 64,
+     "intermediate_size": 30000, "vocab_size": 100000},
+]
+
+
+def _synthetic_specs() -> list[ModelSpec]:
+    base = {"model_type": "llama", "num_hidden_layers": 4, "hidden_act": "silu",
+            "max_position_embeddings": 8192}
+    return [ModelSpec.from_hf_config({**base, **s}, name=f"synthetic-{s['hidden_size']}")
+            for s in SYNTHETIC]
+
+
+def module_shapes(*, seed: int = 0, per_kind: int = 28) -> list[dict[str, Any]]:
+    """Unique leaf shapes from trees of many deployments, stratified per (kind, phase)."""
+    from piep.gpus import load_gpu
+    from piep.layout import Deployment
+    from piep.models import load_model, shipped_models
+    from piep.sampling.modules import COMPUTE_KINDS, shape_key
+    from piep.tree import build_tree
+    rng = random.Random(seed)
+    gpu = load_gpu("h200")
+    specs = [load_model(m.name) for m in shipped_models()]
+    specs = [s for s in specs if not s.is_moe] + _synthetic_specs()
+    pool: dict[tuple, dict[str, dict[str, Any]]] = {}
+    for spec in specs:
+        for tp in (1, 2, 4, 8):
+            if spec.num_heads % tp or (spec.num_kv_heads % tp and tp % spec.num_kv_heads):
+                continue
+            for batch in (1, 2, 4, 8, 16, 32, 64):
+                for prompt in (128, 512, 2048):
+                    for gen in (64, 2048):
+                        wl = Workload(batch=batch, prompt_len=prompt, gen_len=gen)
+                        dep = Deployment(spec, Parallel(tp=tp), wl, gpu)
+                        for _, _, leaf in build_tree(dep).leaves():
+                            if leaf.kind not in COMPUTE_KINDS:
+                                continue
+                            key = shape_key(leaf)
+                            pool.setdefault((key["kind"], key["phase"]), {})[
+                                repr(sorted(key.items()))] = key
+    chosen = []
+    for (kind, phase), shapes in sorted(pool.items()):
+        items = sorted(shapes.values(), key=lambda s: repr(sorted(s.items())))
+        n = per_kind if kind not in ("attention",) else 2 * per_kind
+        picks = rng.sample(items, min(n, len(items)))
+        for s in picks:
+            chosen.append({**s, "mode": "graph"})
+            if kind == "attention" and phase == "decode":
+                chosen.append({**s, "mode": "eager"})
+    rng.shuffle(chosen)
+    return chosen
+
+
+def _key(s: dict[str, Any]) -> str:
+    return repr(sorted((k, v) for k, v in s.items() if k not in ("repeat",)))
+
+
+def run_modules(out: Path, *, budget_s: float, shard: tuple[int, int], repeat_every: int = 10,
+                min_window_s: float = 0.3) -> int:
+    from piep.device.energy import TickMeter
+    from piep.device.nvml import NvmlDevice
+    from piep.sampling.modules import sample_shape
+    device = torch.device("cuda", 0)
+    torch.cuda.set_device(device)
+    nvml = NvmlDevice(uuid=str(torch.cuda.get_device_properties(device).uuid))
+    meter = TickMeter(nvml)
+    torch.zeros(1, device=device)
+    idle_w = meter.idle_power_w(1.0)
+    done = {_key({k: v for k, v in r.items() if k in r.get("shape_fields", [])})
+            for r in read_jsonl(out)}
+    shapes = [s for i, s in enumerate(module_shapes()) if i % shard[1] == shard[0]]
+    start = time.monotonic()
+    n = 0
+    _host_overhead(out, meter, idle_w, nvml)
+    for i, s in enumerate(shapes):
+        if time.monotonic() - start > budget_s:
+            log.info("budget reached after %d of %d shapes", i, len(shapes))
+            break
+        if _key(s) in done:
+            continue
+        for rep in ((0, 1) if i % repeat_every == 0 else (0,)):
+            try:
+                row = sample_shape(s, s["mode"], meter=meter, idle_w=idle_w, device=device,
+                                   min_window_s=min_window_s, nvml=nvml)
+            except (RuntimeError, PiepError) as exc:
+                log.warning("%s failed: %s", s, exc)
+                row = {**s, "error": str(exc)[:300]}
+                torch.cuda.empty_cache()
+            row.update(schema="piep.module_sample", schema_version=1, repeat=rep,
+                       shape_fields=sorted(s), gpu_uuid=nvml.uuid, idle_power_w=idle_w)
+            append_jsonl(out, row)
+            n += 1
+        torch.cuda.empty_cache()
+    return n
+
+
+def _host_overhead(out: Path, meter, idle_w: float, nvml) -> None:
+    """Host launch overhead (us per eager kernel launch) and the board power of a GPU
+    that only sees tiny kernels separated by launch gaps."""
+    x = torch.zeros(1, device="cuda")
+    for _ in range(1000):
+        x.add_(1)
+    torch.cuda.synchronize()
+    n = 20000
+    t0 = time.perf_counter()
+    for _ in range(n):
+        x.add_(1)
+    torch.cuda.synchronize()
+    per_launch = (time.perf_counter() - t0) / n
+    reps = max(1, int(1.0 / (per_launch * n)))
+
+    def work():
+        for _ in range(reps * n):
+            x.add_(1)
+        torch.cuda.synchronize()
+    w = meter.measure(work, idle_power_w=idle_w)
+    append_jsonl(out, {"schema": "piep.host_overhead", "schema_version": 1,
+                       "launch_s": per_launch, "launch_gap_power_w": w.energy_j / w.duration_s,
+                       "window_s": w.duration_s, "idle_power_w": idle_w,
+                       "gpu_uuid": nvml.uuid, "torch": torch.__version__})
+
+
+class CollectiveTimer:
+    """CUDA events around each collective of a step; `external=True` inside a graph."""
+
+    def __init__(self, slots: int, external: bool):
+        kw = {"enable_timing": True}
+        if external:
+            kw["external"] = True
+        self.events = [(torch.cuda.Event(**kw), torch.cuda.Event(**kw)) for _ in range(slots)]
+        self.i = 0
+
+    def start(self) -> None:
+        self.events[self.i][0].record()
+
+    def stop(self) -> None:
+        self.events[self.i][1].record()
+        self.i = (self.i + 1) % len(self.events)  # a step fills every slot exactly once
+
+    def read_ms(self, n: int) -> list[float]:
+        torch.cuda.synchronize()
+        return [s.elapsed_time(e) for s, e in self.events[:n]]
+
+
+def run_waits(out: Path, *, models: list[str], workloads: list[dict[str, int]],
+              modes: tuple[str, ...] = ("graph", "eager"), steps: int = 64,
+              prefills: int = 16) -> None:
+    """Real tp=2 generation; each rank times every AllReduce; rank 0 writes raw waits."""
+    from piep.models import load_model
+    from piep.sampling.generate import Generator
+    from piep.sampling.model import StageModel, Topology, make_tp_groups
+    from piep.sampling.runner import Dist
+    d = Dist()
+    world = d.world
+    device = torch.device("cuda", d.local_rank)
+    for name in models:
+        spec = load_model(name)
+        for wl in workloads:
+            for mode in modes:
+                topo = Topology(tp=world, rank=d.rank)
+                make_tp_groups(topo, world)
+                model = StageModel(spec, topo, batch=wl["batch"],
+                                   max_len=wl["prompt_len"] + steps + 2, device=device)
+                gen = Generator(model, topo, prompt_len=wl["prompt_len"], gen_len=steps + 1,
+                                mode=mode)
+                n_coll = 2 * len(model.layers)
+                rows = []
+                # prefill (eager in both modes)
+                timer = CollectiveTimer(n_coll, external=False)
+                for layer in model.layers:
+                    layer.timer = timer
+                for _ in range(prefills):
+                    timer.i = 0
+                    d.barrier()
+                    gen.prefill()
+                    rows.append(("prefill", timer.read_ms(n_coll)))
+                # decode: capture with external events (graph) or eager steps
+                timer = CollectiveTimer(n_coll, external=mode == "graph")
+                for layer in model.layers:
+                    layer.timer = timer
+                if mode == "graph":
+                    timer.i = 0
+                    gen.capture()  # prefill + warm-up steps wrap the slots back to 0
+                    gen.pos.fill_(wl["prompt_len"])
+                    for _ in range(steps):
+                        gen.graph.replay()
+                        rows.append(("decode", timer.read_ms(n_coll)))
+                else:
+                    for step in range(steps):
+                        timer.i = 0
+                        gen.decode(1)
+                        rows.append(("decode", timer.read_ms(n_coll)))
+                for layer in model.layers:
+                    layer.timer = None
+                gathered = d.gather(rows)
+                if d.rank == 0:
+                    size = wl["batch"] * spec.hidden_size * 2
+                    for phase in ("prefill", "decode"):
+                        per_rank = [[r for p, r in g if p == phase] for g in gathered]
+                        durs = [[ms for step in rk for ms in step] for rk in per_rank]
+                        bytes_ = size * (wl["prompt_len"] if phase == "prefill" else 1)
+                        waits = [[(r[j] - min(x[j] for x in durs)) / 1000 for j in range(len(r))]
+                                 for r in durs]
+                        append_jsonl(out, {
+                            "schema": "piep.wait_samples", "schema_version": 1,
+                            "model": name, "collective": "allreduce", "group_size": world,
+                            "phase": phase, "mode": mode, "size_bytes": bytes_, **wl,
+                            "durations_ms": durs, "waits_s": waits})
+                del gen, model
+                torch.cuda.empty_cache()
+                d.barrier()
+    d.close()
+
+
+def fit_all(samples: Path, out: Path) -> list[dict[str, Any]]:
+    """Gamma fit per (collective, bytes, group size, phase, mode) of the raw samples."""
+    from piep.artifacts import write_json
+    from piep.stats.gamma import fit_waits
+    fits = []
+    for r in read_jsonl(samples):
+        if r.get("schema") != "piep.wait_samples":
+            continue
+        waits = [w for rank in r["waits_s"] for w in rank]
+        durations = sorted(min(x) for x in zip(*r["durations_ms"]))
+        fit = fit_waits(waits)
+        fits.append({k: r[k] for k in ("model", "collective", "group_size", "phase", "mode",
+                                       "size_bytes", "batch", "prompt_len")}
+                    | {"fit": fit, "transfer_ms_median": durations[len(durations) // 2]})
+    write_json(out, "piep.wait_fits", 1, {"fits": fits}, source=str(samples))
+    return fits
+
+
+def main(args) -> dict[str, Any] | None:
+    if args.what == "modules":
+        i, n = (int(x) for x in args.shard.split("/"))
+        return {"samples": run_modules(Path(args.out), budget_s=args.budget_s, shard=(i, n))}
+    if args.what == "waits":
+        run_waits(Path(args.out), models=args.models, workloads=[
+            {"batch": 1, "prompt_len": 512}, {"batch": 16, "prompt_len": 256}])
+        return None
+    if args.what == "fit":
+        return {"fits": len(fit_all(Path(args.samples), Path(args.out)))}
+    return None
+

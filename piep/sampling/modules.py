@@ -1,0 +1,203 @@
+"""Module sampler: every compute node kind of the model tree, run in isolation on the GPU
+at the shapes the trees of many deployments contain (and beyond), in the same mode as
+inference (a CUDA graph of many calls, or eager calls).
+
+Weights and inputs rotate over >= 4x the L2 size so nothing is read from cache that a
+real run reads from HBM. Time per call from CUDA events; energy per call from a
+tick-aligned window of back-to-back replays (SPEC §3); clocks and temperature recorded.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass
+from typing import Any, Callable
+
+import torch
+import torch.nn.functional as F
+
+L2_BYTES = 60 * 2 ** 20
+ROTATE_BYTES = 4 * L2_BYTES
+COMPUTE_KINDS = ("embedding", "rmsnorm", "final_norm", "q_proj", "k_proj", "v_proj", "rope",
+                 "attention", "o_proj", "gate_proj", "up_proj", "activation", "down_proj",
+                 "lm_head", "sampling", "residual")
+LINEAR_KINDS = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj",
+                "lm_head")
+
+
+def shape_key(node) -> dict[str, Any]:
+    """The shape that determines a leaf's kernel (what the sampler reproduces)."""
+    a = node.attrs
+    base = {"kind": node.kind, "phase": node.phase, "tokens": node.tokens}
+    if node.kind in LINEAR_KINDS:
+        return {**base, "d_in": a["d_in"], "d_out": a["d_out"]}
+    if node.kind == "attention":
+        return {**base, "batch": a["batch"], "heads": a["heads"], "kv_heads": a["kv_heads"],
+                "head_dim": a["head_dim"], "q_len": node.tokens // a["batch"],
+                "context_len": node.context_len}
+    if node.kind in ("rmsnorm", "final_norm", "residual", "activation", "rope"):
+        return {**base, "width": a["width"]}
+    if node.kind == "embedding":
+        return {**base, "width": int(node.bytes_written // max(node.tokens, 1) // 2)}
+    if node.kind == "sampling":
+        return {**base, "vocab": int(node.flops // max(node.tokens, 1))}
+    raise KeyError(node.kind)
+
+
+@dataclass
+class Op:
+    fn: Callable[[int], None]   # run call i (rotating buffers)
+    n_rot: int
+    bytes_per_call: float
+
+
+def _copies(nbytes: float, cap: int = 64) -> int:
+    return max(1, min(cap, math.ceil(ROTATE_BYTES / max(nbytes, 1))))
+
+
+def build_op(s: dict[str, Any], mode: str, device, dtype=torch.bfloat16,
+             gen: torch.Generator | None = None) -> Op:
+    """A callable reproducing the kernel(s) of one leaf at shape `s`."""
+    kind, t = s["kind"], s["tokens"]
+
+    def rnd(*shape):
+        x = torch.empty(*shape, device=device, dtype=dtype)
+        return x.normal_(0, 0.02, generator=gen)
+    if kind in LINEAR_KINDS:
+        w_bytes = s["d_in"] * s["d_out"] * 2
+        n = _copies(w_bytes + t * s["d_in"] * 2, 16)
+        ws = [rnd(s["d_out"], s["d_in"]) for _ in range(n)]
+        xs = [rnd(t, s["d_in"]) for _ in range(n)]
+        return Op(lambda i: F.linear(xs[i], ws[i]), n, w_bytes)
+    if kind == "attention":
+        b, hq, hkv, d = s["batch"], s["heads"], s["kv_heads"], s["head_dim"]
+        gqa = hq != hkv
+        if s["phase"] == "prefill":
+            p = s["q_len"]
+            n = _copies(b * p * (hq + 2 * hkv) * d * 2, 16)
+            qs = [rnd(b, hq, p, d) for _ in range(n)]
+            ks = [rnd(b, hkv, p, d) for _ in range(n)]
+            vs = [rnd(b, hkv, p, d) for _ in range(n)]
+            return Op(lambda i: F.scaled_dot_product_attention(qs[i], ks[i], vs[i],
+                                                               is_causal=True, enable_gqa=gqa),
+                      n, 0)
+        ctx = s["context_len"]
+        n = _copies(b * ctx * hkv * d * 4, 16)
+        qs = [rnd(b, hq, 1, d) for _ in range(n)]
+        ks = [rnd(b, hkv, ctx, d) for _ in range(n)]
+        vs = [rnd(b, hkv, ctx, d) for _ in range(n)]
+        if mode == "graph":  # whole static cache with a mask of live positions
+            mask = (torch.arange(ctx, device=device) <= ctx - 2)[None, None, None, :]
+            return Op(lambda i: F.scaled_dot_product_attention(qs[i], ks[i], vs[i],
+                                                               attn_mask=mask, enable_gqa=gqa),
+                      n, 0)
+        return Op(lambda i: F.scaled_dot_product_attention(qs[i], ks[i], vs[i], enable_gqa=gqa),
+                  n, 0)
+    w = s.get("width", 0)
+    if kind in ("rmsnorm", "final_norm"):
+        n = _copies(t * w * 2)
+        xs = [rnd(t, w) for _ in range(n)]
+        g = torch.ones(w, device=device, dtype=dtype)
+
+        def norm(i):
+            x = xs[i]
+            var = x.float().pow(2).mean(-1, keepdim=True)
+            return g * (x.float() * torch.rsqrt(var + 1e-5)).to(x.dtype)
+        return Op(norm, n, 0)
+    if kind == "residual":
+        n = _copies(t * w * 4)
+        xs = [rnd(t, w) for _ in range(n)]
+        ys = [rnd(t, w) for _ in range(n)]
+        return Op(lambda i: xs[i] + ys[i], n, 0)
+    if kind == "activation":
+        n = _copies(t * w * 4)
+        xs = [rnd(t, w) for _ in range(n)]
+        ys = [rnd(t, w) for _ in range(n)]
+        return Op(lambda i: F.silu(xs[i]) * ys[i], n, 0)
+    if kind == "rope":
+        n = _copies(t * w * 2)
+        xs = [rnd(1, t, w // 128, 128) for _ in range(n)]
+        cos = rnd(1, t, 1, 128)
+        sin = rnd(1, t, 1, 128)
+
+        def rope(i):
+            x = xs[i]
+            rot = torch.cat((-x[..., 64:], x[..., :64]), dim=-1)
+            return x * cos + rot * sin
+        return Op(rope, n, 0)
+    if kind == "embedding":
+        vocab = 32000
+        table = rnd(vocab, w)
+        n = _copies(t * w * 2)
+        ids = [torch.randint(0, vocab, (t,), device=device, generator=gen) for _ in range(n)]
+        return Op(lambda i: F.embedding(ids[i], table), n, 0)
+    if kind == "sampling":
+        n = _copies(t * s["vocab"] * 2)
+        xs = [rnd(t, s["vocab"]) for _ in range(n)]
+        return Op(lambda i: xs[i].argmax(-1), n, 0)
+    raise KeyError(kind)
+
+
+def time_op(op: Op, mode: str, *, target_s: float = 0.004) -> tuple[Callable[[], None], float, int]:
+    """Returns (replay, seconds per call, calls per replay). Graph mode captures enough
+    calls that one replay lasts ~`target_s`; eager mode loops the same calls."""
+    for i in range(min(op.n_rot, 3)):
+        op.fn(i)
+    torch.cuda.synchronize()
+    s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    s.record()
+    for i in range(op.n_rot):
+        op.fn(i)
+    e.record()
+    torch.cuda.synchronize()
+    rough = max(s.elapsed_time(e) / 1000 / op.n_rot, 1e-6)
+    calls = max(op.n_rot, min(4096, int(target_s / rough)))
+    calls = op.n_rot * max(1, round(calls / op.n_rot))
+    if mode == "graph":
+        g = torch.cuda.CUDAGraph()
+        stream = torch.cuda.Stream()
+        stream.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(stream):
+            op.fn(0)
+        torch.cuda.current_stream().wait_stream(stream)
+        with torch.cuda.graph(g):
+            for i in range(calls):
+                op.fn(i % op.n_rot)
+        replay = g.replay
+    else:
+        def replay():
+            for i in range(calls):
+                op.fn(i % op.n_rot)
+    replay()
+    torch.cuda.synchronize()
+    s.record()
+    for _ in range(3):
+        replay()
+    e.record()
+    torch.cuda.synchronize()
+    return replay, s.elapsed_time(e) / 1000 / (3 * calls), calls
+
+
+def sample_shape(s: dict[str, Any], mode: str, *, meter, idle_w: float, device,
+                 min_window_s: float = 0.3, nvml=None) -> dict[str, Any]:
+    gen = torch.Generator(device=device)
+    gen.manual_seed(0)
+    op = build_op(s, mode, device, gen=gen)
+    replay, per_call_s, calls = time_op(op, mode)
+    reps = max(1, math.ceil(min_window_s / max(per_call_s * calls, 1e-6)))
+
+    def work():
+        for _ in range(reps):
+            replay()
+        torch.cuda.synchronize()
+    w = meter.measure(work, idle_power_w=idle_w)
+    snap = nvml.snapshot() if nvml is not None else {}
+    n_calls = reps * calls
+    out = {**s, "mode": mode, "time_s": per_call_s, "window_time_s_per_call": w.duration_s / n_calls,
+           "energy_j": w.energy_j / n_calls, "power_w": w.energy_j / w.duration_s,
+           "window_s": w.duration_s, "calls": n_calls, "bound_j": w.bound_j / n_calls,
+           "sm_clock_mhz": snap.get("sm_clock_mhz"), "temperature_c": snap.get("temperature_c"),
+           "rotating_copies": op.n_rot, "time_unix": time.time()}
+    del op, replay
+    return out

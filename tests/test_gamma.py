@@ -1,0 +1,37 @@
+import numpy as np
+import pytest
+
+from piep.stats.gamma import anderson_darling, expected_wait_s, fit_waits
+
+
+def test_recovers_gamma_parameters():
+    rng = np.random.default_rng(0)
+    w = rng.gamma(2.3, 1.8e-6, size=4000)
+    fit = fit_waits(list(w) + [0.0] * 100)  # zero waits (the fastest rank) are excluded
+    assert fit["method"] == "gamma" and fit["n"] == 4000 and fit["n_total"] == 4100
+    assert fit["shape"] == pytest.approx(2.3, rel=0.08)
+    assert fit["scale_s"] == pytest.approx(1.8e-6, rel=0.08)
+    assert fit["ks_pvalue"] > 0.01
+    assert expected_wait_s(fit) == pytest.approx(w.mean(), rel=0.03)
+
+
+def test_non_gamma_falls_back_to_quantiles():
+    rng = np.random.default_rng(1)
+    w = np.concatenate([rng.normal(1e-5, 1e-7, 3000), rng.normal(5e-5, 1e-7, 3000)])
+    fit = fit_waits(w)
+    assert fit["method"] == "empirical" and "rejected" in fit["reason"]
+    assert fit["quantiles_s"]["0.5"] > 0
+
+
+def test_too_few_samples():
+    fit = fit_waits([1e-6] * 5)
+    assert fit["method"] == "empirical" and fit["n"] == 5
+
+
+def test_anderson_darling_small_for_true_model():
+    from scipy import stats
+    rng = np.random.default_rng(2)
+    x = rng.gamma(3.0, 2.0, 2000)
+    good = anderson_darling(x, lambda v: stats.gamma.cdf(v, 3.0, 0, 2.0))
+    bad = anderson_darling(x, lambda v: stats.gamma.cdf(v, 1.0, 0, 2.0))
+    assert good < 3 < bad
