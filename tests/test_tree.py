@@ -105,3 +105,14 @@ def test_tree_is_small_and_serializes(make_dep):
     assert tree.size() < 150  # 80 layers are one node x count
     again = Node.from_dict(tree.to_dict())
     assert again.totals() == tree.totals()
+
+
+def test_leaf_shape_roundtrip(make_dep):
+    from piep.tree.builder import leaf_from_shape, shape_key
+    from piep.tree.nodes import COMPUTE_KINDS
+    tree = build_tree(make_dep("qwen2.5-7b", tp=2, batch=3, prompt_len=100, gen_len=20))
+    for _, _, leaf in tree.leaves():
+        if leaf.kind in COMPUTE_KINDS:
+            again = leaf_from_shape(shape_key(leaf))
+            assert (again.flops, again.bytes_read, again.bytes_written) == (
+                leaf.flops, leaf.bytes_read, leaf.bytes_written), leaf.kind

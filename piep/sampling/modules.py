@@ -19,30 +19,8 @@ import torch.nn.functional as F
 
 L2_BYTES = 60 * 2 ** 20
 ROTATE_BYTES = 4 * L2_BYTES
-COMPUTE_KINDS = ("embedding", "rmsnorm", "final_norm", "q_proj", "k_proj", "v_proj", "rope",
-                 "attention", "o_proj", "gate_proj", "up_proj", "activation", "down_proj",
-                 "lm_head", "sampling", "residual")
-LINEAR_KINDS = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj",
-                "lm_head")
-
-
-def shape_key(node) -> dict[str, Any]:
-    """The shape that determines a leaf's kernel (what the sampler reproduces)."""
-    a = node.attrs
-    base = {"kind": node.kind, "phase": node.phase, "tokens": node.tokens}
-    if node.kind in LINEAR_KINDS:
-        return {**base, "d_in": a["d_in"], "d_out": a["d_out"]}
-    if node.kind == "attention":
-        return {**base, "batch": a["batch"], "heads": a["heads"], "kv_heads": a["kv_heads"],
-                "head_dim": a["head_dim"], "q_len": node.tokens // a["batch"],
-                "context_len": node.context_len}
-    if node.kind in ("rmsnorm", "final_norm", "residual", "activation", "rope"):
-        return {**base, "width": a["width"]}
-    if node.kind == "embedding":
-        return {**base, "width": int(node.bytes_written // max(node.tokens, 1) // 2)}
-    if node.kind == "sampling":
-        return {**base, "vocab": int(node.flops // max(node.tokens, 1))}
-    raise KeyError(node.kind)
+from piep.tree.nodes import COMPUTE_KINDS  # noqa: F401  (re-exported)
+from piep.tree.builder import LINEAR_KINDS, shape_key  # noqa: F401  (re-exported)
 
 
 @dataclass

@@ -39,9 +39,8 @@ def _elementwise(name: str, kind: str, phase: str, tokens: int, width: int, *,
                 launches=LAUNCHES[kind], attrs={"width": width})
 
 
-def _attention(dep: Deployment, phase: str, batch: int, q_len: int, ctx: int) -> Node:
-    m = dep.model
-    hq, hkv, d = dep.heads_per_rank, dep.kv_heads_per_rank, m.head_dim
+def _attention(phase: str, batch: int, q_len: int, ctx: int, hq: int, hkv: int,
+               d: int) -> Node:
     if phase == "prefill":
         # causal: each query sees half the prompt on average (QK^T and PV, 2 FLOPs a MAC)
         flops = 2.0 * batch * hq * q_len * q_len * d
@@ -55,6 +54,61 @@ def _attention(dep: Deployment, phase: str, batch: int, q_len: int, ctx: int) ->
                 bytes_written=(q_io + batch * q_len * hkv * d * 2) * BF16_BYTES,
                 tokens=batch * q_len, context_len=ctx, launches=LAUNCHES["attention"],
                 attrs={"heads": hq, "kv_heads": hkv, "head_dim": d, "batch": batch})
+
+
+def _embedding(phase: str, t: int, h: int) -> Node:
+    return Node("embedding", "embedding", phase, bytes_read=t * h * BF16_BYTES + t * 8,
+                bytes_written=t * h * BF16_BYTES, tokens=t, launches=1, attrs={"width": h})
+
+
+def _sampling(phase: str, batch: int, vocab: int) -> Node:
+    return Node("sampling", "sampling", phase, flops=batch * vocab,
+                bytes_read=batch * vocab * BF16_BYTES, bytes_written=batch * 8, tokens=batch,
+                launches=LAUNCHES["sampling"], attrs={"vocab": vocab})
+
+
+ELEMENTWISE = {  # kind -> (reads, writes, flops per element)
+    "rmsnorm": (1, 1, 4), "final_norm": (1, 1, 4), "residual": (2, 1, 1),
+    "activation": (2, 1, 5), "rope": (2, 1, 3),
+}
+LINEAR_KINDS = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj",
+                "lm_head")
+
+
+def shape_key(node: Node) -> dict:
+    """The shape that determines a compute leaf's kernel (what the module sampler runs)."""
+    a = node.attrs
+    base = {"kind": node.kind, "phase": node.phase, "tokens": node.tokens}
+    if node.kind in LINEAR_KINDS:
+        return {**base, "d_in": a["d_in"], "d_out": a["d_out"]}
+    if node.kind == "attention":
+        return {**base, "batch": a["batch"], "heads": a["heads"], "kv_heads": a["kv_heads"],
+                "head_dim": a["head_dim"], "q_len": node.tokens // a["batch"],
+                "context_len": node.context_len}
+    if node.kind in ELEMENTWISE or node.kind == "embedding":
+        return {**base, "width": a["width"]}
+    if node.kind == "sampling":
+        return {**base, "vocab": a["vocab"]}
+    raise KeyError(node.kind)
+
+
+def leaf_from_shape(s: dict) -> Node:
+    """The tree leaf a shape key stands for (inverse of `shape_key`)."""
+    kind, phase, t = s["kind"], s["phase"], s["tokens"]
+    if kind in LINEAR_KINDS:
+        return _linear(kind, kind, phase, t, s["d_in"], s["d_out"])
+    if kind == "attention":
+        return _attention(phase, s["batch"], s["q_len"], s["context_len"], s["heads"],
+                          s["kv_heads"], s["head_dim"])
+    if kind in ELEMENTWISE:
+        reads, writes, per = ELEMENTWISE[kind]
+        return _elementwise(kind, kind, phase, t, s["width"], reads=reads, writes=writes,
+                            flops_per=per)
+    if kind == "embedding":
+        return _embedding(phase, t, s["width"])
+    if kind == "sampling":
+        return _sampling(phase, t, s["vocab"])
+    raise KeyError(kind)
 
 
 def _allreduce(phase: str, tokens: int, hidden: int, tp: int, where: str) -> Node:
@@ -75,7 +129,8 @@ def _layer(dep: Deployment, phase: str, batch: int, q_len: int, ctx: int, count:
         _linear("k_proj", "k_proj", phase, t, h, kv_out, m.qkv_bias),
         _linear("v_proj", "v_proj", phase, t, h, kv_out, m.qkv_bias),
         _elementwise("rope", "rope", phase, t, q_out + kv_out, reads=2, writes=1, flops_per=3),
-        _attention(dep, phase, batch, q_len, ctx),
+        _attention(phase, batch, q_len, ctx, dep.heads_per_rank, dep.kv_heads_per_rank,
+                   m.head_dim),
         _linear("o_proj", "o_proj", phase, t, q_out, h, m.o_bias),
     )
     if tp > 1:
@@ -104,8 +159,7 @@ def _stage(dep: Deployment, index: int, phase: str, batch: int, q_len: int, ctx:
                  attrs={"layers": layers})
     if index == 0:
         t = batch * q_len
-        stage.add(Node("embedding", "embedding", phase, bytes_read=t * h * BF16_BYTES + t * 8,
-                       bytes_written=t * h * BF16_BYTES, tokens=t, launches=1))
+        stage.add(_embedding(phase, t, h))
     stage.add(_layer(dep, phase, batch, q_len, ctx, layers))
     last = index == p.pp - 1
     if not last:
@@ -124,9 +178,7 @@ def _stage(dep: Deployment, index: int, phase: str, batch: int, q_len: int, ctx:
         stage.add(Node("allgather_logits", "allgather", phase, comm_bytes=size,
                        bytes_read=batch * v * BF16_BYTES, bytes_written=size, group_size=tp,
                        tokens=batch, launches=LAUNCHES["allgather"]))
-    stage.add(Node("sampling", "sampling", phase, flops=batch * m.vocab_size,
-                   bytes_read=batch * m.vocab_size * BF16_BYTES, bytes_written=batch * 8,
-                   tokens=batch, launches=LAUNCHES["sampling"]))
+    stage.add(_sampling(phase, batch, m.vocab_size))
     if p.pp > 1:
         stage.add(Node("send_tokens_to_stage0", "p2p", phase, comm_bytes=batch * TOKEN_BYTES,
                        bytes_read=batch * TOKEN_BYTES, group_size=2, tokens=batch, launches=1))
