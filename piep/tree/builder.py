@@ -28,7 +28,8 @@ def _linear(name: str, kind: str, phase: str, tokens: int, d_in: int, d_out: int
     return Node(name, kind, phase, flops=2.0 * tokens * d_in * d_out,
                 bytes_read=(weights + tokens * d_in) * BF16_BYTES,
                 bytes_written=tokens * d_out * BF16_BYTES, tokens=tokens,
-                launches=LAUNCHES[kind], attrs={"d_in": d_in, "d_out": d_out})
+                launches=LAUNCHES[kind],
+                attrs={"d_in": d_in, "d_out": d_out, **({"bias": True} if bias else {})})
 
 
 def _elementwise(name: str, kind: str, phase: str, tokens: int, width: int, *,
@@ -80,7 +81,8 @@ def shape_key(node: Node) -> dict:
     a = node.attrs
     base = {"kind": node.kind, "phase": node.phase, "tokens": node.tokens}
     if node.kind in LINEAR_KINDS:
-        return {**base, "d_in": a["d_in"], "d_out": a["d_out"]}
+        return {**base, "d_in": a["d_in"], "d_out": a["d_out"],
+                **({"bias": True} if a.get("bias") else {})}
     if node.kind == "attention":
         return {**base, "batch": a["batch"], "heads": a["heads"], "kv_heads": a["kv_heads"],
                 "head_dim": a["head_dim"], "q_len": node.tokens // a["batch"],
@@ -96,7 +98,7 @@ def leaf_from_shape(s: dict) -> Node:
     """The tree leaf a shape key stands for (inverse of `shape_key`)."""
     kind, phase, t = s["kind"], s["phase"], s["tokens"]
     if kind in LINEAR_KINDS:
-        return _linear(kind, kind, phase, t, s["d_in"], s["d_out"])
+        return _linear(kind, kind, phase, t, s["d_in"], s["d_out"], s.get("bias", False))
     if kind == "attention":
         return _attention(phase, s["batch"], s["q_len"], s["context_len"], s["heads"],
                           s["kv_heads"], s["head_dim"])
