@@ -53,3 +53,23 @@ def load_model(ref: str) -> ModelSpec:
     close = [n for n in names if key.split("-")[0] in n][:5] or names[:5]
     raise ConfigError(f"unknown model {ref!r}: not a shipped name nor a path; try one of "
                       f"{', '.join(close)} (see `piep models`)")
+
+
+# shapes in no public list widen the grid beyond the shipped models
+SYNTHETIC = [
+    {"hidden_size": 2048, "num_attention_heads": 16, "num_key_value_heads": 4,
+     "intermediate_size": 5632, "vocab_size": 32000},
+    {"hidden_size": 2560, "num_attention_heads": 20, "num_key_value_heads": 4,
+     "intermediate_size": 6912, "vocab_size": 50304},
+    {"hidden_size": 6144, "num_attention_heads": 48, "num_key_value_heads": 8,
+     "intermediate_size": 16384, "vocab_size": 65536},
+    {"hidden_size": 8192, "num_attention_heads": 64, "num_key_value_heads": 64,
+     "intermediate_size": 30000, "vocab_size": 100000},
+]
+
+
+def synthetic_specs() -> list[ModelSpec]:
+    base = {"model_type": "llama", "num_hidden_layers": 4, "hidden_act": "silu",
+            "max_position_embeddings": 8192}
+    return [ModelSpec.from_hf_config({**base, **s}, name=f"synthetic-{s['hidden_size']}")
+            for s in SYNTHETIC]

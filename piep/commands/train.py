@@ -1,10 +1,45 @@
-"""`piep train` (not built yet)."""
+"""`piep train`: fit the learned predictor on a GPU's committed calibration."""
 
-from piep.commands._stub import not_yet
+from __future__ import annotations
+
+import logging
+
+from piep.cli import emit
+
+log = logging.getLogger("piep.train")
 
 
 def configure(parser) -> None:
-    parser.add_argument("rest", nargs="*", help="arguments (not used yet)")
+    parser.add_argument("--gpu", default="h200")
+    parser.add_argument("--from-measurements", metavar="FILE.jsonl",
+                        help="refit the combiner and the gap terms on your own end-to-end "
+                             "records (piep.measurement JSONL) on top of the shipped model")
+    parser.add_argument("--out", metavar="FOLDER",
+                        help="where to write the predictor (default calibration/<gpu>/predictor)")
 
 
-run = not_yet("train", "the predictor issue")
+def run(args) -> int:
+    from pathlib import Path
+
+    from piep.predict.learned import load_learned, predictor_dir
+    out = Path(args.out) if args.out else predictor_dir(args.gpu)
+    if args.from_measurements:
+        from piep.predict.train import refit_on_measurements
+        model, n = refit_on_measurements(args.gpu, Path(args.from_measurements))
+        model.save(out, refit_from=args.from_measurements)
+        doc = {"predictor": str(out), "refit_records": n,
+               "host_launch_s": model.host_launch_s, "gap_graph_s": model.gap_graph_s}
+    else:
+        from piep.predict.train import train_shipped
+        from piep.sweep import progress_bar  # noqa: F401  (bar on a TTY)
+
+        def progress(i, n, name):
+            log.info("leave-one-model-out %d/%d (held out: %s)", i, n, name)
+        model, rows = train_shipped(args.gpu, progress=progress)
+        model.save(out, command=f"piep train --gpu {args.gpu}")
+        doc = {"predictor": str(out), "e2e_runs": len(rows),
+               "module_samples": model.meta["module_samples"],
+               "intervals_energy_log": model.intervals, "data_hash": model.meta["data_hash"]}
+    load_learned.cache_clear()
+    emit(args, doc, lambda d: "\n".join(f"{k}: {v}" for k, v in d.items()))
+    return 0

@@ -45,11 +45,14 @@ class CostModel(Protocol):
 class _Acc:
     energy: dict[str, float] = field(default_factory=lambda: dict.fromkeys(CATEGORIES, 0.0))
     modules: dict[tuple[str, str, str], list[float]] = field(default_factory=dict)
+    raw_j: float = 0.0
 
-    def module(self, path: str, kind: str, phase: str, energy_j: float, time_s: float) -> None:
+    def module(self, path: str, kind: str, phase: str, energy_j: float, time_s: float,
+               raw_j: float) -> None:
         slot = self.modules.setdefault((path, kind, phase), [0.0, 0.0])
         slot[0] += energy_j
         slot[1] += time_s
+        self.raw_j += raw_j
 
 
 def _stage_leaves(stage: Node, base: str, mult: int):
@@ -67,6 +70,8 @@ def evaluate(dep: Deployment, model: CostModel, tree: Node | None = None) -> dic
     oor: set[str] = set()
     gpu_energy = [0.0] * p.pp  # per stage GPU (one TP rank), one replica
     idle_w, wait_w = model.idle_power_w(dep), model.wait_power_w(dep)
+    alpha = getattr(model, "alpha", None)  # the combiner's weights (1 for the roofline)
+    mode = dep.workload.mode
     for phase in replica.children:
         mult_phase = phase.count
         stages: list[tuple[Node, int, str]] = []
@@ -85,12 +90,14 @@ def evaluate(dep: Deployment, model: CostModel, tree: Node | None = None) -> dic
                 t_gap = m * c.gap_s
                 t_wait = m * c.wait_s
                 cat = "communication" if leaf.is_comm else "compute"
+                a = alpha(leaf.kind, phase.name, mode, leaf.tokens) if alpha else 1.0
                 e_run, e_gap, e_wait = t_run * c.power_w, t_gap * idle_w, t_wait * wait_w
-                acc.energy[cat] += p.tp * e_run
-                acc.energy["idle"] += p.tp * e_gap
-                acc.energy["wait"] += p.tp * e_wait
+                acc.energy[cat] += p.tp * a * e_run
+                acc.energy["idle"] += p.tp * a * e_gap
+                acc.energy["wait"] += p.tp * a * e_wait
                 acc.module(path, leaf.kind, leaf.phase or phase.name,
-                           p.tp * (e_run + e_gap + e_wait), t_run + t_gap + t_wait)
+                           p.tp * a * (e_run + e_gap + e_wait), t_run + t_gap + t_wait,
+                           p.tp * (e_run + e_gap + e_wait))
                 stage_time[idx] += t_run + t_gap + t_wait
                 gpu_energy[idx] += e_run + e_gap + e_wait
         total = sum(stage_time)
@@ -99,10 +106,11 @@ def evaluate(dep: Deployment, model: CostModel, tree: Node | None = None) -> dic
             bubble = total - stage_time[idx]
             if bubble > 0:
                 e = bubble * wait_w
-                acc.energy["wait"] += p.tp * e
+                a = alpha("pipeline_wait", phase.name, mode, phase.tokens) if alpha else 1.0
+                acc.energy["wait"] += p.tp * a * e
                 gpu_energy[idx] += e
                 acc.module(f"{phase.name}/stage{idx}/pipeline_wait", "pipeline_wait",
-                           phase.name, p.tp * e, bubble)
+                           phase.name, p.tp * a * e, bubble, p.tp * e)
     # replicas are identical: scale every energy by dp
     dp = p.dp
     energy = {k: v * dp for k, v in acc.energy.items()}
@@ -114,10 +122,13 @@ def evaluate(dep: Deployment, model: CostModel, tree: Node | None = None) -> dic
     for name in ("prefill", "decode"):
         e = sum(m["energy_j"] for m in modules if m["phase"] == name)
         phases[name] = {"energy_j": e, "time_s": phase_time[name]}
-    return _document(dep, model, energy_j, time_s, energy, modules, phases, gpu_energy, oor)
+    scale = energy_j / (dp * sum(gpu_energy) * p.tp) if sum(gpu_energy) else 1.0
+    gpu_energy = [e * scale for e in gpu_energy]  # per-GPU energies carry the combiner too
+    return _document(dep, model, energy_j, time_s, energy, modules, phases, gpu_energy, oor,
+                     acc.raw_j * dp)
 
 
-def _document(dep, model, energy_j, time_s, energy, modules, phases, gpu_energy, oor):
+def _document(dep, model, energy_j, time_s, energy, modules, phases, gpu_energy, oor, raw):
     w, p = dep.workload, dep.parallel
     gen_tokens = w.batch * w.gen_len
     decode_steps = max(w.gen_len - 1, 0)
@@ -137,7 +148,6 @@ def _document(dep, model, energy_j, time_s, energy, modules, phases, gpu_energy,
     if oor:
         flags.append("out_of_range")
     flags += [f"note: {n}" for n in dep.notes]
-    raw = sum(m["energy_j"] for m in modules)
     modules.sort(key=lambda m: -m["energy_j"])
     return {
         "schema": SCHEMA,

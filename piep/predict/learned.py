@@ -1,8 +1,316 @@
-"""Learned predictor (LightGBM residual over the roofline + tanh combiner)."""
+"""Learned predictor: LightGBM module models over the roofline + tanh combiner (SPEC §2).
+
+* Module model, one pair of GBDTs per node kind, trained on isolated module samples:
+  log(measured time / roofline time) (the dimensionless achieved efficiency; the roofline
+  carries the scaling) and board power at that point. Nodes far from the training data
+  (nearest-neighbour distance in normalized feature space) are flagged `out_of_range`.
+* Communication: transfer time interpolated from the probe's collective table (eager or
+  graph), plus the expected waiting time of the measured wait distributions, priced at
+  the measured busy-poll power; more than 2 GPUs scale by the ring volume (extrapolated).
+* Launch gaps: per kernel in graph replay; in eager code (prefill always, decode in eager
+  mode) the host issues kernels at `host_launch_s` each and the GPU idles when it waits.
+* Combiner: energy = sum alpha(c) * E(c), alpha = 1 + tanh(W.f(c) + b) / tau, fitted on
+  end-to-end runs together with the gap terms.
+"""
 
 from __future__ import annotations
 
+import logging
+import math
+from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
 
-def load_learned(gpu: str):
+import numpy as np
+
+from piep.gpus import GPU
+from piep.layout import Deployment
+from piep.predict.engine import LeafCost
+from piep.predict.features import FEATURES, leaf_features, roofline_time_s
+from piep.tree.builder import LINEAR_KINDS
+from piep.tree.nodes import Node
+
+log = logging.getLogger("piep.predict")
+SCHEMA = "piep.learned_predictor"
+SCHEMA_VERSION = 1
+TAU = 2.5
+GBDT_PARAMS = {"objective": "regression", "learning_rate": 0.05, "max_depth": 7,
+               "num_leaves": 15, "feature_fraction": 0.8, "min_data_in_leaf": 3,
+               "min_data_in_bin": 1, "lambda_l2": 1.0, "verbose": -1, "num_threads": 1,
+               "seed": 0, "deterministic": True}
+ROUNDS = 300
+ALPHA_FEATURES = ("decode", "eager_decode", "linear", "attention", "comm", "wait", "other",
+                  "log_tokens")
+
+
+# --- module models ---------------------------------------------------------------------
+@dataclass
+class KindModel:
+    time_booster: Any
+    power_booster: Any
+    mean: np.ndarray
+    std: np.ndarray
+    train_z: np.ndarray
+    oor_threshold: float
+
+    def predict(self, x: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        log_ratio = self.time_booster.predict(x, num_threads=1)
+        power = self.power_booster.predict(x, num_threads=1)
+        z = (x - self.mean) / self.std
+        d = np.sqrt(((z[:, None, :] - self.train_z[None, :, :]) ** 2).sum(-1)).min(1)
+        return log_ratio, power, d > self.oor_threshold
+
+
+def _fit_kind(x: np.ndarray, log_ratio: np.ndarray, power: np.ndarray) -> KindModel:
+    import lightgbm as lgb
+    tb = lgb.train(GBDT_PARAMS, lgb.Dataset(x, log_ratio, params={"verbose": -1}), ROUNDS)
+    pb = lgb.train(GBDT_PARAMS, lgb.Dataset(x, power, params={"verbose": -1}), ROUNDS)
+    mean, std = x.mean(0), x.std(0) + 1e-9
+    z = (x - mean) / std
+    if len(z) > 1:
+        d = np.sqrt(((z[:, None, :] - z[None, :, :]) ** 2).sum(-1))
+        np.fill_diagonal(d, np.inf)
+        thr = float(np.quantile(d.min(1), 0.95) * 1.5)
+    else:
+        thr = 0.0
+    return KindModel(tb, pb, mean, std, z, thr)
+
+
+def sample_leaf(row: dict[str, Any]) -> Node:
+    from piep.tree.builder import leaf_from_shape
+    return leaf_from_shape({k: row[k] for k in row["shape_fields"] if k != "mode"})
+
+
+def fit_module_models(samples: list[dict[str, Any]], gpu: GPU) -> dict[str, KindModel]:
+    by_kind: dict[str, list] = {}
+    for row in samples:
+        if row.get("repeat", 0):
+            continue
+        leaf = sample_leaf(row)
+        f = leaf_features(leaf, gpu, row["mode"])
+        ratio = math.log(max(row["time_s"], 1e-9) / roofline_time_s(leaf, gpu))
+        by_kind.setdefault(row["kind"], []).append((f, ratio, row["power_w"]))
+    models = {}
+    for kind, rows in sorted(by_kind.items()):
+        x = np.asarray([r[0] for r in rows])
+        models[kind] = _fit_kind(x, np.asarray([r[1] for r in rows]),
+                                 np.asarray([r[2] for r in rows]))
+    return models
+
+
+# --- communication ----------------------------------------------------------------------
+@dataclass
+class CommModel:
+    table: dict[tuple[str, str], tuple[list[float], list[float]]]  # (kind, mode) -> log2 size, log2 s
+    waits: dict[tuple[str, str], tuple[list[float], list[float]]]  # (phase, mode) -> log2 size, s
+
+    @classmethod
+    def from_calibration(cls, collectives, wait_fits) -> "CommModel":
+        from piep.stats.gamma import expected_wait_s
+        table: dict[tuple[str, str], list[tuple[float, float]]] = {}
+        for row in collectives:
+            kind = "p2p" if row["kind"] == "sendrecv" else row["kind"]
+            for mode, key in (("eager", "eager_ms"), ("graph", "graph_ms")):
+                if row.get(key):
+                    table.setdefault((kind, mode), []).append(
+                        (math.log2(row["size_bytes"]), math.log2(row[key] / 1000)))
+        waits: dict[tuple[str, str], list[tuple[float, float]]] = {}
+        for f in wait_fits:
+            waits.setdefault((f["phase"], f["mode"]), []).append(
+                (math.log2(f["size_bytes"]), expected_wait_s(f["fit"])))
+        pack = lambda d: {k: ([p[0] for p in sorted(v)], [p[1] for p in sorted(v)])  # noqa: E731
+                          for k, v in d.items()}
+        return cls(pack(table), pack(waits))
+
+    def transfer_s(self, kind: str, size: float, group: int, mode: str) -> float:
+        xs, ys = self.table.get((kind, mode)) or self.table[(kind, "eager")]
+        t = 2 ** float(np.interp(math.log2(max(size, 1.0)), xs, ys))
+        if size > 2 ** xs[-1]:  # beyond the table: bandwidth-bound, linear in size
+            t = 2 ** ys[-1] * size / 2 ** xs[-1]
+        if group > 2:  # ring volume 2(n-1)/n (AllReduce) or (n-1)/n relative to n = 2
+            t *= (2 * (group - 1) / group) if kind == "allreduce" else (group - 1) / group * 2
+        return t
+
+    def wait_s(self, phase: str, mode: str, size: float) -> float:
+        key = (phase, mode if phase == "decode" else "eager")
+        if key not in self.waits:
+            key = (phase, mode)
+        if key not in self.waits:
+            return 0.0
+        xs, ys = self.waits[key]
+        return float(np.interp(math.log2(max(size, 1.0)), xs, ys))
+
+
+# --- the cost model ---------------------------------------------------------------------
+@dataclass
+class LearnedModel:
+    gpu: GPU
+    kinds: dict[str, KindModel]
+    comm: CommModel
+    gap_graph_s: float = 2e-6
+    host_launch_s: float = 7e-6
+    launch_gap_w: float = 120.0   # board power in launch gaps (measured)
+    busy_wait_w: float = 121.5    # board power busy-polling in a collective (measured)
+    comm_w: float = 200.0         # board power during a collective transfer (assumed)
+    alpha_w: np.ndarray = field(default_factory=lambda: np.zeros(len(ALPHA_FEATURES)))
+    alpha_b: float = 0.0
+    intervals: dict[str, float] = field(default_factory=dict)  # group -> q90 |log ratio| energy
+    time_intervals: dict[str, float] = field(default_factory=dict)
+    meta: dict[str, Any] = field(default_factory=dict)
+    name: str = "learned"
+    _cache: dict[int, tuple[float, float, bool]] = field(default_factory=dict, repr=False)
+
+    # --- bulk prediction of compute leaves --------------------------------------------
+    def prepare(self, items: list[tuple[Deployment, Node]]) -> None:
+        """Predict every compute leaf of many trees in one GBDT call per kind."""
+        per_kind: dict[str, list[tuple[Node, list[float]]]] = {}
+        for dep, tree in items:
+            for _, _, leaf in tree.leaves():
+                if leaf.is_comm or leaf.kind not in self.kinds:
+                    continue
+                per_kind.setdefault(leaf.kind, []).append(
+                    (leaf, leaf_features(leaf, dep.gpu, dep.workload.mode)))
+        for kind, rows in per_kind.items():
+            x = np.asarray([r[1] for r in rows])
+            log_ratio, power, oor = self.kinds[kind].predict(x)
+            for (leaf, _), lr, p, o in zip(rows, log_ratio, power, oor):
+                t = roofline_time_s(leaf, self.gpu) * math.exp(lr)
+                self._cache[id(leaf)] = (t, float(p), bool(o))
+
+    def clear(self) -> None:
+        self._cache.clear()
+
+    def _compute(self, node: Node, dep: Deployment) -> tuple[float, float, bool]:
+        hit = self._cache.get(id(node))
+        if hit is not None:
+            return hit
+        if node.kind not in self.kinds:  # no samples of this kind: roofline at memory power
+            return roofline_time_s(node, self.gpu), self.gpu.memory_power_w, True
+        x = np.asarray([leaf_features(node, dep.gpu, dep.workload.mode)])
+        lr, p, o = self.kinds[node.kind].predict(x)
+        out = (roofline_time_s(node, self.gpu) * math.exp(lr[0]), float(p[0]), bool(o[0]))
+        self._cache[id(node)] = out
+        return out
+
+    def leaf_cost(self, node: Node, dep: Deployment) -> LeafCost:
+        mode = dep.workload.mode
+        eager = node.phase == "prefill" or mode == "eager"
+        if node.is_comm:
+            cmode = "eager" if eager else "graph"
+            t = self.comm.transfer_s(node.kind, node.comm_bytes, node.group_size, cmode)
+            w = self.comm.wait_s(node.phase or "decode", mode, node.comm_bytes) \
+                if node.kind == "allreduce" else 0.0
+            gap = node.launches * (self.host_launch_s if eager else self.gap_graph_s)
+            gap = max(0.0, gap - t) if eager else gap
+            return LeafCost(t, self.comm_w, gap, wait_s=w)
+        t, p, oor = self._compute(node, dep)
+        if eager:  # the host issues kernels; the GPU idles when it outruns the host
+            gap = max(0.0, node.launches * self.host_launch_s - t)
+        else:
+            gap = node.launches * self.gap_graph_s
+        return LeafCost(t, min(max(p, self.launch_gap_w), self.gpu.max_power_w + 10),
+                        gap, out_of_range=oor)
+
+    def idle_power_w(self, dep: Deployment) -> float:
+        return self.launch_gap_w
+
+    def wait_power_w(self, dep: Deployment) -> float:
+        return self.busy_wait_w
+
+    def alpha(self, kind: str, phase: str, mode: str, tokens: float) -> float:
+        f = alpha_features(kind, phase, mode, tokens)
+        return 1.0 + math.tanh(float(np.dot(self.alpha_w, f)) + self.alpha_b) / TAU
+
+    def interval(self, dep: Deployment, energy_j: float, time_s: float) -> dict[str, Any]:
+        group = interval_group(dep.workload.mode, dep.parallel)
+        qe = self.intervals.get(group, self.intervals.get("all", 0.2))
+        qt = self.time_intervals.get(group, self.time_intervals.get("all", 0.2))
+        if dep.parallel.world_size > 2:  # collectives extrapolated beyond n = 2
+            qe, qt = qe * 1.5, qt * 1.5
+        return {"energy_j": [energy_j * math.exp(-qe), energy_j * math.exp(qe)],
+                "time_s": [time_s * math.exp(-qt), time_s * math.exp(qt)],
+                "level": "90% split-conformal (leave-one-model-out residuals, "
+                         f"group {group})"}
+
+    # --- persistence ---------------------------------------------------------------
+    def save(self, folder: Path, **prov: Any) -> None:
+        from piep.artifacts import write_json, write_text
+        folder.mkdir(parents=True, exist_ok=True)
+        kinds = {}
+        for kind, km in self.kinds.items():
+            write_text(folder / f"{kind}.time.txt", km.time_booster.model_to_string())
+            write_text(folder / f"{kind}.power.txt", km.power_booster.model_to_string())
+            kinds[kind] = {"mean": km.mean.tolist(), "std": km.std.tolist(),
+                           "train_z": km.train_z.round(5).tolist(),
+                           "oor_threshold": km.oor_threshold}
+        write_json(folder / "predictor.json", SCHEMA, SCHEMA_VERSION, {
+            "gpu": self.gpu.name, "features": list(FEATURES), "kinds": kinds,
+            "comm": {"table": {f"{k[0]}|{k[1]}": v for k, v in self.comm.table.items()},
+                     "waits": {f"{k[0]}|{k[1]}": v for k, v in self.comm.waits.items()}},
+            "terms": {"gap_graph_s": self.gap_graph_s, "host_launch_s": self.host_launch_s,
+                      "launch_gap_w": self.launch_gap_w, "busy_wait_w": self.busy_wait_w,
+                      "comm_w": self.comm_w},
+            "combiner": {"features": list(ALPHA_FEATURES), "W": self.alpha_w.tolist(),
+                         "b": self.alpha_b, "tau": TAU},
+            "intervals": {"energy_log": self.intervals, "time_log": self.time_intervals},
+            "meta": self.meta}, **prov)
+
+    @classmethod
+    def load(cls, folder: Path, gpu: GPU) -> "LearnedModel":
+        import lightgbm as lgb
+
+        from piep.artifacts import read_json
+        doc = read_json(folder / "predictor.json", SCHEMA, SCHEMA_VERSION)
+        kinds = {}
+        for kind, k in doc["kinds"].items():
+            kinds[kind] = KindModel(
+                lgb.Booster(model_str=(folder / f"{kind}.time.txt").read_text()),
+                lgb.Booster(model_str=(folder / f"{kind}.power.txt").read_text()),
+                np.asarray(k["mean"]), np.asarray(k["std"]), np.asarray(k["train_z"]),
+                float(k["oor_threshold"]))
+        unpack = lambda d: {tuple(key.split("|")): tuple(v) for key, v in d.items()}  # noqa: E731
+        comm = CommModel(unpack(doc["comm"]["table"]), unpack(doc["comm"]["waits"]))
+        return cls(gpu, kinds, comm, **doc["terms"], alpha_w=np.asarray(doc["combiner"]["W"]),
+                   alpha_b=float(doc["combiner"]["b"]),
+                   intervals=doc["intervals"]["energy_log"],
+                   time_intervals=doc["intervals"]["time_log"], meta=doc.get("meta", {}))
+
+
+def interval_group(mode: str, parallel) -> str:
+    lay = "tp" if parallel.tp > 1 else "pp" if parallel.pp > 1 else "dp" if parallel.dp > 1 \
+        else "single"
+    return f"{mode}/{lay}"
+
+
+def alpha_features(kind: str, phase: str, mode: str, tokens: float) -> np.ndarray:
+    decode = 1.0 if phase == "decode" else 0.0
+    return np.asarray([
+        decode, decode * (mode == "eager"), float(kind in LINEAR_KINDS),
+        float(kind == "attention"), float(kind in ("allreduce", "allgather", "p2p")),
+        float(kind == "pipeline_wait"),
+        float(kind not in LINEAR_KINDS and kind not in ("attention", "allreduce", "allgather",
+                                                          "p2p", "pipeline_wait")),
+        math.log10(max(tokens, 1.0)) / 3.0,
+    ])
+
+
+def predictor_dir(gpu: str) -> Path:
+    from piep.artifacts import calibration_dir
+    return calibration_dir(gpu) / "predictor"
+
+
+@lru_cache(maxsize=4)
+def load_learned(gpu: str) -> LearnedModel | None:
     """The shipped learned predictor for `gpu`, or None while none is trained."""
-    return None
+    from piep.gpus import load_gpu
+    folder = predictor_dir(gpu)
+    if not (folder / "predictor.json").is_file():
+        return None
+    try:
+        import lightgbm  # noqa: F401
+    except ImportError:
+        log.warning("lightgbm is not installed: falling back to the roofline predictor")
+        return None
+    return LearnedModel.load(folder, load_gpu(gpu))
+

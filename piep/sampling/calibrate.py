@@ -18,28 +18,9 @@ import torch
 from piep.artifacts import append_jsonl, read_jsonl
 from piep.config import ModelSpec, Parallel, Workload
 from piep.errors import PiepError
+from piep.models import synthetic_specs
 
 log = logging.getLogger("piep.calibrate")
-
-# shapes in no public list widen the grid beyond the shipped models
-SYNTHETIC = [
-    {"hidden_size": 2048, "num_attention_heads": 16, "num_key_value_heads": 4,
-     "intermediate_size": 5632, "vocab_size": 32000},
-    {"hidden_size": 2560, "num_attention_heads": 20, "num_key_value_heads": 4,
-     "intermediate_size": 6912, "vocab_size": 50304},
-    {"hidden_size": 6144, "num_attention_heads": 48, "num_key_value_heads": 8,
-     "intermediate_size": 16384, "vocab_size": 65536},
-    {"hidden_size": 8192, "num_attention_heads": 64, "num_key_value_heads": 64,
-     "intermediate_size": 30000, "vocab_size": 100000},
-]
-
-
-def _synthetic_specs() -> list[ModelSpec]:
-    base = {"model_type": "llama", "num_hidden_layers": 4, "hidden_act": "silu",
-            "max_position_embeddings": 8192}
-    return [ModelSpec.from_hf_config({**base, **s}, name=f"synthetic-{s['hidden_size']}")
-            for s in SYNTHETIC]
-
 
 def module_shapes(*, seed: int = 0, per_kind: int = 28) -> list[dict[str, Any]]:
     """Unique leaf shapes from trees of many deployments, stratified per (kind, phase)."""
@@ -51,7 +32,7 @@ def module_shapes(*, seed: int = 0, per_kind: int = 28) -> list[dict[str, Any]]:
     rng = random.Random(seed)
     gpu = load_gpu("h200")
     specs = [load_model(m.name) for m in shipped_models()]
-    specs = [s for s in specs if not s.is_moe] + _synthetic_specs()
+    specs = [s for s in specs if not s.is_moe] + synthetic_specs()
     pool: dict[tuple, dict[str, dict[str, Any]]] = {}
     for spec in specs:
         for tp in (1, 2, 4, 8):

@@ -1,0 +1,82 @@
+"""Committed calibration data of a GPU, read into plain Python structures."""
+
+from __future__ import annotations
+
+import hashlib
+import statistics
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from piep.artifacts import calibration_dir, load_json, read_jsonl
+from piep.errors import ArtifactError
+
+
+@dataclass
+class Calibration:
+    gpu: str
+    modules: list[dict[str, Any]]
+    host: list[dict[str, Any]]
+    e2e: list[dict[str, Any]]
+    collectives: list[dict[str, Any]]
+    wait_fits: list[dict[str, Any]]
+    files: list[Path] = field(default_factory=list)
+
+    def data_hash(self) -> str:
+        h = hashlib.sha256()
+        for f in sorted(self.files):
+            h.update(f.name.encode())
+            h.update(f.read_bytes())
+        return h.hexdigest()[:16]
+
+
+def _jsonl(folder: Path, pattern: str, files: list[Path]) -> list[dict[str, Any]]:
+    rows: list[dict[str, Any]] = []
+    for f in sorted(folder.glob(pattern)):
+        files.append(f)
+        rows += read_jsonl(f)
+    return rows
+
+
+def unique_e2e(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """One record per configuration: repeated measurements (other processes, other calls)
+    are merged by the median of their energy and time."""
+    by_key: dict[str, list[dict[str, Any]]] = {}
+    for r in rows:
+        by_key.setdefault(r["key"], []).append(r)
+    out = []
+    for key, recs in by_key.items():
+        base = dict(recs[0])
+        if len(recs) > 1:
+            base["energy_j"] = statistics.median(r["energy_j"] for r in recs)
+            base["time_s"] = statistics.median(r["time_s"] for r in recs)
+            for ph in ("prefill", "decode"):
+                base[ph] = dict(base[ph])
+                base[ph]["energy_j"] = statistics.median(r[ph]["energy_j"] for r in recs)
+                base[ph]["time_s"] = statistics.median(r[ph]["time_s"] for r in recs)
+        base["n_measurements"] = len(recs)
+        out.append(base)
+    return out
+
+
+def load_calibration(gpu: str = "h200", root: Path | None = None) -> Calibration:
+    root = Path(root) if root else calibration_dir(gpu)
+    if not root.is_dir():
+        raise ArtifactError(f"no calibration for {gpu!r} at {root}")
+    files: list[Path] = []
+    raw = _jsonl(root / "modules", "*.jsonl", files)
+    modules = [r for r in raw if r.get("schema") == "piep.module_sample" and "error" not in r
+               and r.get("energy_j") is not None]
+    host = [r for r in raw if r.get("schema") == "piep.host_overhead"]
+    e2e = [r for r in _jsonl(root / "e2e" / "raw", "*.jsonl", files)
+           if r.get("schema") == "piep.measurement" and r.get("energy_j") is not None]
+    collectives: list[dict[str, Any]] = []
+    probe = root / "probe" / "probe_main.json"
+    if probe.is_file():
+        files.append(probe)
+        collectives = load_json(probe)["ranks"][0].get("collectives", [])
+    fits_path = root / "waits" / "fits.json"
+    wait_fits = load_json(fits_path)["fits"] if fits_path.is_file() else []
+    if fits_path.is_file():
+        files.append(fits_path)
+    return Calibration(gpu, modules, host, e2e, collectives, wait_fits, files)

@@ -1,0 +1,265 @@
+"""Training of the learned predictor from a GPU's committed calibration, and the
+leave-one-model-out evaluation that sizes its conformal intervals."""
+
+from __future__ import annotations
+
+import logging
+import math
+import statistics
+from dataclasses import dataclass
+from typing import Any, Callable
+
+import numpy as np
+
+from piep.config import ModelSpec, Parallel, Workload
+from piep.gpus import GPU, load_gpu
+from piep.layout import Deployment, validate
+from piep.predict.dataset import Calibration, unique_e2e
+from piep.predict.engine import evaluate
+from piep.predict.learned import (ALPHA_FEATURES, TAU, CommModel, LearnedModel,
+                                  alpha_features, fit_module_models, interval_group)
+from piep.tree import build_tree
+from piep.tree.builder import LINEAR_KINDS, shape_key
+from piep.tree.nodes import COMPUTE_KINDS
+
+log = logging.getLogger("piep.train")
+ALPHA_RIDGE = 0.05
+
+
+def spec_of_record(rec: dict[str, Any]) -> ModelSpec:
+    s = rec["shape"]
+    return ModelSpec(name=rec["model"], model_type="llama", hidden_size=s["hidden"],
+                     num_layers=s["layers"], num_heads=s["heads"], num_kv_heads=s["kv_heads"],
+                     head_dim=s["head_dim"], intermediate_size=s["ffn"], vocab_size=s["vocab"],
+                     qkv_bias=bool(s.get("qkv_bias")), max_position=1 << 20)
+
+
+def deployment_of(rec: dict[str, Any], gpu: GPU) -> Deployment:
+    return validate(spec_of_record(rec), Parallel(tp=rec["tp"], pp=rec["pp"], dp=rec["dp"]),
+                    Workload(batch=rec["batch"], prompt_len=rec["prompt_len"],
+                             gen_len=rec["gen_len"], mode=rec["mode"]), gpu,
+                    check_memory=False)
+
+
+@dataclass
+class Case:
+    rec: dict[str, Any]
+    dep: Deployment
+    tree: Any
+
+    @property
+    def energy_j(self) -> float:
+        return self.rec["energy_j"]
+
+    @property
+    def time_s(self) -> float:
+        return self.rec["time_s"]
+
+
+def cases(cal: Calibration, gpu: GPU) -> list[Case]:
+    out = []
+    for rec in unique_e2e(cal.e2e):
+        dep = deployment_of(rec, gpu)
+        out.append(Case(rec, dep, build_tree(dep)))
+    return out
+
+
+# --- which module samples belong to a model alone (for leave-one-model-out) -----------
+def signatures(spec: ModelSpec, gpu: GPU) -> set[tuple]:
+    """Token-free kernel shapes of a model's trees over TP degrees."""
+    sig: set[tuple] = set()
+    for tp in (1, 2, 4, 8):
+        if spec.num_heads % tp or (spec.num_kv_heads % tp and tp % spec.num_kv_heads):
+            continue
+        dep = Deployment(spec, Parallel(tp=tp), Workload(batch=1, prompt_len=16, gen_len=2), gpu)
+        for _, _, leaf in build_tree(dep).leaves():
+            if leaf.kind in COMPUTE_KINDS:
+                sig.add(sample_signature(shape_key(leaf)))
+    return sig
+
+
+def sample_signature(s: dict[str, Any]) -> tuple:
+    k = s["kind"]
+    if k in LINEAR_KINDS:
+        return (k, s["d_in"], s["d_out"])
+    if k == "attention":
+        return (k, s["heads"], s["kv_heads"])
+    return (k, s.get("width", s.get("vocab")))
+
+
+def _shape_tuple(spec: ModelSpec) -> tuple:
+    return (spec.hidden_size, spec.num_heads, spec.num_kv_heads, spec.intermediate_size,
+            spec.vocab_size)
+
+
+def exclusive_filter(held_out: ModelSpec, gpu: GPU) -> Callable[[dict[str, Any]], bool]:
+    """True for module samples whose kernel shape only the held-out model (or a model of
+    identical shape) has, among every model the sampler drew shapes from."""
+    from piep.models import load_model, shipped_models, synthetic_specs
+    others = [load_model(m.name) for m in shipped_models()] + synthetic_specs()
+    others = [o for o in others if not o.is_moe and _shape_tuple(o) != _shape_tuple(held_out)]
+    shared = set().union(*(signatures(o, gpu) for o in others)) if others else set()
+    mine = signatures(held_out, gpu) - shared
+    return lambda row: sample_signature(row) in mine
+
+
+# --- fitting ----------------------------------------------------------------------------
+def _predict_all(model: LearnedModel, train: list[Case]) -> list[dict[str, Any]]:
+    return [evaluate(c.dep, model, c.tree) for c in train]
+
+
+def fit_time_terms(model: LearnedModel, train: list[Case]) -> None:
+    """Graph gap and eager host launch time per kernel, by least squares on log time."""
+    from scipy.optimize import minimize
+    saved_w, saved_b = model.alpha_w, model.alpha_b
+
+    def loss(theta):
+        model.gap_graph_s, model.host_launch_s = (float(math.exp(v)) for v in theta)
+        errs = [math.log(evaluate(c.dep, model, c.tree)["time_s"] / c.time_s) for c in train]
+        return float(np.mean(np.square(errs)))
+    x0 = [math.log(model.gap_graph_s), math.log(model.host_launch_s)]
+    res = minimize(loss, x0, method="Nelder-Mead", options={"xatol": 0.02, "fatol": 1e-5,
+                                                            "maxiter": 120})
+    model.gap_graph_s, model.host_launch_s = (float(math.exp(v)) for v in res.x)
+    model.alpha_w, model.alpha_b = saved_w, saved_b
+
+
+def fit_combiner(model: LearnedModel, train: list[Case]) -> None:
+    """alpha(c) = 1 + tanh(W.f(c) + b)/tau over the module energies of each training run."""
+    from scipy.optimize import least_squares
+    model.alpha_w, model.alpha_b = np.zeros(len(ALPHA_FEATURES)), 0.0
+    rows = []
+    for c, doc in zip(train, _predict_all(model, train)):
+        f = np.asarray([alpha_features(m["kind"], m["phase"], c.dep.workload.mode,
+                                       _tokens(m, c)) for m in doc["modules"]])
+        e = np.asarray([m["energy_j"] for m in doc["modules"]])
+        rows.append((f, e, c.energy_j))
+
+    def resid(theta):
+        w, b = theta[:-1], theta[-1]
+        r = [math.log(float(np.sum((1 + np.tanh(f @ w + b) / TAU) * e)) / y) for f, e, y in rows]
+        return np.concatenate([r, math.sqrt(ALPHA_RIDGE) * w])
+    res = least_squares(resid, np.zeros(len(ALPHA_FEATURES) + 1))
+    model.alpha_w, model.alpha_b = res.x[:-1], float(res.x[-1])
+
+
+def _tokens(module: dict[str, Any], c: Case) -> float:
+    w = c.dep.workload
+    b = c.dep.replica_batch
+    return b * w.prompt_len if module["phase"] == "prefill" else b
+
+
+def fit(cal: Calibration, gpu: GPU, train: list[Case], *,
+        module_filter: Callable[[dict[str, Any]], bool] | None = None) -> LearnedModel:
+    samples = [r for r in cal.modules if not (module_filter and module_filter(r))]
+    kinds = fit_module_models(samples, gpu)
+    comm = CommModel.from_calibration(cal.collectives, cal.wait_fits)
+    host = cal.host[0] if cal.host else {}
+    model = LearnedModel(gpu, kinds, comm,
+                         host_launch_s=host.get("launch_s", gpu.kernel_gap_eager_s) * 3,
+                         launch_gap_w=statistics.median(
+                             [h["launch_gap_power_w"] for h in cal.host])
+                         if cal.host else gpu.idle_power_w,
+                         busy_wait_w=gpu.wait_power_w, comm_w=gpu.comm_power_w)
+    model.prepare([(c.dep, c.tree) for c in train])
+    fit_time_terms(model, train)
+    fit_combiner(model, train)
+    model.meta = {"module_samples": len(samples), "e2e_train": len(train),
+                  "host_launch_measured_s": host.get("launch_s")}
+    return model
+
+
+# --- evaluation -------------------------------------------------------------------------
+def leave_one_model_out(cal: Calibration, gpu: GPU, all_cases: list[Case], *,
+                        strict_modules: bool = True, progress=None) -> list[dict[str, Any]]:
+    """Predict every run with a predictor that saw no end-to-end run of its model (and,
+    with `strict_modules`, no module sample of a kernel shape only that model has)."""
+    models = sorted({c.rec["model"] for c in all_cases})
+    out = []
+    for i, name in enumerate(models):
+        held = [c for c in all_cases if c.rec["model"] == name]
+        train = [c for c in all_cases if c.rec["model"] != name]
+        filt = exclusive_filter(held[0].dep.model, gpu) if strict_modules else None
+        model = fit(cal, gpu, train, module_filter=filt)
+        model.prepare([(c.dep, c.tree) for c in held])
+        for c in held:
+            doc = evaluate(c.dep, model, c.tree)
+            out.append(_row(c, doc, model))
+        if progress:
+            progress(i + 1, len(models), name)
+    return out
+
+
+def _row(c: Case, doc: dict[str, Any], model) -> dict[str, Any]:
+    r = c.rec
+    return {"model": r["model"], "key": r["key"], "mode": r["mode"],
+            "layout": interval_group(r["mode"], c.dep.parallel).split("/")[1],
+            "tp": r["tp"], "pp": r["pp"], "dp": r["dp"], "batch": r["batch"],
+            "prompt_len": r["prompt_len"], "gen_len": r["gen_len"],
+            "energy_j": r["energy_j"], "time_s": r["time_s"],
+            "pred_energy_j": doc["energy_j"], "pred_time_s": doc["time_s"],
+            "pred_raw_j": doc["modules_raw_sum_j"],
+            "pred_prefill_j": doc["prefill"]["energy_j"], "prefill_j": r["prefill"]["energy_j"],
+            "pred_decode_j": doc["decode"]["energy_j"], "decode_j": r["decode"]["energy_j"],
+            "flags": doc["flags"]}
+
+
+def conformal(rows: list[dict[str, Any]], level: float = 0.9) -> tuple[dict, dict]:
+    """q-quantile of |log(pred/measured)| per (mode, layout) group, pooled where small."""
+    def q(values):
+        v = sorted(values)
+        k = min(len(v) - 1, math.ceil((len(v) + 1) * level) - 1)
+        return v[k]
+    groups: dict[str, list[dict[str, Any]]] = {}
+    for r in rows:
+        groups.setdefault(f"{r['mode']}/{r['layout']}", []).append(r)
+    qe = {"all": q([abs(math.log(r["pred_energy_j"] / r["energy_j"])) for r in rows])}
+    qt = {"all": q([abs(math.log(r["pred_time_s"] / r["time_s"])) for r in rows])}
+    for g, rs in groups.items():
+        if len(rs) >= 8:
+            qe[g] = q([abs(math.log(r["pred_energy_j"] / r["energy_j"])) for r in rs])
+            qt[g] = q([abs(math.log(r["pred_time_s"] / r["time_s"])) for r in rs])
+    return qe, qt
+
+
+def train_shipped(gpu_name: str = "h200", progress=None) -> tuple[LearnedModel, list[dict]]:
+    """Fit on every run; intervals from leave-one-model-out residuals."""
+    from piep.predict.dataset import load_calibration
+    gpu = load_gpu(gpu_name)
+    cal = load_calibration(gpu_name)
+    all_cases = cases(cal, gpu)
+    rows = leave_one_model_out(cal, gpu, all_cases, progress=progress)
+    model = fit(cal, gpu, all_cases)
+    model.intervals, model.time_intervals = conformal(rows)
+    model.meta["data_hash"] = cal.data_hash()
+    return model, rows
+
+
+def refit_on_measurements(gpu_name: str, path) -> tuple[LearnedModel, int]:
+    """Keep the shipped module models; refit the gap terms and the combiner on a user's
+    own end-to-end records (e.g. of their serving engine)."""
+    from piep.artifacts import read_jsonl
+    from piep.errors import ArtifactError
+    from piep.predict.learned import load_learned
+    gpu = load_gpu(gpu_name)
+    model = load_learned(gpu_name)
+    if model is None:
+        raise ArtifactError(f"no shipped predictor for {gpu_name}; run `piep train` first")
+    recs = [r for r in read_jsonl(path) if r.get("schema") == "piep.measurement"
+            and r.get("energy_j")]
+    if len(recs) < 3:
+        raise ArtifactError(f"{path}: needs at least 3 piep.measurement records with energy_j, "
+                            f"found {len(recs)}")
+    for r in recs:
+        r.setdefault("key", "|".join(str(r[k]) for k in ("model", "tp", "pp", "dp", "batch",
+                                                          "prompt_len", "gen_len", "mode")))
+    train = []
+    for rec in unique_e2e(recs):
+        dep = deployment_of(rec, gpu)
+        train.append(Case(rec, dep, build_tree(dep)))
+    model.clear()
+    model.prepare([(c.dep, c.tree) for c in train])
+    fit_time_terms(model, train)
+    fit_combiner(model, train)
+    model.meta = {**model.meta, "refit_records": len(train)}
+    return model, len(train)
