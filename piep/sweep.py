@@ -31,20 +31,42 @@ def progress_bar(iterable: Iterable, total: int, enabled: bool, label: str = "")
 def sweep(configs: list[dict[str, Any]], *, gpu: str = "h200", predictor: str = "auto",
           progress: bool = False) -> list[dict[str, Any]]:
     from piep import api
-    from piep.predict.engine import evaluate
+    from piep.tree import build_tree
     cm = api.cost_model(gpu, predictor)
     rows = []
-    for cfg in progress_bar(configs, len(configs), progress, "sweep "):
+    chunk = 256
+    for start in range(0, len(configs), chunk):
+        part = configs[start:start + chunk]
+        built: list = []
+        for cfg in part:
+            try:
+                dep = api.deployment(gpu=gpu, **cfg)
+                built.append((dep, build_tree(dep)))
+            except PiepError as exc:
+                built.append(exc)
+        if hasattr(cm, "prepare"):  # one GBDT call per node kind for the whole chunk
+            cm.prepare([b for b in built if not isinstance(b, PiepError)])
+        rows += _rows(part, built, cm, progress, start, len(configs))
+        if hasattr(cm, "clear"):
+            cm.clear()
+    return rows
+
+
+def _rows(part, built, cm, progress, offset, total) -> list[dict[str, Any]]:
+    from piep.predict.engine import evaluate
+    rows = []
+    for cfg, b in zip(part, built):
         row = dict(cfg)
-        try:
-            dep = api.deployment(gpu=gpu, **cfg)
-            doc = evaluate(dep, cm)
-        except PiepError as exc:
-            row["error"] = str(exc)
+        if isinstance(b, PiepError):
+            row["error"] = str(b)
         else:
+            doc = evaluate(b[0], cm, b[1])
             row.update(energy_j=doc["energy_j"], time_s=doc["time_s"],
                        j_per_token=doc["j_per_token"], tokens_per_s=doc["tokens_per_s"],
                        ttft_s=doc["prefill"]["time_s"], tpot_s=doc["decode"]["tpot_s"],
                        predictor=doc["predictor"], flags=doc["flags"])
         rows.append(row)
+    if progress and sys.stderr.isatty():
+        done = offset + len(part)
+        sys.stderr.write(f"\rsweep {done}/{total}" + ("\n" if done == total else ""))
     return rows

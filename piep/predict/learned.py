@@ -159,7 +159,8 @@ class LearnedModel:
     time_intervals: dict[str, float] = field(default_factory=dict)
     meta: dict[str, Any] = field(default_factory=dict)
     name: str = "learned"
-    _cache: dict[int, tuple[float, float, bool]] = field(default_factory=dict, repr=False)
+    # id(node) -> (node, time, power, out_of_range); holding the node keeps its id unique
+    _cache: dict[int, tuple[Node, float, float, bool]] = field(default_factory=dict, repr=False)
 
     # --- bulk prediction of compute leaves --------------------------------------------
     def prepare(self, items: list[tuple[Deployment, Node]]) -> None:
@@ -176,21 +177,23 @@ class LearnedModel:
             log_ratio, power, oor = self.kinds[kind].predict(x)
             for (leaf, _), lr, p, o in zip(rows, log_ratio, power, oor):
                 t = roofline_time_s(leaf, self.gpu) * math.exp(lr)
-                self._cache[id(leaf)] = (t, float(p), bool(o))
+                self._cache[id(leaf)] = (leaf, t, float(p), bool(o))
 
     def clear(self) -> None:
         self._cache.clear()
 
     def _compute(self, node: Node, dep: Deployment) -> tuple[float, float, bool]:
         hit = self._cache.get(id(node))
-        if hit is not None:
-            return hit
+        if hit is not None and hit[0] is node:
+            return hit[1:]
+        if len(self._cache) > 200_000:
+            self._cache.clear()
         if node.kind not in self.kinds:  # no samples of this kind: roofline at memory power
             return roofline_time_s(node, self.gpu), self.gpu.memory_power_w, True
         x = np.asarray([leaf_features(node, dep.gpu, dep.workload.mode)])
         lr, p, o = self.kinds[node.kind].predict(x)
         out = (roofline_time_s(node, self.gpu) * math.exp(lr[0]), float(p[0]), bool(o[0]))
-        self._cache[id(node)] = out
+        self._cache[id(node)] = (node, *out)
         return out
 
     def leaf_cost(self, node: Node, dep: Deployment) -> LeafCost:

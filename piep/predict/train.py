@@ -201,6 +201,8 @@ def _row(c: Case, doc: dict[str, Any], model) -> dict[str, Any]:
             "pred_raw_j": doc["modules_raw_sum_j"],
             "pred_prefill_j": doc["prefill"]["energy_j"], "prefill_j": r["prefill"]["energy_j"],
             "pred_decode_j": doc["decode"]["energy_j"], "decode_j": r["decode"]["energy_j"],
+            "pred_compute_only_j": sum(m["energy_j"] for m in doc["modules"]
+                                       if m["kind"] in COMPUTE_KINDS),
             "flags": doc["flags"]}
 
 
