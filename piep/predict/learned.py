@@ -117,8 +117,11 @@ class CommModel:
                         (math.log2(row["size_bytes"]), math.log2(row[key] / 1000)))
         waits: dict[tuple[str, str], list[tuple[float, float]]] = {}
         for f in wait_fits:
+            # per rank: only the earlier rank of a pair waits (w = d - min d), so the mean
+            # over all ranks is the positive waits' mean times their share
+            share = f["fit"]["n"] / max(f["fit"]["n_total"], 1)
             waits.setdefault((f["phase"], f["mode"]), []).append(
-                (math.log2(f["size_bytes"]), expected_wait_s(f["fit"])))
+                (math.log2(f["size_bytes"]), expected_wait_s(f["fit"]) * share))
         pack = lambda d: {k: ([p[0] for p in sorted(v)], [p[1] for p in sorted(v)])  # noqa: E731
                           for k, v in d.items()}
         return cls(pack(table), pack(waits))
@@ -149,10 +152,14 @@ class LearnedModel:
     kinds: dict[str, KindModel]
     comm: CommModel
     gap_graph_s: float = 2e-6
-    host_launch_s: float = 7e-6
+    host_launch_s: float = 7e-6         # host time per kernel in eager prefill
+    eager_decode_launch_s: float = 2e-5  # host time per kernel in an eager decode step
     launch_gap_w: float = 120.0   # board power in launch gaps (measured)
     busy_wait_w: float = 121.5    # board power busy-polling in a collective (measured)
     comm_w: float = 200.0         # board power during a collective transfer (assumed)
+    # in-situ / isolated kernel time ratio per phase (fitted on end-to-end runs)
+    time_scale: dict[str, float] = field(default_factory=lambda: {"prefill": 1.0,
+                                                                  "decode": 1.0})
     alpha_w: np.ndarray = field(default_factory=lambda: np.zeros(len(ALPHA_FEATURES)))
     alpha_b: float = 0.0
     intervals: dict[str, float] = field(default_factory=dict)  # group -> q90 |log ratio| energy
@@ -199,17 +206,19 @@ class LearnedModel:
     def leaf_cost(self, node: Node, dep: Deployment) -> LeafCost:
         mode = dep.workload.mode
         eager = node.phase == "prefill" or mode == "eager"
+        host = self.host_launch_s if node.phase == "prefill" else self.eager_decode_launch_s
         if node.is_comm:
             cmode = "eager" if eager else "graph"
             t = self.comm.transfer_s(node.kind, node.comm_bytes, node.group_size, cmode)
             w = self.comm.wait_s(node.phase or "decode", mode, node.comm_bytes) \
                 if node.kind == "allreduce" else 0.0
-            gap = node.launches * (self.host_launch_s if eager else self.gap_graph_s)
+            gap = node.launches * (host if eager else self.gap_graph_s)
             gap = max(0.0, gap - t) if eager else gap
             return LeafCost(t, self.comm_w, gap, wait_s=w)
         t, p, oor = self._compute(node, dep)
+        t *= self.time_scale.get(node.phase or "decode", 1.0)
         if eager:  # the host issues kernels; the GPU idles when it outruns the host
-            gap = max(0.0, node.launches * self.host_launch_s - t)
+            gap = max(0.0, node.launches * host - t)
         else:
             gap = node.launches * self.gap_graph_s
         return LeafCost(t, min(max(p, self.launch_gap_w), self.gpu.max_power_w + 10),
@@ -252,8 +261,9 @@ class LearnedModel:
             "comm": {"table": {f"{k[0]}|{k[1]}": v for k, v in self.comm.table.items()},
                      "waits": {f"{k[0]}|{k[1]}": v for k, v in self.comm.waits.items()}},
             "terms": {"gap_graph_s": self.gap_graph_s, "host_launch_s": self.host_launch_s,
+                      "eager_decode_launch_s": self.eager_decode_launch_s,
                       "launch_gap_w": self.launch_gap_w, "busy_wait_w": self.busy_wait_w,
-                      "comm_w": self.comm_w},
+                      "comm_w": self.comm_w, "time_scale": self.time_scale},
             "combiner": {"features": list(ALPHA_FEATURES), "W": self.alpha_w.tolist(),
                          "b": self.alpha_b, "tau": TAU},
             "intervals": {"energy_log": self.intervals, "time_log": self.time_intervals},

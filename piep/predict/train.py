@@ -109,19 +109,42 @@ def _predict_all(model: LearnedModel, train: list[Case]) -> list[dict[str, Any]]
 
 
 def fit_time_terms(model: LearnedModel, train: list[Case]) -> None:
-    """Graph gap and eager host launch time per kernel, by least squares on log time."""
+    """Least squares on log time, in two steps so that noisy eager runs do not bend the
+    graph fit: on graph runs the graph gap per kernel, the host time per kernel of (eager)
+    prefill and the in-situ / isolated kernel time ratio per phase; then, on eager runs,
+    the host time per kernel of an eager decode step."""
     from scipy.optimize import minimize
-    saved_w, saved_b = model.alpha_w, model.alpha_b
+    graph = [c for c in train if c.dep.workload.mode == "graph"]
+    eager = [c for c in train if c.dep.workload.mode == "eager"]
 
-    def loss(theta):
-        model.gap_graph_s, model.host_launch_s = (float(math.exp(v)) for v in theta)
-        errs = [math.log(evaluate(c.dep, model, c.tree)["time_s"] / c.time_s) for c in train]
-        return float(np.mean(np.square(errs)))
-    x0 = [math.log(model.gap_graph_s), math.log(model.host_launch_s)]
-    res = minimize(loss, x0, method="Nelder-Mead", options={"xatol": 0.02, "fatol": 1e-5,
-                                                            "maxiter": 120})
-    model.gap_graph_s, model.host_launch_s = (float(math.exp(v)) for v in res.x)
-    model.alpha_w, model.alpha_b = saved_w, saved_b
+    def log_err(cases_):
+        """Prefill and decode times separately: a short prefill must not hide in a total."""
+        errs = []
+        for c in cases_:
+            doc = evaluate(c.dep, model, c.tree)
+            for ph in ("prefill", "decode"):
+                if c.rec[ph]["time_s"] > 0 and doc[ph]["time_s"] > 0:
+                    errs.append(math.log(doc[ph]["time_s"] / c.rec[ph]["time_s"]) ** 2)
+        return float(np.mean(errs))
+
+    def apply_graph(theta):
+        g, h, sp, sd = (float(math.exp(v)) for v in theta)
+        model.gap_graph_s, model.host_launch_s = g, h
+        model.time_scale = {"prefill": sp, "decode": sd}
+
+    if graph:
+        x0 = [math.log(model.gap_graph_s), math.log(model.host_launch_s), 0.0, 0.0]
+        res = minimize(lambda th: (apply_graph(th), log_err(graph))[1], x0,
+                       method="Nelder-Mead",
+                       options={"xatol": 0.01, "fatol": 1e-6, "maxiter": 300})
+        apply_graph(res.x)
+    if eager:
+        def apply_eager(theta):
+            model.eager_decode_launch_s = float(math.exp(theta[0]))
+        res = minimize(lambda th: (apply_eager(th), log_err(eager))[1],
+                       [math.log(model.eager_decode_launch_s)], method="Nelder-Mead",
+                       options={"xatol": 0.01, "fatol": 1e-6, "maxiter": 100})
+        apply_eager(res.x)
 
 
 def fit_combiner(model: LearnedModel, train: list[Case]) -> None:
