@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -20,16 +21,29 @@ class ShippedModel:
 
 
 def shipped_models() -> list[ShippedModel]:
-    root = model_trees_dir()
+    return list(_shipped(str(model_trees_dir())))
+
+
+@lru_cache(maxsize=4)
+def _shipped(root_dir: str) -> tuple[ShippedModel, ...]:
+    root = Path(root_dir)
     out = []
     for cfg in sorted(root.glob("*/config.json")):
         src_path = cfg.parent / "source.json"
         source = json.loads(src_path.read_text()) if src_path.is_file() else {}
         out.append(ShippedModel(cfg.parent.name, cfg, source))
-    return out
+    return tuple(out)
 
 
 def _read_config(path: Path, name: str) -> ModelSpec:
+    stat = path.stat()
+    return _read_config_cached(str(path), name, stat.st_mtime_ns, stat.st_size)
+
+
+@lru_cache(maxsize=256)
+def _read_config_cached(path_str: str, name: str, mtime_ns: int, size: int) -> ModelSpec:
+    """Configs are re-read when the file changes (mtime/size are part of the key)."""
+    path = Path(path_str)
     try:
         config = load_json(path)
     except ArtifactError as exc:

@@ -55,8 +55,9 @@ class KindModel:
     oor_threshold: float
 
     def predict(self, x: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        log_ratio = self.time_booster.predict(x, num_threads=1)
-        power = self.power_booster.predict(x, num_threads=1)
+        threads = 2 if len(x) > 256 else 1
+        log_ratio = self.time_booster.predict(x, num_threads=threads)
+        power = self.power_booster.predict(x, num_threads=threads)
         z = (x - self.mean) / self.std
         d = np.sqrt(((z[:, None, :] - self.train_z[None, :, :]) ** 2).sum(-1)).min(1)
         return log_ratio, power, d > self.oor_threshold

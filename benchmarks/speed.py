@@ -1,0 +1,57 @@
+"""Prediction throughput of `piep sweep` / the Python API on this machine.
+
+    python benchmarks/speed.py [N]
+
+Draws N distinct random configurations (model x layout x workload x mode), predicts them
+with the shipped predictor (learned if trained, caching off: every tree and every leaf is
+new), and prints predictions per second. Target: >= 2,000 per second on 2 cores.
+"""
+
+from __future__ import annotations
+
+import random
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from piep.sweep import sweep  # noqa: E402
+
+MODELS = ("llama-2-7b", "llama-2-13b", "llama-3-8b", "mistral-7b", "qwen2.5-7b", "qwen2.5-14b",
+          "qwen2.5-32b", "mistral-small-24b", "vicuna-33b", "llama-3-70b", "qwen2.5-72b")
+
+
+def draw(n: int, seed: int = 0) -> list[dict]:
+    rng = random.Random(seed)
+    seen, out = set(), []
+    while len(out) < n:
+        cfg = {"model": rng.choice(MODELS), "tp": rng.choice((1, 2, 4, 8)),
+               "pp": rng.choice((1, 2)), "dp": rng.choice((1, 2)),
+               "batch": rng.choice((1, 2, 4, 8, 16, 32, 64, 128)),
+               "prompt_len": rng.randint(64, 4096), "gen_len": rng.randint(16, 1024),
+               "mode": rng.choice(("graph", "eager"))}
+        key = tuple(cfg.values())
+        if key not in seen:
+            seen.add(key)
+            out.append(cfg)
+    return out
+
+
+def main() -> int:
+    n = int(sys.argv[1]) if len(sys.argv) > 1 else 4000
+    configs = draw(n)
+    for predictor in ("auto", "roofline"):
+        sweep(configs[:50], predictor=predictor)  # load and warm up outside the timing
+        t0 = time.perf_counter()
+        rows = sweep(configs, predictor=predictor)
+        dt = time.perf_counter() - t0
+        ok = sum("energy_j" in r for r in rows)
+        name = next(r["predictor"] for r in rows if "predictor" in r)
+        print(f"{name:9s}: {n} distinct configurations ({ok} valid, {n - ok} refused with a "
+              f"reason) in {dt:.2f} s: {n / dt:,.0f} predictions/s (target 2,000)")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
