@@ -265,9 +265,10 @@ def refit_on_measurements(gpu_name: str, path) -> tuple[LearnedModel, int]:
     own end-to-end records (e.g. of their serving engine)."""
     from piep.artifacts import read_jsonl
     from piep.errors import ArtifactError
-    from piep.predict.learned import load_learned
+    from piep.predict.learned import predictor_dir
     gpu = load_gpu(gpu_name)
-    model = load_learned(gpu_name)
+    folder = predictor_dir(gpu_name)
+    model = LearnedModel.load(folder, gpu) if (folder / "predictor.json").is_file() else None
     if model is None:
         raise ArtifactError(f"no shipped predictor for {gpu_name}; run `piep train` first")
     recs = [r for r in read_jsonl(path) if r.get("schema") == "piep.measurement"

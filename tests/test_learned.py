@@ -1,0 +1,85 @@
+"""The shipped learned predictor: interface, partition, flags, persistence, refit."""
+
+import json
+
+import numpy as np
+import pytest
+
+from piep.api import predict
+from piep.gpus import load_gpu
+from piep.predict.engine import evaluate
+from piep.predict.learned import TAU, LearnedModel, load_learned, predictor_dir
+
+
+@pytest.fixture(scope="module")
+def shipped():
+    model = load_learned("h200")
+    assert model is not None, "calibration/h200/predictor is missing: run `piep train`"
+    return model
+
+
+def test_default_predict_uses_learned_and_partitions(shipped):
+    doc = predict("llama-2-7b", tp=2, batch=16)
+    assert doc["predictor"] == "learned"
+    assert sum(doc["breakdown_j"].values()) == pytest.approx(doc["energy_j"])
+    assert sum(m["energy_j"] for m in doc["modules"]) == pytest.approx(doc["energy_j"])
+    assert doc["modules_raw_sum_j"] > 0 and doc["modules_raw_sum_j"] != doc["energy_j"]
+    lo, hi = doc["interval"]["energy_j"]
+    assert lo < doc["energy_j"] < hi
+    assert "conformal" in doc["interval"]["level"]
+    assert doc["breakdown_j"]["communication"] > 0 and doc["breakdown_j"]["wait"] > 0
+
+
+def test_more_than_two_gpus_is_extrapolated_with_a_wider_interval(shipped):
+    two = predict("llama-2-13b", tp=2, batch=8)
+    four = predict("llama-2-13b", tp=4, batch=8)
+    assert "extrapolated" in four["flags"] and "extrapolated" not in two["flags"]
+    width = lambda d: d["interval"]["energy_j"][1] / d["interval"]["energy_j"][0]  # noqa: E731
+    assert width(four) > width(two)
+
+
+def test_far_shapes_are_out_of_range(shipped, tmp_path):
+    cfg = {"model_type": "llama", "hidden_size": 16384, "intermediate_size": 65536,
+           "num_hidden_layers": 4, "num_attention_heads": 128, "num_key_value_heads": 128,
+           "vocab_size": 256000, "max_position_embeddings": 8192}
+    path = tmp_path / "huge" / "config.json"
+    path.parent.mkdir()
+    path.write_text(json.dumps(cfg))
+    doc = predict(str(path), batch=1)
+    assert "out_of_range" in doc["flags"] and doc["out_of_range_kinds"]
+    near = predict("llama-2-7b", batch=8)
+    assert "out_of_range" not in near["flags"]
+
+
+def test_alpha_is_bounded(shipped):
+    for kind in ("q_proj", "attention", "allreduce", "pipeline_wait", "rmsnorm"):
+        for phase in ("prefill", "decode"):
+            a = shipped.alpha(kind, phase, "graph", 4096)
+            assert 1 - 1 / TAU <= a <= 1 + 1 / TAU
+
+
+def test_save_and_load_roundtrip(shipped, tmp_path, make_dep):
+    shipped.save(tmp_path / "p")
+    again = LearnedModel.load(tmp_path / "p", load_gpu("h200"))
+    dep = make_dep("qwen2.5-14b", tp=2, batch=4, mode="eager")
+    a, b = evaluate(dep, shipped), evaluate(dep, again)
+    assert b["energy_j"] == pytest.approx(a["energy_j"], rel=1e-9)
+    assert b["time_s"] == pytest.approx(a["time_s"], rel=1e-9)
+    assert np.allclose(again.alpha_w, shipped.alpha_w)
+
+
+def test_shipped_artifacts_carry_provenance():
+    doc = json.loads((predictor_dir("h200") / "predictor.json").read_text())
+    assert doc["schema"] == "piep.learned_predictor" and doc["meta"]["data_hash"]
+    assert "git" in doc["provenance"]
+
+
+def test_refit_on_own_measurements(tmp_path):
+    from piep.predict.dataset import load_calibration
+    from piep.predict.train import refit_on_measurements
+    recs = [r for r in load_calibration("h200").e2e if r["model"] == "llama-2-7b"][:6]
+    path = tmp_path / "mine.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in recs))
+    model, n = refit_on_measurements("h200", path)
+    assert n == len({r["key"] for r in recs}) and model.meta["refit_records"] == n
+    assert model is not load_learned("h200")  # the shipped predictor is left alone
