@@ -6,9 +6,10 @@ from piep.cli import emit
 
 
 def configure(parser) -> None:
-    parser.add_argument("what", choices=("modules", "waits", "fit"),
+    parser.add_argument("what", choices=("modules", "waits", "insitu", "fit"),
                         help="modules: isolated node kinds (1 GPU); waits: AllReduce waiting "
-                             "times in real tp=N decoding (torchrun); fit: Gamma fits of samples")
+                             "times in real tp=N decoding (torchrun); insitu: module kernel times "
+                             "inside real eager runs (profiler); fit: Gamma fits of samples")
     parser.add_argument("--out", required=True, help="output JSONL (modules, waits) or JSON (fit)")
     parser.add_argument("--samples", help="wait samples JSONL (for fit)")
     parser.add_argument("--budget-s", type=float, default=float("inf"))

@@ -223,6 +223,51 @@ def run_waits(out: Path, *, models: list[str], workloads: list[dict[str, int]],
     d.close()
 
 
+INSITU_CASES = (("llama-2-7b", 8, 512), ("qwen2.5-7b", 32, 256), ("llama-2-13b", 2, 1024),
+                ("mistral-small-24b", 16, 128))
+
+
+def run_insitu(out: Path, *, decode_steps: int = 16) -> None:
+    """Kernel times per module kind inside real eager prefill and decode (torch.profiler
+    with a named range around each module), to check the isolated module samples."""
+    from piep.models import load_model
+    from piep.sampling import model as model_mod
+    from piep.sampling.generate import Generator
+    from piep.sampling.model import StageModel, Topology
+    device = torch.device("cuda", 0)
+    for name, batch, prompt in INSITU_CASES:
+        spec = load_model(name)
+        m = StageModel(spec, Topology(), batch=batch, max_len=prompt + decode_steps + 8,
+                       device=device)
+        gen = Generator(m, Topology(), prompt_len=prompt, gen_len=decode_steps + 1, mode="eager")
+        gen.prefill()
+        gen.decode(4)
+        torch.cuda.synchronize()
+        model_mod.PROFILE_SPANS = True
+        try:
+            for phase, fn, calls in (("prefill", gen.prefill, 1),
+                                     ("decode", lambda: gen.decode(decode_steps), decode_steps)):
+                with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU,
+                                                        torch.profiler.ProfilerActivity.CUDA]) as prof:
+                    fn()
+                    torch.cuda.synchronize()
+                for ev in prof.key_averages():
+                    if not ev.key.startswith("piep:"):
+                        continue
+                    dev_us = getattr(ev, "device_time_total", None)
+                    if dev_us is None:
+                        dev_us = ev.cuda_time_total
+                    append_jsonl(out, {"schema": "piep.insitu", "schema_version": 1,
+                                       "model": name, "batch": batch, "prompt_len": prompt,
+                                       "phase": phase, "kind": ev.key[5:], "mode": "eager",
+                                       "calls": ev.count, "steps": calls,
+                                       "device_time_s_per_call": dev_us / 1e6 / ev.count})
+        finally:
+            model_mod.PROFILE_SPANS = False
+        del gen, m
+        torch.cuda.empty_cache()
+
+
 def fit_all(samples: Path, out: Path) -> list[dict[str, Any]]:
     """Gamma fit per (collective, bytes, group size, phase, mode) of the raw samples."""
     from piep.artifacts import write_json
@@ -249,6 +294,9 @@ def main(args) -> dict[str, Any] | None:
         run_waits(Path(args.out), models=args.models, workloads=[
             {"batch": 1, "prompt_len": 512}, {"batch": 16, "prompt_len": 256}])
         return None
+    if args.what == "insitu":
+        run_insitu(Path(args.out))
+        return {"out": args.out}
     if args.what == "fit":
         return {"fits": len(fit_all(Path(args.samples), Path(args.out)))}
     return None

@@ -8,6 +8,7 @@ or sliced from a full Hugging Face state dict (tests, real checkpoints).
 
 from __future__ import annotations
 
+from contextlib import nullcontext
 from dataclasses import dataclass
 from typing import Mapping
 
@@ -89,6 +90,15 @@ class WeightSource:
         return t
 
 
+PROFILE_SPANS = False  # the in-situ check turns on named ranges for torch.profiler
+
+
+def _span(name: str):
+    if PROFILE_SPANS:
+        return torch.profiler.record_function(f"piep:{name}")
+    return nullcontext()
+
+
 def rms_norm(x: torch.Tensor, weight: torch.Tensor, eps: float) -> torch.Tensor:
     var = x.float().pow(2).mean(-1, keepdim=True)
     return weight * (x.float() * torch.rsqrt(var + eps)).to(x.dtype)
@@ -145,20 +155,36 @@ class Layer:
     def forward(self, x, cos, sin, k_cache, v_cache, write_pos, attend) -> torch.Tensor:
         b, t, _ = x.shape
         d = self.spec.head_dim
-        h = rms_norm(x, self.in_norm, self.spec.rms_norm_eps)
-        q = F.linear(h, self.wq, self.bq).view(b, t, self.hq, d).transpose(1, 2)
-        k = F.linear(h, self.wk, self.bk).view(b, t, self.hkv, d).transpose(1, 2)
-        v = F.linear(h, self.wv, self.bv).view(b, t, self.hkv, d).transpose(1, 2)
-        q = q * cos + rotate_half(q) * sin
-        k = k * cos + rotate_half(k) * sin
-        write_pos(k_cache, k)
-        write_pos(v_cache, v)
-        o = attend(q, k, v, k_cache, v_cache)
-        o = o.transpose(1, 2).reshape(b, t, self.hq * d)
-        x = x + self.allreduce(F.linear(o, self.wo, self.bo))
-        h = rms_norm(x, self.post_norm, self.spec.rms_norm_eps)
-        a = F.silu(F.linear(h, self.wg)) * F.linear(h, self.wu)
-        return x + self.allreduce(F.linear(a, self.wd))
+        with _span("rmsnorm"):
+            h = rms_norm(x, self.in_norm, self.spec.rms_norm_eps)
+        with _span("q_proj"):
+            q = F.linear(h, self.wq, self.bq).view(b, t, self.hq, d).transpose(1, 2)
+        with _span("k_proj"):
+            k = F.linear(h, self.wk, self.bk).view(b, t, self.hkv, d).transpose(1, 2)
+        with _span("v_proj"):
+            v = F.linear(h, self.wv, self.bv).view(b, t, self.hkv, d).transpose(1, 2)
+        with _span("rope"):
+            q = q * cos + rotate_half(q) * sin
+            k = k * cos + rotate_half(k) * sin
+        with _span("attention"):
+            write_pos(k_cache, k)
+            write_pos(v_cache, v)
+            o = attend(q, k, v, k_cache, v_cache)
+            o = o.transpose(1, 2).reshape(b, t, self.hq * d)
+        with _span("o_proj"):
+            o = F.linear(o, self.wo, self.bo)
+        x = x + self.allreduce(o)
+        with _span("rmsnorm"):
+            h = rms_norm(x, self.post_norm, self.spec.rms_norm_eps)
+        with _span("gate_proj"):
+            g = F.linear(h, self.wg)
+        with _span("up_proj"):
+            u = F.linear(h, self.wu)
+        with _span("activation"):
+            a = F.silu(g) * u
+        with _span("down_proj"):
+            y = F.linear(a, self.wd)
+        return x + self.allreduce(y)
 
 
 class StageModel:
