@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import itertools
 import sys
-from typing import Any, Iterable
+from typing import Any
 
 from piep.errors import PiepError
 
@@ -13,19 +13,6 @@ def grid(*, models, tp, pp, dp, batch, prompt_len, gen_len, mode) -> list[dict[s
     keys = ("model", "tp", "pp", "dp", "batch", "prompt_len", "gen_len", "mode")
     return [dict(zip(keys, values)) for values in
             itertools.product(models, tp, pp, dp, batch, prompt_len, gen_len, mode)]
-
-
-def progress_bar(iterable: Iterable, total: int, enabled: bool, label: str = ""):
-    """A minimal bar on stderr when it is a terminal."""
-    show = enabled and sys.stderr.isatty() and total > 1
-    for i, item in enumerate(iterable, 1):
-        yield item
-        if show and (i == total or i % max(total // 100, 1) == 0):
-            done = int(30 * i / total)
-            sys.stderr.write(f"\r{label}[{'#' * done}{'.' * (30 - done)}] {i}/{total}")
-            if i == total:
-                sys.stderr.write("\n")
-            sys.stderr.flush()
 
 
 def sweep(configs: list[dict[str, Any]], *, gpu: str = "h200", predictor: str = "auto",

@@ -31,7 +31,6 @@ def run(args) -> int:
                "host_launch_s": model.host_launch_s, "gap_graph_s": model.gap_graph_s}
     else:
         from piep.predict.train import train_shipped
-        from piep.sweep import progress_bar  # noqa: F401  (bar on a TTY)
 
         def progress(i, n, name):
             log.info("leave-one-model-out %d/%d (held out: %s)", i, n, name)

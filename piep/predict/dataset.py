@@ -45,7 +45,7 @@ def unique_e2e(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     for r in rows:
         by_key.setdefault(r["key"], []).append(r)
     out = []
-    for key, recs in by_key.items():
+    for recs in by_key.values():
         base = dict(recs[0])
         if len(recs) > 1:
             base["energy_j"] = statistics.median(r["energy_j"] for r in recs)

@@ -16,7 +16,7 @@ from typing import Any
 import torch
 
 from piep.artifacts import append_jsonl, read_jsonl
-from piep.config import ModelSpec, Parallel, Workload
+from piep.config import Parallel, Workload
 from piep.errors import PiepError
 from piep.models import synthetic_specs
 
@@ -197,7 +197,7 @@ def run_waits(out: Path, *, models: list[str], workloads: list[dict[str, int]],
                         gen.graph.replay()
                         rows.append(("decode", timer.read_ms(n_coll)))
                 else:
-                    for step in range(steps):
+                    for _ in range(steps):
                         timer.i = 0
                         gen.decode(1)
                         rows.append(("decode", timer.read_ms(n_coll)))
