@@ -16,7 +16,7 @@ def report(tmp_path_factory):
     out = tmp_path_factory.mktemp("report")
     base = {"gpu": "h200", "tp": 2, "pp": 1, "dp": 1, "batch": 8, "prompt_len": 256,
             "gen_len": 64, "mode": "graph", "predictor": "auto"}
-    return base, out, build_report("llama-2-13b", base, out)
+    return base, out, build_report("llama-2-13b", base, out, compare=["llama-2-7b@tp2"])
 
 
 def test_files_and_structure(report):
@@ -33,6 +33,9 @@ def test_files_and_structure(report):
     assert "http://" not in html and "https://" not in html  # self-contained
     saved = json.loads((out / "report.json").read_text())
     assert saved["schema"] == "piep.report"
+    assert "## Comparison (same workload)" in md and "llama-2-7b@tp2" in md
+    assert [c["candidate"] for c in data["comparison"]["candidates"]] == [
+        "llama-2-13b@tp2pp1dp1", "llama-2-7b@tp2"]
 
 
 def test_numbers_equal_the_prediction(report):

@@ -11,6 +11,9 @@ def configure(parser) -> None:
                         help="a piep measurement of this deployment to compare against")
     parser.add_argument("--out", required=True, metavar="FOLDER",
                         help="where report.html, report.md, figures/ and report.json go")
+    parser.add_argument("--compare", nargs="+", metavar="MODEL@LAYOUT",
+                        help="other deployments to compare on the same workload "
+                             "(e.g. llama-2-13b@tp1)")
     parser.add_argument("--predictor", choices=("auto", "learned", "roofline"), default="auto")
 
 
@@ -32,7 +35,8 @@ def run(args) -> int:
             "prompt_len": args.prompt_len, "gen_len": args.gen_len, "mode": args.mode,
             "predictor": args.predictor}
     measured = _measured(args.measured, base) if args.measured else None
-    data = build_report(args.model, base, Path(args.out), measured=measured)
+    data = build_report(args.model, base, Path(args.out), measured=measured,
+                        compare=args.compare)
     out = {"out": args.out, "files": ["report.html", "report.md", "report.json",
                                       *data["figures"].values()],
            "energy_j": data["prediction"]["energy_j"],

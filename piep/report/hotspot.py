@@ -196,17 +196,26 @@ def _wait_samples(doc) -> dict[str, Any] | None:
 
 
 def build_report(model: str, base: dict[str, Any], out: Path, *,
-                 measured: dict[str, Any] | None = None) -> dict[str, Any]:
+                 measured: dict[str, Any] | None = None,
+                 compare: list[str] | None = None) -> dict[str, Any]:
     from piep import api
     from piep.artifacts import write_json, write_text
+    from piep.commands.compare import compare as compare_fn
     doc = api.predict(model, **base)
+    comparison = None
+    if compare:
+        p = base
+        own = f"{model}@tp{p['tp']}pp{p['pp']}dp{p['dp']}"
+        comparison = compare_fn([own, *compare], gpu=p["gpu"], predictor=p["predictor"],
+                                batch=p["batch"], prompt_len=p["prompt_len"],
+                                gen_len=p["gen_len"], mode=p["mode"])
     kinds = by_kind(doc)
     acts = actions(model, base, doc)
     lay = layouts(model, base)
     out.mkdir(parents=True, exist_ok=True)
     figs = _figures(out, doc, kinds, lay, measured, _wait_samples(doc))
     data = {"prediction": doc, "by_kind": kinds, "actions": acts, "layouts": lay,
-            "pareto": pareto(lay), "measured": measured,
+            "pareto": pareto(lay), "measured": measured, "comparison": comparison,
             "figures": {k: str(p.relative_to(out)) for k, p in figs.items()}}
     write_json(out / "report.json", "piep.report", 1, data)
     md = render_markdown(data)
@@ -252,6 +261,16 @@ def render_markdown(data: dict[str, Any]) -> str:
         lines += [f"| {r['layout']} | {r['gpus']} | {r['energy_j']:.1f} | {r['time_s']:.3f} | "
                   f"{r['j_per_token']:.4f} | {100 * r['comm_share']:.1f} |" for r in data["layouts"]]
         lines += ["", f"Pareto front (energy vs time): {', '.join(data['pareto'])}", ""]
+    if data.get("comparison"):
+        c = data["comparison"]
+        lines += ["## Comparison (same workload)", "",
+                  "| candidate | GPUs | energy_j | time_s | J/token | TPOT ms | headroom GiB |",
+                  "|---|---|---|---|---|---|---|"]
+        lines += [f"| {r['candidate']} | {r['gpus']} | {r['energy_j']:.1f} | {r['time_s']:.3f} | "
+                  f"{r['j_per_token']:.4f} | {1000 * r['tpot_s']:.2f} | "
+                  f"{r['memory_headroom_gib']:.1f} |" for r in c["candidates"]]
+        lines += ["", "Best for " + "; ".join(f"{g}: {k}" for g, k in c["recommendation"].items())
+                  + ".", ""]
     if data["measured"]:
         m = data["measured"]
         lines += ["## Measured vs predicted", "", "| | predicted | measured | error % |",
