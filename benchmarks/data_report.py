@@ -229,6 +229,57 @@ almost no more than an idle one.
 
 
 
+def modules_report() -> None:
+    cal = load_calibration("h200")
+    m = cal.modules
+    counts: dict[tuple[str, str, str], int] = {}
+    for r in m:
+        counts[(r["kind"], r["phase"], r["mode"])] = counts.get((r["kind"], r["phase"], r["mode"]), 0) + 1
+    lin = [r for r in m if "d_in" in r]
+    att = [r for r in m if r["kind"] == "attention"]
+    by: dict[str, dict[int, dict]] = {}
+    for r in m:
+        by.setdefault(repr(sorted((k, r[k]) for k in r["shape_fields"])), {})[r.get("repeat", 0)] = r
+    rep = [abs(v[1]["energy_j"] / v[0]["energy_j"] - 1) for v in by.values() if 0 in v and 1 in v]
+    rep_t = [abs(v[1]["time_s"] / v[0]["time_s"] - 1) for v in by.values() if 0 in v and 1 in v]
+    rows = "\n".join(f"| {k} | {ph} | {mo} | {n} |" for (k, ph, mo), n in sorted(counts.items()))
+    host = "; ".join(f"{h['launch_s'] * 1e6:.1f} us per launch, {h['launch_gap_power_w']:.1f} W "
+                     f"(GPU {h['gpu_uuid'][:12]}...)" for h in cal.host)
+    text = f"""# H200 module samples (generated)
+
+Made by `python benchmarks/data_report.py` from `modules_s0.jsonl` and `modules_s1.jsonl`,
+measured by `bash calibration/h200/device/run2.sh`: `piep calibrate modules --shard i/2
+--budget-s 170` on each GPU of `nvidia-h200-x2` side by side (logs beside the data).
+
+Each sample is one compute node kind of the model tree at one shape, run in isolation:
+weights and inputs rotate over >= 240 MB (4x the 60 MB L2), the calls are captured in a
+CUDA graph (graph mode) or looped (eager, attention decode), time per call from CUDA
+events, energy per call from a tick-aligned window of back-to-back replays (>= 0.3 s).
+Shapes are drawn (stratified per kind and phase) from the trees of every shipped dense
+model and four synthetic shapes (hidden 2048-8192, 16-64 heads, 4-64 KV heads, FFN
+5632-30000) at tp 1/2/4/8, batch 1-64, prompt 128-2048, generation 64-2048; the budget
+measured {len(m)} of the 1,008 drawn (the order is random, so every kind is covered).
+
+* Coverage: tokens {min(r['tokens'] for r in m)}-{max(r['tokens'] for r in m)}; linear
+  d_in {min(r['d_in'] for r in lin)}-{max(r['d_in'] for r in lin)}, d_out
+  {min(r['d_out'] for r in lin)}-{max(r['d_out'] for r in lin)}; attention heads per rank
+  {min(r['heads'] for r in att)}-{max(r['heads'] for r in att)}, KV heads
+  {min(r['kv_heads'] for r in att)}-{max(r['kv_heads'] for r in att)}, context up to
+  {max(r['context_len'] for r in att)}.
+* Repeats (every 10th shape measured twice back to back, {len(rep)} pairs): energy per
+  call differs by median {100 * statistics.median(rep):.2f} %, max {100 * max(rep):.2f} %; time by
+  median {100 * statistics.median(rep_t):.2f} %, max {100 * max(rep_t):.2f} %.
+* Host launch overhead and launch-gap power (eager `x.add_(1)` loop): {host}.
+* Not sampled here: collectives in isolation with their own energy (their times come from
+  the probe's table, `../probe/`, and waits from `../waits/`).
+
+| kind | phase | mode | samples |
+|---|---|---|---|
+{rows}
+"""
+    (CAL / "modules" / "README.md").write_text(text)
+
+
 def probe_report() -> None:
     nc = load_json(CAL / "probe" / "probe_nocontext.json")
     main = load_json(CAL / "probe" / "probe_main.json")["ranks"]
@@ -301,4 +352,5 @@ if __name__ == "__main__":
     e2e_report()
     waits_report()
     probe_report()
+    modules_report()
     print("wrote the READMEs of calibration/h200/e2e, waits and probe")

@@ -86,3 +86,23 @@ def test_two_processes_match_hf(tmp_path, tp, pp, mode):
     got = run_worker(tmp_path, cfg, model, prompt, tp, pp, mode)
     torch.testing.assert_close(got["logits"], ref_logits, rtol=1e-4, atol=1e-4)
     assert torch.equal(got["tokens"], ref_tokens)
+
+
+def test_measure_reads_real_weights_from_safetensors(tmp_path):
+    """`piep measure --weights FOLDER` runs on the weights of a local checkpoint."""
+    from safetensors.torch import save_file
+    cfg = tiny()
+    model, _, _ = reference(cfg, torch.zeros(1, 2, dtype=torch.long), 1)
+    folder = tmp_path / "ckpt"
+    folder.mkdir()
+    save_file({k: v.contiguous() for k, v in model.state_dict().items()},
+              str(folder / "model.safetensors"))
+    (folder / "config.json").write_text(cfg.to_json_string())
+    out = tmp_path / "m.jsonl"
+    proc = subprocess.run([sys.executable, "-m", "piep", "measure", "--model", str(folder),
+                           "--weights", str(folder), "--dtype", "fp32", "--batch", "1",
+                           "--prompt-len", "8", "--gen-len", "4", "--min-window-s", "0.01",
+                           "--out", str(out)], capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    rec = json.loads(out.read_text())
+    assert rec["model"] == "ckpt" and rec["gen_len"] == 4 and rec["energy_j"] is None
