@@ -34,6 +34,9 @@ def calibration_dir(gpu: str) -> Path:
 
 
 def git_hash() -> str | None:
+    """The commit of this code; $PIEP_GIT_COMMIT where the copy has no .git (device runs)."""
+    if os.environ.get("PIEP_GIT_COMMIT"):
+        return os.environ["PIEP_GIT_COMMIT"]
     try:
         out = subprocess.run(["git", "rev-parse", "--short=12", "HEAD"], cwd=REPO_ROOT,
                              capture_output=True, text=True, timeout=5)
