@@ -85,3 +85,40 @@ class FakeDevice:
         return {"temperature_c": 35.0, "sm_clock_mhz": self.sm_clock, "mem_clock_mhz": 3201.0,
                 "power_w": self.power_w()}
 
+
+
+class FakeClockDevice:
+    """Records clock sets/resets (optionally to a file, for subprocess tests); can refuse
+    permission or report a clock that ignores the lock."""
+
+    def __init__(self, uuid: str = "GPU-fake-0", *, log_path=None, ignore_lock: bool = False,
+                 no_permission: bool = False, default_mhz: float = 1980.0):
+        self.uuid = uuid
+        self.calls: list[tuple] = []
+        self.log_path = log_path
+        self.ignore_lock = ignore_lock
+        self.no_permission = no_permission
+        self.default_mhz = default_mhz
+        self.locked: tuple[int, int] | None = None
+
+    def _record(self, *call) -> None:
+        self.calls.append(call)
+        if self.log_path:
+            with open(self.log_path, "a") as fh:
+                fh.write(" ".join(map(str, call)) + "\n")
+
+    def set_locked_clocks(self, min_mhz: int, max_mhz: int) -> None:
+        from piep.errors import DeviceError
+        if self.no_permission:
+            raise DeviceError("setting GPU clocks needs root or CAP_SYS_ADMIN")
+        self.locked = (min_mhz, max_mhz)
+        self._record("set", self.uuid, min_mhz, max_mhz)
+
+    def reset_locked_clocks(self) -> None:
+        self.locked = None
+        self._record("reset", self.uuid)
+
+    def sm_clock_mhz(self) -> float:
+        if self.locked and not self.ignore_lock:
+            return float(self.locked[1])
+        return self.default_mhz

@@ -1,0 +1,1 @@
+"""Clock planning and the runtime that applies plans (NVML, through piep.device)."""
