@@ -161,6 +161,7 @@ class LearnedModel:
     # in-situ / isolated kernel time ratio per phase (fitted on end-to-end runs)
     time_scale: dict[str, float] = field(default_factory=lambda: {"prefill": 1.0,
                                                                   "decode": 1.0})
+    decode_batch_exponent: float = 0.0
     alpha_w: np.ndarray = field(default_factory=lambda: np.zeros(len(ALPHA_FEATURES)))
     alpha_b: float = 0.0
     intervals: dict[str, float] = field(default_factory=dict)  # group -> q90 |log ratio| energy
@@ -218,6 +219,9 @@ class LearnedModel:
             return LeafCost(t, self.comm_w, gap, wait_s=w)
         t, p, oor = self._compute(node, dep)
         t *= self.time_scale.get(node.phase or "decode", 1.0)
+        if node.phase == "decode" and self.decode_batch_exponent:
+            # in-situ vs isolated kernel time drifts with the tokens of a decode step
+            t *= (max(node.tokens, 1) / 16.0) ** self.decode_batch_exponent
         if eager:  # the host issues kernels; the GPU idles when it outruns the host
             gap = max(0.0, node.launches * host - t)
         else:
@@ -264,7 +268,8 @@ class LearnedModel:
             "terms": {"gap_graph_s": self.gap_graph_s, "host_launch_s": self.host_launch_s,
                       "eager_decode_launch_s": self.eager_decode_launch_s,
                       "launch_gap_w": self.launch_gap_w, "busy_wait_w": self.busy_wait_w,
-                      "comm_w": self.comm_w, "time_scale": self.time_scale},
+                      "comm_w": self.comm_w, "time_scale": self.time_scale,
+                      "decode_batch_exponent": self.decode_batch_exponent},
             "combiner": {"features": list(ALPHA_FEATURES), "W": self.alpha_w.tolist(),
                          "b": self.alpha_b, "tau": TAU},
             "intervals": {"energy_log": self.intervals, "time_log": self.time_intervals},
