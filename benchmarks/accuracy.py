@@ -27,7 +27,7 @@ sys.path.insert(0, str(ROOT))
 from piep.gpus import load_gpu  # noqa: E402
 from piep.predict.dataset import load_calibration  # noqa: E402
 from piep.predict.engine import evaluate  # noqa: E402
-from piep.predict.learned import fit_module_models, sample_leaf  # noqa: E402
+from piep.predict.learned import fit_module_models, model_group, sample_leaf  # noqa: E402
 from piep.predict.roofline import RooflineModel  # noqa: E402
 from piep.predict.features import leaf_features, roofline_time_s  # noqa: E402
 from piep.predict.train import (Case, cases, conformal, fit, leave_one_model_out,  # noqa: E402
@@ -117,11 +117,12 @@ def module_cv(cal, gpu, folds: int = 5) -> list[list]:
         test = [r for r, f in zip(rows, fold_of) if f == k]
         models = fit_module_models(train, gpu)
         for r in test:
-            if r["kind"] not in models:
+            group = model_group(r["kind"])
+            if group not in models:
                 continue
             leaf = sample_leaf(r)
             x = np.asarray([leaf_features(leaf, gpu, r["mode"])])
-            lr, p, _ = models[r["kind"]].predict(x)
+            lr, p, _ = models[group].predict(x)
             t = roofline_time_s(leaf, gpu) * math.exp(lr[0])
             errs.setdefault(r["kind"], []).append((abs(t * p[0] / r["energy_j"] - 1),
                                                    abs(t / r["time_s"] - 1)))

@@ -83,6 +83,15 @@ def sample_leaf(row: dict[str, Any]) -> Node:
     return leaf_from_shape({k: row[k] for k in row["shape_fields"] if k != "mode"})
 
 
+def model_group(kind: str) -> str:
+    """Kinds that run the same kernels share one pair of GBDTs (their shapes are in the
+    features): all projections (GEMMs), and both RMSNorms. Each then learns from far more
+    samples than a kind alone has."""
+    if kind in LINEAR_KINDS:
+        return "linear"
+    return "norm" if kind in ("rmsnorm", "final_norm") else kind
+
+
 def fit_module_models(samples: list[dict[str, Any]], gpu: GPU) -> dict[str, KindModel]:
     by_kind: dict[str, list] = {}
     for row in samples:
@@ -91,7 +100,7 @@ def fit_module_models(samples: list[dict[str, Any]], gpu: GPU) -> dict[str, Kind
         leaf = sample_leaf(row)
         f = leaf_features(leaf, gpu, row["mode"])
         ratio = math.log(max(row["time_s"], 1e-9) / roofline_time_s(leaf, gpu))
-        by_kind.setdefault(row["kind"], []).append((f, ratio, row["power_w"]))
+        by_kind.setdefault(model_group(row["kind"]), []).append((f, ratio, row["power_w"]))
     models = {}
     for kind, rows in sorted(by_kind.items()):
         x = np.asarray([r[0] for r in rows])
@@ -177,9 +186,9 @@ class LearnedModel:
         per_kind: dict[str, list[tuple[Node, list[float]]]] = {}
         for dep, tree in items:
             for _, _, leaf in tree.leaves():
-                if leaf.is_comm or leaf.kind not in self.kinds:
+                if leaf.is_comm or model_group(leaf.kind) not in self.kinds:
                     continue
-                per_kind.setdefault(leaf.kind, []).append(
+                per_kind.setdefault(model_group(leaf.kind), []).append(
                     (leaf, leaf_features(leaf, dep.gpu, dep.workload.mode)))
         for kind, rows in per_kind.items():
             x = np.asarray([r[1] for r in rows])
@@ -197,10 +206,10 @@ class LearnedModel:
             return hit[1:]
         if len(self._cache) > 200_000:
             self._cache.clear()
-        if node.kind not in self.kinds:  # no samples of this kind: roofline at memory power
+        if model_group(node.kind) not in self.kinds:  # no samples: roofline at memory power
             return roofline_time_s(node, self.gpu), self.gpu.memory_power_w, True
         x = np.asarray([leaf_features(node, dep.gpu, dep.workload.mode)])
-        lr, p, o = self.kinds[node.kind].predict(x)
+        lr, p, o = self.kinds[model_group(node.kind)].predict(x)
         out = (roofline_time_s(node, self.gpu) * math.exp(lr[0]), float(p[0]), bool(o[0]))
         self._cache[id(node)] = (node, *out)
         return out
