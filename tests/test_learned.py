@@ -83,3 +83,11 @@ def test_refit_on_own_measurements(tmp_path):
     model, n = refit_on_measurements("h200", path)
     assert n == len({r["key"] for r in recs}) and model.meta["refit_records"] == n
     assert model is not load_learned("h200")  # the shipped predictor is left alone
+
+
+def test_combiner_change_reaches_alpha(shipped, tmp_path):
+    shipped.save(tmp_path / "p")
+    model = LearnedModel.load(tmp_path / "p", load_gpu("h200"))
+    before = model.alpha("q_proj", "decode", "graph", 8)
+    model.set_combiner(np.zeros_like(model.alpha_w), 0.0)
+    assert model.alpha("q_proj", "decode", "graph", 8) == 1.0 != before

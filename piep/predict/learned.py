@@ -59,7 +59,10 @@ class KindModel:
         log_ratio = self.time_booster.predict(x, num_threads=threads)
         power = self.power_booster.predict(x, num_threads=threads)
         z = (x - self.mean) / self.std
-        d = np.sqrt(((z[:, None, :] - self.train_z[None, :, :]) ** 2).sum(-1)).min(1)
+        t = self.train_z
+        # squared distances through one matrix product (|z|^2 + |t|^2 - 2 z.t)
+        d2 = (z * z).sum(1)[:, None] + (t * t).sum(1)[None, :] - 2.0 * (z @ t.T)
+        d = np.sqrt(np.maximum(d2.min(1), 0.0))
         return log_ratio, power, d > self.oor_threshold
 
 
@@ -179,23 +182,35 @@ class LearnedModel:
     name: str = "learned"
     # id(node) -> (node, time, power, out_of_range); holding the node keeps its id unique
     _cache: dict[int, tuple[Node, float, float, bool]] = field(default_factory=dict, repr=False)
+    _alpha_memo: dict[tuple, float] = field(default_factory=dict, repr=False)
 
     # --- bulk prediction of compute leaves --------------------------------------------
     def prepare(self, items: list[tuple[Deployment, Node]]) -> None:
         """Predict every compute leaf of many trees in one GBDT call per kind."""
-        per_kind: dict[str, list[tuple[Node, list[float]]]] = {}
+        # identical leaves (same kind, shape and mode; common across the decode steps of
+        # similar deployments) are predicted once per call
+        per_kind: dict[str, dict[tuple, list]] = {}
         for dep, tree in items:
+            eager = dep.workload.mode == "eager"
             for _, _, leaf in tree.leaves():
-                if leaf.is_comm or model_group(leaf.kind) not in self.kinds:
+                group = model_group(leaf.kind)
+                if leaf.is_comm or group not in self.kinds:
                     continue
-                per_kind.setdefault(model_group(leaf.kind), []).append(
-                    (leaf, leaf_features(leaf, dep.gpu, dep.workload.mode)))
+                key = (leaf.kind, leaf.phase, leaf.tokens, leaf.context_len, leaf.flops,
+                       leaf.bytes_read, leaf.bytes_written, eager and leaf.phase == "decode")
+                slot = per_kind.setdefault(group, {}).get(key)
+                if slot is None:
+                    slot = per_kind[group][key] = [leaf_features(leaf, dep.gpu,
+                                                                 dep.workload.mode), []]
+                slot[1].append(leaf)
         for kind, rows in per_kind.items():
-            x = np.asarray([r[1] for r in rows])
+            slots = list(rows.values())
+            x = np.asarray([s[0] for s in slots])
             log_ratio, power, oor = self.kinds[kind].predict(x)
-            for (leaf, _), lr, p, o in zip(rows, log_ratio, power, oor):
-                t = roofline_time_s(leaf, self.gpu) * math.exp(lr)
-                self._cache[id(leaf)] = (leaf, t, float(p), bool(o))
+            for (_, leaves), lr, p, o in zip(slots, log_ratio, power, oor):
+                t = roofline_time_s(leaves[0], self.gpu) * math.exp(lr)
+                for leaf in leaves:
+                    self._cache[id(leaf)] = (leaf, t, float(p), bool(o))
 
     def clear(self) -> None:
         self._cache.clear()
@@ -244,9 +259,21 @@ class LearnedModel:
     def wait_power_w(self, dep: Deployment) -> float:
         return self.busy_wait_w
 
+    def set_combiner(self, w: np.ndarray, b: float) -> None:
+        """The only way to change W and b: the memo of alpha values depends on them."""
+        self.alpha_w, self.alpha_b = np.asarray(w, dtype=float), float(b)
+        self._alpha_memo.clear()
+
     def alpha(self, kind: str, phase: str, mode: str, tokens: float) -> float:
-        f = alpha_features(kind, phase, mode, tokens)
-        return 1.0 + math.tanh(float(np.dot(self.alpha_w, f)) + self.alpha_b) / TAU
+        key = (kind, phase, mode, tokens)
+        hit = self._alpha_memo.get(key)
+        if hit is None:
+            f = alpha_features(kind, phase, mode, tokens)
+            hit = 1.0 + math.tanh(float(np.dot(self.alpha_w, f)) + self.alpha_b) / TAU
+            if len(self._alpha_memo) > 100_000:
+                self._alpha_memo.clear()
+            self._alpha_memo[key] = hit
+        return hit
 
     def interval(self, dep: Deployment, energy_j: float, time_s: float) -> dict[str, Any]:
         group = interval_group(dep.workload.mode, dep.parallel)

@@ -153,7 +153,7 @@ def fit_time_terms(model: LearnedModel, train: list[Case]) -> None:
 def fit_combiner(model: LearnedModel, train: list[Case]) -> None:
     """alpha(c) = 1 + tanh(W.f(c) + b)/tau over the module energies of each training run."""
     from scipy.optimize import least_squares
-    model.alpha_w, model.alpha_b = np.zeros(len(ALPHA_FEATURES)), 0.0
+    model.set_combiner(np.zeros(len(ALPHA_FEATURES)), 0.0)
     rows = []
     for c, doc in zip(train, _predict_all(model, train)):
         f = np.asarray([alpha_features(m["kind"], m["phase"], c.dep.workload.mode,
@@ -166,7 +166,7 @@ def fit_combiner(model: LearnedModel, train: list[Case]) -> None:
         r = [math.log(float(np.sum((1 + np.tanh(f @ w + b) / TAU) * e)) / y) for f, e, y in rows]
         return np.concatenate([r, math.sqrt(ALPHA_RIDGE) * w])
     res = least_squares(resid, np.zeros(len(ALPHA_FEATURES) + 1))
-    model.alpha_w, model.alpha_b = res.x[:-1], float(res.x[-1])
+    model.set_combiner(res.x[:-1], float(res.x[-1]))
 
 
 def _tokens(module: dict[str, Any], c: Case) -> float:
