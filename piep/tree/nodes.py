@@ -48,12 +48,16 @@ class Node:
         return self
 
     def walk(self, path: str = "", mult: int = 1) -> Iterator[tuple[str, int, "Node"]]:
-        """Yield (path, multiplicity per GPU, node); multiplicity counts repeats, not ranks."""
-        here = f"{path}/{self.name}" if path else self.name
-        mult = mult * self.count
-        yield here, mult, self
-        for child in self.children:
-            yield from child.walk(here, mult)
+        """Yield (path, multiplicity per GPU, node) in pre-order; multiplicity counts
+        repeats, not ranks. Iterative: predictions walk thousands of trees."""
+        stack = [(path, mult, self)]
+        while stack:
+            parent, m, node = stack.pop()
+            here = f"{parent}/{node.name}" if parent else node.name
+            m = m * node.count
+            yield here, m, node
+            for child in reversed(node.children):
+                stack.append((here, m, child))
 
     def leaves(self) -> Iterator[tuple[str, int, "Node"]]:
         for path, mult, node in self.walk():
