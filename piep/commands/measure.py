@@ -24,6 +24,8 @@ def configure(parser) -> None:
     parser.add_argument("--min-window-s", type=float, default=0.5,
                         help="shortest energy window; short phases repeat to fill it (default 0.5)")
     parser.add_argument("--idle-s", type=float, default=1.0, help="idle-power window (default 1)")
+    parser.add_argument("--cooldown-s", type=float, default=0.0,
+                        help="sleep between configurations (default 0)")
     parser.add_argument("--no-continuous", action="store_true",
                         help="skip the continuous prefill+decode check window")
     parser.add_argument("--device", choices=("auto", "cuda", "cpu"), default="auto")

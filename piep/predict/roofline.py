@@ -42,7 +42,8 @@ def roofline_power_w(t_flops: float, t_bytes: float, gpu: GPU) -> float:
 
 @dataclass
 class RooflineModel:
-    """The uncalibrated baseline; `energy_scale`/`time_scale` let a refit version exist."""
+    """The uncalibrated baseline (benchmarks/accuracy.py also reports it refit with
+    per-mode factors on the same folds as the learned predictor)."""
 
     name: str = "roofline"
     rel_interval: tuple[float, float] = (0.6, 1.6)

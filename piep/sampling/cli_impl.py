@@ -54,7 +54,7 @@ def measure_main(args) -> dict[str, Any] | None:
     device = _device(args.device, d)
     dtype = torch.bfloat16 if args.dtype == "bf16" else torch.float32
     hygiene = Hygiene(repeats=args.repeats, min_window_s=args.min_window_s, idle_s=args.idle_s,
-                      continuous_check=not args.no_continuous)
+                      continuous_check=not args.no_continuous, cooldown_s=args.cooldown_s)
     meter = RankMeter(device)
     try:
         if args.grid:

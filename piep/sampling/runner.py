@@ -224,6 +224,8 @@ def measure_config(spec: ModelSpec, parallel: Parallel, workload: Workload, *, d
     del gen, model
     if cuda:
         torch.cuda.empty_cache()
+    if hygiene.cooldown_s > 0:  # let the board cool before the next configuration
+        time.sleep(hygiene.cooldown_s)
     if d.rank != 0:
         return None
     return _record(spec, parallel, workload, ranks, k_prefill, k_decode, steps, sdpa,
