@@ -61,6 +61,9 @@ def measure_main(args) -> dict[str, Any] | None:
             return _grid(args, d, device, dtype, hygiene, meter)
         from piep.models import load_model
         spec = load_model(args.model)
+        if device.type == "cpu" and args.device == "auto" and spec.num_params() > 1e9:
+            raise ConfigError(f"no CUDA GPU: measuring {spec.name} on the CPU measures no "
+                              f"energy and takes minutes; pass --device cpu to do it anyway")
         parallel = Parallel(tp=args.tp, pp=args.pp, dp=args.dp)
         workload = Workload(batch=args.batch, prompt_len=args.prompt_len,
                             gen_len=args.gen_len, mode=args.mode)
