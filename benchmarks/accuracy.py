@@ -25,7 +25,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from piep.gpus import load_gpu  # noqa: E402
-from piep.predict.dataset import load_calibration  # noqa: E402
+from piep.predict.dataset import load_calibration, module_repeat_pairs  # noqa: E402
 from piep.predict.engine import evaluate  # noqa: E402
 from piep.predict.learned import fit_module_models, model_group, sample_leaf  # noqa: E402
 from piep.predict.roofline import RooflineModel  # noqa: E402
@@ -132,11 +132,7 @@ def module_cv(cal, gpu, folds: int = 5) -> list[list]:
 
 def repeat_agreement(cal) -> tuple[int, float, float]:
     """Module samples measured twice back to back: relative energy difference."""
-    by: dict[str, dict[int, dict]] = {}
-    for r in cal.modules:
-        key = repr(sorted((k, r[k]) for k in r["shape_fields"]))
-        by.setdefault(key, {})[r.get("repeat", 0)] = r
-    diffs = [abs(v[1]["energy_j"] / v[0]["energy_j"] - 1) for v in by.values() if 0 in v and 1 in v]
+    diffs = [abs(b["energy_j"] / a["energy_j"] - 1) for a, b in module_repeat_pairs(cal.modules)]
     return len(diffs), 100 * statistics.median(diffs), 100 * max(diffs)
 
 

@@ -18,7 +18,8 @@ sys.path.insert(0, str(ROOT))
 import numpy as np  # noqa: E402
 
 from piep.artifacts import load_json  # noqa: E402
-from piep.predict.dataset import load_calibration, unique_e2e  # noqa: E402
+from piep.predict.dataset import (load_calibration, module_repeat_pairs,  # noqa: E402
+                                  unique_e2e)
 
 CAL = ROOT / "calibration" / "h200"
 
@@ -237,11 +238,9 @@ def modules_report() -> None:
         counts[(r["kind"], r["phase"], r["mode"])] = counts.get((r["kind"], r["phase"], r["mode"]), 0) + 1
     lin = [r for r in m if "d_in" in r]
     att = [r for r in m if r["kind"] == "attention"]
-    by: dict[str, dict[int, dict]] = {}
-    for r in m:
-        by.setdefault(repr(sorted((k, r[k]) for k in r["shape_fields"])), {})[r.get("repeat", 0)] = r
-    rep = [abs(v[1]["energy_j"] / v[0]["energy_j"] - 1) for v in by.values() if 0 in v and 1 in v]
-    rep_t = [abs(v[1]["time_s"] / v[0]["time_s"] - 1) for v in by.values() if 0 in v and 1 in v]
+    pairs = module_repeat_pairs(m)
+    rep = [abs(b["energy_j"] / a["energy_j"] - 1) for a, b in pairs]
+    rep_t = [abs(b["time_s"] / a["time_s"] - 1) for a, b in pairs]
     rows = "\n".join(f"| {k} | {ph} | {mo} | {n} |" for (k, ph, mo), n in sorted(counts.items()))
     host = "; ".join(f"{h['launch_s'] * 1e6:.1f} us per launch, {h['launch_gap_power_w']:.1f} W "
                      f"(GPU {h['gpu_uuid'][:12]}...)" for h in cal.host)
@@ -353,4 +352,4 @@ if __name__ == "__main__":
     waits_report()
     probe_report()
     modules_report()
-    print("wrote the READMEs of calibration/h200/e2e, waits and probe")
+    print("wrote the READMEs of calibration/h200/e2e, waits, probe and modules")

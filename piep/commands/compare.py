@@ -36,11 +36,12 @@ def configure(parser) -> None:
 
 def compare(candidates: list[str], *, gpu: str, predictor: str = "auto", **workload) -> dict:
     from piep import api
+    from piep.gpus import load_gpu
+    gpu_mem = load_gpu(gpu).memory_gib
     rows = []
     for cand in candidates:
         model, deg = parse_candidate(cand)
         doc = api.predict(model, gpu=gpu, predictor=predictor, **deg, **workload)
-        gpu_mem = api.deployment(model, gpu=gpu, **deg, **workload).gpu.memory_gib
         used = max(g["memory_gib"] for g in doc["per_gpu"])
         rows.append({"candidate": cand, "model": doc["model"], "gpus": doc["layout"]["gpus"],
                      "energy_j": doc["energy_j"], "time_s": doc["time_s"],

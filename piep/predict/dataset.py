@@ -80,3 +80,12 @@ def load_calibration(gpu: str = "h200", root: Path | None = None) -> Calibration
     if fits_path.is_file():
         files.append(fits_path)
     return Calibration(gpu, modules, host, e2e, collectives, wait_fits, files)
+
+
+def module_repeat_pairs(modules: list[dict[str, Any]]) -> list[tuple[dict, dict]]:
+    """(first, repeat) samples of every shape the module sampler measured twice."""
+    by: dict[str, dict[int, dict[str, Any]]] = {}
+    for r in modules:
+        key = repr(sorted((k, r[k]) for k in r["shape_fields"]))
+        by.setdefault(key, {})[r.get("repeat", 0)] = r
+    return [(v[0], v[1]) for v in by.values() if 0 in v and 1 in v]

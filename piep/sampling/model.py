@@ -229,6 +229,13 @@ class StageModel:
         self.positions = torch.arange(max_len, device=device)
 
     # --- phases ------------------------------------------------------------------------
+    def _layers(self, x, cos, sin, write, attend) -> torch.Tensor:
+        """Run every layer of the stage; phases differ only in how they write the cache
+        and attend."""
+        for i, layer in enumerate(self.layers):
+            x = layer.forward(x, cos, sin, self.k_cache[i], self.v_cache[i], write, attend)
+        return x
+
     def embed_tokens(self, tokens: torch.Tensor) -> torch.Tensor:
         return F.embedding(tokens, self.embed)
 
@@ -244,9 +251,7 @@ class StageModel:
         def attend(q, k, v, kc, vc):
             return F.scaled_dot_product_attention(q, k, v, is_causal=True,
                                                   enable_gqa=q.shape[1] != k.shape[1])
-        for i, layer in enumerate(self.layers):
-            x = layer.forward(x, cos, sin, self.k_cache[i], self.v_cache[i], write, attend)
-        return x
+        return self._layers(x, cos, sin, write, attend)
 
     def decode_static(self, x: torch.Tensor, pos: torch.Tensor) -> torch.Tensor:
         """One decode step with static shapes (graph mode): `pos` is a 1-element device
@@ -261,9 +266,7 @@ class StageModel:
         def attend(q, k, v, kc, vc):
             return F.scaled_dot_product_attention(q, kc, vc, attn_mask=mask,
                                                   enable_gqa=q.shape[1] != kc.shape[1])
-        for i, layer in enumerate(self.layers):
-            x = layer.forward(x, cos, sin, self.k_cache[i], self.v_cache[i], write, attend)
-        return x
+        return self._layers(x, cos, sin, write, attend)
 
     def decode_eager(self, x: torch.Tensor, pos: int) -> torch.Tensor:
         """One decode step over the live prefix of the cache only (eager mode)."""
@@ -276,9 +279,7 @@ class StageModel:
         def attend(q, k, v, kc, vc):
             return F.scaled_dot_product_attention(q, kc[:, :, :pos + 1], vc[:, :, :pos + 1],
                                                   enable_gqa=q.shape[1] != kc.shape[1])
-        for i, layer in enumerate(self.layers):
-            x = layer.forward(x, cos, sin, self.k_cache[i], self.v_cache[i], write, attend)
-        return x
+        return self._layers(x, cos, sin, write, attend)
 
     def logits(self, x_last: torch.Tensor) -> torch.Tensor:
         """Full-vocabulary logits of the last position: column-parallel head + AllGather."""
