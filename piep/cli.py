@@ -79,10 +79,16 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
+    argv = list(sys.argv[1:] if argv is None else argv)
+    passthrough: list[str] = []
+    if "--" in argv:  # `piep apply PLAN -- CMD ...`: everything after -- is the command
+        cut = argv.index("--")
+        argv, passthrough = argv[:cut], argv[cut + 1:]
     try:
         args = parser.parse_args(argv)
     except SystemExit as exc:  # argparse already printed one usage line
         return int(exc.code or 0)
+    args.passthrough = passthrough
     logging.basicConfig(level=logging.DEBUG if args.verbose else logging.INFO,
                         format="piep: %(message)s", stream=sys.stderr)
     if not getattr(args, "command", None):

@@ -33,12 +33,24 @@ def configure(parser) -> None:
     parser.add_argument("--weights", metavar="FOLDER",
                         help="real weights from a local safetensors folder (default: random)")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--clock-plan", metavar="PLAN.json",
+                        help="apply a `piep plan` file at the phase boundaries (single "
+                             "configuration; dry-run unless --no-dry-run)")
+    parser.add_argument("--dry-run", dest="clock_dry_run", action="store_true", default=True,
+                        help="with --clock-plan: log the switches, set nothing (default)")
+    parser.add_argument("--no-dry-run", dest="clock_dry_run", action="store_false",
+                        help="with --clock-plan: really set clocks (root or CAP_SYS_ADMIN)")
+    parser.add_argument("--clock-state-dir", metavar="DIR",
+                        help="with --clock-plan: runtime state files (default "
+                             "~/.cache/piep/clock-state)")
 
 
 def run(args) -> int:
     from piep.errors import ConfigError
     if not args.model and not args.grid:
         raise ConfigError("give --model (one configuration) or --grid DESIGN.jsonl")
+    if args.clock_plan and args.grid:
+        raise ConfigError("--clock-plan applies to one configuration (--model), not --grid")
     try:
         import torch  # noqa: F401
     except ImportError:
@@ -57,4 +69,8 @@ def _human(doc) -> str:
     return (f"{doc['model']} tp={doc['tp']} pp={doc['pp']} dp={doc['dp']} batch={doc['batch']} "
             f"prompt={doc['prompt_len']} gen={doc['gen_len']} {doc['mode']}: "
             f"energy_j={e if e is None else round(e, 2)} time_s={doc['time_s']:.4f} "
-            f"spread={doc.get('spread')} (GPU boards only)")
+            f"spread={doc.get('spread')} (GPU boards only)"
+            + (f"\nclock plan ({'dry-run' if doc['clock_plan']['dry_run'] else 'applied'}): "
+               f"{doc['clock_plan']['switches']} switch(es), {doc['clock_plan']['skipped_dwell']}"
+               f" dwell skip(s), min gap {doc['clock_plan']['min_dwell_seen_s']}"
+               if "clock_plan" in doc else ""))

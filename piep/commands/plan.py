@@ -1,10 +1,93 @@
-"""`piep plan` (not built yet)."""
+"""`piep plan`: a GPU clock plan (phase-level, applied) and the per-kernel ideal bound."""
 
-from piep.commands._stub import not_yet
+from __future__ import annotations
+
+from piep.cli import add_deployment_args, emit
+from piep.errors import ConfigError
+
+
+def parse_fraction(text: str, what: str) -> float:
+    """'1%' or '0.01' -> 0.01."""
+    s = str(text).strip()
+    try:
+        value = float(s[:-1]) / 100 if s.endswith("%") else float(s)
+    except ValueError:
+        raise ConfigError(f"{what}={text!r}: give a fraction (0.01) or a percentage (1%)") \
+            from None
+    if not 0 <= value < 1:
+        raise ConfigError(f"{what}={text!r} must be in [0, 100%)")
+    return value
 
 
 def configure(parser) -> None:
-    parser.add_argument("rest", nargs="*", help="arguments (not used yet)")
+    add_deployment_args(parser)
+    parser.add_argument("--max-slowdown", default="1%",
+                        help="slowdown budget against default clocks (default 1%%)")
+    parser.add_argument("--dwell-ms", type=float, default=100.0,
+                        help="shortest time between clock changes (default 100)")
+    parser.add_argument("--power-limit", type=float, default=None, metavar="W",
+                        help="plan under this board power limit (default: the GPU's)")
+    parser.add_argument("--out", metavar="PLAN.json", help="write the plan file here")
+    parser.add_argument("--predictor", choices=("auto", "learned", "roofline"), default="auto")
+    parser.add_argument("--validate", action="store_true",
+                        help="sweep SM clocks on this machine's GPUs (needs root), measure "
+                             "reference kernels and refit the frequency model")
+    parser.add_argument("--validate-out", metavar="MODEL.json",
+                        help="with --validate: where the refit frequency model goes")
 
 
-run = not_yet("plan", "the clock-plan issue")
+def run(args) -> int:
+    if args.validate:
+        from piep.plan.validate import validate_main
+        doc = validate_main(args)
+        emit(args, doc, lambda d: f"refit on {len(d['sweep'])} points: "
+                                  f"v_ratio {d['v_ratio']:.3f}, f_mem_sat {d['f_mem_sat_mhz']:.0f}"
+                                  f" MHz -> {d['out']}")
+        return 0
+    from piep import api
+    import json
+
+    from piep.artifacts import write_text
+    from piep.plan.freq import load_freq_model
+    from piep.plan.planner import make_plan
+    max_slowdown = parse_fraction(args.max_slowdown, "--max-slowdown")
+    if args.dwell_ms < 0:
+        raise ConfigError(f"--dwell-ms={args.dwell_ms} must be >= 0")
+    if args.power_limit is not None and args.power_limit <= 0:
+        raise ConfigError(f"--power-limit={args.power_limit} must be > 0 W")
+    dep = api.deployment(args.model, gpu=args.gpu, tp=args.tp, pp=args.pp, dp=args.dp,
+                         batch=args.batch, prompt_len=args.prompt_len, gen_len=args.gen_len,
+                         mode=args.mode)
+    plan = make_plan(dep, api.cost_model(dep.gpu.name, args.predictor),
+                     load_freq_model(dep.gpu.name), max_slowdown=max_slowdown,
+                     dwell_s=args.dwell_ms / 1e3, power_limit_w=args.power_limit)
+    if args.out:
+        write_text(args.out, json.dumps(plan, indent=2) + "\n")
+    emit(args, plan, lambda p: summary(p, args.out))
+    return 0
+
+
+def _band(b) -> str:
+    return f"{100 * b[0]:.1f}-{100 * b[1]:.1f} %"
+
+
+def summary(plan, out=None) -> str:
+    a, i = plan["applied"], plan["ideal_bound"]
+    lines = [
+        f"clock plan for {plan['model']} on {plan['layout']['gpus']}x {plan['gpu']}, batch "
+        f"{plan['workload']['batch']}, {plan['workload']['mode']}  [{plan['label']}]",
+        f"  applied (phase level): prefill {a['phase_mhz']['prefill']} MHz, decode "
+        f"{a['phase_mhz']['decode']} MHz -> saving {100 * a['saving']:.1f} % "
+        f"(band {_band(a['saving_band'])}), slowdown {100 * a['slowdown']:.2f} % "
+        f"(band {_band(a['slowdown_band'])})",
+        f"  ideal per-kernel bound: saving {100 * i['saving']:.1f} % (band "
+        f"{_band(i['saving_band'])}), slowdown {100 * i['slowdown']:.2f} %, time-weighted "
+        f"clock {i['time_weighted_mhz']:.0f} MHz",
+        f"  against default boost: {plan['default']['energy_j']:.4g} J, "
+        f"{plan['default']['time_s']:.4g} s; budget {100 * plan['constraints']['max_slowdown']:.1f} %"
+        f" slowdown, dwell {1e3 * plan['constraints']['min_dwell_s']:.0f} ms",
+    ]
+    lines += [f"  note: {n}" for n in plan["notes"]]
+    if out:
+        lines.append(f"wrote {out}")
+    return "\n".join(lines)

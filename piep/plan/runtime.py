@@ -165,7 +165,7 @@ class ClockRuntime:
             self.changes.append(Change(now, label, sm_mhz, False, "dwell"))
             return False
         if self.dry_run:
-            log.info("dry-run: at %.3f s (%s) would %s", now, label,
+            log.debug("dry-run: at %.3f s (%s) would %s", now, label,
                      f"lock SM clocks at {sm_mhz} MHz" if sm_mhz else "reset SM clocks")
         else:
             for dev in self.devices:
@@ -199,7 +199,7 @@ class ClockRuntime:
         """Back to the GPUs' default clock behaviour (reset), and forget the state."""
         if self.dry_run:
             if self._current is not None:
-                log.info("dry-run: would reset SM clocks")
+                log.debug("dry-run: would reset SM clocks")
             self._current = None
             return
         for dev in self.devices:

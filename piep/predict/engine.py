@@ -61,7 +61,21 @@ def _stage_leaves(stage: Node, base: str, mult: int):
             yield path, m, node
 
 
-def evaluate(dep: Deployment, model: CostModel, tree: Node | None = None) -> dict[str, Any]:
+@dataclass(frozen=True)
+class LeafUse:
+    """One leaf as the engine priced it (for the clock planner): `count` calls per GPU of
+    stage `stage` in `phase`, each costing `cost`, weighted by the combiner's `alpha`."""
+    phase: str
+    stage: int
+    node: Node
+    count: int
+    cost: LeafCost
+    alpha: float
+
+
+def evaluate(dep: Deployment, model: CostModel, tree: Node | None = None,
+             collect: list[LeafUse] | None = None) -> dict[str, Any]:
+    """The prediction document; with `collect`, also appends every priced leaf to it."""
     tree = tree or build_tree(dep)
     p = dep.parallel
     replica = tree.children[0]
@@ -91,6 +105,8 @@ def evaluate(dep: Deployment, model: CostModel, tree: Node | None = None) -> dic
                 t_wait = m * c.wait_s
                 cat = "communication" if leaf.is_comm else "compute"
                 a = alpha(leaf.kind, phase.name, mode, leaf.tokens) if alpha else 1.0
+                if collect is not None:
+                    collect.append(LeafUse(phase.name, idx, leaf, m, c, a))
                 e_run, e_gap, e_wait = t_run * c.power_w, t_gap * idle_w, t_wait * wait_w
                 acc.energy[cat] += p.tp * a * e_run
                 acc.energy["idle"] += p.tp * a * e_gap

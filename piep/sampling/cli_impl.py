@@ -70,16 +70,44 @@ def measure_main(args) -> dict[str, Any] | None:
         from piep.gpus import load_gpu
         from piep.layout import validate
         validate(spec, parallel, workload, load_gpu("h200"), check_memory=False)
-        rec = measure_config(spec, parallel, workload, d=d, device=device, dtype=dtype,
-                             hygiene=hygiene, meter=meter, seed=args.seed,
-                             state=_load_weights(args.weights),
-                             predicted_memory_gib=_predicted_memory(spec, parallel, workload),
-                             extra={"command": _command()})
+        clocks = _phase_clocks(args, d)
+        with clocks if clocks else _nothing():
+            rec = measure_config(spec, parallel, workload, d=d, device=device, dtype=dtype,
+                                 hygiene=hygiene, meter=meter, seed=args.seed,
+                                 state=_load_weights(args.weights),
+                                 predicted_memory_gib=_predicted_memory(spec, parallel,
+                                                                        workload),
+                                 extra={"command": _command()},
+                                 phase_hook=clocks.enter if clocks else None)
+        if rec is not None and clocks:
+            rec["clock_plan"] = {"file": args.clock_plan, **clocks.summary()}
         if rec is not None and args.out:
             append_jsonl(args.out, rec)
         return rec
     finally:
         d.close()
+
+
+class _nothing:
+    def __enter__(self):
+        return None
+
+    def __exit__(self, *exc):
+        return False
+
+
+def _phase_clocks(args, d: Dist):
+    """The clock runtime for --clock-plan (dry-run unless --no-dry-run)."""
+    if not getattr(args, "clock_plan", None):
+        return None
+    from piep.runtime import PhaseClocks, load_plan
+    plan = load_plan(args.clock_plan)
+    devices = []
+    if not args.clock_dry_run:
+        from piep.device.nvml import NvmlDevice
+        devices = [NvmlDevice(index=d.local_rank)]
+    return PhaseClocks(plan, devices, rank=d.rank, dry_run=args.clock_dry_run,
+                       state_dir=Path(args.clock_state_dir) if args.clock_state_dir else None)
 
 
 def _command() -> str:

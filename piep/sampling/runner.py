@@ -147,8 +147,12 @@ class RankMeter:
 def measure_config(spec: ModelSpec, parallel: Parallel, workload: Workload, *, d: Dist,
                    device, dtype=torch.bfloat16, hygiene: Hygiene = Hygiene(), meter: RankMeter,
                    seed: int = 0, state=None, predicted_memory_gib: float | None = None,
-                   extra: dict[str, Any] | None = None) -> dict[str, Any] | None:
-    """Measure one configuration on all ranks; rank 0 returns the record, others None."""
+                   extra: dict[str, Any] | None = None,
+                   phase_hook=None) -> dict[str, Any] | None:
+    """Measure one configuration on all ranks; rank 0 returns the record, others None.
+    `phase_hook(phase)` is called at every phase boundary of the measured windows (the
+    clock runtime's entry point)."""
+    hook = phase_hook or (lambda phase: None)
     if parallel.world_size != d.world:
         raise ConfigError(f"tp*pp*dp = {parallel.world_size} but {d.world} processes run; "
                           f"launch with torchrun --nproc-per-node {parallel.world_size}")
@@ -190,16 +194,20 @@ def measure_config(spec: ModelSpec, parallel: Parallel, workload: Workload, *, d
 
     def prefill_work():
         for _ in range(k_prefill):
+            hook("prefill")
             gen.prefill()
         _sync(device)
 
     def decode_work():
         for _ in range(k_decode):
+            hook("decode")
             gen.decode()
         _sync(device)
 
     def continuous_work():
+        hook("prefill")
         gen.prefill()
+        hook("decode")
         gen.decode()
         _sync(device)
 

@@ -1,0 +1,258 @@
+"""Frequency response: time and board power of a priced leaf at another SM clock (SPEC §2).
+
+A leaf measured (or predicted) at its natural clock f0 with duration T0 and power P0 is
+split into parts with different clock behaviour:
+
+* time: the compute part (roofline FLOP time share r_c) scales as f0/f; the memory part
+  (share r_m) stays flat until the SMs are too slow to keep HBM busy, below `f_mem_sat`:
+  T(f) = T0 * max(r_c * f0/f, r_m * m(f)/m(f0)),  m(f) = max(1, f_mem_sat/f);
+* energy: static power over the duration, HBM energy per byte (clock independent), and SM
+  dynamic energy E_sm = E_sm0 * (V(f)/V(f0))^2 * (a + (1-a) * f*T(f) / (f0*T0)), with a
+  the per-operation part (a = r_c) and the rest clock-tree/stall energy per cycle;
+* voltage: V(f)/V(f_max) = v_ratio below `f_knee`, linear up to 1 at f_max.
+
+A power limit caps the clock: the GPU runs at the highest clock whose power fits. The
+natural clock of a leaf is f_max unless its default power reaches the limit, then the
+median clock of power-capped module samples (measured).
+
+Every parameter carries its provenance: measured (our H200 data), literature-fit (fitted
+to published figures in `dvfs/literature.csv`), or assumed.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any, Iterable
+
+import numpy as np
+
+from piep.artifacts import calibration_dir
+from piep.errors import ConfigError
+from piep.gpus import GPU
+from piep.predict.engine import LeafUse
+
+SCHEMA = "piep.freq_model"
+SCHEMA_VERSION = 1
+PROVENANCE = ("measured", "literature-fit", "assumed")
+THROTTLE_FRACTION = 0.95  # default power at >= 95 % of the limit: the leaf ran power-capped
+
+
+@dataclass(frozen=True)
+class Param:
+    value: float
+    provenance: str
+    source: str
+    band: tuple[float, float] | None = None  # (low, high) used for the prediction band
+
+    def __post_init__(self):
+        if self.provenance not in PROVENANCE:
+            raise ValueError(f"provenance {self.provenance!r} not in {PROVENANCE}")
+
+
+@dataclass(frozen=True)
+class FreqModel:
+    gpu: str
+    f_max: float
+    f_min: float
+    step_mhz: float
+    power_limit_w: float
+    params: dict[str, Param] = field(default_factory=dict)
+
+    def v(self, name: str) -> float:
+        return self.params[name].value
+
+    # --- curves -----------------------------------------------------------------------
+    def clocks(self) -> np.ndarray:
+        """The lockable SM clocks (NVML steps), ascending."""
+        n = int(round((self.f_max - self.f_min) / self.step_mhz))
+        return np.round(self.f_max - self.step_mhz * np.arange(n + 1))[::-1]
+
+    def voltage(self, f) -> np.ndarray:
+        f = np.asarray(f, float)
+        knee, r = self.v("f_knee_mhz"), self.v("v_ratio")
+        up = np.clip((f - knee) / max(self.f_max - knee, 1.0), 0.0, 1.0)
+        return r + (1.0 - r) * up
+
+    def _mem_slow(self, f) -> np.ndarray:
+        return np.maximum(1.0, self.v("f_mem_sat_mhz") / np.asarray(f, float))
+
+    def with_values(self, **values: float) -> "FreqModel":
+        params = dict(self.params)
+        for k, v in values.items():
+            params[k] = replace(params[k], value=float(v))
+        return replace(self, params=params)
+
+    def corners(self) -> list["FreqModel"]:
+        """Models at the band ends of every banded parameter (for prediction bands)."""
+        banded = [k for k, p in self.params.items() if p.band]
+        out = []
+        for bits in range(2 ** len(banded)):
+            vals = {k: self.params[k].band[(bits >> i) & 1] for i, k in enumerate(banded)}
+            out.append(self.with_values(**vals))
+        return out
+
+    def to_json(self) -> dict[str, Any]:
+        return {"schema": SCHEMA, "schema_version": SCHEMA_VERSION, "gpu": self.gpu,
+                "f_max_mhz": self.f_max, "f_min_mhz": self.f_min, "step_mhz": self.step_mhz,
+                "power_limit_w": self.power_limit_w,
+                "params": {k: {"value": p.value, "provenance": p.provenance, "source": p.source,
+                               **({"band": list(p.band)} if p.band else {})}
+                           for k, p in self.params.items()}}
+
+
+def from_json(doc: dict[str, Any]) -> FreqModel:
+    if doc.get("schema") != SCHEMA or doc.get("schema_version") != SCHEMA_VERSION:
+        raise ConfigError(f"not a {SCHEMA} v{SCHEMA_VERSION} document")
+    params = {k: Param(float(p["value"]), p["provenance"], p["source"],
+                       tuple(p["band"]) if p.get("band") else None)
+              for k, p in doc["params"].items()}
+    return FreqModel(doc["gpu"], float(doc["f_max_mhz"]), float(doc["f_min_mhz"]),
+                     float(doc["step_mhz"]), float(doc["power_limit_w"]), params)
+
+
+def freq_model_path(gpu: str) -> Path:
+    return calibration_dir(gpu) / "dvfs" / "freq_model.json"
+
+
+def load_freq_model(gpu: str) -> FreqModel:
+    path = freq_model_path(gpu)
+    if not path.is_file():
+        raise ConfigError(f"no frequency model for GPU {gpu!r} ({path}); run "
+                          f"`python benchmarks/dvfs_fit.py` to fit one")
+    return from_json(json.loads(path.read_text()))
+
+
+# --- leaves as arrays --------------------------------------------------------------------
+@dataclass
+class LeafArrays:
+    """The priced leaves of one deployment as columns (one row per leaf use)."""
+    phase: np.ndarray    # 0 prefill, 1 decode
+    stage: np.ndarray
+    weight: np.ndarray   # calls per GPU x alpha (energy weight)
+    count: np.ndarray    # calls per GPU (time weight)
+    t0: np.ndarray       # one call at the natural clock (kernel or collective)
+    p0: np.ndarray
+    gap: np.ndarray      # launch gap after each call (idle power, clock independent)
+    wait: np.ndarray     # busy-poll waiting per call
+    r_c: np.ndarray      # roofline compute share (time at peak FLOP/s / max(...))
+    r_m: np.ndarray      # roofline memory share
+    hbm_bytes: np.ndarray
+    comm: np.ndarray     # bool
+    tp: int = 1
+    dp: int = 1
+    pp: int = 1
+    idle_w: float = 0.0
+    wait_w: float = 0.0
+
+    def __len__(self) -> int:
+        return len(self.t0)
+
+
+def leaf_arrays(uses: Iterable[LeafUse], gpu: GPU, *, tp: int, pp: int, dp: int,
+                idle_w: float, wait_w: float) -> LeafArrays:
+    rows = []
+    for u in uses:
+        n, c = u.node, u.cost
+        if n.is_comm:
+            rc, rm, b = 0.0, 1.0, 0.0
+        else:
+            tf, tb = n.flops / gpu.bf16_flops, n.bytes_moved / gpu.hbm_bytes_per_s
+            top = max(tf, tb, 1e-15)
+            rc, rm, b = tf / top, tb / top, n.bytes_moved
+        rows.append((0 if u.phase == "prefill" else 1, u.stage, u.count * u.alpha, u.count,
+                     c.time_s, c.power_w, c.gap_s, c.wait_s, rc, rm, b, n.is_comm))
+    cols = list(zip(*rows)) if rows else [()] * 12
+    arr = [np.asarray(col, float) for col in cols]
+    return LeafArrays(arr[0].astype(int), arr[1].astype(int), arr[2], arr[3], arr[4], arr[5],
+                      arr[6], arr[7], arr[8], arr[9], arr[10], arr[11].astype(bool),
+                      tp=tp, dp=dp, pp=pp, idle_w=idle_w, wait_w=wait_w)
+
+
+# --- the response ------------------------------------------------------------------------
+def natural_clock(fm: FreqModel, leaves: LeafArrays) -> np.ndarray:
+    capped = leaves.p0 >= THROTTLE_FRACTION * fm.power_limit_w
+    return np.where(capped, fm.v("f_throttled_mhz"), fm.f_max)
+
+
+def response(fm: FreqModel, leaves: LeafArrays, clocks: np.ndarray,
+             power_limit_w: float | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """(time of one call, energy of one call incl. gap and wait), shape (leaves, clocks),
+    for every leaf locked at each clock, with the GPU still obeying the power limit."""
+    f0 = natural_clock(fm, leaves)[:, None]
+    lock = np.asarray(clocks, float)[None, :]
+    # a leaf the default limit already holds at f0 never runs faster than f0
+    lock = np.minimum(np.broadcast_to(lock, (len(leaves), lock.shape[1])), f0)
+    t_run, e_run = _at(fm, leaves, f0, lock)
+    limit = fm.power_limit_w if power_limit_w is None else power_limit_w
+    if limit >= fm.power_limit_w:  # the default limit: a leaf's natural state is what it is
+        limit = np.maximum(limit, leaves.p0)[:, None]
+    over = e_run > limit * t_run * (1 + 1e-9)
+    if over.any():  # the firmware lowers the clock until the power fits
+        grid = fm.clocks()
+        t_g, e_g = _at(fm, leaves, f0, np.broadcast_to(grid[None, :], (len(leaves), len(grid))))
+        fits = e_g <= limit * t_g * (1 + 1e-9)
+        # highest grid clock that fits, per leaf (the lowest clock if none does)
+        idx = np.where(fits.any(1), len(grid) - 1 - np.argmax(fits[:, ::-1], 1), 0)
+        f_fit = grid[idx][:, None]
+        lock = np.where(over, np.minimum(lock, f_fit), lock)
+        t_run, e_run = _at(fm, leaves, f0, lock)
+    t_wait = leaves.wait[:, None]
+    v2 = (fm.voltage(lock) / fm.voltage(f0)) ** 2
+    e_wait = t_wait * (fm.v("p_static_w") + (leaves.wait_w - fm.v("p_static_w")) * v2 * lock / f0)
+    t = t_run + leaves.gap[:, None] + t_wait
+    e = e_run + leaves.gap[:, None] * leaves.idle_w + e_wait
+    return t, e
+
+
+def _at(fm: FreqModel, lv: LeafArrays, f0: np.ndarray, f: np.ndarray):
+    """Kernel time and energy of one call at clock f (no power limit)."""
+    t0, p0 = lv.t0[:, None], lv.p0[:, None]
+    rc, rm = lv.r_c[:, None], lv.r_m[:, None]
+    scale = np.maximum(rc * f0 / f, rm * fm._mem_slow(f) / fm._mem_slow(f0))
+    scale = scale / np.maximum(np.maximum(rc, rm), 1e-12)
+    t = t0 * scale
+    p_static = fm.v("p_static_w")
+    e0 = p0 * t0
+    e_hbm = np.minimum(lv.hbm_bytes[:, None] * fm.v("hbm_j_per_byte"),
+                       0.8 * np.maximum(e0 - p_static * t0, 0.0))
+    e_sm0 = np.maximum(e0 - p_static * t0 - e_hbm, 0.0)
+    a = np.clip(rc, 0.0, 1.0)
+    v2 = (fm.voltage(f) / fm.voltage(f0)) ** 2
+    e_sm = e_sm0 * v2 * (a + (1.0 - a) * (f * t) / (f0 * t0))
+    return t, p_static * t + e_hbm + e_sm
+
+
+@dataclass
+class PhaseTotals:
+    """Per-phase time (s) and energy (J, all GPUs) for a clock per phase."""
+    time_s: np.ndarray    # (2,)
+    energy_j: np.ndarray  # (2,)
+
+    @property
+    def total_time(self) -> float:
+        return float(self.time_s.sum())
+
+    @property
+    def total_energy(self) -> float:
+        return float(self.energy_j.sum())
+
+
+def phase_totals(fm: FreqModel, lv: LeafArrays, t_call: np.ndarray, e_call: np.ndarray,
+                 choice: np.ndarray) -> PhaseTotals:
+    """Sum the chosen column per leaf (choice: index into the clock axis per leaf) into
+    phase times (stages run one after another) and energies (with pipeline bubbles at
+    the busy-poll power)."""
+    rows = np.arange(len(lv))
+    t = t_call[rows, choice] * lv.count
+    e = e_call[rows, choice] * lv.weight
+    times, energies = np.zeros(2), np.zeros(2)
+    for ph in (0, 1):
+        sel = lv.phase == ph
+        stage_t = np.bincount(lv.stage[sel], weights=t[sel], minlength=lv.pp)
+        total = stage_t.sum()
+        bubble = (total - stage_t).sum() * lv.wait_w
+        times[ph] = total
+        energies[ph] = (e[sel].sum() + bubble) * lv.tp * lv.dp
+    return PhaseTotals(times, energies)

@@ -1,0 +1,231 @@
+"""Clock planner (SPEC §2): the ideal per-kernel plan as a bound, and the applied plan.
+
+* Ideal: every leaf (kernel or collective) at its own SM clock, chosen by a Lagrangian
+  trade of energy against time that meets the slowdown budget. It cannot be applied (an
+  NVML call takes milliseconds; a graph decode step holds hundreds of kernels); it bounds
+  what clock control could save.
+* Applied: one SM clock per phase (prefill, decode), the same for every GPU of a TP group
+  and of the deployment; a phase that is communication-heavy keeps the maximum clock;
+  when a phase is shorter than the dwell time both phases share one clock (the runtime
+  would skip the switch anyway); no change inside a phase (so none inside a graph replay).
+
+Savings and slowdowns are against the GPU's default boost behaviour (no lock), predicted
+by the frequency model over the predictor's leaves, and given as a band over the model's
+parameter bands. They are model-based, not measured.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from piep.artifacts import provenance
+from piep.layout import Deployment
+from piep.plan.freq import (FreqModel, LeafArrays, leaf_arrays, phase_totals, response)
+from piep.predict.engine import LeafUse, evaluate
+
+PHASES = ("prefill", "decode")
+COMM_HEAVY_SHARE = 0.5  # a phase spending more than half its time in collectives
+
+
+@dataclass
+class Priced:
+    doc: dict[str, Any]
+    leaves: LeafArrays
+
+
+def price(dep: Deployment, cost_model) -> Priced:
+    uses: list[LeafUse] = []
+    doc = evaluate(dep, cost_model, collect=uses)
+    p = dep.parallel
+    lv = leaf_arrays(uses, dep.gpu, tp=p.tp, pp=p.pp, dp=p.dp,
+                     idle_w=cost_model.idle_power_w(dep), wait_w=cost_model.wait_power_w(dep))
+    return Priced(doc, lv)
+
+
+@dataclass
+class Curves:
+    """Per-phase time and energy with the whole phase locked at each clock."""
+    clocks: np.ndarray
+    time_s: np.ndarray    # (2, clocks)
+    energy_j: np.ndarray  # (2, clocks)
+    t_call: np.ndarray
+    e_call: np.ndarray
+
+
+def phase_curves(fm: FreqModel, lv: LeafArrays, power_limit_w: float | None = None) -> Curves:
+    clocks = fm.clocks()
+    t_call, e_call = response(fm, lv, clocks, power_limit_w)
+    times = np.zeros((2, len(clocks)))
+    energies = np.zeros((2, len(clocks)))
+    for j in range(len(clocks)):
+        tot = phase_totals(fm, lv, t_call, e_call, np.full(len(lv), j))
+        times[:, j], energies[:, j] = tot.time_s, tot.energy_j
+    return Curves(clocks, times, energies, t_call, e_call)
+
+
+def _comm_heavy(lv: LeafArrays) -> list[bool]:
+    out = []
+    for ph in (0, 1):
+        sel = lv.phase == ph
+        total = (lv.count[sel] * (lv.t0[sel] + lv.gap[sel] + lv.wait[sel])).sum()
+        comm = (lv.count[sel & lv.comm] * (lv.t0[sel & lv.comm] + lv.wait[sel & lv.comm])).sum()
+        out.append(bool(total > 0 and comm / total > COMM_HEAVY_SHARE))
+    return out
+
+
+def applied_plan(cv: Curves, lv: LeafArrays, max_slowdown: float, dwell_s: float,
+                 worst_time_s: np.ndarray | None = None) -> dict[str, Any]:
+    """Best (prefill clock, decode clock) under the constraints; indices into cv.clocks.
+    The slowdown budget holds for `worst_time_s` (per phase and clock, the slowest of the
+    model's parameter corners) when given: a robust plan, not one at a parameter's edge."""
+    top = len(cv.clocks) - 1
+    wt = cv.time_s if worst_time_s is None else worst_time_s
+    base_t = cv.time_s[:, top].sum()
+    base_e = cv.energy_j[:, top].sum()
+    heavy = _comm_heavy(lv)
+    allowed = [np.array([top]) if heavy[ph] else np.arange(len(cv.clocks)) for ph in (0, 1)]
+    one_clock = bool(cv.time_s[0, top] < dwell_s or cv.time_s[1, top] < dwell_s)
+    best = (base_e, top, top)
+    for i in allowed[0]:
+        js = np.array([i]) if one_clock else allowed[1]
+        if one_clock and i not in allowed[1]:
+            continue
+        t = wt[0, i] + wt[1, js]
+        e = cv.energy_j[0, i] + cv.energy_j[1, js]
+        ok = t <= base_t * (1 + max_slowdown) + 1e-15
+        if ok.any():
+            k = int(np.argmin(np.where(ok, e, np.inf)))
+            if e[k] < best[0] - 1e-12:
+                best = (float(e[k]), int(i), int(js[k]))
+    reasons = []
+    if one_clock:
+        reasons.append(f"a phase is shorter than the dwell time ({dwell_s * 1e3:.0f} ms): "
+                       "one clock for both phases")
+    for ph, h in zip(PHASES, heavy):
+        if h:
+            reasons.append(f"{ph} is communication-heavy: maximum clock")
+    return {"index": (best[1], best[2]), "one_clock": one_clock, "notes": reasons}
+
+
+def ideal_plan(cv: Curves, lv: LeafArrays, max_slowdown: float,
+               worst_t_call: np.ndarray | None = None) -> np.ndarray:
+    """Per-leaf clock indices minimizing energy within the slowdown budget (Lagrangian
+    bisection on the price of time), the budget checked on `worst_t_call` when given.
+    Pipeline bubbles are priced after the choice."""
+    top = len(cv.clocks) - 1
+    e = cv.e_call * lv.weight[:, None]
+    t = (cv.t_call if worst_t_call is None else worst_t_call) * lv.count[:, None]
+    budget = (cv.t_call[:, top] * lv.count).sum() * (1 + max_slowdown)
+
+    def pick(lam: float) -> np.ndarray:
+        return np.argmin(e + lam * t, axis=1)
+
+    rows = np.arange(len(lv))
+    lo, hi = 0.0, 1.0
+    while t[rows, pick(hi)].sum() > budget and hi < 1e9:
+        hi *= 4.0
+    for _ in range(60):
+        mid = 0.5 * (lo + hi)
+        if t[rows, pick(mid)].sum() > budget:
+            lo = mid
+        else:
+            hi = mid
+    return pick(hi)
+
+
+def _outcome(fm: FreqModel, lv: LeafArrays, choice: np.ndarray, cv: Curves) -> tuple[float, float]:
+    """(saving, slowdown) of a per-leaf clock choice against the default behaviour."""
+    top = len(cv.clocks) - 1
+    base = phase_totals(fm, lv, cv.t_call, cv.e_call, np.full(len(lv), top))
+    got = phase_totals(fm, lv, cv.t_call, cv.e_call, choice)
+    return (1 - got.total_energy / base.total_energy, got.total_time / base.total_time - 1)
+
+
+def _band(fm: FreqModel, lv: LeafArrays, clock_choice: np.ndarray, power_limit_w):
+    """Saving and slowdown of a per-leaf clock choice (in MHz) under every corner model."""
+    savings, slows = [], []
+    for corner in fm.corners():
+        cv = phase_curves(corner, lv, power_limit_w)
+        idx = np.searchsorted(cv.clocks, clock_choice)
+        s, d = _outcome(corner, lv, idx, cv)
+        savings.append(s)
+        slows.append(d)
+    return [min(savings), max(savings)], [min(slows), max(slows)]
+
+
+def make_plan(dep: Deployment, cost_model, fm: FreqModel, *, max_slowdown: float = 0.01,
+              dwell_s: float = 0.1, power_limit_w: float | None = None) -> dict[str, Any]:
+    priced = price(dep, cost_model)
+    lv = priced.leaves
+    cv = phase_curves(fm, lv, power_limit_w)
+    corners = [phase_curves(c, lv, power_limit_w) for c in fm.corners()]
+    # slowest corner, relative to each corner's own default, applied to the central model
+    worst_rel = np.max([c.time_s / c.time_s[:, -1:] for c in corners], axis=0)
+    worst_time = worst_rel * cv.time_s[:, -1:]
+    worst_call = np.max([c.t_call / c.t_call[:, -1:] for c in corners], axis=0) \
+        * cv.t_call[:, -1:]
+    ap = applied_plan(cv, lv, max_slowdown, dwell_s, worst_time)
+    ip, idp = ap["index"]
+    choice_applied = np.where(lv.phase == 0, ip, idp)
+    choice_ideal = ideal_plan(cv, lv, max_slowdown, worst_call)
+    clocks = cv.clocks
+    a_s, a_d = _outcome(fm, lv, choice_applied, cv)
+    i_s, i_d = _outcome(fm, lv, choice_ideal, cv)
+    a_band = _band(fm, lv, clocks[choice_applied], power_limit_w)
+    i_band = _band(fm, lv, clocks[choice_ideal], power_limit_w)
+    top = len(clocks) - 1
+    base_e = float(cv.energy_j[:, top].sum())
+    base_t = float(cv.time_s[:, top].sum())
+    p = dep.parallel
+    entries = [{"phase": ph, "sm_mhz": int(clocks[k]), "mem_mhz": None}
+               for ph, k in zip(PHASES, (ip, idp))]
+    w = dep.workload
+    used = np.bincount(choice_ideal, weights=lv.count * cv.t_call[np.arange(len(lv)),
+                                                                    choice_ideal],
+                       minlength=len(clocks))
+    return {
+        "schema": "piep.clock_plan",
+        "schema_version": 1,
+        "label": "model-based (frequency model + predictor), not measured",
+        "model": dep.model.name,
+        "gpu": dep.gpu.name,
+        "layout": {"tp": p.tp, "pp": p.pp, "dp": p.dp, "gpus": p.world_size},
+        "workload": {"batch": w.batch, "prompt_len": w.prompt_len, "gen_len": w.gen_len,
+                     "mode": w.mode},
+        "ranks": [{"rank": r, "entries": entries} for r in range(p.world_size)],
+        "constraints": {"max_slowdown": max_slowdown, "min_dwell_s": dwell_s,
+                        "granularity": "phase", "same_clock_in_tp_group": True,
+                        "communication": "maximum clock when a phase is communication-heavy "
+                                         f"(> {COMM_HEAVY_SHARE:.0%} of its time)",
+                        "no_change_inside_graph_replay": True,
+                        "power_limit_w": power_limit_w or fm.power_limit_w,
+                        "memory_clock": "not set: NVML does not confirm run-time memory clock "
+                                        "switching on our H200s"},
+        "notes": ap["notes"],
+        "default": {"energy_j": base_e, "time_s": base_t,
+                    "predictor_energy_j": priced.doc["energy_j"],
+                    "predictor_time_s": priced.doc["time_s"]},
+        "applied": {"saving": a_s, "slowdown": a_d, "saving_band": a_band[0],
+                    "slowdown_band": a_band[1],
+                    "energy_j": base_e * (1 - a_s), "time_s": base_t * (1 + a_d),
+                    "phase_mhz": {ph: int(clocks[k]) for ph, k in zip(PHASES, (ip, idp))},
+                    "phase_time_s": {"prefill": float(cv.time_s[0, ip]),
+                                     "decode": float(cv.time_s[1, idp])}},
+        "ideal_bound": {"saving": i_s, "slowdown": i_d, "saving_band": i_band[0],
+                        "slowdown_band": i_band[1],
+                        "time_weighted_mhz": float((used * clocks).sum() / used.sum())},
+        "provenance": provenance(predictor=priced.doc["predictor"], freq_model=fm.to_json()),
+    }
+
+
+def clock_for(plan: dict[str, Any], rank: int, phase: str) -> int | None:
+    """The SM clock a plan sets on `rank` for `phase` (None: leave the default)."""
+    ranks = plan["ranks"]
+    entry = ranks[rank] if rank < len(ranks) else ranks[0]
+    for e in entry["entries"]:
+        if e["phase"] == phase:
+            return e["sm_mhz"]
+    return None
