@@ -49,10 +49,11 @@ def test_numbers_equal_the_prediction(report):
 
 def test_each_action_gain_is_a_difference_of_two_predictions(report):
     base, out, data = report
-    assert len(data["actions"]) == 3
+    deltas = [a for a in data["actions"] if not a.get("model_based")]
+    assert len(deltas) == 3
     doc = api.predict("llama-2-13b", **base)
     md = (out / "report.md").read_text()
-    for a in data["actions"]:
+    for a in deltas:
         alt = api.predict("llama-2-13b", **{**base, **a["delta"]})
         gain = alt["j_per_token"] / doc["j_per_token"] - 1
         assert a["energy_per_token_change"] == pytest.approx(gain)
@@ -94,3 +95,17 @@ def test_html_renders_in_a_headless_browser(report, tmp_path):
                           capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert shot.read_bytes()[:4] == b"\x89PNG" and shot.stat().st_size > 20_000
+
+
+def test_clock_plan_action_is_the_planner_saving(report):
+    from piep.plan.freq import load_freq_model
+    from piep.plan.planner import make_plan
+    base, out, data = report
+    plan_actions = [a for a in data["actions"] if a.get("model_based")]
+    assert len(plan_actions) == 1
+    keys = ("gpu", "tp", "pp", "dp", "batch", "prompt_len", "gen_len", "mode")
+    plan = make_plan(api.deployment("llama-2-13b", **{k: base[k] for k in keys}),
+                     api.cost_model("h200"), load_freq_model("h200"), max_slowdown=0.01)
+    assert plan_actions[0]["energy_per_token_change"] == pytest.approx(-plan["applied"]["saving"])
+    md = (out / "report.md").read_text()
+    assert "## SM clock plan (model-based, not measured)" in md and "Ideal per-kernel bound" in md

@@ -211,10 +211,23 @@ def build_report(model: str, base: dict[str, Any], out: Path, *,
                                 gen_len=p["gen_len"], mode=p["mode"])
     kinds = by_kind(doc)
     acts = actions(model, base, doc)
+    plan = clock_plan(model, base)
+    if plan is not None:
+        a = plan["applied"]
+        acts.append({"change": "SM clock plan", "delta": {"sm_mhz": a["phase_mhz"]},
+                     "energy_per_token_change": -a["saving"], "time_change": a["slowdown"],
+                     "model_based": True,
+                     "text": f"SM clock plan (prefill {a['phase_mhz']['prefill']} MHz, decode "
+                             f"{a['phase_mhz']['decode']} MHz): {-100 * a['saving']:+.1f} % "
+                             f"energy (band {-100 * a['saving_band'][1]:+.1f} to "
+                             f"{-100 * a['saving_band'][0]:+.1f} %), {100 * a['slowdown']:+.2f} "
+                             f"% time — model-based, not measured"})
+        acts.sort(key=lambda x: x["energy_per_token_change"])
     lay = layouts(model, base)
     out.mkdir(parents=True, exist_ok=True)
     figs = _figures(out, doc, kinds, lay, measured, _wait_samples(doc))
     data = {"prediction": doc, "by_kind": kinds, "actions": acts, "layouts": lay,
+            "clock_plan": plan,
             "pareto": pareto(lay), "measured": measured, "comparison": comparison,
             "figures": {k: str(p.relative_to(out)) for k, p in figs.items()}}
     write_json(out / "report.json", "piep.report", 1, data)
@@ -222,6 +235,41 @@ def build_report(model: str, base: dict[str, Any], out: Path, *,
     write_text(out / "report.md", md)
     write_text(out / "report.html", render_html(data, out))
     return data
+
+
+def clock_plan(model: str, base: dict[str, Any]) -> dict[str, Any] | None:
+    """The 1 %-slowdown clock plan of the deployment (None where no frequency model)."""
+    from piep import api
+    from piep.plan.freq import load_freq_model
+    from piep.plan.planner import make_plan
+    try:
+        keys = ("gpu", "tp", "pp", "dp", "batch", "prompt_len", "gen_len", "mode")
+        dep = api.deployment(model, **{k: base[k] for k in keys})
+        return make_plan(dep, api.cost_model(dep.gpu.name, base.get("predictor", "auto")),
+                         load_freq_model(dep.gpu.name), max_slowdown=0.01)
+    except PiepError:
+        return None
+
+
+def _plan_lines(plan: dict[str, Any] | None) -> list[str]:
+    if plan is None:
+        return []
+    a, i = plan["applied"], plan["ideal_bound"]
+
+    def band(b):
+        return f"{100 * b[0]:.1f}-{100 * b[1]:.1f} %"
+    return ["## SM clock plan (model-based, not measured)", "",
+            f"Applied (phase level, dwell {1e3 * plan['constraints']['min_dwell_s']:.0f} ms, "
+            f"budget {100 * plan['constraints']['max_slowdown']:.0f} % slowdown): prefill "
+            f"{a['phase_mhz']['prefill']} MHz, decode {a['phase_mhz']['decode']} MHz; saving "
+            f"{100 * a['saving']:.1f} % (band {band(a['saving_band'])}), slowdown "
+            f"{100 * a['slowdown']:.2f} % (band {band(a['slowdown_band'])}).", "",
+            f"Ideal per-kernel bound (cannot be applied): saving {100 * i['saving']:.1f} % "
+            f"(band {band(i['saving_band'])}), slowdown {100 * i['slowdown']:.2f} %.", "",
+            *[f"Note: {n}." for n in plan["notes"]],
+            "Both against the default boost behaviour, from the frequency model "
+            "(calibration/h200/dvfs/README.md) over the predictor's modules. "
+            "`piep plan ... --out plan.json` writes the plan file.", ""]
 
 
 def _headline(doc) -> list[tuple[str, str]]:
@@ -249,7 +297,8 @@ def render_markdown(data: dict[str, Any]) -> str:
     lines += [f"| {k} | {v} |" for k, v in _headline(doc)]
     lines += ["", "## Top actions (each gain = difference of two predictions)", ""]
     lines += [f"{i}. {a['text']}" for i, a in enumerate(data["actions"], 1)]
-    lines += ["", "## Module hotspots (attributed energy, all GPUs)", "",
+    lines += ["", *_plan_lines(data.get("clock_plan"))]
+    lines += ["## Module hotspots (attributed energy, all GPUs)", "",
               "| kind | phase | group | energy_j | share % | time_s |", "|---|---|---|---|---|---|"]
     lines += [f"| {k['kind']} | {k['phase']} | {k['group']} | {k['energy_j']:.2f} | "
               f"{100 * k['share']:.1f} | {k['time_s']:.4f} |" for k in data["by_kind"]]
