@@ -15,10 +15,19 @@ def test_every_compute_leaf_has_a_runnable_op(make_dep):
         if leaf.kind not in COMPUTE_KINDS:
             continue
         s = shape_key(leaf)
+        if leaf.kind == "rope":  # the sampler's layout fields (module_shapes adds them)
+            s.update(leaf.attrs["layout"])
         for mode in ("graph", "eager"):
             op = build_op(s, mode, "cpu", dtype=torch.float32)
             out = op.fn(0)
-            assert out is not None and torch.isfinite(out.float()).all()
+            outs = out if isinstance(out, tuple) else (out,)
+            assert all(torch.isfinite(o.float()).all() for o in outs)
+            if leaf.kind == "attention":  # the in-situ output: (batch, q_len, heads*d)
+                assert out.shape == (s["batch"], s["q_len"], s["heads"] * s["head_dim"])
+            if leaf.kind == "rope":  # q and k rotated separately, in (b, heads, t, d) views
+                q, k = out
+                assert q.shape[1] * q.shape[3] + k.shape[1] * k.shape[3] == s["width"]
+                assert k.shape[1] * k.shape[3] == s["kv_width"]
         kinds.add(leaf.kind)
     assert kinds == set(COMPUTE_KINDS)
 

@@ -6,15 +6,23 @@ from piep.cli import emit
 
 
 def configure(parser) -> None:
-    parser.add_argument("what", choices=("modules", "waits", "insitu", "fit"),
-                        help="modules: isolated node kinds (1 GPU); waits: AllReduce waiting "
-                             "times in real tp=N decoding (torchrun); insitu: module kernel times "
-                             "inside real eager runs (profiler); fit: Gamma fits of samples")
+    parser.add_argument("what", choices=("modules", "repeat", "collectives", "waits", "insitu",
+                                         "fit"),
+                        help="modules: isolated node kinds (1 GPU); repeat: re-measure the "
+                             "repeat-check shapes twice; collectives: AllReduce/AllGather/"
+                             "send-recv in isolation with energy (torchrun); waits: AllReduce "
+                             "waiting times in real tp=N decoding (torchrun); insitu: module "
+                             "kernel times inside real eager runs (profiler); fit: Gamma fits")
     parser.add_argument("--out", required=True, help="output JSONL (modules, waits) or JSON (fit)")
     parser.add_argument("--samples", help="wait samples JSONL (for fit)")
     parser.add_argument("--budget-s", type=float, default=float("inf"))
     parser.add_argument("--shard", default="0/1", metavar="I/N")
     parser.add_argument("--models", nargs="+", default=["llama-2-7b", "llama-3-8b"])
+    parser.add_argument("--kinds", nargs="+", help="modules: only these node kinds")
+    parser.add_argument("--min-window-s", type=float, default=0.3,
+                        help="shortest energy window per point (default 0.3)")
+    parser.add_argument("--repeat-every", type=int, default=10,
+                        help="modules: measure every N-th shape twice (default 10)")
 
 
 def run(args) -> int:

@@ -1,10 +1,213 @@
-"""`piep optimize` (not built yet)."""
+"""`piep optimize`: batch size x power limit x SM clock, offline prediction + online search."""
 
-from piep.commands._stub import not_yet
+from __future__ import annotations
+
+import json
+import logging
+from pathlib import Path
+
+from piep.cli import add_deployment_args, emit
+from piep.errors import ConfigError
+
+log = logging.getLogger("piep.optimize")
+AXES = ("batch", "clock", "power")
+
+
+def _floats(text: str | None, what: str):
+    if not text:
+        return None
+    try:
+        return [float(x) for x in text.split(",") if x.strip()]
+    except ValueError:
+        raise ConfigError(f"{what}={text!r}: give comma-separated numbers") from None
 
 
 def configure(parser) -> None:
-    parser.add_argument("rest", nargs="*", help="arguments (not used yet)")
+    add_deployment_args(parser)
+    parser.add_argument("--objective", choices=("eds", "zeus", "latency"), default="eds",
+                        help="eds: w*E/E_ref + (1-w)*T/T_ref (default); zeus: "
+                             "eta*E + (1-eta)*P_max*T; latency: min E under --latency-bound")
+    parser.add_argument("--weight", type=float, default=0.5,
+                        help="w of eds, eta of zeus (default 0.5)")
+    parser.add_argument("--latency-bound", type=float, metavar="S",
+                        help="latency objective: TTFT + (G-1)*TPOT must not exceed S seconds")
+    parser.add_argument("--batches", help="batch sizes to try, e.g. 1,2,4,8 (default: the "
+                                          "given batch x 1/8 .. 64)")
+    parser.add_argument("--power-limits", help="power limits in W (default 700,600,500,400,300)")
+    parser.add_argument("--clock-stride", type=int, default=6,
+                        help="try every N-th lockable SM clock (default 6 = 90 MHz steps)")
+    parser.add_argument("--predictor", choices=("auto", "learned", "roofline"), default="auto")
+    parser.add_argument("--front", type=int, default=12, help="Pareto points printed (default 12)")
+    parser.add_argument("--plot", metavar="FILE.png", help="save the Pareto front figure")
+    parser.add_argument("--online", action="store_true",
+                        help="then search around the optimum with real measurements (GPU)")
+    parser.add_argument("--online-axes", default="batch",
+                        help="axes the online search may move: batch[,clock][,power] "
+                             "(default batch; clock and power need root)")
+    parser.add_argument("--replay", metavar="LOG.jsonl",
+                        help="online search answered from a recorded log instead of a GPU")
+    parser.add_argument("--max-steps", type=int, default=8,
+                        help="measurements the online search may make (default 8)")
+    parser.add_argument("--log", metavar="FILE.jsonl", help="append every online step here")
+    parser.add_argument("--repeats", type=int, default=3, help="online: repeats per point")
 
 
-run = not_yet("optimize", "the optimize issue")
+def run(args) -> int:
+    from piep.optimize import Objective, offline
+    objective = Objective(args.objective, args.weight, args.latency_bound)
+    batches = _floats(args.batches, "--batches")
+    if batches and any(b < 1 or b != int(b) for b in batches):
+        raise ConfigError("--batches must be positive integers")
+    res = offline(args.model, objective, gpu=args.gpu, tp=args.tp, pp=args.pp, dp=args.dp,
+                  batch=args.batch, prompt_len=args.prompt_len, gen_len=args.gen_len,
+                  mode=args.mode, batches=[int(b) for b in batches] if batches else None,
+                  power_limits=_floats(args.power_limits, "--power-limits"),
+                  clock_stride=max(1, args.clock_stride), predictor=args.predictor)
+    doc = {"schema": "piep.optimize", "schema_version": 1, "model": args.model,
+           "objective": {"kind": objective.kind, "weight": objective.weight,
+                         "latency_bound_s": objective.latency_bound_s},
+           "label": "offline: predicted (clock and power-limit effects model-based)",
+           "reference": res.reference, "chosen": res.chosen, "predicted_gain": res.gain(),
+           "front": res.front, "notes": res.notes, "points": len(res.points)}
+    if args.plot:
+        _plot(res, Path(args.plot))
+        doc["plot"] = args.plot
+    if args.online or args.replay:
+        doc["online"] = _online(args, res, objective)
+    emit(args, doc, lambda d: _human(d, args.front))
+    return 0
+
+
+def _online(args, res, objective):
+    from piep.optimize import online_search, restricted_optimum
+    axes = [a.strip() for a in args.online_axes.split(",") if a.strip()]
+    bad = [a for a in axes if a not in AXES]
+    if bad or not axes:
+        raise ConfigError(f"--online-axes: {', '.join(bad) or 'none'}; choose from "
+                          f"{', '.join(AXES)}")
+    if args.max_steps < 2:
+        raise ConfigError("--max-steps must be >= 2 (the default configuration and the start)")
+    start = restricted_optimum(res, axes)
+    ref = res.reference
+    values = {}
+    pts = res.points
+    if "batch" in axes:
+        values["batch"] = sorted({p["batch"] for p in pts})
+    if "clock" in axes:
+        clocks = sorted({p["sm_mhz"] for p in pts if p["sm_mhz"] is not None})
+        values["sm_mhz"] = clocks + [None]  # None: default boost, above every lock
+    if "power" in axes:
+        values["power_limit_w"] = sorted({p["power_limit_w"] for p in pts})
+    point = {k: start[k] for k in ("batch", "power_limit_w", "sm_mhz")}
+    reference = {k: ref[k] for k in ("batch", "power_limit_w", "sm_mhz")}
+    measure, close = _measurer(args, axes)
+    log_path = Path(args.log) if args.log else None
+
+    def log_step(step):
+        line = {"axis": step.axis, "point": step.point, "measured": step.measured,
+                "objective": step.objective, "accepted": step.accepted}
+        log.info("online %s: batch %s, %s W, %s MHz -> objective %.4f%s", step.axis,
+                 step.point["batch"], step.point["power_limit_w"], step.point["sm_mhz"],
+                 step.objective, " (accepted)" if step.accepted else "")
+        if log_path:
+            log_path.parent.mkdir(parents=True, exist_ok=True)
+            with log_path.open("a") as fh:
+                fh.write(json.dumps(line) + "\n")
+    try:
+        out = online_search(point, reference, measure, objective, values,
+                            max_steps=args.max_steps, log=log_step)
+    finally:
+        close()
+    start_pred = start
+    best_pred = next((p for p in pts if all(p[k] == out["best"][k] for k in point)), None)
+    out.update({"axes": axes, "start": point, "start_predicted": start_pred,
+                "best_predicted": best_pred, "source": "replay" if args.replay else "measured"})
+    return out
+
+
+def _measurer(args, axes):
+    """(measure, close): replayed, or the reference runner with device steps."""
+    from piep.optimize import DeviceSteps, ReplayMeasure
+    if args.replay:
+        from piep.artifacts import read_jsonl
+        rows = [r["measured"] for r in read_jsonl(args.replay) if "measured" in r]
+        return ReplayMeasure(rows), lambda: None
+    if args.tp * args.pp * args.dp != 1:
+        raise ConfigError("the online search runs one GPU (tp=pp=dp=1)")
+    try:
+        from piep.sampling.online import runner_measure
+        from piep.sampling.runner import Hygiene
+    except ImportError:
+        raise ConfigError("`piep optimize --online` measures real runs: pip install "
+                          "'piep[gpu]' on a GPU machine (or --replay LOG)") from None
+    inner = runner_measure(args.model, prompt_len=args.prompt_len, gen_len=args.gen_len,
+                           mode=args.mode, hygiene=Hygiene(repeats=args.repeats))
+    if axes == ["batch"]:
+        return inner, lambda: None
+    from piep.commands.apply import _permission, clock_devices
+    from piep.plan.runtime import ClockRuntime
+    from piep.runtime import default_state_dir
+    if not _permission():
+        raise ConfigError("moving the clock or power axes sets GPU clocks/limits: it needs "
+                          "root or CAP_SYS_ADMIN; use --online-axes batch")
+    devices = clock_devices("0")
+    runtime = ClockRuntime(devices, default_state_dir(), dry_run=False,
+                           permission_check=_permission, min_dwell_s=0.0)
+    steps = DeviceSteps(inner, devices, runtime, 700.0)
+    return steps, steps.close
+
+
+def _plot(res, path: Path) -> None:
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    fig, ax = plt.subplots(figsize=(6.5, 4.5))
+    xs = [1e3 * p["s_per_token"] for p in res.points]
+    ys = [p["j_per_token"] for p in res.points]
+    ax.scatter(xs, ys, s=6, c="lightgrey", label="all points")
+    f = res.front
+    ax.plot([1e3 * p["s_per_token"] for p in f], [p["j_per_token"] for p in f], "o-", ms=3,
+            label="Pareto front")
+    for name, p, m in (("default", res.reference, "s"), ("chosen", res.chosen, "*")):
+        ax.plot(1e3 * p["s_per_token"], p["j_per_token"], m, ms=11, label=name)
+    ax.set_xlabel("time per generated token (ms, per request)")
+    ax.set_ylabel("energy per generated token (J)")
+    ax.set_yscale("log")
+    ax.legend(fontsize=8)
+    ax.set_title("piep optimize (predicted)")
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=110)
+
+
+def _fmt(p) -> str:
+    clock = "default" if p["sm_mhz"] is None else f"{p['sm_mhz']:.0f} MHz"
+    return (f"batch {p['batch']:>4}, limit {p['power_limit_w']:.0f} W, SM {clock:>9}: "
+            f"{p['j_per_token']:.4f} J/token, {1e3 * p['s_per_token']:.3f} ms/token, "
+            f"request {p['request_latency_s']:.3f} s")
+
+
+def _human(doc, n_front: int) -> str:
+    g = doc["predicted_gain"]
+    lines = [f"objective {doc['objective']['kind']} (weight {doc['objective']['weight']}) over "
+             f"{doc['points']} predicted points [{doc['label']}]",
+             f"  default: {_fmt(doc['reference'])}",
+             f"  chosen:  {_fmt(doc['chosen'])}",
+             f"  predicted gain: {100 * g['energy_per_token']:+.1f} % energy per token, "
+             f"{100 * g['time_per_token']:+.1f} % time per token",
+             f"Pareto front ({len(doc['front'])} points; {min(n_front, len(doc['front']))} shown):"]
+    front = doc["front"]
+    step = max(1, len(front) // max(n_front, 1))
+    lines += [f"  {_fmt(p)}" for p in front[::step][:n_front]]
+    lines += [f"note: {n}" for n in doc["notes"][:6]]
+    if len(doc["notes"]) > 6:
+        lines.append(f"note: ... {len(doc['notes']) - 6} more (see --json)")
+    if "online" in doc:
+        o = doc["online"]
+        mg = o["measured_gain"]
+        lines += [f"online ({o['source']}, axes {','.join(o['axes'])}, {o['measurements']} "
+                  f"measurements): best batch {o['best']['batch']}, limit "
+                  f"{o['best']['power_limit_w']:.0f} W, SM {o['best']['sm_mhz'] or 'default'}",
+                  f"  measured gain over the default: {100 * mg['energy_per_token']:+.1f} % "
+                  f"energy per token, {100 * mg['time_per_token']:+.1f} % time per token"]
+    return "\n".join(lines)

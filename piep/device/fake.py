@@ -118,6 +118,19 @@ class FakeClockDevice:
         self.locked = None
         self._record("reset", self.uuid)
 
+    power_limit: float | None = None
+
+    def set_power_limit_w(self, watts: float) -> None:
+        from piep.errors import DeviceError
+        if self.no_permission:
+            raise DeviceError("setting a GPU power limit needs root or CAP_SYS_ADMIN")
+        self.power_limit = float(watts)
+        self._record("power", self.uuid, int(watts))
+
+    def reset_power_limit(self) -> None:
+        self.power_limit = None
+        self._record("power-reset", self.uuid)
+
     def sm_clock_mhz(self) -> float:
         if self.locked and not self.ignore_lock:
             return float(self.locked[1])

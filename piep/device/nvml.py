@@ -113,3 +113,12 @@ class NvmlDevice:
             pynvml.nvmlDeviceResetGpuLockedClocks(self.handle)
         except pynvml.NVMLError_NoPermission:
             raise DeviceError("resetting GPU clocks needs root or CAP_SYS_ADMIN") from None
+
+    def set_power_limit_w(self, watts: float) -> None:
+        try:
+            pynvml.nvmlDeviceSetPowerManagementLimit(self.handle, int(watts * 1000))
+        except pynvml.NVMLError_NoPermission:
+            raise DeviceError("setting a GPU power limit needs root or CAP_SYS_ADMIN") from None
+
+    def reset_power_limit(self) -> None:
+        self.set_power_limit_w(pynvml.nvmlDeviceGetPowerManagementDefaultLimit(self.handle) / 1000)

@@ -22,7 +22,8 @@ from piep.models import synthetic_specs
 
 log = logging.getLogger("piep.calibrate")
 
-def module_shapes(*, seed: int = 0, per_kind: int = 28) -> list[dict[str, Any]]:
+def module_shapes(*, seed: int = 0, per_kind: int = 28,
+                  kinds: tuple[str, ...] | None = None) -> list[dict[str, Any]]:
     """Unique leaf shapes from trees of many deployments, stratified per (kind, phase)."""
     from piep.gpus import load_gpu
     from piep.layout import Deployment
@@ -44,9 +45,12 @@ def module_shapes(*, seed: int = 0, per_kind: int = 28) -> list[dict[str, Any]]:
                         wl = Workload(batch=batch, prompt_len=prompt, gen_len=gen)
                         dep = Deployment(spec, Parallel(tp=tp), wl, gpu)
                         for _, _, leaf in build_tree(dep).leaves():
-                            if leaf.kind not in COMPUTE_KINDS:
+                            if leaf.kind not in COMPUTE_KINDS or (kinds and
+                                                                  leaf.kind not in kinds):
                                 continue
                             key = shape_key(leaf)
+                            if leaf.kind == "rope":  # the sampler's layout of q and k
+                                key.update(leaf.attrs["layout"])
                             pool.setdefault((key["kind"], key["phase"]), {})[
                                 repr(sorted(key.items()))] = key
     chosen = []
@@ -67,7 +71,7 @@ def _key(s: dict[str, Any]) -> str:
 
 
 def run_modules(out: Path, *, budget_s: float, shard: tuple[int, int], repeat_every: int = 10,
-                min_window_s: float = 0.3) -> int:
+                min_window_s: float = 0.3, kinds: tuple[str, ...] | None = None) -> int:
     from piep.device.energy import TickMeter
     from piep.device.nvml import NvmlDevice
     from piep.sampling.modules import sample_shape
@@ -79,7 +83,7 @@ def run_modules(out: Path, *, budget_s: float, shard: tuple[int, int], repeat_ev
     idle_w = meter.idle_power_w(1.0)
     done = {_key({k: v for k, v in r.items() if k in r.get("shape_fields", [])})
             for r in read_jsonl(out)}
-    shapes = [s for i, s in enumerate(module_shapes()) if i % shard[1] == shard[0]]
+    shapes = [s for i, s in enumerate(module_shapes(kinds=kinds)) if i % shard[1] == shard[0]]
     start = time.monotonic()
     n = 0
     _host_overhead(out, meter, idle_w, nvml)
@@ -286,10 +290,163 @@ def fit_all(samples: Path, out: Path) -> list[dict[str, Any]]:
     return fits
 
 
+COLLECTIVE_SIZES = (8 * 2 ** 10, 64 * 2 ** 10, 512 * 2 ** 10, 4 * 2 ** 20, 32 * 2 ** 20,
+                    256 * 2 ** 20)
+
+
+def run_collectives(out: Path, *, sizes=COLLECTIVE_SIZES, modes=("graph", "eager"),
+                    min_window_s: float = 0.5) -> None:
+    """Each collective in isolation on every GPU of the group: time per call from CUDA
+    events, energy per call and GPU from a tick-aligned window of back-to-back calls (a
+    CUDA graph of many calls, or an eager loop). Rank 0 writes one row per point with
+    every rank's energy."""
+    import torch.distributed as dist
+
+    from piep.device.energy import TickMeter
+    from piep.device.nvml import NvmlDevice
+    from piep.sampling.runner import Dist
+    d = Dist()
+    device = torch.device("cuda", d.local_rank)
+    torch.cuda.set_device(device)
+    nvml = NvmlDevice(uuid=str(torch.cuda.get_device_properties(device).uuid))
+    meter = TickMeter(nvml)
+    torch.zeros(1, device=device)
+    idle_w = meter.idle_power_w(1.0)
+    world = d.world
+    for kind in ("allreduce", "allgather", "p2p"):
+        for size in sizes:
+            n_el = size // 2
+            n_rot = max(1, min(8, -(-4 * 60 * 2 ** 20 // size)))
+            bufs = [torch.randn(n_el, device=device, dtype=torch.bfloat16) for _ in range(n_rot)]
+            outs = [[torch.empty_like(b) for _ in range(world)] for b in bufs] \
+                if kind == "allgather" else None
+
+            def op(i, kind=kind, bufs=bufs, outs=outs):
+                x = bufs[i % n_rot]
+                if kind == "allreduce":  # AVG keeps values finite over thousands of calls
+                    dist.all_reduce(x, op=dist.ReduceOp.AVG)
+                elif kind == "allgather":  # as the runner gathers logits
+                    dist.all_gather(outs[i % n_rot], x)
+                elif d.rank == 0:  # as the runner passes activations between stages
+                    dist.send(x, 1)
+                elif d.rank == 1:
+                    dist.recv(x, 0)
+            for mode in modes:
+                rough = _time_calls(op, 4, d)
+                calls = max(n_rot, min(2000, int(0.004 / max(rough, 1e-6))))
+                if mode == "graph":
+                    g = torch.cuda.CUDAGraph()
+                    s = torch.cuda.Stream()
+                    s.wait_stream(torch.cuda.current_stream())
+                    with torch.cuda.stream(s):
+                        op(0)
+                    torch.cuda.current_stream().wait_stream(s)
+                    with torch.cuda.graph(g):
+                        for i in range(calls):
+                            op(i)
+                    replay = g.replay
+                else:
+                    def replay(calls=calls, op=op):
+                        for i in range(calls):
+                            op(i)
+                per_call = _time_calls(lambda i: replay(), 3, d) / calls
+                reps = max(1, int(min_window_s / max(per_call * calls, 1e-6)) + 1)
+
+                def work(reps=reps, replay=replay):
+                    for _ in range(reps):
+                        replay()
+                    torch.cuda.synchronize()
+                w = meter.measure(work, idle_power_w=idle_w, before=d.barrier)
+                n = reps * calls
+                snap = nvml.snapshot()
+                mine = {"energy_j": w.energy_j / n, "power_w": w.energy_j / w.duration_s,
+                        "window_time_s_per_call": w.duration_s / n, "idle_power_w": idle_w,
+                        "sm_clock_mhz": snap.get("sm_clock_mhz"), "uuid": nvml.uuid}
+                ranks = d.gather(mine)
+                if d.rank == 0:
+                    append_jsonl(out, {
+                        "schema": "piep.collective_sample", "schema_version": 1,
+                        "kind": kind, "size_bytes": size, "group_size": world, "mode": mode,
+                        "time_s": per_call, "calls": n, "energy_j_per_gpu":
+                            [r["energy_j"] for r in ranks],
+                        "power_w_per_gpu": [r["power_w"] for r in ranks],
+                        "window_time_s_per_call": ranks[0]["window_time_s_per_call"],
+                        "ranks": ranks, "time_unix": time.time()})
+                    log.info("%s %d B %s: %.1f us, %s W", kind, size, mode, per_call * 1e6,
+                             [round(r["power_w"]) for r in ranks])
+                del replay
+            del bufs, outs
+            torch.cuda.empty_cache()
+    d.close()
+
+
+def _time_calls(op, n: int, d) -> float:
+    """Seconds per call of op(i), after a warm-up and a barrier (CUDA events)."""
+    for i in range(2):
+        op(i)
+    torch.cuda.synchronize()
+    d.barrier()
+    s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    s.record()
+    for i in range(n):
+        op(i)
+    e.record()
+    torch.cuda.synchronize()
+    return s.elapsed_time(e) / 1000 / n
+
+
+def repeat_shapes(gpu: str = "h200") -> list[dict[str, Any]]:
+    """The shapes the committed module data measured twice (the repeat check's set)."""
+    from piep.predict.dataset import load_calibration, module_repeat_pairs
+    out = []
+    for a, _ in module_repeat_pairs(load_calibration(gpu).modules):
+        out.append({k: a[k] for k in a["shape_fields"]})
+    return out
+
+
+def run_repeat(out: Path, *, shard: tuple[int, int], min_window_s: float,
+               budget_s: float) -> int:
+    """Measure every repeat-check shape in two passes (all shapes, then all again), so a
+    repeat is minutes apart, not back to back."""
+    from piep.device.energy import TickMeter
+    from piep.device.nvml import NvmlDevice
+    from piep.sampling.modules import sample_shape
+    device = torch.device("cuda", 0)
+    torch.cuda.set_device(device)
+    nvml = NvmlDevice(uuid=str(torch.cuda.get_device_properties(device).uuid))
+    meter = TickMeter(nvml)
+    torch.zeros(1, device=device)
+    idle_w = meter.idle_power_w(1.0)
+    shapes = [s for i, s in enumerate(repeat_shapes()) if i % shard[1] == shard[0]]
+    start, n = time.monotonic(), 0
+    for rep in (0, 1):
+        for s in shapes:
+            if time.monotonic() - start > budget_s:
+                return n
+            row = sample_shape(s, s["mode"], meter=meter, idle_w=idle_w, device=device,
+                               min_window_s=min_window_s, nvml=nvml)
+            row.update(schema="piep.module_sample", schema_version=1, repeat=rep,
+                       shape_fields=sorted(s), gpu_uuid=nvml.uuid, idle_power_w=idle_w,
+                       check="repeat")
+            append_jsonl(out, row)
+            n += 1
+            torch.cuda.empty_cache()
+    return n
+
+
 def main(args) -> dict[str, Any] | None:
+    i, n = (int(x) for x in args.shard.split("/"))
     if args.what == "modules":
-        i, n = (int(x) for x in args.shard.split("/"))
-        return {"samples": run_modules(Path(args.out), budget_s=args.budget_s, shard=(i, n))}
+        kinds = tuple(args.kinds) if args.kinds else None
+        return {"samples": run_modules(Path(args.out), budget_s=args.budget_s, shard=(i, n),
+                                       kinds=kinds, min_window_s=args.min_window_s,
+                                       repeat_every=args.repeat_every)}
+    if args.what == "repeat":
+        return {"samples": run_repeat(Path(args.out), shard=(i, n),
+                                      min_window_s=args.min_window_s, budget_s=args.budget_s)}
+    if args.what == "collectives":
+        run_collectives(Path(args.out), min_window_s=args.min_window_s)
+        return {"out": args.out}
     if args.what == "waits":
         run_waits(Path(args.out), models=args.models, workloads=[
             {"batch": 1, "prompt_len": 512}, {"batch": 16, "prompt_len": 256}])

@@ -109,6 +109,62 @@ def rotate_half(x: torch.Tensor) -> torch.Tensor:
     return torch.cat((-x[..., half:], x[..., :half]), dim=-1)
 
 
+def split_heads(x: torch.Tensor, heads: int, head_dim: int) -> torch.Tensor:
+    """(b, t, heads*d) projection output -> (b, heads, t, d) view."""
+    b, t, _ = x.shape
+    return x.view(b, t, heads, head_dim).transpose(1, 2)
+
+
+def apply_rope(q, k, cos, sin):
+    """Rotary embedding of q and k (the kernels of the tree's `rope` leaf)."""
+    return q * cos + rotate_half(q) * sin, k * cos + rotate_half(k) * sin
+
+
+def attention_block(q, k, v, k_cache, v_cache, write_pos, attend) -> torch.Tensor:
+    """KV-cache write, attention and the output reshape (the tree's `attention` leaf)."""
+    b, hq, t, d = q.shape
+    write_pos(k_cache, k)
+    write_pos(v_cache, v)
+    o = attend(q, k, v, k_cache, v_cache)
+    return o.transpose(1, 2).reshape(b, t, hq * d)
+
+
+def prefill_ops(p: int):
+    """(write, attend) of a prefill over `p` prompt positions."""
+    def write(cache, new):
+        cache[:, :, :p] = new
+
+    def attend(q, k, v, kc, vc):
+        return F.scaled_dot_product_attention(q, k, v, is_causal=True,
+                                              enable_gqa=q.shape[1] != k.shape[1])
+    return write, attend
+
+
+def static_decode_ops(pos: torch.Tensor, positions: torch.Tensor):
+    """(write, attend) of a graph-mode decode step: `pos` a 1-element device tensor,
+    attention over the whole static cache with a mask of live positions."""
+    mask = (positions <= pos)[None, None, None, :]
+
+    def write(cache, new):
+        cache.index_copy_(2, pos, new)
+
+    def attend(q, k, v, kc, vc):
+        return F.scaled_dot_product_attention(q, kc, vc, attn_mask=mask,
+                                              enable_gqa=q.shape[1] != kc.shape[1])
+    return write, attend
+
+
+def eager_decode_ops(pos: int):
+    """(write, attend) of an eager decode step over the live prefix of the cache."""
+    def write(cache, new):
+        cache[:, :, pos:pos + 1] = new
+
+    def attend(q, k, v, kc, vc):
+        return F.scaled_dot_product_attention(q, kc[:, :, :pos + 1], vc[:, :, :pos + 1],
+                                              enable_gqa=q.shape[1] != kc.shape[1])
+    return write, attend
+
+
 class Layer:
     def __init__(self, spec: ModelSpec, topo: Topology, ws: WeightSource, index: int):
         self.spec, self.topo = spec, topo
@@ -164,13 +220,9 @@ class Layer:
         with _span("v_proj"):
             v = F.linear(h, self.wv, self.bv).view(b, t, self.hkv, d).transpose(1, 2)
         with _span("rope"):
-            q = q * cos + rotate_half(q) * sin
-            k = k * cos + rotate_half(k) * sin
+            q, k = apply_rope(q, k, cos, sin)
         with _span("attention"):
-            write_pos(k_cache, k)
-            write_pos(v_cache, v)
-            o = attend(q, k, v, k_cache, v_cache)
-            o = o.transpose(1, 2).reshape(b, t, self.hq * d)
+            o = attention_block(q, k, v, k_cache, v_cache, write_pos, attend)
         with _span("o_proj"):
             o = F.linear(o, self.wo, self.bo)
         x = x + self.allreduce(o)
@@ -244,42 +296,20 @@ class StageModel:
         p = x.shape[1]
         cos = self.cos_table[:p][None, None]
         sin = self.sin_table[:p][None, None]
-
-        def write(cache, new):
-            cache[:, :, :p] = new
-
-        def attend(q, k, v, kc, vc):
-            return F.scaled_dot_product_attention(q, k, v, is_causal=True,
-                                                  enable_gqa=q.shape[1] != k.shape[1])
-        return self._layers(x, cos, sin, write, attend)
+        return self._layers(x, cos, sin, *prefill_ops(p))
 
     def decode_static(self, x: torch.Tensor, pos: torch.Tensor) -> torch.Tensor:
         """One decode step with static shapes (graph mode): `pos` is a 1-element device
         tensor; attention runs over the whole cache with a mask of live positions."""
         cos = self.cos_table.index_select(0, pos)[None, None]
         sin = self.sin_table.index_select(0, pos)[None, None]
-        mask = (self.positions <= pos)[None, None, None, :]
-
-        def write(cache, new):
-            cache.index_copy_(2, pos, new)
-
-        def attend(q, k, v, kc, vc):
-            return F.scaled_dot_product_attention(q, kc, vc, attn_mask=mask,
-                                                  enable_gqa=q.shape[1] != kc.shape[1])
-        return self._layers(x, cos, sin, write, attend)
+        return self._layers(x, cos, sin, *static_decode_ops(pos, self.positions))
 
     def decode_eager(self, x: torch.Tensor, pos: int) -> torch.Tensor:
         """One decode step over the live prefix of the cache only (eager mode)."""
         cos = self.cos_table[pos:pos + 1][None, None]
         sin = self.sin_table[pos:pos + 1][None, None]
-
-        def write(cache, new):
-            cache[:, :, pos:pos + 1] = new
-
-        def attend(q, k, v, kc, vc):
-            return F.scaled_dot_product_attention(q, kc[:, :, :pos + 1], vc[:, :, :pos + 1],
-                                                  enable_gqa=q.shape[1] != kc.shape[1])
-        return self._layers(x, cos, sin, write, attend)
+        return self._layers(x, cos, sin, *eager_decode_ops(pos))
 
     def logits(self, x_last: torch.Tensor) -> torch.Tensor:
         """Full-vocabulary logits of the last position: column-parallel head + AllGather."""

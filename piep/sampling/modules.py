@@ -17,8 +17,11 @@ from typing import Any, Callable
 import torch
 import torch.nn.functional as F
 
+OP_VERSION = 2  # 2: attention and rope reproduce the runner's in-situ kernel sequence
 L2_BYTES = 60 * 2 ** 20
 ROTATE_BYTES = 4 * L2_BYTES
+from piep.sampling.model import (apply_rope, attention_block, eager_decode_ops,  # noqa: E402
+                                 prefill_ops, split_heads, static_decode_ops)
 from piep.tree.nodes import COMPUTE_KINDS  # noqa: F401  (re-exported)
 from piep.tree.builder import LINEAR_KINDS, shape_key  # noqa: F401  (re-exported)
 
@@ -49,29 +52,7 @@ def build_op(s: dict[str, Any], mode: str, device, dtype=torch.bfloat16,
         xs = [rnd(t, s["d_in"]) for _ in range(n)]
         return Op(lambda i: F.linear(xs[i], ws[i]), n, w_bytes)
     if kind == "attention":
-        b, hq, hkv, d = s["batch"], s["heads"], s["kv_heads"], s["head_dim"]
-        gqa = hq != hkv
-        if s["phase"] == "prefill":
-            p = s["q_len"]
-            n = _copies(b * p * (hq + 2 * hkv) * d * 2, 16)
-            qs = [rnd(b, hq, p, d) for _ in range(n)]
-            ks = [rnd(b, hkv, p, d) for _ in range(n)]
-            vs = [rnd(b, hkv, p, d) for _ in range(n)]
-            return Op(lambda i: F.scaled_dot_product_attention(qs[i], ks[i], vs[i],
-                                                               is_causal=True, enable_gqa=gqa),
-                      n, 0)
-        ctx = s["context_len"]
-        n = _copies(b * ctx * hkv * d * 4, 16)
-        qs = [rnd(b, hq, 1, d) for _ in range(n)]
-        ks = [rnd(b, hkv, ctx, d) for _ in range(n)]
-        vs = [rnd(b, hkv, ctx, d) for _ in range(n)]
-        if mode == "graph":  # whole static cache with a mask of live positions
-            mask = (torch.arange(ctx, device=device) <= ctx - 2)[None, None, None, :]
-            return Op(lambda i: F.scaled_dot_product_attention(qs[i], ks[i], vs[i],
-                                                               attn_mask=mask, enable_gqa=gqa),
-                      n, 0)
-        return Op(lambda i: F.scaled_dot_product_attention(qs[i], ks[i], vs[i], enable_gqa=gqa),
-                  n, 0)
+        return _attention_op(s, mode, rnd)
     w = s.get("width", 0)
     if kind in ("rmsnorm", "final_norm"):
         n = _copies(t * w * 2)
@@ -94,16 +75,7 @@ def build_op(s: dict[str, Any], mode: str, device, dtype=torch.bfloat16,
         ys = [rnd(t, w) for _ in range(n)]
         return Op(lambda i: F.silu(xs[i]) * ys[i], n, 0)
     if kind == "rope":
-        n = _copies(t * w * 2)
-        xs = [rnd(1, t, w // 128, 128) for _ in range(n)]
-        cos = rnd(1, t, 1, 128)
-        sin = rnd(1, t, 1, 128)
-
-        def rope(i):
-            x = xs[i]
-            rot = torch.cat((-x[..., 64:], x[..., :64]), dim=-1)
-            return x * cos + rot * sin
-        return Op(rope, n, 0)
+        return _rope_op(s, rnd)
     if kind == "embedding":
         vocab = 32000
         table = rnd(vocab, w)
@@ -115,6 +87,51 @@ def build_op(s: dict[str, Any], mode: str, device, dtype=torch.bfloat16,
         xs = [rnd(t, s["vocab"]) for _ in range(n)]
         return Op(lambda i: xs[i].argmax(-1), n, 0)
     raise KeyError(kind)
+
+
+def _attention_op(s: dict[str, Any], mode: str, rnd) -> Op:
+    """The in-situ kernel sequence of the runner's attention span: heads split from
+    projection outputs, KV-cache write, attention, output reshape (model.attention_block)."""
+    b, hq, hkv, d = s["batch"], s["heads"], s["kv_heads"], s["head_dim"]
+    if s["phase"] == "prefill":
+        q_len = cache_len = s["q_len"]
+        write, attend = prefill_ops(q_len)
+    else:
+        q_len, cache_len = 1, s["context_len"]
+        if mode == "graph":
+            positions = torch.arange(cache_len, device=rnd(1).device)
+            write, attend = static_decode_ops(positions[-1:].clone(), positions)
+        else:
+            write, attend = eager_decode_ops(cache_len - 1)
+    per_copy = 2 * b * q_len * (hq + 2 * hkv) * d + 4 * b * hkv * cache_len * d
+    n = _copies(per_copy, 16)
+    qs = [rnd(b, q_len, hq * d) for _ in range(n)]
+    ks = [rnd(b, q_len, hkv * d) for _ in range(n)]
+    vs = [rnd(b, q_len, hkv * d) for _ in range(n)]
+    kcs = [rnd(b, hkv, cache_len, d) for _ in range(n)]
+    vcs = [rnd(b, hkv, cache_len, d) for _ in range(n)]
+
+    def run(i):
+        return attention_block(split_heads(qs[i], hq, d), split_heads(ks[i], hkv, d),
+                               split_heads(vs[i], hkv, d), kcs[i], vcs[i], write, attend)
+    return Op(run, n, 0)
+
+
+def _rope_op(s: dict[str, Any], rnd) -> Op:
+    """The runner's rope span: q and k rotated separately, in the (b, heads, t, d) views
+    of the projection outputs (model.apply_rope)."""
+    t, w = s["tokens"], s["width"]
+    d = s.get("head_dim", 128)
+    kv = s.get("kv_width", w // 2)
+    b = s.get("batch", 1)
+    q_len = max(1, t // b)
+    n = _copies(t * w * 2)
+    qs = [rnd(b, q_len, w - kv) for _ in range(n)]
+    ks = [rnd(b, q_len, kv) for _ in range(n)]
+    cos = rnd(1, 1, q_len, d)
+    sin = rnd(1, 1, q_len, d)
+    return Op(lambda i: apply_rope(split_heads(qs[i], (w - kv) // d, d),
+                                   split_heads(ks[i], kv // d, d), cos, sin), n, 0)
 
 
 def time_op(op: Op, mode: str, *, target_s: float = 0.004) -> tuple[Callable[[], None], float, int]:
@@ -176,6 +193,6 @@ def sample_shape(s: dict[str, Any], mode: str, *, meter, idle_w: float, device,
            "energy_j": w.energy_j / n_calls, "power_w": w.energy_j / w.duration_s,
            "window_s": w.duration_s, "calls": n_calls, "bound_j": w.bound_j / n_calls,
            "sm_clock_mhz": snap.get("sm_clock_mhz"), "temperature_c": snap.get("temperature_c"),
-           "rotating_copies": op.n_rot, "time_unix": time.time()}
+           "rotating_copies": op.n_rot, "time_unix": time.time(), "op_version": OP_VERSION}
     del op, replay
     return out

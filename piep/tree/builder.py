@@ -40,6 +40,14 @@ def _elementwise(name: str, kind: str, phase: str, tokens: int, width: int, *,
                 launches=LAUNCHES[kind], attrs={"width": width})
 
 
+def _rope(phase: str, t: int, q_out: int, kv_out: int, batch: int, head_dim: int) -> Node:
+    node = _elementwise("rope", "rope", phase, t, q_out + kv_out, reads=2, writes=1,
+                        flops_per=3)
+    # how the runner lays q and k out: the module sampler's op needs it, features do not
+    node.attrs["layout"] = {"kv_width": kv_out, "batch": batch, "head_dim": head_dim}
+    return node
+
+
 def _attention(phase: str, batch: int, q_len: int, ctx: int, hq: int, hkv: int,
                d: int) -> Node:
     if phase == "prefill":
@@ -130,7 +138,7 @@ def _layer(dep: Deployment, phase: str, batch: int, q_len: int, ctx: int, count:
         _linear("q_proj", "q_proj", phase, t, h, q_out, m.qkv_bias),
         _linear("k_proj", "k_proj", phase, t, h, kv_out, m.qkv_bias),
         _linear("v_proj", "v_proj", phase, t, h, kv_out, m.qkv_bias),
-        _elementwise("rope", "rope", phase, t, q_out + kv_out, reads=2, writes=1, flops_per=3),
+        _rope(phase, t, q_out, kv_out, batch, m.head_dim),
         _attention(phase, batch, q_len, ctx, dep.heads_per_rank, dep.kv_heads_per_rank,
                    m.head_dim),
         _linear("o_proj", "o_proj", phase, t, q_out, h, m.o_bias),
