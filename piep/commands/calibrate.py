@@ -21,6 +21,10 @@ def configure(parser) -> None:
     parser.add_argument("--kinds", nargs="+", help="modules: only these node kinds")
     parser.add_argument("--min-window-s", type=float, default=0.3,
                         help="shortest energy window per point (default 0.3)")
+    parser.add_argument("--captures", type=int, default=1,
+                        help="repeat: median of N fresh builds for calls under 20 us")
+    parser.add_argument("--tiny-only", action="store_true",
+                        help="repeat: only the shapes whose calls were under 20 us")
     parser.add_argument("--repeat-every", type=int, default=10,
                         help="modules: measure every N-th shape twice (default 10)")
 

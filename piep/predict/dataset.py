@@ -85,7 +85,8 @@ def load_calibration(gpu: str = "h200", root: Path | None = None) -> Calibration
 def module_repeat_pairs(modules: list[dict[str, Any]]) -> list[tuple[dict, dict]]:
     """(first, repeat) samples of every shape the module sampler measured twice."""
     by: dict[str, dict[int, dict[str, Any]]] = {}
-    for r in modules:
-        key = repr(sorted((k, r[k]) for k in r["shape_fields"]))
+    for r in modules:  # pairs within one campaign (sampler op version, repeat check)
+        key = repr((r.get("op_version", 1), r.get("check", ""), r.get("captures") is not None,
+                    sorted((k, r[k]) for k in r["shape_fields"])))
         by.setdefault(key, {})[r.get("repeat", 0)] = r
     return [(v[0], v[1]) for v in by.values() if 0 in v and 1 in v]

@@ -295,36 +295,39 @@ COLLECTIVE_SIZES = (8 * 2 ** 10, 64 * 2 ** 10, 512 * 2 ** 10, 4 * 2 ** 20, 32 * 
 
 
 def run_collectives(out: Path, *, sizes=COLLECTIVE_SIZES, modes=("graph", "eager"),
-                    min_window_s: float = 0.5) -> None:
+                    min_window_s: float = 0.5, fake=None) -> None:
     """Each collective in isolation on every GPU of the group: time per call from CUDA
     events, energy per call and GPU from a tick-aligned window of back-to-back calls (a
     CUDA graph of many calls, or an eager loop). Rank 0 writes one row per point with
-    every rank's energy."""
+    every rank's energy. On CPU (gloo; tests) only eager mode runs, energy from `fake`."""
     import torch.distributed as dist
 
-    from piep.device.energy import TickMeter
-    from piep.device.nvml import NvmlDevice
-    from piep.sampling.runner import Dist
+    from piep.sampling.runner import Dist, RankMeter
     d = Dist()
-    device = torch.device("cuda", d.local_rank)
-    torch.cuda.set_device(device)
-    nvml = NvmlDevice(uuid=str(torch.cuda.get_device_properties(device).uuid))
-    meter = TickMeter(nvml)
-    torch.zeros(1, device=device)
-    idle_w = meter.idle_power_w(1.0)
+    cuda = torch.cuda.is_available() and fake is None
+    device = torch.device("cuda", d.local_rank) if cuda else torch.device("cpu")
+    dtype = torch.bfloat16 if cuda else torch.float32
+    if cuda:
+        torch.cuda.set_device(device)
+        torch.zeros(1, device=device)
+    else:
+        modes = tuple(m for m in modes if m == "eager")
+    meter = RankMeter(device, fake=fake)
+    idle_w = meter.idle(1.0) or 0.0
     world = d.world
+    avg = dist.ReduceOp.AVG if cuda else dist.ReduceOp.SUM
     for kind in ("allreduce", "allgather", "p2p"):
         for size in sizes:
             n_el = size // 2
             n_rot = max(1, min(8, -(-4 * 60 * 2 ** 20 // size)))
-            bufs = [torch.randn(n_el, device=device, dtype=torch.bfloat16) for _ in range(n_rot)]
+            bufs = [torch.randn(n_el, device=device).to(dtype) for _ in range(n_rot)]
             outs = [[torch.empty_like(b) for _ in range(world)] for b in bufs] \
                 if kind == "allgather" else None
 
             def op(i, kind=kind, bufs=bufs, outs=outs):
                 x = bufs[i % n_rot]
                 if kind == "allreduce":  # AVG keeps values finite over thousands of calls
-                    dist.all_reduce(x, op=dist.ReduceOp.AVG)
+                    dist.all_reduce(x, op=avg)
                 elif kind == "allgather":  # as the runner gathers logits
                     dist.all_gather(outs[i % n_rot], x)
                 elif d.rank == 0:  # as the runner passes activations between stages
@@ -332,15 +335,18 @@ def run_collectives(out: Path, *, sizes=COLLECTIVE_SIZES, modes=("graph", "eager
                 elif d.rank == 1:
                     dist.recv(x, 0)
             for mode in modes:
-                rough = _time_calls(op, 4, d)
+                log.info("collective %s %d B %s: start", kind, size, mode)
+                rough = max(d.gather(_time_calls(op, 4, d, cuda)))  # every rank: same count
                 calls = max(n_rot, min(2000, int(0.004 / max(rough, 1e-6))))
                 if mode == "graph":
                     g = torch.cuda.CUDAGraph()
-                    s = torch.cuda.Stream()
-                    s.wait_stream(torch.cuda.current_stream())
-                    with torch.cuda.stream(s):
+                    st = torch.cuda.Stream()
+                    st.wait_stream(torch.cuda.current_stream())
+                    with torch.cuda.stream(st):
                         op(0)
-                    torch.cuda.current_stream().wait_stream(s)
+                    torch.cuda.current_stream().wait_stream(st)
+                    torch.cuda.synchronize()
+                    d.barrier()
                     with torch.cuda.graph(g):
                         for i in range(calls):
                             op(i)
@@ -349,43 +355,58 @@ def run_collectives(out: Path, *, sizes=COLLECTIVE_SIZES, modes=("graph", "eager
                     def replay(calls=calls, op=op):
                         for i in range(calls):
                             op(i)
-                per_call = _time_calls(lambda i: replay(), 3, d) / calls
+                per_call = max(d.gather(_time_calls(lambda i: replay(), 3, d, cuda))) / calls
                 reps = max(1, int(min_window_s / max(per_call * calls, 1e-6)) + 1)
 
                 def work(reps=reps, replay=replay):
                     for _ in range(reps):
                         replay()
-                    torch.cuda.synchronize()
-                w = meter.measure(work, idle_power_w=idle_w, before=d.barrier)
+                    _sync(cuda)
+                w = meter.window(work, d.barrier)
                 n = reps * calls
-                snap = nvml.snapshot()
-                mine = {"energy_j": w.energy_j / n, "power_w": w.energy_j / w.duration_s,
-                        "window_time_s_per_call": w.duration_s / n, "idle_power_w": idle_w,
-                        "sm_clock_mhz": snap.get("sm_clock_mhz"), "uuid": nvml.uuid}
+                snap = meter.snapshot()
+                e = w["energy_j"]
+                mine = {"energy_j": None if e is None else e / n,
+                        "power_w": None if e is None else e / max(w["duration_s"], 1e-9),
+                        "window_time_s_per_call": w["duration_s"] / n, "idle_power_w": idle_w,
+                        "sm_clock_mhz": snap.get("sm_clock_mhz"),
+                        "uuid": getattr(meter.nvml, "uuid", None)}
                 ranks = d.gather(mine)
                 if d.rank == 0:
                     append_jsonl(out, {
                         "schema": "piep.collective_sample", "schema_version": 1,
                         "kind": kind, "size_bytes": size, "group_size": world, "mode": mode,
-                        "time_s": per_call, "calls": n, "energy_j_per_gpu":
-                            [r["energy_j"] for r in ranks],
+                        "time_s": per_call, "calls": n,
+                        "energy_j_per_gpu": [r["energy_j"] for r in ranks],
                         "power_w_per_gpu": [r["power_w"] for r in ranks],
                         "window_time_s_per_call": ranks[0]["window_time_s_per_call"],
                         "ranks": ranks, "time_unix": time.time()})
                     log.info("%s %d B %s: %.1f us, %s W", kind, size, mode, per_call * 1e6,
-                             [round(r["power_w"]) for r in ranks])
+                             [None if r["power_w"] is None else round(r["power_w"])
+                              for r in ranks])
                 del replay
             del bufs, outs
-            torch.cuda.empty_cache()
+            if cuda:
+                torch.cuda.empty_cache()
     d.close()
 
 
-def _time_calls(op, n: int, d) -> float:
-    """Seconds per call of op(i), after a warm-up and a barrier (CUDA events)."""
+def _sync(cuda: bool) -> None:
+    if cuda:
+        torch.cuda.synchronize()
+
+
+def _time_calls(op, n: int, d, cuda: bool = True) -> float:
+    """Seconds per call of op(i), after a warm-up and a barrier (CUDA events on a GPU)."""
     for i in range(2):
         op(i)
-    torch.cuda.synchronize()
+    _sync(cuda)
     d.barrier()
+    if not cuda:
+        t0 = time.perf_counter()
+        for i in range(n):
+            op(i)
+        return (time.perf_counter() - t0) / n
     s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
     s.record()
     for i in range(n):
@@ -400,12 +421,13 @@ def repeat_shapes(gpu: str = "h200") -> list[dict[str, Any]]:
     from piep.predict.dataset import load_calibration, module_repeat_pairs
     out = []
     for a, _ in module_repeat_pairs(load_calibration(gpu).modules):
-        out.append({k: a[k] for k in a["shape_fields"]})
+        if a.get("op_version", 1) == 1 and not a.get("check"):  # the first campaign's pairs
+            out.append({k: a[k] for k in a["shape_fields"]})
     return out
 
 
 def run_repeat(out: Path, *, shard: tuple[int, int], min_window_s: float,
-               budget_s: float) -> int:
+               budget_s: float, captures: int = 1, tiny_only: bool = False) -> int:
     """Measure every repeat-check shape in two passes (all shapes, then all again), so a
     repeat is minutes apart, not back to back."""
     from piep.device.energy import TickMeter
@@ -417,14 +439,22 @@ def run_repeat(out: Path, *, shard: tuple[int, int], min_window_s: float,
     meter = TickMeter(nvml)
     torch.zeros(1, device=device)
     idle_w = meter.idle_power_w(1.0)
-    shapes = [s for i, s in enumerate(repeat_shapes()) if i % shard[1] == shard[0]]
+    shapes = repeat_shapes()
+    if tiny_only:  # the shapes whose calls were shorter than TINY_KERNEL_S
+        from piep.sampling.modules import TINY_KERNEL_S
+        from piep.predict.dataset import load_calibration, module_repeat_pairs
+        tiny = {repr(sorted((k, a[k]) for k in a["shape_fields"]))
+                for a, _ in module_repeat_pairs(load_calibration().modules)
+                if a["time_s"] < TINY_KERNEL_S}
+        shapes = [s for s in shapes if repr(sorted(s.items())) in tiny]
+    shapes = [s for i, s in enumerate(shapes) if i % shard[1] == shard[0]]
     start, n = time.monotonic(), 0
     for rep in (0, 1):
         for s in shapes:
             if time.monotonic() - start > budget_s:
                 return n
             row = sample_shape(s, s["mode"], meter=meter, idle_w=idle_w, device=device,
-                               min_window_s=min_window_s, nvml=nvml)
+                               min_window_s=min_window_s, nvml=nvml, captures=captures)
             row.update(schema="piep.module_sample", schema_version=1, repeat=rep,
                        shape_fields=sorted(s), gpu_uuid=nvml.uuid, idle_power_w=idle_w,
                        check="repeat")
@@ -443,7 +473,8 @@ def main(args) -> dict[str, Any] | None:
                                        repeat_every=args.repeat_every)}
     if args.what == "repeat":
         return {"samples": run_repeat(Path(args.out), shard=(i, n),
-                                      min_window_s=args.min_window_s, budget_s=args.budget_s)}
+                                      min_window_s=args.min_window_s, budget_s=args.budget_s,
+                                      captures=args.captures, tiny_only=args.tiny_only)}
     if args.what == "collectives":
         run_collectives(Path(args.out), min_window_s=args.min_window_s)
         return {"out": args.out}
