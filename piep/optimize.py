@@ -99,15 +99,15 @@ def offline(model: str, objective: Objective, *, gpu: str = "h200", tp: int = 1,
     """Predict every (batch, power limit, SM clock) point; the clock is one lock for the
     whole run (None = default boost)."""
     from piep import api
-    from piep.plan.freq import load_freq_model, response
-    from piep.plan.planner import price
+    from piep.plan.freq import load_freq_model
+    from piep.plan.planner import peak_phase_power_w, phase_curves, price
     fm = load_freq_model(gpu)
     cm = api.cost_model(gpu, predictor)
     limits = sorted(set(power_limits or DEFAULT_POWER_LIMITS), reverse=True)
     if any(not 0 < x <= fm.power_limit_w for x in limits):
         raise ConfigError(f"power limits must be in (0, {fm.power_limit_w:.0f}] W")
     grid = fm.clocks()
-    clocks = np.unique(np.concatenate([grid[::-clock_stride], grid[-1:]]))
+    keep = np.unique(np.concatenate([np.arange(len(grid) - 1, -1, -clock_stride), [0]]))
     points, notes, skipped = [], [], []
     for b in sorted(set(batches or default_batches(batch))):
         if b % dp:
@@ -119,18 +119,19 @@ def offline(model: str, objective: Objective, *, gpu: str = "h200", tp: int = 1,
             skipped.append(f"batch {b}: {exc}")
             continue
         lv = price(dep, cm).leaves
-        peak = _peak_phase_power(fm, lv, clocks)
+        peak = None
         for limit in limits:
+            cv = phase_curves(fm, lv, limit)
+            peak = peak if peak is not None else peak_phase_power_w(cv, lv)
             binds = peak > limit
             if limit < fm.power_limit_w and not binds:
                 notes.append(f"batch {b}: a {limit:.0f} W limit cannot bind (predicted peak "
                              f"phase power {peak:.0f} W per GPU); same as no limit")
-            t, e = response(fm, lv, clocks, limit)
-            for j, f in enumerate(clocks):
-                tt, ee = _totals(lv, t[:, j], e[:, j])
-                is_default = j == len(clocks) - 1
-                points.append(_point(b, limit, None if is_default else float(f), ee.sum(),
-                                     tt.sum(), tt[0], gen_len, limit_binds=bool(binds)))
+            for j in keep:
+                is_default = j == len(grid) - 1
+                points.append(_point(b, limit, None if is_default else float(grid[j]),
+                                     cv.energy_j[:, j].sum(), cv.time_s[:, j].sum(),
+                                     cv.time_s[0, j], gen_len, limit_binds=bool(binds)))
     if not points:
         raise ConfigError("no batch in the grid fits: " + "; ".join(skipped))
     ref = next((p for p in points if p["batch"] == batch and p["sm_mhz"] is None
@@ -169,28 +170,6 @@ def restricted_optimum(result: OfflineResult, axes: list[str]) -> dict[str, Any]
 
 def _dedupe(items: list[str]) -> list[str]:
     return list(dict.fromkeys(items))
-
-
-def _totals(lv, t_call: np.ndarray, e_call: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Phase times and energies (all GPUs) from per-call costs at one clock."""
-    t = t_call * lv.count
-    e = e_call * lv.weight
-    times, energies = np.zeros(2), np.zeros(2)
-    for ph in (0, 1):
-        sel = lv.phase == ph
-        stage_t = np.bincount(lv.stage[sel], weights=t[sel], minlength=lv.pp)
-        times[ph] = stage_t.sum()
-        energies[ph] = (e[sel].sum() + (times[ph] - stage_t).sum() * lv.wait_w) * lv.tp * lv.dp
-    return times, energies
-
-
-def _peak_phase_power(fm, lv, clocks) -> float:
-    """Highest mean board power per GPU of a phase at default clocks and limit."""
-    from piep.plan.freq import response
-    t, e = response(fm, lv, clocks[-1:])
-    tt, ee = _totals(lv, t[:, 0], e[:, 0])
-    gpus = lv.tp * lv.dp * lv.pp
-    return float(max(ee[ph] / tt[ph] / gpus for ph in (0, 1) if tt[ph] > 0))
 
 
 # --- online search ---------------------------------------------------------------------

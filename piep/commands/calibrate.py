@@ -19,6 +19,8 @@ def configure(parser) -> None:
     parser.add_argument("--shard", default="0/1", metavar="I/N")
     parser.add_argument("--models", nargs="+", default=["llama-2-7b", "llama-3-8b"])
     parser.add_argument("--kinds", nargs="+", help="modules: only these node kinds")
+    parser.add_argument("--modes", nargs="+", choices=("graph", "eager"),
+                        help="modules: only shapes of these modes")
     parser.add_argument("--min-window-s", type=float, default=0.3,
                         help="shortest energy window per point (default 0.3)")
     parser.add_argument("--captures", type=int, default=1,

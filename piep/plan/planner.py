@@ -56,14 +56,32 @@ class Curves:
 
 
 def phase_curves(fm: FreqModel, lv: LeafArrays, power_limit_w: float | None = None) -> Curves:
+    """Phase totals with the whole phase locked at each clock. A power limit below the
+    default acts on the phase's mean board power (the firmware averages over far longer
+    than a kernel): the phase runs at the highest clock whose mean power fits."""
     clocks = fm.clocks()
-    t_call, e_call = response(fm, lv, clocks, power_limit_w)
+    t_call, e_call = response(fm, lv, clocks)
     times = np.zeros((2, len(clocks)))
     energies = np.zeros((2, len(clocks)))
     for j in range(len(clocks)):
         tot = phase_totals(fm, lv, t_call, e_call, np.full(len(lv), j))
         times[:, j], energies[:, j] = tot.time_s, tot.energy_j
+    if power_limit_w is not None and power_limit_w < fm.power_limit_w:
+        gpus = lv.tp * lv.dp * lv.pp
+        mean_w = energies / np.maximum(times, 1e-15) / gpus
+        for ph in (0, 1):
+            fits = np.flatnonzero(mean_w[ph] <= power_limit_w * (1 + 1e-9))
+            cap = int(fits.max()) if fits.size else 0
+            idx = np.minimum(np.arange(len(clocks)), cap)
+            times[ph], energies[ph] = times[ph, idx], energies[ph, idx]
     return Curves(clocks, times, energies, t_call, e_call)
+
+
+def peak_phase_power_w(cv: Curves, lv: LeafArrays) -> float:
+    """Highest mean board power per GPU of a phase at default clocks."""
+    gpus = lv.tp * lv.dp * lv.pp
+    return float(max(cv.energy_j[ph, -1] / cv.time_s[ph, -1] / gpus
+                     for ph in (0, 1) if cv.time_s[ph, -1] > 0))
 
 
 def _comm_heavy(lv: LeafArrays) -> list[bool]:

@@ -21,6 +21,7 @@ class Calibration:
     collectives: list[dict[str, Any]]
     wait_fits: list[dict[str, Any]]
     files: list[Path] = field(default_factory=list)
+    collective_samples: list[dict[str, Any]] = field(default_factory=list)
 
     def data_hash(self) -> str:
         h = hashlib.sha256()
@@ -65,8 +66,8 @@ def load_calibration(gpu: str = "h200", root: Path | None = None) -> Calibration
         raise ArtifactError(f"no calibration for {gpu!r} at {root}")
     files: list[Path] = []
     raw = _jsonl(root / "modules", "*.jsonl", files)
-    modules = [r for r in raw if r.get("schema") == "piep.module_sample" and "error" not in r
-               and r.get("energy_j") is not None]
+    modules = latest_ops([r for r in raw if r.get("schema") == "piep.module_sample"
+                          and "error" not in r and r.get("energy_j") is not None])
     host = [r for r in raw if r.get("schema") == "piep.host_overhead"]
     e2e = [r for r in _jsonl(root / "e2e" / "raw", "*.jsonl", files)
            if r.get("schema") == "piep.measurement" and r.get("energy_j") is not None]
@@ -79,14 +80,31 @@ def load_calibration(gpu: str = "h200", root: Path | None = None) -> Calibration
     wait_fits = load_json(fits_path)["fits"] if fits_path.is_file() else []
     if fits_path.is_file():
         files.append(fits_path)
-    return Calibration(gpu, modules, host, e2e, collectives, wait_fits, files)
+    coll_samples = [r for r in _jsonl(root / "collectives", "*.jsonl", files)
+                    if r.get("schema") == "piep.collective_sample"]
+    return Calibration(gpu, modules, host, e2e, collectives, wait_fits, files, coll_samples)
+
+
+def latest_ops(modules: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Per node kind, only the samples of the newest sampler op version (a newer op
+    replaces an older one that did not run the same kernels as the runner)."""
+    from piep.tree.builder import sampler_op_version
+
+    def version(r):  # rows stamped before the per-kind table carry the global number
+        return min(r.get("op_version", 1), sampler_op_version(r["kind"], r["mode"]))
+    newest: dict[tuple[str, str], int] = {}
+    for r in modules:
+        key = (r["kind"], r["mode"])
+        newest[key] = max(newest.get(key, 1), version(r))
+    return [r for r in modules if version(r) == newest[(r["kind"], r["mode"])]]
 
 
 def module_repeat_pairs(modules: list[dict[str, Any]]) -> list[tuple[dict, dict]]:
     """(first, repeat) samples of every shape the module sampler measured twice."""
     by: dict[str, dict[int, dict[str, Any]]] = {}
     for r in modules:  # pairs within one campaign (sampler op version, repeat check)
-        key = repr((r.get("op_version", 1), r.get("check", ""), r.get("captures") is not None,
+        key = repr((r.get("op_version", 1) > 1 and r["kind"] in ("attention", "rope"),
+                    r.get("check", ""), r.get("captures") is not None,
                     sorted((k, r[k]) for k in r["shape_fields"])))
         by.setdefault(key, {})[r.get("repeat", 0)] = r
     return [(v[0], v[1]) for v in by.values() if 0 in v and 1 in v]

@@ -117,9 +117,11 @@ def fit_module_models(samples: list[dict[str, Any]], gpu: GPU) -> dict[str, Kind
 class CommModel:
     table: dict[tuple[str, str], tuple[list[float], list[float]]]  # (kind, mode) -> log2 size, log2 s
     waits: dict[tuple[str, str], tuple[list[float], list[float]]]  # (phase, mode) -> log2 size, s
+    # (kind, mode) -> log2 size, board power W (collectives sampled in isolation)
+    power: dict[tuple[str, str], tuple[list[float], list[float]]] = field(default_factory=dict)
 
     @classmethod
-    def from_calibration(cls, collectives, wait_fits) -> "CommModel":
+    def from_calibration(cls, collectives, wait_fits, samples=()) -> "CommModel":
         from piep.stats.gamma import expected_wait_s
         table: dict[tuple[str, str], list[tuple[float, float]]] = {}
         for row in collectives:
@@ -135,9 +137,22 @@ class CommModel:
             share = f["fit"]["n"] / max(f["fit"]["n_total"], 1)
             waits.setdefault((f["phase"], f["mode"]), []).append(
                 (math.log2(f["size_bytes"]), expected_wait_s(f["fit"]) * share))
+        power: dict[tuple[str, str], list[tuple[float, float]]] = {}
+        for row in samples:
+            watts = [w for w in row.get("power_w_per_gpu", []) if w is not None]
+            if watts:
+                power.setdefault((row["kind"], row["mode"]), []).append(
+                    (math.log2(row["size_bytes"]), sum(watts) / len(watts)))
         pack = lambda d: {k: ([p[0] for p in sorted(v)], [p[1] for p in sorted(v)])  # noqa: E731
                           for k, v in d.items()}
-        return cls(pack(table), pack(waits))
+        return cls(pack(table), pack(waits), pack(power))
+
+    def power_w(self, kind: str, size: float, mode: str) -> float | None:
+        """Measured board power during the collective (None where not sampled)."""
+        xy = self.power.get((kind, mode)) or self.power.get((kind, "eager"))
+        if not xy:
+            return None
+        return float(np.interp(math.log2(max(size, 1.0)), xy[0], xy[1]))
 
     def transfer_s(self, kind: str, size: float, group: int, mode: str) -> float:
         xs, ys = self.table.get((kind, mode)) or self.table[(kind, "eager")]
@@ -240,7 +255,8 @@ class LearnedModel:
                 if node.kind == "allreduce" else 0.0
             gap = node.launches * (host if eager else self.gap_graph_s)
             gap = max(0.0, gap - t) if eager else gap
-            return LeafCost(t, self.comm_w, gap, wait_s=w)
+            p = self.comm.power_w(node.kind, node.comm_bytes, cmode)
+            return LeafCost(t, self.comm_w if p is None else p, gap, wait_s=w)
         t, p, oor = self._compute(node, dep)
         t *= self.time_scale.get(node.phase or "decode", 1.0)
         if node.phase == "decode" and self.decode_batch_exponent:
@@ -300,7 +316,8 @@ class LearnedModel:
         write_json(folder / "predictor.json", SCHEMA, SCHEMA_VERSION, {
             "gpu": self.gpu.name, "features": list(FEATURES), "kinds": kinds,
             "comm": {"table": {f"{k[0]}|{k[1]}": v for k, v in self.comm.table.items()},
-                     "waits": {f"{k[0]}|{k[1]}": v for k, v in self.comm.waits.items()}},
+                     "waits": {f"{k[0]}|{k[1]}": v for k, v in self.comm.waits.items()},
+                     "power": {f"{k[0]}|{k[1]}": v for k, v in self.comm.power.items()}},
             "terms": {"gap_graph_s": self.gap_graph_s, "host_launch_s": self.host_launch_s,
                       "eager_decode_launch_s": self.eager_decode_launch_s,
                       "launch_gap_w": self.launch_gap_w, "busy_wait_w": self.busy_wait_w,
@@ -325,7 +342,8 @@ class LearnedModel:
                 np.asarray(k["mean"]), np.asarray(k["std"]), np.asarray(k["train_z"]),
                 float(k["oor_threshold"]))
         unpack = lambda d: {tuple(key.split("|")): tuple(v) for key, v in d.items()}  # noqa: E731
-        comm = CommModel(unpack(doc["comm"]["table"]), unpack(doc["comm"]["waits"]))
+        comm = CommModel(unpack(doc["comm"]["table"]), unpack(doc["comm"]["waits"]),
+                         unpack(doc["comm"].get("power", {})))
         return cls(gpu, kinds, comm, **doc["terms"], alpha_w=np.asarray(doc["combiner"]["W"]),
                    alpha_b=float(doc["combiner"]["b"]),
                    intervals=doc["intervals"]["energy_log"],

@@ -179,7 +179,7 @@ def fit(cal: Calibration, gpu: GPU, train: list[Case], *,
         module_filter: Callable[[dict[str, Any]], bool] | None = None) -> LearnedModel:
     samples = [r for r in cal.modules if not (module_filter and module_filter(r))]
     kinds = fit_module_models(samples, gpu)
-    comm = CommModel.from_calibration(cal.collectives, cal.wait_fits)
+    comm = CommModel.from_calibration(cal.collectives, cal.wait_fits, cal.collective_samples)
     host = cal.host[0] if cal.host else {}
     model = LearnedModel(gpu, kinds, comm,
                          host_launch_s=host.get("launch_s", gpu.kernel_gap_eager_s) * 3,

@@ -22,8 +22,8 @@ from piep.models import synthetic_specs
 
 log = logging.getLogger("piep.calibrate")
 
-def module_shapes(*, seed: int = 0, per_kind: int = 28,
-                  kinds: tuple[str, ...] | None = None) -> list[dict[str, Any]]:
+def module_shapes(*, seed: int = 0, per_kind: int = 28, kinds: tuple[str, ...] | None = None,
+                  modes: tuple[str, ...] | None = None) -> list[dict[str, Any]]:
     """Unique leaf shapes from trees of many deployments, stratified per (kind, phase)."""
     from piep.gpus import load_gpu
     from piep.layout import Deployment
@@ -63,7 +63,7 @@ def module_shapes(*, seed: int = 0, per_kind: int = 28,
             if kind == "attention" and phase == "decode":
                 chosen.append({**s, "mode": "eager"})
     rng.shuffle(chosen)
-    return chosen
+    return [s for s in chosen if not modes or s["mode"] in modes]
 
 
 def _key(s: dict[str, Any]) -> str:
@@ -71,7 +71,8 @@ def _key(s: dict[str, Any]) -> str:
 
 
 def run_modules(out: Path, *, budget_s: float, shard: tuple[int, int], repeat_every: int = 10,
-                min_window_s: float = 0.3, kinds: tuple[str, ...] | None = None) -> int:
+                min_window_s: float = 0.3, kinds: tuple[str, ...] | None = None,
+                modes: tuple[str, ...] | None = None) -> int:
     from piep.device.energy import TickMeter
     from piep.device.nvml import NvmlDevice
     from piep.sampling.modules import sample_shape
@@ -83,7 +84,8 @@ def run_modules(out: Path, *, budget_s: float, shard: tuple[int, int], repeat_ev
     idle_w = meter.idle_power_w(1.0)
     done = {_key({k: v for k, v in r.items() if k in r.get("shape_fields", [])})
             for r in read_jsonl(out)}
-    shapes = [s for i, s in enumerate(module_shapes(kinds=kinds)) if i % shard[1] == shard[0]]
+    shapes = [s for i, s in enumerate(module_shapes(kinds=kinds, modes=modes))
+              if i % shard[1] == shard[0]]
     start = time.monotonic()
     n = 0
     _host_overhead(out, meter, idle_w, nvml)
@@ -470,6 +472,7 @@ def main(args) -> dict[str, Any] | None:
         kinds = tuple(args.kinds) if args.kinds else None
         return {"samples": run_modules(Path(args.out), budget_s=args.budget_s, shard=(i, n),
                                        kinds=kinds, min_window_s=args.min_window_s,
+                                       modes=tuple(args.modes) if args.modes else None,
                                        repeat_every=args.repeat_every)}
     if args.what == "repeat":
         return {"samples": run_repeat(Path(args.out), shard=(i, n),

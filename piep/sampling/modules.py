@@ -17,13 +17,12 @@ from typing import Any, Callable
 import torch
 import torch.nn.functional as F
 
-OP_VERSION = 2  # 2: attention and rope reproduce the runner's in-situ kernel sequence
 L2_BYTES = 60 * 2 ** 20
 ROTATE_BYTES = 4 * L2_BYTES
 from piep.sampling.model import (apply_rope, attention_block, eager_decode_ops,  # noqa: E402
                                  prefill_ops, split_heads, static_decode_ops)
 from piep.tree.nodes import COMPUTE_KINDS  # noqa: F401  (re-exported)
-from piep.tree.builder import LINEAR_KINDS, shape_key  # noqa: F401  (re-exported)
+from piep.tree.builder import LINEAR_KINDS, sampler_op_version, shape_key  # noqa: F401,E402
 
 
 @dataclass
@@ -135,8 +134,10 @@ def _rope_op(s: dict[str, Any], rnd) -> Op:
 
 
 def time_op(op: Op, mode: str, *, target_s: float = 0.004) -> tuple[Callable[[], None], float, int]:
-    """Returns (replay, seconds per call, calls per replay). Graph mode captures enough
-    calls that one replay lasts ~`target_s`; eager mode loops the same calls."""
+    """Returns (replay, seconds per call, calls per replay): enough calls captured in a
+    CUDA graph that one replay lasts ~`target_s`. Eager-mode ops are captured too: their
+    kernels are the eager ones, and the host's launch gaps are the predictor's own term
+    (timing an eager loop here would count this sampler's Python overhead instead)."""
     for i in range(min(op.n_rot, 3)):
         op.fn(i)
     torch.cuda.synchronize()
@@ -149,21 +150,16 @@ def time_op(op: Op, mode: str, *, target_s: float = 0.004) -> tuple[Callable[[],
     rough = max(s.elapsed_time(e) / 1000 / op.n_rot, 1e-6)
     calls = max(op.n_rot, min(4096, int(target_s / rough)))
     calls = op.n_rot * max(1, round(calls / op.n_rot))
-    if mode == "graph":
-        g = torch.cuda.CUDAGraph()
-        stream = torch.cuda.Stream()
-        stream.wait_stream(torch.cuda.current_stream())
-        with torch.cuda.stream(stream):
-            op.fn(0)
-        torch.cuda.current_stream().wait_stream(stream)
-        with torch.cuda.graph(g):
-            for i in range(calls):
-                op.fn(i % op.n_rot)
-        replay = g.replay
-    else:
-        def replay():
-            for i in range(calls):
-                op.fn(i % op.n_rot)
+    g = torch.cuda.CUDAGraph()
+    stream = torch.cuda.Stream()
+    stream.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(stream):
+        op.fn(0)
+    torch.cuda.current_stream().wait_stream(stream)
+    with torch.cuda.graph(g):
+        for i in range(calls):
+            op.fn(i % op.n_rot)
+    replay = g.replay
     replay()
     torch.cuda.synchronize()
     s.record()
@@ -215,6 +211,7 @@ def _sample_once(s: dict[str, Any], mode: str, *, meter, idle_w: float, device,
            "energy_j": w.energy_j / n_calls, "power_w": w.energy_j / w.duration_s,
            "window_s": w.duration_s, "calls": n_calls, "bound_j": w.bound_j / n_calls,
            "sm_clock_mhz": snap.get("sm_clock_mhz"), "temperature_c": snap.get("temperature_c"),
-           "rotating_copies": op.n_rot, "time_unix": time.time(), "op_version": OP_VERSION}
+           "rotating_copies": op.n_rot, "time_unix": time.time(),
+           "op_version": sampler_op_version(s["kind"], mode)}
     del op, replay
     return out

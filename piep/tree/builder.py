@@ -80,6 +80,18 @@ ELEMENTWISE = {  # kind -> (reads, writes, flops per element)
     "rmsnorm": (1, 1, 4), "final_norm": (1, 1, 4), "residual": (2, 1, 1),
     "activation": (2, 1, 5), "rope": (2, 1, 3),
 }
+# the module sampler's op per kind: bumped when an op changes the kernels it runs
+# (2: attention and rope reproduce the runner's in-situ kernel sequence; 3: eager-mode
+# ops are timed as captured kernels, without the sampler's own host launch gaps)
+SAMPLER_OP_VERSION = {"attention": 2, "rope": 2}
+EAGER_TIMING_VERSION = 3
+
+
+def sampler_op_version(kind: str, mode: str) -> int:
+    if mode == "eager":
+        return EAGER_TIMING_VERSION
+    return SAMPLER_OP_VERSION.get(kind, 1)
+
 LINEAR_KINDS = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj",
                 "lm_head")
 
