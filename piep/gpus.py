@@ -64,3 +64,37 @@ def load_gpu(name: str) -> GPU:
         raise ConfigError(f"{path}: missing {', '.join(missing)}")
     return GPU(name=key, **{f: float(values[f]["value"]) for f in _FIELDS},
                sources=tuple((f, values[f].get("source", "")) for f in _FIELDS))
+
+
+def spec_sheets() -> dict[str, Any]:
+    from piep.artifacts import data_root
+    return read_json(data_root() / "calibration" / "spec_sheets.json", "piep.spec_sheets", 1)
+
+
+def transfer_gpu(name: str) -> tuple[GPU, dict[str, float]]:
+    """A GPU without calibration, from its spec sheet: the calibrated reference GPU's
+    measured profile scaled by spec-sheet ratios (so measured efficiency carries over).
+    Returns the profile and the ratios (flops, hbm, link, power)."""
+    from dataclasses import replace
+    doc = spec_sheets()
+    key = name.strip().lower()
+    sheets = doc["gpus"]
+    if key not in sheets:
+        raise ConfigError(f"unknown GPU {name!r}: no calibration and no spec sheet; spec "
+                          f"sheets: {', '.join(sorted(sheets))}")
+    ref_name = doc["reference"]
+    ref, tgt, base = sheets[ref_name], sheets[key], load_gpu(ref_name)
+    r = {"flops": tgt["bf16_tflops"] / ref["bf16_tflops"], "hbm": tgt["hbm_tb_s"] / ref["hbm_tb_s"],
+         "link": tgt["link_gb_s"] / ref["link_gb_s"], "power": tgt["tdp_w"] / ref["tdp_w"],
+         "memory": tgt["memory_gb"] / ref["memory_gb"]}
+    gpu = replace(
+        base, name=key, memory_gib=base.memory_gib * r["memory"],
+        bf16_flops=base.bf16_flops * r["flops"], hbm_bytes_per_s=base.hbm_bytes_per_s * r["hbm"],
+        link_bytes_per_s=base.link_bytes_per_s * r["link"],
+        idle_power_w=base.idle_power_w * r["power"], wait_power_w=base.wait_power_w * r["power"],
+        comm_power_w=base.comm_power_w * r["power"],
+        compute_power_w=base.compute_power_w * r["power"],
+        memory_power_w=base.memory_power_w * r["power"], max_power_w=float(tgt["tdp_w"]),
+        sm_clock_max_mhz=float(tgt["sm_clock_max_mhz"]),
+        sources=(("spec_sheet", tgt["source"]), ("reference", ref_name)))
+    return gpu, r

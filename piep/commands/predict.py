@@ -13,6 +13,9 @@ def configure(parser) -> None:
                              "between batches and energy per request")
     parser.add_argument("--predictor", choices=("auto", "learned", "roofline"), default="auto",
                         help="which predictor answers (default: learned if trained, else roofline)")
+    parser.add_argument("--allow-uncalibrated", action="store_true",
+                        help="a GPU without calibration: predict from its spec sheet "
+                             "(calibration/spec_sheets.json), flagged, wide interval")
     parser.add_argument("--modules", type=int, default=8, metavar="N",
                         help="modules listed in the table (default 8)")
 
@@ -58,6 +61,7 @@ def run(args) -> int:
     from piep import api
     doc = api.predict(args.model, gpu=args.gpu, tp=args.tp, pp=args.pp, dp=args.dp,
                       batch=args.batch, prompt_len=args.prompt_len, gen_len=args.gen_len,
-                      mode=args.mode, request_rate=args.request_rate, predictor=args.predictor)
+                      mode=args.mode, request_rate=args.request_rate, predictor=args.predictor,
+                      allow_uncalibrated=args.allow_uncalibrated)
     emit(args, doc, lambda d: summary(d, args.modules))
     return 0
