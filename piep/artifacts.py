@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+from functools import lru_cache
 import platform
 import subprocess
 import tempfile
@@ -22,11 +23,21 @@ REPO_ROOT = Path(__file__).resolve().parent.parent
 
 def data_root() -> Path:
     """Folder holding model_trees/ and calibration/ (the repo, or $PIEP_HOME)."""
-    return Path(os.environ.get("PIEP_HOME", REPO_ROOT))
+    return _root(os.environ.get("PIEP_HOME"))
+
+
+@lru_cache(maxsize=8)
+def _root(home: str | None) -> Path:
+    return Path(home) if home else REPO_ROOT
 
 
 def model_trees_dir() -> Path:
-    return data_root() / "model_trees"
+    return _trees(data_root())
+
+
+@lru_cache(maxsize=8)
+def _trees(root: Path) -> Path:
+    return root / "model_trees"
 
 
 def calibration_dir(gpu: str) -> Path:

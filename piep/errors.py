@@ -24,8 +24,3 @@ class DeviceError(PiepError):
 
     exit_code = 3
 
-
-class NotImplementedYet(PiepError):
-    """A subcommand that exists on the roadmap but is not built yet."""
-
-    exit_code = 4

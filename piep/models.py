@@ -53,10 +53,11 @@ def _read_config_cached(path_str: str, name: str, mtime_ns: int, size: int) -> M
 
 def load_model(ref: str) -> ModelSpec:
     """A shipped name (`llama-2-7b`), a path to a config.json, or a model folder."""
-    names = [m.name for m in shipped_models()]
+    shipped = {m.name: m for m in _shipped(str(model_trees_dir()))}
     key = ref.strip().lower()
-    if key in names:
-        return _read_config(model_trees_dir() / key / "config.json", key)
+    if key in shipped:
+        return _read_config(shipped[key].config_path, key)
+    names = list(shipped)
     path = Path(ref).expanduser()
     if path.is_dir():
         if not (path / "config.json").is_file():

@@ -20,6 +20,8 @@ def sweep(configs: list[dict[str, Any]], *, gpu: str = "h200", predictor: str = 
     from piep import api
     from piep.tree import build_tree
     cm = api.cost_model(gpu, predictor)
+    if hasattr(cm, "cost_arrays"):
+        return _fast(configs, gpu, cm, progress)
     rows = []
     chunk = 256
     for start in range(0, len(configs), chunk):
@@ -36,6 +38,35 @@ def sweep(configs: list[dict[str, Any]], *, gpu: str = "h200", predictor: str = 
         rows += _rows(part, built, cm, progress, start, len(configs))
         if hasattr(cm, "clear"):
             cm.clear()
+    return rows
+
+
+def _fast(configs, gpu, cm, progress) -> list[dict[str, Any]]:
+    """The learned predictor's vectorized path (piep.predict.fast), same numbers."""
+    from piep import api
+    from piep.gpus import load_gpu
+    from piep.predict.fast import FastSweep
+    fast = FastSweep(cm)
+    gpu_profile = load_gpu(gpu)
+    rows: list[dict[str, Any]] = []
+    chunk = 1024
+    for start in range(0, len(configs), chunk):
+        part = configs[start:start + chunk]
+        deps, out = [], []
+        for cfg in part:
+            row = dict(cfg)
+            try:
+                deps.append(api.deployment(gpu=gpu_profile, **cfg))
+                out.append(row)
+            except PiepError as exc:
+                row["error"] = str(exc)
+            rows.append(row)
+        for row, doc in zip(out, fast.evaluate(deps) if deps else []):
+            row.update(doc)
+        if progress and sys.stderr.isatty():
+            done = start + len(part)
+            sys.stderr.write(f"\rsweep {done}/{len(configs)}"
+                             + ("\n" if done == len(configs) else ""))
     return rows
 
 

@@ -44,11 +44,16 @@ def test_predict_table(capsys):
     (["predict", "--model", "llama-2-7b", "--batch", "3", "--dp", "2"], "not divisible by dp=2"),
     (["predict", "--model", "llama-3-70b", "--batch", "64", "--prompt-len", "2048"],
      "does not fit"),
-    (["predict", "--model", "llama-2-7b", "--gpu", "a100"], "unknown GPU 'a100'"),
+    (["predict", "--model", "llama-2-7b", "--gpu", "a100"], "--allow-uncalibrated"),
+    (["predict", "--model", "llama-2-7b", "--gpu", "tpu", "--allow-uncalibrated"],
+     "unknown GPU 'tpu'"),
     (["predict", "--model", "mixtral-8x7b"], "mixture of experts"),
     (["predict", "--model", "llama-2-7b", "--request-rate", "0"], "request_rate"),
     (["compare", "llama-2-7b@tp2x"], "layout after '@'"),
-    (["plan"], "not implemented yet"),
+    (["plan", "--model", "llama-2-7b", "--power-limit", "-5"], "--power-limit"),
+    (["apply"], "give a plan file"),
+    (["apply", "/nonexistent/plan.json"], "no such file"),
+    (["optimize", "--model", "llama-2-7b", "--online-axes", "fan"], "online-axes"),
 ])
 def test_bad_input_is_one_clear_line(capsys, argv, needle):
     assert_one_line_error(*run(capsys, *argv), needle)

@@ -52,8 +52,18 @@ def configure(parser) -> None:
     parser.add_argument("--repeats", type=int, default=3, help="online: repeats per point")
 
 
+def _axes(text: str) -> list[str]:
+    axes = [a.strip() for a in text.split(",") if a.strip()]
+    bad = [a for a in axes if a not in AXES]
+    if bad or not axes:
+        raise ConfigError(f"--online-axes: {', '.join(bad) or 'none'}; choose from "
+                          f"{', '.join(AXES)}")
+    return axes
+
+
 def run(args) -> int:
     from piep.optimize import Objective, offline
+    _axes(args.online_axes)
     objective = Objective(args.objective, args.weight, args.latency_bound)
     batches = _floats(args.batches, "--batches")
     if batches and any(b < 1 or b != int(b) for b in batches):
@@ -80,11 +90,7 @@ def run(args) -> int:
 
 def _online(args, res, objective):
     from piep.optimize import online_search, restricted_optimum
-    axes = [a.strip() for a in args.online_axes.split(",") if a.strip()]
-    bad = [a for a in axes if a not in AXES]
-    if bad or not axes:
-        raise ConfigError(f"--online-axes: {', '.join(bad) or 'none'}; choose from "
-                          f"{', '.join(AXES)}")
+    axes = _axes(args.online_axes)
     if args.max_steps < 2:
         raise ConfigError("--max-steps must be >= 2 (the default configuration and the start)")
     start = restricted_optimum(res, axes)

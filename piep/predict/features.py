@@ -26,19 +26,31 @@ def roofline_time_s(node: Node, gpu: GPU) -> float:
 
 def leaf_features(node: Node, gpu: GPU, mode: str) -> list[float]:
     a = node.attrs
-    t_f = node.flops / gpu.bf16_flops
-    t_b = node.bytes_moved / gpu.hbm_bytes_per_s
-    return [
-        _log(node.tokens), _log(node.flops), _log(node.bytes_moved),
-        math.log2(max(node.flops, 1.0) / max(node.bytes_moved, 1.0)),
-        math.log2(max(t_f, 1e-12) / max(t_b, 1e-12)),
-        _log(a.get("d_in", 0)), _log(a.get("d_out", 0)),
-        float(a.get("heads", 0)), float(a.get("kv_heads", 0)), _log(node.context_len),
-        _log(a.get("batch", 0)), _log(a.get("width", a.get("vocab", 0))),
-        1.0 if node.phase == "decode" else 0.0,
-        # prefill runs eagerly in both modes; only decode kernels differ by mode
-        1.0 if (mode == "eager" and node.phase == "decode") else 0.0,
-    ]
+    return feature_matrix(
+        {"tokens": node.tokens, "flops": node.flops, "bytes": node.bytes_moved,
+         "d_in": a.get("d_in", 0), "d_out": a.get("d_out", 0), "heads": a.get("heads", 0),
+         "kv_heads": a.get("kv_heads", 0), "context_len": node.context_len,
+         "batch": a.get("batch", 0), "width": a.get("width", a.get("vocab", 0)),
+         "decode": node.phase == "decode", "eager": mode == "eager"}, gpu)[0].tolist()
+
+
+def feature_matrix(c: dict, gpu: GPU) -> np.ndarray:
+    """Features (FEATURES order) of many leaves given as columns (arrays or scalars)."""
+    def lg(x):
+        return np.log2(np.maximum(np.asarray(x, dtype=float), 1.0))
+    flops = np.asarray(c["flops"], dtype=float)
+    nbytes = np.asarray(c["bytes"], dtype=float)
+    t_f, t_b = flops / gpu.bf16_flops, nbytes / gpu.hbm_bytes_per_s
+    decode = np.asarray(c["decode"], dtype=float)
+    cols = [lg(c["tokens"]), lg(flops), lg(nbytes),
+            np.log2(np.maximum(flops, 1.0) / np.maximum(nbytes, 1.0)),
+            np.log2(np.maximum(t_f, 1e-12) / np.maximum(t_b, 1e-12)),
+            lg(c["d_in"]), lg(c["d_out"]),
+            np.asarray(c["heads"], dtype=float), np.asarray(c["kv_heads"], dtype=float),
+            lg(c["context_len"]), lg(c["batch"]), lg(c["width"]), decode,
+            # prefill runs eagerly in both modes; only decode kernels differ by mode
+            decode * np.asarray(c["eager"], dtype=float)]
+    return np.atleast_2d(np.stack(np.broadcast_arrays(*cols), -1))
 
 
 def matrix(rows: list[list[float]]) -> np.ndarray:

@@ -207,6 +207,13 @@ def _stage(dep: Deployment, index: int, phase: str, batch: int, q_len: int, ctx:
     return stage
 
 
+def decode_context(w) -> int:
+    """Keys per query of a decode step: graph mode attends over the whole static cache
+    (masked); eager over the live prefix, whose mean over steps 1..gen-1 is prompt + gen/2
+    (attention cost is linear in it)."""
+    return w.context_len if w.mode == "graph" else w.prompt_len + w.gen_len // 2
+
+
 def _phase(dep: Deployment, phase: str) -> Node:
     w, p = dep.workload, dep.parallel
     b = dep.replica_batch
@@ -215,9 +222,7 @@ def _phase(dep: Deployment, phase: str) -> Node:
         node.add(*(_stage(dep, i, "prefill", b, w.prompt_len, w.prompt_len)
                    for i in range(p.pp)))
         return node
-    # graph mode attends over the whole static cache (masked); eager over the live prefix,
-    # whose mean over steps 1..gen-1 is prompt + gen/2 (attention cost is linear in it)
-    ctx = w.context_len if w.mode == "graph" else w.prompt_len + w.gen_len // 2
+    ctx = decode_context(w)
     node = Node("decode", "phase", "decode", tokens=b * max(w.gen_len - 1, 0))
     step = Node("step", "step", "decode", count=max(w.gen_len - 1, 0), tokens=b,
                 context_len=ctx)
