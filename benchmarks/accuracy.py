@@ -30,7 +30,7 @@ from piep.predict.dataset import (load_calibration, module_repeat_pairs,  # noqa
 from piep.predict.engine import evaluate  # noqa: E402
 from piep.predict.learned import fit_module_models, model_group, sample_leaf  # noqa: E402
 from piep.predict.roofline import RooflineModel  # noqa: E402
-from piep.predict.features import leaf_features, roofline_time_s  # noqa: E402
+from piep.predict.features import base_time_s, leaf_features  # noqa: E402
 from piep.predict.train import (Case, cases, conformal, fit, leave_one_model_out,  # noqa: E402
                                 _row)
 
@@ -128,7 +128,7 @@ def module_cv(cal, gpu, folds: int = 5) -> list[list]:
             leaf = sample_leaf(r)
             x = np.asarray([leaf_features(leaf, gpu, r["mode"])])
             lr, p, _ = models[group].predict(x)
-            t = roofline_time_s(leaf, gpu) * math.exp(lr[0])
+            t = base_time_s(leaf, gpu) * math.exp(lr[0])
             errs.setdefault(r["kind"], []).append((abs(t * p[0] / r["energy_j"] - 1),
                                                    abs(t / r["time_s"] - 1)))
     return [[k, len(v), 100 * statistics.mean(e for e, _ in v),

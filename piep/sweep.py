@@ -49,7 +49,7 @@ def _fast(configs, gpu, cm, progress) -> list[dict[str, Any]]:
     fast = FastSweep(cm)
     gpu_profile = load_gpu(gpu)
     rows: list[dict[str, Any]] = []
-    chunk = 1024
+    chunk = 8192
     for start in range(0, len(configs), chunk):
         part = configs[start:start + chunk]
         deps, out = [], []

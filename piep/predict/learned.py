@@ -27,6 +27,7 @@ import numpy as np
 from piep.gpus import GPU
 from piep.layout import Deployment
 from piep.predict.engine import LeafCost
+from piep.predict import features as _features
 from piep.predict.features import FEATURES, leaf_features, roofline_time_s
 from piep.tree.builder import LINEAR_KINDS
 from piep.tree.nodes import Node
@@ -102,7 +103,7 @@ def fit_module_models(samples: list[dict[str, Any]], gpu: GPU) -> dict[str, Kind
             continue
         leaf = sample_leaf(row)
         f = leaf_features(leaf, gpu, row["mode"])
-        ratio = math.log(max(row["time_s"], 1e-9) / roofline_time_s(leaf, gpu))
+        ratio = math.log(max(row["time_s"], 1e-9) / _features.base_time_s(leaf, gpu))
         by_kind.setdefault(model_group(row["kind"]), []).append((f, ratio, row["power_w"]))
     models = {}
     for kind, rows in sorted(by_kind.items()):
@@ -247,7 +248,7 @@ class LearnedModel:
             x = np.asarray([s[0] for s in slots])
             log_ratio, power, oor = self.kinds[kind].predict(x)
             for (_, leaves), lr, p, o in zip(slots, log_ratio, power, oor):
-                t = roofline_time_s(leaves[0], self.gpu) * math.exp(lr)
+                t = _features.base_time_s(leaves[0], self.gpu) * math.exp(lr)
                 for leaf in leaves:
                     self._cache[id(leaf)] = (leaf, t, float(p), bool(o))
 
@@ -264,7 +265,8 @@ class LearnedModel:
             return roofline_time_s(node, self.gpu), self.gpu.memory_power_w, True
         x = np.asarray([leaf_features(node, dep.gpu, dep.workload.mode)])
         lr, p, o = self.kinds[model_group(node.kind)].predict(x)
-        out = (roofline_time_s(node, self.gpu) * math.exp(lr[0]), float(p[0]), bool(o[0]))
+        out = (_features.base_time_s(node, self.gpu) * math.exp(lr[0]), float(p[0]),
+               bool(o[0]))
         self._cache[id(node)] = (node, *out)
         return out
 
@@ -326,7 +328,8 @@ class LearnedModel:
             _, first, inv = np.unique(keys, return_index=True, return_inverse=True)
             lr, pw, o = self.kinds[g].predict(xs[first])
             inv = inv.reshape(-1)
-            t[sel], p[sel], oor[sel] = roof[sel] * np.exp(lr[inv]), pw[inv], o[inv]
+            base = roof[sel] + _features.KERNEL_FLOOR_S
+            t[sel], p[sel], oor[sel] = base * np.exp(lr[inv]), pw[inv], o[inv]
         comp = ~r["is_comm"]
         t = np.where(comp & ~decode, t * self.time_scale.get("prefill", 1.0), t)
         t = np.where(comp & decode, t * self.time_scale.get("decode", 1.0), t)
