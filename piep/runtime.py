@@ -6,12 +6,16 @@
         clocks.enter("decode");  ...decode...
 
 `PhaseClocks.enter` is cheap and never blocks on a failed set (failures are collected);
-the underlying `ClockRuntime` skips no-op changes and changes within the dwell time,
-verifies each set, and restores the default clocks on exit, exception and SIGINT/SIGTERM.
+with `background=True` it only queues the change and a worker thread makes the NVML
+calls (milliseconds each) off the serving loop's critical path. The underlying
+`ClockRuntime` skips no-op changes and changes within the dwell time, verifies each set,
+and restores the default clocks on exit, exception and SIGINT/SIGTERM.
 """
 
 from __future__ import annotations
 
+import queue
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -41,22 +45,56 @@ class PhaseClocks:
     """Hooks for a serving loop: `enter(phase)` at each phase boundary."""
 
     def __init__(self, plan: dict[str, Any], devices: list, *, rank: int = 0,
-                 dry_run: bool = True, state_dir: Path | None = None, **runtime_kw: Any):
+                 dry_run: bool = True, state_dir: Path | None = None,
+                 background: bool = False, **runtime_kw: Any):
         self.plan = plan
         self.rank = rank
         dwell = plan.get("constraints", {}).get("min_dwell_s", 0.1)
         runtime_kw.setdefault("min_dwell_s", dwell)
         self.runtime = ClockRuntime(devices, state_dir or default_state_dir(), dry_run=dry_run,
                                     **runtime_kw)
+        self.background = background
+        self._queue: queue.Queue = queue.Queue()
+        self._worker: threading.Thread | None = None
 
     def __enter__(self) -> "PhaseClocks":
         self.runtime.start()
+        if self.background:
+            self._worker = threading.Thread(target=self._run, name="piep-clocks", daemon=True)
+            self._worker.start()
         return self
 
     def __exit__(self, *exc) -> None:
-        self.runtime.stop()
+        try:
+            self.flush()
+        finally:
+            self.runtime.stop()
+
+    def _run(self) -> None:
+        while True:
+            phase = self._queue.get()
+            try:
+                if phase is None:
+                    return
+                self.runtime.apply(clock_for(self.plan, self.rank, phase), label=phase)
+            except Exception as exc:  # a failed set must not stop the serving loop
+                self.runtime.failures.append(f"{phase}: {exc}")
+            finally:
+                self._queue.task_done()
+
+    def flush(self) -> None:
+        """Wait until every queued change is made, and stop the worker."""
+        if self._worker is not None:
+            self._queue.put(None)
+            self._worker.join()
+            self._worker = None
 
     def enter(self, phase: str) -> bool:
+        """At a phase boundary: the plan's clock for `phase` (queued in the background
+        mode, where the return value is always True)."""
+        if self._worker is not None:
+            self._queue.put(phase)
+            return True
         return self.runtime.apply(clock_for(self.plan, self.rank, phase), label=phase)
 
     def summary(self) -> dict[str, Any]:

@@ -177,3 +177,26 @@ def test_validate_cli_on_fake_device(tmp_path, monkeypatch, capsys):
     doc = json.loads(capsys.readouterr().out)
     assert len(doc["sweep"]) >= 20 and out.is_file()
     assert doc["v_ratio"] == pytest.approx(0.8, abs=0.011)
+
+
+def test_phase_clocks_in_the_background_keep_order_and_restore(tmp_path, plans):
+    import time
+    from piep.runtime import PhaseClocks
+
+    class SlowDevice(FakeClockDevice):
+        def set_locked_clocks(self, lo, hi):
+            time.sleep(0.01)  # an NVML call takes milliseconds
+            super().set_locked_clocks(lo, hi)
+    dev = SlowDevice()
+    plan = plans[64]
+    with PhaseClocks(plan, [dev], dry_run=False, state_dir=tmp_path / "s", background=True,
+                     permission_check=lambda: True, min_dwell_s=0.0) as pc:
+        t0 = time.perf_counter()
+        for _ in range(3):
+            pc.enter("prefill")
+            pc.enter("decode")
+        assert time.perf_counter() - t0 < 0.01  # the loop never waited for NVML
+    sets = [c[2] for c in dev.calls if c[0] == "set"]
+    p, d = (plan["applied"]["phase_mhz"][k] for k in ("prefill", "decode"))
+    assert sets == [p, d] * 3
+    assert dev.calls[-1][0] == "reset" and dev.locked is None

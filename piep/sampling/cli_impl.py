@@ -106,7 +106,9 @@ def _phase_clocks(args, d: Dist):
     if not args.clock_dry_run:
         from piep.device.nvml import NvmlDevice
         devices = [NvmlDevice(index=d.local_rank)]
+    # real sets (milliseconds each) go to a worker thread, off the measured critical path
     return PhaseClocks(plan, devices, rank=d.rank, dry_run=args.clock_dry_run,
+                       background=not args.clock_dry_run,
                        state_dir=Path(args.clock_state_dir) if args.clock_state_dir else None)
 
 
