@@ -51,7 +51,7 @@ def _permission():
 
 def run(args) -> int:
     from piep.plan.runtime import ClockRuntime
-    from piep.runtime import PhaseClocks, default_state_dir, load_plan
+    from piep.runtime import default_state_dir, load_plan
     state_dir = Path(args.state_dir) if args.state_dir else default_state_dir()
     if args.recover:
         rt = ClockRuntime(clock_devices(args.gpus), state_dir, dry_run=args.dry_run,

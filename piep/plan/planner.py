@@ -24,7 +24,7 @@ import numpy as np
 from piep.artifacts import provenance
 from piep.layout import Deployment
 from piep.plan.freq import (FreqModel, LeafArrays, leaf_arrays, phase_totals, response)
-from piep.predict.engine import LeafUse, evaluate
+from piep.predict.engine import LeafUse, deployment_fields, evaluate
 
 PHASES = ("prefill", "decode")
 COMM_HEAVY_SHARE = 0.5  # a phase spending more than half its time in collectives
@@ -200,7 +200,6 @@ def make_plan(dep: Deployment, cost_model, fm: FreqModel, *, max_slowdown: float
     p = dep.parallel
     entries = [{"phase": ph, "sm_mhz": int(clocks[k]), "mem_mhz": None}
                for ph, k in zip(PHASES, (ip, idp))]
-    w = dep.workload
     used = np.bincount(choice_ideal, weights=lv.count * cv.t_call[np.arange(len(lv)),
                                                                     choice_ideal],
                        minlength=len(clocks))
@@ -208,11 +207,7 @@ def make_plan(dep: Deployment, cost_model, fm: FreqModel, *, max_slowdown: float
         "schema": "piep.clock_plan",
         "schema_version": 1,
         "label": "model-based (frequency model + predictor), not measured",
-        "model": dep.model.name,
-        "gpu": dep.gpu.name,
-        "layout": {"tp": p.tp, "pp": p.pp, "dp": p.dp, "gpus": p.world_size},
-        "workload": {"batch": w.batch, "prompt_len": w.prompt_len, "gen_len": w.gen_len,
-                     "mode": w.mode},
+        **deployment_fields(dep),
         "ranks": [{"rank": r, "entries": entries} for r in range(p.world_size)],
         "constraints": {"max_slowdown": max_slowdown, "min_dwell_s": dwell_s,
                         "granularity": "phase", "same_clock_in_tp_group": True,

@@ -171,11 +171,7 @@ def _document(dep, model, energy_j, time_s, energy, modules, phases, gpu_energy,
         "predictor": model.name,
         "boundary": "gpu_board",
         "engine": "piep reference runner",
-        "model": dep.model.name,
-        "gpu": dep.gpu.name,
-        "layout": {"tp": p.tp, "pp": p.pp, "dp": p.dp, "gpus": p.world_size},
-        "workload": {"batch": w.batch, "prompt_len": w.prompt_len, "gen_len": w.gen_len,
-                     "mode": w.mode},
+        **deployment_fields(dep),
         "energy_j": energy_j,
         "time_s": time_s,
         "prefill": phases["prefill"],
@@ -190,6 +186,15 @@ def _document(dep, model, energy_j, time_s, energy, modules, phases, gpu_energy,
         "flags": flags,
         "out_of_range_kinds": sorted(oor),
     }
+
+
+def deployment_fields(dep: Deployment) -> dict[str, Any]:
+    """model, gpu, layout and workload of a deployment, as every document states them."""
+    p, w = dep.parallel, dep.workload
+    return {"model": dep.model.name, "gpu": dep.gpu.name,
+            "layout": {"tp": p.tp, "pp": p.pp, "dp": p.dp, "gpus": p.world_size},
+            "workload": {"batch": w.batch, "prompt_len": w.prompt_len, "gen_len": w.gen_len,
+                         "mode": w.mode}}
 
 
 def add_serving(doc: dict[str, Any], dep: Deployment, request_rate: float,

@@ -66,6 +66,18 @@ def module_shapes(*, seed: int = 0, per_kind: int = 28, kinds: tuple[str, ...] |
     return [s for s in chosen if not modes or s["mode"] in modes]
 
 
+def _gpu_meter():
+    """(device, NVML handle, tick meter, idle power with a context) of the visible GPU 0."""
+    from piep.device.energy import TickMeter
+    from piep.device.nvml import NvmlDevice
+    device = torch.device("cuda", 0)
+    torch.cuda.set_device(device)
+    nvml = NvmlDevice(uuid=str(torch.cuda.get_device_properties(device).uuid))
+    meter = TickMeter(nvml)
+    torch.zeros(1, device=device)
+    return device, nvml, meter, meter.idle_power_w(1.0)
+
+
 def _key(s: dict[str, Any]) -> str:
     return repr(sorted((k, v) for k, v in s.items() if k not in ("repeat",)))
 
@@ -73,15 +85,8 @@ def _key(s: dict[str, Any]) -> str:
 def run_modules(out: Path, *, budget_s: float, shard: tuple[int, int], repeat_every: int = 10,
                 min_window_s: float = 0.3, kinds: tuple[str, ...] | None = None,
                 modes: tuple[str, ...] | None = None) -> int:
-    from piep.device.energy import TickMeter
-    from piep.device.nvml import NvmlDevice
     from piep.sampling.modules import sample_shape
-    device = torch.device("cuda", 0)
-    torch.cuda.set_device(device)
-    nvml = NvmlDevice(uuid=str(torch.cuda.get_device_properties(device).uuid))
-    meter = TickMeter(nvml)
-    torch.zeros(1, device=device)
-    idle_w = meter.idle_power_w(1.0)
+    device, nvml, meter, idle_w = _gpu_meter()
     done = {_key({k: v for k, v in r.items() if k in r.get("shape_fields", [])})
             for r in read_jsonl(out)}
     shapes = [s for i, s in enumerate(module_shapes(kinds=kinds, modes=modes))
@@ -432,15 +437,8 @@ def run_repeat(out: Path, *, shard: tuple[int, int], min_window_s: float,
                budget_s: float, captures: int = 1, tiny_only: bool = False) -> int:
     """Measure every repeat-check shape in two passes (all shapes, then all again), so a
     repeat is minutes apart, not back to back."""
-    from piep.device.energy import TickMeter
-    from piep.device.nvml import NvmlDevice
     from piep.sampling.modules import sample_shape
-    device = torch.device("cuda", 0)
-    torch.cuda.set_device(device)
-    nvml = NvmlDevice(uuid=str(torch.cuda.get_device_properties(device).uuid))
-    meter = TickMeter(nvml)
-    torch.zeros(1, device=device)
-    idle_w = meter.idle_power_w(1.0)
+    device, nvml, meter, idle_w = _gpu_meter()
     shapes = repeat_shapes()
     if tiny_only:  # the shapes whose calls were shorter than TINY_KERNEL_S
         from piep.sampling.modules import TINY_KERNEL_S
