@@ -113,7 +113,8 @@ def test_comm_heavy_phase_keeps_max_clock(fm):
 def test_plan_cli_writes_a_plan_and_apply_simulates_it(tmp_path, capsys):
     out = tmp_path / "plan.json"
     assert main(["plan", "--model", "llama-2-7b", "--batch", "64", "--out", str(out),
-                 "--json"]) == 0
+                 "--plot", str(tmp_path / "plan.png"), "--json"]) == 0
+    assert (tmp_path / "plan.png").stat().st_size > 10_000
     plan = json.loads(out.read_text())
     assert plan["schema"] == "piep.clock_plan" and len(plan["ranks"]) == 1
     assert json.loads(capsys.readouterr().out)["applied"] == plan["applied"]

@@ -29,6 +29,9 @@ def configure(parser) -> None:
                         help="plan under this board power limit (default: the GPU's)")
     parser.add_argument("--out", metavar="PLAN.json", help="write the plan file here")
     parser.add_argument("--predictor", choices=("auto", "learned", "roofline"), default="auto")
+    parser.add_argument("--plot", metavar="FILE.png",
+                        help="energy and time of each phase locked at every SM clock, with "
+                             "the plan's clocks marked")
     parser.add_argument("--validate", action="store_true",
                         help="sweep SM clocks on this machine's GPUs (needs root), measure "
                              "reference kernels and refit the frequency model")
@@ -63,6 +66,9 @@ def run(args) -> int:
                      dwell_s=args.dwell_ms / 1e3, power_limit_w=args.power_limit)
     if args.out:
         write_text(args.out, json.dumps(plan, indent=2) + "\n")
+    if args.plot:
+        plot_plan(dep, plan, args)
+        plan = {**plan, "plot": args.plot}
     emit(args, plan, lambda p: summary(p, args.out))
     return 0
 
@@ -91,3 +97,33 @@ def summary(plan, out=None) -> str:
     if out:
         lines.append(f"wrote {out}")
     return "\n".join(lines)
+
+
+def plot_plan(dep, plan, args) -> None:
+    """Per phase: energy and time with the whole phase locked at each clock, relative to
+    the default boost behaviour; the applied plan's clock marked."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from piep import api
+    from piep.plan.freq import load_freq_model
+    from piep.plan.planner import PHASES, phase_curves, price
+    lv = price(dep, api.cost_model(dep.gpu.name, args.predictor)).leaves
+    cv = phase_curves(load_freq_model(dep.gpu.name), lv, args.power_limit)
+    fig, axes = plt.subplots(1, 2, figsize=(10, 4))
+    for ax, ph, name in zip(axes, (0, 1), PHASES):
+        ax.plot(cv.clocks, cv.energy_j[ph] / cv.energy_j[ph, -1], label="energy")
+        ax.plot(cv.clocks, cv.time_s[ph] / cv.time_s[ph, -1], "--", label="time")
+        ax.axvline(plan["applied"]["phase_mhz"][name], color="k", lw=0.8,
+                   label=f"plan: {plan['applied']['phase_mhz'][name]} MHz")
+        ax.axhline(1.0, color="grey", lw=0.5)
+        ax.set_ylim(0.4, 2.0)
+        ax.set_xlabel("SM clock (MHz)")
+        ax.set_ylabel("relative to default boost")
+        ax.set_title(f"{plan['model']} {name} (model-based)")
+        ax.legend(fontsize=8)
+    fig.tight_layout()
+    from pathlib import Path
+    Path(args.plot).parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(args.plot, dpi=110)
