@@ -127,6 +127,11 @@ How they were made (device logs in `logs/`, scripts in `../device/`):
   with an empty output so it re-measured some points) -> `raw/e2e_2gpu_b.jsonl`; the
   1-GPU re-run `raw/e2e_1gpu_s2_repeat.jsonl` likewise re-measured 7 points in another
   process; `bash calibration/h200/device/run2.sh` added `raw/e2e_2gpu_c.jsonl`.
+* Session 2: `bash calibration/h200/device/run6.sh` (the last 3 pending 1-GPU points ->
+  `raw/e2e_1gpu_s3.jsonl`, 19 2-GPU points -> `raw/e2e_2gpu_d.jsonl`) and `run7.sh` (21
+  more 2-GPU points -> `raw/e2e_2gpu_e.jsonl`); both resume the design with the
+  already-measured records as skip markers and commit only the new lines. 17 2-GPU design
+  points remain unmeasured.
 * `design.jsonl` is `python -m piep.sampling.design` (Latin-hypercube over log batch 1-64,
   prompt 128-2048, gen 32-512 per model x layout x mode, kept where the memory fit
   leaves 15 % and the roofline says the run lasts < 3 s, so that the budget covers many
