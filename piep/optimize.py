@@ -100,7 +100,7 @@ def offline(model: str, objective: Objective, *, gpu: str = "h200", tp: int = 1,
     whole run (None = default boost)."""
     from piep import api
     from piep.plan.freq import load_freq_model
-    from piep.plan.planner import peak_phase_power_w, phase_curves, price
+    from piep.plan.planner import peak_phase_power_w, phase_curves, price, under_limit
     fm = load_freq_model(gpu)
     cm = api.cost_model(gpu, predictor)
     limits = sorted(set(power_limits or DEFAULT_POWER_LIMITS), reverse=True)
@@ -119,10 +119,10 @@ def offline(model: str, objective: Objective, *, gpu: str = "h200", tp: int = 1,
             skipped.append(f"batch {b}: {exc}")
             continue
         lv = price(dep, cm).leaves
-        peak = None
+        default = phase_curves(fm, lv)
+        peak = peak_phase_power_w(default, lv)
         for limit in limits:
-            cv = phase_curves(fm, lv, limit)
-            peak = peak if peak is not None else peak_phase_power_w(cv, lv)
+            cv = under_limit(default, lv, fm, limit)
             binds = peak > limit
             if limit < fm.power_limit_w and not binds:
                 notes.append(f"batch {b}: a {limit:.0f} W limit cannot bind (predicted peak "

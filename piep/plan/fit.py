@@ -157,7 +157,7 @@ def refit_from_sweep(fm: FreqModel, sweep: list[dict[str, Any]]) -> FreqModel:
         for kind, rows in by_kind.items():
             rows = sorted(rows, key=lambda r: r["sm_mhz"])
             ref = rows[-1]
-            lv = _single_leaf(kind, ref)
+            lv = single_leaf(kind, ref)
             f = np.array([[r["sm_mhz"] for r in rows]], float)
             t, e = _at(model, lv, np.array([[ref["sm_mhz"]]], float), f)
             for k, r in enumerate(rows):
@@ -177,7 +177,9 @@ def refit_from_sweep(fm: FreqModel, sweep: list[dict[str, Any]]) -> FreqModel:
     return FreqModel(fm.gpu, fm.f_max, fm.f_min, fm.step_mhz, fm.power_limit_w, params)
 
 
-def _single_leaf(kind: str, ref: dict[str, Any]) -> LeafArrays:
+def single_leaf(kind: str, ref: dict[str, Any]) -> LeafArrays:
+    """One reference kernel (compute- or memory-bound) measured at `ref` (time_s,
+    energy_j, bytes) as a one-row leaf table."""
     one = np.ones(1)
     rc, rm = (1.0, 0.1) if kind == "compute" else (0.02, 1.0)
     return LeafArrays(np.zeros(1, int), np.zeros(1, int), one, one,

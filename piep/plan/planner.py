@@ -56,9 +56,8 @@ class Curves:
 
 
 def phase_curves(fm: FreqModel, lv: LeafArrays, power_limit_w: float | None = None) -> Curves:
-    """Phase totals with the whole phase locked at each clock. A power limit below the
-    default acts on the phase's mean board power (the firmware averages over far longer
-    than a kernel): the phase runs at the highest clock whose mean power fits."""
+    """Phase totals with the whole phase locked at each clock, under `power_limit_w`
+    (see `under_limit`)."""
     clocks = fm.clocks()
     t_call, e_call = response(fm, lv, clocks)
     times = np.zeros((2, len(clocks)))
@@ -66,15 +65,26 @@ def phase_curves(fm: FreqModel, lv: LeafArrays, power_limit_w: float | None = No
     for j in range(len(clocks)):
         tot = phase_totals(fm, lv, t_call, e_call, np.full(len(lv), j))
         times[:, j], energies[:, j] = tot.time_s, tot.energy_j
-    if power_limit_w is not None and power_limit_w < fm.power_limit_w:
-        gpus = lv.tp * lv.dp * lv.pp
-        mean_w = energies / np.maximum(times, 1e-15) / gpus
-        for ph in (0, 1):
-            fits = np.flatnonzero(mean_w[ph] <= power_limit_w * (1 + 1e-9))
-            cap = int(fits.max()) if fits.size else 0
-            idx = np.minimum(np.arange(len(clocks)), cap)
-            times[ph], energies[ph] = times[ph, idx], energies[ph, idx]
-    return Curves(clocks, times, energies, t_call, e_call)
+    return under_limit(Curves(clocks, times, energies, t_call, e_call), lv, fm, power_limit_w)
+
+
+def under_limit(cv: Curves, lv: LeafArrays, fm: FreqModel,
+                power_limit_w: float | None) -> Curves:
+    """The curves under a power limit. A limit below the default acts on the phase's mean
+    board power (the firmware averages over far longer than a kernel): the phase runs at
+    the highest clock whose mean power fits. Limits at or above the default change
+    nothing (the per-kernel default limit is already in `response`)."""
+    if power_limit_w is None or power_limit_w >= fm.power_limit_w:
+        return cv
+    times, energies = cv.time_s.copy(), cv.energy_j.copy()
+    gpus = lv.tp * lv.dp * lv.pp
+    mean_w = energies / np.maximum(times, 1e-15) / gpus
+    for ph in (0, 1):
+        fits = np.flatnonzero(mean_w[ph] <= power_limit_w * (1 + 1e-9))
+        cap = int(fits.max()) if fits.size else 0
+        idx = np.minimum(np.arange(len(cv.clocks)), cap)
+        times[ph], energies[ph] = times[ph, idx], energies[ph, idx]
+    return Curves(cv.clocks, times, energies, cv.t_call, cv.e_call)
 
 
 def peak_phase_power_w(cv: Curves, lv: LeafArrays) -> float:
@@ -162,15 +172,11 @@ def _outcome(fm: FreqModel, lv: LeafArrays, choice: np.ndarray, cv: Curves) -> t
     return (1 - got.total_energy / base.total_energy, got.total_time / base.total_time - 1)
 
 
-def _band(fm: FreqModel, lv: LeafArrays, clock_choice: np.ndarray, power_limit_w):
-    """Saving and slowdown of a per-leaf clock choice (in MHz) under every corner model."""
-    savings, slows = [], []
-    for corner in fm.corners():
-        cv = phase_curves(corner, lv, power_limit_w)
-        idx = np.searchsorted(cv.clocks, clock_choice)
-        s, d = _outcome(corner, lv, idx, cv)
-        savings.append(s)
-        slows.append(d)
+def _band(models: list[FreqModel], curves: list[Curves], lv: LeafArrays, choice: np.ndarray):
+    """Saving and slowdown of a per-leaf clock choice (indices into the shared clock grid)
+    under every corner model."""
+    outcomes = [_outcome(m, lv, choice, cv) for m, cv in zip(models, curves)]
+    savings, slows = [o[0] for o in outcomes], [o[1] for o in outcomes]
     return [min(savings), max(savings)], [min(slows), max(slows)]
 
 
@@ -179,7 +185,8 @@ def make_plan(dep: Deployment, cost_model, fm: FreqModel, *, max_slowdown: float
     priced = price(dep, cost_model)
     lv = priced.leaves
     cv = phase_curves(fm, lv, power_limit_w)
-    corners = [phase_curves(c, lv, power_limit_w) for c in fm.corners()]
+    corner_models = fm.corners()
+    corners = [phase_curves(c, lv, power_limit_w) for c in corner_models]
     # slowest corner, relative to each corner's own default, applied to the central model
     worst_rel = np.max([c.time_s / c.time_s[:, -1:] for c in corners], axis=0)
     worst_time = worst_rel * cv.time_s[:, -1:]
@@ -192,8 +199,8 @@ def make_plan(dep: Deployment, cost_model, fm: FreqModel, *, max_slowdown: float
     clocks = cv.clocks
     a_s, a_d = _outcome(fm, lv, choice_applied, cv)
     i_s, i_d = _outcome(fm, lv, choice_ideal, cv)
-    a_band = _band(fm, lv, clocks[choice_applied], power_limit_w)
-    i_band = _band(fm, lv, clocks[choice_ideal], power_limit_w)
+    a_band = _band(corner_models, corners, lv, choice_applied)
+    i_band = _band(corner_models, corners, lv, choice_ideal)
     top = len(clocks) - 1
     base_e = float(cv.energy_j[:, top].sum())
     base_t = float(cv.time_s[:, top].sum())

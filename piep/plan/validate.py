@@ -13,8 +13,8 @@ from typing import Any, Callable
 import numpy as np
 
 from piep.errors import ConfigError
-from piep.plan.fit import refit_from_sweep
-from piep.plan.freq import FreqModel, LeafArrays, _at, freq_model_path, load_freq_model
+from piep.plan.fit import refit_from_sweep, single_leaf
+from piep.plan.freq import FreqModel, _at, freq_model_path, load_freq_model
 
 KINDS = ("compute", "memory")
 # reference kernels: 8192^3 bf16 GEMM; 1 GiB device copy (read + write)
@@ -45,12 +45,9 @@ class ModelKernels:
 
     def __call__(self, kind: str) -> tuple[float, float]:
         f = float(self.device.sm_clock_mhz())
-        ref = {"compute": (1.0e-3, 690.0), "memory": (0.5e-3, 460.0)}[kind]
-        rc, rm = (1.0, 0.1) if kind == "compute" else (0.02, 1.0)
-        lv = LeafArrays(np.zeros(1, int), np.zeros(1, int), np.ones(1), np.ones(1),
-                        np.array([ref[0]]), np.array([ref[1]]), np.zeros(1), np.zeros(1),
-                        np.array([rc]), np.array([rm]),
-                        np.array([COPY_BYTES if kind == "memory" else 0.0]), np.zeros(1, bool))
+        t0, p0 = {"compute": (1.0e-3, 690.0), "memory": (0.5e-3, 460.0)}[kind]
+        lv = single_leaf(kind, {"time_s": t0, "energy_j": t0 * p0,
+                                "bytes": COPY_BYTES if kind == "memory" else 0.0})
         t, e = _at(self.truth, lv, np.array([[self.truth.f_max]]), np.array([[f]]))
         return float(t[0, 0]), float(e[0, 0])
 

@@ -185,6 +185,29 @@ class CommModel:
                                                         "eager" if e else "graph")
         return out
 
+    def waits_for(self, kind, decode, mode_eager, size) -> np.ndarray:
+        """wait_s over arrays: AllReduce only, by phase and run mode."""
+        out = np.zeros(len(size))
+        for d in (False, True):
+            for m in (False, True):
+                sel = (kind == "allreduce") & (decode == d) & (mode_eager == m)
+                if sel.any():
+                    out[sel] = self.wait_arrays("decode" if d else "prefill",
+                                                "eager" if m else "graph", size[sel])
+        return out
+
+    def powers_for(self, kind, eager, size, default: float) -> np.ndarray:
+        """power_w over arrays (kind: object array; eager: bool array); `default` where
+        a collective was not sampled."""
+        out = np.full(len(size), default)
+        for k in set(kind):
+            for e in (False, True):
+                sel = (kind == k) & (eager == e)
+                mode = "eager" if e else "graph"
+                if sel.any() and (self.power.get((k, mode)) or self.power.get((k, "eager"))):
+                    out[sel] = self.power_arrays(k, size[sel], mode)
+        return out
+
     def wait_arrays(self, phase: str, mode: str, size: np.ndarray) -> np.ndarray:
         key = (phase, mode if phase == "decode" else "eager")
         if key not in self.waits:
@@ -348,24 +371,9 @@ class LearnedModel:
             t[cm] = tc
             g_c = r["launches"][cm] * np.where(eager[cm], host[cm], self.gap_graph_s)
             gap[cm] = np.where(eager[cm], np.maximum(0.0, g_c - tc), g_c)
-            wc, pc = np.zeros(cm.sum()), np.full(cm.sum(), self.comm_w)
-            sizes, dec, me, ea = r["comm_bytes"][cm], decode[cm], mode_eager[cm], eager[cm]
-            for k in set(kinds):
-                for d_ in (False, True):
-                    for m_ in (False, True):
-                        sel = (kinds == k) & (dec == d_) & (me == m_)
-                        if not sel.any():
-                            continue
-                        if k == "allreduce":
-                            wc[sel] = self.comm.wait_arrays("decode" if d_ else "prefill",
-                                                            "eager" if m_ else "graph",
-                                                            sizes[sel])
-                for e_ in (False, True):
-                    sel = (kinds == k) & (ea == e_)
-                    mode_c = "eager" if e_ else "graph"
-                    if sel.any() and (self.comm.power.get((k, mode_c))
-                                      or self.comm.power.get((k, "eager"))):
-                        pc[sel] = self.comm.power_arrays(k, sizes[sel], mode_c)
+            sizes = r["comm_bytes"][cm]
+            wc = self.comm.waits_for(kinds, decode[cm], mode_eager[cm], sizes)
+            pc = self.comm.powers_for(kinds, eager[cm], sizes, self.comm_w)
             wait[cm], power[cm] = wc, pc
             oor[cm] = False
         return t, power, gap, wait, oor

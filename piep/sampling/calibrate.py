@@ -423,14 +423,18 @@ def _time_calls(op, n: int, d, cuda: bool = True) -> float:
     return s.elapsed_time(e) / 1000 / n
 
 
-def repeat_shapes(gpu: str = "h200") -> list[dict[str, Any]]:
-    """The shapes the committed module data measured twice (the repeat check's set)."""
+def repeat_shapes(gpu: str = "h200", *, under_s: float | None = None) -> list[dict[str, Any]]:
+    """The shapes the first campaign measured twice (the repeat check's set); with
+    `under_s`, only those of which some measured pair ran shorter calls than that."""
     from piep.predict.dataset import load_calibration, module_repeat_pairs
-    out = []
-    for a, _ in module_repeat_pairs(load_calibration(gpu).modules):
-        if a.get("op_version", 1) == 1 and not a.get("check"):  # the first campaign's pairs
-            out.append({k: a[k] for k in a["shape_fields"]})
-    return out
+
+    def key(r):
+        return repr(sorted((k, r[k]) for k in r["shape_fields"]))
+    pairs = module_repeat_pairs(load_calibration(gpu).modules)
+    short = {key(a) for a, _ in pairs if under_s is not None and a["time_s"] < under_s}
+    return [{k: a[k] for k in a["shape_fields"]} for a, _ in pairs
+            if a.get("op_version", 1) == 1 and not a.get("check")  # the first campaign
+            and (under_s is None or key(a) in short)]
 
 
 def run_repeat(out: Path, *, shard: tuple[int, int], min_window_s: float,
@@ -439,14 +443,8 @@ def run_repeat(out: Path, *, shard: tuple[int, int], min_window_s: float,
     repeat is minutes apart, not back to back."""
     from piep.sampling.modules import sample_shape
     device, nvml, meter, idle_w = _gpu_meter()
-    shapes = repeat_shapes()
-    if tiny_only:  # the shapes whose calls were shorter than TINY_KERNEL_S
-        from piep.sampling.modules import TINY_KERNEL_S
-        from piep.predict.dataset import load_calibration, module_repeat_pairs
-        tiny = {repr(sorted((k, a[k]) for k in a["shape_fields"]))
-                for a, _ in module_repeat_pairs(load_calibration().modules)
-                if a["time_s"] < TINY_KERNEL_S}
-        shapes = [s for s in shapes if repr(sorted(s.items())) in tiny]
+    from piep.sampling.modules import TINY_KERNEL_S
+    shapes = repeat_shapes(under_s=TINY_KERNEL_S if tiny_only else None)
     shapes = [s for i, s in enumerate(shapes) if i % shard[1] == shard[0]]
     start, n = time.monotonic(), 0
     for rep in (0, 1):
