@@ -80,6 +80,18 @@ SYNTHETIC = [
      "intermediate_size": 16384, "vocab_size": 65536},
     {"hidden_size": 8192, "num_attention_heads": 64, "num_key_value_heads": 64,
      "intermediate_size": 30000, "vocab_size": 100000},
+    # session 3: hidden sizes of no shipped model, FFN sizes of low alignment (GEMM
+    # kernels change with the trailing zero bits of K and N)
+    {"hidden_size": 4608, "num_attention_heads": 36, "num_key_value_heads": 4,
+     "intermediate_size": 12300, "vocab_size": 64000},
+    {"hidden_size": 1792, "num_attention_heads": 14, "num_key_value_heads": 2,
+     "intermediate_size": 4850, "vocab_size": 32000},
+    {"hidden_size": 3328, "num_attention_heads": 26, "num_key_value_heads": 2,
+     "intermediate_size": 9000, "vocab_size": 32000},
+    {"hidden_size": 7168, "num_attention_heads": 56, "num_key_value_heads": 8,
+     "intermediate_size": 19000, "vocab_size": 64000},
+    {"hidden_size": 2304, "num_attention_heads": 18, "num_key_value_heads": 6,
+     "intermediate_size": 6150, "vocab_size": 32000},
 ]
 
 

@@ -27,6 +27,10 @@ def configure(parser) -> None:
                         help="repeat: median of N fresh builds for calls under 20 us")
     parser.add_argument("--tiny-only", action="store_true",
                         help="repeat: only the shapes whose calls were under 20 us")
+    parser.add_argument("--seed", type=int, default=0,
+                        help="modules: which random draw of shapes (default 0)")
+    parser.add_argument("--per-kind", type=int, default=28,
+                        help="modules: shapes per (kind, phase) (default 28; attention 2x)")
     parser.add_argument("--repeat-every", type=int, default=10,
                         help="modules: measure every N-th shape twice (default 10)")
 

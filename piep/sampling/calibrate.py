@@ -84,12 +84,14 @@ def _key(s: dict[str, Any]) -> str:
 
 def run_modules(out: Path, *, budget_s: float, shard: tuple[int, int], repeat_every: int = 10,
                 min_window_s: float = 0.3, kinds: tuple[str, ...] | None = None,
-                modes: tuple[str, ...] | None = None) -> int:
+                modes: tuple[str, ...] | None = None, seed: int = 0,
+                per_kind: int = 28) -> int:
     from piep.sampling.modules import sample_shape
     device, nvml, meter, idle_w = _gpu_meter()
     done = {_key({k: v for k, v in r.items() if k in r.get("shape_fields", [])})
             for r in read_jsonl(out)}
-    shapes = [s for i, s in enumerate(module_shapes(kinds=kinds, modes=modes))
+    shapes = [s for i, s in enumerate(module_shapes(kinds=kinds, modes=modes, seed=seed,
+                                                    per_kind=per_kind))
               if i % shard[1] == shard[0]]
     start = time.monotonic()
     n = 0
@@ -297,8 +299,9 @@ def fit_all(samples: Path, out: Path) -> list[dict[str, Any]]:
     return fits
 
 
-COLLECTIVE_SIZES = (8 * 2 ** 10, 64 * 2 ** 10, 512 * 2 ** 10, 4 * 2 ** 20, 32 * 2 ** 20,
-                    256 * 2 ** 20)
+# 4 KiB .. 1 GiB, 2x apart (session 2 measured 8 KiB .. 256 MiB 8x apart: interpolation
+# between points that far apart missed by 33-48 %)
+COLLECTIVE_SIZES = tuple(2 ** k for k in range(12, 31))
 
 
 def run_collectives(out: Path, *, sizes=COLLECTIVE_SIZES, modes=("graph", "eager"),
@@ -469,7 +472,8 @@ def main(args) -> dict[str, Any] | None:
         return {"samples": run_modules(Path(args.out), budget_s=args.budget_s, shard=(i, n),
                                        kinds=kinds, min_window_s=args.min_window_s,
                                        modes=tuple(args.modes) if args.modes else None,
-                                       repeat_every=args.repeat_every)}
+                                       repeat_every=args.repeat_every, seed=args.seed,
+                                       per_kind=args.per_kind)}
     if args.what == "repeat":
         return {"samples": run_repeat(Path(args.out), shard=(i, n),
                                       min_window_s=args.min_window_s, budget_s=args.budget_s,
