@@ -18,9 +18,12 @@ def configure(parser) -> None:
     parser.add_argument("--budget-s", type=float, default=float("inf"))
     parser.add_argument("--shard", default="0/1", metavar="I/N")
     parser.add_argument("--models", nargs="+", default=["llama-2-7b", "llama-3-8b"])
-    parser.add_argument("--kinds", nargs="+", help="modules: only these node kinds")
+    parser.add_argument("--kinds", nargs="+", help="modules: only these node kinds; "
+                        "collectives: only these of allreduce, allgather, p2p")
+    parser.add_argument("--reduce-op", choices=("sum", "avg"), default="sum",
+                        help="collectives: AllReduce op (default sum, as the runner)")
     parser.add_argument("--modes", nargs="+", choices=("graph", "eager"),
-                        help="modules: only shapes of these modes")
+                        help="modules, collectives: only these modes")
     parser.add_argument("--min-window-s", type=float, default=0.3,
                         help="shortest energy window per point (default 0.3)")
     parser.add_argument("--captures", type=int, default=1,

@@ -304,12 +304,22 @@ def fit_all(samples: Path, out: Path) -> list[dict[str, Any]]:
 COLLECTIVE_SIZES = tuple(2 ** k for k in range(12, 31))
 
 
+COLLECTIVE_KINDS = ("allreduce", "allgather", "p2p")
+
+
 def run_collectives(out: Path, *, sizes=COLLECTIVE_SIZES, modes=("graph", "eager"),
-                    min_window_s: float = 0.5, fake=None) -> None:
+                    min_window_s: float = 0.5, fake=None, kinds=COLLECTIVE_KINDS,
+                    reduce_op: str = "sum") -> None:
     """Each collective in isolation on every GPU of the group: time per call from CUDA
     events, energy per call and GPU from a tick-aligned window of back-to-back calls (a
     CUDA graph of many calls, or an eager loop). Rank 0 writes one row per point with
-    every rank's energy. On CPU (gloo; tests) only eager mode runs, energy from `fake`."""
+    every rank's energy. On CPU (gloo; tests) only eager mode runs, energy from `fake`.
+
+    AllReduce runs the runner's SUM by default; every call then multiplies the buffer by
+    the group size, so each buffer is scaled back by a power of two after at most 32 uses
+    and at the end of a captured graph (one small kernel per buffer and 32 calls, under
+    1 % of the time per call). `reduce_op="avg"` is session 2's AVG, which NCCL runs as a
+    pre-multiplied sum: up to 2x slower than SUM for small buffers."""
     import torch.distributed as dist
 
     from piep.sampling.runner import Dist, RankMeter
@@ -325,19 +335,32 @@ def run_collectives(out: Path, *, sizes=COLLECTIVE_SIZES, modes=("graph", "eager
     meter = RankMeter(device, fake=fake)
     idle_w = meter.idle(1.0) or 0.0
     world = d.world
-    avg = dist.ReduceOp.AVG if cuda else dist.ReduceOp.SUM
-    for kind in ("allreduce", "allgather", "p2p"):
+    red = dist.ReduceOp.AVG if reduce_op == "avg" and cuda else dist.ReduceOp.SUM
+    rescale = reduce_op == "sum"
+    for kind in kinds:
         for size in sizes:
             n_el = size // 2
             n_rot = max(1, min(8, -(-4 * 60 * 2 ** 20 // size)))
             bufs = [torch.randn(n_el, device=device).to(dtype) for _ in range(n_rot)]
             outs = [[torch.empty_like(b) for _ in range(world)] for b in bufs] \
                 if kind == "allgather" else None
+            uses = [0] * n_rot
 
-            def op(i, kind=kind, bufs=bufs, outs=outs):
+            def settle(bufs=bufs, uses=uses):  # back to the buffers' first magnitude
+                for j, b in enumerate(bufs):
+                    if uses[j]:
+                        b.mul_(float(world) ** -uses[j])
+                        uses[j] = 0
+
+            def op(i, kind=kind, bufs=bufs, outs=outs, uses=uses):
                 x = bufs[i % n_rot]
-                if kind == "allreduce":  # AVG keeps values finite over thousands of calls
-                    dist.all_reduce(x, op=avg)
+                if kind == "allreduce":
+                    dist.all_reduce(x, op=red)
+                    if rescale:
+                        uses[i % n_rot] += 1
+                        if uses[i % n_rot] >= 32:
+                            x.mul_(float(world) ** -32)
+                            uses[i % n_rot] = 0
                 elif kind == "allgather":  # as the runner gathers logits
                     dist.all_gather(outs[i % n_rot], x)
                 elif d.rank == 0:  # as the runner passes activations between stages
@@ -360,6 +383,8 @@ def run_collectives(out: Path, *, sizes=COLLECTIVE_SIZES, modes=("graph", "eager
                     with torch.cuda.graph(g):
                         for i in range(calls):
                             op(i)
+                        if kind == "allreduce" and rescale:
+                            settle()
                     replay = g.replay
                 else:
                     def replay(calls=calls, op=op):
@@ -386,7 +411,8 @@ def run_collectives(out: Path, *, sizes=COLLECTIVE_SIZES, modes=("graph", "eager
                     append_jsonl(out, {
                         "schema": "piep.collective_sample", "schema_version": 1,
                         "kind": kind, "size_bytes": size, "group_size": world, "mode": mode,
-                        "time_s": per_call, "calls": n,
+                        "time_s": per_call,
+                        "reduce_op": reduce_op if kind == "allreduce" else None, "calls": n,
                         "energy_j_per_gpu": [r["energy_j"] for r in ranks],
                         "power_w_per_gpu": [r["power_w"] for r in ranks],
                         "window_time_s_per_call": ranks[0]["window_time_s_per_call"],
@@ -479,7 +505,13 @@ def main(args) -> dict[str, Any] | None:
                                       min_window_s=args.min_window_s, budget_s=args.budget_s,
                                       captures=args.captures, tiny_only=args.tiny_only)}
     if args.what == "collectives":
-        run_collectives(Path(args.out), min_window_s=args.min_window_s)
+        kinds = tuple(args.kinds) if args.kinds else COLLECTIVE_KINDS
+        bad = set(kinds) - set(COLLECTIVE_KINDS)
+        if bad:
+            raise PiepError(f"collectives: unknown kind {sorted(bad)[0]!r}; use one of "
+                            f"{', '.join(COLLECTIVE_KINDS)}")
+        run_collectives(Path(args.out), min_window_s=args.min_window_s, kinds=kinds,
+                        reduce_op=args.reduce_op, modes=tuple(args.modes or ("graph", "eager")))
         return {"out": args.out}
     if args.what == "waits":
         run_waits(Path(args.out), models=args.models, workloads=[
