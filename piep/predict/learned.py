@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import logging
 import math
+import statistics
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
@@ -96,6 +97,13 @@ def model_group(kind: str) -> str:
     return "norm" if kind in ("rmsnorm", "final_norm") else kind
 
 
+def _call_power_w(row: dict[str, Any]) -> float:
+    """Board power that prices one call: energy per call over its event-timed duration.
+    Long prefill GEMMs slow down ~14 % inside the energy window (sustained power lowers the
+    clock), so the window's mean power x the event time would miss that energy."""
+    return row["energy_j"] / max(row["time_s"], 1e-9)
+
+
 def fit_module_models(samples: list[dict[str, Any]], gpu: GPU) -> dict[str, KindModel]:
     by_kind: dict[str, list] = {}
     for row in samples:
@@ -104,7 +112,7 @@ def fit_module_models(samples: list[dict[str, Any]], gpu: GPU) -> dict[str, Kind
         leaf = sample_leaf(row)
         f = leaf_features(leaf, gpu, row["mode"])
         ratio = math.log(max(row["time_s"], 1e-9) / _features.base_time_s(leaf, gpu))
-        by_kind.setdefault(model_group(row["kind"]), []).append((f, ratio, row["power_w"]))
+        by_kind.setdefault(model_group(row["kind"]), []).append((f, ratio, _call_power_w(row)))
     models = {}
     for kind, rows in sorted(by_kind.items()):
         x = np.asarray([r[0] for r in rows])
@@ -138,12 +146,20 @@ class CommModel:
             share = f["fit"]["n"] / max(f["fit"]["n_total"], 1)
             waits.setdefault((f["phase"], f["mode"]), []).append(
                 (math.log2(f["size_bytes"]), expected_wait_s(f["fit"]) * share))
-        power: dict[tuple[str, str], list[tuple[float, float]]] = {}
+        # collectives sampled in isolation replace the probe's times where they exist, and
+        # price a call at its own energy: power = energy per call and GPU / time per call
+        iso: dict[tuple[str, str, int], list[dict[str, Any]]] = {}
         for row in samples:
-            watts = [w for w in row.get("power_w_per_gpu", []) if w is not None]
-            if watts:
-                power.setdefault((row["kind"], row["mode"]), []).append(
-                    (math.log2(row["size_bytes"]), sum(watts) / len(watts)))
+            if all(e is not None for e in row.get("energy_j_per_gpu", [None])):
+                iso.setdefault((row["kind"], row["mode"], row["size_bytes"]), []).append(row)
+        iso_time: dict[tuple[str, str], list[tuple[float, float]]] = {}
+        power: dict[tuple[str, str], list[tuple[float, float]]] = {}
+        for (kind, mode, size), rows in iso.items():  # campaigns merged by their median
+            t = statistics.median(r["time_s"] for r in rows)
+            e = statistics.median(statistics.mean(r["energy_j_per_gpu"]) for r in rows)
+            iso_time.setdefault((kind, mode), []).append((math.log2(size), math.log2(t)))
+            power.setdefault((kind, mode), []).append((math.log2(size), e / t))
+        table.update(iso_time)
         pack = lambda d: {k: ([p[0] for p in sorted(v)], [p[1] for p in sorted(v)])  # noqa: E731
                           for k, v in d.items()}
         return cls(pack(table), pack(waits), pack(power))

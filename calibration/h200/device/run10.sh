@@ -10,7 +10,7 @@ export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVL
 L="$OUT/run10.log"
 for p in 1 2; do
   echo "== allreduce sum pass $p $(date +%T)" >> "$L"
-  timeout 200 torchrun --standalone --nproc-per-node 2 -m piep calibrate collectives \
+  timeout 170 torchrun --standalone --nproc-per-node 2 -m piep calibrate collectives \
       --kinds allreduce --reduce-op sum --out "$OUT/collectives_sum_p$p.jsonl" \
       --min-window-s 0.3 >> "$L" 2>&1; echo "rc=$?" >> "$L"
 done
