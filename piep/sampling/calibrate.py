@@ -424,7 +424,9 @@ def run_collectives(out: Path, *, sizes=COLLECTIVE_SIZES, modes=("graph", "eager
             del bufs, outs
             if cuda:
                 torch.cuda.empty_cache()
-    d.close()
+    d.barrier()
+    if not cuda:  # on CUDA the caller leaves without NCCL's teardown (it hung twice)
+        d.close()
 
 
 def _sync(cuda: bool) -> None:
