@@ -20,6 +20,8 @@ def configure(parser) -> None:
     parser.add_argument("--models", nargs="+", default=["llama-2-7b", "llama-3-8b"])
     parser.add_argument("--kinds", nargs="+", help="modules: only these node kinds; "
                         "collectives: only these of allreduce, allgather, p2p")
+    parser.add_argument("--sizes-from", type=int, default=0, metavar="BYTES",
+                        help="collectives: only sizes from this many bytes (4 KiB-1 GiB, 2x)")
     parser.add_argument("--reduce-op", choices=("sum", "avg"), default="sum",
                         help="collectives: AllReduce op (default sum, as the runner)")
     parser.add_argument("--modes", nargs="+", choices=("graph", "eager"),

@@ -317,8 +317,10 @@ def run_collectives(out: Path, *, sizes=COLLECTIVE_SIZES, modes=("graph", "eager
 
     AllReduce runs the runner's SUM by default; every call then multiplies the buffer by
     the group size, so each buffer is scaled back by a power of two after at most 32 uses
-    and at the end of a captured graph (one small kernel per buffer and 32 calls, under
-    1 % of the time per call). `reduce_op="avg"` is session 2's AVG, which NCCL runs as a
+    and at the end of a captured graph, which holds >= 32 uses of every buffer (at most
+    one elementwise kernel per 32 calls: ~0.4 % of a 1 GiB AllReduce). Call 10 captured
+    fewer for large buffers: its graph rows above 64 MiB carry a scale kernel per 1-4
+    calls (+2-14 %); call 11 measured those sizes again. `reduce_op="avg"` is session 2's AVG, which NCCL runs as a
     pre-multiplied sum: up to 2x slower than SUM for small buffers."""
     import torch.distributed as dist
 
@@ -371,6 +373,8 @@ def run_collectives(out: Path, *, sizes=COLLECTIVE_SIZES, modes=("graph", "eager
                 log.info("collective %s %d B %s: start", kind, size, mode)
                 rough = max(d.gather(_time_calls(op, 4, d, cuda)))  # every rank: same count
                 calls = max(n_rot, min(2000, int(0.004 / max(rough, 1e-6))))
+                if kind == "allreduce" and rescale and mode == "graph":
+                    calls = max(calls, 32 * n_rot)  # the graph's settle(): <= 1/32 per call
                 if mode == "graph":
                     g = torch.cuda.CUDAGraph()
                     st = torch.cuda.Stream()
@@ -513,6 +517,7 @@ def main(args) -> dict[str, Any] | None:
             raise PiepError(f"collectives: unknown kind {sorted(bad)[0]!r}; use one of "
                             f"{', '.join(COLLECTIVE_KINDS)}")
         run_collectives(Path(args.out), min_window_s=args.min_window_s, kinds=kinds,
+                        sizes=tuple(x for x in COLLECTIVE_SIZES if x >= args.sizes_from),
                         reduce_op=args.reduce_op, modes=tuple(args.modes or ("graph", "eager")))
         if torch.cuda.is_available():
             # every row is written; NCCL's teardown after many captured graphs has hung in
