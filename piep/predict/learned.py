@@ -122,6 +122,17 @@ def fit_module_models(samples: list[dict[str, Any]], gpu: GPU) -> dict[str, Kind
 
 
 # --- communication ----------------------------------------------------------------------
+def collective_rows(samples) -> list[dict[str, Any]]:
+    """The isolated collective samples that price collectives: with energy on every GPU,
+    not superseded by a later measurement of the same point, and AllReduce with the
+    runner's SUM where it was measured so (AVG, session 2, is a pre-multiplied sum)."""
+    rows = [r for r in samples if not r.get("superseded_by")
+            and all(e is not None for e in r.get("energy_j_per_gpu", [None]))]
+    summed = {r["mode"] for r in rows if r["kind"] == "allreduce" and r.get("reduce_op") == "sum"}
+    return [r for r in rows if not (r["kind"] == "allreduce" and r["mode"] in summed
+                                    and r.get("reduce_op") != "sum")]
+
+
 @dataclass
 class CommModel:
     table: dict[tuple[str, str], tuple[list[float], list[float]]]  # (kind, mode) -> log2 size, log2 s
@@ -147,11 +158,12 @@ class CommModel:
             waits.setdefault((f["phase"], f["mode"]), []).append(
                 (math.log2(f["size_bytes"]), expected_wait_s(f["fit"]) * share))
         # collectives sampled in isolation replace the probe's times where they exist, and
-        # price a call at its own energy: power = energy per call and GPU / time per call
+        # price a call at its own energy: power = energy per call and GPU / time per call.
+        # (LOMO, session 3: probe times 3.9 / 2.8 % graph energy / time, isolated SUM
+        # times 3.9 / 2.9 %; the isolated table is the one measured with energy.)
         iso: dict[tuple[str, str, int], list[dict[str, Any]]] = {}
-        for row in samples:
-            if all(e is not None for e in row.get("energy_j_per_gpu", [None])):
-                iso.setdefault((row["kind"], row["mode"], row["size_bytes"]), []).append(row)
+        for row in collective_rows(samples):
+            iso.setdefault((row["kind"], row["mode"], row["size_bytes"]), []).append(row)
         iso_time: dict[tuple[str, str], list[tuple[float, float]]] = {}
         power: dict[tuple[str, str], list[tuple[float, float]]] = {}
         for (kind, mode, size), rows in iso.items():  # campaigns merged by their median
