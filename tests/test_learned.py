@@ -91,3 +91,19 @@ def test_combiner_change_reaches_alpha(shipped, tmp_path):
     before = model.alpha("q_proj", "decode", "graph", 8)
     model.set_combiner(np.zeros_like(model.alpha_w), 0.0)
     assert model.alpha("q_proj", "decode", "graph", 8) == 1.0 != before
+
+
+def test_out_of_range_is_the_nearest_sample_distance_against_the_threshold(shipped):
+    """The k-d tree query flags exactly the leaves whose standardized distance to every
+    training sample exceeds the threshold (checked against all pairwise distances)."""
+    km = shipped.kinds["linear"]
+    rng = np.random.default_rng(1)
+    dim = km.train_z.shape[1]
+    near = km.train_z[rng.integers(0, len(km.train_z), 200)] + rng.normal(0, 0.3, (200, dim))
+    far = km.train_z[:50] + rng.normal(0, 6.0, (50, dim))
+    x = np.vstack([near, far]) * km.std + km.mean
+    z = (x - km.mean) / km.std
+    d = np.sqrt(((z[:, None, :] - km.train_z[None, :, :]) ** 2).sum(-1)).min(1)
+    flags = km.out_of_range(x)
+    assert flags.any() and not flags.all()
+    assert (flags == (d > km.oor_threshold)).all()

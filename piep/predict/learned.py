@@ -55,17 +55,26 @@ class KindModel:
     std: np.ndarray
     train_z: np.ndarray
     oor_threshold: float
+    _tree: Any = field(default=None, repr=False)
 
     def predict(self, x: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         threads = 2 if len(x) > 256 else 1
         log_ratio = self.time_booster.predict(x, num_threads=threads)
         power = self.power_booster.predict(x, num_threads=threads)
+        return log_ratio, power, self.out_of_range(x)
+
+    def out_of_range(self, x: np.ndarray) -> np.ndarray:
+        """Standardized distance to the nearest training sample above the threshold. A
+        k-d tree stops at the threshold: most leaves lie close to a sample, so the query
+        is far cheaper than all pairwise distances (the training set grows)."""
+        if len(self.train_z) == 0:
+            return np.ones(len(x), dtype=bool)
+        if self._tree is None:
+            from scipy.spatial import cKDTree
+            self._tree = cKDTree(self.train_z)
         z = (x - self.mean) / self.std
-        t = self.train_z
-        # squared distances through one matrix product (|z|^2 + |t|^2 - 2 z.t)
-        d2 = (z * z).sum(1)[:, None] + (t * t).sum(1)[None, :] - 2.0 * (z @ t.T)
-        d = np.sqrt(np.maximum(d2.min(1), 0.0))
-        return log_ratio, power, d > self.oor_threshold
+        d, _ = self._tree.query(z, k=1, distance_upper_bound=self.oor_threshold * (1 + 1e-9))
+        return ~np.isfinite(d) | (d > self.oor_threshold)
 
 
 def _fit_kind(x: np.ndarray, log_ratio: np.ndarray, power: np.ndarray) -> KindModel:
