@@ -18,6 +18,7 @@ sys.path.insert(0, str(ROOT))
 import numpy as np  # noqa: E402
 
 from piep.artifacts import load_json  # noqa: E402
+from piep.models import SYNTHETIC  # noqa: E402
 from piep.predict.dataset import (load_calibration, module_repeat_pairs,  # noqa: E402
                                   repeat_check_pairs,
                                   unique_e2e)
@@ -130,12 +131,16 @@ How they were made (device logs in `logs/`, scripts in `../device/`):
 * Session 2: `bash calibration/h200/device/run6.sh` (the last 3 pending 1-GPU points ->
   `raw/e2e_1gpu_s3.jsonl`, 19 2-GPU points -> `raw/e2e_2gpu_d.jsonl`) and `run7.sh` (21
   more 2-GPU points -> `raw/e2e_2gpu_e.jsonl`); both resume the design with the
-  already-measured records as skip markers and commit only the new lines. 17 2-GPU design
-  points remain unmeasured.
-* `design.jsonl` is `python -m piep.sampling.design` (Latin-hypercube over log batch 1-64,
+  already-measured records as skip markers and commit only the new lines.
+* Session 3: `run9.sh` measured the last 17 2-GPU points of `design.jsonl` and the 9 of
+  `design_eager_pp.jsonl` (eager pipeline-parallel runs; the main design had drawn 3)
+  -> `raw/e2e_s3_2gpu.jsonl`. Every point of both designs is now measured.
+* `design.jsonl` was drawn by `python -m piep.sampling.design` in session 1 (Latin-hypercube over log batch 1-64,
   prompt 128-2048, gen 32-512 per model x layout x mode, kept where the memory fit
   leaves 15 % and the roofline says the run lasts < 3 s, so that the budget covers many
-  points). The budget ran out before every point was measured; eager points are fewer.
+  points; the roofline has changed since, so drawing it again today filters a few points
+  differently: the committed file is the one measured). `design_eager_pp.jsonl` is
+  `python -m piep.sampling.design design_eager_pp.jsonl`.
 
 ## What is here
 
@@ -279,7 +284,9 @@ Made by `python benchmarks/data_report.py` from the JSONL files here:
 (attention and rope with the runner's in-situ kernel sequence, `device/run4.sh`),
 `modules_eager_v3.jsonl` (eager attention timed as captured kernels, `device/run6.sh`),
 `repeat_check_s{{0,1}}.jsonl` and `repeat_tiny_s{{0,1}}.jsonl` (repeat check,
-`device/run4.sh`, `device/run5.sh`). Logs: `../device/run*.log`.
+`device/run4.sh`, `device/run5.sh`), `modules_lin_s{{0,1}}.jsonl` (session 3: 685 more
+projection GEMM shapes, draw seed 1, incl. five synthetic shapes whose FFN sizes have few
+trailing zero bits, `device/run8.sh`). Logs: `../device/run*.log`.
 
 Each sample is one compute node kind of the model tree at one shape, run in isolation:
 weights and inputs rotate over >= 240 MB (4x the 60 MB L2), the calls are captured in a
@@ -287,7 +294,7 @@ CUDA graph (eager-mode ops too: their kernels are the eager ones; the host's lau
 are a separate predictor term), time per call from CUDA events, energy per call from a
 tick-aligned window of back-to-back replays (>= 0.3 s; 1 s in the repeat check). Shapes
 are drawn (stratified per kind and phase) from the trees of every shipped dense model and
-four synthetic shapes (hidden 2048-8192, 16-64 heads, 4-64 KV heads, FFN 5632-30000) at
+{len(SYNTHETIC)} synthetic shapes (hidden {min(x["hidden_size"] for x in SYNTHETIC)}-{max(x["hidden_size"] for x in SYNTHETIC)}, FFN {min(x["intermediate_size"] for x in SYNTHETIC)}-{max(x["intermediate_size"] for x in SYNTHETIC)}; `piep.models.SYNTHETIC`) at
 tp 1/2/4/8, batch 1-64, prompt 128-2048, generation 64-2048. Per (kind, mode) only the
 newest sampler op version is used (`piep.predict.dataset.latest_ops`): {len(m)} samples.
 
@@ -319,33 +326,80 @@ newest sampler op version is used (`piep.predict.dataset.latest_ops`): {len(m)} 
     (CAL / "modules" / "README.md").write_text(text.replace("{rows}", rows))
 
 
+CAMPAIGNS = [  # file, device script, what it measured
+    ("collectives.jsonl", "run5.sh", "session 2: 8 KiB-256 MiB 8x apart, AllReduce with AVG, "
+     "0.5 s windows (the torchrun process hung in NCCL's teardown after writing every row)"),
+    ("collectives_s3.jsonl", "run8.sh", "session 3: 4 KiB-1 GiB 2x apart, AllReduce with AVG, "
+     "0.3 s windows (teardown hung again after every row was written)"),
+    ("collectives_sum_p1.jsonl", "run10.sh", "AllReduce with the runner's SUM, pass 1; "
+     "graph rows >= 64 MiB superseded (a scale kernel every 1-4 calls)"),
+    ("collectives_sum_p2.jsonl", "run10.sh", "the same a minute later, pass 2"),
+    ("collectives_sum_big.jsonl", "run11.sh", "AllReduce SUM, graph, 64 MiB-1 GiB again with "
+     ">= 32 calls per buffer per captured graph"),
+]
+
+
 def collectives_report() -> None:
+    plt = _plt()
+    from piep.predict.learned import CommModel, collective_rows
     cal = load_calibration("h200")
-    rows = sorted(cal.collective_samples, key=lambda r: (r["kind"], r["mode"], r["size_bytes"]))
+    used = collective_rows(cal.collective_samples)
+    comm = CommModel.from_calibration([], [], used)
+    by: dict[tuple, list[dict]] = {}
+    for r in used:
+        by.setdefault((r["kind"], r["mode"], r["size_bytes"]), []).append(r)
     lines = []
-    for r in rows:
-        w = r["power_w_per_gpu"]
-        lines.append(f"| {r['kind']} | {r['mode']} | {r['size_bytes'] / 2 ** 10:,.0f} | "
-                     f"{r['time_s'] * 1e6:.1f} | {' / '.join(f'{x:.0f}' for x in w)} | "
-                     f"{sum(r['energy_j_per_gpu']) * 1e3:.3f} |")
+    for (kind, mode, size), rs in sorted(by.items()):
+        t = comm.transfer_s(kind, size, 2, mode)
+        w = comm.power_w(kind, size, mode)
+        lines.append(f"| {kind} | {mode} | {size / 2 ** 10:,.0f} | {len(rs)} | {t * 1e6:.1f} | "
+                     f"{w:.0f} | {2 * t * w * 1e3:.3f} |")
+    fig, axes = plt.subplots(1, 3, figsize=(13, 3.8), sharey=True)
+    for ax, kind in zip(axes, ("allreduce", "allgather", "p2p")):
+        for mode, mark, color in (("graph", "o", "C0"), ("eager", "x", "C3")):
+            pts = sorted((r["size_bytes"], sum(r["energy_j_per_gpu"]) * 1e3) for r in used
+                         if r["kind"] == kind and r["mode"] == mode)
+            if pts:
+                ax.loglog(*zip(*pts), mark, ms=4, color=color, label=f"{mode} (measured)")
+                xs = sorted({p[0] for p in pts})
+                ax.loglog(xs, [2 * comm.transfer_s(kind, x, 2, mode) * comm.power_w(kind, x, mode)
+                               * 1e3 for x in xs], "-", lw=1, color=color,
+                          label=f"{mode} (as priced)")
+        ax.set_title(kind)
+        ax.set_xlabel("bytes per call")
+    axes[0].set_ylabel("mJ per call, both GPUs")
+    axes[0].legend(fontsize=7)
+    fig.tight_layout()
+    (CAL / "collectives" / "figures").mkdir(exist_ok=True)
+    fig.savefig(CAL / "collectives" / "figures" / "energy_per_call.png", dpi=110)
+    plt.close(fig)
+    n_all = len(cal.collective_samples)
+    camp = "\n".join(f"* `{f}` (`../device/{sh}`): {what}." for f, sh, what in CAMPAIGNS)
     text = f"""# H200 collectives in isolation, with energy (generated)
 
-Made by `python benchmarks/data_report.py` from `collectives.jsonl`, measured by
-`torchrun --nproc-per-node 2 -m piep calibrate collectives --min-window-s 0.5` in
-`../device/run5.sh` (log `../device/run5.log`; the torchrun process then hung in its
-shutdown after writing all {len(rows)} rows and was stopped by the script's timeout).
+Made by `python benchmarks/data_report.py` from the JSONL files here ({n_all} rows),
+measured by `torchrun --nproc-per-node 2 -m piep calibrate collectives` in these device
+calls (scripts and logs in `../device/`):
+
+{camp}
 
 Each point: one collective on both GPUs of `nvidia-h200-x2` (NVLink), bf16 buffers
 rotating over >= 240 MB, a CUDA graph of many calls (graph) or an eager loop, every rank
 using the same call count; time per call from CUDA events (the slower rank), energy per
-call and GPU from a tick-aligned window (>= 0.5 s) on each GPU. AllReduce averages (AVG,
-so values stay finite over thousands of calls); AllGather as the runner gathers logits;
-send/recv from rank 0 to rank 1 as pipeline stages pass activations. The learned
-predictor prices a collective's transfer time at the interpolated power of this table
-(it used an assumed 200 W before).
+call and GPU from a tick-aligned window on each GPU. AllGather as the runner gathers
+logits; send/recv from rank 0 to rank 1 as pipeline stages pass activations.
 
-| kind | mode | KiB | us per call | W per GPU | mJ per call (both GPUs) |
-|---|---|---|---|---|---|
+**How the predictor prices a collective** (`piep/predict/learned.py`, `CommModel`): the
+rows that price ({len(used)}: not superseded; AllReduce only with the runner's SUM) are
+merged per size by their median; time per call and power per GPU (energy per call /
+time per call) are interpolated in log size; above 1 GiB the time grows linearly with
+the size. Held-out accuracy of this pricing (each size predicted from the others) is in
+`reports/accuracy.md`. The table lists the priced values at the measured sizes.
+
+![energy per call](figures/energy_per_call.png)
+
+| kind | mode | KiB | rows | us per call | W per GPU | mJ per call (both GPUs) |
+|---|---|---|---|---|---|---|
 """ + "\n".join(lines) + "\n"
     (CAL / "collectives" / "README.md").write_text(text)
 
