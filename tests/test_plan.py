@@ -201,3 +201,19 @@ def test_phase_clocks_in_the_background_keep_order_and_restore(tmp_path, plans):
     p, d = (plan["applied"]["phase_mhz"][k] for k in ("prefill", "decode"))
     assert sets == [p, d] * 3
     assert dev.calls[-1][0] == "reset" and dev.locked is None
+
+
+def test_a_lower_power_limit_is_the_baseline_of_its_plan(fm):
+    """Under a limit below the phases' mean power, the default is the capped run (slower),
+    savings are against it, and a lock above a phase's cap saves nothing."""
+    dep = api.deployment("llama-2-7b", batch=64)
+    cm = api.cost_model("h200")
+    free = make_plan(dep, cm, fm)
+    for limit in (500.0, 300.0):
+        p = make_plan(dep, cm, fm, power_limit_w=limit)
+        d, a, i = p["default"], p["applied"], p["ideal_bound"]
+        assert d["time_s"] > free["default"]["time_s"] * 1.05
+        assert 0 <= a["saving"] <= i["saving"] + 1e-9 and a["slowdown"] <= 0.01 + 1e-9
+        assert a["energy_j"] == pytest.approx(d["energy_j"] * (1 - a["saving"]))
+        if a["saving"] == 0:
+            assert a["saving_band"] == [0.0, 0.0]

@@ -53,6 +53,11 @@ class Curves:
     energy_j: np.ndarray  # (2, clocks)
     t_call: np.ndarray
     e_call: np.ndarray
+    # highest clock index each phase may run at (a power limit below the default caps it)
+    cap: tuple[int, int] | None = None
+
+    def top(self, ph: int) -> int:
+        return len(self.clocks) - 1 if self.cap is None else self.cap[ph]
 
 
 def phase_curves(fm: FreqModel, lv: LeafArrays, power_limit_w: float | None = None) -> Curves:
@@ -79,12 +84,14 @@ def under_limit(cv: Curves, lv: LeafArrays, fm: FreqModel,
     times, energies = cv.time_s.copy(), cv.energy_j.copy()
     gpus = lv.tp * lv.dp * lv.pp
     mean_w = energies / np.maximum(times, 1e-15) / gpus
+    caps = []
     for ph in (0, 1):
         fits = np.flatnonzero(mean_w[ph] <= power_limit_w * (1 + 1e-9))
         cap = int(fits.max()) if fits.size else 0
         idx = np.minimum(np.arange(len(cv.clocks)), cap)
         times[ph], energies[ph] = times[ph, idx], energies[ph, idx]
-    return Curves(cv.clocks, times, energies, cv.t_call, cv.e_call)
+        caps.append(cap)
+    return Curves(cv.clocks, times, energies, cv.t_call, cv.e_call, (caps[0], caps[1]))
 
 
 def peak_phase_power_w(cv: Curves, lv: LeafArrays) -> float:
@@ -143,15 +150,17 @@ def ideal_plan(cv: Curves, lv: LeafArrays, max_slowdown: float,
     """Per-leaf clock indices minimizing energy within the slowdown budget (Lagrangian
     bisection on the price of time), the budget checked on `worst_t_call` when given.
     Pipeline bubbles are priced after the choice."""
-    top = len(cv.clocks) - 1
-    e = cv.e_call * lv.weight[:, None]
+    rows = np.arange(len(lv))
+    base = _default_choice(cv, lv)
+    # clocks above a phase's power-limit cap are not available to its leaves
+    above = np.arange(len(cv.clocks))[None, :] > base[:, None]
+    e = np.where(above, np.inf, cv.e_call * lv.weight[:, None])
     t = (cv.t_call if worst_t_call is None else worst_t_call) * lv.count[:, None]
-    budget = (cv.t_call[:, top] * lv.count).sum() * (1 + max_slowdown)
+    budget = (cv.t_call[rows, base] * lv.count).sum() * (1 + max_slowdown)
 
     def pick(lam: float) -> np.ndarray:
-        return np.argmin(e + lam * t, axis=1)
+        return np.argmin(e + lam * np.where(above, 0.0, t), axis=1)
 
-    rows = np.arange(len(lv))
     lo, hi = 0.0, 1.0
     while t[rows, pick(hi)].sum() > budget and hi < 1e9:
         hi *= 4.0
@@ -164,11 +173,18 @@ def ideal_plan(cv: Curves, lv: LeafArrays, max_slowdown: float,
     return pick(hi)
 
 
+def _default_choice(cv: Curves, lv: LeafArrays) -> np.ndarray:
+    """Per leaf, the clock index of the default behaviour: the top clock, or under a power
+    limit below the default the highest clock its phase's mean power allows."""
+    return np.where(lv.phase == 0, cv.top(0), cv.top(1))
+
+
 def _outcome(fm: FreqModel, lv: LeafArrays, choice: np.ndarray, cv: Curves) -> tuple[float, float]:
-    """(saving, slowdown) of a per-leaf clock choice against the default behaviour."""
-    top = len(cv.clocks) - 1
-    base = phase_totals(fm, lv, cv.t_call, cv.e_call, np.full(len(lv), top))
-    got = phase_totals(fm, lv, cv.t_call, cv.e_call, choice)
+    """(saving, slowdown) of a per-leaf clock choice against the default behaviour (under
+    the same power limit: a locked clock above a phase's cap runs at the cap)."""
+    default = _default_choice(cv, lv)
+    base = phase_totals(fm, lv, cv.t_call, cv.e_call, default)
+    got = phase_totals(fm, lv, cv.t_call, cv.e_call, np.minimum(choice, default))
     return (1 - got.total_energy / base.total_energy, got.total_time / base.total_time - 1)
 
 
@@ -199,6 +215,8 @@ def make_plan(dep: Deployment, cost_model, fm: FreqModel, *, max_slowdown: float
     clocks = cv.clocks
     a_s, a_d = _outcome(fm, lv, choice_applied, cv)
     i_s, i_d = _outcome(fm, lv, choice_ideal, cv)
+    if a_s > i_s:  # the Lagrangian choice is not always optimal: the applied plan is also
+        choice_ideal, (i_s, i_d) = choice_applied, (a_s, a_d)  # a per-kernel plan
     a_band = _band(corner_models, corners, lv, choice_applied)
     i_band = _band(corner_models, corners, lv, choice_ideal)
     top = len(clocks) - 1
