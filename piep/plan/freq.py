@@ -31,7 +31,7 @@ import numpy as np
 from piep.artifacts import calibration_dir
 from piep.errors import ConfigError
 from piep.gpus import GPU
-from piep.predict.engine import LeafUse
+from piep.predict.engine import LeafUse, hides_host_gaps, phase_time_s
 
 SCHEMA = "piep.freq_model"
 SCHEMA_VERSION = 1
@@ -145,13 +145,14 @@ class LeafArrays:
     pp: int = 1
     idle_w: float = 0.0
     wait_w: float = 0.0
+    hide_gaps: tuple[bool, bool] = (False, False)  # per phase (engine.hides_host_gaps)
 
     def __len__(self) -> int:
         return len(self.t0)
 
 
 def leaf_arrays(uses: Iterable[LeafUse], gpu: GPU, *, tp: int, pp: int, dp: int,
-                idle_w: float, wait_w: float) -> LeafArrays:
+                idle_w: float, wait_w: float, mode: str = "graph") -> LeafArrays:
     rows = []
     for u in uses:
         n, c = u.node, u.cost
@@ -167,7 +168,9 @@ def leaf_arrays(uses: Iterable[LeafUse], gpu: GPU, *, tp: int, pp: int, dp: int,
     arr = [np.asarray(col, float) for col in cols]
     return LeafArrays(arr[0].astype(int), arr[1].astype(int), arr[2], arr[3], arr[4], arr[5],
                       arr[6], arr[7], arr[8], arr[9], arr[10], arr[11].astype(bool),
-                      tp=tp, dp=dp, pp=pp, idle_w=idle_w, wait_w=wait_w)
+                      tp=tp, dp=dp, pp=pp, idle_w=idle_w, wait_w=wait_w,
+                      hide_gaps=(hides_host_gaps(mode, "prefill", pp),
+                                 hides_host_gaps(mode, "decode", pp)))
 
 
 # --- the response ------------------------------------------------------------------------
@@ -245,14 +248,16 @@ def phase_totals(fm: FreqModel, lv: LeafArrays, t_call: np.ndarray, e_call: np.n
     phase times (stages run one after another) and energies (with pipeline bubbles at
     the busy-poll power)."""
     rows = np.arange(len(lv))
-    t = t_call[rows, choice] * lv.count
+    gap = lv.gap * lv.count  # t_call holds the gap after each call
+    busy = t_call[rows, choice] * lv.count - gap
     e = e_call[rows, choice] * lv.weight
     times, energies = np.zeros(2), np.zeros(2)
     for ph in (0, 1):
         sel = lv.phase == ph
-        stage_t = np.bincount(lv.stage[sel], weights=t[sel], minlength=lv.pp)
-        total = stage_t.sum()
-        bubble = (total - stage_t).sum() * lv.wait_w
+        stage_busy = np.bincount(lv.stage[sel], weights=busy[sel], minlength=lv.pp)
+        stage_gap = np.bincount(lv.stage[sel], weights=gap[sel], minlength=lv.pp)
+        total = phase_time_s(list(stage_busy), list(stage_gap), lv.hide_gaps[ph])
+        bubble = (lv.pp * total - stage_busy.sum() - stage_gap.sum()) * lv.wait_w
         times[ph] = total
         energies[ph] = (e[sel].sum() + bubble) * lv.tp * lv.dp
     return PhaseTotals(times, energies)

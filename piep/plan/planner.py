@@ -41,7 +41,8 @@ def price(dep: Deployment, cost_model) -> Priced:
     doc = evaluate(dep, cost_model, collect=uses)
     p = dep.parallel
     lv = leaf_arrays(uses, dep.gpu, tp=p.tp, pp=p.pp, dp=p.dp,
-                     idle_w=cost_model.idle_power_w(dep), wait_w=cost_model.wait_power_w(dep))
+                     idle_w=cost_model.idle_power_w(dep), wait_w=cost_model.wait_power_w(dep),
+                     mode=dep.workload.mode)
     return Priced(doc, lv)
 
 

@@ -199,16 +199,24 @@ class FastSweep:
         idle_w, wait_w = self.model.launch_gap_w, self.model.busy_wait_w
         e_rows = r["count"] * alpha * (t * pw + gap * idle_w + wait * wait_w)
         energy = np.bincount(cfg, weights=e_rows, minlength=n) * tp
-        # phase time: stages run one after another; bubbles sum to (pp - 1) x phase time
-        dur = r["count"] * (t + gap + wait)
-        phase_t = np.bincount(cfg * 2 + r["phase"], weights=dur, minlength=2 * n).reshape(n, 2)
+        # phase time: stages run one after another (engine.phase_time_s); the bubbles of
+        # all stages sum to pp x phase time - the stages' own time
+        ns = int(pp.max())
+        key = (cfg * 2 + r["phase"]) * ns + r["stage"]
+        busy = np.bincount(key, weights=r["count"] * (t + wait),
+                           minlength=2 * n * ns).reshape(n, 2, ns)
+        gaps = np.bincount(key, weights=r["count"] * gap, minlength=2 * n * ns).reshape(n, 2, ns)
+        hide = np.zeros((n, 2), dtype=bool)
+        hide[:, 1] = eager_cfg & (pp > 1)  # engine.hides_host_gaps
+        phase_t = busy.sum(2) + np.where(hide, gaps.max(2), gaps.sum(2))
+        own_t = busy.sum(2) + gaps.sum(2)
         b = np.array([d.replica_batch for d in deps], float)
         pl = np.array([d.workload.prompt_len for d in deps], float)
         steps = np.array([max(d.workload.gen_len - 1, 0) for d in deps], float)
         for ph, tokens in ((0, b * pl), (1, b * steps)):
             aw = self.model.alpha_arrays(np.array(["pipeline_wait"] * n, dtype=object),
                                          np.full(n, ph), eager_cfg, tokens)
-            energy += tp * aw * (pp - 1) * phase_t[:, ph] * wait_w
+            energy += tp * aw * (pp * phase_t[:, ph] - own_t[:, ph]) * wait_w
         energy *= dp
         oor_cfg = np.bincount(cfg, weights=oor.astype(float), minlength=n) > 0
         out = []
