@@ -26,6 +26,17 @@ UNLISTED = {"model_type": "llama", "hidden_size": 2560, "intermediate_size": 691
             "vocab_size": 50304, "max_position_embeddings": 4096, "hidden_act": "silu",
             "rms_norm_eps": 1e-5, "rope_theta": 10000.0, "tie_word_embeddings": False}
 
+# session 3: two more shapes in no public list, measured end to end only (no module
+# sampler draws from them), so leave-one-model-out on them tests unseen shapes
+UNLISTED_MORE = {
+    "piep-unlisted-6b": {**UNLISTED, "hidden_size": 3840, "intermediate_size": 10240,
+                         "num_hidden_layers": 30, "num_attention_heads": 30,
+                         "num_key_value_heads": 6, "vocab_size": 64000},
+    "piep-unlisted-9b": {**UNLISTED, "hidden_size": 4352, "intermediate_size": 11900,
+                         "num_hidden_layers": 30, "num_attention_heads": 34,
+                         "num_key_value_heads": 2, "vocab_size": 70000},
+}
+
 ONE_GPU_MODELS = ("llama-2-7b", "llama-3-8b", "mistral-7b", "qwen2.5-7b", "llama-2-13b",
                   "qwen2.5-14b", "mistral-small-24b", "vicuna-33b", "qwen2.5-32b",
                   "piep-unlisted-3b")
@@ -38,8 +49,9 @@ LAYOUTS = {"tp1": (1, 1, 1), "tp2": (2, 1, 1), "pp2": (1, 2, 1), "dp2": (1, 1, 2
 
 
 def _spec(name: str) -> tuple[ModelSpec, dict[str, Any] | None]:
-    if name == "piep-unlisted-3b":
-        return ModelSpec.from_hf_config(UNLISTED, name=name), UNLISTED
+    inline = {"piep-unlisted-3b": UNLISTED, **UNLISTED_MORE}.get(name)
+    if inline:
+        return ModelSpec.from_hf_config(inline, name=name), inline
     from piep.models import load_model
     return load_model(name), None
 
@@ -60,12 +72,16 @@ def estimate_wall_s(pred: dict[str, Any], *, repeats: int = 3, min_window_s: flo
 
 def build_design(*, seed: int = 0, draws: int = 8, max_time_s: float = 3.0, block: int = 24,
                  eager_share: float = 0.25, memory_margin: float = 0.85,
-                 layouts: tuple[str, ...] = tuple(LAYOUTS)) -> list[dict[str, Any]]:
+                 layouts: tuple[str, ...] = tuple(LAYOUTS),
+                 models: tuple[str, ...] | None = None) -> list[dict[str, Any]]:
     rng = random.Random(seed)
     gpu = load_gpu("h200")
     roof = RooflineModel()
-    plan = [(m, "tp1") for m in ONE_GPU_MODELS]
-    plan += [(m, lay) for lay, models in TWO_GPU.items() for m in models]
+    if models:
+        plan = [(m, lay) for m in models for lay in layouts]
+    else:
+        plan = [(m, "tp1") for m in ONE_GPU_MODELS]
+        plan += [(m, lay) for lay, ms in TWO_GPU.items() for m in ms]
     plan = [(m, lay) for m, lay in plan if lay in layouts]
     out = []
     for name, lay in plan:
@@ -114,6 +130,10 @@ DESIGNS = {
     "design.jsonl": {},
     # session 3: eager pipeline-parallel runs (the main design drew 3 of them)
     "design_eager_pp.jsonl": {"seed": 3, "draws": 5, "eager_share": 1.0, "layouts": ("pp2",)},
+    # session 3: the two further unlisted shapes on 1 and 2 GPUs
+    "design_unlisted.jsonl": {"seed": 4, "draws": 5, "eager_share": 0.2,
+                              "layouts": ("tp1", "tp2", "pp2"),
+                              "models": tuple(UNLISTED_MORE)},
 }
 
 if __name__ == "__main__":
