@@ -26,18 +26,24 @@ from piep.predict.train import deployment_of  # noqa: E402
 RUNS = sorted((ROOT / "calibration" / "h200" / "e2e" / "raw").glob("e2e_s3_unl_*.jsonl"))
 
 
-def main() -> int:
-    folder = Path(sys.argv[1]) if len(sys.argv) > 1 else \
-        ROOT / "calibration" / "h200" / "predictor_blind"
+BLIND = ROOT / "calibration" / "h200" / "predictor_blind"
+
+
+def predict_runs(folder: Path = BLIND):
+    """(measured record, prediction document) of every run of device call 12."""
     gpu = load_gpu("h200")
     model = LearnedModel.load(folder, gpu)
-    rows = []
     for f in RUNS:
         for r in read_jsonl(f):
-            if r.get("schema") != "piep.measurement":
-                continue
-            doc = evaluate(deployment_of(r, gpu), model)
-            rows.append((r, doc["energy_j"] / r["energy_j"] - 1, doc["time_s"] / r["time_s"] - 1))
+            if r.get("schema") == "piep.measurement":
+                yield r, evaluate(deployment_of(r, gpu), model)
+
+
+def main() -> int:
+    folder = Path(sys.argv[1]) if len(sys.argv) > 1 else BLIND
+    rows = [(r, doc["energy_j"] / r["energy_j"] - 1, doc["time_s"] / r["time_s"] - 1)
+            for r, doc in predict_runs(folder)]
+    model = LearnedModel.load(folder, load_gpu("h200"))
     print(f"predictor {folder} (trained on {model.meta.get('e2e_train')} e2e runs)")
     for r, e, t in sorted(rows, key=lambda x: (x[0]["model"], x[0]["mode"], x[0]["tp"], x[0]["pp"])):
         print(f"{r['model']:17s} tp{r['tp']} pp{r['pp']} {r['mode']:5s} batch {r['batch']:3d} "

@@ -134,19 +134,24 @@ How they were made (device logs in `logs/`, scripts in `../device/`):
   already-measured records as skip markers and commit only the new lines.
 * Session 3: `run9.sh` measured the last 17 2-GPU points of `design.jsonl` and the 9 of
   `design_eager_pp.jsonl` (eager pipeline-parallel runs; the main design had drawn 3)
-  -> `raw/e2e_s3_2gpu.jsonl`. Every point of both designs is now measured.
+  -> `raw/e2e_s3_2gpu.jsonl`. Every point of both designs is now measured. `run12.sh`
+  measured `design_unlisted.jsonl` (two more shapes in no public list, `piep-unlisted-6b`
+  and `-9b`, tp1 / tp2 / pp2) -> `raw/e2e_s3_unl_*.jsonl`: the blind test of
+  `reports/accuracy.md` (predicted before they were measured).
 * `design.jsonl` was drawn by `python -m piep.sampling.design` in session 1 (Latin-hypercube over log batch 1-64,
   prompt 128-2048, gen 32-512 per model x layout x mode, kept where the memory fit
   leaves 15 % and the roofline says the run lasts < 3 s, so that the budget covers many
   points; the roofline has changed since, so drawing it again today filters a few points
-  differently: the committed file is the one measured). `design_eager_pp.jsonl` is
-  `python -m piep.sampling.design design_eager_pp.jsonl`.
+  differently: the committed file is the one measured). `design_eager_pp.jsonl` and
+  `design_unlisted.jsonl` are `python -m piep.sampling.design NAME`.
 
 ## What is here
 
 * {len(raw)} records, **{len(rows)} distinct configurations**, {len(models)} model shapes
-  ({', '.join(models)}), including `piep-unlisted-3b` (hidden 2560, 20 heads, 4 KV heads,
-  36 layers, FFN 6912, vocab 50304), a shape in no public list.
+  ({', '.join(models)}), including three shapes in no public list: `piep-unlisted-3b`
+  (hidden 2560, 20 heads, 4 KV heads, 36 layers, FFN 6912, vocab 50304), `-6b` (3840, 30,
+  6, 30 layers, FFN 10240) and `-9b` (4352, 34, 2, 30 layers, FFN 11900); configs inline in
+  the records and in `piep/sampling/design.py`.
 * Layouts: {', '.join(f'{k}: {len(v)}' for k, v in sorted(lay.items()))} (graph); eager:
   {len([r for r in rows if r['mode'] == 'eager'])} configurations.
 * Graph mode repeat spread (max-min over 3 repeats / median): median

@@ -1,14 +1,17 @@
 """Learned predictor: LightGBM module models over the roofline + tanh combiner (SPEC §2).
 
-* Module model, one pair of GBDTs per node kind, trained on isolated module samples:
-  log(measured time / roofline time) (the dimensionless achieved efficiency; the roofline
-  carries the scaling) and board power at that point. Nodes far from the training data
-  (nearest-neighbour distance in normalized feature space) are flagged `out_of_range`.
-* Communication: transfer time interpolated from the probe's collective table (eager or
-  graph), plus the expected waiting time of the measured wait distributions, priced at
+* Module model, one pair of GBDTs per node kind group, trained on isolated module
+  samples: log(measured time / (roofline time + 1 us)) (the achieved efficiency; the
+  roofline carries the scaling) and the power that prices a call (energy per call / time
+  per call). Nodes far from the training data (nearest-neighbour distance in normalized
+  feature space) are flagged `out_of_range`.
+* Communication: time and power per call interpolated in log size from the collectives
+  measured in isolation with their energy (the probe's table where a kind or mode was not
+  sampled), plus the expected waiting time of the measured wait distributions, priced at
   the measured busy-poll power; more than 2 GPUs scale by the ring volume (extrapolated).
 * Launch gaps: per kernel in graph replay; in eager code (prefill always, decode in eager
-  mode) the host issues kernels at `host_launch_s` each and the GPU idles when it waits.
+  mode) the host issues kernels at `host_launch_s` each and the GPU idles when it waits
+  (eager decode over pipeline stages: one stage's gaps, `engine.hides_host_gaps`).
 * Combiner: energy = sum alpha(c) * E(c), alpha = 1 + tanh(W.f(c) + b) / tau, fitted on
   end-to-end runs together with the gap terms.
 """
