@@ -92,6 +92,13 @@ SYNTHETIC = [
      "intermediate_size": 19000, "vocab_size": 64000},
     {"hidden_size": 2304, "num_attention_heads": 18, "num_key_value_heads": 6,
      "intermediate_size": 6150, "vocab_size": 32000},
+    # session 3: head dims other than 128 (every shipped model has 128): 64, 96, 80
+    {"hidden_size": 1536, "num_attention_heads": 24, "num_key_value_heads": 8,
+     "intermediate_size": 4096, "vocab_size": 32000},
+    {"hidden_size": 3072, "num_attention_heads": 32, "num_key_value_heads": 8,
+     "intermediate_size": 8192, "vocab_size": 32000},
+    {"hidden_size": 2880, "num_attention_heads": 36, "num_key_value_heads": 12,
+     "intermediate_size": 7680, "vocab_size": 32000},
 ]
 
 

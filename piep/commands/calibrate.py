@@ -36,6 +36,8 @@ def configure(parser) -> None:
                         help="modules: which random draw of shapes (default 0)")
     parser.add_argument("--per-kind", type=int, default=28,
                         help="modules: shapes per (kind, phase) (default 28; attention 2x)")
+    parser.add_argument("--head-dims", type=int, nargs="+",
+                        help="modules: only attention and rope shapes of these head dims")
     parser.add_argument("--repeat-every", type=int, default=10,
                         help="modules: measure every N-th shape twice (default 10)")
 

@@ -23,7 +23,8 @@ from piep.models import synthetic_specs
 log = logging.getLogger("piep.calibrate")
 
 def module_shapes(*, seed: int = 0, per_kind: int = 28, kinds: tuple[str, ...] | None = None,
-                  modes: tuple[str, ...] | None = None) -> list[dict[str, Any]]:
+                  modes: tuple[str, ...] | None = None,
+                  head_dims: tuple[int, ...] | None = None) -> list[dict[str, Any]]:
     """Unique leaf shapes from trees of many deployments, stratified per (kind, phase)."""
     from piep.gpus import load_gpu
     from piep.layout import Deployment
@@ -51,6 +52,8 @@ def module_shapes(*, seed: int = 0, per_kind: int = 28, kinds: tuple[str, ...] |
                             key = shape_key(leaf)
                             if leaf.kind == "rope":  # the sampler's layout of q and k
                                 key.update(leaf.attrs["layout"])
+                            if head_dims and key.get("head_dim") not in head_dims:
+                                continue
                             pool.setdefault((key["kind"], key["phase"]), {})[
                                 repr(sorted(key.items()))] = key
     chosen = []
@@ -85,13 +88,13 @@ def _key(s: dict[str, Any]) -> str:
 def run_modules(out: Path, *, budget_s: float, shard: tuple[int, int], repeat_every: int = 10,
                 min_window_s: float = 0.3, kinds: tuple[str, ...] | None = None,
                 modes: tuple[str, ...] | None = None, seed: int = 0,
-                per_kind: int = 28) -> int:
+                per_kind: int = 28, head_dims: tuple[int, ...] | None = None) -> int:
     from piep.sampling.modules import sample_shape
     device, nvml, meter, idle_w = _gpu_meter()
     done = {_key({k: v for k, v in r.items() if k in r.get("shape_fields", [])})
             for r in read_jsonl(out)}
     shapes = [s for i, s in enumerate(module_shapes(kinds=kinds, modes=modes, seed=seed,
-                                                    per_kind=per_kind))
+                                                    per_kind=per_kind, head_dims=head_dims))
               if i % shard[1] == shard[0]]
     start = time.monotonic()
     n = 0
@@ -505,7 +508,8 @@ def main(args) -> dict[str, Any] | None:
                                        kinds=kinds, min_window_s=args.min_window_s,
                                        modes=tuple(args.modes) if args.modes else None,
                                        repeat_every=args.repeat_every, seed=args.seed,
-                                       per_kind=args.per_kind)}
+                                       per_kind=args.per_kind,
+                                       head_dims=tuple(args.head_dims or ()) or None)}
     if args.what == "repeat":
         return {"samples": run_repeat(Path(args.out), shard=(i, n),
                                       min_window_s=args.min_window_s, budget_s=args.budget_s,

@@ -37,6 +37,16 @@ UNLISTED_MORE = {
                          "num_key_value_heads": 2, "vocab_size": 70000},
 }
 
+# session 3: head dims other than 128, the blind test of device call 13
+UNLISTED_HEAD_DIM = {
+    "piep-unlisted-hd64": {**UNLISTED, "hidden_size": 2048, "intermediate_size": 6144,
+                           "num_hidden_layers": 20, "num_attention_heads": 32,
+                           "num_key_value_heads": 4, "vocab_size": 48000},
+    "piep-unlisted-hd96": {**UNLISTED, "hidden_size": 3072, "intermediate_size": 9216,
+                           "num_hidden_layers": 24, "num_attention_heads": 32,
+                           "num_key_value_heads": 4, "vocab_size": 64000},
+}
+
 ONE_GPU_MODELS = ("llama-2-7b", "llama-3-8b", "mistral-7b", "qwen2.5-7b", "llama-2-13b",
                   "qwen2.5-14b", "mistral-small-24b", "vicuna-33b", "qwen2.5-32b",
                   "piep-unlisted-3b")
@@ -49,7 +59,7 @@ LAYOUTS = {"tp1": (1, 1, 1), "tp2": (2, 1, 1), "pp2": (1, 2, 1), "dp2": (1, 1, 2
 
 
 def _spec(name: str) -> tuple[ModelSpec, dict[str, Any] | None]:
-    inline = {"piep-unlisted-3b": UNLISTED, **UNLISTED_MORE}.get(name)
+    inline = {"piep-unlisted-3b": UNLISTED, **UNLISTED_MORE, **UNLISTED_HEAD_DIM}.get(name)
     if inline:
         return ModelSpec.from_hf_config(inline, name=name), inline
     from piep.models import load_model
@@ -134,6 +144,8 @@ DESIGNS = {
     "design_unlisted.jsonl": {"seed": 4, "draws": 5, "eager_share": 0.2,
                               "layouts": ("tp1", "tp2", "pp2"),
                               "models": tuple(UNLISTED_MORE)},
+    "design_headdim.jsonl": {"seed": 5, "draws": 5, "eager_share": 0.2, "layouts": ("tp1",),
+                             "models": tuple(UNLISTED_HEAD_DIM)},
 }
 
 if __name__ == "__main__":
