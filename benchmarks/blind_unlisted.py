@@ -1,11 +1,15 @@
-"""Blind test: the predictor of commit f9b6957 (trained before these shapes were measured)
-on the end-to-end runs of the two unlisted shapes of device call 12.
+"""Blind tests: predictors trained before a set of shapes was measured, on those runs.
 
-    python benchmarks/blind_unlisted.py [PREDICTOR_FOLDER]
+    python benchmarks/blind_unlisted.py
 
-PREDICTOR_FOLDER defaults to the committed `calibration/h200/predictor_blind/`, a copy of
-the predictor as it was shipped before device call 12 (so the test stays reproducible
-after retraining). Prints per-run errors and MAPE by mode.
+* device call 12 (`raw/e2e_s3_unl_*.jsonl`: piep-unlisted-6b, -9b; tp1 / tp2 / pp2), with
+  the predictor of commit f9b6957 (`calibration/h200/predictor_blind/`);
+* device call 13 (`raw/e2e_s3_hd.jsonl`: head dims 64 and 96, which no training run or
+  module sample had), with the predictor of commit 6e0a191
+  (`calibration/h200/predictor_blind_hd/`).
+
+The predictors are kept as committed copies, so the tests stay reproducible after
+retraining. Prints every run and the MAPE by mode.
 """
 
 from __future__ import annotations
@@ -23,37 +27,40 @@ from piep.predict.engine import evaluate  # noqa: E402
 from piep.predict.learned import LearnedModel  # noqa: E402
 from piep.predict.train import deployment_of  # noqa: E402
 
-RUNS = sorted((ROOT / "calibration" / "h200" / "e2e" / "raw").glob("e2e_s3_unl_*.jsonl"))
+CAL = ROOT / "calibration" / "h200"
+TESTS = {  # name -> (measured runs, predictor trained before them)
+    "call 12: unlisted 6b, 9b": ("e2e_s3_unl_*.jsonl", "predictor_blind"),
+    "call 13: head dims 64, 96": ("e2e_s3_hd.jsonl", "predictor_blind_hd"),
+}
 
 
-BLIND = ROOT / "calibration" / "h200" / "predictor_blind"
-
-
-def predict_runs(folder: Path = BLIND):
-    """(measured record, prediction document) of every run of device call 12."""
+def predict_runs(name: str):
+    """(measured record, prediction document) of every run of one blind test."""
+    pattern, folder = TESTS[name]
     gpu = load_gpu("h200")
-    model = LearnedModel.load(folder, gpu)
-    for f in RUNS:
+    model = LearnedModel.load(CAL / folder, gpu)
+    for f in sorted((CAL / "e2e" / "raw").glob(pattern)):
         for r in read_jsonl(f):
             if r.get("schema") == "piep.measurement":
                 yield r, evaluate(deployment_of(r, gpu), model)
 
 
 def main() -> int:
-    folder = Path(sys.argv[1]) if len(sys.argv) > 1 else BLIND
-    rows = [(r, doc["energy_j"] / r["energy_j"] - 1, doc["time_s"] / r["time_s"] - 1)
-            for r, doc in predict_runs(folder)]
-    model = LearnedModel.load(folder, load_gpu("h200"))
-    print(f"predictor {folder} (trained on {model.meta.get('e2e_train')} e2e runs)")
-    for r, e, t in sorted(rows, key=lambda x: (x[0]["model"], x[0]["mode"], x[0]["tp"], x[0]["pp"])):
-        print(f"{r['model']:17s} tp{r['tp']} pp{r['pp']} {r['mode']:5s} batch {r['batch']:3d} "
-              f"prompt {r['prompt_len']:4d} gen {r['gen_len']:3d}: energy {100 * e:+5.1f} %, "
-              f"time {100 * t:+5.1f} %")
-    for mode in ("graph", "eager"):
-        sel = [(e, t) for r, e, t in rows if r["mode"] == mode]
-        if sel:
-            print(f"{mode}: {len(sel)} runs, energy MAPE {100 * statistics.mean(abs(e) for e, _ in sel):.1f} %, "
-                  f"time MAPE {100 * statistics.mean(abs(t) for _, t in sel):.1f} %")
+    for name, (_, folder) in TESTS.items():
+        rows = [(r, doc["energy_j"] / r["energy_j"] - 1, doc["time_s"] / r["time_s"] - 1,
+                 doc["flags"]) for r, doc in predict_runs(name)]
+        print(f"== {name} (predictor {folder})")
+        for r, e, t, flags in sorted(rows, key=lambda x: (x[0]["model"], x[0]["mode"],
+                                                          x[0]["tp"], x[0]["pp"])):
+            print(f"{r['model']:19s} tp{r['tp']} pp{r['pp']} {r['mode']:5s} batch {r['batch']:3d} "
+                  f"prompt {r['prompt_len']:4d} gen {r['gen_len']:3d}: energy {100 * e:+5.1f} %, "
+                  f"time {100 * t:+5.1f} % {' '.join(flags)}")
+        for mode in ("graph", "eager"):
+            sel = [(e, t) for r, e, t, _ in rows if r["mode"] == mode]
+            if sel:
+                print(f"{mode}: {len(sel)} runs, energy MAPE "
+                      f"{100 * statistics.mean(abs(e) for e, _ in sel):.1f} %, time MAPE "
+                      f"{100 * statistics.mean(abs(t) for _, t in sel):.1f} %")
     return 0
 
 
