@@ -136,8 +136,10 @@ How they were made (device logs in `logs/`, scripts in `../device/`):
   `design_eager_pp.jsonl` (eager pipeline-parallel runs; the main design had drawn 3)
   -> `raw/e2e_s3_2gpu.jsonl`. Every point of both designs is now measured. `run12.sh`
   measured `design_unlisted.jsonl` (two more shapes in no public list, `piep-unlisted-6b`
-  and `-9b`, tp1 / tp2 / pp2) -> `raw/e2e_s3_unl_*.jsonl`: the blind test of
-  `reports/accuracy.md` (predicted before they were measured).
+  and `-9b`, tp1 / tp2 / pp2) -> `raw/e2e_s3_unl_*.jsonl`: a blind test of
+  `reports/accuracy.md` (predicted before they were measured). `run13.sh` measured
+  `design_headdim.jsonl` (head dims 64 and 96, the second blind test) ->
+  `raw/e2e_s3_hd.jsonl`.
 * `design.jsonl` was drawn by `python -m piep.sampling.design` in session 1 (Latin-hypercube over log batch 1-64,
   prompt 128-2048, gen 32-512 per model x layout x mode, kept where the memory fit
   leaves 15 % and the roofline says the run lasts < 3 s, so that the budget covers many
@@ -148,10 +150,11 @@ How they were made (device logs in `logs/`, scripts in `../device/`):
 ## What is here
 
 * {len(raw)} records, **{len(rows)} distinct configurations**, {len(models)} model shapes
-  ({', '.join(models)}), including three shapes in no public list: `piep-unlisted-3b`
+  ({', '.join(models)}), including five shapes in no public list: `piep-unlisted-3b`
   (hidden 2560, 20 heads, 4 KV heads, 36 layers, FFN 6912, vocab 50304), `-6b` (3840, 30,
-  6, 30 layers, FFN 10240) and `-9b` (4352, 34, 2, 30 layers, FFN 11900); configs inline in
-  the records and in `piep/sampling/design.py`.
+  6, 30 layers, FFN 10240), `-9b` (4352, 34, 2, 30 layers, FFN 11900), `-hd64` (2048,
+  32, 4, 20 layers: head dim 64) and `-hd96` (3072, 32, 4, 24 layers: head dim 96); configs
+  inline in the records and in `piep/sampling/design.py`.
 * Layouts: {', '.join(f'{k}: {len(v)}' for k, v in sorted(lay.items()))} (graph); eager:
   {len([r for r in rows if r['mode'] == 'eager'])} configurations.
 * Graph mode repeat spread (max-min over 3 repeats / median): median
@@ -291,7 +294,8 @@ Made by `python benchmarks/data_report.py` from the JSONL files here:
 `repeat_check_s{{0,1}}.jsonl` and `repeat_tiny_s{{0,1}}.jsonl` (repeat check,
 `device/run4.sh`, `device/run5.sh`), `modules_lin_s{{0,1}}.jsonl` (session 3: 685 more
 projection GEMM shapes, draw seed 1, incl. five synthetic shapes whose FFN sizes have few
-trailing zero bits, `device/run8.sh`). Logs: `../device/run*.log`.
+trailing zero bits, `device/run8.sh`), `modules_hd_s{{0,1}}.jsonl` (attention and rope of
+head dims 64, 80, 96, `device/run13.sh`). Logs: `../device/run*.log`.
 
 Each sample is one compute node kind of the model tree at one shape, run in isolation:
 weights and inputs rotate over >= 240 MB (4x the 60 MB L2), the calls are captured in a
