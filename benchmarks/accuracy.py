@@ -28,7 +28,8 @@ from piep.gpus import load_gpu  # noqa: E402
 from piep.predict.dataset import (load_calibration, module_repeat_pairs,  # noqa: E402,F401
                                   repeat_check_pairs)
 from piep.predict.engine import evaluate  # noqa: E402
-from piep.predict.learned import fit_module_models, model_group, sample_leaf  # noqa: E402
+from piep.predict.learned import (fit_module_models, model_group, priced_power_w,  # noqa: E402
+                                  sample_leaf)
 from piep.predict.roofline import RooflineModel  # noqa: E402
 from piep.predict.features import base_time_s, leaf_features  # noqa: E402
 from piep.predict.train import (Case, cases, conformal, fit, leave_one_model_out,  # noqa: E402
@@ -116,6 +117,7 @@ def module_cv(cal, gpu, folds: int = 5) -> list[list]:
     rng = np.random.default_rng(0)
     fold_of_shape = dict(zip(shapes, rng.integers(0, folds, len(shapes))))
     fold_of = [fold_of_shape[repr(sorted((k, r[k]) for k in r["shape_fields"]))] for r in rows]
+    floor_w = statistics.median(h["launch_gap_power_w"] for h in cal.host)
     errs: dict[str, list[tuple[float, float]]] = {}
     for k in range(folds):
         train = [r for r, f in zip(rows, fold_of) if f != k]
@@ -128,6 +130,7 @@ def module_cv(cal, gpu, folds: int = 5) -> list[list]:
             leaf = sample_leaf(r)
             x = np.asarray([leaf_features(leaf, gpu, r["mode"])])
             lr, p, _ = models[group].predict(x)
+            p = priced_power_w(p, floor_w, gpu)  # the bounds the predictor applies
             t = base_time_s(leaf, gpu) * math.exp(lr[0])
             errs.setdefault(r["kind"], []).append((abs(t * p[0] / r["energy_j"] - 1),
                                                    abs(t / r["time_s"] - 1)))

@@ -116,6 +116,17 @@ def _call_power_w(row: dict[str, Any]) -> float:
     return row["energy_j"] / max(row["time_s"], 1e-9)
 
 
+# The power that prices a call may exceed the board limit: energy per call / event time
+# of kernels that slow down under sustained power reached 906 W (1.29x 700 W) in the
+# module samples. The bounds only stop a GBDT extrapolating to absurd values.
+POWER_CEILING = 1.35  # x the GPU's board power limit
+
+
+def priced_power_w(p, floor_w: float, gpu: GPU):
+    """A module model's power output within [floor_w, POWER_CEILING x board limit]."""
+    return np.minimum(np.maximum(p, floor_w), gpu.max_power_w * POWER_CEILING)
+
+
 def fit_module_models(samples: list[dict[str, Any]], gpu: GPU) -> dict[str, KindModel]:
     by_kind: dict[str, list] = {}
     for row in samples:
@@ -355,8 +366,8 @@ class LearnedModel:
             gap = max(0.0, node.launches * host - t)
         else:
             gap = node.launches * self.gap_graph_s
-        return LeafCost(t, min(max(p, self.launch_gap_w), self.gpu.max_power_w + 10),
-                        gap, out_of_range=oor)
+        return LeafCost(t, float(priced_power_w(p, self.launch_gap_w, self.gpu)), gap,
+                        out_of_range=oor)
 
     def cost_arrays(self, r: dict[str, np.ndarray], mode_eager: np.ndarray):
         """`leaf_cost` over the rows of `fast._rows`: (time, power, gap, wait, oor) of one
@@ -401,7 +412,7 @@ class LearnedModel:
                          ** self.decode_batch_exponent, t)
         gap = np.where(eager, np.maximum(0.0, r["launches"] * host - t),
                        r["launches"] * self.gap_graph_s)
-        power = np.minimum(np.maximum(p, self.launch_gap_w), self.gpu.max_power_w + 10)
+        power = priced_power_w(p, self.launch_gap_w, self.gpu)
         wait = np.zeros(n)
         cm = r["is_comm"]
         if cm.any():
