@@ -295,7 +295,8 @@ Made by `python benchmarks/data_report.py` from the JSONL files here:
 `device/run4.sh`, `device/run5.sh`), `modules_lin_s{{0,1}}.jsonl` (session 3: 685 more
 projection GEMM shapes, draw seed 1, incl. five synthetic shapes whose FFN sizes have few
 trailing zero bits, `device/run8.sh`), `modules_hd_s{{0,1}}.jsonl` (attention and rope of
-head dims 64, 80, 96, `device/run13.sh`). Logs: `../device/run*.log`.
+head dims 64, 80, 96, `device/run13.sh`), `modules_small_s{{0,1}}.jsonl` (embedding,
+residual, sampling, rmsnorm, draw seed 3, `device/run14.sh`). Logs: `../device/run*.log`.
 
 Each sample is one compute node kind of the model tree at one shape, run in isolation:
 weights and inputs rotate over >= 240 MB (4x the 60 MB L2), the calls are captured in a
