@@ -364,7 +364,9 @@ lists every run): device call 12, `piep-unlisted-6b` and `-9b` (no module sample
 drawn from these shapes), with the predictor of commit f9b6957; device call 13, two
 unlisted shapes of head dim 64 and 96 (until then every training run and module sample
 had head dim 128; the head-dim-64 runs are flagged `out_of_range`), with the predictor of
-commit 6e0a191. Graph runs:
+commit 6e0a191. Both are evaluated with today's engine code (the priced-power bound has
+changed since: with the code of their own commits they gave 3.8 / 3.9 % and 2.5 / 6.3 %,
+`git checkout f633baf && python benchmarks/blind_unlisted.py`). Graph runs:
 
 {md_table(blind, ["blind test", "predictor", "n", "energy MAPE %", "time MAPE %"])}
 
