@@ -345,8 +345,7 @@ CAMPAIGNS = [  # file, device script, what it measured
      "graph rows >= 64 MiB superseded (a scale kernel every 1-4 calls). In graph mode the "
      "rescaling also undid the few calls made before the capture on every replay, so up to "
      "half of the rotating buffers decayed towards zero over a window (fixed after call 11; "
-     "its graph SUM / call-8 AVG energy ratio, median 0.90, equals the eager one, 0.89, where "
-     "the rescaling was right: no visible effect)"),
+     "effect on energy: see below)"),
     ("collectives_sum_p2.jsonl", "run10.sh", "the same a minute later, pass 2"),
     ("collectives_sum_big.jsonl", "run11.sh", "AllReduce SUM, graph, 64 MiB-1 GiB again with "
      ">= 32 calls per buffer per captured graph"),
@@ -388,6 +387,18 @@ def collectives_report() -> None:
     fig.savefig(CAL / "collectives" / "figures" / "energy_per_call.png", dpi=110)
     plt.close(fig)
     n_all = len(cal.collective_samples)
+    # the decayed graph buffers of call 10 against the eager loop, whose rescaling was
+    # right: SUM (calls 10-11) over AVG (call 8, same sizes) per mode
+    from piep.artifacts import read_jsonl
+    avg = {(r["mode"], r["size_bytes"]): sum(r["energy_j_per_gpu"])
+           for r in read_jsonl(CAL / "collectives" / "collectives_s3.jsonl")
+           if r["kind"] == "allreduce"}
+    ratio = {m: statistics.median(sum(r["energy_j_per_gpu"]) / avg[(m, r["size_bytes"])]
+                                  for r in cal.collective_samples
+                                  if r.get("reduce_op") == "sum" and r["mode"] == m
+                                  and not r.get("superseded_by")
+                                  and (m, r["size_bytes"]) in avg)
+             for m in ("graph", "eager")}
     camp = "\n".join(f"* `{f}` (`../device/{sh}`): {what}." for f, sh, what in CAMPAIGNS)
     text = f"""# H200 collectives in isolation, with energy (generated)
 
@@ -396,6 +407,10 @@ measured by `torchrun --nproc-per-node 2 -m piep calibrate collectives` in these
 calls (scripts and logs in `../device/`):
 
 {camp}
+
+AllReduce SUM / AVG energy per call at the same size and mode (median): graph
+{ratio["graph"]:.2f}, eager {ratio["eager"]:.2f}. Decayed (near-zero) buffers would lower the
+energy of the graph rows; they are not lower than the eager ones, whose rescaling was right.
 
 Each point: one collective on both GPUs of `nvidia-h200-x2` (NVLink), bf16 buffers
 rotating over >= 240 MB, a CUDA graph of many calls (graph) or an eager loop, every rank
