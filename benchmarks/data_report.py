@@ -17,7 +17,7 @@ sys.path.insert(0, str(ROOT))
 
 import numpy as np  # noqa: E402
 
-from piep.artifacts import load_json  # noqa: E402
+from piep.artifacts import load_json, read_jsonl  # noqa: E402
 from piep.models import SYNTHETIC  # noqa: E402
 from piep.predict.dataset import (load_calibration, module_repeat_pairs,  # noqa: E402
                                   repeat_check_pairs,
@@ -186,7 +186,6 @@ per GPU, but two GPUs' boards drawing power for the whole run.
 
 def waits_report() -> None:
     from scipy import stats
-    from piep.artifacts import read_jsonl
     plt = _plt()
     fits = load_json(CAL / "waits" / "fits.json")["fits"]
     samples = [r for r in read_jsonl(CAL / "waits" / "waits.jsonl")
@@ -389,7 +388,6 @@ def collectives_report() -> None:
     n_all = len(cal.collective_samples)
     # the decayed graph buffers of call 10 against the eager loop, whose rescaling was
     # right: SUM (calls 10-11) over AVG (call 8, same sizes) per mode
-    from piep.artifacts import read_jsonl
     avg = {(r["mode"], r["size_bytes"]): sum(r["energy_j_per_gpu"])
            for r in read_jsonl(CAL / "collectives" / "collectives_s3.jsonl")
            if r["kind"] == "allreduce"}

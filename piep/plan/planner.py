@@ -159,8 +159,8 @@ def ideal_plan(cv: Curves, lv: LeafArrays, max_slowdown: float,
     t = (cv.t_call if worst_t_call is None else worst_t_call) * lv.count[:, None]
     budget = (cv.t_call[rows, base] * lv.count).sum() * (1 + max_slowdown)
 
-    def pick(lam: float) -> np.ndarray:
-        return np.argmin(e + lam * np.where(above, 0.0, t), axis=1)
+    def pick(lam: float) -> np.ndarray:  # clocks above a cap cost inf energy: never picked
+        return np.argmin(e + lam * t, axis=1)
 
     lo, hi = 0.0, 1.0
     while t[rows, pick(hi)].sum() > budget and hi < 1e9:

@@ -27,6 +27,7 @@ import numpy as np
 
 from piep.config import Parallel, Workload
 from piep.layout import Deployment
+from piep.predict.engine import hides_host_gaps
 from piep.tree import build_tree
 from piep.tree.builder import decode_context
 
@@ -206,8 +207,8 @@ class FastSweep:
         busy = np.bincount(key, weights=r["count"] * (t + wait),
                            minlength=2 * n * ns).reshape(n, 2, ns)
         gaps = np.bincount(key, weights=r["count"] * gap, minlength=2 * n * ns).reshape(n, 2, ns)
-        hide = np.zeros((n, 2), dtype=bool)
-        hide[:, 1] = eager_cfg & (pp > 1)  # engine.hides_host_gaps
+        hide = np.array([[hides_host_gaps(d.workload.mode, ph, d.parallel.pp)
+                          for ph in ("prefill", "decode")] for d in deps], dtype=bool)
         phase_t = busy.sum(2) + np.where(hide, gaps.max(2), gaps.sum(2))
         own_t = busy.sum(2) + gaps.sum(2)
         b = np.array([d.replica_batch for d in deps], float)

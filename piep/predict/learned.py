@@ -123,8 +123,13 @@ POWER_CEILING = 1.35  # x the GPU's board power limit
 
 
 def priced_power_w(p, floor_w: float, gpu: GPU):
-    """A module model's power output within [floor_w, POWER_CEILING x board limit]."""
-    return np.minimum(np.maximum(p, floor_w), gpu.max_power_w * POWER_CEILING)
+    """A module model's power output (a float, or an array of them) within
+    [floor_w, POWER_CEILING x board limit]. Floats take builtins: `leaf_cost` is called
+    hundreds of thousands of times in a fit."""
+    ceiling = gpu.max_power_w * POWER_CEILING
+    if isinstance(p, float):
+        return min(max(p, floor_w), ceiling)
+    return np.minimum(np.maximum(p, floor_w), ceiling)
 
 
 def fit_module_models(samples: list[dict[str, Any]], gpu: GPU) -> dict[str, KindModel]:
@@ -366,7 +371,7 @@ class LearnedModel:
             gap = max(0.0, node.launches * host - t)
         else:
             gap = node.launches * self.gap_graph_s
-        return LeafCost(t, float(priced_power_w(p, self.launch_gap_w, self.gpu)), gap,
+        return LeafCost(t, priced_power_w(p, self.launch_gap_w, self.gpu), gap,
                         out_of_range=oor)
 
     def cost_arrays(self, r: dict[str, np.ndarray], mode_eager: np.ndarray):
