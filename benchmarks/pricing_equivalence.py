@@ -1,0 +1,158 @@
+"""Old vs new predictions: the largest relative difference over the e2e design grid, the
+README examples, a random sweep, clock plans and the optimizer.
+
+    python benchmarks/pricing_equivalence.py            # compare against the snapshot
+    python benchmarks/pricing_equivalence.py --snapshot # (re)write the snapshot
+
+The snapshot (`benchmarks/data/pricing_snapshot.json.gz`) was written by the code of the
+commit named in it, before the pricing path was restructured; this script, run on later
+code, prints per group the largest relative difference of every number in the documents
+(energy, time, per-module attributions, intervals, plans) and exits non-zero above 1e-9.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import gzip
+import io
+import json
+import math
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+SNAPSHOT = ROOT / "benchmarks" / "data" / "pricing_snapshot.json.gz"
+TOLERANCE = 1e-9
+# provenance and free text that legitimately differ between runs or code versions
+IGNORED_KEYS = {"provenance", "git", "host", "python", "piep_version", "created", "level",
+                "engine", "schema_version"}
+
+CLI_CASES = {
+    "readme_predict": ["predict", "--model", "llama-2-7b", "--gpu", "h200", "--tp", "2",
+                       "--batch", "16", "--prompt-len", "512", "--gen-len", "128"],
+    "default_predict": ["predict", "--model", "llama-2-7b"],
+    "big_prefill": ["predict", "--model", "llama-2-13b", "--batch", "128", "--prompt-len",
+                    "512", "--gen-len", "64"],
+    "eager_pp": ["predict", "--model", "llama-2-13b", "--pp", "2", "--batch", "8",
+                 "--mode", "eager"],
+    "tp4pp2dp2": ["predict", "--model", "llama-3-70b", "--tp", "4", "--pp", "2", "--dp", "2",
+                  "--batch", "32", "--prompt-len", "1024", "--gen-len", "256"],
+    "roofline": ["predict", "--model", "qwen2.5-7b", "--tp", "2", "--predictor", "roofline"],
+    "request_rate": ["predict", "--model", "llama-2-7b", "--batch", "8", "--request-rate",
+                     "0.5"],
+    "uncalibrated": ["predict", "--model", "llama-2-7b", "--gpu", "h100",
+                     "--allow-uncalibrated"],
+    "compare": ["compare", "llama-2-7b@tp2", "llama-2-13b@tp1", "--batch", "16"],
+    "plan_b1": ["plan", "--model", "llama-2-7b", "--batch", "1"],
+    "plan_b64": ["plan", "--model", "llama-2-7b", "--batch", "64"],
+    "plan_b64_500w": ["plan", "--model", "llama-2-7b", "--batch", "64", "--power-limit",
+                      "500"],
+    "plan_tp2_eager": ["plan", "--model", "llama-2-13b", "--tp", "2", "--batch", "8",
+                       "--mode", "eager"],
+    "optimize_eds": ["optimize", "--model", "llama-2-7b", "--tp", "1", "--objective", "eds"],
+}
+
+
+def cli_json(argv: list[str]) -> dict:
+    from piep.cli import main
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        rc = main([*argv, "--json"])
+    if rc:
+        raise SystemExit(f"piep {' '.join(argv)} exited {rc}")
+    return json.loads(out.getvalue())
+
+
+def e2e_docs() -> dict[str, dict]:
+    """Every measured configuration, predicted by the shipped learned predictor and by the
+    roofline (the records name shapes that no shipped config has)."""
+    from piep.api import cost_model
+    from piep.gpus import load_gpu
+    from piep.predict.dataset import load_calibration, unique_e2e
+    from piep.predict.engine import evaluate
+    from piep.predict.train import deployment_of
+    gpu = load_gpu("h200")
+    out = {}
+    for predictor in ("learned", "roofline"):
+        cm = cost_model("h200", predictor)
+        for rec in unique_e2e(load_calibration("h200").e2e):
+            out[f"e2e/{predictor}/{rec['key']}"] = evaluate(deployment_of(rec, gpu), cm)
+    return out
+
+
+def sweep_rows() -> dict[str, dict]:
+    from benchmarks.speed import draw
+    from piep.sweep import sweep
+    return {f"sweep/{i}": row for i, row in enumerate(sweep(draw(400, seed=7)))}
+
+
+def documents() -> dict[str, dict]:
+    docs = {f"cli/{name}": cli_json(argv) for name, argv in CLI_CASES.items()}
+    docs.update(e2e_docs())
+    docs.update(sweep_rows())
+    return docs
+
+
+def _diff(a, b, path: str, worst: list) -> None:
+    """Largest relative difference of numbers; structural mismatches are infinite."""
+    if isinstance(a, dict) and isinstance(b, dict):
+        for k in set(a) | set(b):
+            if k in IGNORED_KEYS:
+                continue
+            if k not in a or k not in b:
+                worst.append((math.inf, f"{path}/{k}: missing on one side"))
+                continue
+            _diff(a[k], b[k], f"{path}/{k}", worst)
+    elif isinstance(a, list) and isinstance(b, list):
+        if len(a) != len(b):
+            worst.append((math.inf, f"{path}: {len(a)} vs {len(b)} items"))
+            return
+        for i, (x, y) in enumerate(zip(a, b)):
+            _diff(x, y, f"{path}[{i}]", worst)
+    elif isinstance(a, (int, float)) and isinstance(b, (int, float)) \
+            and not isinstance(a, bool) and not isinstance(b, bool):
+        d = abs(a - b) / max(abs(a), abs(b), 1e-300) if a != b else 0.0
+        worst.append((d, path))
+    elif a != b:
+        worst.append((math.inf, f"{path}: {a!r} vs {b!r}"))
+
+
+def compare(old: dict[str, dict], new: dict[str, dict]) -> float:
+    groups: dict[str, list] = {}
+    for name in sorted(set(old) | set(new)):
+        group = name.split("/")[0] + ("/" + name.split("/")[1] if name.startswith("e2e") else "")
+        worst = groups.setdefault(group, [])
+        if name not in old or name not in new:
+            worst.append((math.inf, f"{name}: missing on one side"))
+            continue
+        _diff(old[name], new[name], name, worst)
+    overall = 0.0
+    for group, worst in groups.items():
+        top = max(worst, default=(0.0, ""))
+        energy = max((d for d, p in worst if p.endswith("/energy_j")), default=0.0)
+        time = max((d for d, p in worst if p.endswith("/time_s")), default=0.0)
+        print(f"{group:14s} energy_j {energy:.2e}  time_s {time:.2e}  any number "
+              f"{top[0]:.2e}  ({top[1]})")
+        overall = max(overall, top[0])
+    return overall
+
+
+def main() -> int:
+    docs = documents()
+    if "--snapshot" in sys.argv:
+        from piep.artifacts import git_hash
+        SNAPSHOT.parent.mkdir(parents=True, exist_ok=True)
+        SNAPSHOT.write_bytes(gzip.compress(json.dumps({"commit": git_hash(), "documents": docs}).encode(), mtime=0))
+        print(f"wrote {len(docs)} documents to {SNAPSHOT}")
+        return 0
+    snap = json.loads(gzip.decompress(SNAPSHOT.read_bytes()))
+    print(f"old: commit {snap['commit']}; {len(snap['documents'])} documents")
+    worst = compare(snap["documents"], docs)
+    print(f"largest relative difference: {worst:.2e} (tolerance {TOLERANCE:g})")
+    return 0 if worst <= TOLERANCE else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
