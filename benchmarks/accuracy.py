@@ -27,13 +27,13 @@ sys.path.insert(0, str(ROOT))
 from piep.gpus import load_gpu  # noqa: E402
 from piep.predict.dataset import (load_calibration, module_repeat_pairs,  # noqa: E402,F401
                                   repeat_check_pairs)
-from piep.predict.engine import evaluate  # noqa: E402
-from piep.predict.learned import (fit_module_models, model_group, priced_power_w,  # noqa: E402
-                                  sample_leaf)
+from piep.predict.module_models import (fit_module_models, model_group,  # noqa: E402
+                                        priced_power_w, sample_leaf)
+from piep.predict.pricing import price  # noqa: E402
 from piep.predict.roofline import RooflineModel  # noqa: E402
 from piep.predict.features import base_time_s, leaf_features  # noqa: E402
 from piep.predict.train import (Case, cases, conformal, fit, leave_one_model_out,  # noqa: E402
-                                _row)
+                                rows_of)
 
 REPORT = ROOT / "reports" / "accuracy.md"
 FIGS = ROOT / "reports" / "figures"
@@ -70,8 +70,10 @@ def md_table(rows, headers) -> str:
 def roofline_baselines(all_cases: list[Case]) -> list[dict]:
     """The roofline as shipped, and refit: per-mode energy and time factors fitted on the
     training folds (median measured/predicted), applied to the held-out model."""
-    roof = RooflineModel()
-    preds = {c.rec["key"]: evaluate(c.dep, roof, c.tree) for c in all_cases}
+    priced = price([c.dep for c in all_cases], RooflineModel())
+    preds = {c.rec["key"]: {"energy_j": float(priced.energy_j[i]),
+                            "time_s": float(priced.time_s[i])}
+             for i, c in enumerate(all_cases)}
     rows = []
     for c in all_cases:
         train = [d for d in all_cases if d.rec["model"] != c.rec["model"]
@@ -98,9 +100,7 @@ def held_out_ranges(cal, gpu, all_cases) -> list[list]:
         cut = values[int(len(values) * 0.7)]
         train = [c for c in all_cases if c.rec[axis] < cut]
         test = [c for c in all_cases if c.rec[axis] >= cut]
-        model = fit(cal, gpu, train)
-        model.prepare([(c.dep, c.tree) for c in test])
-        rows = [_row(c, evaluate(c.dep, model, c.tree), model) for c in test]
+        rows = rows_of(test, fit(cal, gpu, train))
         graph = [r for r in rows if r["mode"] == "graph"]
         out.append([f"{axis} >= {cut} (trained below)", len(graph),
                     mape((r["pred_energy_j"], r["energy_j"]) for r in graph),
@@ -143,7 +143,7 @@ def collective_loo(cal) -> list[list]:
     power interpolated in log size from the isolated samples), each size held out: the
     model is rebuilt from the other sizes of its kind and mode, so the end sizes (4 KiB,
     1 GiB) are extrapolations. Energy per call, both GPUs."""
-    from piep.predict.learned import CommModel, collective_rows
+    from piep.predict.collectives import Collectives, collective_rows
     rows = collective_rows(cal.collective_samples)
     errs: dict[str, list[tuple[float, bool]]] = {}
     for r in rows:
@@ -151,10 +151,12 @@ def collective_loo(cal) -> list[list]:
         sizes = sorted({q["size_bytes"] for q in same})
         rest = [q for q in rows if q["size_bytes"] != r["size_bytes"]
                 or (q["kind"], q["mode"]) != (r["kind"], r["mode"])]
-        comm = CommModel.from_calibration([], [], rest)
+        comm = Collectives.from_calibration([], [], rest)
         n = len(r["energy_j_per_gpu"])
-        pred = comm.transfer_s(r["kind"], r["size_bytes"], n, r["mode"]) * \
-            comm.power_w(r["kind"], r["size_bytes"], r["mode"]) * n
+        kind, size = np.array([r["kind"]], dtype=object), np.array([float(r["size_bytes"])])
+        eager = np.array([r["mode"] == "eager"])
+        pred = float(comm.transfer_s(kind, size, np.array([float(n)]), eager)[0]
+                     * comm.power_w(kind, size, eager, float("nan"))[0]) * n
         interior = sizes[0] < r["size_bytes"] < sizes[-1]
         errs.setdefault(r["kind"], []).append((abs(pred / sum(r["energy_j_per_gpu"]) - 1),
                                                interior))
@@ -201,7 +203,7 @@ def insitu_gap(gpu) -> list[list]:
     from piep.config import Parallel, Workload
     from piep.models import load_model
     from piep.predict.learned import load_learned
-    from piep.tree import build_tree
+    from piep.predict.table import TableBuilder
     path = ROOT / "calibration" / "h200" / "insitu" / "insitu.jsonl"
     model = load_learned("h200")
     if model is None or not path.is_file():
@@ -215,14 +217,29 @@ def insitu_gap(gpu) -> list[list]:
         dep = validate(load_model(name), Parallel(), Workload(batch=batch, prompt_len=prompt,
                                                               gen_len=17, mode="eager"), gpu,
                        check_memory=False)
-        leaves = [leaf for _, _, leaf in build_tree(dep).leaves()
-                  if leaf.kind == kind and leaf.phase == phase]
-        if not leaves:
+        table = TableBuilder().table([dep])
+        rows = (table.kind == kind) & (table.phase == ("prefill", "decode").index(phase))
+        if not rows.any():
             continue
-        iso = statistics.mean(model._compute(leaf, dep)[0] for leaf in leaves)
+        iso = float(model.modules.predict(table, gpu).time_s[rows].mean())
         ratios.setdefault((kind, phase), []).append(min(vals) / iso)
     return [[k, ph, len(v), 100 * (statistics.median(v) - 1)]
             for (k, ph), v in sorted(ratios.items())]
+
+
+def module_alphas(model, all_cases: list[Case]) -> list[float]:
+    """alpha of every module of every run, with the tokens of its phase (as fitted)."""
+    from piep.predict.table import KIND_ID
+    priced = price([c.dep for c in all_cases], model, detail=True)
+    out = []
+    for i, c in enumerate(all_cases):
+        mods = priced.modules(i)
+        decode = np.array([m["phase"] == "decode" for m in mods])
+        tokens = c.dep.replica_batch * np.where(decode, 1, c.dep.workload.prompt_len)
+        out += model.combiner.alpha(np.array([KIND_ID[m["kind"]] for m in mods]), decode,
+                                    np.full(len(mods), c.dep.workload.mode == "eager"),
+                                    tokens).tolist()
+    return out
 
 
 def cross_conformal(rows) -> tuple[float, float, int]:
@@ -286,12 +303,7 @@ def main() -> int:
                                progress=lambda i, n, m: print(f"LOMO {i}/{n} {m}", file=sys.stderr))
     base = roofline_baselines(all_cases)
     shipped = fit(cal, gpu, all_cases)
-    alphas = []
-    for c in all_cases:
-        for m in evaluate(c.dep, shipped, c.tree)["modules"]:
-            tokens = c.dep.replica_batch * (c.dep.workload.prompt_len
-                                            if m["phase"] == "prefill" else 1)
-            alphas.append(shipped.alpha(m["kind"], m["phase"], c.dep.workload.mode, tokens))
+    alphas = module_alphas(shipped, all_cases)
     cov_e, cov_t, n_cov = cross_conformal(rows)
     ranges = held_out_ranges(cal, gpu, all_cases)
     per_kind = module_cv(cal, gpu)

@@ -23,8 +23,8 @@ sys.path.insert(0, str(ROOT))
 
 from piep.artifacts import read_jsonl  # noqa: E402
 from piep.gpus import load_gpu  # noqa: E402
-from piep.predict.engine import evaluate  # noqa: E402
-from piep.predict.learned import LearnedModel  # noqa: E402
+from piep.predict.pricing import price  # noqa: E402
+from piep.predict.store import load  # noqa: E402
 from piep.predict.train import deployment_of  # noqa: E402
 
 CAL = ROOT / "calibration" / "h200"
@@ -38,11 +38,12 @@ def predict_runs(name: str):
     """(measured record, prediction document) of every run of one blind test."""
     pattern, folder = TESTS[name]
     gpu = load_gpu("h200")
-    model = LearnedModel.load(CAL / folder, gpu)
-    for f in sorted((CAL / "e2e" / "raw").glob(pattern)):
-        for r in read_jsonl(f):
-            if r.get("schema") == "piep.measurement":
-                yield r, evaluate(deployment_of(r, gpu), model)
+    model = load(CAL / folder, gpu)
+    recs = [r for f in sorted((CAL / "e2e" / "raw").glob(pattern)) for r in read_jsonl(f)
+            if r.get("schema") == "piep.measurement"]
+    priced = price([deployment_of(r, gpu) for r in recs], model, detail=True)
+    for i, r in enumerate(recs):
+        yield r, priced.document(i)
 
 
 def main() -> int:

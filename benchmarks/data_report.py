@@ -351,19 +351,30 @@ CAMPAIGNS = [  # file, device script, what it measured
 ]
 
 
+def priced_call(comm, kind: str, mode: str, sizes):
+    """(time s, power W) of one call of a collective on two GPUs, as the predictor prices it."""
+    import numpy as np
+    k = np.array([kind] * len(sizes), dtype=object)
+    eager = np.full(len(sizes), mode == "eager")
+    return (comm.transfer_s(k, sizes, np.full(len(sizes), 2.0), eager),
+            comm.power_w(k, sizes, eager, float("nan")))
+
+
 def collectives_report() -> None:
     plt = _plt()
-    from piep.predict.learned import CommModel, collective_rows
+    import numpy as np
+
+    from piep.predict.collectives import Collectives, collective_rows
     cal = load_calibration("h200")
     used = collective_rows(cal.collective_samples)
-    comm = CommModel.from_calibration([], [], used)
+    comm = Collectives.from_calibration([], [], used)
     by: dict[tuple, list[dict]] = {}
     for r in used:
         by.setdefault((r["kind"], r["mode"], r["size_bytes"]), []).append(r)
     lines = []
     for (kind, mode, size), rs in sorted(by.items()):
-        t = comm.transfer_s(kind, size, 2, mode)
-        w = comm.power_w(kind, size, mode)
+        t, w = priced_call(comm, kind, mode, np.array([float(size)]))
+        t, w = float(t[0]), float(w[0])
         lines.append(f"| {kind} | {mode} | {size / 2 ** 10:,.0f} | {len(rs)} | {t * 1e6:.1f} | "
                      f"{w:.0f} | {2 * t * w * 1e3:.3f} |")
     fig, axes = plt.subplots(1, 3, figsize=(13, 3.8), sharey=True)
@@ -373,9 +384,9 @@ def collectives_report() -> None:
                          if r["kind"] == kind and r["mode"] == mode)
             if pts:
                 ax.loglog(*zip(*pts), mark, ms=4, color=color, label=f"{mode} (measured)")
-                xs = sorted({p[0] for p in pts})
-                ax.loglog(xs, [2 * comm.transfer_s(kind, x, 2, mode) * comm.power_w(kind, x, mode)
-                               * 1e3 for x in xs], "-", lw=1, color=color,
+                xs = np.array(sorted({p[0] for p in pts}), dtype=float)
+                t, w = priced_call(comm, kind, mode, xs)
+                ax.loglog(xs, 2 * t * w * 1e3, "-", lw=1, color=color,
                           label=f"{mode} (as priced)")
         ax.set_title(kind)
         ax.set_xlabel("bytes per call")
@@ -416,7 +427,7 @@ using the same call count; time per call from CUDA events (the slower rank), ene
 call and GPU from a tick-aligned window on each GPU. AllGather as the runner gathers
 logits; send/recv from rank 0 to rank 1 as pipeline stages pass activations.
 
-**How the predictor prices a collective** (`piep/predict/learned.py`, `CommModel`): the
+**How the predictor prices a collective** (`piep/predict/collectives.py`, `Collectives`): the
 rows that price ({len(used)}: not superseded; AllReduce only with the runner's SUM) are
 merged per size by their median; time per call and power per GPU (energy per call /
 time per call) are interpolated in log size; above 1 GiB the time grows linearly with

@@ -1,44 +1,31 @@
-"""Python API: the library functions the CLI calls."""
+"""Python API: the library functions the CLI calls. Every prediction goes through the one
+pricing path (`piep.predict.pricing`) for a validated `Scenario`."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from piep.config import Parallel, Workload
 from piep.errors import ConfigError
-from piep.gpus import GPU, load_gpu
-from piep.layout import Deployment, validate
-from piep.models import load_model
-from piep.predict.engine import add_serving, evaluate
+from piep.gpus import DEFAULT_GPU
+from piep.layout import Deployment
+from piep.scenario import Scenario
 
 PREDICTORS = ("auto", "learned", "roofline")
 
 
-def deployment(model: str, *, gpu: "str | GPU" = "h200", tp: int = 1, pp: int = 1,
-               dp: int = 1, batch: int = 1, prompt_len: int = 512, gen_len: int = 128,
-               mode: str = "graph", check_memory: bool = True) -> Deployment:
-    spec = load_model(model)
-    return validate(spec, Parallel(tp=tp, pp=pp, dp=dp),
-                    Workload(batch=batch, prompt_len=prompt_len, gen_len=gen_len, mode=mode),
-                    gpu if isinstance(gpu, GPU) else load_gpu(gpu), check_memory=check_memory)
+def scenario(model: "str | Scenario", **kwargs: Any) -> Scenario:
+    """A scenario from a model name (or config path) and keyword fields, or as given."""
+    if isinstance(model, Scenario):
+        return model.replace(**kwargs) if kwargs else model
+    return Scenario.build(model, **kwargs)
 
 
-def _gpu_or_transfer(name: str, allow_uncalibrated: bool):
-    """(GPU profile, ratios or None): the calibration, or with `allow_uncalibrated` the
-    spec-sheet transfer for a GPU that has none."""
-    from piep.gpus import known_gpus, transfer_gpu
-    try:
-        return load_gpu(name), None
-    except ConfigError:
-        if not allow_uncalibrated:
-            raise ConfigError(f"GPU {name!r} has no calibration (calibrated: "
-                              f"{', '.join(known_gpus())}); pass --allow-uncalibrated to "
-                              f"predict it from its spec sheet, flagged and with a wide "
-                              f"interval") from None
-    return transfer_gpu(name)
+def deployment(model: str, **kwargs: Any) -> Deployment:
+    """The validated deployment of a scenario built from these fields."""
+    return Scenario.build(model, **kwargs).deployment
 
 
-def cost_model(gpu: str, predictor: str = "auto"):
+def cost_model(gpu: str = DEFAULT_GPU, predictor: str = "auto"):
     """The learned predictor where a calibration exists for the GPU, else the roofline."""
     if predictor not in PREDICTORS:
         raise ConfigError(f"predictor={predictor!r} is not one of {', '.join(PREDICTORS)}")
@@ -55,28 +42,57 @@ def cost_model(gpu: str, predictor: str = "auto"):
     return learned
 
 
-def predict(model: str, *, request_rate: float | None = None, predictor: str = "auto",
-            allow_uncalibrated: bool = False, **kwargs: Any) -> dict[str, Any]:
-    gpu, ratios = _gpu_or_transfer(kwargs.pop("gpu", "h200"), allow_uncalibrated)
-    dep = deployment(model, gpu=gpu, **kwargs)
-    if ratios is None:
-        cm = cost_model(dep.gpu.name, predictor)
-    else:
-        from piep.gpus import spec_sheets
-        from piep.predict.transfer import TransferredModel
-        ref = spec_sheets()["reference"]
-        base = cost_model(ref, predictor)
-        if not hasattr(base, "gpu"):
-            raise ConfigError("spec-sheet transfer needs the learned predictor of "
-                              f"{ref!r} (pip install lightgbm)")
-        cm = TransferredModel.build(base, gpu, ratios, ref)
-    doc = evaluate(dep, cm)
-    if ratios is not None:
+def cost_model_for(scn: Scenario, predictor: str = "auto"):
+    """The cost model that answers for a scenario: its GPU's, or for a GPU without a
+    calibration the reference GPU's learned predictor moved by spec-sheet ratios."""
+    if scn.transfer is None:
+        return cost_model(scn.gpu.name, predictor)
+    from piep.gpus import spec_sheets
+    from piep.predict.learned import LearnedModel
+    from piep.predict.transfer import TransferredModel
+    ref = spec_sheets()["reference"]
+    base = cost_model(ref, predictor)
+    if not isinstance(base, LearnedModel):
+        raise ConfigError("spec-sheet transfer needs the learned predictor of "
+                          f"{ref!r} (pip install lightgbm)")
+    return TransferredModel.build(base, scn.gpu, dict(scn.transfer), ref)
+
+
+def predict(model: "str | Scenario", *, request_rate: float | None = None,
+            predictor: str = "auto", **kwargs: Any) -> dict[str, Any]:
+    """The prediction document of a scenario (or of one built from a model name and
+    keyword fields: gpu, tp, pp, dp, engine/mode, batch, prompt_len, gen_len,
+    allow_uncalibrated)."""
+    from piep.predict.pricing import price
+    scn = scenario(model, **kwargs)
+    cm = cost_model_for(scn, predictor)
+    priced = price([scn.deployment], cm, detail=True)
+    doc = priced.document(0)
+    if scn.transfer is not None:
         doc["flags"].insert(0, "uncalibrated_gpu")
-        doc["transfer"] = {"reference": cm.reference, "ratios": ratios,
-                           "spec_sheet": dict(gpu.sources).get("spec_sheet")}
+        doc["transfer"] = {"reference": cm.reference, "ratios": dict(scn.transfer),
+                           "spec_sheet": dict(scn.gpu.sources).get("spec_sheet")}
     if request_rate is not None:
-        if request_rate <= 0:
+        if not request_rate > 0:
             raise ConfigError(f"request_rate={request_rate} must be > 0 requests per second")
-        add_serving(doc, dep, request_rate, cm.idle_power_w(dep))
+        add_serving(doc, scn.deployment, request_rate, priced.prices.idle_w)
+    return doc
+
+
+def add_serving(doc: dict[str, Any], dep: Deployment, request_rate: float,
+                idle_power_w: float) -> dict[str, Any]:
+    """Serving scenario: batches of `batch` requests arrive at `request_rate` req/s; the
+    GPUs idle between batches. Adds the idle energy and energy per request."""
+    period_s = dep.workload.batch / request_rate
+    gap_s = period_s - doc["time_s"]
+    serving = {"request_rate_per_s": request_rate, "batch_period_s": period_s}
+    if gap_s < 0:
+        serving.update({"overloaded": True, "idle_energy_j": 0.0,
+                        "energy_per_request_j": doc["energy_j"] / dep.workload.batch})
+        doc["flags"].append("overloaded")
+    else:
+        idle = gap_s * idle_power_w * dep.num_gpus
+        serving.update({"overloaded": False, "idle_s": gap_s, "idle_energy_j": idle,
+                        "energy_per_request_j": (doc["energy_j"] + idle) / dep.workload.batch})
+    doc["serving"] = serving
     return doc

@@ -97,6 +97,16 @@ def load_json(path: Path | str) -> Any:
         raise ArtifactError(f"{path}: not valid JSON ({exc})") from None
 
 
+def read_text(path: Path | str) -> str:
+    path = Path(path)
+    if not path.is_file():
+        raise ArtifactError(f"{path}: no such file")
+    try:
+        return path.read_text()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ArtifactError(f"{path}: cannot be read ({exc})") from None
+
+
 def read_json(path: Path | str, schema: str, max_version: int) -> dict[str, Any]:
     doc = load_json(path)
     if not isinstance(doc, dict) or doc.get("schema") != schema:

@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import argparse
-import json
 import logging
 import sys
-from typing import Any, Callable
 
 from piep import __version__
+from piep.commands.common import add_json_arg
 from piep.errors import PiepError
 
 log = logging.getLogger("piep")
@@ -29,37 +28,6 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "apply": ("apply", "apply a clock plan through NVML"),
     "optimize": ("optimize", "batch x power limit x SM clock search"),
 }
-
-
-def add_deployment_args(p: argparse.ArgumentParser, *, model: bool = True) -> None:
-    if model:
-        p.add_argument("--model", required=True,
-                       help="shipped name (see `piep models`) or path to config.json / folder")
-    p.add_argument("--gpu", default="h200", help="GPU type (default h200)")
-    p.add_argument("--tp", type=int, default=1, help="tensor parallel degree (default 1)")
-    p.add_argument("--pp", type=int, default=1, help="pipeline parallel degree (default 1)")
-    p.add_argument("--dp", type=int, default=1, help="data parallel replicas (default 1)")
-    add_workload_args(p)
-
-
-def add_workload_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--batch", type=int, default=1, help="global batch (default 1)")
-    p.add_argument("--prompt-len", type=int, default=512, help="prompt tokens (default 512)")
-    p.add_argument("--gen-len", type=int, default=128, help="generated tokens (default 128)")
-    p.add_argument("--mode", choices=("graph", "eager"), default="graph",
-                   help="decode as CUDA-graph replay (default) or eager PyTorch")
-
-
-def add_json_arg(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--json", action="store_true", help="machine output on stdout")
-
-
-def emit(args: argparse.Namespace, doc: Any, human: Callable[[Any], str]) -> None:
-    if getattr(args, "json", False):
-        json.dump(doc, sys.stdout, indent=2)
-        sys.stdout.write("\n")
-    else:
-        print(human(doc))
 
 
 def build_parser() -> argparse.ArgumentParser:

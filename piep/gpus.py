@@ -9,6 +9,8 @@ from typing import Any
 from piep.artifacts import calibration_dir, read_json
 from piep.errors import ConfigError
 
+DEFAULT_GPU = "h200"  # the GPU piep is calibrated on; every command's default
+
 _FIELDS = ("memory_gib", "bf16_flops", "hbm_bytes_per_s", "link_bytes_per_s",
            "collective_latency_s", "p2p_latency_s", "kernel_gap_graph_s", "kernel_gap_eager_s",
            "idle_power_w", "wait_power_w", "comm_power_w", "compute_power_w", "memory_power_w",

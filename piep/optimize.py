@@ -23,6 +23,7 @@ from typing import Any, Callable
 import numpy as np
 
 from piep.errors import ConfigError, PiepError
+from piep.scenario import Scenario
 
 OBJECTIVES = ("eds", "zeus", "latency")
 DEFAULT_POWER_LIMITS = (700.0, 600.0, 500.0, 400.0, 300.0)
@@ -91,18 +92,18 @@ class OfflineResult:
                 "time_per_token": c["s_per_token"] / r["s_per_token"] - 1}
 
 
-def offline(model: str, objective: Objective, *, gpu: str = "h200", tp: int = 1, pp: int = 1,
-            dp: int = 1, batch: int = 1, prompt_len: int = 512, gen_len: int = 128,
-            mode: str = "graph", batches: list[int] | None = None,
+def offline(scn: Scenario, objective: Objective, *, batches: list[int] | None = None,
             power_limits: list[float] | None = None, clock_stride: int = 6,
             predictor: str = "auto") -> OfflineResult:
-    """Predict every (batch, power limit, SM clock) point; the clock is one lock for the
-    whole run (None = default boost)."""
+    """Predict every (batch, power limit, SM clock) point of the scenario's deployment;
+    the clock is one lock for the whole run (None = default boost)."""
     from piep import api
     from piep.plan.freq import load_freq_model
-    from piep.plan.planner import peak_phase_power_w, phase_curves, price, under_limit
-    fm = load_freq_model(gpu)
-    cm = api.cost_model(gpu, predictor)
+    from piep.plan.planner import leaves, peak_phase_power_w, phase_curves, under_limit
+    fm = load_freq_model(scn.gpu.name)
+    cm = api.cost_model_for(scn, predictor)
+    batch, gen_len = scn.workload.batch, scn.workload.gen_len
+    tp, pp, dp = scn.parallel.tp, scn.parallel.pp, scn.parallel.dp
     limits = sorted(set(power_limits or DEFAULT_POWER_LIMITS), reverse=True)
     if any(not 0 < x <= fm.power_limit_w for x in limits):
         raise ConfigError(f"power limits must be in (0, {fm.power_limit_w:.0f}] W")
@@ -113,12 +114,11 @@ def offline(model: str, objective: Objective, *, gpu: str = "h200", tp: int = 1,
         if b % dp:
             continue
         try:
-            dep = api.deployment(model, gpu=gpu, tp=tp, pp=pp, dp=dp, batch=b,
-                                 prompt_len=prompt_len, gen_len=gen_len, mode=mode)
+            dep = scn.replace(batch=b).deployment
         except PiepError as exc:
             skipped.append(f"batch {b}: {exc}")
             continue
-        lv = price(dep, cm).leaves
+        lv = leaves(dep, cm)
         default = phase_curves(fm, lv)
         peak = peak_phase_power_w(default, lv)
         for limit in limits:

@@ -7,8 +7,11 @@ import pytest
 
 from piep.api import predict
 from piep.gpus import load_gpu
-from piep.predict.engine import evaluate
-from piep.predict.learned import TAU, LearnedModel, load_learned, predictor_dir
+from piep.predict.combiner import TAU, Combiner
+from piep.predict.learned import load_learned, predictor_dir
+from piep.predict.pricing import prediction as evaluate
+from piep.predict.store import load, save
+from piep.predict.table import KIND_ID
 
 
 @pytest.fixture(scope="module")
@@ -51,21 +54,27 @@ def test_far_shapes_are_out_of_range(shipped, tmp_path):
     assert "out_of_range" not in near["flags"]
 
 
+def _alpha(model, kind, decode, tokens):
+    return float(model.combiner.alpha(np.array([KIND_ID[kind]]), np.array([decode]),
+                                      np.array([False]), np.array([tokens]))[0])
+
+
 def test_alpha_is_bounded(shipped):
     for kind in ("q_proj", "attention", "allreduce", "pipeline_wait", "rmsnorm"):
-        for phase in ("prefill", "decode"):
-            a = shipped.alpha(kind, phase, "graph", 4096)
-            assert 1 - 1 / TAU <= a <= 1 + 1 / TAU
+        for decode in (False, True):
+            for tokens in (1, 4096, 1e6):
+                assert 1 - 1 / TAU <= _alpha(shipped, kind, decode, tokens) <= 1 + 1 / TAU
 
 
 def test_save_and_load_roundtrip(shipped, tmp_path, make_dep):
-    shipped.save(tmp_path / "p")
-    again = LearnedModel.load(tmp_path / "p", load_gpu("h200"))
+    save(shipped, tmp_path / "p")
+    again = load(tmp_path / "p", load_gpu("h200"))
     dep = make_dep("qwen2.5-14b", tp=2, batch=4, mode="eager")
     a, b = evaluate(dep, shipped), evaluate(dep, again)
     assert b["energy_j"] == pytest.approx(a["energy_j"], rel=1e-9)
     assert b["time_s"] == pytest.approx(a["time_s"], rel=1e-9)
-    assert np.allclose(again.alpha_w, shipped.alpha_w)
+    assert np.allclose(again.combiner.w, shipped.combiner.w)
+    assert again.host == shipped.host
 
 
 def test_shipped_artifacts_carry_provenance():
@@ -85,18 +94,19 @@ def test_refit_on_own_measurements(tmp_path):
     assert model is not load_learned("h200")  # the shipped predictor is left alone
 
 
-def test_combiner_change_reaches_alpha(shipped, tmp_path):
-    shipped.save(tmp_path / "p")
-    model = LearnedModel.load(tmp_path / "p", load_gpu("h200"))
-    before = model.alpha("q_proj", "decode", "graph", 8)
-    model.set_combiner(np.zeros_like(model.alpha_w), 0.0)
-    assert model.alpha("q_proj", "decode", "graph", 8) == 1.0 != before
+def test_a_neutral_combiner_prices_the_plain_module_sum(shipped, make_dep):
+    from dataclasses import replace
+    dep = make_dep("llama-2-7b", tp=2, batch=4)
+    plain = evaluate(dep, replace(shipped, combiner=Combiner()))
+    weighted = evaluate(dep, shipped)
+    assert _alpha(shipped, "q_proj", True, 8) != 1.0
+    assert plain["energy_j"] == pytest.approx(weighted["modules_raw_sum_j"], rel=1e-12)
 
 
 def test_out_of_range_is_the_nearest_sample_distance_against_the_threshold(shipped):
     """The k-d tree query flags exactly the leaves whose standardized distance to every
     training sample exceeds the threshold (checked against all pairwise distances)."""
-    km = shipped.kinds["linear"]
+    km = shipped.modules.kinds["linear"]
     rng = np.random.default_rng(1)
     dim = km.train_z.shape[1]
     near = km.train_z[rng.integers(0, len(km.train_z), 200)] + rng.normal(0, 0.3, (200, dim))

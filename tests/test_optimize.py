@@ -5,17 +5,18 @@ import math
 
 import pytest
 
+from piep.api import scenario
 from piep.cli import main
 from piep.device.fake import FakeClockDevice
 from piep.errors import ConfigError
 from piep.optimize import (DeviceSteps, Objective, ReplayMeasure, offline, online_search,
                            pareto, restricted_optimum)
-from piep.plan.runtime import ClockRuntime
+from piep.clocks import ClockRuntime
 
 
 @pytest.fixture(scope="module")
 def eds():
-    return offline("llama-2-7b", Objective("eds", 0.5), batches=[1, 2, 4, 8, 16, 32])
+    return offline(scenario("llama-2-7b"), Objective("eds", 0.5), batches=[1, 2, 4, 8, 16, 32])
 
 
 def test_objectives():
@@ -57,11 +58,11 @@ def test_power_limit_that_cannot_bind_is_said_and_changes_nothing(eds):
 
 
 def test_latency_objective_respects_the_bound():
-    res = offline("llama-2-7b", Objective("latency", latency_bound_s=1.2),
+    res = offline(scenario("llama-2-7b"), Objective("latency", latency_bound_s=1.2),
                   batches=[1, 4, 16, 64])
     assert res.chosen["request_latency_s"] <= 1.2
     with pytest.raises(ConfigError, match="latency bound"):
-        offline("llama-2-7b", Objective("latency", latency_bound_s=0.01), batches=[1, 2])
+        offline(scenario("llama-2-7b"), Objective("latency", latency_bound_s=0.01), batches=[1, 2])
 
 
 def _replay_rows(res, scale_e=1.0):
@@ -140,7 +141,7 @@ def test_cli_offline_json_and_replayed_online(tmp_path, capsys):
     rows = [{"measured": {"batch": p["batch"], "power_limit_w": 700.0, "sm_mhz": None,
                           "energy_j": p["energy_j"], "time_s": p["time_s"], "gen_len": 128}}
             for p in doc["front"] + [doc["reference"], doc["chosen"]]]
-    res = offline("llama-2-7b", Objective("eds", 0.5), batches=[1, 2, 4, 8])
+    res = offline(scenario("llama-2-7b"), Objective("eds", 0.5), batches=[1, 2, 4, 8])
     rows += [{"measured": r} for r in _replay_rows(res)]
     replay = tmp_path / "replay.jsonl"
     replay.write_text("\n".join(json.dumps(r) for r in rows) + "\n")

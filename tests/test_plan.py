@@ -11,8 +11,9 @@ from piep.device.fake import FakeClockDevice
 from piep.gpus import load_gpu
 from piep.plan import fit
 from piep.plan.freq import load_freq_model, response
-from piep.plan.planner import clock_for, make_plan, phase_curves, price
-from piep.plan.runtime import ClockRuntime
+from piep.clocks import clock_for
+from piep.plan.planner import leaves, make_plan, phase_curves
+from piep.clocks import ClockRuntime
 from piep.plan.validate import ModelKernels, sweep
 
 
@@ -50,7 +51,7 @@ def test_fit_meets_the_literature_rows(fm):
 
 
 def test_response_physics(fm):
-    lv = price(api.deployment("llama-2-7b", batch=64), api.cost_model("h200")).leaves
+    lv = leaves(api.deployment("llama-2-7b", batch=64), api.cost_model("h200"))
     clocks = fm.clocks()
     t, e = response(fm, lv, clocks)
     top = len(clocks) - 1
@@ -103,7 +104,7 @@ def test_bigger_budget_saves_more(fm):
 
 def test_comm_heavy_phase_keeps_max_clock(fm):
     from piep.plan.planner import applied_plan
-    lv = price(api.deployment("llama-2-7b", batch=1, tp=2), api.cost_model("h200")).leaves
+    lv = leaves(api.deployment("llama-2-7b", batch=1, tp=2), api.cost_model("h200"))
     lv.comm[:] = True  # pretend every leaf is a collective
     cv = phase_curves(fm, lv)
     ap = applied_plan(cv, lv, 0.05, 0.0)
@@ -182,7 +183,7 @@ def test_validate_cli_on_fake_device(tmp_path, monkeypatch, capsys):
 
 def test_phase_clocks_in_the_background_keep_order_and_restore(tmp_path, plans):
     import time
-    from piep.runtime import PhaseClocks
+    from piep.clocks import PhaseClocks
 
     class SlowDevice(FakeClockDevice):
         def set_locked_clocks(self, lo, hi):

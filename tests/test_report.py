@@ -14,9 +14,8 @@ from piep.report.hotspot import build_report
 @pytest.fixture(scope="module")
 def report(tmp_path_factory):
     out = tmp_path_factory.mktemp("report")
-    base = {"gpu": "h200", "tp": 2, "pp": 1, "dp": 1, "batch": 8, "prompt_len": 256,
-            "gen_len": 64, "mode": "graph", "predictor": "auto"}
-    return base, out, build_report("llama-2-13b", base, out, compare=["llama-2-7b@tp2"])
+    scn = api.scenario("llama-2-13b", tp=2, batch=8, prompt_len=256, gen_len=64)
+    return scn, out, build_report(scn, out, compare=["llama-2-7b@tp2"])
 
 
 def test_files_and_structure(report):
@@ -39,8 +38,8 @@ def test_files_and_structure(report):
 
 
 def test_numbers_equal_the_prediction(report):
-    base, out, data = report
-    doc = api.predict("llama-2-13b", **base)
+    scn, out, data = report
+    doc = api.predict(scn)
     assert data["prediction"]["energy_j"] == pytest.approx(doc["energy_j"])
     md = (out / "report.md").read_text()
     assert f"{doc['energy_j']:.1f}" in md and f"{doc['j_per_token']:.4f}" in md
@@ -48,13 +47,13 @@ def test_numbers_equal_the_prediction(report):
 
 
 def test_each_action_gain_is_a_difference_of_two_predictions(report):
-    base, out, data = report
+    scn, out, data = report
     deltas = [a for a in data["actions"] if not a.get("model_based")]
     assert len(deltas) == 3
-    doc = api.predict("llama-2-13b", **base)
+    doc = api.predict(scn)
     md = (out / "report.md").read_text()
     for a in deltas:
-        alt = api.predict("llama-2-13b", **{**base, **a["delta"]})
+        alt = api.predict(scn.replace(**a["delta"]))
         gain = alt["j_per_token"] / doc["j_per_token"] - 1
         assert a["energy_per_token_change"] == pytest.approx(gain)
         assert f"{100 * gain:+.1f} % energy per token" in md
@@ -100,12 +99,11 @@ def test_html_renders_in_a_headless_browser(report, tmp_path):
 def test_clock_plan_action_is_the_planner_saving(report):
     from piep.plan.freq import load_freq_model
     from piep.plan.planner import make_plan
-    base, out, data = report
+    scn, out, data = report
     plan_actions = [a for a in data["actions"] if a.get("model_based")]
     assert len(plan_actions) == 1
-    keys = ("gpu", "tp", "pp", "dp", "batch", "prompt_len", "gen_len", "mode")
-    plan = make_plan(api.deployment("llama-2-13b", **{k: base[k] for k in keys}),
-                     api.cost_model("h200"), load_freq_model("h200"), max_slowdown=0.01)
+    plan = make_plan(scn.deployment, api.cost_model("h200"), load_freq_model("h200"),
+                     max_slowdown=0.01)
     assert plan_actions[0]["energy_per_token_change"] == pytest.approx(-plan["applied"]["saving"])
     md = (out / "report.md").read_text()
     assert "## SM clock plan (model-based, not measured)" in md and "Ideal per-kernel bound" in md

@@ -1,7 +1,7 @@
 import pytest
 
 from piep.api import predict
-from piep.predict.engine import evaluate
+from piep.predict.pricing import prediction as evaluate
 from piep.predict.roofline import RooflineModel
 
 

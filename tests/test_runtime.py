@@ -12,7 +12,7 @@ import pytest
 
 from piep.device.fake import FakeClockDevice
 from piep.errors import DeviceError
-from piep.plan.runtime import ClockRuntime
+from piep.clocks import ClockRuntime
 
 
 class Tick:
@@ -54,7 +54,7 @@ def test_restore_on_sigterm(tmp_path):
         import os, signal
         from pathlib import Path
         from piep.device.fake import FakeClockDevice
-        from piep.plan.runtime import ClockRuntime
+        from piep.clocks import ClockRuntime
         dev = FakeClockDevice(log_path={str(log)!r})
         rt = ClockRuntime([dev], Path({str(tmp_path / 'state')!r}), dry_run=False,
                           permission_check=lambda: True)

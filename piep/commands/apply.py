@@ -7,7 +7,8 @@ import os
 import subprocess
 from pathlib import Path
 
-from piep.cli import emit
+from piep.clocks import ClockAccess
+from piep.commands.common import emit
 from piep.errors import ConfigError
 
 log = logging.getLogger("piep.apply")
@@ -30,32 +31,23 @@ def configure(parser) -> None:
                      "(single-clock plans only)")
 
 
-def clock_devices(gpus: str) -> list:
-    try:
-        indices = [int(x) for x in gpus.split(",") if x.strip()]
-    except ValueError:
-        raise ConfigError(f"--gpus={gpus!r}: give indices like 0,1") from None
+def clock_access() -> ClockAccess:
+    """The command line's clock devices: NVML's, or with $PIEP_FAKE_CLOCKS set fakes that
+    log every set to that file (end-to-end tests of the commands)."""
+    from piep.clocks import fake_access, nvml_access
     if os.environ.get(FAKE_ENV):
-        from piep.device.fake import FakeClockDevice
-        return [FakeClockDevice(f"GPU-fake-{i}", log_path=os.environ[FAKE_ENV]) for i in indices]
-    from piep.device.nvml import NvmlDevice
-    return [NvmlDevice(index=i) for i in indices]
-
-
-def _permission():
-    if os.environ.get(FAKE_ENV):
-        return os.environ.get("PIEP_FAKE_NO_PERMISSION") != "1"
-    from piep.plan.runtime import has_clock_permission
-    return has_clock_permission()
+        return fake_access(os.environ[FAKE_ENV],
+                           permission=os.environ.get("PIEP_FAKE_NO_PERMISSION") != "1")
+    return nvml_access()
 
 
 def run(args) -> int:
-    from piep.plan.runtime import ClockRuntime
-    from piep.runtime import default_state_dir, load_plan
+    from piep.clocks import ClockRuntime, default_state_dir, load_plan
     state_dir = Path(args.state_dir) if args.state_dir else default_state_dir()
+    access = clock_access()
     if args.recover:
-        rt = ClockRuntime(clock_devices(args.gpus), state_dir, dry_run=args.dry_run,
-                          permission_check=_permission)
+        rt = ClockRuntime(access.devices(args.gpus), state_dir, dry_run=args.dry_run,
+                          permission_check=access.permission)
         rt.start()
         rt.stop()
         emit(args, {"recovered": True, "dry_run": args.dry_run, "state_dir": str(state_dir)},
@@ -66,7 +58,7 @@ def run(args) -> int:
         raise ConfigError("give a plan file (piep plan ... --out plan.json) or --recover")
     plan = load_plan(args.plan)
     if getattr(args, "passthrough", None):
-        return _hold(args, plan, state_dir)
+        return _hold(args, plan, state_dir, access)
     if args.batches < 1:
         raise ConfigError(f"--batches={args.batches} must be >= 1")
     doc = simulate(plan, args.batches, state_dir)
@@ -76,7 +68,7 @@ def run(args) -> int:
 
 def simulate(plan, batches: int, state_dir: Path) -> dict:
     """Dry-run the runtime over the plan's predicted timeline (virtual time)."""
-    from piep.runtime import PhaseClocks
+    from piep.clocks import PhaseClocks
     t = [0.0]
     times = plan["applied"]["phase_time_s"]
     with PhaseClocks(plan, [], dry_run=True, state_dir=state_dir, clock=lambda: t[0]) as pc:
@@ -89,17 +81,17 @@ def simulate(plan, batches: int, state_dir: Path) -> dict:
     return doc
 
 
-def _hold(args, plan, state_dir: Path) -> int:
+def _hold(args, plan, state_dir: Path, access: ClockAccess) -> int:
     """Run a command with the plan's single clock locked; restore afterwards."""
-    from piep.runtime import PhaseClocks
+    from piep.clocks import PhaseClocks
     mhz = {e["sm_mhz"] for r in plan["ranks"] for e in r["entries"]}
     if len(mhz) != 1:
         raise ConfigError("this plan switches clocks between phases; a plain command has no "
-                          "phase hooks: use piep.runtime.PhaseClocks in the serving loop, or "
+                          "phase hooks: use piep.clocks.PhaseClocks in the serving loop, or "
                           "`piep measure --clock-plan`")
     phase = plan["ranks"][0]["entries"][0]["phase"]
-    with PhaseClocks(plan, clock_devices(args.gpus), dry_run=args.dry_run, state_dir=state_dir,
-                     permission_check=_permission) as pc:
+    with PhaseClocks(plan, access.devices(args.gpus), dry_run=args.dry_run,
+                     state_dir=state_dir, permission_check=access.permission) as pc:
         pc.enter(phase)
         cmd = args.passthrough
         log.info("running %s with SM clock %s MHz%s", cmd, mhz.pop(),

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from piep.cli import emit
+from piep.commands.common import emit, options_from_args
 
 
 def configure(parser) -> None:
@@ -58,7 +58,13 @@ def run(args) -> int:
         if not torch.cuda.is_available():
             raise ConfigError(f"`piep calibrate {args.what}` needs a CUDA GPU")
         from piep.sampling.calibrate import main
-        doc = main(args)
+        from piep.sampling.options import CalibrateOptions
+        tup = (lambda v: tuple(v) if v else None)  # noqa: E731
+        opts = options_from_args(CalibrateOptions, args, models=tuple(args.models),
+                                 kinds=tup(args.kinds), modes=tup(args.modes),
+                                 head_dims=tup(args.head_dims))
+        opts.shard_index  # a bad --shard fails here
+        doc = main(args.what, opts)
     if doc is not None:
         emit(args, doc, lambda d: ", ".join(f"{k}: {v}" for k, v in d.items()))
     return 0

@@ -6,7 +6,7 @@ import importlib.util
 import platform
 
 from piep import __version__
-from piep.cli import emit
+from piep.commands.common import emit
 
 
 def _version(mod: str) -> str | None:

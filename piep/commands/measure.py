@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 
-from piep.cli import add_deployment_args, emit
+from piep.commands.common import add_deployment_args, emit, options_from_args
 
 log = logging.getLogger("piep.measure")
 
@@ -56,7 +56,12 @@ def run(args) -> int:
     except ImportError:
         raise ConfigError("`piep measure` needs torch: pip install 'piep[gpu]'") from None
     from piep.sampling.cli_impl import measure_main
-    doc = measure_main(args)
+    from piep.sampling.options import MeasureOptions
+    from piep.scenario import engine_for
+    opts = options_from_args(MeasureOptions, args, mode=engine_for(args.engine, args.mode).mode,
+                             continuous=not args.no_continuous)
+    opts.shard_index  # a bad --shard fails here, before torch starts
+    doc = measure_main(opts)
     if doc is not None:
         emit(args, doc, _human)
     return 0

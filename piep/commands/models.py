@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from piep.cli import emit
+from piep.commands.common import emit
 from piep.models import load_model, shipped_models
 from piep.report.table import table
 

@@ -6,7 +6,7 @@ import json
 import logging
 from pathlib import Path
 
-from piep.cli import add_deployment_args, emit
+from piep.commands.common import add_deployment_args, emit, scenario_from_args
 from piep.errors import ConfigError
 
 log = logging.getLogger("piep.optimize")
@@ -68,9 +68,8 @@ def run(args) -> int:
     batches = _floats(args.batches, "--batches")
     if batches and any(b < 1 or b != int(b) for b in batches):
         raise ConfigError("--batches must be positive integers")
-    res = offline(args.model, objective, gpu=args.gpu, tp=args.tp, pp=args.pp, dp=args.dp,
-                  batch=args.batch, prompt_len=args.prompt_len, gen_len=args.gen_len,
-                  mode=args.mode, batches=[int(b) for b in batches] if batches else None,
+    scn = scenario_from_args(args)
+    res = offline(scn, objective, batches=[int(b) for b in batches] if batches else None,
                   power_limits=_floats(args.power_limits, "--power-limits"),
                   clock_stride=max(1, args.clock_stride), predictor=args.predictor)
     doc = {"schema": "piep.optimize", "schema_version": 1, "model": args.model,
@@ -83,12 +82,12 @@ def run(args) -> int:
         _plot(res, Path(args.plot))
         doc["plot"] = args.plot
     if args.online or args.replay:
-        doc["online"] = _online(args, res, objective)
+        doc["online"] = _online(args, scn, res, objective)
     emit(args, doc, lambda d: _human(d, args.front))
     return 0
 
 
-def _online(args, res, objective):
+def _online(args, scn, res, objective):
     from piep.optimize import online_search, restricted_optimum
     axes = _axes(args.online_axes)
     if args.max_steps < 2:
@@ -106,7 +105,7 @@ def _online(args, res, objective):
         values["power_limit_w"] = sorted({p["power_limit_w"] for p in pts})
     point = {k: start[k] for k in ("batch", "power_limit_w", "sm_mhz")}
     reference = {k: ref[k] for k in ("batch", "power_limit_w", "sm_mhz")}
-    measure, close = _measurer(args, axes)
+    measure, close = _measurer(args, scn, axes)
     log_path = Path(args.log) if args.log else None
 
     def log_step(step):
@@ -131,14 +130,14 @@ def _online(args, res, objective):
     return out
 
 
-def _measurer(args, axes):
+def _measurer(args, scn, axes):
     """(measure, close): replayed, or the reference runner with device steps."""
     from piep.optimize import DeviceSteps, ReplayMeasure
     if args.replay:
         from piep.artifacts import read_jsonl
         rows = [r["measured"] for r in read_jsonl(args.replay) if "measured" in r]
         return ReplayMeasure(rows), lambda: None
-    if args.tp * args.pp * args.dp != 1:
+    if scn.parallel.world_size != 1:
         raise ConfigError("the online search runs one GPU (tp=pp=dp=1)")
     try:
         from piep.sampling.online import runner_measure
@@ -146,19 +145,20 @@ def _measurer(args, axes):
     except ImportError:
         raise ConfigError("`piep optimize --online` measures real runs: pip install "
                           "'piep[gpu]' on a GPU machine (or --replay LOG)") from None
-    inner = runner_measure(args.model, prompt_len=args.prompt_len, gen_len=args.gen_len,
-                           mode=args.mode, hygiene=Hygiene(repeats=args.repeats))
+    inner = runner_measure(args.model, prompt_len=scn.workload.prompt_len,
+                           gen_len=scn.workload.gen_len, mode=scn.mode,
+                           hygiene=Hygiene(repeats=args.repeats))
     if axes == ["batch"]:
         return inner, lambda: None
-    from piep.commands.apply import _permission, clock_devices
-    from piep.plan.runtime import ClockRuntime
-    from piep.runtime import default_state_dir
-    if not _permission():
+    from piep.clocks import ClockRuntime, default_state_dir
+    from piep.commands.apply import clock_access
+    access = clock_access()
+    if not access.permission():
         raise ConfigError("moving the clock or power axes sets GPU clocks/limits: it needs "
                           "root or CAP_SYS_ADMIN; use --online-axes batch")
-    devices = clock_devices("0")
+    devices = access.devices("0")
     runtime = ClockRuntime(devices, default_state_dir(), dry_run=False,
-                           permission_check=_permission, min_dwell_s=0.0)
+                           permission_check=access.permission, min_dwell_s=0.0)
     steps = DeviceSteps(inner, devices, runtime, 700.0)
     return steps, steps.close
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from piep.cli import add_deployment_args, emit
+from piep.commands.common import add_deployment_args, emit, scenario_from_args
 from piep.errors import ConfigError
 
 
@@ -41,8 +41,9 @@ def configure(parser) -> None:
 
 def run(args) -> int:
     if args.validate:
-        from piep.plan.validate import validate_main
-        doc = validate_main(args)
+        from piep.commands.apply import clock_access
+        from piep.plan.validate import validate_clocks
+        doc = validate_clocks(args.gpu, clock_access(), args.validate_out)
         emit(args, doc, lambda d: f"refit on {len(d['sweep'])} points: "
                                   f"v_ratio {d['v_ratio']:.3f}, f_mem_sat {d['f_mem_sat_mhz']:.0f}"
                                   f" MHz -> {d['out']}")
@@ -58,16 +59,16 @@ def run(args) -> int:
         raise ConfigError(f"--dwell-ms={args.dwell_ms} must be >= 0")
     if args.power_limit is not None and args.power_limit <= 0:
         raise ConfigError(f"--power-limit={args.power_limit} must be > 0 W")
-    dep = api.deployment(args.model, gpu=args.gpu, tp=args.tp, pp=args.pp, dp=args.dp,
-                         batch=args.batch, prompt_len=args.prompt_len, gen_len=args.gen_len,
-                         mode=args.mode)
-    plan = make_plan(dep, api.cost_model(dep.gpu.name, args.predictor),
+    scn = scenario_from_args(args)
+    dep = scn.deployment
+    plan = make_plan(dep, api.cost_model_for(scn, args.predictor),
                      load_freq_model(dep.gpu.name), max_slowdown=max_slowdown,
                      dwell_s=args.dwell_ms / 1e3, power_limit_w=args.power_limit)
     if args.out:
         write_text(args.out, json.dumps(plan, indent=2) + "\n")
     if args.plot:
-        plot_plan(dep, plan, args)
+        plot_plan(scn, plan, args.plot, predictor=args.predictor,
+                  power_limit_w=args.power_limit)
         plan = {**plan, "plot": args.plot}
     emit(args, plan, lambda p: summary(p, args.out))
     return 0
@@ -99,7 +100,7 @@ def summary(plan, out=None) -> str:
     return "\n".join(lines)
 
 
-def plot_plan(dep, plan, args) -> None:
+def plot_plan(scn, plan, path: str, *, predictor: str, power_limit_w: float | None) -> None:
     """Per phase: energy and time with the whole phase locked at each clock, relative to
     the default boost behaviour; the applied plan's clock marked."""
     import matplotlib
@@ -108,9 +109,9 @@ def plot_plan(dep, plan, args) -> None:
 
     from piep import api
     from piep.plan.freq import load_freq_model
-    from piep.plan.planner import PHASES, phase_curves, price
-    lv = price(dep, api.cost_model(dep.gpu.name, args.predictor)).leaves
-    cv = phase_curves(load_freq_model(dep.gpu.name), lv, args.power_limit)
+    from piep.plan.planner import PHASES, leaves, phase_curves
+    lv = leaves(scn.deployment, api.cost_model_for(scn, predictor))
+    cv = phase_curves(load_freq_model(scn.gpu.name), lv, power_limit_w)
     fig, axes = plt.subplots(1, 2, figsize=(10, 4))
     for ax, ph, name in zip(axes, (0, 1), PHASES):
         ax.plot(cv.clocks, cv.energy_j[ph] / cv.energy_j[ph, -1], label="energy")
@@ -125,5 +126,5 @@ def plot_plan(dep, plan, args) -> None:
         ax.legend(fontsize=8)
     fig.tight_layout()
     from pathlib import Path
-    Path(args.plot).parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(args.plot, dpi=110)
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=110)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from piep.cli import add_deployment_args, emit
+from piep.commands.common import add_deployment_args, emit, scenario_from_args
 from piep.report.table import fmt, table
 
 
@@ -59,9 +59,7 @@ def summary(doc: dict, top: int = 8) -> str:
 
 def run(args) -> int:
     from piep import api
-    doc = api.predict(args.model, gpu=args.gpu, tp=args.tp, pp=args.pp, dp=args.dp,
-                      batch=args.batch, prompt_len=args.prompt_len, gen_len=args.gen_len,
-                      mode=args.mode, request_rate=args.request_rate, predictor=args.predictor,
-                      allow_uncalibrated=args.allow_uncalibrated)
+    doc = api.predict(scenario_from_args(args), request_rate=args.request_rate,
+                      predictor=args.predictor)
     emit(args, doc, lambda d: summary(d, args.modules))
     return 0

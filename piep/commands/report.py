@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from piep.cli import add_deployment_args, emit
+from piep.commands.common import add_deployment_args, emit, scenario_from_args
 
 
 def configure(parser) -> None:
@@ -17,12 +17,15 @@ def configure(parser) -> None:
     parser.add_argument("--predictor", choices=("auto", "learned", "roofline"), default="auto")
 
 
-def _measured(path: str, base: dict) -> dict:
+def _measured(path: str, scn) -> dict:
     from piep.artifacts import read_jsonl
     from piep.errors import ArtifactError
-    keys = ("tp", "pp", "dp", "batch", "prompt_len", "gen_len", "mode")
+    p, w = scn.parallel, scn.workload
+    want = {"tp": p.tp, "pp": p.pp, "dp": p.dp, "batch": w.batch, "prompt_len": w.prompt_len,
+            "gen_len": w.gen_len, "mode": scn.mode}
     for rec in read_jsonl(path):
-        if rec.get("schema") == "piep.measurement" and all(rec.get(k) == base[k] for k in keys):
+        if rec.get("schema") == "piep.measurement" and all(rec.get(k) == v
+                                                          for k, v in want.items()):
             return rec
     raise ArtifactError(f"{path}: no piep.measurement record with this layout and workload")
 
@@ -31,11 +34,9 @@ def run(args) -> int:
     from pathlib import Path
 
     from piep.report.hotspot import build_report
-    base = {"gpu": args.gpu, "tp": args.tp, "pp": args.pp, "dp": args.dp, "batch": args.batch,
-            "prompt_len": args.prompt_len, "gen_len": args.gen_len, "mode": args.mode,
-            "predictor": args.predictor}
-    measured = _measured(args.measured, base) if args.measured else None
-    data = build_report(args.model, base, Path(args.out), measured=measured,
+    scn = scenario_from_args(args)
+    measured = _measured(args.measured, scn) if args.measured else None
+    data = build_report(scn, Path(args.out), predictor=args.predictor, measured=measured,
                         compare=args.compare)
     out = {"out": args.out, "files": ["report.html", "report.md", "report.json",
                                       *data["figures"].values()],

@@ -5,7 +5,8 @@ from __future__ import annotations
 import csv
 import sys
 
-from piep.cli import emit
+from piep.commands.common import emit
+from piep.gpus import DEFAULT_GPU
 
 FIELDS = ("model", "tp", "pp", "dp", "batch", "prompt_len", "gen_len", "mode", "energy_j",
           "time_s", "j_per_token", "tokens_per_s", "ttft_s", "tpot_s", "error")
@@ -13,7 +14,7 @@ FIELDS = ("model", "tp", "pp", "dp", "batch", "prompt_len", "gen_len", "mode", "
 
 def configure(parser) -> None:
     parser.add_argument("--model", nargs="+", required=True)
-    parser.add_argument("--gpu", default="h200")
+    parser.add_argument("--gpu", default=DEFAULT_GPU)
     for flag, default in (("--tp", [1]), ("--pp", [1]), ("--dp", [1]), ("--batch", [1]),
                           ("--prompt-len", [512]), ("--gen-len", [128])):
         parser.add_argument(flag, type=int, nargs="+", default=default)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from piep.cli import add_deployment_args, emit
+from piep.commands.common import add_deployment_args, emit, scenario_from_args
 from piep.report.table import table
 
 
@@ -16,12 +16,9 @@ def configure(parser) -> None:
 
 
 def run(args) -> int:
-    from piep import api
     from piep.artifacts import model_trees_dir, write_json
     from piep.tree import build_tree
-    dep = api.deployment(args.model, gpu=args.gpu, tp=args.tp, pp=args.pp, dp=args.dp,
-                         batch=args.batch, prompt_len=args.prompt_len, gen_len=args.gen_len,
-                         mode=args.mode)
+    dep = scenario_from_args(args).deployment
     tree = build_tree(dep)
     doc = {"schema": "piep.model_tree", "schema_version": 1, "deployment": dep.describe(),
            "notes": list(dep.notes), "nodes": tree.size(), "totals": tree.totals(),

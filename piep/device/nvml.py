@@ -1,5 +1,5 @@
 """NVML through nvidia-ml-py: the only import of pynvml in piep. Read-only here except
-for the clock setters used by the runtime (piep.plan.runtime), which go through
+for the clock setters used by the runtime (piep.clocks), which go through
 `NvmlDevice.set_locked_clocks` / `reset_locked_clocks`."""
 
 from __future__ import annotations

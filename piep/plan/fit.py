@@ -6,7 +6,6 @@ band. `refit_from_sweep` refits on a clock sweep measured where clocks may be se
 from __future__ import annotations
 
 import csv
-import json
 import statistics
 from pathlib import Path
 from typing import Any, Callable
@@ -15,7 +14,7 @@ import numpy as np
 
 from piep.artifacts import calibration_dir
 from piep.gpus import GPU
-from piep.plan.freq import FreqModel, LeafArrays, Param, THROTTLE_FRACTION
+from piep.plan.freq import THROTTLE_FRACTION, FreqModel, LeafArrays, Param, write_freq_model
 from piep.plan.planner import phase_curves
 
 # The fit's reference decode workloads: a GQA Llama-family model on one H200 (as in the
@@ -68,13 +67,13 @@ def base_model(gpu: GPU, v_ratio: float = 0.8) -> FreqModel:
 
 def reference_leaves(gpu: str) -> list[LeafArrays]:
     from piep import api
-    from piep.plan.planner import price
+    from piep.plan.planner import leaves
     cm = api.cost_model(gpu)
     out = []
     for b in REFERENCE["batches"]:
         dep = api.deployment(REFERENCE["model"], gpu=gpu, batch=b,
                              prompt_len=REFERENCE["prompt_len"], gen_len=REFERENCE["gen_len"])
-        out.append(price(dep, cm).leaves)
+        out.append(leaves(dep, cm))
     return out
 
 
@@ -189,7 +188,4 @@ def single_leaf(kind: str, ref: dict[str, Any]) -> LeafArrays:
 
 
 def write_model(fm: FreqModel, report: dict[str, Any], path: Path) -> None:
-    doc = fm.to_json()
-    doc["fit"] = report
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(doc, indent=2) + "\n")
+    write_freq_model(path, fm, fit=report)

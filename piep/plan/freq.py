@@ -21,17 +21,16 @@ to published figures in `dvfs/literature.csv`), or assumed.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 import numpy as np
 
-from piep.artifacts import calibration_dir
+from piep.artifacts import calibration_dir, read_json, write_json
 from piep.errors import ConfigError
-from piep.gpus import GPU
-from piep.predict.engine import LeafUse, hides_host_gaps, phase_time_s
+from piep.predict.pricing import Priced
+from piep.predict.timeline import lay_out
 
 SCHEMA = "piep.freq_model"
 SCHEMA_VERSION = 1
@@ -121,7 +120,13 @@ def load_freq_model(gpu: str) -> FreqModel:
     if not path.is_file():
         raise ConfigError(f"no frequency model for GPU {gpu!r} ({path}); run "
                           f"`python benchmarks/dvfs_fit.py` to fit one")
-    return from_json(json.loads(path.read_text()))
+    return from_json(read_json(path, SCHEMA, SCHEMA_VERSION))
+
+
+def write_freq_model(path: Path, fm: FreqModel, **extra: Any) -> Path:
+    """The model's document plus `extra` keys (its fit, its sweep), enveloped and atomic."""
+    body = {k: v for k, v in fm.to_json().items() if k not in ("schema", "schema_version")}
+    return write_json(path, SCHEMA, SCHEMA_VERSION, {**body, **extra})
 
 
 # --- leaves as arrays --------------------------------------------------------------------
@@ -145,32 +150,29 @@ class LeafArrays:
     pp: int = 1
     idle_w: float = 0.0
     wait_w: float = 0.0
-    hide_gaps: tuple[bool, bool] = (False, False)  # per phase (engine.hides_host_gaps)
+    hide_gaps: tuple[bool, bool] = (False, False)  # per phase (table.hides_host_gaps)
 
     def __len__(self) -> int:
         return len(self.t0)
 
 
-def leaf_arrays(uses: Iterable[LeafUse], gpu: GPU, *, tp: int, pp: int, dp: int,
-                idle_w: float, wait_w: float, mode: str = "graph") -> LeafArrays:
-    rows = []
-    for u in uses:
-        n, c = u.node, u.cost
-        if n.is_comm:
-            rc, rm, b = 0.0, 1.0, 0.0
-        else:
-            tf, tb = n.flops / gpu.bf16_flops, n.bytes_moved / gpu.hbm_bytes_per_s
-            top = max(tf, tb, 1e-15)
-            rc, rm, b = tf / top, tb / top, n.bytes_moved
-        rows.append((0 if u.phase == "prefill" else 1, u.stage, u.count * u.alpha, u.count,
-                     c.time_s, c.power_w, c.gap_s, c.wait_s, rc, rm, b, n.is_comm))
-    cols = list(zip(*rows)) if rows else [()] * 12
-    arr = [np.asarray(col, float) for col in cols]
-    return LeafArrays(arr[0].astype(int), arr[1].astype(int), arr[2], arr[3], arr[4], arr[5],
-                      arr[6], arr[7], arr[8], arr[9], arr[10], arr[11].astype(bool),
-                      tp=tp, dp=dp, pp=pp, idle_w=idle_w, wait_w=wait_w,
-                      hide_gaps=(hides_host_gaps(mode, "prefill", pp),
-                                 hides_host_gaps(mode, "decode", pp)))
+def leaf_arrays(priced: Priced, i: int = 0) -> LeafArrays:
+    """The leaves of deployment `i` of a priced table that run at least once."""
+    t, p = priced.table, priced.prices
+    rows = np.flatnonzero((t.cfg == i) & (t.count > 0))
+    gpu, q = t.gpu, t.q
+    comm = t.is_comm[rows]
+    nbytes = (q["bytes_read"] + q["bytes_written"])[rows]
+    tf, tb = q["flops"][rows] / gpu.bf16_flops, nbytes / gpu.hbm_bytes_per_s
+    top = np.maximum(np.maximum(tf, tb), 1e-15)
+    dep = t.deps[i]
+    seg = t.segments
+    return LeafArrays(t.phase[rows], t.stage[rows], t.count[rows] * p.alpha[rows],
+                      t.count[rows], p.time_s[rows], p.power_w[rows], p.gap_s[rows],
+                      p.wait_s[rows], np.where(comm, 0.0, tf / top), np.where(comm, 1.0, tb / top),
+                      np.where(comm, 0.0, nbytes), comm, tp=dep.parallel.tp, dp=dep.parallel.dp,
+                      pp=dep.parallel.pp, idle_w=p.idle_w, wait_w=p.wait_w,
+                      hide_gaps=(bool(seg.hide_gaps[2 * i]), bool(seg.hide_gaps[2 * i + 1])))
 
 
 # --- the response ------------------------------------------------------------------------
@@ -245,19 +247,12 @@ class PhaseTotals:
 def phase_totals(fm: FreqModel, lv: LeafArrays, t_call: np.ndarray, e_call: np.ndarray,
                  choice: np.ndarray) -> PhaseTotals:
     """Sum the chosen column per leaf (choice: index into the clock axis per leaf) into
-    phase times (stages run one after another) and energies (with pipeline bubbles at
-    the busy-poll power)."""
+    phase times (the timeline of `piep.predict.timeline`) and energies (with pipeline
+    bubbles at the busy-poll power)."""
     rows = np.arange(len(lv))
     gap = lv.gap * lv.count  # t_call holds the gap after each call
     busy = t_call[rows, choice] * lv.count - gap
-    e = e_call[rows, choice] * lv.weight
-    times, energies = np.zeros(2), np.zeros(2)
-    for ph in (0, 1):
-        sel = lv.phase == ph
-        stage_busy = np.bincount(lv.stage[sel], weights=busy[sel], minlength=lv.pp)
-        stage_gap = np.bincount(lv.stage[sel], weights=gap[sel], minlength=lv.pp)
-        total = phase_time_s(list(stage_busy), list(stage_gap), lv.hide_gaps[ph])
-        bubble = (lv.pp * total - stage_busy.sum() - stage_gap.sum()) * lv.wait_w
-        times[ph] = total
-        energies[ph] = (e[sel].sum() + bubble) * lv.tp * lv.dp
-    return PhaseTotals(times, energies)
+    tl = lay_out(2, lv.phase, lv.stage, busy, gap, hide_gaps=np.array(lv.hide_gaps),
+                 pp=np.array([lv.pp, lv.pp]))
+    e = np.bincount(lv.phase, weights=e_call[rows, choice] * lv.weight, minlength=2)
+    return PhaseTotals(tl.time_s, (e + tl.bubble_sum_s * lv.wait_w) * lv.tp * lv.dp)

@@ -24,26 +24,16 @@ import numpy as np
 from piep.artifacts import provenance
 from piep.layout import Deployment
 from piep.plan.freq import (FreqModel, LeafArrays, leaf_arrays, phase_totals, response)
-from piep.predict.engine import LeafUse, deployment_fields, evaluate
+from piep.predict.pricing import deployment_fields
+from piep.predict.pricing import price
 
 PHASES = ("prefill", "decode")
 COMM_HEAVY_SHARE = 0.5  # a phase spending more than half its time in collectives
 
 
-@dataclass
-class Priced:
-    doc: dict[str, Any]
-    leaves: LeafArrays
-
-
-def price(dep: Deployment, cost_model) -> Priced:
-    uses: list[LeafUse] = []
-    doc = evaluate(dep, cost_model, collect=uses)
-    p = dep.parallel
-    lv = leaf_arrays(uses, dep.gpu, tp=p.tp, pp=p.pp, dp=p.dp,
-                     idle_w=cost_model.idle_power_w(dep), wait_w=cost_model.wait_power_w(dep),
-                     mode=dep.workload.mode)
-    return Priced(doc, lv)
+def leaves(dep: Deployment, cost_model) -> LeafArrays:
+    """The priced leaves of one deployment, for the frequency model."""
+    return leaf_arrays(price([dep], cost_model))
 
 
 @dataclass
@@ -199,8 +189,8 @@ def _band(models: list[FreqModel], curves: list[Curves], lv: LeafArrays, choice:
 
 def make_plan(dep: Deployment, cost_model, fm: FreqModel, *, max_slowdown: float = 0.01,
               dwell_s: float = 0.1, power_limit_w: float | None = None) -> dict[str, Any]:
-    priced = price(dep, cost_model)
-    lv = priced.leaves
+    priced = price([dep], cost_model)
+    lv = leaf_arrays(priced)
     cv = phase_curves(fm, lv, power_limit_w)
     corner_models = fm.corners()
     corners = [phase_curves(c, lv, power_limit_w) for c in corner_models]
@@ -245,8 +235,8 @@ def make_plan(dep: Deployment, cost_model, fm: FreqModel, *, max_slowdown: float
                                         "switching on our H200s"},
         "notes": ap["notes"],
         "default": {"energy_j": base_e, "time_s": base_t,
-                    "predictor_energy_j": priced.doc["energy_j"],
-                    "predictor_time_s": priced.doc["time_s"]},
+                    "predictor_energy_j": float(priced.energy_j[0]),
+                    "predictor_time_s": float(priced.time_s[0])},
         "applied": {"saving": a_s, "slowdown": a_d, "saving_band": a_band[0],
                     "slowdown_band": a_band[1],
                     "energy_j": base_e * (1 - a_s), "time_s": base_t * (1 + a_d),
@@ -256,15 +246,5 @@ def make_plan(dep: Deployment, cost_model, fm: FreqModel, *, max_slowdown: float
         "ideal_bound": {"saving": i_s, "slowdown": i_d, "saving_band": i_band[0],
                         "slowdown_band": i_band[1],
                         "time_weighted_mhz": float((used * clocks).sum() / used.sum())},
-        "provenance": provenance(predictor=priced.doc["predictor"], freq_model=fm.to_json()),
+        "provenance": provenance(predictor=cost_model.name, freq_model=fm.to_json()),
     }
-
-
-def clock_for(plan: dict[str, Any], rank: int, phase: str) -> int | None:
-    """The SM clock a plan sets on `rank` for `phase` (None: leave the default)."""
-    ranks = plan["ranks"]
-    entry = ranks[rank] if rank < len(ranks) else ranks[0]
-    for e in entry["entries"]:
-        if e["phase"] == phase:
-            return e["sm_mhz"]
-    return None

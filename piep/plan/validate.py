@@ -5,16 +5,15 @@ fake devices."""
 
 from __future__ import annotations
 
-import json
-import os
 from pathlib import Path
 from typing import Any, Callable
 
 import numpy as np
 
+from piep.clocks import ClockAccess
 from piep.errors import ConfigError
 from piep.plan.fit import refit_from_sweep, single_leaf
-from piep.plan.freq import FreqModel, _at, freq_model_path, load_freq_model
+from piep.plan.freq import FreqModel, _at, freq_model_path, load_freq_model, write_freq_model
 
 KINDS = ("compute", "memory")
 # reference kernels: 8192^3 bf16 GEMM; 1 GiB device copy (read + write)
@@ -37,7 +36,7 @@ def sweep(runtime, measure: Callable[[str], tuple[float, float]], clocks) -> lis
 
 class ModelKernels:
     """A fake kernel runner: times and energies from a given ('true') frequency model at
-    the clock its fake device is locked to (tests, and the CLI under PIEP_FAKE_CLOCKS)."""
+    the clock its fake device is locked to (tests and fake clock devices)."""
 
     def __init__(self, truth: FreqModel, device):
         self.truth = truth
@@ -76,18 +75,18 @@ def torch_kernels(device_index: int, meter) -> Callable[[str], tuple[float, floa
     return run
 
 
-def validate_main(args) -> dict[str, Any]:
-    from piep.commands.apply import FAKE_ENV, _permission, clock_devices
-    from piep.plan.runtime import ClockRuntime
-    from piep.runtime import default_state_dir
-    fm = load_freq_model(args.gpu)
-    devices = clock_devices("0")
-    if not _permission():
+def validate_clocks(gpu: str, access: ClockAccess, out: str | None = None) -> dict[str, Any]:
+    """Sweep locked SM clocks on GPU 0 of `access`, measure the reference kernels, refit
+    the frequency model of `gpu` and write it to `out` (default: beside the shipped one)."""
+    from piep.clocks import ClockRuntime, default_state_dir
+    fm = load_freq_model(gpu)
+    devices = access.devices("0")
+    if not access.permission():
         raise ConfigError("`piep plan --validate` sets GPU clocks: it needs root or "
                           "CAP_SYS_ADMIN (and a GPU where that is allowed)")
     runtime = ClockRuntime(devices, default_state_dir(), dry_run=False,
-                           permission_check=_permission, min_dwell_s=0.0, settle_s=0.0)
-    if os.environ.get(FAKE_ENV):
+                           permission_check=access.permission, min_dwell_s=0.0, settle_s=0.0)
+    if access.fake:  # fake devices run no kernels: a known frequency model answers
         truth = fm.with_values(v_ratio=0.8, f_mem_sat_mhz=1000.0)
         measure = ModelKernels(truth, devices[0])
     else:
@@ -97,11 +96,7 @@ def validate_main(args) -> dict[str, Any]:
     clocks = fm.clocks()[::8]
     rows = sweep(runtime, measure, clocks)
     refit = refit_from_sweep(fm, rows)
-    out = Path(args.validate_out) if args.validate_out else \
-        freq_model_path(args.gpu).with_name("freq_model.validated.json")
-    doc = refit.to_json()
-    doc["sweep"] = rows
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(doc, indent=2) + "\n")
-    return {"out": str(out), "sweep": rows, "v_ratio": refit.v("v_ratio"),
+    path = Path(out) if out else freq_model_path(gpu).with_name("freq_model.validated.json")
+    write_freq_model(path, refit, sweep=rows)
+    return {"out": str(path), "sweep": rows, "v_ratio": refit.v("v_ratio"),
             "f_mem_sat_mhz": refit.v("f_mem_sat_mhz"), "failures": runtime.failures}

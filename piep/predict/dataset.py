@@ -10,6 +10,7 @@ from typing import Any
 
 from piep.artifacts import calibration_dir, load_json, read_jsonl
 from piep.errors import ArtifactError
+from piep.gpus import DEFAULT_GPU
 
 
 @dataclass
@@ -60,7 +61,7 @@ def unique_e2e(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return out
 
 
-def load_calibration(gpu: str = "h200", root: Path | None = None) -> Calibration:
+def load_calibration(gpu: str = DEFAULT_GPU, root: Path | None = None) -> Calibration:
     root = Path(root) if root else calibration_dir(gpu)
     if not root.is_dir():
         raise ArtifactError(f"no calibration for {gpu!r} at {root}")

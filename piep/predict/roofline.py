@@ -10,33 +10,28 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
+
 from piep.gpus import GPU
 from piep.layout import Deployment
-from piep.predict.engine import LeafCost
-from piep.tree.nodes import Node
+from piep.predict.pricing import Prices
+from piep.predict.table import LeafTable
 
 
-def collective_time_s(kind: str, size_bytes: float, group: int, gpu: GPU) -> float:
+def collective_time_s(kind: np.ndarray, size_bytes: np.ndarray, group: np.ndarray,
+                      gpu: GPU) -> np.ndarray:
     """Latency + bus-bandwidth term (ring algorithm volumes)."""
-    if kind == "allreduce":
-        volume = 2.0 * (group - 1) / group * size_bytes
-    elif kind == "allgather":
-        volume = (group - 1) / group * size_bytes
-    else:  # p2p
-        volume = size_bytes
-    latency = gpu.p2p_latency_s if kind == "p2p" else gpu.collective_latency_s
+    volume = np.where(kind == "allreduce", 2.0 * (group - 1) / group * size_bytes,
+                      np.where(kind == "allgather", (group - 1) / group * size_bytes,
+                               size_bytes))
+    latency = np.where(kind == "p2p", gpu.p2p_latency_s, gpu.collective_latency_s)
     return latency + volume / gpu.link_bytes_per_s
 
 
-def roofline_times(node: Node, gpu: GPU) -> tuple[float, float]:
-    """(time at peak FLOP/s, time at HBM bandwidth) for one call of a compute leaf."""
-    return node.flops / gpu.bf16_flops, node.bytes_moved / gpu.hbm_bytes_per_s
-
-
-def roofline_power_w(t_flops: float, t_bytes: float, gpu: GPU) -> float:
+def roofline_power_w(t_flops: np.ndarray, t_bytes: np.ndarray, gpu: GPU) -> np.ndarray:
     """Power between the memory-bound and compute-bound levels by achieved compute share."""
-    busy = max(t_flops, t_bytes)
-    share = t_flops / busy if busy > 0 else 0.0
+    busy = np.maximum(t_flops, t_bytes)
+    share = np.where(busy > 0, t_flops / np.where(busy > 0, busy, 1.0), 0.0)
     return gpu.memory_power_w + (gpu.compute_power_w - gpu.memory_power_w) * share
 
 
@@ -49,20 +44,22 @@ class RooflineModel:
     rel_interval: tuple[float, float] = (0.6, 1.6)
     level: str = "uncalibrated (fixed band)"
 
-    def leaf_cost(self, node: Node, dep: Deployment) -> LeafCost:
-        gpu = dep.gpu
-        gap = node.launches * gpu.kernel_gap_s(dep.workload.mode)
-        if node.is_comm:
-            return LeafCost(collective_time_s(node.kind, node.comm_bytes, node.group_size, gpu),
-                            gpu.comm_power_w, gap)
-        t_f, t_b = roofline_times(node, gpu)
-        return LeafCost(max(t_f, t_b), roofline_power_w(t_f, t_b, gpu), gap)
-
-    def idle_power_w(self, dep: Deployment) -> float:
-        return dep.gpu.idle_power_w
-
-    def wait_power_w(self, dep: Deployment) -> float:
-        return dep.gpu.wait_power_w
+    def price(self, table: LeafTable) -> Prices:
+        gpu, q = table.gpu, table.q
+        mode_eager = table.mode_eager
+        gap = table.launches * np.where(mode_eager, gpu.kernel_gap_eager_s,
+                                        gpu.kernel_gap_graph_s)
+        t_f = q["flops"] / gpu.bf16_flops
+        t_b = (q["bytes_read"] + q["bytes_written"]) / gpu.hbm_bytes_per_s
+        cm = table.is_comm
+        t = np.where(cm, collective_time_s(table.kind, q["comm_bytes"], table.group_size, gpu),
+                     np.maximum(t_f, t_b))
+        power = np.where(cm, gpu.comm_power_w, roofline_power_w(t_f, t_b, gpu))
+        n, n_seg = len(table), len(table.segments)
+        return Prices(time_s=t, power_w=power, gap_s=gap, wait_s=np.zeros(n),
+                      out_of_range=np.zeros(n, dtype=bool), alpha=np.ones(n),
+                      segment_alpha=np.ones(n_seg), idle_w=gpu.idle_power_w,
+                      wait_w=gpu.wait_power_w)
 
     def interval(self, dep: Deployment, energy_j: float, time_s: float) -> dict[str, Any]:
         lo, hi = self.rel_interval

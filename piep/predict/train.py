@@ -12,12 +12,17 @@ from typing import Any, Callable
 import numpy as np
 
 from piep.config import ModelSpec, Parallel, Workload
-from piep.gpus import GPU, load_gpu
+from piep.gpus import DEFAULT_GPU, GPU, load_gpu
 from piep.layout import Deployment, validate
+from piep.predict.collectives import Collectives
+from piep.predict.combiner import FEATURES as ALPHA_FEATURES
+from piep.predict.combiner import Combiner
 from piep.predict.dataset import Calibration, unique_e2e
-from piep.predict.engine import evaluate
-from piep.predict.learned import (ALPHA_FEATURES, TAU, CommModel, LearnedModel,
-                                  alpha_features, fit_module_models, interval_group)
+from piep.predict.host import HostTerms
+from piep.predict.learned import LearnedModel, interval_group
+from piep.predict.module_models import ModuleModels, ModuleOutputs, fit_module_models
+from piep.predict.pricing import Priced, partition, price
+from piep.predict.table import KIND_ID, PHASES, LeafTable, TableBuilder, select
 from piep.tree import build_tree
 from piep.tree.builder import LINEAR_KINDS, shape_key
 from piep.tree.nodes import COMPUTE_KINDS
@@ -45,7 +50,6 @@ def deployment_of(rec: dict[str, Any], gpu: GPU) -> Deployment:
 class Case:
     rec: dict[str, Any]
     dep: Deployment
-    tree: Any
 
     @property
     def energy_j(self) -> float:
@@ -59,8 +63,7 @@ class Case:
 def cases(cal: Calibration, gpu: GPU) -> list[Case]:
     out = []
     for rec in unique_e2e(cal.e2e):
-        dep = deployment_of(rec, gpu)
-        out.append(Case(rec, dep, build_tree(dep)))
+        out.append(Case(rec, deployment_of(rec, gpu)))
     return out
 
 
@@ -104,92 +107,125 @@ def exclusive_filter(held_out: ModelSpec, gpu: GPU) -> Callable[[dict[str, Any]]
 
 
 # --- fitting ----------------------------------------------------------------------------
-def _predict_all(model: LearnedModel, train: list[Case]) -> list[dict[str, Any]]:
-    return [evaluate(c.dep, model, c.tree) for c in train]
+@dataclass
+class TrainingSet:
+    """End-to-end cases as one leaf table, with the module models' outputs for it: the
+    host terms and the combiner are fitted by re-pricing this table, not by rebuilding it."""
+    cases: list[Case]
+    table: LeafTable
+    modules: ModuleOutputs
+
+    @classmethod
+    def build(cls, model: LearnedModel, cases_: list[Case]) -> "TrainingSet":
+        table = TableBuilder().table([c.dep for c in cases_])
+        return cls(cases_, table, model.modules.predict(table, model.gpu))
+
+    def price(self, model: LearnedModel) -> Priced:
+        return partition(self.table, model.price(self.table, self.modules), model)
+
+    def subset(self, keep: np.ndarray) -> "TrainingSet":
+        """The cases where `keep` is true, with their rows (no new GBDT call)."""
+        idx = np.flatnonzero(keep)
+        rows = np.isin(self.table.cfg, idx)
+        table = select(self.table, idx)
+        m = self.modules
+        return TrainingSet([self.cases[i] for i in idx], table,
+                           ModuleOutputs(m.time_s[rows], m.power_w[rows], m.out_of_range[rows]))
 
 
-def fit_time_terms(model: LearnedModel, train: list[Case]) -> None:
+def _time_error(ts: TrainingSet, model: LearnedModel) -> float:
+    """Mean squared log error of total time and (at a quarter weight) of each phase's
+    time: a short prefill must not hide in a total."""
+    priced = ts.price(model)
+    meas = np.array([c.time_s for c in ts.cases])
+    errs = [np.log(priced.time_s / meas) ** 2]
+    for ph, name in enumerate(PHASES):
+        m_ph = np.array([c.rec[name]["time_s"] for c in ts.cases])
+        p_ph = priced.phase_time_s[:, ph]
+        ok = (m_ph > 0) & (p_ph > 0)
+        errs.append(0.25 * np.log(p_ph[ok] / m_ph[ok]) ** 2)
+    values = np.concatenate(errs)
+    return float(values.mean())
+
+
+def fit_time_terms(model: LearnedModel, ts: TrainingSet) -> None:
     """Least squares on log time, in two steps so that noisy eager runs do not bend the
     graph fit: on graph runs the graph gap per kernel, the host time per kernel of (eager)
     prefill, the in-situ / isolated kernel time ratio per phase and its drift with the
     tokens of a decode step (a power law); then, on eager runs, the host time per kernel
-    of an eager decode step. Total time and (at a quarter weight) each phase's time."""
+    of an eager decode step."""
     from scipy.optimize import minimize
-    graph = [c for c in train if c.dep.workload.mode == "graph"]
-    eager = [c for c in train if c.dep.workload.mode == "eager"]
-
-    def log_err(cases_):
-        """Prefill and decode times separately: a short prefill must not hide in a total."""
-        errs = []
-        for c in cases_:
-            doc = evaluate(c.dep, model, c.tree)
-            errs.append(math.log(doc["time_s"] / c.time_s) ** 2)
-            for ph in ("prefill", "decode"):
-                if c.rec[ph]["time_s"] > 0 and doc[ph]["time_s"] > 0:
-                    errs.append(0.25 * math.log(doc[ph]["time_s"] / c.rec[ph]["time_s"]) ** 2)
-        return float(np.mean(errs))
+    eager_runs = np.array([c.dep.workload.mode == "eager" for c in ts.cases])
+    graph, eager = ts.subset(~eager_runs), ts.subset(eager_runs)
+    host = model.host
 
     def apply_graph(theta):
         g, h, sp, sd = (float(math.exp(v)) for v in theta[:4])
-        model.gap_graph_s, model.host_launch_s = g, h
-        model.time_scale = {"prefill": sp, "decode": sd}
-        model.decode_batch_exponent = float(theta[4])
+        host.gap_graph_s, host.host_launch_s = g, h
+        host.time_scale = {"prefill": sp, "decode": sd}
+        host.decode_batch_exponent = float(theta[4])
 
-    if graph:
-        x0 = [math.log(model.gap_graph_s), math.log(model.host_launch_s), 0.0, 0.0, 0.0]
-        res = minimize(lambda th: (apply_graph(th), log_err(graph))[1], x0,
+    if graph.cases:
+        x0 = [math.log(host.gap_graph_s), math.log(host.host_launch_s), 0.0, 0.0, 0.0]
+        res = minimize(lambda th: (apply_graph(th), _time_error(graph, model))[1], x0,
                        method="Nelder-Mead",
                        options={"xatol": 0.01, "fatol": 1e-6, "maxiter": 300})
         apply_graph(res.x)
-    if eager:
+    if eager.cases:
         def apply_eager(theta):
-            model.eager_decode_launch_s = float(math.exp(theta[0]))
-        res = minimize(lambda th: (apply_eager(th), log_err(eager))[1],
-                       [math.log(model.eager_decode_launch_s)], method="Nelder-Mead",
+            host.eager_decode_launch_s = float(math.exp(theta[0]))
+        res = minimize(lambda th: (apply_eager(th), _time_error(eager, model))[1],
+                       [math.log(host.eager_decode_launch_s)], method="Nelder-Mead",
                        options={"xatol": 0.01, "fatol": 1e-6, "maxiter": 100})
         apply_eager(res.x)
 
 
-def fit_combiner(model: LearnedModel, train: list[Case]) -> None:
-    """alpha(c) = 1 + tanh(W.f(c) + b)/tau over the module energies of each training run."""
+def fit_combiner(model: LearnedModel, ts: TrainingSet) -> None:
+    """alpha(c) = 1 + tanh(W.f(c) + b)/tau over the module energies of each training run
+    (every leaf that runs, and every stage's pipeline bubbles); the features of a module
+    take the tokens of its phase (replica batch x prompt in prefill, the replica batch in
+    decode)."""
     from scipy.optimize import least_squares
-    model.set_combiner(np.zeros(len(ALPHA_FEATURES)), 0.0)
-    rows = []
-    for c, doc in zip(train, _predict_all(model, train)):
-        f = np.asarray([alpha_features(m["kind"], m["phase"], c.dep.workload.mode,
-                                       _tokens(m, c)) for m in doc["modules"]])
-        e = np.asarray([m["energy_j"] for m in doc["modules"]])
-        rows.append((f, e, c.energy_j))
+    model.combiner = Combiner()
+    priced = ts.price(model)
+    t = ts.table
+    b = np.array([c.dep.replica_batch for c in ts.cases], float)
+    prompt = np.array([c.dep.workload.prompt_len for c in ts.cases], float)
+    phase_tokens = np.column_stack([b * prompt, b])
+    run = t.count > 0
+    seg = t.segments
+    bubble = priced.timeline.bubble_s > 0
+    seg_of, _ = np.nonzero(bubble)
+    case = np.concatenate([t.cfg[run], seg.cfg[seg_of]])
+    kind_id = np.concatenate([t.kind_id[run], np.full(len(seg_of), KIND_ID["pipeline_wait"])])
+    phase = np.concatenate([t.phase[run], seg.phase[seg_of]])
+    energy = np.concatenate([priced.row_energy_j[run], priced.bubble_energy_j[bubble]])
+    f = Combiner.features(kind_id, phase == 1, t.eager[case], phase_tokens[case, phase])
+    measured = np.array([c.energy_j for c in ts.cases])
+    n = len(ts.cases)
 
     def resid(theta):
-        w, b = theta[:-1], theta[-1]
-        r = [math.log(float(np.sum((1 + np.tanh(f @ w + b) / TAU) * e)) / y) for f, e, y in rows]
-        return np.concatenate([r, math.sqrt(ALPHA_RIDGE) * w])
+        alpha = Combiner(theta[:-1], theta[-1]).weights(f)
+        pred = np.bincount(case, weights=alpha * energy, minlength=n)
+        return np.concatenate([np.log(pred / measured), math.sqrt(ALPHA_RIDGE) * theta[:-1]])
     res = least_squares(resid, np.zeros(len(ALPHA_FEATURES) + 1))
-    model.set_combiner(res.x[:-1], float(res.x[-1]))
-
-
-def _tokens(module: dict[str, Any], c: Case) -> float:
-    w = c.dep.workload
-    b = c.dep.replica_batch
-    return b * w.prompt_len if module["phase"] == "prefill" else b
+    model.combiner = Combiner(res.x[:-1], float(res.x[-1]))
 
 
 def fit(cal: Calibration, gpu: GPU, train: list[Case], *,
         module_filter: Callable[[dict[str, Any]], bool] | None = None) -> LearnedModel:
     samples = [r for r in cal.modules if not (module_filter and module_filter(r))]
-    kinds = fit_module_models(samples, gpu)
-    comm = CommModel.from_calibration(cal.collectives, cal.wait_fits, cal.collective_samples)
+    comm = Collectives.from_calibration(cal.collectives, cal.wait_fits, cal.collective_samples)
     host = cal.host[0] if cal.host else {}
-    model = LearnedModel(gpu, kinds, comm,
-                         host_launch_s=host.get("launch_s", gpu.kernel_gap_eager_s) * 3,
-                         launch_gap_w=statistics.median(
-                             [h["launch_gap_power_w"] for h in cal.host])
-                         if cal.host else gpu.idle_power_w,
-                         busy_wait_w=gpu.wait_power_w, comm_w=gpu.comm_power_w)
-    model.prepare([(c.dep, c.tree) for c in train])
-    fit_time_terms(model, train)
-    fit_combiner(model, train)
+    terms = HostTerms(host_launch_s=host.get("launch_s", gpu.kernel_gap_eager_s) * 3,
+                      launch_gap_w=statistics.median([h["launch_gap_power_w"]
+                                                      for h in cal.host])
+                      if cal.host else gpu.idle_power_w,
+                      busy_wait_w=gpu.wait_power_w, comm_w=gpu.comm_power_w)
+    model = LearnedModel(gpu, ModuleModels(fit_module_models(samples, gpu)), comm, terms)
+    ts = TrainingSet.build(model, train)
+    fit_time_terms(model, ts)
+    fit_combiner(model, ts)
     model.meta = {"module_samples": len(samples), "e2e_train": len(train),
                   "host_launch_measured_s": host.get("launch_s")}
     return model
@@ -207,29 +243,35 @@ def leave_one_model_out(cal: Calibration, gpu: GPU, all_cases: list[Case], *,
         train = [c for c in all_cases if c.rec["model"] != name]
         filt = exclusive_filter(held[0].dep.model, gpu) if strict_modules else None
         model = fit(cal, gpu, train, module_filter=filt)
-        model.prepare([(c.dep, c.tree) for c in held])
-        for c in held:
-            doc = evaluate(c.dep, model, c.tree)
-            out.append(_row(c, doc, model))
+        out += rows_of(held, model)
         if progress:
             progress(i + 1, len(models), name)
     return out
 
 
-def _row(c: Case, doc: dict[str, Any], model) -> dict[str, Any]:
-    r = c.rec
-    return {"model": r["model"], "key": r["key"], "mode": r["mode"],
+def rows_of(cases_: list[Case], model) -> list[dict[str, Any]]:
+    """Measured beside predicted, one row per case."""
+    priced = price([c.dep for c in cases_], model)
+    compute_only = np.bincount(priced.table.cfg, weights=np.where(
+        priced.table.is_comm, 0.0, priced.row_energy_j), minlength=len(cases_))
+    out = []
+    for i, c in enumerate(cases_):
+        r = c.rec
+        out.append({
+            "model": r["model"], "key": r["key"], "mode": r["mode"],
             "layout": interval_group(r["mode"], c.dep.parallel).split("/")[1],
             "tp": r["tp"], "pp": r["pp"], "dp": r["dp"], "batch": r["batch"],
             "prompt_len": r["prompt_len"], "gen_len": r["gen_len"],
             "energy_j": r["energy_j"], "time_s": r["time_s"],
-            "pred_energy_j": doc["energy_j"], "pred_time_s": doc["time_s"],
-            "pred_raw_j": doc["modules_raw_sum_j"],
-            "pred_prefill_j": doc["prefill"]["energy_j"], "prefill_j": r["prefill"]["energy_j"],
-            "pred_decode_j": doc["decode"]["energy_j"], "decode_j": r["decode"]["energy_j"],
-            "pred_compute_only_j": sum(m["energy_j"] for m in doc["modules"]
-                                       if m["kind"] in COMPUTE_KINDS),
-            "flags": doc["flags"]}
+            "pred_energy_j": float(priced.energy_j[i]), "pred_time_s": float(priced.time_s[i]),
+            "pred_raw_j": float(priced.raw_j[i]),
+            "pred_prefill_j": float(priced.phase_energy_j[i, 0]),
+            "prefill_j": r["prefill"]["energy_j"],
+            "pred_decode_j": float(priced.phase_energy_j[i, 1]),
+            "decode_j": r["decode"]["energy_j"],
+            "pred_compute_only_j": float(compute_only[i]),
+            "flags": priced.summary(i)["flags"]})
+    return out
 
 
 def conformal(rows: list[dict[str, Any]], level: float = 0.9) -> tuple[dict, dict]:
@@ -250,7 +292,7 @@ def conformal(rows: list[dict[str, Any]], level: float = 0.9) -> tuple[dict, dic
     return qe, qt
 
 
-def train_shipped(gpu_name: str = "h200", progress=None) -> tuple[LearnedModel, list[dict]]:
+def train_shipped(gpu_name: str = DEFAULT_GPU, progress=None) -> tuple[LearnedModel, list[dict]]:
     """Fit on every run; intervals from leave-one-model-out residuals."""
     from piep.predict.dataset import load_calibration
     gpu = load_gpu(gpu_name)
@@ -269,9 +311,10 @@ def refit_on_measurements(gpu_name: str, path) -> tuple[LearnedModel, int]:
     from piep.artifacts import read_jsonl
     from piep.errors import ArtifactError
     from piep.predict.learned import predictor_dir
+    from piep.predict.store import load
     gpu = load_gpu(gpu_name)
     folder = predictor_dir(gpu_name)
-    model = LearnedModel.load(folder, gpu) if (folder / "predictor.json").is_file() else None
+    model = load(folder, gpu) if (folder / "predictor.json").is_file() else None
     if model is None:
         raise ArtifactError(f"no shipped predictor for {gpu_name}; run `piep train` first")
     recs = [r for r in read_jsonl(path) if r.get("schema") == "piep.measurement"
@@ -282,13 +325,9 @@ def refit_on_measurements(gpu_name: str, path) -> tuple[LearnedModel, int]:
     for r in recs:
         r.setdefault("key", "|".join(str(r[k]) for k in ("model", "tp", "pp", "dp", "batch",
                                                           "prompt_len", "gen_len", "mode")))
-    train = []
-    for rec in unique_e2e(recs):
-        dep = deployment_of(rec, gpu)
-        train.append(Case(rec, dep, build_tree(dep)))
-    model.clear()
-    model.prepare([(c.dep, c.tree) for c in train])
-    fit_time_terms(model, train)
-    fit_combiner(model, train)
+    train = [Case(rec, deployment_of(rec, gpu)) for rec in unique_e2e(recs)]
+    ts = TrainingSet.build(model, train)
+    fit_time_terms(model, ts)
+    fit_combiner(model, ts)
     model.meta = {**model.meta, "refit_records": len(train)}
     return model, len(train)

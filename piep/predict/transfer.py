@@ -9,9 +9,11 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Any
 
+import numpy as np
+
 from piep.layout import Deployment
-from piep.predict.engine import LeafCost
-from piep.tree.nodes import Node
+from piep.predict.pricing import Prices
+from piep.predict.table import LeafTable
 
 BAND = (0.5, 2.0)
 
@@ -25,27 +27,15 @@ class TransferredModel:
 
     @classmethod
     def build(cls, learned, gpu, ratios, reference: str) -> "TransferredModel":
-        return cls(replace(learned, gpu=gpu, _cache={}), ratios, reference)
+        return cls(learned.on_gpu(gpu), ratios, reference)
 
-    def leaf_cost(self, node: Node, dep: Deployment) -> LeafCost:
-        c = self.base.leaf_cost(node, dep)
-        t = c.time_s / self.ratios["link"] if node.is_comm else c.time_s
-        return LeafCost(t, c.power_w * self.ratios["power"], c.gap_s, c.wait_s, c.out_of_range)
-
-    def prepare(self, items) -> None:
-        self.base.prepare(items)
-
-    def clear(self) -> None:
-        self.base.clear()
-
-    def alpha(self, kind: str, phase: str, mode: str, tokens: float) -> float:
-        return self.base.alpha(kind, phase, mode, tokens)
-
-    def idle_power_w(self, dep: Deployment) -> float:
-        return self.base.idle_power_w(dep) * self.ratios["power"]
-
-    def wait_power_w(self, dep: Deployment) -> float:
-        return self.base.wait_power_w(dep) * self.ratios["power"]
+    def price(self, table: LeafTable) -> Prices:
+        p = self.base.price(table)
+        power = self.ratios["power"]
+        return replace(p, time_s=np.where(table.is_comm, p.time_s / self.ratios["link"],
+                                          p.time_s),
+                       power_w=p.power_w * power, idle_w=p.idle_w * power,
+                       wait_w=p.wait_w * power)
 
     def interval(self, dep: Deployment, energy_j: float, time_s: float) -> dict[str, Any]:
         lo, hi = BAND

@@ -15,36 +15,39 @@ from pathlib import Path
 from typing import Any
 
 from piep.errors import PiepError
+from piep.scenario import Scenario
 
 KIND_GROUPS = {"allreduce": "communication", "allgather": "communication", "p2p": "communication",
                "pipeline_wait": "wait"}
 
 
-def _predict(model: str, base: dict[str, Any], **change) -> dict[str, Any] | None:
+def _predict(scn: Scenario, predictor: str, **change) -> dict[str, Any] | None:
+    """The prediction of a variant of the scenario, or None where the variant is refused."""
     from piep import api
     try:
-        return api.predict(model, **{**base, **change})
+        return api.predict(scn.replace(**change) if change else scn, predictor=predictor)
     except PiepError:
         return None
 
 
-def actions(model: str, base: dict[str, Any], doc: dict[str, Any]) -> list[dict[str, Any]]:
+def actions(scn: Scenario, doc: dict[str, Any], predictor: str = "auto") -> list[dict[str, Any]]:
     """Candidate changes, each priced as the difference of two predictions; best 3 first."""
     cands: list[tuple[str, dict[str, Any]]] = []
-    tp, pp, dp, batch = base["tp"], base["pp"], base["dp"], base["batch"]
+    p = scn.parallel
+    tp, pp, dp, batch = p.tp, p.pp, p.dp, scn.workload.batch
     cands.append((f"tp={tp * 2}", {"tp": tp * 2}))
     if tp > 1:
         cands.append((f"tp={tp // 2}", {"tp": tp // 2}))
     if pp > 1:
         cands.append((f"tp={tp * pp}, pp=1 instead of pp={pp}", {"tp": tp * pp, "pp": 1}))
     cands.append((f"batch={batch * 2}", {"batch": batch * 2}))
-    if base["mode"] == "eager":
+    if scn.mode == "eager":
         cands.append(("graph mode (CUDA-graph decode)", {"mode": "graph"}))
     if dp > 1:
         cands.append((f"dp=1 with tp={tp * dp}", {"dp": 1, "tp": tp * dp}))
     out = []
     for label, change in cands:
-        alt = _predict(model, base, **change)
+        alt = _predict(scn, predictor, **change)
         if alt is None:
             continue
         d_jpt = alt["j_per_token"] / doc["j_per_token"] - 1
@@ -63,11 +66,11 @@ def actions(model: str, base: dict[str, Any], doc: dict[str, Any]) -> list[dict[
     return out[:3]
 
 
-def layouts(model: str, base: dict[str, Any]) -> list[dict[str, Any]]:
+def layouts(scn: Scenario, predictor: str = "auto") -> list[dict[str, Any]]:
     """The same workload on other layouts of up to 8 GPUs (for the Pareto and comm plots)."""
     rows = []
     for tp, pp in ((1, 1), (2, 1), (1, 2), (4, 1), (2, 2), (8, 1), (4, 2)):
-        d = _predict(model, base, tp=tp, pp=pp, dp=1)
+        d = _predict(scn, predictor, tp=tp, pp=pp, dp=1)
         if d is None:
             continue
         b = d["breakdown_j"]
@@ -195,23 +198,19 @@ def _wait_samples(doc) -> dict[str, Any] | None:
     return None
 
 
-def build_report(model: str, base: dict[str, Any], out: Path, *,
+def build_report(scn: Scenario, out: Path, *, predictor: str = "auto",
                  measured: dict[str, Any] | None = None,
                  compare: list[str] | None = None) -> dict[str, Any]:
     from piep import api
     from piep.artifacts import write_json, write_text
-    from piep.commands.compare import compare as compare_fn
-    doc = api.predict(model, **base)
+    from piep.compare import compare as compare_fn
+    doc = api.predict(scn, predictor=predictor)
     comparison = None
     if compare:
-        p = base
-        own = f"{model}@tp{p['tp']}pp{p['pp']}dp{p['dp']}"
-        comparison = compare_fn([own, *compare], gpu=p["gpu"], predictor=p["predictor"],
-                                batch=p["batch"], prompt_len=p["prompt_len"],
-                                gen_len=p["gen_len"], mode=p["mode"])
+        comparison = compare_fn([scn.label(), *compare], scn, predictor=predictor)
     kinds = by_kind(doc)
-    acts = actions(model, base, doc)
-    plan = clock_plan(model, base)
+    acts = actions(scn, doc, predictor)
+    plan = clock_plan(scn, predictor)
     if plan is not None:
         a = plan["applied"]
         acts.append({"change": "SM clock plan", "delta": {"sm_mhz": a["phase_mhz"]},
@@ -223,7 +222,7 @@ def build_report(model: str, base: dict[str, Any], out: Path, *,
                              f"{-100 * a['saving_band'][0]:+.1f} %), {100 * a['slowdown']:+.2f} "
                              f"% time — model-based, not measured"})
         acts.sort(key=lambda x: x["energy_per_token_change"])
-    lay = layouts(model, base)
+    lay = layouts(scn, predictor)
     out.mkdir(parents=True, exist_ok=True)
     figs = _figures(out, doc, kinds, lay, measured, _wait_samples(doc))
     data = {"prediction": doc, "by_kind": kinds, "actions": acts, "layouts": lay,
@@ -237,16 +236,14 @@ def build_report(model: str, base: dict[str, Any], out: Path, *,
     return data
 
 
-def clock_plan(model: str, base: dict[str, Any]) -> dict[str, Any] | None:
+def clock_plan(scn: Scenario, predictor: str = "auto") -> dict[str, Any] | None:
     """The 1 %-slowdown clock plan of the deployment (None where no frequency model)."""
     from piep import api
     from piep.plan.freq import load_freq_model
     from piep.plan.planner import make_plan
     try:
-        keys = ("gpu", "tp", "pp", "dp", "batch", "prompt_len", "gen_len", "mode")
-        dep = api.deployment(model, **{k: base[k] for k in keys})
-        return make_plan(dep, api.cost_model(dep.gpu.name, base.get("predictor", "auto")),
-                         load_freq_model(dep.gpu.name), max_slowdown=0.01)
+        return make_plan(scn.deployment, api.cost_model_for(scn, predictor),
+                         load_freq_model(scn.gpu.name), max_slowdown=0.01)
     except PiepError:
         return None
 

@@ -19,6 +19,8 @@ from piep.artifacts import append_jsonl, read_jsonl
 from piep.config import Parallel, Workload
 from piep.errors import PiepError
 from piep.models import synthetic_specs
+from piep.sampling.options import CalibrateOptions
+from piep.gpus import DEFAULT_GPU
 
 log = logging.getLogger("piep.calibrate")
 
@@ -32,7 +34,7 @@ def module_shapes(*, seed: int = 0, per_kind: int = 28, kinds: tuple[str, ...] |
     from piep.sampling.modules import COMPUTE_KINDS, shape_key
     from piep.tree import build_tree
     rng = random.Random(seed)
-    gpu = load_gpu("h200")
+    gpu = load_gpu(DEFAULT_GPU)
     specs = [load_model(m.name) for m in shipped_models()]
     specs = [s for s in specs if not s.is_moe] + synthetic_specs()
     pool: dict[tuple, dict[str, dict[str, Any]]] = {}
@@ -466,7 +468,7 @@ def _time_calls(op, n: int, d, cuda: bool = True) -> float:
     return s.elapsed_time(e) / 1000 / n
 
 
-def repeat_shapes(gpu: str = "h200", *, under_s: float | None = None) -> list[dict[str, Any]]:
+def repeat_shapes(gpu: str = DEFAULT_GPU, *, under_s: float | None = None) -> list[dict[str, Any]]:
     """The shapes the first campaign measured twice (the repeat check's set); with
     `under_s`, only those of which some measured pair ran shorter calls than that."""
     from piep.predict.dataset import load_calibration, module_repeat_pairs
@@ -505,46 +507,47 @@ def run_repeat(out: Path, *, shard: tuple[int, int], min_window_s: float,
     return n
 
 
-def main(args) -> dict[str, Any] | None:
-    i, n = (int(x) for x in args.shard.split("/"))
-    if args.what == "modules":
-        kinds = tuple(args.kinds) if args.kinds else None
-        return {"samples": run_modules(Path(args.out), budget_s=args.budget_s, shard=(i, n),
-                                       kinds=kinds, min_window_s=args.min_window_s,
-                                       modes=tuple(args.modes) if args.modes else None,
-                                       repeat_every=args.repeat_every, seed=args.seed,
-                                       per_kind=args.per_kind,
-                                       head_dims=tuple(args.head_dims or ()) or None)}
-    if args.what == "repeat":
-        return {"samples": run_repeat(Path(args.out), shard=(i, n),
-                                      min_window_s=args.min_window_s, budget_s=args.budget_s,
-                                      captures=args.captures, tiny_only=args.tiny_only)}
-    if args.what == "collectives":
-        kinds = tuple(args.kinds) if args.kinds else COLLECTIVE_KINDS
+def main(what: str, opts: CalibrateOptions) -> dict[str, Any] | None:
+    """One `piep calibrate WHAT` on this machine's GPUs."""
+    i, n = opts.shard_index
+    if what == "modules":
+        kinds = opts.kinds
+        return {"samples": run_modules(Path(opts.out), budget_s=opts.budget_s, shard=(i, n),
+                                       kinds=kinds, min_window_s=opts.min_window_s,
+                                       modes=opts.modes,
+                                       repeat_every=opts.repeat_every, seed=opts.seed,
+                                       per_kind=opts.per_kind,
+                                       head_dims=opts.head_dims)}
+    if what == "repeat":
+        return {"samples": run_repeat(Path(opts.out), shard=(i, n),
+                                      min_window_s=opts.min_window_s, budget_s=opts.budget_s,
+                                      captures=opts.captures, tiny_only=opts.tiny_only)}
+    if what == "collectives":
+        kinds = opts.kinds or COLLECTIVE_KINDS
         bad = set(kinds) - set(COLLECTIVE_KINDS)
         if bad:
             raise PiepError(f"collectives: unknown kind {sorted(bad)[0]!r}; use one of "
                             f"{', '.join(COLLECTIVE_KINDS)}")
-        run_collectives(Path(args.out), min_window_s=args.min_window_s, kinds=kinds,
-                        sizes=tuple(x for x in COLLECTIVE_SIZES if x >= args.sizes_from),
-                        reduce_op=args.reduce_op, modes=tuple(args.modes or ("graph", "eager")))
+        run_collectives(Path(opts.out), min_window_s=opts.min_window_s, kinds=kinds,
+                        sizes=tuple(x for x in COLLECTIVE_SIZES if x >= opts.sizes_from),
+                        reduce_op=opts.reduce_op, modes=tuple(opts.modes or ("graph", "eager")))
         if torch.cuda.is_available():
             # every row is written; NCCL's teardown after many captured graphs has hung in
             # two of two device runs (session 2, call 8), so the ranks leave without it
             import os
             import sys
-            print(f"out: {args.out}", flush=True)
+            print(f"out: {opts.out}", flush=True)
             sys.stderr.flush()
             os._exit(0)
-        return {"out": args.out}
-    if args.what == "waits":
-        run_waits(Path(args.out), models=args.models, workloads=[
+        return {"out": opts.out}
+    if what == "waits":
+        run_waits(Path(opts.out), models=list(opts.models), workloads=[
             {"batch": 1, "prompt_len": 512}, {"batch": 16, "prompt_len": 256}])
         return None
-    if args.what == "insitu":
-        run_insitu(Path(args.out))
-        return {"out": args.out}
-    if args.what == "fit":
-        return {"fits": len(fit_all(Path(args.samples), Path(args.out)))}
+    if what == "insitu":
+        run_insitu(Path(opts.out))
+        return {"out": opts.out}
+    if what == "fit":
+        return {"fits": len(fit_all(Path(opts.samples), Path(opts.out)))}
     return None
 

@@ -13,6 +13,7 @@ from piep.artifacts import append_jsonl
 from piep.config import Parallel, Workload
 from piep.errors import ConfigError
 from piep.sampling.grid import load_design, parallel_workload, run_grid, spec_of
+from piep.sampling.options import MeasureOptions
 from piep.sampling.runner import Dist, Hygiene, RankMeter, measure_config
 
 log = logging.getLogger("piep.measure")
@@ -27,12 +28,16 @@ def _device(choice: str, d: Dist):
     return torch.device("cuda", d.local_rank)
 
 
-def _predicted_memory(spec, parallel, workload) -> float | None:
+def _predicted_memory(spec, parallel, workload, gpu: str) -> float | None:
+    """piep's own memory estimate, recorded beside the measured peak (None where piep
+    refuses the layout: that must not stop a measurement)."""
+    from piep.errors import PiepError
     from piep.gpus import load_gpu
-    from piep.layout import Deployment
+    from piep.layout import validate
     try:
-        return Deployment(spec, parallel, workload, load_gpu("h200")).peak_memory_gib()
-    except Exception:  # an unknown layout must not stop a measurement
+        return validate(spec, parallel, workload, load_gpu(gpu),
+                        check_memory=False).peak_memory_gib()
+    except PiepError:
         return None
 
 
@@ -49,40 +54,40 @@ def _load_weights(folder: str | None):
     return state
 
 
-def measure_main(args) -> dict[str, Any] | None:
+def measure_main(opts: MeasureOptions) -> dict[str, Any] | None:
     d = Dist()
-    device = _device(args.device, d)
-    dtype = torch.bfloat16 if args.dtype == "bf16" else torch.float32
-    hygiene = Hygiene(repeats=args.repeats, min_window_s=args.min_window_s, idle_s=args.idle_s,
-                      continuous_check=not args.no_continuous, cooldown_s=args.cooldown_s)
+    device = _device(opts.device, d)
+    dtype = torch.bfloat16 if opts.dtype == "bf16" else torch.float32
+    hygiene = Hygiene(repeats=opts.repeats, min_window_s=opts.min_window_s, idle_s=opts.idle_s,
+                      continuous_check=opts.continuous, cooldown_s=opts.cooldown_s)
     meter = RankMeter(device)
     try:
-        if args.grid:
-            return _grid(args, d, device, dtype, hygiene, meter)
+        if opts.grid:
+            return _grid(opts, d, device, dtype, hygiene, meter)
         from piep.models import load_model
-        spec = load_model(args.model)
-        if device.type == "cpu" and args.device == "auto" and spec.num_params() > 1e9:
+        spec = load_model(opts.model)
+        if device.type == "cpu" and opts.device == "auto" and spec.num_params() > 1e9:
             raise ConfigError(f"no CUDA GPU: measuring {spec.name} on the CPU measures no "
                               f"energy and takes minutes; pass --device cpu to do it anyway")
-        parallel = Parallel(tp=args.tp, pp=args.pp, dp=args.dp)
-        workload = Workload(batch=args.batch, prompt_len=args.prompt_len,
-                            gen_len=args.gen_len, mode=args.mode)
+        parallel = Parallel(tp=opts.tp, pp=opts.pp, dp=opts.dp)
+        workload = Workload(batch=opts.batch, prompt_len=opts.prompt_len,
+                            gen_len=opts.gen_len, mode=opts.mode)
         from piep.gpus import load_gpu
         from piep.layout import validate
-        validate(spec, parallel, workload, load_gpu("h200"), check_memory=False)
-        clocks = _phase_clocks(args, d)
+        validate(spec, parallel, workload, load_gpu(opts.gpu), check_memory=False)
+        clocks = _phase_clocks(opts, d)
         with clocks if clocks else _nothing():
             rec = measure_config(spec, parallel, workload, d=d, device=device, dtype=dtype,
-                                 hygiene=hygiene, meter=meter, seed=args.seed,
-                                 state=_load_weights(args.weights),
+                                 hygiene=hygiene, meter=meter, seed=opts.seed,
+                                 state=_load_weights(opts.weights),
                                  predicted_memory_gib=_predicted_memory(spec, parallel,
-                                                                        workload),
+                                                                        workload, opts.gpu),
                                  extra={"command": _command()},
                                  phase_hook=clocks.enter if clocks else None)
         if rec is not None and clocks:
-            rec["clock_plan"] = {"file": args.clock_plan, **clocks.summary()}
-        if rec is not None and args.out:
-            append_jsonl(args.out, rec)
+            rec["clock_plan"] = {"file": opts.clock_plan, **clocks.summary()}
+        if rec is not None and opts.out:
+            append_jsonl(opts.out, rec)
         return rec
     finally:
         d.close()
@@ -96,20 +101,20 @@ class _nothing:
         return False
 
 
-def _phase_clocks(args, d: Dist):
+def _phase_clocks(opts: MeasureOptions, d: Dist):
     """The clock runtime for --clock-plan (dry-run unless --no-dry-run)."""
-    if not getattr(args, "clock_plan", None):
+    if not opts.clock_plan:
         return None
-    from piep.runtime import PhaseClocks, load_plan
-    plan = load_plan(args.clock_plan)
+    from piep.clocks import PhaseClocks, load_plan
+    plan = load_plan(opts.clock_plan)
     devices = []
-    if not args.clock_dry_run:
+    if not opts.clock_dry_run:
         from piep.device.nvml import NvmlDevice
         devices = [NvmlDevice(index=d.local_rank)]
     # real sets (milliseconds each) go to a worker thread, off the measured critical path
-    return PhaseClocks(plan, devices, rank=d.rank, dry_run=args.clock_dry_run,
-                       background=not args.clock_dry_run,
-                       state_dir=Path(args.clock_state_dir) if args.clock_state_dir else None)
+    return PhaseClocks(plan, devices, rank=d.rank, dry_run=opts.clock_dry_run,
+                       background=not opts.clock_dry_run,
+                       state_dir=Path(opts.clock_state_dir) if opts.clock_state_dir else None)
 
 
 def _command() -> str:
@@ -118,11 +123,11 @@ def _command() -> str:
                     + sys.argv[1:])
 
 
-def _grid(args, d, device, dtype, hygiene, meter):
-    if not args.out:
+def _grid(opts: MeasureOptions, d, device, dtype, hygiene, meter):
+    if not opts.out:
         raise ConfigError("--grid needs --out FILE.jsonl")
-    design = load_design(Path(args.grid))
-    i, n = (int(x) for x in args.shard.split("/"))
+    design = load_design(Path(opts.grid))
+    i, n = opts.shard_index
     import torch.distributed as dist
 
     def broadcast(flag: bool) -> bool:
@@ -136,9 +141,10 @@ def _grid(args, d, device, dtype, hygiene, meter):
         spec = spec_of(cfg)
         parallel, workload = parallel_workload(cfg)
         return measure_config(spec, parallel, workload, d=d, device=device, dtype=dtype,
-                              hygiene=hygiene, meter=meter, seed=args.seed,
-                              predicted_memory_gib=_predicted_memory(spec, parallel, workload),
-                              extra={"command": _command(), "design": Path(args.grid).name})
-    n_done = run_grid(design, Path(args.out), budget_s=args.budget_s, measure_one=one,
+                              hygiene=hygiene, meter=meter, seed=opts.seed,
+                              predicted_memory_gib=_predicted_memory(spec, parallel, workload,
+                                                                     opts.gpu),
+                              extra={"command": _command(), "design": Path(opts.grid).name})
+    n_done = run_grid(design, Path(opts.out), budget_s=opts.budget_s, measure_one=one,
                       world=d.world, rank=d.rank, shard=(i, n), broadcast=broadcast)
-    return {"records": n_done, "out": args.out} if d.rank == 0 else None
+    return {"records": n_done, "out": opts.out} if d.rank == 0 else None

@@ -15,9 +15,9 @@ from typing import Any
 
 from piep.config import ModelSpec, Parallel, Workload
 from piep.errors import PiepError
-from piep.gpus import load_gpu
+from piep.gpus import DEFAULT_GPU, load_gpu
 from piep.layout import validate
-from piep.predict.engine import evaluate
+from piep.predict.pricing import prediction
 from piep.predict.roofline import RooflineModel
 
 # a shape in no public list: hidden 2560, 20 heads, 4 kv heads, 36 layers
@@ -85,7 +85,7 @@ def build_design(*, seed: int = 0, draws: int = 8, max_time_s: float = 3.0, bloc
                  layouts: tuple[str, ...] = tuple(LAYOUTS),
                  models: tuple[str, ...] | None = None) -> list[dict[str, Any]]:
     rng = random.Random(seed)
-    gpu = load_gpu("h200")
+    gpu = load_gpu(DEFAULT_GPU)
     roof = RooflineModel()
     if models:
         plan = [(m, lay) for m in models for lay in layouts]
@@ -110,7 +110,7 @@ def build_design(*, seed: int = 0, draws: int = 8, max_time_s: float = 3.0, bloc
                 continue
             if dep.peak_memory_gib() > memory_margin * gpu.memory_gib:
                 continue
-            pred = evaluate(dep, roof)
+            pred = prediction(dep, roof)
             if pred["time_s"] > max_time_s:
                 continue
             cfg = {"model": name, "tp": tp, "pp": pp, "dp": dp, "batch": wl.batch,

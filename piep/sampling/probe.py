@@ -40,11 +40,11 @@ def _sample_power(devs, seconds: float, every_s: float = 0.25):
     return out
 
 
-def nocontext(args) -> dict:
+def nocontext(seconds: float) -> dict:
     from piep.device.nvml import NvmlDevice, driver_version, nvml_gpus
     devs = [NvmlDevice(index=g["index"]) for g in nvml_gpus()]
     return {"driver": driver_version(), "gpus": nvml_gpus(),
-            "idle_no_context": _sample_power(devs, args.seconds)}
+            "idle_no_context": _sample_power(devs, seconds)}
 
 
 def _ticks(dev, n: int = 25) -> dict:
@@ -59,7 +59,7 @@ def _ticks(dev, n: int = 25) -> dict:
             "nvml_energy_call_s_median": statistics.median(polls)}
 
 
-def main(args) -> dict | None:
+def main(seconds: float) -> dict | None:
     import torch
     import torch.distributed as dist
 
@@ -87,7 +87,7 @@ def main(args) -> dict | None:
     mem["after_nccl_used_gib"] = nv.memory_used_gib()
     mem["after_nccl_torch_reserved_gib"] = torch.cuda.memory_reserved() / 2 ** 30
     d.barrier()
-    res["idle_with_context"] = _sample_power([nv], args.seconds)[0]
+    res["idle_with_context"] = _sample_power([nv], seconds)[0]
     res["ticks"] = _ticks(nv)
     meter = TickMeter(nv)
     idle_w = res["idle_with_context"]["counter_power_w"]
@@ -242,7 +242,7 @@ def cli() -> None:
     ap.add_argument("--seconds", type=float, default=30.0)
     ap.add_argument("--out", required=True)
     args = ap.parse_args()
-    doc = nocontext(args) if args.what == "nocontext" else main(args)
+    doc = nocontext(args.seconds) if args.what == "nocontext" else main(args.seconds)
     if doc is not None:
         doc["command"] = " ".join(__import__("sys").argv)
         with open(args.out, "w") as fh:

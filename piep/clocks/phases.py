@@ -1,6 +1,6 @@
-"""piep.runtime: apply a clock plan at phase boundaries (SPEC §2).
+"""Apply a clock plan at phase boundaries.
 
-    from piep.runtime import PhaseClocks, load_plan
+    from piep.clocks import PhaseClocks, load_plan
     with PhaseClocks(load_plan("plan.json"), devices, dry_run=True) as clocks:
         clocks.enter("prefill"); ...prefill...
         clocks.enter("decode");  ...decode...
@@ -20,16 +20,20 @@ from pathlib import Path
 from typing import Any
 
 from piep.artifacts import read_json
+from piep.clocks.runtime import ClockRuntime, default_state_dir
 from piep.errors import ArtifactError
-from piep.plan.planner import PHASES, clock_for
-from piep.plan.runtime import ClockRuntime, has_clock_permission
 
-__all__ = ["ClockRuntime", "PhaseClocks", "load_plan", "default_state_dir",
-           "has_clock_permission"]
+PHASES = ("prefill", "decode")
 
 
-def default_state_dir() -> Path:
-    return Path.home() / ".cache" / "piep" / "clock-state"
+def clock_for(plan: dict[str, Any], rank: int, phase: str) -> int | None:
+    """The plan's SM clock for `rank` in `phase` (None: default clocks)."""
+    ranks = plan["ranks"]
+    entry = ranks[rank] if rank < len(ranks) else ranks[0]
+    for e in entry["entries"]:
+        if e["phase"] == phase:
+            return e["sm_mhz"]
+    return None
 
 
 def load_plan(path: str | Path) -> dict[str, Any]:

@@ -1,4 +1,4 @@
-"""The clock runtime: applies SM (and memory) locked clocks through NVML, safely (SPEC §2).
+"""The clock runtime: applies SM (and memory) locked clocks through NVML, safely.
 
 * Dry-run by default: it logs what it would set and when, and touches nothing.
 * Off the critical path of correctness: a change that would come sooner than `min_dwell_s`
@@ -36,6 +36,10 @@ class ClockDevice(Protocol):
     def reset_locked_clocks(self) -> None: ...
 
     def sm_clock_mhz(self) -> float: ...
+
+
+def default_state_dir() -> Path:
+    return Path.home() / ".cache" / "piep" / "clock-state"
 
 
 def has_clock_permission() -> bool:

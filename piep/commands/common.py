@@ -1,0 +1,67 @@
+"""What the subcommands share: deployment and workload flags, the scenario they describe,
+and output (`--json` on stdout, a human table otherwise)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import TYPE_CHECKING, Any, Callable
+
+from piep.gpus import DEFAULT_GPU
+from piep.scenario import DEFAULT_ENGINE, REFERENCE_ENGINES
+
+if TYPE_CHECKING:
+    from piep.scenario import Scenario
+
+
+def add_deployment_args(p: argparse.ArgumentParser, *, model: bool = True) -> None:
+    if model:
+        p.add_argument("--model", required=True,
+                       help="shipped name (see `piep models`) or path to config.json / folder")
+    p.add_argument("--gpu", default=DEFAULT_GPU, help=f"GPU type (default {DEFAULT_GPU})")
+    p.add_argument("--tp", type=int, default=1, help="tensor parallel degree (default 1)")
+    p.add_argument("--pp", type=int, default=1, help="pipeline parallel degree (default 1)")
+    p.add_argument("--dp", type=int, default=1, help="data parallel replicas (default 1)")
+    add_workload_args(p)
+
+
+def add_workload_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--batch", type=int, default=1, help="global batch (default 1)")
+    p.add_argument("--prompt-len", type=int, default=512, help="prompt tokens (default 512)")
+    p.add_argument("--gen-len", type=int, default=128, help="generated tokens (default 128)")
+    p.add_argument("--engine", choices=tuple(REFERENCE_ENGINES), default=None,
+                   help=f"the engine that runs the model (default {DEFAULT_ENGINE})")
+    p.add_argument("--mode", choices=("graph", "eager"), default=None,
+                   help="the reference runner's decode: CUDA-graph replay (piep-graph, the "
+                        "default) or eager PyTorch (piep-eager)")
+
+
+def scenario_from_args(args: argparse.Namespace, *, model: str | None = None) -> "Scenario":
+    """The validated scenario of the deployment and workload flags."""
+    from piep.scenario import Scenario
+    return Scenario.build(model or args.model, gpu=args.gpu, tp=args.tp, pp=args.pp,
+                          dp=args.dp, engine=args.engine, mode=args.mode, batch=args.batch,
+                          prompt_len=args.prompt_len, gen_len=args.gen_len,
+                          allow_uncalibrated=getattr(args, "allow_uncalibrated", False))
+
+
+def add_json_arg(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--json", action="store_true", help="machine output on stdout")
+
+
+def emit(args: argparse.Namespace, doc: Any, human: Callable[[Any], str]) -> None:
+    if getattr(args, "json", False):
+        json.dump(doc, sys.stdout, indent=2)
+        sys.stdout.write("\n")
+    else:
+        print(human(doc))
+
+
+def options_from_args(cls: type, args: argparse.Namespace, **values: Any) -> Any:
+    """A frozen options dataclass from the parsed flags of the same names (plus `values`)."""
+    from dataclasses import fields
+    for f in fields(cls):
+        if f.name not in values and hasattr(args, f.name):
+            values[f.name] = getattr(args, f.name)
+    return cls(**values)

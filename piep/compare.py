@@ -1,0 +1,61 @@
+"""Deployments side by side on one workload, with the best candidate per goal."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from piep.errors import ConfigError
+from piep.scenario import Scenario
+
+_LAYOUT = re.compile(r"^(?:(tp|pp|dp)(\d+))+$")
+
+
+def parse_candidate(text: str) -> tuple[str, dict[str, int]]:
+    """`llama-2-7b@tp2`, `llama-3-70b@tp2pp2`, or a bare model (tp=pp=dp=1)."""
+    model, _, layout = text.partition("@")
+    degrees = {"tp": 1, "pp": 1, "dp": 1}
+    if layout:
+        if not _LAYOUT.match(layout):
+            raise ConfigError(f"candidate {text!r}: layout after '@' must look like tp2, tp2pp2 "
+                              f"or tp1dp2")
+        for key, value in re.findall(r"(tp|pp|dp)(\d+)", layout):
+            degrees[key] = int(value)
+    if not model:
+        raise ConfigError(f"candidate {text!r} names no model")
+    return model, degrees
+
+
+def candidate_scenarios(candidates: list[str], base: Scenario) -> list[Scenario]:
+    """Each `MODEL@LAYOUT` as a variant of `base` (its GPU, engine and workload)."""
+    out = []
+    for cand in candidates:
+        model, degrees = parse_candidate(cand)
+        out.append(base.replace(model=model, **degrees))
+    return out
+
+
+def compare(candidates: list[str], base: Scenario, *, predictor: str = "auto") -> dict[str, Any]:
+    from piep import api
+    rows = []
+    for cand, scn in zip(candidates, candidate_scenarios(candidates, base)):
+        doc = api.predict(scn, predictor=predictor)
+        used = max(g["memory_gib"] for g in doc["per_gpu"])
+        rows.append({"candidate": cand, "model": doc["model"], "gpus": doc["layout"]["gpus"],
+                     "energy_j": doc["energy_j"], "time_s": doc["time_s"],
+                     "ttft_s": doc["prefill"]["time_s"], "tpot_s": doc["decode"]["tpot_s"],
+                     "j_per_token": doc["j_per_token"], "tokens_per_j": 1 / doc["j_per_token"],
+                     "memory_gib_per_gpu": used,
+                     "memory_headroom_gib": scn.gpu.memory_gib - used,
+                     "predictor": doc["predictor"], "flags": doc["flags"],
+                     "interval_energy_j": doc["interval"]["energy_j"]})
+    recs = {
+        "latency": min(rows, key=lambda r: r["time_s"])["candidate"],
+        "energy": min(rows, key=lambda r: r["j_per_token"])["candidate"],
+        "memory": max(rows, key=lambda r: r["memory_headroom_gib"])["candidate"],
+    }
+    w = base.workload
+    return {"schema": "piep.comparison", "schema_version": 1, "boundary": "gpu_board",
+            "workload": {"batch": w.batch, "prompt_len": w.prompt_len, "gen_len": w.gen_len,
+                         "mode": base.mode},
+            "candidates": rows, "recommendation": recs}

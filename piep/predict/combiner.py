@@ -1,0 +1,43 @@
+"""The tanh combiner: a node's energy counts alpha(c) times, alpha = 1 + tanh(W.f(c) + b) / tau
+(IrEne's form), fitted on end-to-end runs. W = 0, b = 0 is the plain sum."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from piep.predict.table import KINDS
+from piep.tree.builder import LINEAR_KINDS
+from piep.tree.nodes import COMM_KINDS
+
+TAU = 2.5
+FEATURES = ("decode", "eager_decode", "linear", "attention", "comm", "wait", "other",
+            "log_tokens")
+# per kind (KINDS order): linear, attention, communication, pipeline wait
+_CATEGORY = np.array([[k in LINEAR_KINDS, k == "attention", k in COMM_KINDS,
+                       k == "pipeline_wait"] for k in KINDS], dtype=float)
+
+
+@dataclass(frozen=True)
+class Combiner:
+    w: np.ndarray = field(default_factory=lambda: np.zeros(len(FEATURES)))
+    b: float = 0.0
+    tau: float = TAU
+
+    @staticmethod
+    def features(kind_id: np.ndarray, decode: np.ndarray, mode_eager: np.ndarray,
+                 tokens: np.ndarray) -> np.ndarray:
+        """f(c) of many nodes (kind_id indexes `piep.predict.table.KINDS`)."""
+        cat = _CATEGORY[np.asarray(kind_id)]
+        decode = np.asarray(decode, dtype=float)
+        return np.column_stack([decode, decode * np.asarray(mode_eager, dtype=float), cat,
+                                1.0 - np.clip(cat.sum(1), 0, 1),
+                                np.log10(np.maximum(tokens, 1.0)) / 3.0])
+
+    def alpha(self, kind_id, decode, mode_eager, tokens) -> np.ndarray:
+        return self.weights(self.features(kind_id, decode, mode_eager, tokens))
+
+    def weights(self, f: np.ndarray) -> np.ndarray:
+        """alpha of feature rows."""
+        return 1.0 + np.tanh(f @ self.w + self.b) / self.tau

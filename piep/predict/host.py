@@ -1,0 +1,55 @@
+"""Host and in-situ terms of the reference runner, fitted on its end-to-end runs.
+
+* Launch gaps: per kernel in graph replay; in eager code (prefill always, decode in eager
+  mode) the host issues kernels at `host_launch_s` (prefill) or `eager_decode_launch_s`
+  (an eager decode step) each, and the GPU idles while it waits for them.
+* In-situ kernel time: the isolated samples' time times a ratio per phase, and in decode
+  a power law in the tokens of the step.
+* The board power of the GPU in launch gaps, while busy-polling, and during collectives
+  that were not sampled with their energy.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+TERMS = ("gap_graph_s", "host_launch_s", "eager_decode_launch_s", "launch_gap_w",
+         "busy_wait_w", "comm_w", "time_scale", "decode_batch_exponent")
+
+
+@dataclass
+class HostTerms:
+    gap_graph_s: float = 2e-6
+    host_launch_s: float = 7e-6          # host time per kernel in eager prefill
+    eager_decode_launch_s: float = 2e-5  # host time per kernel in an eager decode step
+    launch_gap_w: float = 120.0   # board power in launch gaps (measured)
+    busy_wait_w: float = 121.5    # board power busy-polling in a collective (measured)
+    comm_w: float = 200.0         # board power during a collective transfer (assumed)
+    # in-situ / isolated kernel time ratio per phase
+    time_scale: dict[str, float] = field(default_factory=lambda: {"prefill": 1.0,
+                                                                  "decode": 1.0})
+    decode_batch_exponent: float = 0.0
+
+    def kernel_time_s(self, isolated_s: np.ndarray, decode: np.ndarray,
+                      tokens: np.ndarray) -> np.ndarray:
+        """In-situ time of one call of compute kernels from their isolated time."""
+        t = isolated_s * np.where(decode, self.time_scale.get("decode", 1.0),
+                                  self.time_scale.get("prefill", 1.0))
+        if self.decode_batch_exponent:
+            # in-situ vs isolated kernel time drifts with the tokens of a decode step
+            t = np.where(decode, t * (np.maximum(tokens, 1) / 16.0)
+                         ** self.decode_batch_exponent, t)
+        return t
+
+    def gap_s(self, launches: np.ndarray, time_s: np.ndarray, decode: np.ndarray,
+              eager: np.ndarray) -> np.ndarray:
+        """Launch gap after one call: in eager code the GPU idles while the host issues
+        the call's kernels beyond its run time; in graph replay a fixed gap per kernel."""
+        host = np.where(decode, self.eager_decode_launch_s, self.host_launch_s)
+        return np.where(eager, np.maximum(0.0, launches * host - time_s),
+                        launches * self.gap_graph_s)
+
+    def to_dict(self) -> dict:
+        return {k: getattr(self, k) for k in TERMS}

@@ -1,0 +1,222 @@
+"""The one pricing path: leaf table -> cost model -> timeline -> energy partition.
+
+A cost model prices one call of every row of a leaf table on one GPU (`CostModel.price`):
+duration, board power while it runs, the launch gap that follows it (GPU idle), busy
+waiting inside a collective, and the combiner's weight. `price` multiplies by the calls,
+lays the rows out on the timeline (`piep.predict.timeline`), charges every other stage's
+GPUs for pipeline bubbles at the busy-poll power, and partitions the energy of every GPU
+into compute, communication, wait and idle. Many deployments are priced at once; a
+single prediction is a sweep of one.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Protocol, Sequence
+
+import numpy as np
+
+from piep.layout import Deployment
+from piep.predict.table import PHASES, LeafTable, TableBuilder
+from piep.predict.timeline import Timeline, lay_out
+
+SCHEMA = "piep.prediction"
+SCHEMA_VERSION = 1
+CATEGORIES = ("compute", "communication", "wait", "idle")
+
+
+@dataclass(frozen=True)
+class Prices:
+    """One call of every row of a leaf table on one GPU."""
+    time_s: np.ndarray        # kernel (or collective) duration
+    power_w: np.ndarray       # board power during it
+    gap_s: np.ndarray         # launch gap after it: GPU idle (no kernel)
+    wait_s: np.ndarray        # busy-polling inside a collective waiting for peers
+    out_of_range: np.ndarray  # bool: far from the data the model was fitted on
+    alpha: np.ndarray         # the combiner's weight of the row (1 without one)
+    segment_alpha: np.ndarray  # the combiner's weight of each segment's pipeline bubbles
+    idle_w: float             # board power in launch gaps and between batches
+    wait_w: float             # board power busy-polling
+
+
+class CostModel(Protocol):
+    """What the roofline, learned and spec-sheet transfer models implement."""
+    name: str
+
+    def price(self, table: LeafTable) -> Prices: ...
+
+    def interval(self, dep: Deployment, energy_j: float, time_s: float) -> dict[str, Any]: ...
+
+
+@dataclass
+class Priced:
+    """Deployments of one table priced by one model: per-deployment totals (arrays of
+    len(deps)) and, per row, its energy on all GPUs of the deployment (combiner-weighted)."""
+    table: LeafTable
+    prices: Prices
+    model: CostModel
+    timeline: Timeline
+    energy_j: np.ndarray
+    breakdown_j: np.ndarray     # (deps, CATEGORIES)
+    phase_time_s: np.ndarray    # (deps, 2)
+    time_s: np.ndarray
+    phase_energy_j: np.ndarray  # (deps, 2)
+    stage_energy_j: np.ndarray  # (deps, stages): one GPU of each stage of one replica
+    raw_j: np.ndarray           # module energies without the combiner
+    out_of_range: np.ndarray    # (deps,) bool
+    row_energy_j: np.ndarray
+    bubble_energy_j: np.ndarray  # (segments, stages), all GPUs, combiner-weighted
+
+    def out_of_range_kinds(self, i: int) -> list[str]:
+        sel = (self.table.cfg == i) & self.prices.out_of_range & (self.table.count > 0)
+        return sorted(set(self.table.kind[sel]))
+
+    def modules(self, i: int) -> list[dict[str, Any]]:
+        """Attributed energy per module of deployment i, largest first (needs a table
+        built with detail)."""
+        t, p = self.table, self.prices
+        if t.path is None:
+            raise ValueError("module attribution needs a table built with detail=True")
+        rows = np.flatnonzero((t.cfg == i) & (t.count > 0))
+        row_time = t.count * (p.time_s + p.gap_s + p.wait_s)
+        out = []
+        for ph in (0, 1):
+            for r in rows[t.phase[rows] == ph]:
+                out.append({"path": t.path[r], "kind": t.kind[r], "phase": PHASES[ph],
+                            "energy_j": float(self.row_energy_j[r]),
+                            "time_s": float(row_time[r])})
+            seg = 2 * i + ph
+            for stage, bubble in enumerate(self.timeline.bubble_s[seg]):
+                if bubble > 0:
+                    out.append({"path": f"{PHASES[ph]}/stage{stage}/pipeline_wait",
+                                "kind": "pipeline_wait", "phase": PHASES[ph],
+                                "energy_j": float(self.bubble_energy_j[seg, stage]),
+                                "time_s": float(bubble)})
+        out.sort(key=lambda m: -m["energy_j"])
+        return out
+
+    def summary(self, i: int) -> dict[str, Any]:
+        """The fields of a sweep row."""
+        dep = self.table.deps[i]
+        w = dep.workload
+        time_s = float(self.time_s[i])
+        gen_tokens = w.batch * w.gen_len
+        steps = max(w.gen_len - 1, 0)
+        energy = float(self.energy_j[i])
+        return {"energy_j": energy, "time_s": time_s, "j_per_token": energy / gen_tokens,
+                "tokens_per_s": gen_tokens / time_s if time_s else 0.0,
+                "ttft_s": float(self.phase_time_s[i, 0]),
+                "tpot_s": float(self.phase_time_s[i, 1]) / steps if steps else 0.0,
+                "predictor": self.model.name, "flags": flags(dep, bool(self.out_of_range[i]))}
+
+    def document(self, i: int) -> dict[str, Any]:
+        """The prediction document of deployment i (`piep predict --json`)."""
+        dep = self.table.deps[i]
+        w, p = dep.workload, dep.parallel
+        modules = self.modules(i)
+        energy_j, time_s = float(self.energy_j[i]), float(self.time_s[i])
+        gen_tokens = w.batch * w.gen_len
+        steps = max(w.gen_len - 1, 0)
+        phases = {name: {"energy_j": float(self.phase_energy_j[i, ph]),
+                         "time_s": float(self.phase_time_s[i, ph])}
+                  for ph, name in enumerate(PHASES)}
+        phases["decode"]["tpot_s"] = phases["decode"]["time_s"] / steps if steps else 0.0
+        stage_e = self.stage_energy_j[i, :p.pp]
+        scale = energy_j / (p.dp * stage_e.sum() * p.tp) if stage_e.sum() else 1.0
+        mem = dep.memory_items_gib()
+        per_gpu = []
+        for _ in range(p.dp):
+            for stage in range(p.pp):
+                pos = "all" if p.pp == 1 else ("first_stage" if stage == 0 else "last_stage")
+                power = stage_e[stage] * scale / time_s if time_s else 0.0
+                per_gpu += [{"stage": stage, "power_w_mean": float(power),
+                             "memory_gib": mem[pos]["total"]}] * p.tp
+        oor = self.out_of_range_kinds(i)
+        return {
+            "schema": SCHEMA,
+            "schema_version": SCHEMA_VERSION,
+            "predictor": self.model.name,
+            "boundary": "gpu_board",
+            "engine": "piep reference runner",
+            **deployment_fields(dep),
+            "energy_j": energy_j,
+            "time_s": time_s,
+            "prefill": phases["prefill"],
+            "decode": phases["decode"],
+            "j_per_token": energy_j / gen_tokens,
+            "tokens_per_s": gen_tokens / time_s if time_s else 0.0,
+            "per_gpu": [dict(g) for g in per_gpu],
+            "interval": self.model.interval(dep, energy_j, time_s),
+            "breakdown_j": {k: float(v) for k, v in zip(CATEGORIES, self.breakdown_j[i])},
+            "modules": modules,
+            "modules_raw_sum_j": float(self.raw_j[i]),
+            "flags": flags(dep, bool(oor)),
+            "out_of_range_kinds": oor,
+        }
+
+
+def flags(dep: Deployment, out_of_range: bool) -> list[str]:
+    return ((["extrapolated"] if dep.parallel.world_size > 2 else [])
+            + (["out_of_range"] if out_of_range else [])
+            + [f"note: {n}" for n in dep.notes])
+
+
+def deployment_fields(dep: Deployment) -> dict[str, Any]:
+    """model, gpu, layout and workload of a deployment, as every document states them."""
+    p, w = dep.parallel, dep.workload
+    return {"model": dep.model.name, "gpu": dep.gpu.name,
+            "layout": {"tp": p.tp, "pp": p.pp, "dp": p.dp, "gpus": p.world_size},
+            "workload": {"batch": w.batch, "prompt_len": w.prompt_len, "gen_len": w.gen_len,
+                         "mode": w.mode}}
+
+
+def price(deps: Sequence[Deployment], model: CostModel, *, builder: TableBuilder | None = None,
+          detail: bool = False, prices: Prices | None = None,
+          table: LeafTable | None = None) -> Priced:
+    """Price deployments (all on one GPU) with `model`. `table` and `prices` may be given
+    when the caller already holds them (training re-prices one table many times)."""
+    table = table or (builder or TableBuilder()).table(deps, detail=detail)
+    prices = prices or model.price(table)
+    return partition(table, prices, model)
+
+
+def partition(table: LeafTable, p: Prices, model: CostModel) -> Priced:
+    """Calls x one-call prices -> timeline and the energy partition of every GPU."""
+    n, seg = len(table.deps), table.segments
+    cfg, count = table.cfg, table.count
+    e_run = count * p.time_s * p.power_w
+    e_gap = count * p.gap_s * p.idle_w
+    e_wait = count * p.wait_s * p.wait_w
+    gpus = table.tp * table.dp                   # GPUs running each row, all replicas
+    weight = p.alpha * gpus[cfg]
+    tl = lay_out(len(seg), table.segment, table.stage, count * (p.time_s + p.wait_s),
+                 count * p.gap_s, hide_gaps=seg.hide_gaps, pp=table.pp[seg.cfg])
+    bubble_raw = tl.bubble_s * p.wait_w          # (segments, stages), one GPU per stage
+    bubble_e = bubble_raw * (p.segment_alpha * gpus[seg.cfg])[:, None]
+
+    def per_cfg(values, where=None):
+        w = values if where is None else np.where(where, values, 0.0)
+        return np.bincount(cfg, weights=w, minlength=n)
+    run_w = weight * e_run
+    bubble_cfg = np.bincount(seg.cfg, weights=bubble_e.sum(1), minlength=n)
+    breakdown = np.column_stack([per_cfg(run_w, ~table.is_comm), per_cfg(run_w, table.is_comm),
+                                 per_cfg(weight * e_wait) + bubble_cfg, per_cfg(weight * e_gap)])
+    row_e = weight * (e_run + e_gap + e_wait)
+    phase_e = (np.bincount(table.segment, weights=row_e, minlength=len(seg))
+               + bubble_e.sum(1)).reshape(n, 2)
+    ns = tl.bubble_s.shape[1]
+    own = e_run + e_gap + e_wait
+    stage_e = np.bincount(cfg * ns + table.stage, weights=own, minlength=n * ns).reshape(n, ns)
+    np.add.at(stage_e, seg.cfg, bubble_raw)
+    raw = (np.bincount(cfg, weights=own, minlength=n)
+           + np.bincount(seg.cfg, weights=bubble_raw.sum(1), minlength=n)) * gpus
+    oor = np.bincount(cfg, weights=(p.out_of_range & (count > 0)).astype(float),
+                      minlength=n) > 0
+    phase_t = tl.time_s.reshape(n, 2)
+    return Priced(table, p, model, tl, breakdown.sum(1), breakdown, phase_t, phase_t.sum(1),
+                  phase_e, stage_e, raw, oor, row_e, bubble_e)
+
+
+def prediction(dep: Deployment, model: CostModel) -> dict[str, Any]:
+    """The prediction document of one deployment."""
+    return price([dep], model, detail=True).document(0)

@@ -1,0 +1,73 @@
+"""Files of the learned predictor: `predictor.json` (collectives, host terms, combiner,
+intervals, the module models' normalization) beside LightGBM's own text models
+(`<group>.time.txt`, `<group>.power.txt`)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from piep.artifacts import read_json, read_text, write_json, write_text
+from piep.gpus import GPU
+from piep.predict.collectives import Collectives
+from piep.predict.combiner import FEATURES as ALPHA_FEATURES
+from piep.predict.combiner import Combiner
+from piep.predict.features import FEATURES
+from piep.predict.host import HostTerms
+from piep.predict.learned import LearnedModel
+from piep.predict.module_models import KindModel, ModuleModels
+
+SCHEMA = "piep.learned_predictor"
+SCHEMA_VERSION = 1
+
+
+def _curves(table: dict) -> dict[str, Any]:
+    return {f"{k[0]}|{k[1]}": v for k, v in table.items()}
+
+
+def _uncurves(doc: dict) -> dict[tuple[str, str], Any]:
+    return {tuple(key.split("|")): tuple(v) for key, v in doc.items()}
+
+
+def save(model: LearnedModel, folder: Path, **prov: Any) -> None:
+    folder.mkdir(parents=True, exist_ok=True)
+    kinds = {}
+    for kind, km in model.modules.kinds.items():
+        write_text(folder / f"{kind}.time.txt", km.time_booster.model_to_string())
+        write_text(folder / f"{kind}.power.txt", km.power_booster.model_to_string())
+        kinds[kind] = {"mean": km.mean.tolist(), "std": km.std.tolist(),
+                       "train_z": km.train_z.round(5).tolist(),
+                       "oor_threshold": km.oor_threshold}
+    c = model.collectives
+    write_json(folder / "predictor.json", SCHEMA, SCHEMA_VERSION, {
+        "gpu": model.gpu.name, "features": list(FEATURES), "kinds": kinds,
+        "comm": {"table": _curves(c.table), "waits": _curves(c.waits),
+                 "power": _curves(c.power)},
+        "terms": model.host.to_dict(),
+        "combiner": {"features": list(ALPHA_FEATURES), "W": model.combiner.w.tolist(),
+                     "b": model.combiner.b, "tau": model.combiner.tau},
+        "intervals": {"energy_log": model.intervals, "time_log": model.time_intervals},
+        "meta": model.meta}, **prov)
+
+
+def load(folder: Path, gpu: GPU) -> LearnedModel:
+    import lightgbm as lgb
+    doc = read_json(folder / "predictor.json", SCHEMA, SCHEMA_VERSION)
+    kinds = {}
+    for kind, k in doc["kinds"].items():
+        kinds[kind] = KindModel(
+            lgb.Booster(model_str=read_text(folder / f"{kind}.time.txt")),
+            lgb.Booster(model_str=read_text(folder / f"{kind}.power.txt")),
+            np.asarray(k["mean"]), np.asarray(k["std"]), np.asarray(k["train_z"]),
+            float(k["oor_threshold"]))
+    comm = doc["comm"]
+    collectives = Collectives(_uncurves(comm["table"]), _uncurves(comm["waits"]),
+                              _uncurves(comm.get("power", {})))
+    comb = doc["combiner"]
+    return LearnedModel(gpu, ModuleModels(kinds), collectives, HostTerms(**doc["terms"]),
+                        Combiner(np.asarray(comb["W"], dtype=float), float(comb["b"]),
+                                 float(comb.get("tau", 2.5))),
+                        intervals=doc["intervals"]["energy_log"],
+                        time_intervals=doc["intervals"]["time_log"], meta=doc.get("meta", {}))

@@ -1,0 +1,305 @@
+"""The leaf table: every leaf use of many deployments as columns (one row per leaf of the
+model tree of each deployment).
+
+The tree builder (`piep.tree.builder`) is the one definition of the tree. A *skeleton*
+per (model, tp, pp, GPU) lists the leaves of that tree with their structural
+multiplicity; every per-leaf quantity (FLOPs, bytes, tokens, context, ...) is a
+polynomial in (replica batch b, prompt q, decode context c) with basis
+[1, b, q, bq, bq^2] (prefill) and [1, b, c, bc] (decode), solved from a few canonical
+trees (a residual check refuses a skeleton the basis does not reproduce). A table of any
+number of deployments is then a handful of array operations, and a single prediction is
+a table of one.
+
+Rows are grouped into *segments*: spans of the timeline whose stages run one after
+another (a phase of a batch: prefill or decode). Cost models price rows
+(`piep.predict.pricing`); the timeline (`piep.predict.timeline`) reduces them per segment.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Sequence
+
+import numpy as np
+
+from piep.config import Parallel, Workload
+from piep.layout import Deployment
+from piep.tree import build_tree
+from piep.tree.builder import decode_context
+from piep.tree.nodes import COMM_KINDS, COMPUTE_KINDS
+
+# leaf kinds by index (`LeafTable.kind_id`); the combiner also prices pipeline waits
+KINDS = COMPUTE_KINDS + COMM_KINDS + ("pipeline_wait",)
+KIND_ID = {k: i for i, k in enumerate(KINDS)}
+
+PHASES = ("prefill", "decode")
+QUANT = ("flops", "bytes_read", "bytes_written", "comm_bytes", "tokens", "context_len",
+         "batch_attr")
+STATIC = ("d_in", "d_out", "heads", "kv_heads", "width")
+# canonical (replica batch, prompt, gen) points: prefill basis rank 5, decode rank 4
+CANON = ((1, 1, 2), (2, 1, 2), (1, 2, 3), (1, 3, 5), (2, 3, 4), (3, 2, 7), (2, 5, 9))
+
+
+def _prefill_basis(b, q):
+    b, q = np.asarray(b, float), np.asarray(q, float)
+    return np.stack([np.ones_like(b), b, q, b * q, b * q * q], -1)
+
+
+def _decode_basis(b, c):
+    b, c = np.asarray(b, float), np.asarray(c, float)
+    return np.stack([np.ones_like(b), b, c, b * c], -1)
+
+
+def hides_host_gaps(mode: str, phase: str, pp: int) -> bool:
+    """Eager decode over pipeline stages: each stage's process launches its kernels while
+    the stage before it computes (they queue behind the receive), so only one stage's
+    launch gaps reach the step time. Measured: with the gaps of every stage summed,
+    eager pp2 decode was predicted 12-77 % too slow (13 runs)."""
+    return pp > 1 and mode == "eager" and phase == "decode"
+
+
+@dataclass
+class Skeleton:
+    kind: list[str]
+    kind_id: np.ndarray
+    path: list[str]
+    phase: np.ndarray        # 0 prefill, 1 decode
+    stage: np.ndarray
+    count: np.ndarray        # structural multiplicity (decode: per step)
+    launches: np.ndarray
+    group_size: np.ndarray
+    is_comm: np.ndarray
+    static: dict[str, np.ndarray]   # STATIC columns
+    coef: dict[str, tuple]          # quantity -> ((leaves, 5) prefill, (leaves, 4) decode)
+
+
+def _leaves(dep: Deployment):
+    """(phase index, stage index, path, leaf, structural count) in tree order; paths as
+    `prefill/stage0/layer/q_proj` and `decode/step/stage0/...`."""
+    tree = build_tree(dep)
+    for phase in tree.children[0].children:
+        ph = PHASES.index(phase.name)
+        stages = []
+        for child in phase.children:
+            if child.kind == "step":
+                stages += [(s, child.count, f"{phase.name}/step") for s in child.children]
+            else:
+                stages.append((child, 1, phase.name))
+        for idx, (stage, _, base) in enumerate(stages):
+            for path, m, node in stage.walk(base):
+                if node.is_leaf and node is not stage:
+                    yield ph, idx, path, node, m
+
+
+def _quant(node) -> list[float]:
+    return [node.flops, node.bytes_read, node.bytes_written, node.comm_bytes, node.tokens,
+            node.context_len, node.attrs.get("batch", 0)]
+
+
+def _solve(basis: np.ndarray, y: np.ndarray, sel: np.ndarray) -> np.ndarray:
+    """Coefficients of the leaves `sel` in the basis. Every quantity the builder states is
+    an integer polynomial of integer inputs: the least-squares coefficients are rounded to
+    integers where that reproduces every canonical tree exactly (a coefficient off by 1e-15
+    times a prompt of thousands squared would miss FLOPs by units)."""
+    c, *_ = np.linalg.lstsq(basis, y, rcond=None)
+    whole = np.rint(c)
+    ok = np.all(basis @ whole == y, axis=0)
+    c = np.where(ok[None, :], whole, c)
+    err = np.abs(basis @ c - y)[:, sel]
+    if err.size and (err > 1e-6 * np.maximum(1.0, np.abs(y[:, sel]))).any():
+        raise ValueError("a leaf quantity is not polynomial in the skeleton basis")
+    return c
+
+
+def build_skeleton(model, parallel: Parallel, gpu) -> Skeleton:
+    rows, first = [], None
+    for b, q, g in CANON:
+        dep = Deployment(model, parallel, Workload(batch=b * parallel.dp, prompt_len=q,
+                                                   gen_len=g, mode="graph"), gpu)
+        leaves = list(_leaves(dep))
+        if first is None:
+            first = leaves
+        elif [(p, s, n.kind, m) for p, s, _, n, m in leaves] != \
+                [(p, s, n.kind, m) for p, s, _, n, m in first]:
+            raise ValueError("tree structure depends on the workload")
+        rows.append(([_quant(n) for *_, n, _ in leaves], b, q, decode_context(dep.workload)))
+    phase = np.array([p for p, *_ in first])
+    vals = np.array([r[0] for r in rows], float)           # (canon, leaves, quant)
+    pb = _prefill_basis([r[1] for r in rows], [r[2] for r in rows])
+    db = _decode_basis([r[1] for r in rows], [r[3] for r in rows])
+    n_leaf = vals.shape[1]
+    y = vals.transpose(0, 2, 1).reshape(len(rows), -1)     # (canon, quant x leaves)
+    sel = np.tile(phase, len(QUANT))
+    cp, cd = _solve(pb, y, sel == 0), _solve(db, y, sel == 1)
+    coef = {name: (cp[:, qi * n_leaf:(qi + 1) * n_leaf].T, cd[:, qi * n_leaf:(qi + 1) * n_leaf].T)
+            for qi, name in enumerate(QUANT)}
+    leaves = [n for *_, n, _ in first]
+
+    def attr(key, alt=None):
+        return np.array([float(n.attrs.get(key, n.attrs.get(alt, 0) if alt else 0))
+                         for n in leaves])
+    return Skeleton([n.kind for n in leaves], np.array([KIND_ID[n.kind] for n in leaves]),
+                    [p for _, _, p, _, _ in first], phase,
+                    np.array([s for _, s, *_ in first]),
+                    np.array([m for *_, m in first], float),
+                    np.array([n.launches for n in leaves], float),
+                    np.array([n.group_size for n in leaves], float),
+                    np.array([n.is_comm for n in leaves]),
+                    {"d_in": attr("d_in"), "d_out": attr("d_out"), "heads": attr("heads"),
+                     "kv_heads": attr("kv_heads"), "width": attr("width", "vocab")},
+                    coef)
+
+
+@dataclass
+class Segments:
+    """Spans of the timeline (one per phase of each deployment here): the deployment
+    they belong to, their phase, whether only one stage's launch gaps reach their time,
+    and the tokens in flight (the combiner's feature for pipeline waits)."""
+    cfg: np.ndarray       # deployment index
+    phase: np.ndarray     # 0 prefill, 1 decode
+    hide_gaps: np.ndarray  # bool
+    tokens: np.ndarray
+
+    def __len__(self) -> int:
+        return len(self.cfg)
+
+
+@dataclass
+class LeafTable:
+    """Leaf uses of `deps` as columns. Per row: the deployment (`cfg`), its segment, phase
+    and stage, `count` calls per GPU, the leaf's shape and quantities of one call. Per
+    deployment (arrays of len(deps)): tp, pp, dp, eager mode."""
+    deps: Sequence[Deployment]
+    cfg: np.ndarray
+    segment: np.ndarray
+    phase: np.ndarray
+    stage: np.ndarray
+    count: np.ndarray
+    kind: np.ndarray       # object
+    kind_id: np.ndarray    # index into KINDS
+    path: np.ndarray | None  # object; with detail only
+    is_comm: np.ndarray
+    launches: np.ndarray
+    group_size: np.ndarray
+    q: dict[str, np.ndarray]   # QUANT and STATIC columns
+    segments: Segments
+    tp: np.ndarray
+    pp: np.ndarray
+    dp: np.ndarray
+    eager: np.ndarray      # per deployment: decode runs eagerly
+
+    def __len__(self) -> int:
+        return len(self.cfg)
+
+    @property
+    def gpu(self):
+        return self.deps[0].gpu
+
+    @property
+    def decode(self) -> np.ndarray:
+        return self.phase == 1
+
+    @property
+    def mode_eager(self) -> np.ndarray:
+        """Per row: the run's mode is eager."""
+        return self.eager[self.cfg]
+
+
+class TableBuilder:
+    """Leaf tables of deployments; skeletons are kept per (model, tp, pp, GPU), nothing
+    else (no cost, no prediction) is reused between deployments."""
+
+    def __init__(self):
+        self.skeletons: dict[tuple, Skeleton] = {}
+
+    def skeleton(self, dep: Deployment) -> Skeleton:
+        # the leaves do not depend on dp (replicas are identical; b is per replica) nor on
+        # the mode (only the decode context does, through the basis)
+        p = dep.parallel
+        key = (dep.model, p.tp, p.pp, dep.gpu.name)
+        sk = self.skeletons.get(key)
+        if sk is None:
+            sk = self.skeletons[key] = build_skeleton(dep.model, Parallel(tp=p.tp, pp=p.pp),
+                                                      dep.gpu)
+        return sk
+
+    def table(self, deps: Sequence[Deployment], *, detail: bool = False) -> LeafTable:
+        """One table of `deps` (all on one GPU); `detail` adds the leaves' paths."""
+        if len({d.gpu for d in deps}) > 1:
+            raise ValueError("a leaf table holds deployments of one GPU")
+        groups: dict[int, tuple[Skeleton, list[int]]] = {}
+        for i, dep in enumerate(deps):
+            sk = self.skeleton(dep)
+            groups.setdefault(id(sk), (sk, []))[1].append(i)
+        parts = [_rows(sk, [deps[i] for i in idx], np.asarray(idx), detail)
+                 for sk, idx in groups.values()]
+        r = {k: np.concatenate([p[k] for p in parts]) for k in parts[0]}
+        n = len(deps)
+        mode = [d.workload.mode for d in deps]
+        pp = np.array([d.parallel.pp for d in deps])
+        b = np.array([d.replica_batch for d in deps], float)
+        prompt = np.array([d.workload.prompt_len for d in deps], float)
+        steps = np.array([max(d.workload.gen_len - 1, 0) for d in deps], float)
+        segments = Segments(
+            cfg=np.repeat(np.arange(n), 2), phase=np.tile([0, 1], n),
+            hide_gaps=np.array([hides_host_gaps(m, ph, int(k)) for m, k in zip(mode, pp)
+                                for ph in PHASES], dtype=bool),
+            tokens=np.column_stack([b * prompt, b * steps]).reshape(-1))
+        return LeafTable(
+            deps=deps, cfg=r["cfg"], segment=r["cfg"] * 2 + r["phase"], phase=r["phase"],
+            stage=r["stage"], count=r["count"], kind=r["kind"], kind_id=r["kind_id"],
+            path=r["path"] if detail else None, is_comm=r["is_comm"],
+            launches=r["launches"], group_size=r["group_size"],
+            q={k: r[k] for k in QUANT + STATIC}, segments=segments,
+            tp=np.array([d.parallel.tp for d in deps], float), pp=pp,
+            dp=np.array([d.parallel.dp for d in deps], float),
+            eager=np.array([m == "eager" for m in mode], dtype=bool))
+
+
+def select(table: LeafTable, idx: np.ndarray) -> LeafTable:
+    """The deployments `idx` of a table (renumbered 0..len(idx)-1), with their rows."""
+    idx = np.asarray(idx, dtype=int)
+    new = np.full(len(table.deps), -1)
+    new[idx] = np.arange(len(idx))
+    rows = new[table.cfg] >= 0
+    segs = new[table.segments.cfg] >= 0
+    cfg = new[table.cfg[rows]]
+    s = table.segments
+    return LeafTable(
+        deps=[table.deps[i] for i in idx], cfg=cfg, segment=cfg * 2 + table.phase[rows],
+        phase=table.phase[rows], stage=table.stage[rows], count=table.count[rows],
+        kind=table.kind[rows], kind_id=table.kind_id[rows],
+        path=None if table.path is None else table.path[rows], is_comm=table.is_comm[rows],
+        launches=table.launches[rows], group_size=table.group_size[rows],
+        q={k: v[rows] for k, v in table.q.items()},
+        segments=Segments(new[s.cfg[segs]], s.phase[segs], s.hide_gaps[segs], s.tokens[segs]),
+        tp=table.tp[idx], pp=table.pp[idx], dp=table.dp[idx], eager=table.eager[idx])
+
+
+def _rows(sk: Skeleton, deps: list[Deployment], idx: np.ndarray,
+          detail: bool) -> dict[str, np.ndarray]:
+    """Leaf rows of several deployments of one skeleton (deployment-major)."""
+    n_cfg, n_leaf = len(deps), len(sk.kind)
+    b = np.array([d.replica_batch for d in deps], float)
+    q = np.array([d.workload.prompt_len for d in deps], float)
+    c = np.array([decode_context(d.workload) for d in deps], float)
+    steps = np.array([max(d.workload.gen_len - 1, 0) for d in deps], float)
+    pb, db = _prefill_basis(b, q), _decode_basis(b, c)
+    pre = sk.phase == 0
+    out = {}
+    for name in QUANT:
+        cp, cd = sk.coef[name]
+        v = np.where(pre[None, :], pb @ cp.T, db @ cd.T)
+        out[name] = np.rint(v).reshape(-1)  # every quantity is integral
+    tile = lambda a: np.tile(a, n_cfg)  # noqa: E731
+    out["count"] = (np.where(pre[None, :], 1.0, steps[:, None]) * sk.count[None, :]).reshape(-1)
+    out["phase"], out["stage"] = tile(sk.phase), tile(sk.stage)
+    out["launches"], out["group_size"] = tile(sk.launches), tile(sk.group_size)
+    out["is_comm"], out["kind_id"] = tile(sk.is_comm), tile(sk.kind_id)
+    for k, v in sk.static.items():
+        out[k] = tile(v)
+    out["kind"] = np.array(sk.kind * n_cfg, dtype=object)
+    if detail:
+        out["path"] = np.array(sk.path * n_cfg, dtype=object)
+    out["cfg"] = np.repeat(idx, n_leaf)
+    return out

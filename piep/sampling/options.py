@@ -1,0 +1,78 @@
+"""What `piep measure` and `piep calibrate` are asked to do, as frozen typed options (the
+command line builds them; the GPU side never sees its argument namespace)."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from piep.errors import ConfigError
+from piep.gpus import DEFAULT_GPU
+
+
+def parse_shard(text: str) -> tuple[int, int]:
+    """`I/N`: take every N-th pending configuration starting at I."""
+    try:
+        i, n = (int(x) for x in text.split("/"))
+    except ValueError:
+        raise ConfigError(f"--shard={text!r}: give I/N, e.g. 0/2") from None
+    if n < 1 or not 0 <= i < n:
+        raise ConfigError(f"--shard={text!r}: need 0 <= I < N")
+    return i, n
+
+
+@dataclass(frozen=True, kw_only=True)
+class MeasureOptions:
+    model: str | None = None
+    grid: str | None = None
+    out: str | None = None
+    budget_s: float = math.inf
+    shard: str = "0/1"
+    gpu: str = DEFAULT_GPU
+    tp: int = 1
+    pp: int = 1
+    dp: int = 1
+    batch: int = 1
+    prompt_len: int = 512
+    gen_len: int = 128
+    mode: str = "graph"
+    repeats: int = 3
+    min_window_s: float = 0.5
+    idle_s: float = 1.0
+    cooldown_s: float = 0.0
+    continuous: bool = True
+    device: str = "auto"
+    dtype: str = "bf16"
+    weights: str | None = None
+    seed: int = 0
+    clock_plan: str | None = None
+    clock_dry_run: bool = True
+    clock_state_dir: str | None = None
+
+    @property
+    def shard_index(self) -> tuple[int, int]:
+        return parse_shard(self.shard)
+
+
+@dataclass(frozen=True, kw_only=True)
+class CalibrateOptions:
+    out: str
+    samples: str | None = None
+    budget_s: float = math.inf
+    shard: str = "0/1"
+    models: tuple[str, ...] = ("llama-2-7b", "llama-3-8b")
+    kinds: tuple[str, ...] | None = None
+    sizes_from: int = 0
+    reduce_op: str = "sum"
+    modes: tuple[str, ...] | None = None
+    min_window_s: float = 0.3
+    captures: int = 1
+    tiny_only: bool = False
+    seed: int = 0
+    per_kind: int = 28
+    head_dims: tuple[int, ...] | None = None
+    repeat_every: int = 10
+
+    @property
+    def shard_index(self) -> tuple[int, int]:
+        return parse_shard(self.shard)

@@ -1,0 +1,130 @@
+"""The one pricing path: the leaf table reproduces the tree builder, a deployment costs the
+same alone or among many, and the timeline and partition keep their invariants."""
+
+import random
+
+import numpy as np
+import pytest
+
+from piep import api
+from piep.errors import PiepError
+from piep.predict.pricing import CATEGORIES, price
+from piep.predict.table import QUANT, TableBuilder, select
+from piep.sweep import sweep
+from piep.tree import build_tree
+from piep.tree.builder import decode_context
+
+MODELS = ("llama-2-7b", "llama-3-8b", "qwen2.5-7b", "mistral-small-24b", "vicuna-33b",
+          "llama-3-70b")
+
+
+@pytest.fixture(scope="module")
+def learned():
+    return api.cost_model("h200", "learned")
+
+
+def _configs(n, seed):
+    rng = random.Random(seed)
+    out = []
+    while len(out) < n:
+        cfg = {"model": rng.choice(MODELS), "tp": rng.choice((1, 2, 4, 8)),
+               "pp": rng.choice((1, 2, 4)), "dp": rng.choice((1, 2)),
+               "batch": rng.choice((1, 2, 3, 8, 33, 64)), "prompt_len": rng.randint(1, 3000),
+               "gen_len": rng.randint(1, 700), "mode": rng.choice(("graph", "eager"))}
+        try:
+            api.deployment(**cfg)
+        except PiepError:
+            continue
+        out.append(cfg)
+    return out
+
+
+def test_leaf_table_reproduces_the_tree_builder():
+    """Every quantity of every leaf, for random workloads, equals the builder's own node
+    (the skeleton polynomials are exact, also for prompts in the thousands)."""
+    deps = [api.deployment(**c) for c in _configs(25, seed=5)]
+    table = TableBuilder().table(deps, detail=True)
+    for i, dep in enumerate(deps):
+        tree = build_tree(dep)
+        steps = max(dep.workload.gen_len - 1, 0)
+        want = {}
+        for phase in tree.children[0].children:
+            for path, mult, node in phase.walk():
+                if node.is_leaf and node.kind not in ("phase", "step"):
+                    want[path] = (node, mult)
+        rows = np.flatnonzero((table.cfg == i) & (table.count > 0))
+        assert len(rows) == len(want), dep.describe()
+        for r in rows:
+            path = table.path[r]
+            node, mult = want[path]
+            assert table.count[r] == mult
+            for name, value in (("flops", node.flops), ("bytes_read", node.bytes_read),
+                                ("bytes_written", node.bytes_written),
+                                ("comm_bytes", node.comm_bytes), ("tokens", node.tokens),
+                                ("context_len", node.context_len)):
+                assert table.q[name][r] == value, (dep.describe(), path, name)
+        if steps:
+            dec = rows[table.phase[rows] == 1]
+            att = dec[table.kind[dec] == "attention"]
+            assert (table.q["context_len"][att] == decode_context(dep.workload)).all()
+
+
+def test_a_deployment_costs_the_same_alone_or_among_many(learned):
+    configs = _configs(40, seed=11)
+    deps = [api.deployment(**c) for c in configs]
+    many = price(deps, learned)
+    for i, dep in enumerate(deps[:12]):
+        one = price([dep], learned)
+        assert many.energy_j[i] == pytest.approx(one.energy_j[0], rel=1e-12)
+        assert many.time_s[i] == pytest.approx(one.time_s[0], rel=1e-12)
+
+
+def test_partition_sums_to_the_total_and_phases_to_the_time(learned):
+    deps = [api.deployment(**c) for c in _configs(30, seed=2)]
+    priced = price(deps, learned, detail=True)
+    assert np.allclose(priced.breakdown_j.sum(1), priced.energy_j, rtol=1e-12)
+    assert np.allclose(priced.phase_energy_j.sum(1), priced.energy_j, rtol=1e-9)
+    assert (priced.breakdown_j >= 0).all()
+    for i in range(len(deps)):
+        doc = priced.document(i)
+        assert sum(m["energy_j"] for m in doc["modules"]) == pytest.approx(doc["energy_j"],
+                                                                           rel=1e-9)
+        assert set(doc["breakdown_j"]) == set(CATEGORIES)
+        if deps[i].parallel.pp == 1:  # one stage: no bubble, not even rounding noise
+            assert not any(m["kind"] == "pipeline_wait" for m in doc["modules"])
+
+
+def test_pipeline_bubbles_are_waits_on_the_other_stages(learned):
+    one = price([api.deployment("llama-2-13b", batch=4)], learned, detail=True)
+    two = price([api.deployment("llama-2-13b", pp=2, batch=4)], learned, detail=True)
+    assert one.breakdown_j[0, CATEGORIES.index("wait")] == 0.0
+    waits = [m for m in two.document(0)["modules"] if m["kind"] == "pipeline_wait"]
+    assert {m["path"].split("/")[1] for m in waits} == {"stage0", "stage1"}
+    # each stage waits while the other works: the bubbles of one phase sum to its time
+    seg_time = two.timeline.time_s[0]
+    busy = two.timeline.stage_busy_s[0] + two.timeline.stage_gap_s[0]
+    assert two.timeline.bubble_s[0].sum() == pytest.approx(2 * seg_time - busy.sum())
+
+
+def test_select_keeps_the_rows_of_the_chosen_deployments(learned):
+    deps = [api.deployment(**c) for c in _configs(6, seed=4)]
+    table = TableBuilder().table(deps)
+    sub = select(table, np.array([1, 4]))
+    got = price([deps[1], deps[4]], learned, table=sub)
+    want = price([deps[1], deps[4]], learned)
+    assert np.array_equal(got.energy_j, want.energy_j)
+    for name in QUANT:
+        assert len(sub.q[name]) == len(sub)
+
+
+def test_sweep_rows_keep_refusals_and_match_predict(learned):
+    cfgs = _configs(5, seed=3) + [{"model": "llama-3-70b", "tp": 3, "pp": 1, "dp": 1,
+                                   "batch": 1, "prompt_len": 8, "gen_len": 8,
+                                   "mode": "graph"}]
+    rows = sweep(cfgs)
+    assert "error" in rows[-1] and "tp" in rows[-1]["error"]
+    for cfg, row in zip(cfgs[:-1], rows):
+        ref = api.predict(**cfg)
+        assert row["energy_j"] == pytest.approx(ref["energy_j"], rel=1e-12)
+        assert row["flags"] == ref["flags"]
+        assert row["predictor"] == "learned"
