@@ -15,7 +15,8 @@ if TYPE_CHECKING:
     from piep.scenario import Scenario
 
 
-def add_deployment_args(p: argparse.ArgumentParser, *, model: bool = True) -> None:
+def add_deployment_args(p: argparse.ArgumentParser, *, model: bool = True,
+                        engines: tuple[str, ...] = tuple(REFERENCE_ENGINES)) -> None:
     if model:
         p.add_argument("--model", required=True,
                        help="shipped name (see `piep models`) or path to config.json / folder")
@@ -23,14 +24,15 @@ def add_deployment_args(p: argparse.ArgumentParser, *, model: bool = True) -> No
     p.add_argument("--tp", type=int, default=1, help="tensor parallel degree (default 1)")
     p.add_argument("--pp", type=int, default=1, help="pipeline parallel degree (default 1)")
     p.add_argument("--dp", type=int, default=1, help="data parallel replicas (default 1)")
-    add_workload_args(p)
+    add_workload_args(p, engines=engines)
 
 
-def add_workload_args(p: argparse.ArgumentParser) -> None:
+def add_workload_args(p: argparse.ArgumentParser, *,
+                      engines: tuple[str, ...] = tuple(REFERENCE_ENGINES)) -> None:
     p.add_argument("--batch", type=int, default=1, help="global batch (default 1)")
     p.add_argument("--prompt-len", type=int, default=512, help="prompt tokens (default 512)")
     p.add_argument("--gen-len", type=int, default=128, help="generated tokens (default 128)")
-    p.add_argument("--engine", choices=tuple(REFERENCE_ENGINES), default=None,
+    p.add_argument("--engine", choices=engines, default=None,
                    help=f"the engine that runs the model (default {DEFAULT_ENGINE})")
     p.add_argument("--mode", choices=("graph", "eager"), default=None,
                    help="the reference runner's decode: CUDA-graph replay (piep-graph, the "

@@ -11,7 +11,8 @@ log = logging.getLogger("piep.measure")
 
 def configure(parser) -> None:
     parser.add_argument("--model", help="shipped name or config.json path (single configuration)")
-    add_deployment_args(parser, model=False)
+    from piep.sampling.options import MEASURED_ENGINES
+    add_deployment_args(parser, model=False, engines=MEASURED_ENGINES)
     parser.add_argument("--grid", metavar="DESIGN.jsonl",
                         help="measure every configuration of a design file (resumable)")
     parser.add_argument("--out", metavar="FILE.jsonl",
@@ -57,14 +58,29 @@ def run(args) -> int:
         raise ConfigError("`piep measure` needs torch: pip install 'piep[gpu]'") from None
     from piep.sampling.cli_impl import measure_main
     from piep.sampling.options import MeasureOptions
-    from piep.scenario import engine_for
-    opts = options_from_args(MeasureOptions, args, mode=engine_for(args.engine, args.mode).mode,
+    engine, mode = _engine(args.engine, args.mode)
+    opts = options_from_args(MeasureOptions, args, engine=engine, mode=mode,
                              continuous=not args.no_continuous)
     opts.shard_index  # a bad --shard fails here, before torch starts
     doc = measure_main(opts)
     if doc is not None:
         emit(args, doc, _human)
     return 0
+
+
+def _engine(engine: str | None, mode: str | None) -> tuple[str, str]:
+    """(engine, reference-runner mode): the transformers engines measured here, or the
+    reference runner (whose --mode is an alias of --engine piep-graph|piep-eager)."""
+    from piep.sampling.options import MEASURED_ENGINES
+    from piep.scenario import engine_for
+    if engine in MEASURED_ENGINES and not engine.startswith("piep-"):
+        if mode is not None:
+            from piep.errors import ConfigError
+            raise ConfigError(f"--mode {mode} belongs to piep's reference runner; drop it "
+                              f"with --engine {engine}")
+        return engine, "graph" if engine == "hf-static" else "eager"
+    ref = engine_for(engine, mode)
+    return ref.name, ref.mode
 
 
 def _human(doc) -> str:

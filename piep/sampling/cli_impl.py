@@ -13,6 +13,7 @@ from piep.artifacts import append_jsonl
 from piep.config import Parallel, Workload
 from piep.errors import ConfigError
 from piep.sampling.grid import load_design, parallel_workload, run_grid, spec_of
+from piep.sampling.hf import HF_ENGINES, build_model, measure_hf
 from piep.sampling.options import MeasureOptions
 from piep.sampling.runner import Dist, Hygiene, RankMeter, measure_config
 
@@ -75,6 +76,17 @@ def measure_main(opts: MeasureOptions) -> dict[str, Any] | None:
         from piep.gpus import load_gpu
         from piep.layout import validate
         validate(spec, parallel, workload, load_gpu(opts.gpu), check_memory=False)
+        if opts.engine in HF_ENGINES:
+            if opts.clock_plan:
+                raise ConfigError("--clock-plan needs the reference runner's phase hooks; "
+                                  f"{opts.engine} has none")
+            model = build_model(spec, parallel, d, device, dtype, opts.weights, opts.seed)
+            rec = measure_hf(spec, parallel, workload, engine=opts.engine, d=d, device=device,
+                             model=model, dtype=dtype, hygiene=hygiene, meter=meter,
+                             seed=opts.seed, extra={"command": _command()})
+            if rec is not None and opts.out:
+                append_jsonl(opts.out, rec)
+            return rec
         clocks = _phase_clocks(opts, d)
         with clocks if clocks else _nothing():
             rec = measure_config(spec, parallel, workload, d=d, device=device, dtype=dtype,
@@ -91,6 +103,29 @@ def measure_main(opts: MeasureOptions) -> dict[str, Any] | None:
         return rec
     finally:
         d.close()
+
+
+class _ModelSlot:
+    """The last transformers model built, kept while the grid stays on its shape: the
+    compiled decode of hf-static is reused across the configurations of one model."""
+
+    def __init__(self):
+        self.key, self.model = None, None
+
+    def get(self, spec, parallel, build):
+        key = (spec.config_hash(), parallel.tp)
+        if key != self.key:
+            self.clear()
+            self.model, self.key = build(), key
+        return self.model
+
+    def clear(self) -> None:
+        if self.model is not None:
+            self.model, self.key = None, None
+            import gc
+            gc.collect()
+            if torch.cuda.is_available():
+                torch.cuda.empty_cache()
 
 
 class _nothing:
@@ -137,9 +172,20 @@ def _grid(opts: MeasureOptions, d, device, dtype, hygiene, meter):
         dist.broadcast_object_list(box, src=0, group=d.cpu_group)
         return bool(box[0])
 
+    models = _ModelSlot()
+
     def one(cfg):
         spec = spec_of(cfg)
         parallel, workload = parallel_workload(cfg)
+        engine = cfg.get("engine", opts.engine)
+        if engine in HF_ENGINES:
+            model = models.get(spec, parallel, lambda: build_model(
+                spec, parallel, d, device, dtype, opts.weights, opts.seed))
+            return measure_hf(spec, parallel, workload, engine=engine, d=d, device=device,
+                              model=model, dtype=dtype, hygiene=hygiene, meter=meter,
+                              seed=opts.seed, extra={"command": _command(),
+                                                     "design": Path(opts.grid).name})
+        models.clear()
         return measure_config(spec, parallel, workload, d=d, device=device, dtype=dtype,
                               hygiene=hygiene, meter=meter, seed=opts.seed,
                               predicted_memory_gib=_predicted_memory(spec, parallel, workload,

@@ -134,6 +134,80 @@ def write_design(path: Path, **kwargs) -> int:
     return len(rows)
 
 
+# host time per layer of a decode step, for the wall-time estimate of transformers' engines
+# only (eager: ~30 kernel launches per layer; compiled: one CUDA-graph replay)
+HF_LAYER_STEP_S = {"hf-eager": 4e-4, "hf-static": 5e-5}
+HF_COMPILE_S = 90.0  # first call of a model under hf-static (compiles the decode step)
+
+
+def build_engine_design(engine: str, models: tuple[str, ...], *, tp: int = 1, seed: int = 0,
+                        draws: int = 6, batches: tuple[int, int] = (1, 64),
+                        prompts: tuple[int, int] = (64, 2048), gens: tuple[int, int] = (16, 256),
+                        memory_margin: float = 0.8, by_model: bool = False) -> list[dict]:
+    """Latin-hypercube (batch, prompt, gen) draws per model for a transformers engine.
+    `by_model` keeps each model's configurations together (hf-static compiles its decode
+    step once per model object); otherwise models alternate, so that a budget cut still
+    leaves every model some runs."""
+    rng = random.Random(seed)
+    gpu = load_gpu(DEFAULT_GPU)
+    roof = RooflineModel()
+    per_model: list[list[dict[str, Any]]] = []
+    for name in models:
+        spec, inline = _spec(name)
+        rows = []
+        for b, p, g in zip(_lhs(rng, draws, *batches), _lhs(rng, draws, *prompts),
+                           _lhs(rng, draws, *gens)):
+            wl = Workload(batch=int(round(b)), prompt_len=int(round(p)), gen_len=int(round(g)))
+            try:
+                dep = validate(spec, Parallel(tp=tp), wl, gpu)
+            except PiepError:
+                continue
+            if dep.peak_memory_gib() > memory_margin * gpu.memory_gib:
+                continue
+            pred = prediction(dep, roof)
+            step = max(pred["decode"]["tpot_s"], HF_LAYER_STEP_S[engine] * spec.num_layers)
+            t_gen = pred["prefill"]["time_s"] + step * max(wl.gen_len - 1, 0)
+            cfg = {"model": name, "engine": engine, "tp": tp, "pp": 1, "dp": 1,
+                   "batch": wl.batch, "prompt_len": wl.prompt_len, "gen_len": wl.gen_len,
+                   "mode": "graph" if engine == "hf-static" else "eager",
+                   "estimated_s": round(10 + 7 * max(t_gen, 0.6), 1)}
+            if inline:
+                cfg["config"] = inline
+            rows.append(cfg)
+        if rows and engine == "hf-static":
+            rows[0]["estimated_s"] += HF_COMPILE_S
+        per_model.append(rows)
+    if by_model:
+        return [r for rows in per_model for r in rows]
+    out = []
+    for i in range(max(map(len, per_model), default=0)):
+        out += [rows[i] for rows in per_model if i < len(rows)]
+    return out
+
+
+ENGINE_DESIGNS = {
+    # session 4, device call 15: transformers generate() on one GPU, both engines
+    "hf-eager/design_tp1.jsonl": dict(engine="hf-eager", seed=11, draws=5, models=(
+        "llama-2-7b", "llama-3-8b", "qwen2.5-7b", "mistral-7b", "llama-2-13b",
+        "piep-unlisted-3b", "qwen2.5-14b", "piep-unlisted-6b")),
+    "hf-static/design_tp1.jsonl": dict(engine="hf-static", seed=12, draws=6, by_model=True,
+                                       models=("llama-2-7b", "qwen2.5-7b", "piep-unlisted-3b")),
+    # call 16: transformers' own tensor parallelism on two GPUs
+    "hf-eager/design_tp2.jsonl": dict(engine="hf-eager", tp=2, seed=13, draws=5, models=(
+        "llama-2-7b", "llama-3-8b", "llama-2-13b", "qwen2.5-14b")),
+    "hf-static/design_tp2.jsonl": dict(engine="hf-static", tp=2, seed=14, draws=5,
+                                       by_model=True, models=("llama-3-8b",)),
+}
+
+
+def write_engine_design(name: str) -> int:
+    from piep.artifacts import write_text
+    rows = build_engine_design(**ENGINE_DESIGNS[name])
+    path = Path("calibration/h200/engines") / name
+    write_text(path, "".join(json.dumps(r) + "\n" for r in rows))
+    return len(rows)
+
+
 DESIGNS = {
     # the main design, drawn in session 1 (the committed file is the one measured; drawing
     # it again today filters a few points differently: the roofline has changed since)
@@ -151,5 +225,8 @@ DESIGNS = {
 if __name__ == "__main__":
     import sys
     name = sys.argv[1] if len(sys.argv) > 1 else "design.jsonl"
-    n = write_design(Path("calibration/h200/e2e") / name, **DESIGNS[name])
+    if name in ENGINE_DESIGNS:
+        n = write_engine_design(name)
+    else:
+        n = write_design(Path("calibration/h200/e2e") / name, **DESIGNS[name])
     print(f"{n} configurations")

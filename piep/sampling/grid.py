@@ -18,7 +18,13 @@ KEY_FIELDS = ("model", "tp", "pp", "dp", "batch", "prompt_len", "gen_len", "mode
 
 
 def config_key(cfg: dict[str, Any]) -> str:
-    return "|".join(str(cfg[k]) for k in KEY_FIELDS)
+    """model|tp|pp|dp|batch|prompt|gen|mode, and |engine for engines other than piep's
+    reference runner (whose keys stay as they were)."""
+    key = "|".join(str(cfg[k]) for k in KEY_FIELDS)
+    engine = cfg.get("engine")
+    if isinstance(engine, dict):
+        engine = engine.get("name")
+    return f"{key}|{engine}" if engine and not str(engine).startswith("piep-") else key
 
 
 def spec_of(cfg: dict[str, Any]) -> ModelSpec:
@@ -79,7 +85,9 @@ def run_grid(design: list[dict[str, Any]], out: Path, *, budget_s: float, measur
             log.warning("%s failed: %s: %s", config_key(cfg), type(exc).__name__, exc)
             if rank == 0:
                 append_jsonl(out, {"schema": FAILURE_SCHEMA, "schema_version": 1,
-                                   **{k: cfg[k] for k in KEY_FIELDS}, "key": config_key(cfg),
+                                   **{k: cfg[k] for k in KEY_FIELDS},
+                                   **({"engine": cfg["engine"]} if "engine" in cfg else {}),
+                                   "key": config_key(cfg),
                                    "error": f"{type(exc).__name__}: {exc}"[:500]})
             _free_memory()
             continue

@@ -10,6 +10,10 @@ from piep.errors import ConfigError
 from piep.gpus import DEFAULT_GPU
 
 
+# engines `piep measure --engine` runs: piep's reference runner and transformers' generate()
+MEASURED_ENGINES = ("piep-graph", "piep-eager", "hf-eager", "hf-static")
+
+
 def parse_shard(text: str) -> tuple[int, int]:
     """`I/N`: take every N-th pending configuration starting at I."""
     try:
@@ -36,6 +40,7 @@ class MeasureOptions:
     prompt_len: int = 512
     gen_len: int = 128
     mode: str = "graph"
+    engine: str = "piep-graph"
     repeats: int = 3
     min_window_s: float = 0.5
     idle_s: float = 1.0

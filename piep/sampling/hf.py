@@ -1,0 +1,266 @@
+"""Hugging Face transformers `generate()` as an engine piep measures.
+
+The measured quantity of `hf-eager` and `hf-static`: one whole `generate()` call on B
+prompts of exactly P random token ids (no padding, an attention mask of ones), greedy,
+`max_new_tokens = min_new_tokens = G` (G counts the token the prefill produces), after
+warm-up calls of the same (B, P, G) on the same model object, in one tick-aligned energy
+window summed over the GPUs of the run. `hf-eager` is the default `generate()`
+(DynamicCache); `hf-static` passes `cache_implementation="static"`, with which
+transformers compiles the decode step (`torch.compile`, mode reduce-overhead: CUDA
+graphs); its prefill stays uncompiled. A secondary window, `generate()` with one new
+token, splits prefill from decode. Tensor parallelism is transformers' own
+(`from_pretrained(checkpoint, tp_plan="auto")` under torchrun); random weights are saved
+to a checkpoint once for it.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import os
+import statistics
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from piep.config import ModelSpec, Parallel, Workload
+from piep.errors import ConfigError
+from piep.sampling.runner import Dist, Hygiene, RankMeter, _cpu_model, _driver, _spread, _sync
+
+log = logging.getLogger("piep.measure")
+HF_ENGINES = ("hf-eager", "hf-static")
+
+
+def host_probe(device) -> dict[str, float]:
+    """How fast this host issues work: a fixed pure-Python loop, and the launch time of a
+    tiny kernel (eager host paths scale with both)."""
+    t0 = time.perf_counter()
+    acc = 0
+    for i in range(200_000):
+        acc += i & 7
+    python_s = time.perf_counter() - t0
+    x = torch.zeros(16, device=device)
+    for _ in range(50):
+        x.add_(1.0)
+    _sync(device)
+    n = 2000
+    t0 = time.perf_counter()
+    for _ in range(n):
+        x.add_(1.0)
+    launch_s = (time.perf_counter() - t0) / n
+    _sync(device)
+    return {"python_loop_200k_s": python_s, "launch_add_s": launch_s}
+
+
+def _hf_config(spec: ModelSpec):
+    from transformers import AutoConfig
+    cfg = spec.to_hf_config()
+    model_type = cfg.pop("model_type")
+    cfg.pop("architectures", None)
+    return AutoConfig.for_model(model_type, **cfg)
+
+
+def build_model(spec: ModelSpec, parallel: Parallel, d: Dist, device, dtype,
+                weights: str | None, seed: int):
+    """The transformers model on this rank: random weights made on the GPU (HF's own
+    init), or `weights` (a checkpoint folder); TP through a checkpoint on disk."""
+    from transformers import AutoModelForCausalLM
+    if parallel.pp != 1 or parallel.dp != 1:
+        raise ConfigError("the transformers engines run tensor parallelism only (pp=dp=1)")
+    torch.manual_seed(seed)
+    if parallel.tp == 1:
+        if weights:
+            return AutoModelForCausalLM.from_pretrained(weights, dtype=dtype).to(device).eval()
+        with torch.device(device):
+            model = AutoModelForCausalLM.from_config(_hf_config(spec), dtype=dtype)
+        return model.eval()
+    ckpt = weights or _random_checkpoint(spec, d, device, dtype, seed)
+    try:  # transformers >= 5.17 names it DistributedConfig; `tp_plan=` is its older alias
+        from transformers import DistributedConfig
+        kw: dict[str, Any] = {"distributed_config": DistributedConfig(tp_plan="auto")}
+    except ImportError:
+        kw = {"tp_plan": "auto"}
+    model = AutoModelForCausalLM.from_pretrained(ckpt, dtype=dtype, **kw)
+    return model.eval()
+
+
+def _random_checkpoint(spec: ModelSpec, d: Dist, device, dtype, seed: int) -> str:
+    """Random weights saved once (rank 0) where every rank can read them."""
+    from transformers import AutoModelForCausalLM
+    root = Path(os.environ.get("PIEP_CHECKPOINTS", tempfile.gettempdir())) / "piep-ckpt"
+    folder = root / f"{spec.name}-{spec.config_hash()}-seed{seed}"
+    if d.rank == 0 and not (folder / "config.json").is_file():
+        t0 = time.perf_counter()
+        with torch.device(device):
+            model = AutoModelForCausalLM.from_config(_hf_config(spec), dtype=dtype)
+        tmp = folder.with_name(folder.name + ".tmp")
+        model.save_pretrained(tmp)
+        tmp.rename(folder)
+        del model
+        torch.cuda.empty_cache() if torch.cuda.is_available() else None
+        log.info("saved random %s weights to %s in %.0f s", spec.name, folder,
+                 time.perf_counter() - t0)
+    d.barrier()
+    return str(folder)
+
+
+class HFGenerate:
+    """One engine configuration on a built model: its `generate()` calls and windows."""
+
+    def __init__(self, model, engine: str, workload: Workload, device, seed: int):
+        if engine not in HF_ENGINES:
+            raise ConfigError(f"engine {engine!r} is not one of {', '.join(HF_ENGINES)}")
+        self.model, self.engine, self.workload, self.device = model, engine, workload, device
+        g = torch.Generator(device="cpu").manual_seed(seed)
+        vocab = model.config.vocab_size
+        self.input_ids = torch.randint(0, vocab, (workload.batch, workload.prompt_len),
+                                       generator=g).to(device)
+        self.mask = torch.ones_like(self.input_ids)
+        self.last: torch.Tensor | None = None
+
+    def generate(self, new_tokens: int | None = None) -> None:
+        g = self.workload.gen_len if new_tokens is None else new_tokens
+        kw: dict[str, Any] = {"do_sample": False, "max_new_tokens": g, "min_new_tokens": g,
+                              "pad_token_id": 0}
+        if self.engine == "hf-static":
+            kw["cache_implementation"] = "static"
+        with torch.inference_mode():
+            self.last = self.model.generate(self.input_ids, attention_mask=self.mask, **kw)
+
+    def cache_len(self) -> int | None:
+        """The static cache's length (the largest P + G of any call on this model)."""
+        return getattr(self.model, "_previous_max_cache_length", None) \
+            if self.engine == "hf-static" else None
+
+
+def _dynamo_counts() -> dict[str, int]:
+    try:
+        from torch._dynamo.utils import counters
+    except ImportError:
+        return {}
+    return {"unique_graphs": int(counters["stats"].get("unique_graphs", 0)),
+            "recompiles": int(sum(counters["recompiles"].values()))
+            if "recompiles" in counters else 0}
+
+
+def measure_hf(spec: ModelSpec, parallel: Parallel, workload: Workload, *, engine: str,
+               d: Dist, device, model, dtype=torch.bfloat16, hygiene: Hygiene = Hygiene(),
+               meter: RankMeter, seed: int = 0, max_warmups: int = 6,
+               extra: dict[str, Any] | None = None) -> dict[str, Any] | None:
+    """Measure one (B, P, G) on `model` (built by `build_model`); rank 0 returns the
+    record (schema piep.measurement, with `engine` and the host probe)."""
+    import transformers
+    cuda = torch.device(device).type == "cuda"
+    run = HFGenerate(model, engine, workload, device, seed)
+    # warm-up: at least two calls, until two in a row agree within 10 % (compiles and
+    # CUDA-graph recordings of a new shape land here, not in a window)
+    times = []
+    compile_s = 0.0
+    for i in range(max_warmups):
+        d.barrier()
+        t0 = time.perf_counter()
+        run.generate()
+        _sync(device)
+        times.append(time.perf_counter() - t0)
+        if i == 0:
+            compile_s = times[0]
+        if len(times) >= 2 and abs(times[-1] / times[-2] - 1) < 0.1:
+            break
+    new_tokens = int(run.last.shape[1] - workload.prompt_len)
+    t_call = max(v for v in d.gather(times[-1]))
+    reps = max(1, math.ceil(hygiene.min_window_s / max(t_call, 1e-6)))
+    d.barrier()
+    t0 = time.perf_counter()
+    run.generate(1)
+    _sync(device)
+    t_first = max(v for v in d.gather(time.perf_counter() - t0))
+    reps_first = max(1, math.ceil(hygiene.min_window_s / max(t_first, 1e-6)))
+    idle_w = meter.idle(hygiene.idle_s)
+    before_counts = _dynamo_counts()
+
+    def whole():
+        for _ in range(reps):
+            run.generate()
+        _sync(device)
+
+    def first_token():
+        for _ in range(reps_first):
+            run.generate(1)
+        _sync(device)
+
+    windows: dict[str, list[dict[str, Any]]] = {"generate": [], "first_token": []}
+    for _ in range(hygiene.repeats):
+        windows["generate"].append(meter.window(whole, d.barrier))
+        windows["first_token"].append(meter.window(first_token, d.barrier))
+    after_counts = _dynamo_counts()
+    mine = {"rank": d.rank, "uuid": getattr(meter.nvml, "uuid", None), "idle_power_w": idle_w,
+            "windows": windows, "peak_reserved_gib": torch.cuda.max_memory_reserved() / 2 ** 30
+            if cuda else None}
+    ranks = d.gather(mine)
+    if d.rank != 0:
+        return None
+    rec = _record(spec, parallel, workload, engine, ranks, reps, reps_first)
+    rec.update({
+        "engine": {"name": engine, "version": transformers.__version__},
+        "warmup_s": times, "first_call_s": compile_s,
+        "static_cache_len": run.cache_len(),
+        "dynamo": {"before": before_counts, "after": after_counts,
+                   "recompiled_in_window": before_counts != after_counts},
+        "generated_tokens": new_tokens,
+        "host_probe": host_probe(device), "host_cpu": _cpu_model(), "driver": _driver(),
+        "torch": torch.__version__, **(extra or {})})
+    if new_tokens != workload.gen_len:
+        rec["flags"] = [f"generated {new_tokens} tokens, not {workload.gen_len}"]
+    return rec
+
+
+def _record(spec, parallel, workload, engine, ranks, reps, reps_first) -> dict[str, Any]:
+    from piep import __version__
+    has_energy = ranks[0]["windows"]["generate"][0]["energy_j"] is not None
+    n = len(ranks[0]["windows"]["generate"])
+
+    def per_call(kind: str, k: int) -> tuple[list[float], list[float]]:
+        energy = [sum(r["windows"][kind][i]["energy_j"] for r in ranks) / k
+                  if has_energy else None for i in range(n)]
+        time_s = [max(r["windows"][kind][i]["duration_s"] for r in ranks) / k for i in range(n)]
+        return energy, time_s
+    e_all, t_all = per_call("generate", reps)
+    e_first, t_first = per_call("first_token", reps_first)
+    time_s, first_s = statistics.median(t_all), statistics.median(t_first)
+    steps = workload.gen_len - 1
+    rec: dict[str, Any] = {
+        "schema": "piep.measurement", "schema_version": 1, "boundary": "gpu_board",
+        "model": spec.name, "config_hash": spec.config_hash(),
+        "shape": {"hidden": spec.hidden_size, "layers": spec.num_layers,
+                  "heads": spec.num_heads, "kv_heads": spec.num_kv_heads,
+                  "head_dim": spec.head_dim, "ffn": spec.intermediate_size,
+                  "vocab": spec.vocab_size, "qkv_bias": spec.qkv_bias,
+                  "params": spec.num_params()},
+        "tp": parallel.tp, "pp": parallel.pp, "dp": parallel.dp, "gpus": parallel.world_size,
+        "batch": workload.batch, "prompt_len": workload.prompt_len,
+        "gen_len": workload.gen_len, "mode": "graph" if engine == "hf-static" else "eager",
+        "time_s": time_s,
+        "prefill": {"time_s": first_s, "window": "generate(max_new_tokens=1)",
+                    "reps_per_window": reps_first},
+        "decode": {"time_s": time_s - first_s,
+                   "tpot_s": (time_s - first_s) / steps if steps else 0.0, "steps": steps},
+        "reps_per_window": reps, "repeats": n, "repeat_time_s": t_all,
+        "per_gpu": [{"rank": r["rank"], "uuid": r["uuid"], "idle_power_w": r["idle_power_w"],
+                     "peak_reserved_gib": r["peak_reserved_gib"],
+                     "short_windows": sum(w.get("short", False) for ws in r["windows"].values()
+                                          for w in ws)} for r in ranks],
+        "provenance": {"piep_version": __version__,
+                       "time": time.strftime("%Y-%m-%dT%H:%M:%S%z")},
+    }
+    if has_energy:
+        energy = statistics.median(e_all)
+        first = statistics.median(e_first)
+        rec.update(energy_j=energy, repeat_energy_j=e_all, spread=_spread(e_all))
+        rec["prefill"]["energy_j"] = first
+        rec["decode"]["energy_j"] = energy - first
+    else:
+        rec["energy_j"] = None
+    return rec
