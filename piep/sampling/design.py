@@ -137,7 +137,7 @@ def write_design(path: Path, **kwargs) -> int:
 # host time per layer of a decode step, for the wall-time estimate of transformers' engines
 # only (eager: ~30 kernel launches per layer; compiled: one CUDA-graph replay)
 HF_LAYER_STEP_S = {"hf-eager": 4e-4, "hf-static": 5e-5}
-HF_COMPILE_S = 90.0  # first call of a model under hf-static (compiles the decode step)
+HF_COMPILE_S = 40.0  # first call of a model under hf-static: 21-37 s measured (call 15)
 
 
 def build_engine_design(engine: str, models: tuple[str, ...], *, tp: int = 1, seed: int = 0,
