@@ -25,6 +25,7 @@ sys.path.insert(0, str(ROOT))
 
 SNAPSHOT = ROOT / "benchmarks" / "data" / "pricing_snapshot.json.gz"
 TOLERANCE = 1e-9
+ADDED: set[str] = set()
 # differences below this many joules or seconds are rounding noise of the summation order
 ABSOLUTE = 1e-12
 # provenance and free text that legitimately differ between runs or code versions
@@ -105,8 +106,11 @@ def _diff(a, b, path: str, worst: list) -> None:
         for k in set(a) | set(b):
             if k in IGNORED_KEYS:
                 continue
-            if k not in a or k not in b:
-                worst.append((math.inf, f"{path}/{k}: missing on one side"))
+            if k not in b:
+                worst.append((math.inf, f"{path}/{k}: missing in the new document"))
+                continue
+            if k not in a:  # a key the new code adds (the old keys and types must stay)
+                ADDED.add(k)
                 continue
             _diff(a[k], b[k], f"{path}/{k}", worst)
     elif isinstance(a, list) and isinstance(b, list):
@@ -164,6 +168,8 @@ def main() -> int:
     print(f"old: commit {snap['commit']}; {len(snap['documents'])} documents")
     worst = compare(snap["documents"], docs)
     print(f"largest relative difference: {worst:.2e} (tolerance {TOLERANCE:g})")
+    if ADDED:
+        print(f"keys added by the new code: {', '.join(sorted(ADDED))}")
     return 0 if worst <= TOLERANCE else 1
 
 

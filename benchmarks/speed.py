@@ -1,6 +1,9 @@
 """Prediction throughput of `piep sweep` / the Python API on this machine.
 
-    python benchmarks/speed.py [N]
+    python benchmarks/speed.py [N] [--repeat R]
+
+With --repeat R each predictor's sweep runs R times and the median is printed (the
+figure to compare between commits, run back to back).
 
 Draws N distinct random configurations (model x layout x workload x mode), predicts them
 with the shipped predictor (learned if trained) and prints predictions per second, all
@@ -42,18 +45,26 @@ def draw(n: int, seed: int = 0) -> list[dict]:
 
 
 def main() -> int:
-    n = int(sys.argv[1]) if len(sys.argv) > 1 else 4000
+    import statistics
+    args = [a for a in sys.argv[1:] if not a.startswith("--")]
+    repeat = int(sys.argv[sys.argv.index("--repeat") + 1]) if "--repeat" in sys.argv else 1
+    if "--repeat" in sys.argv:
+        args.remove(str(repeat))
+    n = int(args[0]) if args else 4000
     configs = draw(n)
     for predictor in ("auto", "roofline"):
         sweep(configs[:50], predictor=predictor)  # load and warm up outside the timing
-        t0 = time.perf_counter()
-        rows = sweep(configs, predictor=predictor)
-        dt = time.perf_counter() - t0
+        times = []
+        for _ in range(repeat):
+            t0 = time.perf_counter()
+            rows = sweep(configs, predictor=predictor)
+            times.append(time.perf_counter() - t0)
+        dt = statistics.median(times)
         ok = sum("energy_j" in r for r in rows)
         name = next(r["predictor"] for r in rows if "predictor" in r)
         print(f"{name:9s}: {n} distinct configurations ({ok} valid, {n - ok} refused with a "
               f"reason) in {dt:.2f} s: {n / dt:,.0f} answers/s, {ok / dt:,.0f} valid "
-              f"predictions/s (target 2,000)")
+              f"predictions/s (target 2,000)" + (f"; median of {repeat}" if repeat > 1 else ""))
     return 0
 
 

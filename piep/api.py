@@ -43,19 +43,51 @@ def cost_model(gpu: str = DEFAULT_GPU, predictor: str = "auto"):
 
 
 def cost_model_for(scn: Scenario, predictor: str = "auto"):
-    """The cost model that answers for a scenario: its GPU's, or for a GPU without a
-    calibration the reference GPU's learned predictor moved by spec-sheet ratios."""
-    if scn.transfer is None:
-        return cost_model(scn.gpu.name, predictor)
-    from piep.gpus import spec_sheets
+    """The cost model that answers for a scenario: its GPU's learned predictor (or the
+    roofline), running the scenario's engine through that engine's profile; for a GPU
+    without a calibration, the reference GPU's moved by spec-sheet ratios."""
     from piep.predict.learned import LearnedModel
+    calibrated = scn.gpu.name if scn.transfer is None else _reference_gpu()
+    base = cost_model(calibrated, predictor)
+    if isinstance(base, LearnedModel) and not scn.engine.is_reference:
+        base = engine_profile(calibrated, scn.engine.name).apply(base)
+    if scn.transfer is None:
+        return base
     from piep.predict.transfer import TransferredModel
-    ref = spec_sheets()["reference"]
-    base = cost_model(ref, predictor)
     if not isinstance(base, LearnedModel):
         raise ConfigError("spec-sheet transfer needs the learned predictor of "
-                          f"{ref!r} (pip install lightgbm)")
-    return TransferredModel.build(base, scn.gpu, dict(scn.transfer), ref)
+                          f"{calibrated!r} (pip install lightgbm)")
+    return TransferredModel.build(base, scn.gpu, dict(scn.transfer), calibrated)
+
+
+def _reference_gpu() -> str:
+    from piep.gpus import spec_sheets
+    return spec_sheets()["reference"]
+
+
+def engine_profile(gpu: str, engine: str):
+    """The profile of a non-reference engine on a calibrated GPU, or one clear error."""
+    from piep.predict.engines import load_profile
+    profile = load_profile(gpu, engine)
+    if profile is None:
+        raise ConfigError(f"no profile of engine {engine} for GPU {gpu}: measure it "
+                          f"(piep measure --engine {engine} ...) and fit one (piep train "
+                          f"--engine {engine} --from-measurements FILE)")
+    return profile
+
+
+def engine_fields(scn: Scenario) -> dict[str, Any]:
+    """`engine_ref` ({name, version}) of a document and the flags its engine adds."""
+    from piep import __version__
+    if scn.engine.is_reference:
+        return {"engine_ref": {"name": scn.engine.name, "version": __version__}, "flags": []}
+    gpu = scn.gpu.name if scn.transfer is None else _reference_gpu()
+    profile = engine_profile(gpu, scn.engine.name)
+    flags = []
+    if scn.parallel.tp not in profile.meta.get("tp_measured", [1]):
+        flags.append("unmeasured_engine_layout")
+    return {"engine_ref": {"name": scn.engine.name, "version": profile.version},
+            "flags": flags}
 
 
 def predict(model: "str | Scenario", *, request_rate: float | None = None,
@@ -68,6 +100,9 @@ def predict(model: "str | Scenario", *, request_rate: float | None = None,
     cm = cost_model_for(scn, predictor)
     priced = price([scn.deployment], cm, detail=True)
     doc = priced.document(0)
+    extra = engine_fields(scn)
+    doc["engine_ref"] = extra["engine_ref"]
+    doc["flags"] += extra["flags"]
     if scn.transfer is not None:
         doc["flags"].insert(0, "uncalibrated_gpu")
         doc["transfer"] = {"reference": cm.reference, "ratios": dict(scn.transfer),

@@ -11,14 +11,20 @@ from piep.scenario import Scenario
 _LAYOUT = re.compile(r"^(?:(tp|pp|dp)(\d+))+$")
 
 
-def parse_candidate(text: str) -> tuple[str, dict[str, int]]:
-    """`llama-2-7b@tp2`, `llama-3-70b@tp2pp2`, or a bare model (tp=pp=dp=1)."""
-    model, _, layout = text.partition("@")
-    degrees = {"tp": 1, "pp": 1, "dp": 1}
+def parse_candidate(text: str) -> tuple[str, dict[str, Any]]:
+    """`llama-2-7b@tp2`, `llama-3-70b@tp2pp2`, `llama-2-7b@tp2:hf-static`, `mistral-7b:hf-eager`
+    or a bare model (tp=pp=dp=1, the command's engine)."""
+    head, sep, engine = text.rpartition(":")
+    if not sep or "/" in engine:  # no engine (a path may hold a colon)
+        head, engine = text, ""
+    model, _, layout = head.partition("@")
+    degrees: dict[str, Any] = {"tp": 1, "pp": 1, "dp": 1}
+    if engine:
+        degrees["engine"] = engine
     if layout:
         if not _LAYOUT.match(layout):
             raise ConfigError(f"candidate {text!r}: layout after '@' must look like tp2, tp2pp2 "
-                              f"or tp1dp2")
+                              f"or tp1dp2, optionally followed by :ENGINE (e.g. :hf-static)")
         for key, value in re.findall(r"(tp|pp|dp)(\d+)", layout):
             degrees[key] = int(value)
     if not model:
@@ -27,7 +33,8 @@ def parse_candidate(text: str) -> tuple[str, dict[str, int]]:
 
 
 def candidate_scenarios(candidates: list[str], base: Scenario) -> list[Scenario]:
-    """Each `MODEL@LAYOUT` as a variant of `base` (its GPU, engine and workload)."""
+    """Each `MODEL@LAYOUT[:ENGINE]` as a variant of `base` (its GPU and workload, and its
+    engine unless the candidate names one)."""
     out = []
     for cand in candidates:
         model, degrees = parse_candidate(cand)

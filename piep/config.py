@@ -272,6 +272,9 @@ class Workload:
     prompt_len: int = 512
     gen_len: int = 128
     mode: str = "graph"
+    # slots of a static KV cache when larger than prompt + gen (an engine that keeps the
+    # cache of an earlier, longer call); None: prompt + gen
+    cache_len: int | None = None
 
     def __post_init__(self) -> None:
         for key in ("batch", "prompt_len", "gen_len"):
@@ -280,10 +283,16 @@ class Workload:
                 raise ConfigError(f"{key}={value!r} must be an integer >= 1")
         if self.mode not in MODES:
             raise ConfigError(f"mode={self.mode!r} is not one of {', '.join(MODES)}")
+        if self.cache_len is not None and (
+                isinstance(self.cache_len, bool) or not isinstance(self.cache_len, int)
+                or self.cache_len < self.prompt_len + self.gen_len):
+            raise ConfigError(f"cache_len={self.cache_len!r} must be an integer >= prompt_len "
+                              f"+ gen_len = {self.prompt_len + self.gen_len}")
 
     @property
     def context_len(self) -> int:
-        return self.prompt_len + self.gen_len
+        """KV-cache slots: prompt + gen, or the static cache's length where it is larger."""
+        return self.cache_len or self.prompt_len + self.gen_len
 
 
 def divisors(n: int) -> list[int]:

@@ -22,6 +22,9 @@ class Deployment:
     workload: Workload
     gpu: GPU
     notes: tuple[str, ...] = field(default=())
+    # the engine when it is not piep's reference runner (whose mode is workload.mode):
+    # its kernel substitutions are part of the tree (piep.tree.builder)
+    engine: str | None = None
 
     # --- per-rank shapes ---------------------------------------------------------------
     @property
@@ -114,7 +117,7 @@ def _kv_note(model: ModelSpec, tp: int) -> str | None:
 
 
 def validate(model: ModelSpec, parallel: Parallel, workload: Workload, gpu: GPU,
-             *, check_memory: bool = True) -> Deployment:
+             *, check_memory: bool = True, engine: str | None = None) -> Deployment:
     """Check the layout against the model and the GPU; raise one clear error or return it."""
     tp, pp, dp = parallel.tp, parallel.pp, parallel.dp
     if model.is_moe:
@@ -143,7 +146,8 @@ def validate(model: ModelSpec, parallel: Parallel, workload: Workload, gpu: GPU,
         raise ConfigError(f"prompt_len + gen_len = {workload.context_len} exceeds "
                           f"max_position_embeddings={model.max_position} of {model.name}")
     note = _kv_note(model, tp)
-    dep = Deployment(model, parallel, workload, gpu, notes=(note,) if note else ())
+    dep = Deployment(model, parallel, workload, gpu, notes=(note,) if note else (),
+                     engine=engine)
     if check_memory:
         _check_fit(dep)
     return dep
@@ -166,7 +170,8 @@ def _suggest(dep: Deployment) -> str:
     for tp in (2, 4, 8, 16):
         if tp <= p.tp or m.num_heads % tp or (m.num_kv_heads % tp and tp % m.num_kv_heads):
             continue
-        trial = Deployment(m, Parallel(tp=tp, pp=p.pp, dp=p.dp), dep.workload, dep.gpu)
+        trial = Deployment(m, Parallel(tp=tp, pp=p.pp, dp=p.dp), dep.workload, dep.gpu,
+                           engine=dep.engine)
         if trial.peak_memory_gib() <= dep.gpu.memory_gib:
             return f"needs tp >= {tp}"
     if dep.workload.batch > p.dp:

@@ -9,38 +9,52 @@ take scenarios, never command-line namespaces.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Any
 
-from piep import __version__
 from piep.config import ModelSpec, Parallel, Workload
 from piep.errors import ConfigError
 from piep.gpus import DEFAULT_GPU, GPU
 from piep.layout import Deployment, validate
 
-# engine name -> the reference runner's mode it runs (the engines piep predicts today)
-REFERENCE_ENGINES = {"piep-graph": "graph", "piep-eager": "eager"}
+# engine name -> how it decodes: CUDA-graph replay over a static cache ("graph") or
+# eager kernels over the live cache ("eager")
+REFERENCE_ENGINES = {"piep-graph": "graph", "piep-eager": "eager"}  # piep's own runner
+ENGINE_MODES = {**REFERENCE_ENGINES, "hf-eager": "eager", "hf-static": "graph"}
 DEFAULT_ENGINE = "piep-graph"
+ENGINE_DESCRIPTIONS = {
+    "piep-graph": "piep reference runner", "piep-eager": "piep reference runner",
+    "hf-eager": "transformers generate(), eager, DynamicCache",
+    "hf-static": "transformers generate(), static cache, compiled decode (CUDA graphs)",
+}
 
 
 @dataclass(frozen=True, kw_only=True)
 class EngineRef:
-    """The software that runs the model, named with its version."""
+    """The software that runs the model. Its version: piep's for the reference runner;
+    for other engines the version their profile was measured with (set by the predictor)."""
     name: str = DEFAULT_ENGINE
-    version: str = __version__
 
     def __post_init__(self) -> None:
-        if self.name not in REFERENCE_ENGINES:
+        if self.name not in ENGINE_MODES:
             raise ConfigError(f"engine {self.name!r} is not known; engines: "
-                              f"{', '.join(REFERENCE_ENGINES)}")
+                              f"{', '.join(ENGINE_MODES)}")
 
     @property
     def mode(self) -> str:
-        return REFERENCE_ENGINES[self.name]
+        return ENGINE_MODES[self.name]
 
-    def to_json(self) -> dict[str, str]:
-        return {"name": self.name, "version": self.version}
+    @property
+    def is_reference(self) -> bool:
+        return self.name in REFERENCE_ENGINES
+
+    @property
+    def tree_engine(self) -> str | None:
+        """What the model tree needs to know: None for the reference runner."""
+        return None if self.is_reference else self.name
 
 
+@lru_cache(maxsize=64)
 def engine_for(engine: str | None = None, mode: str | None = None) -> EngineRef:
     """The engine named, or the reference runner's engine of `mode` (`--mode` is an alias
     of `--engine piep-graph|piep-eager`); both given must agree."""
@@ -50,6 +64,9 @@ def engine_for(engine: str | None = None, mode: str | None = None) -> EngineRef:
     if engine is None:
         return EngineRef(name=by_mode[mode or "graph"])
     ref = EngineRef(name=engine)
+    if mode is not None and not ref.is_reference:
+        raise ConfigError(f"--mode {mode} belongs to piep's reference runner; drop it with "
+                          f"--engine {engine}")
     if mode is not None and ref.mode != mode:
         raise ConfigError(f"--engine {engine} runs {ref.mode} decode; drop --mode {mode} or "
                           f"use --engine {by_mode[mode]}")
@@ -63,6 +80,8 @@ class Batch:
     batch: int = 1
     prompt_len: int = 512
     gen_len: int = 128
+    # static KV-cache slots when an engine keeps a longer earlier call's cache
+    cache_len: int | None = None
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -79,17 +98,24 @@ class Scenario:
 
     def __post_init__(self) -> None:
         w = self.workload
+        if w.cache_len is not None and self.engine.mode != "graph":
+            raise ConfigError(f"cache_len applies to static-cache engines; {self.engine.name} "
+                              f"keeps a live cache of prompt + generated tokens")
+        if self.parallel.pp > 1 and not self.engine.is_reference:
+            raise ConfigError(f"{self.engine.name}: transformers generate() has no pipeline "
+                              f"parallelism; use tp (and dp for replicas)")
         dep = validate(self.model, self.parallel,
                        Workload(batch=w.batch, prompt_len=w.prompt_len, gen_len=w.gen_len,
-                                mode=self.engine.mode), self.gpu,
-                       check_memory=self.check_memory)
+                                mode=self.engine.mode, cache_len=w.cache_len), self.gpu,
+                       check_memory=self.check_memory, engine=self.engine.tree_engine)
         object.__setattr__(self, "deployment", dep)
 
     @classmethod
     def build(cls, model: str | ModelSpec, *, gpu: str | GPU = DEFAULT_GPU, tp: int = 1,
               pp: int = 1, dp: int = 1, engine: str | None = None, mode: str | None = None,
               batch: int = 1, prompt_len: int = 512, gen_len: int = 128,
-              allow_uncalibrated: bool = False, check_memory: bool = True) -> "Scenario":
+              cache_len: int | None = None, allow_uncalibrated: bool = False,
+              check_memory: bool = True) -> "Scenario":
         """From names and numbers: a shipped model name or config path, a GPU name."""
         from piep.models import load_model
         spec = model if isinstance(model, ModelSpec) else load_model(model)
@@ -97,13 +123,14 @@ class Scenario:
             gpu_profile(gpu, allow_uncalibrated)
         return cls(model=spec, gpu=profile, parallel=Parallel(tp=tp, pp=pp, dp=dp),
                    engine=engine_for(engine, mode),
-                   workload=Batch(batch=batch, prompt_len=prompt_len, gen_len=gen_len),
+                   workload=Batch(batch=batch, prompt_len=prompt_len, gen_len=gen_len,
+                                  cache_len=cache_len),
                    transfer=tuple(sorted(ratios.items())) if ratios else None,
                    check_memory=check_memory)
 
     def replace(self, **changes: Any) -> "Scenario":
         """A variant: any of model, gpu, tp, pp, dp, engine, mode, batch, prompt_len,
-        gen_len; validated again."""
+        gen_len, cache_len; validated again."""
         from piep.models import load_model
         model = changes.pop("model", self.model)
         gpu, transfer = self.gpu, self.transfer
@@ -120,7 +147,8 @@ class Scenario:
             engine = engine_for(changes.pop("engine", None), changes.pop("mode", None))
         workload = Batch(batch=changes.pop("batch", w.batch),
                          prompt_len=changes.pop("prompt_len", w.prompt_len),
-                         gen_len=changes.pop("gen_len", w.gen_len))
+                         gen_len=changes.pop("gen_len", w.gen_len),
+                         cache_len=changes.pop("cache_len", w.cache_len))
         if changes:
             raise TypeError(f"Scenario.replace() got unknown fields {sorted(changes)}")
         return Scenario(model=load_model(model) if isinstance(model, str) else model, gpu=gpu,
@@ -133,7 +161,8 @@ class Scenario:
 
     def label(self) -> str:
         p = self.parallel
-        return f"{self.model.name}@tp{p.tp}pp{p.pp}dp{p.dp}"
+        engine = "" if self.engine.name == DEFAULT_ENGINE else f":{self.engine.name}"
+        return f"{self.model.name}@tp{p.tp}pp{p.pp}dp{p.dp}{engine}"
 
 
 def gpu_profile(name: str, allow_uncalibrated: bool = False) -> tuple[GPU, dict | None]:

@@ -12,10 +12,13 @@ from piep.gpus import DEFAULT_GPU
 CHUNK = 8192  # deployments priced per table
 
 
-def grid(*, models, tp, pp, dp, batch, prompt_len, gen_len, mode) -> list[dict[str, Any]]:
-    keys = ("model", "tp", "pp", "dp", "batch", "prompt_len", "gen_len", "mode")
-    return [dict(zip(keys, values)) for values in
-            itertools.product(models, tp, pp, dp, batch, prompt_len, gen_len, mode)]
+def grid(*, models, tp, pp, dp, batch, prompt_len, gen_len, mode=(None,),
+         engine=(None,)) -> list[dict[str, Any]]:
+    """Every combination; `mode` and `engine` entries of None are left out of the rows."""
+    keys = ("model", "tp", "pp", "dp", "batch", "prompt_len", "gen_len", "mode", "engine")
+    return [{k: v for k, v in zip(keys, values) if v is not None or k not in ("mode", "engine")}
+            for values in itertools.product(models, tp, pp, dp, batch, prompt_len, gen_len,
+                                            mode, engine)]
 
 
 def sweep(configs: list[dict[str, Any]], *, gpu: str = DEFAULT_GPU, predictor: str = "auto",
@@ -26,22 +29,28 @@ def sweep(configs: list[dict[str, Any]], *, gpu: str = DEFAULT_GPU, predictor: s
     from piep.gpus import load_gpu
     from piep.predict.pricing import price
     from piep.predict.table import TableBuilder
-    cm = api.cost_model(gpu, predictor)
+    from piep.scenario import Scenario
     builder = TableBuilder()
     gpu_profile = load_gpu(gpu)
+    models: dict[str, Any] = {}  # engine -> cost model (one for both reference modes)
     rows: list[dict[str, Any]] = []
     for start in range(0, len(configs), CHUNK):
         part = configs[start:start + CHUNK]
-        deps, valid = [], []
+        by_model: dict[int, tuple[Any, list, list]] = {}  # one table per cost model
         for cfg in part:
             row = dict(cfg)
             try:
-                deps.append(api.deployment(gpu=gpu_profile, **cfg))
+                scn = Scenario.build(gpu=gpu_profile, **cfg)
+                cm = models.get(scn.engine.name)
+                if cm is None:
+                    cm = models[scn.engine.name] = api.cost_model_for(scn, predictor)
+                _, deps, valid = by_model.setdefault(id(cm), (cm, [], []))
+                deps.append(scn.deployment)
                 valid.append(row)
             except PiepError as exc:
                 row["error"] = str(exc)
             rows.append(row)
-        if deps:
+        for cm, deps, valid in by_model.values():
             priced = price(deps, cm, builder=builder)
             for i, row in enumerate(valid):
                 row.update(priced.summary(i))

@@ -9,14 +9,14 @@ import sys
 from typing import TYPE_CHECKING, Any, Callable
 
 from piep.gpus import DEFAULT_GPU
-from piep.scenario import DEFAULT_ENGINE, REFERENCE_ENGINES
+from piep.scenario import DEFAULT_ENGINE, ENGINE_MODES
 
 if TYPE_CHECKING:
     from piep.scenario import Scenario
 
 
 def add_deployment_args(p: argparse.ArgumentParser, *, model: bool = True,
-                        engines: tuple[str, ...] = tuple(REFERENCE_ENGINES)) -> None:
+                        engines: tuple[str, ...] = tuple(ENGINE_MODES)) -> None:
     if model:
         p.add_argument("--model", required=True,
                        help="shipped name (see `piep models`) or path to config.json / folder")
@@ -28,12 +28,16 @@ def add_deployment_args(p: argparse.ArgumentParser, *, model: bool = True,
 
 
 def add_workload_args(p: argparse.ArgumentParser, *,
-                      engines: tuple[str, ...] = tuple(REFERENCE_ENGINES)) -> None:
+                      engines: tuple[str, ...] = tuple(ENGINE_MODES)) -> None:
     p.add_argument("--batch", type=int, default=1, help="global batch (default 1)")
     p.add_argument("--prompt-len", type=int, default=512, help="prompt tokens (default 512)")
     p.add_argument("--gen-len", type=int, default=128, help="generated tokens (default 128)")
     p.add_argument("--engine", choices=engines, default=None,
-                   help=f"the engine that runs the model (default {DEFAULT_ENGINE})")
+                   help=f"the engine that runs the model (default {DEFAULT_ENGINE}; "
+                        "`piep env` lists the engine profiles)")
+    p.add_argument("--cache-len", type=int, default=None, metavar="N",
+                   help="static-cache engines: KV-cache slots when larger than prompt + gen "
+                        "(transformers keeps the cache of a longer earlier call)")
     p.add_argument("--mode", choices=("graph", "eager"), default=None,
                    help="the reference runner's decode: CUDA-graph replay (piep-graph, the "
                         "default) or eager PyTorch (piep-eager)")
@@ -45,6 +49,7 @@ def scenario_from_args(args: argparse.Namespace, *, model: str | None = None) ->
     return Scenario.build(model or args.model, gpu=args.gpu, tp=args.tp, pp=args.pp,
                           dp=args.dp, engine=args.engine, mode=args.mode, batch=args.batch,
                           prompt_len=args.prompt_len, gen_len=args.gen_len,
+                          cache_len=args.cache_len,
                           allow_uncalibrated=getattr(args, "allow_uncalibrated", False))
 
 

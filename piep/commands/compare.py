@@ -18,10 +18,11 @@ def configure(parser) -> None:
 def run(args) -> int:
     from piep.compare import compare, parse_candidate
     from piep.scenario import Scenario
-    model, degrees = parse_candidate(args.candidates[0])
+    model, fields = parse_candidate(args.candidates[0])
+    fields.pop("engine", None)  # the base carries the command's engine; candidates may not
     base = Scenario.build(model, gpu=args.gpu, engine=args.engine, mode=args.mode,
                           batch=args.batch, prompt_len=args.prompt_len, gen_len=args.gen_len,
-                          **degrees)
+                          cache_len=args.cache_len, **fields)
     doc = compare(args.candidates, base, predictor=args.predictor)
 
     def human(d):

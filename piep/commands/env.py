@@ -31,11 +31,24 @@ def run(args) -> int:
     for gpu in known_gpus():
         folder = root / "calibration" / gpu
         cal[gpu] = sorted(p.name for p in folder.iterdir() if p.is_dir() or p.suffix == ".json")
+    from piep.predict.engines import known_profiles
+    from piep.scenario import ENGINE_DESCRIPTIONS, REFERENCE_ENGINES
+    engines = [{"name": name, "gpu": None, "version": __version__,
+                "description": ENGINE_DESCRIPTIONS[name], "runs": None}
+               for name in REFERENCE_ENGINES]
+    for gpu in known_gpus():
+        for name, prof in known_profiles(gpu).items():
+            engines.append({"name": name, "gpu": gpu, "version": prof.version,
+                            "description": ENGINE_DESCRIPTIONS.get(name, name),
+                            "runs": prof.meta.get("runs"),
+                            "tp_measured": prof.meta.get("tp_measured"),
+                            "lomo_energy_mape": prof.meta.get("lomo_energy_mape")})
     doc = {"schema": "piep.env", "schema_version": 1, "piep": __version__,
            "python": platform.python_version(), "platform": platform.platform(),
            "packages": {m: _version(m) for m in ("numpy", "scipy", "lightgbm", "matplotlib",
                                                  "transformers", "torch", "pynvml")},
-           "gpus": list_gpus(), "data_root": str(root), "calibrations": cal}
+           "gpus": list_gpus(), "data_root": str(root), "calibrations": cal,
+           "engines": engines}
 
     def human(d):
         lines = [f"piep {d['piep']}  python {d['python']}  {d['platform']}"]
@@ -44,6 +57,12 @@ def run(args) -> int:
                                           for g in d["gpus"]) or "none seen"))
         lines.append(f"data: {d['data_root']}")
         lines += [f"calibration {g}: {', '.join(items)}" for g, items in d["calibrations"].items()]
+        lines.append("engines (--engine):")
+        for e in d["engines"]:
+            where = "piep's own runner" if e["gpu"] is None else \
+                f"profile on {e['gpu']}: {e['runs']} runs, tp {e['tp_measured']}, LOMO energy " \
+                f"{e['lomo_energy_mape']:.1f} %"
+            lines.append(f"  {e['name']:11s} {e['version']:8s} {e['description']} ({where})")
         return "\n".join(lines)
     emit(args, doc, human)
     return 0

@@ -1,8 +1,10 @@
-"""`piep train`: fit the learned predictor on a GPU's committed calibration."""
+"""`piep train`: fit the learned predictor on a GPU's committed calibration, refit it on
+your own runs, or fit an engine profile."""
 
 from __future__ import annotations
 
 import logging
+from pathlib import Path
 
 from piep.commands.common import emit
 from piep.gpus import DEFAULT_GPU
@@ -11,29 +13,40 @@ log = logging.getLogger("piep.train")
 
 
 def configure(parser) -> None:
+    from piep.predict.engines import ENGINE_FITS
     parser.add_argument("--gpu", default=DEFAULT_GPU)
+    parser.add_argument("--engine", choices=tuple(ENGINE_FITS),
+                        help="fit this engine's profile (host terms over piep's module "
+                             "models) on its end-to-end runs: the shipped ones, or yours "
+                             "with --from-measurements")
     parser.add_argument("--from-measurements", metavar="FILE.jsonl",
-                        help="refit the combiner and the gap terms on your own end-to-end "
-                             "records (piep.measurement JSONL) on top of the shipped model")
+                        help="your own end-to-end records (piep.measurement JSONL): refit "
+                             "the combiner and the gap terms on top of the shipped model, or "
+                             "with --engine that engine's profile")
     parser.add_argument("--out", metavar="FOLDER",
-                        help="where to write the predictor (default calibration/<gpu>/predictor)")
+                        help="where to write (default: calibration/<gpu>/predictor, or for "
+                             "an engine calibration/<gpu>/engines/<engine>; a fit on your "
+                             "own records goes to the user data directory)")
 
 
 def run(args) -> int:
-    from pathlib import Path
-
     from piep.predict.learned import load_learned, predictor_dir
-    from piep.predict.store import save
-    out = Path(args.out) if args.out else predictor_dir(args.gpu)
-    if args.from_measurements:
+    if args.engine:
+        doc = _engine(args)
+    elif args.from_measurements:
+        from piep.predict.engines import user_data_dir
+        from piep.predict.store import save
         from piep.predict.train import refit_on_measurements
+        out = Path(args.out) if args.out else user_data_dir() / args.gpu / "predictor"
         model, n = refit_on_measurements(args.gpu, Path(args.from_measurements))
         save(model, out, refit_from=args.from_measurements)
         doc = {"predictor": str(out), "refit_records": n,
                "host_launch_s": model.host.host_launch_s,
                "gap_graph_s": model.host.gap_graph_s}
     else:
+        from piep.predict.store import save
         from piep.predict.train import train_shipped
+        out = Path(args.out) if args.out else predictor_dir(args.gpu)
 
         def progress(i, n, name):
             log.info("leave-one-model-out %d/%d (held out: %s)", i, n, name)
@@ -45,3 +58,38 @@ def run(args) -> int:
     load_learned.cache_clear()
     emit(args, doc, lambda d: "\n".join(f"{k}: {v}" for k, v in d.items()))
     return 0
+
+
+def _engine(args) -> dict:
+    from piep import api
+    from piep.artifacts import read_jsonl
+    from piep.errors import ConfigError
+    from piep.predict.engines import (engine_records, fit_profile, profile_lomo, save_profile,
+                                      shipped_profile_dir, user_profile_dir, with_intervals)
+    from piep.predict.learned import LearnedModel
+    base = api.cost_model(args.gpu, "learned")
+    if not isinstance(base, LearnedModel):
+        raise ConfigError("an engine profile is fitted over the learned predictor "
+                          "(pip install lightgbm)")
+    if args.from_measurements:
+        records = [r for r in read_jsonl(args.from_measurements)
+                   if r.get("schema") == "piep.measurement" and r.get("energy_j") is not None]
+        out = Path(args.out) if args.out else user_profile_dir(args.gpu, args.engine)
+        source = args.from_measurements
+    else:
+        records = engine_records(args.gpu, args.engine)
+        out = Path(args.out) if args.out else shipped_profile_dir(args.gpu, args.engine)
+        source = f"calibration/{args.gpu}/engines/{args.engine}/raw"
+    profile = fit_profile(base, records, args.engine)
+    models = {r["model"] for r in records}
+    if len(models) >= 2:  # intervals from leave-one-model-out residuals
+        profile = with_intervals(profile, profile_lomo(base, records, args.engine))
+    path = save_profile(profile, out, source=source,
+                        command=f"piep train --gpu {args.gpu} --engine {args.engine}"
+                                + (f" --from-measurements {source}" if args.from_measurements
+                                   else ""))
+    return {"profile": str(path), "engine": profile.name, "version": profile.version,
+            "runs": profile.meta["runs"], "terms": {k: getattr(profile.host, k)
+                                                    for k in profile.meta["fitted_terms"]},
+            "lomo_energy_mape": profile.meta.get("lomo_energy_mape"),
+            "lomo_time_mape": profile.meta.get("lomo_time_mape")}

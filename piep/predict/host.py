@@ -5,6 +5,7 @@
   (an eager decode step) each, and the GPU idles while it waits for them.
 * In-situ kernel time: the isolated samples' time times a ratio per phase, and in decode
   a power law in the tokens of the step.
+* An engine's generation loop: host time per generated token outside the model.
 * The board power of the GPU in launch gaps, while busy-polling, and during collectives
   that were not sampled with their energy.
 """
@@ -16,7 +17,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 TERMS = ("gap_graph_s", "host_launch_s", "eager_decode_launch_s", "launch_gap_w",
-         "busy_wait_w", "comm_w", "time_scale", "decode_batch_exponent")
+         "busy_wait_w", "comm_w", "time_scale", "decode_batch_exponent", "step_host_s")
 
 
 @dataclass
@@ -31,6 +32,9 @@ class HostTerms:
     time_scale: dict[str, float] = field(default_factory=lambda: {"prefill": 1.0,
                                                                   "decode": 1.0})
     decode_batch_exponent: float = 0.0
+    # host time per generated token outside the model (an engine's generation loop:
+    # logits processors, stop check, input update), GPU idle
+    step_host_s: float = 0.0
 
     def kernel_time_s(self, isolated_s: np.ndarray, decode: np.ndarray,
                       tokens: np.ndarray) -> np.ndarray:

@@ -19,7 +19,7 @@ from piep.gpus import GPU
 from piep.predict import features as _features
 from piep.predict.features import feature_matrix, leaf_features
 from piep.tree.builder import LINEAR_KINDS
-from piep.tree.nodes import Node
+from piep.tree.nodes import COPY_KINDS, Node
 
 GBDT_PARAMS = {"objective": "regression", "learning_rate": 0.15, "max_depth": 7,
                "num_leaves": 15, "feature_fraction": 0.8, "min_data_in_leaf": 3,
@@ -156,10 +156,15 @@ class ModuleModels:
                             "kv_heads": q["kv_heads"], "context_len": q["context_len"],
                             "batch": q["batch_attr"], "width": q["width"],
                             "decode": table.decode, "eager": table.mode_eager}, gpu)
-        groups = np.array([model_group(k) for k in KINDS], dtype=object)[table.kind_id]
-        comp = ~table.is_comm
-        for g in set(groups[comp]):
-            sel = (groups == g) & comp
+        names = sorted({model_group(k) for k in KINDS})
+        group_of_kind = np.array([names.index(model_group(k)) for k in KINDS])
+        gid = np.where(table.is_comm, -1, group_of_kind[table.kind_id])
+        for i in np.unique(gid[gid >= 0]):
+            g, sel = names[i], gid == i
+            if g in COPY_KINDS:  # KV-cache copies: the GPU's measured copy rate and power
+                t[sel] = nbytes[sel] / gpu.hbm_bytes_per_s + _features.KERNEL_FLOOR_S
+                p[sel] = gpu.memory_power_w
+                continue
             if g not in self.kinds:
                 t[sel], p[sel], oor[sel] = roof[sel], gpu.memory_power_w, True
                 continue

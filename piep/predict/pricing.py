@@ -19,6 +19,7 @@ import numpy as np
 from piep.layout import Deployment
 from piep.predict.table import PHASES, LeafTable, TableBuilder
 from piep.predict.timeline import Timeline, lay_out
+from piep.scenario import ENGINE_DESCRIPTIONS
 
 SCHEMA = "piep.prediction"
 SCHEMA_VERSION = 1
@@ -137,7 +138,7 @@ class Priced:
             "schema_version": SCHEMA_VERSION,
             "predictor": self.model.name,
             "boundary": "gpu_board",
-            "engine": "piep reference runner",
+            "engine": ENGINE_DESCRIPTIONS.get(dep.engine or "piep-graph", dep.engine),
             **deployment_fields(dep),
             "energy_j": energy_j,
             "time_s": time_s,

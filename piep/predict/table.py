@@ -4,8 +4,9 @@ model tree of each deployment).
 The tree builder (`piep.tree.builder`) is the one definition of the tree. A *skeleton*
 per (model, tp, pp, GPU) lists the leaves of that tree with their structural
 multiplicity; every per-leaf quantity (FLOPs, bytes, tokens, context, ...) is a
-polynomial in (replica batch b, prompt q, decode context c) with basis
-[1, b, q, bq, bq^2] (prefill) and [1, b, c, bc] (decode), solved from a few canonical
+polynomial in (replica batch b, prompt q, KV-cache slots L, decode context c) with
+basis [1, b, q, bq, bq^2, L, bL, bqL] (prefill; the L terms for engines whose prefill
+attends a whole static cache) and [1, b, c, bc] (decode), solved from a few canonical
 trees (a residual check refuses a skeleton the basis does not reproduce). A table of any
 number of deployments is then a handful of array operations, and a single prediction is
 a table of one.
@@ -26,23 +27,25 @@ from piep.config import Parallel, Workload
 from piep.layout import Deployment
 from piep.tree import build_tree
 from piep.tree.builder import decode_context
-from piep.tree.nodes import COMM_KINDS, COMPUTE_KINDS
+from piep.tree.nodes import COMM_KINDS, COMPUTE_KINDS, COPY_KINDS
 
 # leaf kinds by index (`LeafTable.kind_id`); the combiner also prices pipeline waits
-KINDS = COMPUTE_KINDS + COMM_KINDS + ("pipeline_wait",)
+KINDS = COMPUTE_KINDS + COMM_KINDS + COPY_KINDS + ("pipeline_wait",)
 KIND_ID = {k: i for i, k in enumerate(KINDS)}
 
 PHASES = ("prefill", "decode")
 QUANT = ("flops", "bytes_read", "bytes_written", "comm_bytes", "tokens", "context_len",
          "batch_attr")
 STATIC = ("d_in", "d_out", "heads", "kv_heads", "width")
-# canonical (replica batch, prompt, gen) points: prefill basis rank 5, decode rank 4
-CANON = ((1, 1, 2), (2, 1, 2), (1, 2, 3), (1, 3, 5), (2, 3, 4), (3, 2, 7), (2, 5, 9))
+# canonical (replica batch, prompt, gen) points: prefill basis rank 8, decode rank 4,
+# with points to spare for the residual check
+CANON = ((1, 1, 2), (2, 1, 2), (1, 2, 3), (1, 3, 5), (2, 3, 4), (3, 2, 7), (2, 5, 9),
+         (3, 4, 6), (1, 5, 4))
 
 
-def _prefill_basis(b, q):
-    b, q = np.asarray(b, float), np.asarray(q, float)
-    return np.stack([np.ones_like(b), b, q, b * q, b * q * q], -1)
+def _prefill_basis(b, q, cache):
+    b, q, L = np.asarray(b, float), np.asarray(q, float), np.asarray(cache, float)
+    return np.stack([np.ones_like(b), b, q, b * q, b * q * q, L, b * L, b * q * L], -1)
 
 
 def _decode_basis(b, c):
@@ -73,22 +76,32 @@ class Skeleton:
     coef: dict[str, tuple]          # quantity -> ((leaves, 5) prefill, (leaves, 4) decode)
 
 
-def _leaves(dep: Deployment):
+def _leaves(dep: Deployment, *, paths: bool = True):
     """(phase index, stage index, path, leaf, structural count) in tree order; paths as
-    `prefill/stage0/layer/q_proj` and `decode/step/stage0/...`."""
+    `prefill/stage0/layer/q_proj` and `decode/step/stage0/...` (None without `paths`)."""
     tree = build_tree(dep)
     for phase in tree.children[0].children:
         ph = PHASES.index(phase.name)
         stages = []
         for child in phase.children:
             if child.kind == "step":
-                stages += [(s, child.count, f"{phase.name}/step") for s in child.children]
+                stages += [(s, f"{phase.name}/step") for s in child.children]
             else:
-                stages.append((child, 1, phase.name))
-        for idx, (stage, _, base) in enumerate(stages):
-            for path, m, node in stage.walk(base):
-                if node.is_leaf and node is not stage:
-                    yield ph, idx, path, node, m
+                stages.append((child, phase.name))
+        for idx, (stage, base) in enumerate(stages):
+            if paths:
+                for path, m, node in stage.walk(base):
+                    if node.is_leaf and node is not stage:
+                        yield ph, idx, path, node, m
+                continue
+            stack = [(1, c) for c in reversed(stage.children)]
+            while stack:  # pre-order, as Node.walk, without building paths
+                m, node = stack.pop()
+                m *= node.count
+                if node.is_leaf:
+                    yield ph, idx, None, node, m
+                else:
+                    stack += [(m, c) for c in reversed(node.children)]
 
 
 def _quant(node) -> list[float]:
@@ -111,22 +124,24 @@ def _solve(basis: np.ndarray, y: np.ndarray, sel: np.ndarray) -> np.ndarray:
     return c
 
 
-def build_skeleton(model, parallel: Parallel, gpu) -> Skeleton:
+def build_skeleton(model, parallel: Parallel, gpu, engine: str | None = None) -> Skeleton:
     rows, first = [], None
     for b, q, g in CANON:
         dep = Deployment(model, parallel, Workload(batch=b * parallel.dp, prompt_len=q,
-                                                   gen_len=g, mode="graph"), gpu)
-        leaves = list(_leaves(dep))
+                                                   gen_len=g, mode="graph"), gpu,
+                         engine=engine)
+        leaves = list(_leaves(dep, paths=first is None))
         if first is None:
             first = leaves
         elif [(p, s, n.kind, m) for p, s, _, n, m in leaves] != \
                 [(p, s, n.kind, m) for p, s, _, n, m in first]:
             raise ValueError("tree structure depends on the workload")
-        rows.append(([_quant(n) for *_, n, _ in leaves], b, q, decode_context(dep.workload)))
+        rows.append(([_quant(n) for *_, n, _ in leaves], b, q, dep.workload.context_len,
+                     decode_context(dep.workload)))
     phase = np.array([p for p, *_ in first])
     vals = np.array([r[0] for r in rows], float)           # (canon, leaves, quant)
-    pb = _prefill_basis([r[1] for r in rows], [r[2] for r in rows])
-    db = _decode_basis([r[1] for r in rows], [r[3] for r in rows])
+    pb = _prefill_basis([r[1] for r in rows], [r[2] for r in rows], [r[3] for r in rows])
+    db = _decode_basis([r[1] for r in rows], [r[4] for r in rows])
     n_leaf = vals.shape[1]
     y = vals.transpose(0, 2, 1).reshape(len(rows), -1)     # (canon, quant x leaves)
     sel = np.tile(phase, len(QUANT))
@@ -216,11 +231,11 @@ class TableBuilder:
         # the leaves do not depend on dp (replicas are identical; b is per replica) nor on
         # the mode (only the decode context does, through the basis)
         p = dep.parallel
-        key = (dep.model, p.tp, p.pp, dep.gpu.name)
+        key = (dep.model, p.tp, p.pp, dep.gpu.name, dep.engine)
         sk = self.skeletons.get(key)
         if sk is None:
             sk = self.skeletons[key] = build_skeleton(dep.model, Parallel(tp=p.tp, pp=p.pp),
-                                                      dep.gpu)
+                                                      dep.gpu, dep.engine)
         return sk
 
     def table(self, deps: Sequence[Deployment], *, detail: bool = False) -> LeafTable:
@@ -282,9 +297,10 @@ def _rows(sk: Skeleton, deps: list[Deployment], idx: np.ndarray,
     n_cfg, n_leaf = len(deps), len(sk.kind)
     b = np.array([d.replica_batch for d in deps], float)
     q = np.array([d.workload.prompt_len for d in deps], float)
+    cache = np.array([d.workload.context_len for d in deps], float)
     c = np.array([decode_context(d.workload) for d in deps], float)
     steps = np.array([max(d.workload.gen_len - 1, 0) for d in deps], float)
-    pb, db = _prefill_basis(b, q), _decode_basis(b, c)
+    pb, db = _prefill_basis(b, q, cache), _decode_basis(b, c)
     pre = sk.phase == 0
     out = {}
     for name in QUANT:

@@ -39,11 +39,21 @@ def spec_of_record(rec: dict[str, Any]) -> ModelSpec:
                      qkv_bias=bool(s.get("qkv_bias")), max_position=1 << 20)
 
 
-def deployment_of(rec: dict[str, Any], gpu: GPU) -> Deployment:
+def deployment_of(rec: dict[str, Any], gpu: GPU, engine: str | None = None) -> Deployment:
+    """The deployment a measurement record ran (the reference runner's, or `engine`'s)."""
     return validate(spec_of_record(rec), Parallel(tp=rec["tp"], pp=rec["pp"], dp=rec["dp"]),
                     Workload(batch=rec["batch"], prompt_len=rec["prompt_len"],
-                             gen_len=rec["gen_len"], mode=rec["mode"]), gpu,
-                    check_memory=False)
+                             gen_len=rec["gen_len"], mode=rec["mode"],
+                             cache_len=_cache_len(rec)), gpu,
+                    check_memory=False, engine=engine)
+
+
+def _cache_len(rec: dict[str, Any]) -> int | None:
+    """A static cache larger than the run's prompt + gen (kept from an earlier call)."""
+    n = rec.get("static_cache_len")
+    # transformers sizes the cache at prompt + gen - 1 slots (the last token is never
+    # written back); piep's cache holds prompt + gen
+    return n + 1 if n and n + 1 > rec["prompt_len"] + rec["gen_len"] else None
 
 
 @dataclass
@@ -148,36 +158,57 @@ def _time_error(ts: TrainingSet, model: LearnedModel) -> float:
     return float(values.mean())
 
 
-def fit_time_terms(model: LearnedModel, ts: TrainingSet) -> None:
-    """Least squares on log time, in two steps so that noisy eager runs do not bend the
-    graph fit: on graph runs the graph gap per kernel, the host time per kernel of (eager)
-    prefill, the in-situ / isolated kernel time ratio per phase and its drift with the
-    tokens of a decode step (a power law); then, on eager runs, the host time per kernel
-    of an eager decode step."""
+# host terms fitted in log space (positive); the others as they are
+_LINEAR_TERMS = ("decode_batch_exponent",)
+
+
+def _get_term(host: HostTerms, name: str) -> float:
+    field_, _, key = name.partition(".")
+    value = getattr(host, field_)
+    return float(value[key] if key else value)
+
+
+def _set_term(host: HostTerms, name: str, value: float) -> None:
+    field_, _, key = name.partition(".")
+    if key:
+        getattr(host, field_)[key] = value
+    else:
+        setattr(host, field_, value)
+
+
+def fit_host_terms(model: LearnedModel, ts: TrainingSet, names: tuple[str, ...], *,
+                   maxiter: int) -> None:
+    """Nelder-Mead on the log-time error of `ts` over the host terms `names` (e.g.
+    `host_launch_s`, `time_scale.decode`), started from their current values."""
     from scipy.optimize import minimize
+    host = model.host
+    log_space = [n not in _LINEAR_TERMS for n in names]
+    x0 = [math.log(_get_term(host, n)) if lg else _get_term(host, n)
+          for n, lg in zip(names, log_space)]
+
+    def apply(theta):
+        for n, lg, v in zip(names, log_space, theta):
+            _set_term(host, n, float(math.exp(v)) if lg else float(v))
+    res = minimize(lambda th: (apply(th), _time_error(ts, model))[1], x0, method="Nelder-Mead",
+                   options={"xatol": 0.01, "fatol": 1e-6, "maxiter": maxiter})
+    apply(res.x)
+
+
+def fit_time_terms(model: LearnedModel, ts: TrainingSet) -> None:
+    """The reference runner's host terms, in two steps so that noisy eager runs do not
+    bend the graph fit: on graph runs the graph gap per kernel, the host time per kernel of
+    (eager) prefill, the in-situ / isolated kernel time ratio per phase and its drift with
+    the tokens of a decode step (a power law); then, on eager runs, the host time per
+    kernel of an eager decode step."""
     eager_runs = np.array([c.dep.workload.mode == "eager" for c in ts.cases])
     graph, eager = ts.subset(~eager_runs), ts.subset(eager_runs)
-    host = model.host
-
-    def apply_graph(theta):
-        g, h, sp, sd = (float(math.exp(v)) for v in theta[:4])
-        host.gap_graph_s, host.host_launch_s = g, h
-        host.time_scale = {"prefill": sp, "decode": sd}
-        host.decode_batch_exponent = float(theta[4])
-
+    model.host.time_scale = dict(model.host.time_scale)
     if graph.cases:
-        x0 = [math.log(host.gap_graph_s), math.log(host.host_launch_s), 0.0, 0.0, 0.0]
-        res = minimize(lambda th: (apply_graph(th), _time_error(graph, model))[1], x0,
-                       method="Nelder-Mead",
-                       options={"xatol": 0.01, "fatol": 1e-6, "maxiter": 300})
-        apply_graph(res.x)
+        fit_host_terms(model, graph, ("gap_graph_s", "host_launch_s", "time_scale.prefill",
+                                      "time_scale.decode", "decode_batch_exponent"),
+                       maxiter=300)
     if eager.cases:
-        def apply_eager(theta):
-            host.eager_decode_launch_s = float(math.exp(theta[0]))
-        res = minimize(lambda th: (apply_eager(th), _time_error(eager, model))[1],
-                       [math.log(host.eager_decode_launch_s)], method="Nelder-Mead",
-                       options={"xatol": 0.01, "fatol": 1e-6, "maxiter": 100})
-        apply_eager(res.x)
+        fit_host_terms(model, eager, ("eager_decode_launch_s",), maxiter=100)
 
 
 def fit_combiner(model: LearnedModel, ts: TrainingSet) -> None:

@@ -41,8 +41,9 @@ def actions(scn: Scenario, doc: dict[str, Any], predictor: str = "auto") -> list
     if pp > 1:
         cands.append((f"tp={tp * pp}, pp=1 instead of pp={pp}", {"tp": tp * pp, "pp": 1}))
     cands.append((f"batch={batch * 2}", {"batch": batch * 2}))
-    if scn.mode == "eager":
-        cands.append(("graph mode (CUDA-graph decode)", {"mode": "graph"}))
+    if scn.mode == "eager":  # the same software family, decoding with CUDA graphs
+        graph = "hf-static" if scn.engine.name == "hf-eager" else "piep-graph"
+        cands.append((f"{graph} (CUDA-graph decode)", {"engine": graph}))
     if dp > 1:
         cands.append((f"dp=1 with tp={tp * dp}", {"dp": 1, "tp": tp * dp}))
     out = []

@@ -192,7 +192,14 @@ ENGINE_DESIGNS = {
         "piep-unlisted-3b", "qwen2.5-14b", "piep-unlisted-6b")),
     "hf-static/design_tp1.jsonl": dict(engine="hf-static", seed=12, draws=6, by_model=True,
                                        models=("llama-2-7b", "qwen2.5-7b", "piep-unlisted-3b")),
-    # call 16: transformers' own tensor parallelism on two GPUs
+    # call 17: a blind test: models and shapes none of the engine runs had, predicted by
+    # the profiles committed before the call (benchmarks/engines_blind.py)
+    "hf-static/design_blind.jsonl": dict(engine="hf-static", seed=21, draws=3, by_model=True,
+                                         models=("llama-3-8b", "mistral-7b",
+                                                 "piep-unlisted-9b")),
+    "hf-eager/design_blind.jsonl": dict(engine="hf-eager", seed=22, draws=3, models=(
+        "mistral-small-24b", "piep-unlisted-9b", "piep-unlisted-hd64", "vicuna-13b")),
+    # transformers' own tensor parallelism on two GPUs (not lent yet)
     "hf-eager/design_tp2.jsonl": dict(engine="hf-eager", tp=2, seed=13, draws=5, models=(
         "llama-2-7b", "llama-3-8b", "llama-2-13b", "qwen2.5-14b")),
     "hf-static/design_tp2.jsonl": dict(engine="hf-static", tp=2, seed=14, draws=5,

@@ -167,7 +167,8 @@ def measure_hf(spec: ModelSpec, parallel: Parallel, workload: Workload, *, engin
         times.append(time.perf_counter() - t0)
         if i == 0:
             compile_s = times[0]
-        if len(times) >= 2 and abs(times[-1] / times[-2] - 1) < 0.1:
+        settled = len(times) >= 2 and abs(times[-1] / times[-2] - 1) < 0.1
+        if all(d.gather(settled)):  # every rank makes the same number of calls
             break
     new_tokens = int(run.last.shape[1] - workload.prompt_len)
     t_call = max(v for v in d.gather(times[-1]))

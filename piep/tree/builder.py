@@ -18,8 +18,11 @@ LAUNCHES = {
     "embedding": 1, "rmsnorm": 7, "final_norm": 7, "q_proj": 1, "k_proj": 1, "v_proj": 1,
     "rope": 10, "attention": 4, "o_proj": 1, "gate_proj": 1, "up_proj": 1, "activation": 2,
     "down_proj": 1, "lm_head": 1, "sampling": 2, "residual": 1, "allreduce": 1,
-    "allgather": 2, "p2p": 1,
+    "allgather": 2, "p2p": 1, "kv_append": 2, "kv_expand": 2,
 }
+# engines whose KV cache handling changes the tree (see _layer)
+HF_DYNAMIC_CACHE = ("hf-eager",)
+HF_STATIC_CACHE = ("hf-static",)
 
 
 def _linear(name: str, kind: str, phase: str, tokens: int, d_in: int, d_out: int,
@@ -49,20 +52,36 @@ def _rope(phase: str, t: int, q_out: int, kv_out: int, batch: int, head_dim: int
 
 
 def _attention(phase: str, batch: int, q_len: int, ctx: int, hq: int, hkv: int,
-               d: int) -> Node:
-    if phase == "prefill":
+               d: int, *, masked_cache: bool = False) -> Node:
+    """SDPA. `masked_cache`: every query attends the whole static cache of `ctx` slots
+    under a mask (transformers' static cache), K/V already expanded to all heads."""
+    kv_heads = hq if masked_cache else hkv
+    if phase == "prefill" and not masked_cache:
         # causal: each query sees half the prompt on average (QK^T and PV, 2 FLOPs a MAC)
         flops = 2.0 * batch * hq * q_len * q_len * d
         kv_read = batch * q_len * hkv * d * 2
     else:
         flops = 4.0 * batch * hq * q_len * ctx * d
-        kv_read = batch * ctx * hkv * d * 2
+        kv_read = batch * ctx * kv_heads * d * 2
     q_io = batch * q_len * hq * d
     return Node("attention", "attention", phase, flops=flops,
                 bytes_read=(q_io + kv_read) * BF16_BYTES,
                 bytes_written=(q_io + batch * q_len * hkv * d * 2) * BF16_BYTES,
                 tokens=batch * q_len, context_len=ctx, launches=LAUNCHES["attention"],
-                attrs={"heads": hq, "kv_heads": hkv, "head_dim": d, "batch": batch})
+                attrs={"heads": hq, "kv_heads": kv_heads, "head_dim": d, "batch": batch})
+
+
+def _kv_copy(kind: str, phase: str, batch: int, ctx: int, heads_in: int, heads_out: int,
+             d: int, extra_out: int = 0) -> Node:
+    """A copy of the K and V caches: `kv_append` (transformers' DynamicCache concatenates
+    the new token to the whole cache every step: read ctx, write ctx + 1 positions) or
+    `kv_expand` (repeat_kv: kv heads copied out to every query head)."""
+    read = 2 * batch * ctx * heads_in * d * BF16_BYTES
+    written = 2 * batch * (ctx + extra_out) * heads_out * d * BF16_BYTES
+    return Node(kind, kind, phase, bytes_read=read, bytes_written=written, tokens=batch,
+                context_len=ctx, launches=LAUNCHES[kind],
+                attrs={"heads": heads_out, "kv_heads": heads_in, "head_dim": d,
+                       "batch": batch})
 
 
 def _embedding(phase: str, t: int, h: int) -> Node:
@@ -144,6 +163,8 @@ def _layer(dep: Deployment, phase: str, batch: int, q_len: int, ctx: int, count:
     h, t, tp = m.hidden_size, batch * q_len, dep.parallel.tp
     q_out = dep.heads_per_rank * m.head_dim
     kv_out = dep.kv_heads_per_rank * m.head_dim
+    hq, hkv, d = dep.heads_per_rank, dep.kv_heads_per_rank, m.head_dim
+    static = dep.engine in HF_STATIC_CACHE
     layer = Node("layer", "layer", phase, count=count, tokens=t, ranks=tp)
     layer.add(
         _elementwise("input_norm", "rmsnorm", phase, t, h, reads=1, writes=1, flops_per=4),
@@ -151,8 +172,13 @@ def _layer(dep: Deployment, phase: str, batch: int, q_len: int, ctx: int, count:
         _linear("k_proj", "k_proj", phase, t, h, kv_out, m.qkv_bias),
         _linear("v_proj", "v_proj", phase, t, h, kv_out, m.qkv_bias),
         _rope(phase, t, q_out, kv_out, batch, m.head_dim),
-        _attention(phase, batch, q_len, ctx, dep.heads_per_rank, dep.kv_heads_per_rank,
-                   m.head_dim),
+    )
+    if dep.engine in HF_DYNAMIC_CACHE and phase == "decode":
+        layer.add(_kv_copy("kv_append", phase, batch, ctx, hkv, hkv, d, extra_out=1))
+    if static and hq != hkv:  # a mask over the whole cache turns SDPA's native GQA off
+        layer.add(_kv_copy("kv_expand", phase, batch, ctx, hkv, hq, d))
+    layer.add(
+        _attention(phase, batch, q_len, ctx, hq, hkv, d, masked_cache=static),
         _linear("o_proj", "o_proj", phase, t, q_out, h, m.o_bias),
     )
     if tp > 1:
@@ -218,9 +244,10 @@ def _phase(dep: Deployment, phase: str) -> Node:
     w, p = dep.workload, dep.parallel
     b = dep.replica_batch
     if phase == "prefill":
+        # a static cache is attended whole already in the prefill
+        ctx = w.context_len if dep.engine in HF_STATIC_CACHE else w.prompt_len
         node = Node("prefill", "phase", "prefill", tokens=b * w.prompt_len)
-        node.add(*(_stage(dep, i, "prefill", b, w.prompt_len, w.prompt_len)
-                   for i in range(p.pp)))
+        node.add(*(_stage(dep, i, "prefill", b, w.prompt_len, ctx) for i in range(p.pp)))
         return node
     ctx = decode_context(w)
     node = Node("decode", "phase", "decode", tokens=b * max(w.gen_len - 1, 0))

@@ -10,6 +10,8 @@ COMPUTE_KINDS = ("embedding", "rmsnorm", "q_proj", "k_proj", "v_proj", "rope", "
                  "o_proj", "gate_proj", "up_proj", "activation", "down_proj", "final_norm",
                  "lm_head", "sampling", "residual")
 COMM_KINDS = ("allreduce", "allgather", "p2p")
+# copies of the KV cache some engines make (priced at the GPU's measured copy rate)
+COPY_KINDS = ("kv_append", "kv_expand")
 GROUP_KINDS = ("deployment", "replica", "phase", "step", "stage", "layer")
 
 

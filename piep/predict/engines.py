@@ -1,0 +1,208 @@
+"""Engine profiles: what an engine changes relative to piep's module models.
+
+The module models price the kernels; an engine adds its own host path and its own way of
+holding the KV cache. The cache handling is structure, in the model tree
+(`piep.tree.builder`: transformers' DynamicCache copies the whole cache every decode step;
+its static cache is attended whole, K/V expanded to every head). What a profile holds is
+fitted on end-to-end runs of the engine: host time per kernel launch (prefill, decode),
+per graph-replayed kernel, per generated token outside the model, and optionally the
+combiner. A profile names the engine's version it was measured with.
+
+Shipped profiles live in `calibration/<gpu>/engines/<engine>/profile.json`; a user's own
+(`piep train --engine NAME --from-measurements FILE`) go to the user data directory and
+take precedence.
+"""
+
+from __future__ import annotations
+
+import copy
+import logging
+import math
+import os
+import statistics
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from piep.artifacts import calibration_dir, read_json, read_jsonl, write_json
+from piep.errors import ArtifactError, ConfigError
+from piep.predict.combiner import Combiner
+from piep.predict.host import TERMS, HostTerms
+
+log = logging.getLogger("piep.engines")
+SCHEMA = "piep.engine_profile"
+SCHEMA_VERSION = 1
+# the host terms fitted per engine (the rest stay the reference runner's)
+ENGINE_FITS: dict[str, tuple[str, ...]] = {
+    "hf-eager": ("host_launch_s", "eager_decode_launch_s", "step_host_s"),
+    "hf-static": ("host_launch_s", "gap_graph_s", "step_host_s"),
+}
+START = {"step_host_s": 1e-3}  # where a fit starts a term the reference runner lacks
+
+
+def user_data_dir() -> Path:
+    """Where piep writes what users fit ($PIEP_DATA_DIR, else XDG data home)."""
+    if os.environ.get("PIEP_DATA_DIR"):
+        return Path(os.environ["PIEP_DATA_DIR"])
+    base = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
+    return Path(base) / "piep"
+
+
+def shipped_profile_dir(gpu: str, engine: str) -> Path:
+    return calibration_dir(gpu) / "engines" / engine
+
+
+def user_profile_dir(gpu: str, engine: str) -> Path:
+    return user_data_dir() / gpu / "engines" / engine
+
+
+@dataclass
+class EngineProfile:
+    name: str
+    version: str              # the engine's version the runs were measured with
+    gpu: str
+    host: HostTerms
+    combiner: Combiner | None = None   # None: the reference runner's
+    intervals: dict[str, float] = field(default_factory=dict)       # q90 |log| energy
+    time_intervals: dict[str, float] = field(default_factory=dict)
+    meta: dict[str, Any] = field(default_factory=dict)
+
+    def apply(self, base):
+        """The learned model `base` running this engine."""
+        return replace(base, host=copy.deepcopy(self.host),
+                       combiner=self.combiner or base.combiner,
+                       intervals=self.intervals or base.intervals,
+                       time_intervals=self.time_intervals or base.time_intervals,
+                       name=f"{base.name} + {self.name} profile")
+
+    def to_json(self) -> dict[str, Any]:
+        return {"engine": {"name": self.name, "version": self.version}, "gpu": self.gpu,
+                "terms": self.host.to_dict(),
+                "combiner": None if self.combiner is None else
+                {"W": self.combiner.w.tolist(), "b": self.combiner.b, "tau": self.combiner.tau},
+                "intervals": {"energy_log": self.intervals, "time_log": self.time_intervals},
+                "meta": self.meta}
+
+    @classmethod
+    def from_json(cls, doc: dict[str, Any]) -> "EngineProfile":
+        comb = doc.get("combiner")
+        return cls(doc["engine"]["name"], doc["engine"]["version"], doc["gpu"],
+                   HostTerms(**{k: v for k, v in doc["terms"].items() if k in TERMS}),
+                   None if comb is None else Combiner(np.asarray(comb["W"], float),
+                                                      float(comb["b"]), float(comb["tau"])),
+                   doc["intervals"]["energy_log"], doc["intervals"]["time_log"],
+                   doc.get("meta", {}))
+
+
+def save_profile(profile: EngineProfile, folder: Path, **prov: Any) -> Path:
+    return write_json(Path(folder) / "profile.json", SCHEMA, SCHEMA_VERSION,
+                      profile.to_json(), **prov)
+
+
+def load_profile(gpu: str, engine: str) -> EngineProfile | None:
+    """The user's profile of `engine` on `gpu`, else the shipped one, else None."""
+    for folder in (user_profile_dir(gpu, engine), shipped_profile_dir(gpu, engine)):
+        path = folder / "profile.json"
+        if path.is_file():
+            return EngineProfile.from_json(read_json(path, SCHEMA, SCHEMA_VERSION))
+    return None
+
+
+def known_profiles(gpu: str) -> dict[str, EngineProfile]:
+    names = set(ENGINE_FITS)
+    for root in (calibration_dir(gpu) / "engines", user_data_dir() / gpu / "engines"):
+        if root.is_dir():
+            names |= {p.parent.name for p in root.glob("*/profile.json")}
+    out = {}
+    for name in sorted(names):
+        prof = load_profile(gpu, name)
+        if prof is not None:
+            out[name] = prof
+    return out
+
+
+def engine_records(gpu: str, engine: str) -> list[dict[str, Any]]:
+    """The shipped end-to-end runs of an engine (every measurement with energy)."""
+    rows = []
+    for f in sorted((shipped_profile_dir(gpu, engine) / "raw").glob("*.jsonl")):
+        rows += [r for r in read_jsonl(f) if r.get("schema") == "piep.measurement"
+                 and r.get("energy_j") is not None]
+    return rows
+
+
+# --- fitting -----------------------------------------------------------------------------
+def _cases(records: list[dict[str, Any]], gpu, engine: str):
+    from piep.predict.dataset import unique_e2e
+    from piep.predict.train import Case, deployment_of
+    for r in records:
+        got = (r.get("engine") or {}).get("name") if isinstance(r.get("engine"), dict) else None
+        if got not in (None, engine):
+            raise ArtifactError(f"a record of engine {got!r} among the runs of {engine!r}")
+        r.setdefault("key", "|".join(str(r[k]) for k in ("model", "tp", "pp", "dp", "batch",
+                                                         "prompt_len", "gen_len", "mode")))
+    return [Case(r, deployment_of(r, gpu, engine=engine)) for r in unique_e2e(records)]
+
+
+def fit_profile(base, records: list[dict[str, Any]], engine: str, *,
+                refit_combiner: bool = False) -> EngineProfile:
+    """Fit `engine`'s host terms (and, with `refit_combiner`, its combiner) on its runs,
+    over the module models of `base` (the shipped learned predictor)."""
+    from piep.predict.train import TrainingSet, fit_combiner, fit_host_terms
+    if engine not in ENGINE_FITS:
+        raise ConfigError(f"no fit is defined for engine {engine!r}; engines: "
+                          f"{', '.join(ENGINE_FITS)}")
+    cases = _cases(records, base.gpu, engine)
+    if len(cases) < 3:
+        raise ArtifactError(f"fitting {engine} needs at least 3 end-to-end runs with energy, "
+                            f"found {len(cases)}")
+    host = copy.deepcopy(base.host)
+    for name, value in START.items():
+        if not getattr(host, name):
+            setattr(host, name, value)
+    model = replace(base, host=host)
+    ts = TrainingSet.build(model, cases)
+    fit_host_terms(model, ts, ENGINE_FITS[engine], maxiter=400)
+    if refit_combiner:
+        fit_combiner(model, ts)
+    versions = sorted({(r.get("engine") or {}).get("version", "unknown") for r in records})
+    return EngineProfile(engine, ",".join(versions), base.gpu.name, model.host,
+                         model.combiner if refit_combiner else None,
+                         meta={"runs": len(cases), "models": sorted({c.rec["model"]
+                                                                     for c in cases}),
+                               "tp_measured": sorted({c.rec["tp"] for c in cases}),
+                               "fitted_terms": list(ENGINE_FITS[engine]),
+                               "combiner": "refit" if refit_combiner else "reference"})
+
+
+def profile_lomo(base, records: list[dict[str, Any]], engine: str, *,
+                 refit_combiner: bool = False) -> list[dict[str, Any]]:
+    """Every run predicted by a profile fitted on the other models' runs of the engine
+    (the module models are the shipped ones, fitted on isolated samples)."""
+    from piep.predict.train import rows_of
+    cases = _cases(records, base.gpu, engine)
+    out = []
+    for name in sorted({c.rec["model"] for c in cases}):
+        held = [c for c in cases if c.rec["model"] == name]
+        train = [c.rec for c in cases if c.rec["model"] != name]
+        prof = fit_profile(base, train, engine, refit_combiner=refit_combiner)
+        out += rows_of(held, prof.apply(base))
+    return out
+
+
+def with_intervals(profile: EngineProfile, rows: list[dict[str, Any]]) -> EngineProfile:
+    """The 90 % split-conformal half-widths of |log(pred/measured)| over LOMO rows, pooled
+    (an engine has too few runs per layout to split them)."""
+    def q(values):
+        v = sorted(values)
+        k = min(len(v) - 1, math.ceil((len(v) + 1) * 0.9) - 1)
+        return v[k]
+    qe = q([abs(math.log(r["pred_energy_j"] / r["energy_j"])) for r in rows])
+    qt = q([abs(math.log(r["pred_time_s"] / r["time_s"])) for r in rows])
+    meta = {**profile.meta, "lomo_runs": len(rows),
+            "lomo_energy_mape": 100 * statistics.mean(abs(r["pred_energy_j"] / r["energy_j"] - 1)
+                                                      for r in rows),
+            "lomo_time_mape": 100 * statistics.mean(abs(r["pred_time_s"] / r["time_s"] - 1)
+                                                    for r in rows)}
+    return replace(profile, intervals={"all": qe}, time_intervals={"all": qt}, meta=meta)

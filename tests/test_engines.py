@@ -1,0 +1,134 @@
+"""Engines: their KV-cache handling in the tree, their profiles, and `--engine` at the edge."""
+
+import json
+
+import numpy as np
+import pytest
+
+from piep import api
+from piep.cli import main
+from piep.config import BF16_BYTES
+from piep.errors import ConfigError
+from piep.predict.engines import (ENGINE_FITS, engine_records, fit_profile, load_profile,
+                                  save_profile)
+from piep.predict.learned import load_learned
+from piep.tree import build_tree
+
+
+def _layer_leaves(dep, phase):
+    tree = build_tree(dep)
+    ph = next(p for p in tree.children[0].children if p.name == phase)
+    layer = next(n for _, _, n in ph.walk() if n.kind == "layer")
+    return {n.kind: n for n in layer.children}
+
+
+def test_dynamic_cache_copies_the_whole_cache_every_step():
+    dep = api.deployment("llama-3-8b", engine="hf-eager", batch=4, prompt_len=300, gen_len=101)
+    kids = _layer_leaves(dep, "decode")
+    m = dep.model
+    ctx = 300 + 101 // 2  # the live prefix, on average over the steps
+    kv = kids["kv_append"]
+    assert kv.bytes_read == 2 * 4 * ctx * m.num_kv_heads * m.head_dim * BF16_BYTES
+    assert kv.bytes_written == 2 * 4 * (ctx + 1) * m.num_kv_heads * m.head_dim * BF16_BYTES
+    assert "kv_append" not in _layer_leaves(dep, "prefill")  # the first update only stores
+    ref = api.deployment("llama-3-8b", mode="eager", batch=4, prompt_len=300, gen_len=101)
+    assert "kv_append" not in _layer_leaves(ref, "decode")
+
+
+def test_static_cache_is_attended_whole_with_kv_expanded():
+    dep = api.deployment("qwen2.5-7b", engine="hf-static", batch=2, prompt_len=100,
+                         gen_len=28, cache_len=1000)
+    m = dep.model
+    for phase in ("prefill", "decode"):
+        kids = _layer_leaves(dep, phase)
+        att, exp = kids["attention"], kids["kv_expand"]
+        assert att.context_len == 1000 and att.attrs["kv_heads"] == m.num_heads
+        assert exp.bytes_written == 2 * 2 * 1000 * m.num_heads * m.head_dim * BF16_BYTES
+    # MHA: repeat_kv is a no-op, nothing expanded
+    assert "kv_expand" not in _layer_leaves(
+        api.deployment("llama-2-7b", engine="hf-static"), "decode")
+
+
+def test_cache_len_is_validated_and_costs_energy():
+    with pytest.raises(ConfigError, match="cache_len"):
+        api.scenario("llama-3-8b", engine="hf-static", prompt_len=512, gen_len=128,
+                     cache_len=600)
+    with pytest.raises(ConfigError, match="static-cache engines"):
+        api.scenario("llama-3-8b", engine="hf-eager", cache_len=4096)
+    short = api.predict("qwen2.5-7b", engine="hf-static", batch=32)
+    long = api.predict("qwen2.5-7b", engine="hf-static", batch=32, cache_len=4096)
+    assert long["energy_j"] > 1.2 * short["energy_j"]
+
+
+def test_engine_predictions_name_engine_and_version():
+    doc = api.predict("llama-3-8b", engine="hf-static", batch=8)
+    prof = load_profile("h200", "hf-static")
+    assert doc["engine_ref"] == {"name": "hf-static", "version": prof.version}
+    assert "static cache" in doc["engine"] and "hf-static" in doc["predictor"]
+    assert "unmeasured_engine_layout" not in doc["flags"]
+    tp2 = api.predict("llama-3-8b", engine="hf-static", tp=2, batch=8)
+    assert "unmeasured_engine_layout" in tp2["flags"]
+    ref = api.predict("llama-3-8b", batch=8)
+    assert ref["engine_ref"]["name"] == "piep-graph"
+
+
+def test_engine_flags_at_the_edge(capsys):
+    assert main(["predict", "--model", "llama-3-8b", "--engine", "hf-static", "--mode",
+                 "eager"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "--mode eager belongs to piep's reference runner" in err
+    assert main(["predict", "--model", "llama-3-8b", "--engine", "vllm"]) == 2
+    assert "hf-static" in capsys.readouterr().err  # the choices are listed
+    assert main(["predict", "--model", "llama-3-8b", "--engine", "piep-eager", "--mode",
+                 "graph"]) == 2
+    assert "runs eager decode" in capsys.readouterr().err
+    assert main(["predict", "--model", "llama-3-8b", "--engine", "hf-eager", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["engine_ref"]["name"] == "hf-eager"
+
+
+def test_compare_takes_an_engine_per_candidate():
+    from piep.compare import compare, parse_candidate
+    assert parse_candidate("llama-2-7b@tp2:hf-static") == (
+        "llama-2-7b", {"tp": 2, "pp": 1, "dp": 1, "engine": "hf-static"})
+    assert parse_candidate("/a:b/config.json@tp2")[0] == "/a:b/config.json"
+    doc = compare(["llama-2-7b", "llama-2-7b:hf-eager"], api.scenario("llama-2-7b", batch=4))
+    a, b = doc["candidates"]
+    assert b["energy_j"] == pytest.approx(api.predict("llama-2-7b", engine="hf-eager",
+                                                      batch=4)["energy_j"])
+    assert a["energy_j"] == pytest.approx(api.predict("llama-2-7b", batch=4)["energy_j"])
+
+
+@pytest.mark.parametrize("engine", sorted(ENGINE_FITS))
+def test_shipped_profile_is_reproduced_from_its_runs(engine):
+    """`piep train --engine NAME` on the committed runs gives the shipped host terms."""
+    shipped = load_profile("h200", engine)
+    refit = fit_profile(load_learned("h200"), engine_records("h200", engine), engine)
+    for name in ENGINE_FITS[engine]:
+        assert getattr(refit.host, name) == pytest.approx(getattr(shipped.host, name),
+                                                          rel=1e-6, abs=1e-12)
+    assert refit.meta["runs"] == shipped.meta["runs"] > 5
+
+
+def test_a_user_profile_takes_precedence(tmp_path, monkeypatch):
+    prof = load_profile("h200", "hf-eager")
+    prof.host.step_host_s = 0.05  # 50 ms per token: unmistakable
+    monkeypatch.setenv("PIEP_DATA_DIR", str(tmp_path))
+    save_profile(prof, tmp_path / "h200" / "engines" / "hf-eager")
+    slow = api.predict("llama-2-7b", engine="hf-eager", gen_len=64)
+    monkeypatch.delenv("PIEP_DATA_DIR")
+    fast = api.predict("llama-2-7b", engine="hf-eager", gen_len=64)
+    assert slow["time_s"] - fast["time_s"] == pytest.approx(
+        64 * (0.05 - load_profile("h200", "hf-eager").host.step_host_s), rel=0.02)
+
+
+def test_train_engine_from_own_measurements(tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("PIEP_DATA_DIR", str(tmp_path / "data"))
+    recs = engine_records("h200", "hf-static")
+    path = tmp_path / "mine.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in recs))
+    assert main(["train", "--engine", "hf-static", "--from-measurements", str(path),
+                 "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["profile"].startswith(str(tmp_path / "data"))
+    assert out["runs"] == len({r["key"] for r in recs})
+    assert np.isfinite(out["lomo_energy_mape"])

@@ -1,0 +1,82 @@
+"""`piep measure --engine hf-eager|hf-static` on the CPU: the generate() protocol, the
+record it writes, the grid with the model kept across configurations, and transformers'
+own tensor parallelism in two gloo processes."""
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+if os.environ.get("PIEP_REQUIRE_TORCH"):
+    import torch  # noqa: F401
+    import transformers
+else:
+    pytest.importorskip("torch")
+    transformers = pytest.importorskip("transformers")
+
+TINY = {"model_type": "llama", "hidden_size": 64, "intermediate_size": 128,
+        "num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 2,
+        "vocab_size": 96, "max_position_embeddings": 256, "hidden_act": "silu",
+        "rms_norm_eps": 1e-5}
+FLAGS = ["--device", "cpu", "--dtype", "fp32", "--min-window-s", "0.01", "--idle-s", "0.01",
+         "--repeats", "2"]
+
+
+@pytest.fixture(scope="module")
+def config(tmp_path_factory):
+    path = tmp_path_factory.mktemp("tiny") / "config.json"
+    path.write_text(json.dumps(TINY))
+    return path
+
+
+def _measure(args, env=None):
+    proc = subprocess.run([sys.executable, "-m", "piep", "measure", *args, *FLAGS, "--json"],
+                          capture_output=True, text=True, timeout=300, env=env)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return json.loads(proc.stdout)
+
+
+def test_one_generate_call_is_the_measured_quantity(config):
+    rec = _measure(["--model", str(config), "--engine", "hf-eager", "--batch", "3",
+                    "--prompt-len", "7", "--gen-len", "5"])
+    assert rec["engine"] == {"name": "hf-eager", "version": transformers.__version__}
+    assert rec["generated_tokens"] == 5 and rec["mode"] == "eager"
+    assert rec["prefill"]["window"] == "generate(max_new_tokens=1)"
+    assert 0 < rec["prefill"]["time_s"] < rec["time_s"]
+    assert rec["energy_j"] is None  # no GPU: timing only, never a made-up energy
+    assert len(rec["warmup_s"]) >= 2 and set(rec["host_probe"]) == {"python_loop_200k_s",
+                                                                     "launch_add_s"}
+
+
+def test_grid_keeps_the_model_and_records_the_static_cache(config, tmp_path):
+    rows = [{"model": "tiny", "engine": "hf-static", "tp": 1, "pp": 1, "dp": 1, "batch": b,
+             "prompt_len": p, "gen_len": g, "mode": "graph", "estimated_s": 1, "config": TINY}
+            for b, p, g in ((2, 20, 6), (1, 8, 4))]
+    design = tmp_path / "design.jsonl"
+    design.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    out = tmp_path / "out.jsonl"
+    proc = subprocess.run([sys.executable, "-m", "piep", "measure", "--engine", "hf-static",
+                           "--grid", str(design), "--out", str(out), *FLAGS],
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    recs = [json.loads(line) for line in out.read_text().splitlines()]
+    assert [r["key"].split("|")[-1] for r in recs] == ["hf-static", "hf-static"]
+    # the second call reuses the first call's (larger) cache on the same model object
+    assert recs[0]["static_cache_len"] == recs[1]["static_cache_len"] >= 25
+
+
+@pytest.mark.slow
+def test_transformers_tensor_parallel_in_two_gloo_processes(config, tmp_path):
+    pytest.importorskip("accelerate")
+    env = {**os.environ, "PIEP_CHECKPOINTS": str(tmp_path / "ckpt")}
+    proc = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--nproc-per-node",
+                           "2", "-m", "piep", "measure", "--model", str(config), "--engine",
+                           "hf-eager", "--tp", "2", "--batch", "2", "--prompt-len", "6",
+                           "--gen-len", "3", *FLAGS, "--json"],
+                          capture_output=True, text=True, timeout=300, env=env)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    rec = json.loads(proc.stdout[proc.stdout.index("{"):])
+    assert rec["tp"] == 2 and rec["gpus"] == 2 and len(rec["per_gpu"]) == 2
+    assert rec["generated_tokens"] == 3
