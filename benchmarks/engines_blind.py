@@ -62,7 +62,7 @@ def main() -> int:
     for engine in engines:
         measured = [r for r in read_jsonl(ENGINES / engine / MEASURED)
                     if r.get("schema") == "piep.measurement" and r.get("energy_j")]
-        rows = {r["key"]: r for r in design_rows(engine)}
+        rows = {config_key(r): r for r in design_rows(engine)}
         blind, today = [], []
         for m in measured:
             p = preds[m["key"]]
