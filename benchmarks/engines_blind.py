@@ -58,6 +58,15 @@ def main() -> int:
         write_text(PREDICTIONS, "".join(json.dumps(p) + "\n" for p in preds))
         print(f"wrote {len(preds)} predictions to {PREDICTIONS}")
         return 0
+    for line in blind_summary(engines, verbose=True):
+        print(line)
+    return 0
+
+
+def blind_summary(engines=("hf-static", "hf-eager"), verbose: bool = False) -> list[str]:
+    """Per engine: MAPE of the committed predictions against the measured blind runs, and
+    of today's code (with each run's measured cache length)."""
+    out = []
     preds = {p["key"]: p for p in read_jsonl(PREDICTIONS)}
     for engine in engines:
         measured = [r for r in read_jsonl(ENGINES / engine / MEASURED)
@@ -70,16 +79,18 @@ def main() -> int:
                                + 1 if engine == "hf-static" else None})
             blind.append((p["energy_j"] / m["energy_j"] - 1, p["time_s"] / m["time_s"] - 1))
             today.append((now["energy_j"] / m["energy_j"] - 1, now["time_s"] / m["time_s"] - 1))
-            print(f"{engine} {m['model']:18s} b{m['batch']:3d} p{m['prompt_len']:5d} "
-                  f"g{m['gen_len']:4d} cache {m.get('static_cache_len')}: blind energy "
-                  f"{100 * blind[-1][0]:+6.1f} %, time {100 * blind[-1][1]:+6.1f} %")
+            if verbose:
+                out.append(f"{engine} {m['model']:18s} b{m['batch']:3d} p{m['prompt_len']:5d} "
+                           f"g{m['gen_len']:4d} cache {m.get('static_cache_len')}: blind "
+                           f"energy {100 * blind[-1][0]:+6.1f} %, time {100 * blind[-1][1]:+6.1f} %")
         for name, errs in (("blind (committed predictions)", blind),
-                           ("today's code, measured cache length", today)):
+                           ("today's profiles, trained on these runs too (in-sample)", today)):
             if errs:
-                print(f"{engine} {name}: {len(errs)} runs, energy MAPE "
-                      f"{100 * statistics.mean(abs(e) for e, _ in errs):.1f} %, time MAPE "
-                      f"{100 * statistics.mean(abs(t) for _, t in errs):.1f} %")
-    return 0
+                out.append(f"{engine} {name}: {len(errs)} runs, energy MAPE "
+                           f"{100 * statistics.mean(abs(e) for e, _ in errs):.1f} % "
+                           f"({100 * min(e for e, _ in errs):+.0f}..{100 * max(e for e, _ in errs):+.0f} %), "
+                           f"time MAPE {100 * statistics.mean(abs(t) for _, t in errs):.1f} %")
+    return out
 
 
 if __name__ == "__main__":

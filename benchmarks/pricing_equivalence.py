@@ -161,7 +161,8 @@ def main() -> int:
     if "--snapshot" in sys.argv:
         from piep.artifacts import git_hash
         SNAPSHOT.parent.mkdir(parents=True, exist_ok=True)
-        SNAPSHOT.write_bytes(gzip.compress(json.dumps({"commit": git_hash(), "documents": docs}).encode(), mtime=0))
+        body = json.dumps({"commit": git_hash(), "documents": docs}).encode()
+        SNAPSHOT.write_bytes(gzip.compress(body, mtime=0))
         print(f"wrote {len(docs)} documents to {SNAPSHOT}")
         return 0
     snap = json.loads(gzip.decompress(SNAPSHOT.read_bytes()))

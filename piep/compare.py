@@ -43,6 +43,8 @@ def candidate_scenarios(candidates: list[str], base: Scenario) -> list[Scenario]
 
 
 def compare(candidates: list[str], base: Scenario, *, predictor: str = "auto") -> dict[str, Any]:
+    """Predict every candidate on the base's workload; the best per goal (latency, energy
+    per token, memory headroom)."""
     from piep import api
     rows = []
     for cand, scn in zip(candidates, candidate_scenarios(candidates, base)):

@@ -130,9 +130,9 @@ def validate(model: ModelSpec, parallel: Parallel, workload: Workload, gpu: GPU,
                           f"use tp in {{{', '.join(map(str, ok))}}}")
     kv = model.num_kv_heads
     if kv % tp and tp % kv:
+        ok = [str(d) for d in divisors(model.num_heads) if kv % d == 0 or d % kv == 0]
         raise ConfigError(f"tp={tp} neither divides nor is a multiple of "
-                          f"num_key_value_heads={kv}; use tp in "
-                          f"{{{', '.join(str(d) for d in divisors(model.num_heads) if kv % d == 0 or d % kv == 0)}}}")
+                          f"num_key_value_heads={kv}; use tp in {{{', '.join(ok)}}}")
     if model.intermediate_size % tp:
         raise ConfigError(f"tp={tp} does not divide intermediate_size={model.intermediate_size}")
     if model.num_layers % pp:

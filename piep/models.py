@@ -80,7 +80,7 @@ SYNTHETIC = [
      "intermediate_size": 16384, "vocab_size": 65536},
     {"hidden_size": 8192, "num_attention_heads": 64, "num_key_value_heads": 64,
      "intermediate_size": 30000, "vocab_size": 100000},
-    # session 3: hidden sizes of no shipped model, FFN sizes of low alignment (GEMM
+    # hidden sizes of no shipped model, FFN sizes of low alignment (GEMM
     # kernels change with the trailing zero bits of K and N)
     {"hidden_size": 4608, "num_attention_heads": 36, "num_key_value_heads": 4,
      "intermediate_size": 12300, "vocab_size": 64000},
@@ -92,7 +92,7 @@ SYNTHETIC = [
      "intermediate_size": 19000, "vocab_size": 64000},
     {"hidden_size": 2304, "num_attention_heads": 18, "num_key_value_heads": 6,
      "intermediate_size": 6150, "vocab_size": 32000},
-    # session 3: head dims other than 128 (every shipped model has 128): 64, 96, 80
+    # head dims other than 128 (every shipped model has 128): 64, 96, 80
     {"hidden_size": 1536, "num_attention_heads": 24, "num_key_value_heads": 8,
      "intermediate_size": 4096, "vocab_size": 32000},
     {"hidden_size": 3072, "num_attention_heads": 32, "num_key_value_heads": 8,

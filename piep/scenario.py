@@ -42,10 +42,12 @@ class EngineRef:
 
     @property
     def mode(self) -> str:
+        """How the engine decodes: "graph" (CUDA-graph replay) or "eager"."""
         return ENGINE_MODES[self.name]
 
     @property
     def is_reference(self) -> bool:
+        """piep's own reference runner."""
         return self.name in REFERENCE_ENGINES
 
     @property
@@ -86,6 +88,7 @@ class Batch:
 
 @dataclass(frozen=True, kw_only=True)
 class Scenario:
+    """Model, GPU, layout, engine and a batch workload, validated at construction."""
     model: ModelSpec
     gpu: GPU
     parallel: Parallel = field(default_factory=Parallel)
@@ -157,9 +160,11 @@ class Scenario:
 
     @property
     def mode(self) -> str:
+        """How the engine decodes: "graph" (CUDA-graph replay) or "eager"."""
         return self.engine.mode
 
     def label(self) -> str:
+        """`MODEL@tpXppYdpZ[:ENGINE]`, the grammar of `piep compare`."""
         p = self.parallel
         engine = "" if self.engine.name == DEFAULT_ENGINE else f":{self.engine.name}"
         return f"{self.model.name}@tp{p.tp}pp{p.pp}dp{p.dp}{engine}"

@@ -1,5 +1,26 @@
 import pytest
 
+# test tiers by file (markers; `-m pure`, `-m "replay and not slow"`, ...): the default tier
+# is everything but `gpu` and `slow`; .ci/run runs `slow` (multi-process gloo) after it
+TIERS = {
+    "pure": ("test_tree", "test_layout", "test_layers", "test_gamma", "test_models",
+             "test_imports", "test_cli", "test_grid"),
+    "fake_device": ("test_runtime", "test_energy_meter", "test_runner_energy"),
+    "replay": ("test_learned", "test_pricing", "test_engines", "test_report", "test_optimize",
+               "test_plan", "test_roofline", "test_transfer", "test_data_invariants"),
+    "gloo": ("test_runner_numerics", "test_collectives_sampler", "test_hf_engine",
+             "test_module_ops"),
+    "gpu": ("test_gpu",),
+}
+_TIER_OF = {name: tier for tier, names in TIERS.items() for name in names}
+
+
+def pytest_collection_modifyitems(items):
+    for item in items:
+        tier = _TIER_OF.get(item.path.stem)
+        if tier:
+            item.add_marker(tier)
+
 from piep.config import Parallel, Workload
 from piep.gpus import load_gpu
 from piep.layout import validate

@@ -12,6 +12,7 @@ pytest.importorskip("torch")
 WORKER = Path(__file__).with_name("_collectives_worker.py")
 
 
+@pytest.mark.slow
 def test_two_processes_write_one_row_per_point(tmp_path):
     out = tmp_path / "c.jsonl"
     env = {**os.environ, "OMP_NUM_THREADS": "1"}

@@ -19,7 +19,7 @@ Curve = tuple[list[float], list[float]]  # x: log2 size in bytes, y: per the tab
 def collective_rows(samples) -> list[dict[str, Any]]:
     """The isolated collective samples that price collectives: with energy on every GPU,
     not superseded by a later measurement of the same point, and AllReduce with the
-    runner's SUM where it was measured so (AVG, session 2, is a pre-multiplied sum)."""
+    runner's SUM where it was measured so (AVG is a pre-multiplied sum)."""
     rows = [r for r in samples if not r.get("superseded_by")
             and all(e is not None for e in r.get("energy_j_per_gpu", [None]))]
     summed = {r["mode"] for r in rows if r["kind"] == "allreduce" and r.get("reduce_op") == "sum"}
@@ -53,7 +53,7 @@ class Collectives:
                 (math.log2(f["size_bytes"]), expected_wait_s(f["fit"]) * share))
         # collectives sampled in isolation replace the probe's times where they exist, and
         # price a call at its own energy: power = energy per call and GPU / time per call.
-        # (LOMO, session 3: probe times 3.9 / 2.8 % graph energy / time, isolated SUM
+        # (LOMO with the probe's times: 3.9 / 2.8 % graph energy / time; with the isolated SUM
         # times 3.9 / 2.9 %; the isolated table is the one measured with energy.)
         iso: dict[tuple[str, str, int], list[dict[str, Any]]] = {}
         for row in collective_rows(samples):

@@ -51,15 +51,19 @@ def user_data_dir() -> Path:
 
 
 def shipped_profile_dir(gpu: str, engine: str) -> Path:
+    """Where piep ships an engine's profile and its runs (`raw/`)."""
     return calibration_dir(gpu) / "engines" / engine
 
 
 def user_profile_dir(gpu: str, engine: str) -> Path:
+    """Where a user's own fit of an engine goes (it takes precedence)."""
     return user_data_dir() / gpu / "engines" / engine
 
 
 @dataclass
 class EngineProfile:
+    """An engine's fitted host terms (and optionally its combiner) over piep's module
+    models, with the engine version its runs were measured with."""
     name: str
     version: str              # the engine's version the runs were measured with
     gpu: str
@@ -78,6 +82,7 @@ class EngineProfile:
                        name=f"{base.name} + {self.name} profile")
 
     def to_json(self) -> dict[str, Any]:
+        """The body of `profile.json` (the envelope is added by `save_profile`)."""
         return {"engine": {"name": self.name, "version": self.version}, "gpu": self.gpu,
                 "terms": self.host.to_dict(),
                 "combiner": None if self.combiner is None else
@@ -87,6 +92,7 @@ class EngineProfile:
 
     @classmethod
     def from_json(cls, doc: dict[str, Any]) -> "EngineProfile":
+        """A profile from the body of `profile.json`."""
         comb = doc.get("combiner")
         return cls(doc["engine"]["name"], doc["engine"]["version"], doc["gpu"],
                    HostTerms(**{k: v for k, v in doc["terms"].items() if k in TERMS}),
@@ -97,6 +103,7 @@ class EngineProfile:
 
 
 def save_profile(profile: EngineProfile, folder: Path, **prov: Any) -> Path:
+    """Write `folder/profile.json` (enveloped, atomic); returns its path."""
     return write_json(Path(folder) / "profile.json", SCHEMA, SCHEMA_VERSION,
                       profile.to_json(), **prov)
 
@@ -111,6 +118,7 @@ def load_profile(gpu: str, engine: str) -> EngineProfile | None:
 
 
 def known_profiles(gpu: str) -> dict[str, EngineProfile]:
+    """Every engine with a profile on `gpu` (shipped or the user's), by name."""
     names = set(ENGINE_FITS)
     for root in (calibration_dir(gpu) / "engines", user_data_dir() / gpu / "engines"):
         if root.is_dir():

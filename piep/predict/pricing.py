@@ -44,9 +44,11 @@ class CostModel(Protocol):
     """What the roofline, learned and spec-sheet transfer models implement."""
     name: str
 
-    def price(self, table: LeafTable) -> Prices: ...
+    def price(self, table: LeafTable) -> Prices:
+        """One call of every row of `table` on its GPU."""
 
-    def interval(self, dep: Deployment, energy_j: float, time_s: float) -> dict[str, Any]: ...
+    def interval(self, dep: Deployment, energy_j: float, time_s: float) -> dict[str, Any]:
+        """The interval document of a prediction of `dep` (energy, time, level)."""
 
 
 @dataclass
@@ -69,6 +71,7 @@ class Priced:
     bubble_energy_j: np.ndarray  # (segments, stages), all GPUs, combiner-weighted
 
     def out_of_range_kinds(self, i: int) -> list[str]:
+        """Kinds of deployment i's leaves that lie far from the data the model was fitted on."""
         sel = (self.table.cfg == i) & self.prices.out_of_range & (self.table.count > 0)
         return sorted(set(self.table.kind[sel]))
 
@@ -157,6 +160,7 @@ class Priced:
 
 
 def flags(dep: Deployment, out_of_range: bool) -> list[str]:
+    """The flags a prediction of `dep` carries: extrapolated layouts, far leaves, notes."""
     return ((["extrapolated"] if dep.parallel.world_size > 2 else [])
             + (["out_of_range"] if out_of_range else [])
             + [f"note: {n}" for n in dep.notes])

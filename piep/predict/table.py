@@ -63,6 +63,8 @@ def hides_host_gaps(mode: str, phase: str, pp: int) -> bool:
 
 @dataclass
 class Skeleton:
+    """The leaves of one (model, layout, GPU, engine) tree: what they are, and each
+    quantity as polynomial coefficients in the workload."""
     kind: list[str]
     kind_id: np.ndarray
     path: list[str]
@@ -125,6 +127,7 @@ def _solve(basis: np.ndarray, y: np.ndarray, sel: np.ndarray) -> np.ndarray:
 
 
 def build_skeleton(model, parallel: Parallel, gpu, engine: str | None = None) -> Skeleton:
+    """Solve the skeleton of a model on a layout from the builder's canonical trees."""
     rows, first = [], None
     for b, q, g in CANON:
         dep = Deployment(model, parallel, Workload(batch=b * parallel.dp, prompt_len=q,
@@ -208,10 +211,12 @@ class LeafTable:
 
     @property
     def gpu(self):
+        """The GPU of every deployment of the table."""
         return self.deps[0].gpu
 
     @property
     def decode(self) -> np.ndarray:
+        """Per row: the leaf runs in decode."""
         return self.phase == 1
 
     @property
@@ -228,6 +233,7 @@ class TableBuilder:
         self.skeletons: dict[tuple, Skeleton] = {}
 
     def skeleton(self, dep: Deployment) -> Skeleton:
+        """The skeleton of `dep`'s tree, built on first use."""
         # the leaves do not depend on dp (replicas are identical; b is per replica) nor on
         # the mode (only the decode context does, through the basis)
         p = dep.parallel

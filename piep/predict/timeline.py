@@ -20,6 +20,7 @@ import numpy as np
 
 @dataclass(frozen=True)
 class Timeline:
+    """Segment times and each stage's busy, gap and bubble time (one GPU per stage)."""
     time_s: np.ndarray        # (segments,)
     stage_busy_s: np.ndarray  # (segments, stages): per GPU of the stage
     stage_gap_s: np.ndarray

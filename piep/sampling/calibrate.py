@@ -235,7 +235,7 @@ def run_waits(out: Path, *, models: list[str], workloads: list[dict[str, int]],
                             "model": name, "collective": "allreduce", "group_size": world,
                             "phase": phase, "mode": mode, "size_bytes": bytes_, **wl,
                             "durations_ms": durs, "waits_s": waits})
-                del gen, model
+                gen = model = None  # free the GPU memory before the next shape
                 torch.cuda.empty_cache()
                 d.barrier()
     d.close()
@@ -282,7 +282,7 @@ def run_insitu(out: Path, *, decode_steps: int = 16) -> None:
                                        "device_time_s_per_call": dev_us / 1e6 / ev.count})
         finally:
             model_mod.PROFILE_SPANS = False
-        del gen, m
+        gen = m = None
         torch.cuda.empty_cache()
 
 
@@ -304,8 +304,8 @@ def fit_all(samples: Path, out: Path) -> list[dict[str, Any]]:
     return fits
 
 
-# 4 KiB .. 1 GiB, 2x apart (session 2 measured 8 KiB .. 256 MiB 8x apart: interpolation
-# between points that far apart missed by 33-48 %)
+# 4 KiB .. 1 GiB, 2x apart (at 8x apart, interpolating between the points missed the
+# sizes between them by 33-48 %)
 COLLECTIVE_SIZES = tuple(2 ** k for k in range(12, 31))
 
 
@@ -323,10 +323,9 @@ def run_collectives(out: Path, *, sizes=COLLECTIVE_SIZES, modes=("graph", "eager
     AllReduce runs the runner's SUM by default; every call then multiplies the buffer by
     the group size, so each buffer is scaled back by a power of two after at most 32 uses
     and at the end of a captured graph, which holds >= 32 uses of every buffer (at most
-    one elementwise kernel per 32 calls: ~0.4 % of a 1 GiB AllReduce). Call 10 captured
-    fewer for large buffers: its graph rows above 64 MiB carry a scale kernel per 1-4
-    calls (+2-14 %); call 11 measured those sizes again. `reduce_op="avg"` is session 2's AVG, which NCCL runs as a
-    pre-multiplied sum: up to 2x slower than SUM for small buffers."""
+    one elementwise kernel per 32 calls: ~0.4 % of a 1 GiB AllReduce; fewer uses per
+    capture put a scale kernel every few calls, +2-14 % at >= 64 MiB). `reduce_op="avg"`
+    is NCCL's AVG, a pre-multiplied sum: up to 2x slower than SUM for small buffers."""
     import torch.distributed as dist
 
     from piep.sampling.runner import Dist, RankMeter
@@ -434,7 +433,7 @@ def run_collectives(out: Path, *, sizes=COLLECTIVE_SIZES, modes=("graph", "eager
                     log.info("%s %d B %s: %.1f us, %s W", kind, size, mode, per_call * 1e6,
                              [None if r["power_w"] is None else round(r["power_w"])
                               for r in ranks])
-                del replay
+                replay = None
             del bufs, outs
             if cuda:
                 torch.cuda.empty_cache()
@@ -533,7 +532,7 @@ def main(what: str, opts: CalibrateOptions) -> dict[str, Any] | None:
                         reduce_op=opts.reduce_op, modes=tuple(opts.modes or ("graph", "eager")))
         if torch.cuda.is_available():
             # every row is written; NCCL's teardown after many captured graphs has hung in
-            # two of two device runs (session 2, call 8), so the ranks leave without it
+            # twice on the lent machines, so the ranks leave without it
             import os
             import sys
             print(f"out: {opts.out}", flush=True)

@@ -26,7 +26,7 @@ UNLISTED = {"model_type": "llama", "hidden_size": 2560, "intermediate_size": 691
             "vocab_size": 50304, "max_position_embeddings": 4096, "hidden_act": "silu",
             "rms_norm_eps": 1e-5, "rope_theta": 10000.0, "tie_word_embeddings": False}
 
-# session 3: two more shapes in no public list, measured end to end only (no module
+# two more shapes in no public list, measured end to end only (no module
 # sampler draws from them), so leave-one-model-out on them tests unseen shapes
 UNLISTED_MORE = {
     "piep-unlisted-6b": {**UNLISTED, "hidden_size": 3840, "intermediate_size": 10240,
@@ -37,7 +37,7 @@ UNLISTED_MORE = {
                          "num_key_value_heads": 2, "vocab_size": 70000},
 }
 
-# session 3: head dims other than 128, the blind test of device call 13
+# head dims other than 128 (a blind test: every other run had 128)
 UNLISTED_HEAD_DIM = {
     "piep-unlisted-hd64": {**UNLISTED, "hidden_size": 2048, "intermediate_size": 6144,
                            "num_hidden_layers": 20, "num_attention_heads": 32,
@@ -137,7 +137,7 @@ def write_design(path: Path, **kwargs) -> int:
 # host time per layer of a decode step, for the wall-time estimate of transformers' engines
 # only (eager: ~30 kernel launches per layer; compiled: one CUDA-graph replay)
 HF_LAYER_STEP_S = {"hf-eager": 4e-4, "hf-static": 5e-5}
-HF_COMPILE_S = 40.0  # first call of a model under hf-static: 21-37 s measured (call 15)
+HF_COMPILE_S = 40.0  # first call of a model under hf-static (21-80 s measured)
 
 
 def build_engine_design(engine: str, models: tuple[str, ...], *, tp: int = 1, seed: int = 0,
@@ -186,13 +186,13 @@ def build_engine_design(engine: str, models: tuple[str, ...], *, tp: int = 1, se
 
 
 ENGINE_DESIGNS = {
-    # session 4, device call 15: transformers generate() on one GPU, both engines
+    # transformers generate() on one GPU, both engines
     "hf-eager/design_tp1.jsonl": dict(engine="hf-eager", seed=11, draws=5, models=(
         "llama-2-7b", "llama-3-8b", "qwen2.5-7b", "mistral-7b", "llama-2-13b",
         "piep-unlisted-3b", "qwen2.5-14b", "piep-unlisted-6b")),
     "hf-static/design_tp1.jsonl": dict(engine="hf-static", seed=12, draws=6, by_model=True,
                                        models=("llama-2-7b", "qwen2.5-7b", "piep-unlisted-3b")),
-    # call 17: a blind test: models and shapes none of the engine runs had, predicted by
+    # a blind test: models and shapes none of the engine runs had, predicted by
     # the profiles committed before the call (benchmarks/engines_blind.py)
     "hf-static/design_blind.jsonl": dict(engine="hf-static", seed=21, draws=3, by_model=True,
                                          models=("llama-3-8b", "mistral-7b",
@@ -216,12 +216,12 @@ def write_engine_design(name: str) -> int:
 
 
 DESIGNS = {
-    # the main design, drawn in session 1 (the committed file is the one measured; drawing
+    # the main design (the committed file is the one measured; drawing
     # it again today filters a few points differently: the roofline has changed since)
     "design.jsonl": {},
-    # session 3: eager pipeline-parallel runs (the main design drew 3 of them)
+    # eager pipeline-parallel runs (the main design drew 3 of them)
     "design_eager_pp.jsonl": {"seed": 3, "draws": 5, "eager_share": 1.0, "layouts": ("pp2",)},
-    # session 3: the two further unlisted shapes on 1 and 2 GPUs
+    # the two further unlisted shapes on 1 and 2 GPUs
     "design_unlisted.jsonl": {"seed": 4, "draws": 5, "eager_share": 0.2,
                               "layouts": ("tp1", "tp2", "pp2"),
                               "models": tuple(UNLISTED_MORE)},

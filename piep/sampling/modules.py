@@ -17,12 +17,13 @@ from typing import Any, Callable
 import torch
 import torch.nn.functional as F
 
+from piep.sampling.model import (apply_rope, attention_block, eager_decode_ops,
+                                 prefill_ops, split_heads, static_decode_ops)
+from piep.tree.builder import LINEAR_KINDS, sampler_op_version, shape_key  # noqa: F401
+from piep.tree.nodes import COMPUTE_KINDS  # noqa: F401  (re-exported)
+
 L2_BYTES = 60 * 2 ** 20
 ROTATE_BYTES = 4 * L2_BYTES
-from piep.sampling.model import (apply_rope, attention_block, eager_decode_ops,  # noqa: E402
-                                 prefill_ops, split_heads, static_decode_ops)
-from piep.tree.nodes import COMPUTE_KINDS  # noqa: F401  (re-exported)
-from piep.tree.builder import LINEAR_KINDS, sampler_op_version, shape_key  # noqa: F401,E402
 
 
 @dataclass
@@ -213,5 +214,5 @@ def _sample_once(s: dict[str, Any], mode: str, *, meter, idle_w: float, device,
            "sm_clock_mhz": snap.get("sm_clock_mhz"), "temperature_c": snap.get("temperature_c"),
            "rotating_copies": op.n_rot, "time_unix": time.time(),
            "op_version": sampler_op_version(s["kind"], mode)}
-    del op, replay
+    op = replay = None  # free the buffers before the next shape
     return out

@@ -212,7 +212,7 @@ def main(seconds: float) -> dict | None:
                      "tb_per_s": nbytes / per / 1e12 if nbytes else None,
                      "sm_clock_after_mhz": snap["sm_clock_mhz"],
                      "temperature_after_c": snap["temperature_c"]}
-    del big, big2
+    big = big2 = None
     # graph pool of a small captured step
     before = torch.cuda.memory_reserved()
     g = torch.cuda.CUDAGraph()

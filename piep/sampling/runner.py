@@ -229,7 +229,7 @@ def measure_config(spec: ModelSpec, parallel: Parallel, workload: Workload, *, d
     tokens = gen.tokens.cpu().tolist() if topo.last and topo.dp_rank == 0 else None
     ranks = d.gather(mine)
     toks = d.gather(tokens)
-    del gen, model
+    gen = model = None  # free the GPU memory before the next configuration
     if cuda:
         torch.cuda.empty_cache()
     if hygiene.cooldown_s > 0:  # let the board cool before the next configuration

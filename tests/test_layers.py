@@ -1,0 +1,104 @@
+"""Layers point down: every import in piep (also inside functions) goes to its own layer or
+a lower one, the subpackages import each other without cycles, only the command line
+imports piep.commands, and only piep.device imports pynvml."""
+
+import ast
+from collections import defaultdict
+from pathlib import Path
+
+PIEP = Path(__file__).resolve().parent.parent / "piep"
+# top-level modules and subpackages of piep by layer (0 lowest)
+LAYERS = {
+    0: ("__init__", "errors", "artifacts", "config"),
+    1: ("gpus", "models", "device", "stats"),
+    2: ("layout", "clocks"),
+    3: ("tree", "scenario"),
+    4: ("predict",),
+    5: ("api",),
+    6: ("plan", "sampling", "compare", "sweep"),
+    7: ("optimize", "report"),
+    8: ("commands",),
+    9: ("cli", "__main__"),
+}
+LEVEL = {unit: level for level, units in LAYERS.items() for unit in units}
+
+
+def _unit(module: str) -> str:
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 else "__init__"
+
+
+def _imports():
+    """(importing file, its unit, imported module) for every import statement."""
+    for path in sorted(PIEP.rglob("*.py")):
+        rel = path.relative_to(PIEP.parent).with_suffix("")
+        module = ".".join(rel.parts).removesuffix(".__init__")
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Import):
+                names = [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+                names = [f"piep.{a.name}" if node.module == "piep" else node.module
+                         for a in node.names]
+            else:
+                continue
+            for name in names:
+                yield path.relative_to(PIEP.parent), _unit(module), name
+
+
+def _piep_edges():
+    for path, src, name in _imports():
+        if name == "piep" or name.startswith("piep."):
+            dst = _unit(name) if name.startswith("piep.") else "__init__"
+            if dst == "__version__":
+                dst = "__init__"
+            if dst != src:
+                yield path, src, dst
+
+
+def test_every_unit_has_a_layer():
+    units = {p.stem if p.is_file() else p.name for p in PIEP.iterdir()
+             if (p.suffix == ".py" or (p.is_dir() and (p / "__init__.py").exists()))}
+    assert units <= set(LEVEL), f"give these a layer in LAYERS: {sorted(units - set(LEVEL))}"
+
+
+def test_imports_point_down():
+    upward = [f"{path}: {src} (layer {LEVEL[src]}) imports {dst} (layer {LEVEL[dst]})"
+              for path, src, dst in _piep_edges() if LEVEL[dst] > LEVEL[src]]
+    assert not upward, "\n".join(upward)
+
+
+def test_no_cycle_between_subpackages():
+    graph = defaultdict(set)
+    for _, src, dst in _piep_edges():
+        graph[src].add(dst)
+    state: dict[str, int] = {}
+
+    def visit(u, stack):
+        state[u] = 1
+        for v in sorted(graph[u]):
+            if state.get(v) == 1:
+                raise AssertionError("import cycle: " + " -> ".join(stack + [u, v]))
+            if v not in state:
+                visit(v, stack + [u])
+        state[u] = 2
+    for u in sorted(graph):
+        if u not in state:
+            visit(u, [])
+
+
+def test_only_the_command_line_imports_commands():
+    bad = [f"{path}: {src}" for path, src, dst in _piep_edges()
+           if dst == "commands" and src not in ("cli", "commands")]
+    assert not bad, bad
+
+
+def test_pynvml_only_in_the_device_seam():
+    bad = [str(path) for path, _, name in _imports()
+           if name.split(".")[0] == "pynvml" and path.parts[1] != "device"]
+    assert not bad, bad
+
+
+def test_the_check_sees_imports_inside_functions():
+    """The walker reads function bodies: the CLI's commands are imported lazily there."""
+    lazy = [(p, n) for p, src, n in _imports() if src == "commands" and n == "piep.api"]
+    assert lazy
