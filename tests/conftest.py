@@ -1,5 +1,10 @@
 import pytest
 
+from piep.config import Parallel, Workload
+from piep.gpus import load_gpu
+from piep.layout import validate
+from piep.models import load_model
+
 # test tiers by file (markers; `-m pure`, `-m "replay and not slow"`, ...): the default tier
 # is everything but `gpu` and `slow`; .ci/run runs `slow` (multi-process gloo) after it
 TIERS = {
@@ -21,10 +26,6 @@ def pytest_collection_modifyitems(items):
         if tier:
             item.add_marker(tier)
 
-from piep.config import Parallel, Workload
-from piep.gpus import load_gpu
-from piep.layout import validate
-from piep.models import load_model
 
 
 @pytest.fixture
