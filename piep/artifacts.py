@@ -8,8 +8,9 @@ from __future__ import annotations
 
 import json
 import os
-from functools import lru_cache
 import platform
+from dataclasses import dataclass
+from functools import lru_cache
 import subprocess
 import tempfile
 from pathlib import Path
@@ -77,7 +78,10 @@ def _atomic_write(path: Path, text: str) -> None:
 
 def write_json(path: Path | str, schema: str, version: int, body: dict[str, Any],
                **prov: Any) -> Path:
+    """An enveloped document (schema, version, provenance), checked against its registered
+    schema and written atomically."""
     doc = {"schema": schema, "schema_version": version, "provenance": provenance(**prov), **body}
+    check_document(doc, str(path))
     _atomic_write(Path(path), json.dumps(doc, indent=2, sort_keys=False) + "\n")
     return Path(path)
 
@@ -97,6 +101,88 @@ def load_json(path: Path | str) -> Any:
         raise ArtifactError(f"{path}: not valid JSON ({exc})") from None
 
 
+# --- the schemas of piep's documents ---------------------------------------------------
+NUM = (int, float)
+OPT_NUM = (int, float, type(None))
+
+
+@dataclass(frozen=True)
+class Schema:
+    """A document kind: its name, the newest version this piep writes and reads, and the
+    top-level keys (with their types) every document of the kind has."""
+    name: str
+    version: int
+    required: tuple[tuple[str, Any], ...]
+
+    def check(self, doc: Any, where: str) -> dict[str, Any]:
+        if not isinstance(doc, dict):
+            raise ArtifactError(f"{where}: a {self.name} document must be a JSON object")
+        if int(doc.get("schema_version", 0)) > self.version:
+            raise ArtifactError(f"{where}: schema_version {doc['schema_version']} is newer than "
+                                f"this piep reads ({self.version}); upgrade piep")
+        for key, kind in self.required:
+            if key not in doc:
+                raise ArtifactError(f"{where}: {self.name} document without {key!r}")
+            if not isinstance(doc[key], kind) or (kind == NUM and isinstance(doc[key], bool)):
+                raise ArtifactError(f"{where}: {self.name} {key!r} is "
+                                    f"{type(doc[key]).__name__}, not {_type_name(kind)}")
+        return doc
+
+
+def _type_name(kind) -> str:
+    kinds = kind if isinstance(kind, tuple) else (kind,)
+    return " or ".join("null" if k is type(None) else k.__name__ for k in kinds)
+
+
+SCHEMAS: dict[str, Schema] = {}
+
+
+def register(name: str, version: int, **required: Any) -> Schema:
+    SCHEMAS[name] = Schema(name, version, tuple(required.items()))
+    return SCHEMAS[name]
+
+
+_WORKLOAD = dict(model=str, tp=int, pp=int, dp=int, batch=int, prompt_len=int, gen_len=int,
+                 mode=str)
+register("piep.prediction", 1, model=str, gpu=str, layout=dict, workload=dict, predictor=str,
+         energy_j=NUM, time_s=NUM, prefill=dict, decode=dict, j_per_token=NUM, per_gpu=list,
+         interval=dict, breakdown_j=dict, modules=list, flags=list)
+register("piep.comparison", 1, workload=dict, candidates=list, recommendation=dict)
+register("piep.sweep", 1, rows=list)
+register("piep.clock_plan", 1, ranks=list, applied=dict, ideal_bound=dict, constraints=dict,
+         default=dict)
+register("piep.optimize", 1, reference=dict, chosen=dict, front=list, predicted_gain=dict)
+register("piep.report", 1, prediction=dict, actions=list, figures=dict)
+register("piep.env", 1, piep=str, packages=dict, calibrations=dict)
+register("piep.model_tree", 1, tree=dict, nodes=int)
+register("piep.measurement", 1, **_WORKLOAD, time_s=NUM, prefill=dict, decode=dict,
+         energy_j=OPT_NUM)
+register("piep.measurement_failure", 1, **_WORKLOAD, key=str, error=str)
+register("piep.module_sample", 1, kind=str, mode=str, time_s=NUM, energy_j=OPT_NUM,
+         shape_fields=list)
+register("piep.collective_sample", 1, kind=str, mode=str, size_bytes=int, time_s=NUM)
+register("piep.host_overhead", 1, launch_gap_power_w=NUM)
+register("piep.insitu", 1, model=str, kind=str, phase=str, device_time_s_per_call=NUM)
+register("piep.wait_samples", 1, collective=str, phase=str, mode=str, size_bytes=int,
+         durations_ms=list)
+register("piep.wait_fits", 1, fits=list)
+register("piep.freq_model", 1, gpu=str, f_max_mhz=NUM, f_min_mhz=NUM, params=dict)
+register("piep.learned_predictor", 1, gpu=str, kinds=dict, comm=dict, terms=dict,
+         combiner=dict, intervals=dict)
+register("piep.engine_profile", 1, engine=dict, gpu=str, terms=dict, intervals=dict)
+register("piep.gpu_profile", 1, values=dict)
+register("piep.spec_sheets", 1, reference=str, gpus=dict)
+
+
+def check_document(doc: Any, where: str = "document") -> dict[str, Any]:
+    """Validate a document against its registered schema (by its `schema` key)."""
+    name = doc.get("schema") if isinstance(doc, dict) else None
+    if name not in SCHEMAS:
+        raise ArtifactError(f"{where}: {name!r} is not a piep schema "
+                            f"({', '.join(sorted(SCHEMAS))})")
+    return SCHEMAS[name].check(doc, where)
+
+
 def read_text(path: Path | str) -> str:
     path = Path(path)
     if not path.is_file():
@@ -107,15 +193,22 @@ def read_text(path: Path | str) -> str:
         raise ArtifactError(f"{path}: cannot be read ({exc})") from None
 
 
-def read_json(path: Path | str, schema: str, max_version: int) -> dict[str, Any]:
+def read_json(path: Path | str, schema: str, max_version: int | None = None) -> dict[str, Any]:
+    """A document of `schema`, checked against its registration."""
     doc = load_json(path)
     if not isinstance(doc, dict) or doc.get("schema") != schema:
-        raise ArtifactError(f"{path}: expected schema {schema!r}, found "
-                            f"{doc.get('schema') if isinstance(doc, dict) else type(doc).__name__!r}")
-    if int(doc.get("schema_version", 0)) > max_version:
+        found = doc.get("schema") if isinstance(doc, dict) else type(doc).__name__
+        raise ArtifactError(f"{path}: expected schema {schema!r}, found {found!r}")
+    if max_version is not None and int(doc.get("schema_version", 0)) > max_version:
         raise ArtifactError(f"{path}: schema_version {doc['schema_version']} is newer than this "
                             f"piep reads ({max_version}); upgrade piep")
-    return doc
+    return check_document(doc, str(path))
+
+
+def read_records(path: Path | str, schema: str) -> list[dict[str, Any]]:
+    """The records of `schema` in a JSONL file, each checked (other lines are skipped)."""
+    return [check_document(r, f"{path}:{i}") for i, r in enumerate(read_jsonl(path), 1)
+            if isinstance(r, dict) and r.get("schema") == schema]
 
 
 def append_jsonl(path: Path | str, record: dict[str, Any]) -> None:

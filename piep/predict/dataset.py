@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from piep.artifacts import calibration_dir, load_json, read_jsonl
+from piep.artifacts import calibration_dir, check_document, load_json, read_json, read_jsonl
 from piep.errors import ArtifactError
 from piep.gpus import DEFAULT_GPU
 
@@ -33,10 +33,12 @@ class Calibration:
 
 
 def _jsonl(folder: Path, pattern: str, files: list[Path]) -> list[dict[str, Any]]:
+    """Every piep record of the files, each checked against its schema."""
     rows: list[dict[str, Any]] = []
     for f in sorted(folder.glob(pattern)):
         files.append(f)
-        rows += read_jsonl(f)
+        rows += [check_document(r, str(f)) for r in read_jsonl(f)
+                 if str(r.get("schema", "")).startswith("piep.")]
     return rows
 
 
@@ -78,7 +80,7 @@ def load_calibration(gpu: str = DEFAULT_GPU, root: Path | None = None) -> Calibr
         files.append(probe)
         collectives = load_json(probe)["ranks"][0].get("collectives", [])
     fits_path = root / "waits" / "fits.json"
-    wait_fits = load_json(fits_path)["fits"] if fits_path.is_file() else []
+    wait_fits = read_json(fits_path, "piep.wait_fits")["fits"] if fits_path.is_file() else []
     if fits_path.is_file():
         files.append(fits_path)
     coll_samples = [r for r in _jsonl(root / "collectives", "*.jsonl", files)

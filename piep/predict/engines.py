@@ -26,7 +26,7 @@ from typing import Any
 
 import numpy as np
 
-from piep.artifacts import calibration_dir, read_json, read_jsonl, write_json
+from piep.artifacts import calibration_dir, read_json, read_records, write_json
 from piep.errors import ArtifactError, ConfigError
 from piep.predict.combiner import Combiner
 from piep.predict.host import TERMS, HostTerms
@@ -135,8 +135,7 @@ def engine_records(gpu: str, engine: str) -> list[dict[str, Any]]:
     """The shipped end-to-end runs of an engine (every measurement with energy)."""
     rows = []
     for f in sorted((shipped_profile_dir(gpu, engine) / "raw").glob("*.jsonl")):
-        rows += [r for r in read_jsonl(f) if r.get("schema") == "piep.measurement"
-                 and r.get("energy_j") is not None]
+        rows += [r for r in read_records(f, "piep.measurement") if r.get("energy_j") is not None]
     return rows
 
 

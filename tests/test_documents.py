@@ -1,0 +1,119 @@
+"""piep's documents: every committed artifact reads against its registered schema, every
+schema round-trips through the one writer, and `predict --json` keeps its golden keys,
+types and numbers."""
+
+import contextlib
+import io
+import json
+import math
+import os
+from pathlib import Path
+
+import pytest
+
+from piep.artifacts import SCHEMAS, check_document, read_json, write_json
+from piep.cli import main
+from piep.errors import ArtifactError
+
+ROOT = Path(__file__).resolve().parent.parent
+GOLDEN = Path(__file__).with_name("data") / "predict_golden.json"
+GOLDEN_ARGS = ["predict", "--model", "llama-2-7b", "--gpu", "h200", "--tp", "2", "--batch", "16",
+               "--prompt-len", "512", "--gen-len", "128", "--json"]
+
+
+def _cli(argv):
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        assert main(argv) == 0
+    return json.loads(out.getvalue())
+
+
+def _committed():
+    for path in sorted((ROOT / "calibration").rglob("*.json")) + \
+            sorted((ROOT / "reports").rglob("*.json")):
+        doc = json.loads(path.read_text())
+        if isinstance(doc, dict) and str(doc.get("schema", "")).startswith("piep."):
+            yield path, doc
+    for path in sorted((ROOT / "calibration").rglob("*.jsonl")):
+        for i, line in enumerate(path.read_text().splitlines(), 1):
+            doc = json.loads(line) if line.strip() else None
+            if isinstance(doc, dict) and str(doc.get("schema", "")).startswith("piep."):
+                yield Path(f"{path}:{i}"), doc
+
+
+def test_every_committed_artifact_reads_against_its_schema():
+    seen = set()
+    for path, doc in _committed():
+        check_document(doc, str(path))
+        seen.add(doc["schema"])
+    assert {"piep.measurement", "piep.module_sample", "piep.learned_predictor",
+            "piep.engine_profile", "piep.freq_model", "piep.clock_plan"} <= seen
+
+
+@pytest.mark.parametrize("argv", [
+    GOLDEN_ARGS,
+    ["compare", "llama-2-7b@tp2", "llama-2-13b", "--json"],
+    ["sweep", "--model", "llama-2-7b", "--batch", "1", "4", "--json"],
+    ["plan", "--model", "llama-2-7b", "--json"],
+    ["optimize", "--model", "llama-2-7b", "--batches", "1,4", "--json"],
+    ["env", "--json"],
+    ["tree", "llama-2-7b", "--json"],
+], ids=lambda a: a[0])
+def test_command_documents_round_trip_through_the_writer(argv, tmp_path):
+    doc = _cli(argv)
+    check_document(doc, argv[0])
+    body = {k: v for k, v in doc.items() if k not in ("schema", "schema_version", "provenance")}
+    path = write_json(tmp_path / "doc.json", doc["schema"], doc["schema_version"], body,
+                      command=" ".join(argv))
+    back = read_json(path, doc["schema"])
+    assert {k: v for k, v in back.items() if k != "provenance"} == \
+        {k: v for k, v in doc.items() if k != "provenance"}
+    assert back["provenance"]["command"] == " ".join(argv)
+
+
+def test_every_schema_is_exercised_somewhere():
+    """A registered schema is written by piep or found in the committed data."""
+    committed = {doc["schema"] for _, doc in _committed()}
+    written = {"piep.prediction", "piep.comparison", "piep.sweep", "piep.clock_plan",
+               "piep.optimize", "piep.env", "piep.model_tree", "piep.measurement_failure"}
+    assert set(SCHEMAS) <= committed | written
+
+
+def test_a_broken_document_is_one_clear_error(tmp_path):
+    doc = _cli(GOLDEN_ARGS)
+    doc["energy_j"] = "a lot"
+    with pytest.raises(ArtifactError, match="'energy_j' is str, not int or float"):
+        check_document(doc, "x.json")
+    del doc["energy_j"]
+    with pytest.raises(ArtifactError, match="without 'energy_j'"):
+        check_document(doc, "x.json")
+    with pytest.raises(ArtifactError, match="not a piep schema"):
+        check_document({"schema": "other"}, "y.json")
+    (tmp_path / "new.json").write_text(json.dumps({**_cli(GOLDEN_ARGS), "schema_version": 9}))
+    with pytest.raises(ArtifactError, match="newer than this piep reads"):
+        read_json(tmp_path / "new.json", "piep.prediction")
+
+
+def _same(a, b, path=""):
+    if isinstance(a, dict):
+        assert isinstance(b, dict) and set(a) == set(b), f"{path}: keys {set(a) ^ set(b)}"
+        for k in a:
+            _same(a[k], b[k], f"{path}/{k}")
+    elif isinstance(a, list):
+        assert isinstance(b, list) and len(a) == len(b), f"{path}: length"
+        for i, (x, y) in enumerate(zip(a, b)):
+            _same(x, y, f"{path}[{i}]")
+    elif isinstance(a, float) or isinstance(b, float):
+        assert type(a) is type(b) or {type(a), type(b)} <= {int, float}, path
+        assert math.isclose(a, b, rel_tol=1e-9, abs_tol=1e-12), f"{path}: {a} vs {b}"
+    else:
+        assert type(a) is type(b) and a == b, f"{path}: {a!r} vs {b!r}"
+
+
+def test_predict_json_is_the_golden_document():
+    """Every key, type and number of `piep predict --json` for the README's example.
+    A change of the predictor that is meant: PIEP_UPDATE_GOLDEN=1 pytest this test."""
+    doc = {k: v for k, v in _cli(GOLDEN_ARGS).items() if k != "provenance"}
+    if os.environ.get("PIEP_UPDATE_GOLDEN"):
+        GOLDEN.write_text(json.dumps(doc, indent=1) + "\n")
+    _same(json.loads(GOLDEN.read_text()), doc)
