@@ -28,7 +28,8 @@ import torch
 
 from piep.config import ModelSpec, Parallel, Workload
 from piep.errors import ConfigError
-from piep.sampling.runner import Dist, Hygiene, RankMeter, _cpu_model, _driver, _spread, _sync
+from piep.sampling.runner import (Dist, Hygiene, RankMeter, _cpu_model, _driver, _spread, _sync,
+                                 record_head)
 
 log = logging.getLogger("piep.measure")
 HF_ENGINES = ("hf-eager", "hf-static")
@@ -233,16 +234,7 @@ def _record(spec, parallel, workload, engine, ranks, reps, reps_first) -> dict[s
     time_s, first_s = statistics.median(t_all), statistics.median(t_first)
     steps = workload.gen_len - 1
     rec: dict[str, Any] = {
-        "schema": "piep.measurement", "schema_version": 1, "boundary": "gpu_board",
-        "model": spec.name, "config_hash": spec.config_hash(),
-        "shape": {"hidden": spec.hidden_size, "layers": spec.num_layers,
-                  "heads": spec.num_heads, "kv_heads": spec.num_kv_heads,
-                  "head_dim": spec.head_dim, "ffn": spec.intermediate_size,
-                  "vocab": spec.vocab_size, "qkv_bias": spec.qkv_bias,
-                  "params": spec.num_params()},
-        "tp": parallel.tp, "pp": parallel.pp, "dp": parallel.dp, "gpus": parallel.world_size,
-        "batch": workload.batch, "prompt_len": workload.prompt_len,
-        "gen_len": workload.gen_len, "mode": "graph" if engine == "hf-static" else "eager",
+        **record_head(spec, parallel, workload, "graph" if engine == "hf-static" else "eager"),
         "time_s": time_s,
         "prefill": {"time_s": first_s, "window": "generate(max_new_tokens=1)",
                     "reps_per_window": reps_first},

@@ -309,17 +309,8 @@ def _record(spec, parallel, workload, ranks, k_prefill, k_decode, steps, sdpa, t
     prefill_t, decode_t = statistics.median(pre_t), statistics.median(dec_t)
     time_s = prefill_t + decode_t
     rec: dict[str, Any] = {
-        "schema": RECORD_SCHEMA, "schema_version": RECORD_VERSION,
-        "boundary": "gpu_board", "engine": "piep reference runner",
-        "model": spec.name, "config_hash": spec.config_hash(),
-        "shape": {"hidden": spec.hidden_size, "layers": spec.num_layers,
-                  "heads": spec.num_heads, "kv_heads": spec.num_kv_heads,
-                  "head_dim": spec.head_dim, "ffn": spec.intermediate_size,
-                  "vocab": spec.vocab_size, "qkv_bias": spec.qkv_bias,
-                  "params": spec.num_params()},
-        "tp": parallel.tp, "pp": parallel.pp, "dp": parallel.dp, "gpus": parallel.world_size,
-        "batch": workload.batch, "prompt_len": workload.prompt_len,
-        "gen_len": workload.gen_len, "mode": workload.mode,
+        **record_head(spec, parallel, workload, workload.mode),
+        "engine": "piep reference runner",
         "time_s": time_s,
         "prefill": {"time_s": prefill_t, "reps_per_window": k_prefill},
         "decode": {"time_s": decode_t, "tpot_s": decode_t / steps if steps else 0.0,
@@ -350,6 +341,23 @@ def _record(spec, parallel, workload, ranks, k_prefill, k_decode, steps, sdpa, t
     else:
         rec["energy_j"] = None
     return rec
+
+
+def record_head(spec: ModelSpec, parallel: Parallel, workload: Workload,
+                mode: str) -> dict[str, Any]:
+    """What every measurement record starts with: schema, the model's shape, the layout
+    and the workload."""
+    return {
+        "schema": RECORD_SCHEMA, "schema_version": RECORD_VERSION, "boundary": "gpu_board",
+        "model": spec.name, "config_hash": spec.config_hash(),
+        "shape": {"hidden": spec.hidden_size, "layers": spec.num_layers,
+                  "heads": spec.num_heads, "kv_heads": spec.num_kv_heads,
+                  "head_dim": spec.head_dim, "ffn": spec.intermediate_size,
+                  "vocab": spec.vocab_size, "qkv_bias": spec.qkv_bias,
+                  "params": spec.num_params()},
+        "tp": parallel.tp, "pp": parallel.pp, "dp": parallel.dp, "gpus": parallel.world_size,
+        "batch": workload.batch, "prompt_len": workload.prompt_len,
+        "gen_len": workload.gen_len, "mode": mode}
 
 
 def _driver() -> str | None:
