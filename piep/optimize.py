@@ -16,6 +16,7 @@ Objectives (lower is better):
 
 from __future__ import annotations
 
+import logging
 import math
 from dataclasses import dataclass, field
 from typing import Any, Callable
@@ -24,6 +25,8 @@ import numpy as np
 
 from piep.errors import ConfigError, PiepError
 from piep.scenario import Scenario
+
+log = logging.getLogger("piep.optimize")
 
 OBJECTIVES = ("eds", "zeus", "latency")
 DEFAULT_POWER_LIMITS = (700.0, 600.0, 500.0, 400.0, 300.0)
@@ -311,3 +314,83 @@ class DeviceSteps:
                 for d in self.devices:
                     d.reset_power_limit()
             self._limit = None
+
+
+# --- the online search, wired to measurements -------------------------------------------
+@dataclass(frozen=True, kw_only=True)
+class OnlineOptions:
+    axes: tuple[str, ...] = ("batch",)   # what the search may move: batch, clock, power
+    max_steps: int = 8                   # measurements it may make
+    replay: str | None = None            # answer from a recorded log instead of a GPU
+    log: str | None = None               # append every step here (JSONL)
+    repeats: int = 3                     # repeats per measured point
+
+
+def online(scn: Scenario, res: OfflineResult, objective: Objective, opts: OnlineOptions, *,
+           clocks: Callable[[], Any]) -> dict[str, Any]:
+    """Search around the offline optimum with real measurements (or a replayed log).
+    `clocks()` gives the clock devices to use when the clock or power axes move."""
+    start = restricted_optimum(res, list(opts.axes))
+    pts = res.points
+    values: dict[str, list] = {}
+    if "batch" in opts.axes:
+        values["batch"] = sorted({p["batch"] for p in pts})
+    if "clock" in opts.axes:
+        locked = sorted({p["sm_mhz"] for p in pts if p["sm_mhz"] is not None})
+        values["sm_mhz"] = locked + [None]  # None: default boost, above every lock
+    if "power" in opts.axes:
+        values["power_limit_w"] = sorted({p["power_limit_w"] for p in pts})
+    keys = ("batch", "power_limit_w", "sm_mhz")
+    point = {k: start[k] for k in keys}
+    reference = {k: res.reference[k] for k in keys}
+    measure, close = _measurer(scn, opts, clocks)
+
+    def log_step(step):
+        log.info("online %s: batch %s, %s W, %s MHz -> objective %.4f%s", step.axis,
+                 step.point["batch"], step.point["power_limit_w"], step.point["sm_mhz"],
+                 step.objective, " (accepted)" if step.accepted else "")
+        if opts.log:
+            from piep.artifacts import append_jsonl
+            append_jsonl(opts.log, {"axis": step.axis, "point": step.point,
+                                    "measured": step.measured, "objective": step.objective,
+                                    "accepted": step.accepted})
+    try:
+        out = online_search(point, reference, measure, objective, values,
+                            max_steps=opts.max_steps, log=log_step)
+    finally:
+        close()
+    best_pred = next((p for p in pts if all(p[k] == out["best"][k] for k in point)), None)
+    out.update({"axes": list(opts.axes), "start": point, "start_predicted": start,
+                "best_predicted": best_pred, "source": "replay" if opts.replay else "measured"})
+    return out
+
+
+def _measurer(scn: Scenario, opts: OnlineOptions, clocks: Callable[[], Any]):
+    """(measure, close): replayed, or the reference runner with device steps."""
+    if opts.replay:
+        from piep.artifacts import read_jsonl
+        rows = [r["measured"] for r in read_jsonl(opts.replay) if "measured" in r]
+        return ReplayMeasure(rows), lambda: None
+    if scn.parallel.world_size != 1:
+        raise ConfigError("the online search runs one GPU (tp=pp=dp=1)")
+    try:
+        from piep.sampling.online import runner_measure
+        from piep.sampling.runner import Hygiene
+    except ImportError:
+        raise ConfigError("`piep optimize --online` measures real runs: pip install "
+                          "'piep[gpu]' on a GPU machine (or --replay LOG)") from None
+    inner = runner_measure(scn.model, prompt_len=scn.workload.prompt_len,
+                           gen_len=scn.workload.gen_len, mode=scn.mode,
+                           hygiene=Hygiene(repeats=opts.repeats))
+    if list(opts.axes) == ["batch"]:
+        return inner, lambda: None
+    from piep.clocks import ClockRuntime, default_state_dir
+    access = clocks()
+    if not access.permission():
+        raise ConfigError("moving the clock or power axes sets GPU clocks/limits: it needs "
+                          "root or CAP_SYS_ADMIN; use --online-axes batch")
+    devices = access.devices("0")
+    runtime = ClockRuntime(devices, default_state_dir(), dry_run=False,
+                           permission_check=access.permission, min_dwell_s=0.0)
+    steps = DeviceSteps(inner, devices, runtime, 700.0)
+    return steps, steps.close

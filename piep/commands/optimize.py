@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import logging
 from pathlib import Path
 
@@ -82,85 +81,20 @@ def run(args) -> int:
         _plot(res, Path(args.plot))
         doc["plot"] = args.plot
     if args.online or args.replay:
-        doc["online"] = _online(args, scn, res, objective)
+        from piep.optimize import OnlineOptions, online
+        if args.max_steps < 2:
+            raise ConfigError("--max-steps must be >= 2 (the default configuration and the "
+                              "start)")
+        opts = OnlineOptions(axes=tuple(_axes(args.online_axes)), max_steps=args.max_steps,
+                             replay=args.replay, log=args.log, repeats=args.repeats)
+        doc["online"] = online(scn, res, objective, opts, clocks=_clock_access)
     emit(args, doc, lambda d: _human(d, args.front))
     return 0
 
 
-def _online(args, scn, res, objective):
-    from piep.optimize import online_search, restricted_optimum
-    axes = _axes(args.online_axes)
-    if args.max_steps < 2:
-        raise ConfigError("--max-steps must be >= 2 (the default configuration and the start)")
-    start = restricted_optimum(res, axes)
-    ref = res.reference
-    values = {}
-    pts = res.points
-    if "batch" in axes:
-        values["batch"] = sorted({p["batch"] for p in pts})
-    if "clock" in axes:
-        clocks = sorted({p["sm_mhz"] for p in pts if p["sm_mhz"] is not None})
-        values["sm_mhz"] = clocks + [None]  # None: default boost, above every lock
-    if "power" in axes:
-        values["power_limit_w"] = sorted({p["power_limit_w"] for p in pts})
-    point = {k: start[k] for k in ("batch", "power_limit_w", "sm_mhz")}
-    reference = {k: ref[k] for k in ("batch", "power_limit_w", "sm_mhz")}
-    measure, close = _measurer(args, scn, axes)
-    log_path = Path(args.log) if args.log else None
-
-    def log_step(step):
-        line = {"axis": step.axis, "point": step.point, "measured": step.measured,
-                "objective": step.objective, "accepted": step.accepted}
-        log.info("online %s: batch %s, %s W, %s MHz -> objective %.4f%s", step.axis,
-                 step.point["batch"], step.point["power_limit_w"], step.point["sm_mhz"],
-                 step.objective, " (accepted)" if step.accepted else "")
-        if log_path:
-            log_path.parent.mkdir(parents=True, exist_ok=True)
-            with log_path.open("a") as fh:
-                fh.write(json.dumps(line) + "\n")
-    try:
-        out = online_search(point, reference, measure, objective, values,
-                            max_steps=args.max_steps, log=log_step)
-    finally:
-        close()
-    start_pred = start
-    best_pred = next((p for p in pts if all(p[k] == out["best"][k] for k in point)), None)
-    out.update({"axes": axes, "start": point, "start_predicted": start_pred,
-                "best_predicted": best_pred, "source": "replay" if args.replay else "measured"})
-    return out
-
-
-def _measurer(args, scn, axes):
-    """(measure, close): replayed, or the reference runner with device steps."""
-    from piep.optimize import DeviceSteps, ReplayMeasure
-    if args.replay:
-        from piep.artifacts import read_jsonl
-        rows = [r["measured"] for r in read_jsonl(args.replay) if "measured" in r]
-        return ReplayMeasure(rows), lambda: None
-    if scn.parallel.world_size != 1:
-        raise ConfigError("the online search runs one GPU (tp=pp=dp=1)")
-    try:
-        from piep.sampling.online import runner_measure
-        from piep.sampling.runner import Hygiene
-    except ImportError:
-        raise ConfigError("`piep optimize --online` measures real runs: pip install "
-                          "'piep[gpu]' on a GPU machine (or --replay LOG)") from None
-    inner = runner_measure(args.model, prompt_len=scn.workload.prompt_len,
-                           gen_len=scn.workload.gen_len, mode=scn.mode,
-                           hygiene=Hygiene(repeats=args.repeats))
-    if axes == ["batch"]:
-        return inner, lambda: None
-    from piep.clocks import ClockRuntime, default_state_dir
+def _clock_access():
     from piep.commands.apply import clock_access
-    access = clock_access()
-    if not access.permission():
-        raise ConfigError("moving the clock or power axes sets GPU clocks/limits: it needs "
-                          "root or CAP_SYS_ADMIN; use --online-axes batch")
-    devices = access.devices("0")
-    runtime = ClockRuntime(devices, default_state_dir(), dry_run=False,
-                           permission_check=access.permission, min_dwell_s=0.0)
-    steps = DeviceSteps(inner, devices, runtime, 700.0)
-    return steps, steps.close
+    return clock_access()
 
 
 def _plot(res, path: Path) -> None:

@@ -6,13 +6,13 @@ from typing import Any
 
 import torch
 
-from piep.config import Parallel, Workload
+from piep.config import ModelSpec, Parallel, Workload
 from piep.errors import ConfigError
 from piep.models import load_model
 from piep.sampling.runner import Dist, Hygiene, RankMeter, measure_config
 
 
-def runner_measure(model: str, *, prompt_len: int, gen_len: int, mode: str,
+def runner_measure(model: "str | ModelSpec", *, prompt_len: int, gen_len: int, mode: str,
                    hygiene: Hygiene, seed: int = 0):
     """A measure(point) function: runs the reference runner at the point's batch and
     returns its GPU-board energy and time. Clock and power axes are moved by the caller."""
@@ -24,7 +24,7 @@ def runner_measure(model: str, *, prompt_len: int, gen_len: int, mode: str,
     device = torch.device("cuda", 0)
     torch.cuda.set_device(device)
     meter = RankMeter(device)
-    spec = load_model(model)
+    spec = model if isinstance(model, ModelSpec) else load_model(model)
 
     def measure(p: dict[str, Any]) -> dict[str, Any]:
         rec = measure_config(spec, Parallel(), Workload(batch=p["batch"], prompt_len=prompt_len,
