@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-import logging
 from pathlib import Path
 
 from piep.commands.common import add_deployment_args, emit, scenario_from_args
 from piep.errors import ConfigError
 
-log = logging.getLogger("piep.optimize")
 AXES = ("batch", "clock", "power")
 
 
