@@ -15,7 +15,7 @@ LAYERS = {
     3: ("tree", "scenario"),
     4: ("predict",),
     5: ("api",),
-    6: ("plan", "sampling", "compare", "sweep"),
+    6: ("plan", "sampling", "compare", "sweep", "serving"),
     7: ("optimize", "report"),
     8: ("commands",),
     9: ("cli", "__main__"),

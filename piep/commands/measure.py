@@ -41,6 +41,10 @@ def configure(parser) -> None:
                         help="with --clock-plan: log the switches, set nothing (default)")
     parser.add_argument("--no-dry-run", dest="clock_dry_run", action="store_false",
                         help="with --clock-plan: really set clocks (root or CAP_SYS_ADMIN)")
+    parser.add_argument("--trace", metavar="TRACE.jsonl", nargs="+", default=(),
+                        help="with --engine hf-cb: replay these request traces (JSONL or CSV "
+                             "of arrival_s, prompt_len, gen_len[, id]) in real time, one "
+                             "after another on one model")
     parser.add_argument("--clock-state-dir", metavar="DIR",
                         help="with --clock-plan: runtime state files (default "
                              "~/.cache/piep/clock-state)")
@@ -50,6 +54,9 @@ def run(args) -> int:
     from piep.errors import ConfigError
     if not args.model and not args.grid:
         raise ConfigError("give --model (one configuration) or --grid DESIGN.jsonl")
+    if (args.engine == "hf-cb") != bool(args.trace):
+        raise ConfigError("--engine hf-cb replays a request trace: give both --engine hf-cb and "
+                          "--trace FILE")
     if args.clock_plan and args.grid:
         raise ConfigError("--clock-plan applies to one configuration (--model), not --grid")
     try:
@@ -60,7 +67,7 @@ def run(args) -> int:
     from piep.sampling.options import MeasureOptions
     engine, mode = _engine(args.engine, args.mode)
     opts = options_from_args(MeasureOptions, args, engine=engine, mode=mode,
-                             continuous=not args.no_continuous)
+                             continuous=not args.no_continuous, trace=tuple(args.trace))
     opts.shard_index  # a bad --shard fails here, before torch starts
     doc = measure_main(opts)
     if doc is not None:
@@ -79,11 +86,16 @@ def _engine(engine: str | None, mode: str | None) -> tuple[str, str]:
             raise ConfigError(f"--mode {mode} belongs to piep's reference runner; drop it "
                               f"with --engine {engine}")
         return engine, "graph" if engine == "hf-static" else "eager"
+    if engine == "hf-cb":
+        return engine, "eager"
     ref = engine_for(engine, mode)
     return ref.name, ref.mode
 
 
 def _human(doc) -> str:
+    if "traces" in doc:
+        return "\n".join(f"{t['trace']}: {t['requests']} requests, {t['energy_j']} J, "
+                         f"{t['time_s']:.2f} s (GPU boards only)" for t in doc["traces"])
     if "records" in doc:
         return f"measured {doc['records']} configuration(s) into {doc['out']}"
     e = doc.get("energy_j")

@@ -70,6 +70,22 @@ def measure_main(opts: MeasureOptions) -> dict[str, Any] | None:
         if device.type == "cpu" and opts.device == "auto" and spec.num_params() > 1e9:
             raise ConfigError(f"no CUDA GPU: measuring {spec.name} on the CPU measures no "
                               f"energy and takes minutes; pass --device cpu to do it anyway")
+        if opts.engine == "hf-cb":
+            from piep.sampling.hf_cb import measure_trace
+            from piep.serving.trace import read_trace
+            traces = [(path, read_trace(path)) for path in opts.trace]  # all valid first
+            model = build_model(spec, Parallel(), d, device, dtype, opts.weights, opts.seed)
+            recs = []
+            for path, trace in traces:
+                rec = measure_trace(spec, trace, d=d, device=device, model=model, meter=meter,
+                                    hygiene=hygiene, seed=opts.seed,
+                                    extra={"command": _command(), "trace": path})
+                log.info("%s: %d requests, %s J, %.2f s", path, len(trace), rec["energy_j"],
+                         rec["time_s"])
+                if opts.out:
+                    append_jsonl(opts.out, rec)
+                recs.append(rec)
+            return recs[0] if len(recs) == 1 else {"traces": recs}
         parallel = Parallel(tp=opts.tp, pp=opts.pp, dp=opts.dp)
         workload = Workload(batch=opts.batch, prompt_len=opts.prompt_len,
                             gen_len=opts.gen_len, mode=opts.mode)

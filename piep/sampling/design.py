@@ -215,6 +215,30 @@ def write_engine_design(name: str) -> int:
     return len(rows)
 
 
+# request traces replayed against transformers' continuous batching (hf-cb): light,
+# medium, a burst, a backlog, an idle-heavy night (python -m piep.sampling.design traces)
+CB_TRACES = {
+    "light.jsonl": dict(rate_per_s=2.0, requests=30, prompt_len="lognormal:256:0.5:1024",
+                        gen_len="uniform:32:128", seed=31),
+    "medium.jsonl": dict(rate_per_s=8.0, requests=100, prompt_len="lognormal:512:0.6:2048",
+                         gen_len="lognormal:96:0.5:256", seed=32),
+    "burst.jsonl": dict(rate_per_s=1e6, requests=48, prompt_len="512",
+                        gen_len="uniform:64:192", seed=33),
+    "backlog.jsonl": dict(rate_per_s=20.0, requests=160, prompt_len="lognormal:256:0.8:4096",
+                          gen_len="lognormal:64:0.7:256", seed=34),
+    "night.jsonl": dict(rate_per_s=0.5, requests=8, prompt_len="128", gen_len="64", seed=35),
+}
+
+
+def write_cb_traces() -> int:
+    from piep.artifacts import write_text
+    from piep.serving.trace import poisson_trace
+    for name, kw in CB_TRACES.items():
+        write_text(Path("calibration/h200/engines/hf-cb/traces") / name,
+                   poisson_trace(**kw).to_jsonl())
+    return len(CB_TRACES)
+
+
 DESIGNS = {
     # the main design (the committed file is the one measured; drawing
     # it again today filters a few points differently: the roofline has changed since)
@@ -232,7 +256,9 @@ DESIGNS = {
 if __name__ == "__main__":
     import sys
     name = sys.argv[1] if len(sys.argv) > 1 else "design.jsonl"
-    if name in ENGINE_DESIGNS:
+    if name == "traces":
+        n = write_cb_traces()
+    elif name in ENGINE_DESIGNS:
         n = write_engine_design(name)
     else:
         n = write_design(Path("calibration/h200/e2e") / name, **DESIGNS[name])

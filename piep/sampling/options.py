@@ -11,7 +11,7 @@ from piep.gpus import DEFAULT_GPU
 
 
 # engines `piep measure --engine` runs: piep's reference runner and transformers' generate()
-MEASURED_ENGINES = ("piep-graph", "piep-eager", "hf-eager", "hf-static")
+MEASURED_ENGINES = ("piep-graph", "piep-eager", "hf-eager", "hf-static", "hf-cb")
 
 
 def parse_shard(text: str) -> tuple[int, int]:
@@ -53,6 +53,7 @@ class MeasureOptions:
     clock_plan: str | None = None
     clock_dry_run: bool = True
     clock_state_dir: str | None = None
+    trace: tuple[str, ...] = ()  # hf-cb: replay these request traces, one after another
 
     @property
     def shard_index(self) -> tuple[int, int]:

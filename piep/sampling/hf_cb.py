@@ -1,0 +1,155 @@
+"""transformers' continuous batching (`hf-cb`) replaying a request trace in real time.
+
+`model.init_continuous_batching()` with the default `ContinuousBatchingConfig()`, greedy,
+no logits processor beyond it, EOS off (every request generates exactly its `gen_len`
+tokens, the first from its prefill), the default attention. The manager is started and a
+few short requests run to completion outside the window; then each request is submitted at
+its arrival time. One tick-aligned energy window runs from the first arrival to the last
+token of the last request (idle gaps included). Per request: the token timestamps
+transformers records, so TTFT, TPOT and end-to-end latency.
+"""
+
+from __future__ import annotations
+
+import logging
+import statistics
+import time
+from typing import Any
+
+import torch
+
+from piep.config import ModelSpec
+from piep.errors import DeviceError
+from piep.sampling.runner import Dist, Hygiene, RankMeter, _cpu_model, _driver, _sync
+from piep.serving.trace import Trace
+
+log = logging.getLogger("piep.measure")
+SCHEMA = "piep.serving_measurement"
+WARMUP_REQUESTS = 4
+
+
+def _config_seen(manager) -> dict[str, Any]:
+    """What the manager decided (block size, token budget, graphs...), where readable."""
+    out: dict[str, Any] = {}
+    cfg = getattr(manager, "continuous_batching_config", None)
+    for key in ("block_size", "num_blocks", "max_batch_tokens", "max_requests_per_batch",
+                "use_cuda_graph", "scheduler_type", "use_async_batching", "safety_margin"):
+        value = getattr(cfg, key, None)
+        out[key] = list(value) if isinstance(value, tuple) else value
+    proc = getattr(manager, "batch_processor", None)
+    cache = getattr(proc, "cache", None)
+    for key in ("num_blocks", "max_batch_tokens", "block_size"):
+        value = getattr(cache, key, None)
+        if isinstance(value, int):
+            out[f"cache_{key}"] = value
+    out["attn_implementation"] = getattr(getattr(manager, "model", None), "config", None) and \
+        manager.model.config._attn_implementation
+    return out
+
+
+def measure_trace(spec: ModelSpec, trace: Trace, *, d: Dist, device, model, meter: RankMeter,
+                  hygiene: Hygiene = Hygiene(), seed: int = 0, timeout_s: float = 600.0,
+                  extra: dict[str, Any] | None = None) -> dict[str, Any] | None:
+    """Replay `trace` against transformers' continuous batching on `model`; rank 0 returns
+    the record (schema piep.serving_measurement)."""
+    import transformers
+    from transformers import GenerationConfig
+    if d.world != 1:
+        raise DeviceError("hf-cb is measured on one GPU (its TP runs its own processes)")
+    g = torch.Generator(device="cpu").manual_seed(seed)
+    vocab = model.config.vocab_size
+    prompts = [torch.randint(0, vocab, (int(p),), generator=g).tolist() for p in trace.prompt_len]
+    gen_cfg = GenerationConfig(do_sample=False, max_new_tokens=int(trace.gen_len.max()),
+                               eos_token_id=-1, pad_token_id=0)
+    manager = model.init_continuous_batching(generation_config=gen_cfg)
+    manager.start()
+    try:
+        t0 = time.perf_counter()
+        for i in range(WARMUP_REQUESTS):  # outside the window: first kernels, allocator
+            manager.add_request(prompts[i % len(prompts)][:32] or [1], request_id=f"warm{i}",
+                                max_new_tokens=8)
+        _collect(manager, WARMUP_REQUESTS, timeout_s)
+        warmup_s = time.perf_counter() - t0
+        idle_w = meter.idle(hygiene.idle_s)
+        results: dict[str, Any] = {}
+        submitted: dict[str, float] = {}
+
+        def replay():
+            start = time.perf_counter()
+            for rid, at, prompt, gen in zip(trace.ids, trace.arrival_s, prompts, trace.gen_len):
+                wait = start + float(at) - time.perf_counter()
+                if wait > 0:
+                    time.sleep(wait)
+                submitted[rid] = time.perf_counter() - start
+                manager.add_request(prompt, request_id=rid, max_new_tokens=int(gen),
+                                    record_timestamps=True)
+                for out in _drain(manager):
+                    results[out.request_id] = out
+            while len(results) < len(trace):
+                out = manager.get_result(timeout=timeout_s)
+                if out is None:
+                    raise DeviceError(f"hf-cb: {len(trace) - len(results)} requests never "
+                                      f"finished")
+                results[out.request_id] = out
+            _sync(device)
+            replay.start = start
+        window = meter.window(replay, d.barrier)
+        config = _config_seen(manager)
+    finally:
+        manager.stop(block=True) if _has_block(manager) else manager.stop()
+        if hasattr(model, "destroy_cached_continuous_batching_manager"):
+            model.destroy_cached_continuous_batching_manager()  # the next trace starts afresh
+    per_request = []
+    start = replay.start
+    for rid, at, p, gen in zip(trace.ids, trace.arrival_s, trace.prompt_len, trace.gen_len):
+        out = results[rid]
+        ts = list(out.timestamps or [])
+        arrive = start + submitted[rid]
+        per_request.append({
+            "id": rid, "arrival_s": float(at), "submitted_s": submitted[rid],
+            "prompt_len": int(p), "gen_len": int(gen), "generated": len(out.generated_tokens),
+            "ttft_s": ts[0] - arrive if ts else None,
+            "tpot_s": (ts[-1] - ts[0]) / (len(ts) - 1) if len(ts) > 1 else 0.0,
+            "e2e_s": ts[-1] - arrive if ts else None, "error": out.error})
+    ttft = [r["ttft_s"] for r in per_request if r["ttft_s"] is not None]
+    return {
+        "schema": SCHEMA, "schema_version": 1, "boundary": "gpu_board",
+        "engine": {"name": "hf-cb", "version": transformers.__version__},
+        "model": spec.name, "config_hash": spec.config_hash(),
+        "shape": {"hidden": spec.hidden_size, "layers": spec.num_layers,
+                  "heads": spec.num_heads, "kv_heads": spec.num_kv_heads,
+                  "head_dim": spec.head_dim, "ffn": spec.intermediate_size,
+                  "vocab": spec.vocab_size, "qkv_bias": spec.qkv_bias},
+        "tp": 1, "gpus": 1, "requests": len(trace), "gen_tokens": trace.gen_tokens,
+        "energy_j": window["energy_j"], "time_s": window["duration_s"],
+        "window": {k: v for k, v in window.items() if k not in ("energy_j", "duration_s")},
+        "idle_power_w": idle_w, "warmup_s": warmup_s, "cb_config": config,
+        "ttft_s_median": statistics.median(ttft) if ttft else None,
+        "per_request": per_request, "host_probe": _host_probe(device),
+        "host_cpu": _cpu_model(), "driver": _driver(), "torch": torch.__version__,
+        "provenance": {"time": time.strftime("%Y-%m-%dT%H:%M:%S%z")}, **(extra or {})}
+
+
+def _has_block(manager) -> bool:
+    import inspect
+    return "block" in inspect.signature(manager.stop).parameters
+
+
+def _host_probe(device):
+    from piep.sampling.hf import host_probe
+    return host_probe(device)
+
+
+def _drain(manager):
+    """Results already finished, without waiting."""
+    while True:
+        out = manager.get_result(timeout=0.0)
+        if out is None:
+            return
+        yield out
+
+
+def _collect(manager, n: int, timeout_s: float) -> None:
+    for _ in range(n):
+        if manager.get_result(timeout=timeout_s) is None:
+            raise DeviceError("hf-cb: a warm-up request never finished")

@@ -1,0 +1,1 @@
+"""Serving: request traces, the continuous-batching scheduler simulator, `piep serve`."""

@@ -1,0 +1,143 @@
+"""Request traces: what a server is asked to do, request by request.
+
+A trace is JSONL or CSV with `arrival_s`, `prompt_len`, `gen_len` (= max_new_tokens; the
+first token comes from the prefill) and an optional `id` (echoed as given); extra columns
+are ignored; ties (bursts) are valid; arrivals count from the first. Or drawn: Poisson
+arrivals at a rate, lengths from a number or `lognormal:MEDIAN:SIGMA[:MAX]` /
+`uniform:LO:HI`, reproducible from a seed.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import math
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from piep.errors import ConfigError
+
+
+@dataclass(frozen=True)
+class Trace:
+    """Requests sorted by arrival (ties keep their order)."""
+    ids: tuple[str, ...]
+    arrival_s: np.ndarray   # from the first arrival (the first is 0)
+    prompt_len: np.ndarray  # int
+    gen_len: np.ndarray     # int, >= 1
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+    @property
+    def gen_tokens(self) -> int:
+        return int(self.gen_len.sum())
+
+    def rows(self) -> list[dict]:
+        return [{"id": i, "arrival_s": float(a), "prompt_len": int(p), "gen_len": int(g)}
+                for i, a, p, g in zip(self.ids, self.arrival_s, self.prompt_len, self.gen_len)]
+
+    def to_jsonl(self) -> str:
+        return "".join(json.dumps(r) + "\n" for r in self.rows())
+
+
+def make_trace(arrival_s, prompt_len, gen_len, ids=None, *, where: str = "trace") -> Trace:
+    """Validate and sort; one clear error for the first bad row."""
+    a = np.asarray(arrival_s, dtype=float)
+    p = np.asarray(prompt_len, dtype=float)
+    g = np.asarray(gen_len, dtype=float)
+    n = len(a)
+    if n == 0:
+        raise ConfigError(f"{where}: no requests")
+    ids = [str(i) for i in (ids if ids is not None else range(n))]
+    for name, col, low in (("arrival_s", a, -math.inf), ("prompt_len", p, 1), ("gen_len", g, 1)):
+        bad = ~np.isfinite(col) | (col < low) if low > -math.inf else ~np.isfinite(col)
+        if name != "arrival_s":
+            bad |= col != np.round(col)
+        if bad.any():
+            i = int(np.flatnonzero(bad)[0])
+            need = "a finite number" if name == "arrival_s" else "an integer >= 1"
+            raise ConfigError(f"{where}: request {ids[i]}: {name}={col[i]!r} must be {need}")
+    order = np.argsort(a, kind="stable")
+    a = a[order] - a[order][0]
+    return Trace(tuple(ids[i] for i in order), a, p[order].astype(np.int64),
+                 g[order].astype(np.int64))
+
+
+def read_trace(path: str | Path) -> Trace:
+    """A trace file: JSONL (one object per line) or CSV with a header."""
+    from piep.artifacts import read_text
+    text = read_text(path)
+    rows: list[dict] = []
+    if Path(path).suffix.lower() == ".csv":
+        rows = list(csv.DictReader(io.StringIO(text)))
+    else:
+        for lineno, line in enumerate(text.splitlines(), 1):
+            if line.strip():
+                try:
+                    rows.append(json.loads(line))
+                except json.JSONDecodeError:
+                    raise ConfigError(f"{path}:{lineno}: not a JSON line") from None
+    need = ("arrival_s", "prompt_len", "gen_len")
+    for i, r in enumerate(rows, 1):
+        missing = [k for k in need if k not in r or r[k] in (None, "")]
+        if not isinstance(r, dict) or missing:
+            raise ConfigError(f"{path}: row {i} lacks {', '.join(missing) or 'fields'}; a trace "
+                              f"row has arrival_s, prompt_len, gen_len and optionally id")
+
+    def num(v):
+        try:
+            return float(v)
+        except (TypeError, ValueError):
+            return math.nan
+    ids = [str(r["id"]) if r.get("id") not in (None, "") else str(i) for i, r in enumerate(rows)]
+    return make_trace([num(r["arrival_s"]) for r in rows], [num(r["prompt_len"]) for r in rows],
+                      [num(r["gen_len"]) for r in rows], ids, where=str(path))
+
+
+def parse_dist(text: str, what: str):
+    """A length distribution: `N`, `lognormal:MEDIAN:SIGMA[:MAX]` or `uniform:LO:HI`;
+    returns draw(rng, n) -> integer array >= 1."""
+    parts = str(text).split(":")
+    try:
+        vals = [float(x) for x in parts[1:]] if len(parts) > 1 else [float(parts[0])]
+    except ValueError:
+        vals = []
+    kind = parts[0] if len(parts) > 1 else "fixed"
+    ok = {"fixed": (1, 1), "lognormal": (2, 3), "uniform": (2, 2)}.get(kind)
+    if ok is None or not ok[0] <= len(vals) <= ok[1] or not all(math.isfinite(v) for v in vals) \
+            or any(v <= 0 for v in vals[:1]) or (kind != "fixed" and vals[1] < 0):
+        raise ConfigError(f"{what}={text!r}: give a number, lognormal:MEDIAN:SIGMA[:MAX] or "
+                          f"uniform:LO:HI (positive)")
+    if kind == "uniform" and vals[1] < vals[0]:
+        raise ConfigError(f"{what}={text!r}: uniform needs LO <= HI")
+
+    def draw(rng: np.random.Generator, n: int) -> np.ndarray:
+        if kind == "fixed":
+            x = np.full(n, vals[0])
+        elif kind == "uniform":
+            x = rng.uniform(vals[0], vals[1], n)
+        else:
+            x = np.exp(rng.normal(math.log(vals[0]), vals[1], n))
+            if len(vals) == 3:
+                x = np.minimum(x, vals[2])
+        return np.maximum(1, np.round(x)).astype(np.int64)
+    return draw
+
+
+def poisson_trace(*, rate_per_s: float, requests: int, prompt_len: str, gen_len: str,
+                  seed: int = 0) -> Trace:
+    """Poisson arrivals at `rate_per_s`, lengths drawn from their distributions."""
+    if not (isinstance(rate_per_s, (int, float)) and math.isfinite(rate_per_s) and rate_per_s > 0):
+        raise ConfigError(f"--rate={rate_per_s!r} must be a positive number of requests per second")
+    if not (isinstance(requests, int) and requests >= 1):
+        raise ConfigError(f"--requests={requests!r} must be an integer >= 1")
+    rng = np.random.default_rng(seed)
+    gaps = rng.exponential(1.0 / rate_per_s, requests)
+    gaps[0] = 0.0
+    p = parse_dist(prompt_len, "--prompt-len")(rng, requests)
+    g = parse_dist(gen_len, "--gen-len")(rng, requests)
+    return make_trace(np.cumsum(gaps), p, g)
