@@ -90,8 +90,7 @@ def engine_fields(scn: Scenario) -> dict[str, Any]:
             "flags": flags}
 
 
-def predict(model: "str | Scenario", *, request_rate: float | None = None,
-            predictor: str = "auto", **kwargs: Any) -> dict[str, Any]:
+def predict(model: "str | Scenario", *, predictor: str = "auto", **kwargs: Any) -> dict[str, Any]:
     """The prediction document of a scenario (or of one built from a model name and
     keyword fields: gpu, tp, pp, dp, engine/mode, batch, prompt_len, gen_len,
     allow_uncalibrated)."""
@@ -107,27 +106,4 @@ def predict(model: "str | Scenario", *, request_rate: float | None = None,
         doc["flags"].insert(0, "uncalibrated_gpu")
         doc["transfer"] = {"reference": cm.reference, "ratios": dict(scn.transfer),
                            "spec_sheet": dict(scn.gpu.sources).get("spec_sheet")}
-    if request_rate is not None:
-        if not request_rate > 0:
-            raise ConfigError(f"request_rate={request_rate} must be > 0 requests per second")
-        add_serving(doc, scn.deployment, request_rate, priced.prices.idle_w)
-    return doc
-
-
-def add_serving(doc: dict[str, Any], dep: Deployment, request_rate: float,
-                idle_power_w: float) -> dict[str, Any]:
-    """Serving scenario: batches of `batch` requests arrive at `request_rate` req/s; the
-    GPUs idle between batches. Adds the idle energy and energy per request."""
-    period_s = dep.workload.batch / request_rate
-    gap_s = period_s - doc["time_s"]
-    serving = {"request_rate_per_s": request_rate, "batch_period_s": period_s}
-    if gap_s < 0:
-        serving.update({"overloaded": True, "idle_energy_j": 0.0,
-                        "energy_per_request_j": doc["energy_j"] / dep.workload.batch})
-        doc["flags"].append("overloaded")
-    else:
-        idle = gap_s * idle_power_w * dep.num_gpus
-        serving.update({"overloaded": False, "idle_s": gap_s, "idle_energy_j": idle,
-                        "energy_per_request_j": (doc["energy_j"] + idle) / dep.workload.batch})
-    doc["serving"] = serving
     return doc

@@ -172,6 +172,11 @@ register("piep.learned_predictor", 1, gpu=str, kinds=dict, comm=dict, terms=dict
 register("piep.engine_profile", 1, engine=dict, gpu=str, terms=dict, intervals=dict)
 register("piep.gpu_profile", 1, values=dict)
 register("piep.spec_sheets", 1, reference=str, gpus=dict)
+register("piep.serving", 1, model=str, engine=str, requests=int, energy_j=NUM, time_s=NUM,
+         ttft_s=dict, tpot_s=dict, e2e_s=dict, breakdown_j=dict, phase_j=dict,
+         per_request=list, flags=list)
+register("piep.serving_measurement", 1, model=str, engine=dict, energy_j=OPT_NUM, time_s=NUM,
+         per_request=list)
 
 
 def check_document(doc: Any, where: str = "document") -> dict[str, Any]:

@@ -17,6 +17,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "predict": ("predict", "energy and time of one deployment (no GPU needed)"),
     "compare": ("compare", "compare deployments side by side, with a recommendation per goal"),
     "sweep": ("sweep", "many predictions over a design space"),
+    "serve": ("serve", "energy of a request stream under continuous batching (no GPU needed)"),
     "tree": ("tree", "print or save the model tree of a deployment"),
     "models": ("models", "list the shipped model configs"),
     "env": ("env", "versions, GPUs seen, calibrations present"),

@@ -20,12 +20,16 @@ from piep.layout import Deployment, validate
 # engine name -> how it decodes: CUDA-graph replay over a static cache ("graph") or
 # eager kernels over the live cache ("eager")
 REFERENCE_ENGINES = {"piep-graph": "graph", "piep-eager": "eager"}  # piep's own runner
-ENGINE_MODES = {**REFERENCE_ENGINES, "hf-eager": "eager", "hf-static": "graph"}
+ENGINE_MODES = {**REFERENCE_ENGINES, "hf-eager": "eager", "hf-static": "graph",
+                "hf-cb": "eager"}
+# engines that serve request streams (continuous batching), predicted by `piep serve`
+SERVING_ENGINES = ("hf-cb",)
 DEFAULT_ENGINE = "piep-graph"
 ENGINE_DESCRIPTIONS = {
     "piep-graph": "piep reference runner", "piep-eager": "piep reference runner",
     "hf-eager": "transformers generate(), eager, DynamicCache",
     "hf-static": "transformers generate(), static cache, compiled decode (CUDA graphs)",
+    "hf-cb": "transformers continuous batching (paged SDPA, FIFO scheduler)",
 }
 
 

@@ -48,7 +48,7 @@ def test_predict_table(capsys):
     (["predict", "--model", "llama-2-7b", "--gpu", "tpu", "--allow-uncalibrated"],
      "unknown GPU 'tpu'"),
     (["predict", "--model", "mixtral-8x7b"], "mixture of experts"),
-    (["predict", "--model", "llama-2-7b", "--request-rate", "0"], "request_rate"),
+    (["predict", "--model", "llama-2-7b", "--request-rate", "2"], "piep serve"),
     (["compare", "llama-2-7b@tp2x"], "layout after '@'"),
     (["plan", "--model", "llama-2-7b", "--power-limit", "-5"], "--power-limit"),
     (["apply"], "give a plan file"),

@@ -58,6 +58,7 @@ def test_every_committed_artifact_reads_against_its_schema():
     ["optimize", "--model", "llama-2-7b", "--batches", "1,4", "--json"],
     ["env", "--json"],
     ["tree", "llama-2-7b", "--json"],
+    ["serve", "--model", "llama-3-8b", "--rate", "4", "--requests", "20", "--json"],
 ], ids=lambda a: a[0])
 def test_command_documents_round_trip_through_the_writer(argv, tmp_path):
     doc = _cli(argv)
@@ -75,7 +76,8 @@ def test_every_schema_is_exercised_somewhere():
     """A registered schema is written by piep or found in the committed data."""
     committed = {doc["schema"] for _, doc in _committed()}
     written = {"piep.prediction", "piep.comparison", "piep.sweep", "piep.clock_plan",
-               "piep.optimize", "piep.env", "piep.model_tree", "piep.measurement_failure"}
+               "piep.optimize", "piep.env", "piep.model_tree", "piep.measurement_failure",
+               "piep.serving"}
     assert set(SCHEMAS) <= committed | written
 
 

@@ -80,3 +80,19 @@ def test_transformers_tensor_parallel_in_two_gloo_processes(config, tmp_path):
     rec = json.loads(proc.stdout[proc.stdout.index("{"):])
     assert rec["tp"] == 2 and rec["gpus"] == 2 and len(rec["per_gpu"]) == 2
     assert rec["generated_tokens"] == 3
+
+
+def test_continuous_batching_replays_a_trace(config, tmp_path):
+    """`--engine hf-cb --trace`: every request generates exactly its tokens (EOS off),
+    token timestamps give TTFT/TPOT, the manager's decisions are recorded."""
+    rows = [{"id": f"r{i}", "arrival_s": 0.02 * i, "prompt_len": 6 + i, "gen_len": 2 + i % 3}
+            for i in range(5)]
+    trace = tmp_path / "trace.jsonl"
+    trace.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    rec = _measure(["--model", str(config), "--engine", "hf-cb", "--trace", str(trace)])
+    assert rec["schema"] == "piep.serving_measurement" and rec["engine"]["name"] == "hf-cb"
+    got = {r["id"]: r for r in rec["per_request"]}
+    assert [got[r["id"]]["generated"] for r in rows] == [r["gen_len"] for r in rows]
+    assert all(got[r["id"]]["ttft_s"] > 0 for r in rows)
+    assert rec["cb_config"]["max_batch_tokens"] and rec["requests"] == 5
+    assert rec["time_s"] >= rows[-1]["arrival_s"]

@@ -47,16 +47,3 @@ def test_decode_time_is_weight_bandwidth_bound(make_dep):
     weights = dep.model.num_params() * 2
     floor = weights / dep.gpu.hbm_bytes_per_s
     assert floor < doc["decode"]["tpot_s"] < 2 * floor
-
-
-def test_serving_adds_idle_energy():
-    base = predict("llama-2-7b", batch=8, predictor="roofline")
-    served = predict("llama-2-7b", batch=8, request_rate=2.0, predictor="roofline")
-    s = served["serving"]
-    assert s["batch_period_s"] == pytest.approx(4.0)
-    from piep.gpus import load_gpu
-    idle_w = load_gpu("h200").idle_power_w
-    assert s["idle_energy_j"] == pytest.approx((4.0 - base["time_s"]) * idle_w)
-    assert s["energy_per_request_j"] == pytest.approx((base["energy_j"] + s["idle_energy_j"]) / 8)
-    hot = predict("llama-2-7b", batch=8, request_rate=1000.0, predictor="roofline")
-    assert hot["serving"]["overloaded"] and "overloaded" in hot["flags"]

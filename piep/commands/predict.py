@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import argparse
+
 from piep.commands.common import add_deployment_args, emit, scenario_from_args
 from piep.report.table import fmt, table
 
@@ -9,8 +11,7 @@ from piep.report.table import fmt, table
 def configure(parser) -> None:
     add_deployment_args(parser)
     parser.add_argument("--request-rate", type=float, default=None, metavar="R",
-                        help="requests per second of a serving scenario: adds idle energy "
-                             "between batches and energy per request")
+                        help=argparse.SUPPRESS)  # went: `piep serve` answers request streams
     parser.add_argument("--predictor", choices=("auto", "learned", "roofline"), default="auto",
                         help="which predictor answers (default: learned if trained, else roofline)")
     parser.add_argument("--allow-uncalibrated", action="store_true",
@@ -45,13 +46,6 @@ def summary(doc: dict, top: int = 8) -> str:
                  m["time_s"]] for m in doc["modules"][:top]]
         lines += ["", table(rows, ["module (attributed)", "kind", "energy_j", "share_%",
                                    "time_s"])]
-    if "serving" in doc:
-        s = doc["serving"]
-        lines.append(f"\nserving at {s['request_rate_per_s']} req/s: "
-                     + ("OVERLOADED (a batch takes longer than its arrival period)"
-                        if s["overloaded"] else
-                        f"idle {fmt(s['idle_energy_j'])} J per batch, "
-                        f"{fmt(s['energy_per_request_j'])} J per request"))
     if doc["flags"]:
         lines.append("flags: " + ", ".join(doc["flags"]))
     return "\n".join(lines)
@@ -59,7 +53,11 @@ def summary(doc: dict, top: int = 8) -> str:
 
 def run(args) -> int:
     from piep import api
-    doc = api.predict(scenario_from_args(args), request_rate=args.request_rate,
-                      predictor=args.predictor)
+    if args.request_rate is not None:
+        from piep.errors import ConfigError
+        raise ConfigError("--request-rate went: a request stream is `piep serve --model M "
+                          f"--rate {args.request_rate:g}` (continuous batching, per-request "
+                          "energy)")
+    doc = api.predict(scenario_from_args(args), predictor=args.predictor)
     emit(args, doc, lambda d: summary(d, args.modules))
     return 0

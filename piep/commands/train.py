@@ -72,18 +72,25 @@ def _engine(args) -> dict:
         raise ConfigError("an engine profile is fitted over the learned predictor "
                           "(pip install lightgbm)")
     if args.from_measurements:
+        schema = "piep.serving_measurement" if args.engine == "hf-cb" else "piep.measurement"
         records = [r for r in read_jsonl(args.from_measurements)
-                   if r.get("schema") == "piep.measurement" and r.get("energy_j") is not None]
+                   if r.get("schema") == schema and r.get("energy_j") is not None]
         out = Path(args.out) if args.out else user_profile_dir(args.gpu, args.engine)
         source = args.from_measurements
     else:
         records = engine_records(args.gpu, args.engine)
         out = Path(args.out) if args.out else shipped_profile_dir(args.gpu, args.engine)
         source = f"calibration/{args.gpu}/engines/{args.engine}/raw"
-    profile = fit_profile(base, records, args.engine)
-    models = {r["model"] for r in records}
-    if len(models) >= 2:  # intervals from leave-one-model-out residuals
-        profile = with_intervals(profile, profile_lomo(base, records, args.engine))
+    if args.engine == "hf-cb":  # a serving engine: fitted on replayed request traces
+        from piep.serving.fit import fit_cb_profile, leave_one_trace_out
+        profile = fit_cb_profile(base, records)
+        if len(records) >= 3:  # intervals from leave-one-trace-out residuals
+            profile = with_intervals(profile, leave_one_trace_out(base, records))
+    else:
+        profile = fit_profile(base, records, args.engine)
+        models = {r["model"] for r in records}
+        if len(models) >= 2:  # intervals from leave-one-model-out residuals
+            profile = with_intervals(profile, profile_lomo(base, records, args.engine))
     path = save_profile(profile, out, source=source,
                         command=f"piep train --gpu {args.gpu} --engine {args.engine}"
                                 + (f" --from-measurements {source}" if args.from_measurements

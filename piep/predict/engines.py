@@ -30,6 +30,7 @@ from piep.artifacts import calibration_dir, read_json, read_records, write_json
 from piep.errors import ArtifactError, ConfigError
 from piep.predict.combiner import Combiner
 from piep.predict.host import TERMS, HostTerms
+from piep.scenario import SERVING_ENGINES
 
 log = logging.getLogger("piep.engines")
 SCHEMA = "piep.engine_profile"
@@ -38,6 +39,8 @@ SCHEMA_VERSION = 1
 ENGINE_FITS: dict[str, tuple[str, ...]] = {
     "hf-eager": ("host_launch_s", "eager_decode_launch_s", "step_host_s"),
     "hf-static": ("host_launch_s", "gap_graph_s", "step_host_s"),
+    # continuous batching: fitted on replayed request traces (piep.serving.fit)
+    "hf-cb": ("host_launch_s", "step_host_s", "request_host_s"),
 }
 START = {"step_host_s": 1e-3}  # where a fit starts a term the reference runner lacks
 
@@ -132,10 +135,12 @@ def known_profiles(gpu: str) -> dict[str, EngineProfile]:
 
 
 def engine_records(gpu: str, engine: str) -> list[dict[str, Any]]:
-    """The shipped end-to-end runs of an engine (every measurement with energy)."""
+    """The shipped end-to-end runs of an engine (every measurement with energy): batch
+    runs, or replayed request traces for a serving engine."""
+    schema = "piep.serving_measurement" if engine in SERVING_ENGINES else "piep.measurement"
     rows = []
     for f in sorted((shipped_profile_dir(gpu, engine) / "raw").glob("*.jsonl")):
-        rows += [r for r in read_records(f, "piep.measurement") if r.get("energy_j") is not None]
+        rows += [r for r in read_records(f, schema) if r.get("energy_j") is not None]
     return rows
 
 

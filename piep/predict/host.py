@@ -17,7 +17,8 @@ from dataclasses import dataclass, field
 import numpy as np
 
 TERMS = ("gap_graph_s", "host_launch_s", "eager_decode_launch_s", "launch_gap_w",
-         "busy_wait_w", "comm_w", "time_scale", "decode_batch_exponent", "step_host_s")
+         "busy_wait_w", "comm_w", "time_scale", "decode_batch_exponent", "step_host_s",
+         "request_host_s")
 
 
 @dataclass
@@ -35,6 +36,8 @@ class HostTerms:
     # host time per generated token outside the model (an engine's generation loop:
     # logits processors, stop check, input update), GPU idle
     step_host_s: float = 0.0
+    # a scheduler's host time per request of an iteration (continuous batching)
+    request_host_s: float = 0.0
 
     def kernel_time_s(self, isolated_s: np.ndarray, decode: np.ndarray,
                       tokens: np.ndarray) -> np.ndarray:

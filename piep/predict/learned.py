@@ -65,8 +65,9 @@ class LearnedModel:
             power[cm] = self.collectives.power_w(kinds, sizes, eager[cm], host.comm_w)
             wait[cm] = self.collectives.wait_s(kinds, decode[cm], mode_eager[cm], sizes)
         gap = host.gap_s(table.launches, t, decode, eager)
-        if host.step_host_s:  # once per generated token, beside its sampling
-            gap = gap + np.where(table.kind_id == KIND_ID["sampling"], host.step_host_s, 0.0)
+        if host.step_host_s or host.request_host_s:  # per step (and request), beside sampling
+            per_step = host.step_host_s + host.request_host_s * table.q["tokens"]
+            gap = gap + np.where(table.kind_id == KIND_ID["sampling"], per_step, 0.0)
         seg = table.segments
         return Prices(
             time_s=t, power_w=power, gap_s=gap, wait_s=wait,

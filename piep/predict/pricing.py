@@ -207,8 +207,8 @@ def partition(table: LeafTable, p: Prices, model: CostModel) -> Priced:
     breakdown = np.column_stack([per_cfg(run_w, ~table.is_comm), per_cfg(run_w, table.is_comm),
                                  per_cfg(weight * e_wait) + bubble_cfg, per_cfg(weight * e_gap)])
     row_e = weight * (e_run + e_gap + e_wait)
-    phase_e = (np.bincount(table.segment, weights=row_e, minlength=len(seg))
-               + bubble_e.sum(1)).reshape(n, 2)
+    seg_e = np.bincount(table.segment, weights=row_e, minlength=len(seg)) + bubble_e.sum(1)
+    phase_e = _per_phase(seg, seg_e, n)
     ns = tl.bubble_s.shape[1]
     own = e_run + e_gap + e_wait
     stage_e = np.bincount(cfg * ns + table.stage, weights=own, minlength=n * ns).reshape(n, ns)
@@ -217,9 +217,16 @@ def partition(table: LeafTable, p: Prices, model: CostModel) -> Priced:
            + np.bincount(seg.cfg, weights=bubble_raw.sum(1), minlength=n)) * gpus
     oor = np.bincount(cfg, weights=(p.out_of_range & (count > 0)).astype(float),
                       minlength=n) > 0
-    phase_t = tl.time_s.reshape(n, 2)
+    phase_t = _per_phase(seg, tl.time_s, n)
     return Priced(table, p, model, tl, breakdown.sum(1), breakdown, phase_t, phase_t.sum(1),
                   phase_e, stage_e, raw, oor, row_e, bubble_e)
+
+
+def _per_phase(seg, values: np.ndarray, n: int) -> np.ndarray:
+    """Segment values summed per (deployment, phase): (n, 2)."""
+    out = np.zeros((n, 2))
+    np.add.at(out, (seg.cfg, seg.phase), values)
+    return out
 
 
 def prediction(dep: Deployment, model: CostModel) -> dict[str, Any]:

@@ -277,6 +277,46 @@ class TableBuilder:
             eager=np.array([m == "eager" for m in mode], dtype=bool))
 
 
+# rows computed once per request of a step (the LM head on each request's last position)
+HEAD_KINDS = ("final_norm", "lm_head", "allgather", "sampling")
+
+
+def iteration_table(builder: TableBuilder, dep: Deployment, tokens: np.ndarray,
+                    requests: np.ndarray, keys: np.ndarray) -> LeafTable:
+    """Scheduler iterations of a serving engine on `dep`'s layout: each packs `tokens`
+    query tokens of `requests` requests that read `keys` cached keys in all (paged
+    attention over the gathered keys). Each iteration is a deployment of its own (one
+    segment): the prefill rows of the engine's skeleton at batch 1, `tokens` prompt
+    tokens and a cache of `keys`, the head rows at batch `requests`."""
+    sk = builder.skeleton(dep)
+    n = len(tokens)
+    pre = np.flatnonzero(sk.phase == 0)
+    head = np.isin(np.array(sk.kind, dtype=object)[pre], HEAD_KINDS)
+    ones = np.ones(n)
+    body_basis = _prefill_basis(ones, tokens, keys)
+    head_basis = _prefill_basis(requests, ones, ones)
+    q = {}
+    for name in QUANT:
+        cp = sk.coef[name][0][pre]
+        q[name] = np.rint(np.where(head[None, :], head_basis @ cp.T,
+                                   body_basis @ cp.T)).reshape(-1)
+    tile = lambda a: np.tile(a[pre], n)  # noqa: E731
+    for k, v in sk.static.items():
+        q[k] = tile(v)
+    cfg = np.repeat(np.arange(n), len(pre))
+    p = dep.parallel
+    return LeafTable(
+        deps=[dep] * n, cfg=cfg, segment=cfg, phase=np.zeros(len(cfg), dtype=int),
+        stage=tile(sk.stage), count=np.tile(sk.count[pre], n),
+        kind=np.array([sk.kind[i] for i in pre] * n, dtype=object), kind_id=tile(sk.kind_id),
+        path=None, is_comm=tile(sk.is_comm), launches=tile(sk.launches),
+        group_size=tile(sk.group_size), q=q,
+        segments=Segments(cfg=np.arange(n), phase=np.zeros(n, dtype=int),
+                          hide_gaps=np.zeros(n, dtype=bool), tokens=np.asarray(tokens, float)),
+        tp=np.full(n, float(p.tp)), pp=np.full(n, p.pp), dp=np.full(n, float(p.dp)),
+        eager=np.full(n, dep.workload.mode == "eager"))
+
+
 def select(table: LeafTable, idx: np.ndarray) -> LeafTable:
     """The deployments `idx` of a table (renumbered 0..len(idx)-1), with their rows."""
     idx = np.asarray(idx, dtype=int)

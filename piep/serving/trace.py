@@ -60,7 +60,7 @@ def make_trace(arrival_s, prompt_len, gen_len, ids=None, *, where: str = "trace"
         if bad.any():
             i = int(np.flatnonzero(bad)[0])
             need = "a finite number" if name == "arrival_s" else "an integer >= 1"
-            raise ConfigError(f"{where}: request {ids[i]}: {name}={col[i]!r} must be {need}")
+            raise ConfigError(f"{where}: request {ids[i]}: {name}={float(col[i])!r} must be {need}")
     order = np.argsort(a, kind="stable")
     a = a[order] - a[order][0]
     return Trace(tuple(ids[i] for i in order), a, p[order].astype(np.int64),

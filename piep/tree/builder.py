@@ -18,11 +18,16 @@ LAUNCHES = {
     "embedding": 1, "rmsnorm": 7, "final_norm": 7, "q_proj": 1, "k_proj": 1, "v_proj": 1,
     "rope": 10, "attention": 4, "o_proj": 1, "gate_proj": 1, "up_proj": 1, "activation": 2,
     "down_proj": 1, "lm_head": 1, "sampling": 2, "residual": 1, "allreduce": 1,
-    "allgather": 2, "p2p": 1, "kv_append": 2, "kv_expand": 2,
+    "allgather": 2, "p2p": 1, "kv_append": 2, "kv_expand": 2, "kv_gather": 2,
 }
 # engines whose KV cache handling changes the tree (see _layer)
 HF_DYNAMIC_CACHE = ("hf-eager",)
-HF_STATIC_CACHE = ("hf-static",)
+# engines whose attention reads a whole cache under a mask, K/V expanded to all heads (the
+# static cache; continuous batching's paged SDPA over the gathered keys of an iteration)
+HF_STATIC_CACHE = ("hf-static", "hf-cb")
+# engines that gather a paged cache into one tensor per layer and read a packed float mask
+# of queries x keys (continuous batching with paged SDPA)
+HF_PAGED_CACHE = ("hf-cb",)
 
 
 def _linear(name: str, kind: str, phase: str, tokens: int, d_in: int, d_out: int,
@@ -175,12 +180,15 @@ def _layer(dep: Deployment, phase: str, batch: int, q_len: int, ctx: int, count:
     )
     if dep.engine in HF_DYNAMIC_CACHE and phase == "decode":
         layer.add(_kv_copy("kv_append", phase, batch, ctx, hkv, hkv, d, extra_out=1))
+    paged = dep.engine in HF_PAGED_CACHE
+    if paged:  # the blocks of every request read out into one K and one V
+        layer.add(_kv_copy("kv_gather", phase, batch, ctx, hkv, hkv, d))
     if static and hq != hkv:  # a mask over the whole cache turns SDPA's native GQA off
         layer.add(_kv_copy("kv_expand", phase, batch, ctx, hkv, hq, d))
-    layer.add(
-        _attention(phase, batch, q_len, ctx, hq, hkv, d, masked_cache=static),
-        _linear("o_proj", "o_proj", phase, t, q_out, h, m.o_bias),
-    )
+    attention = _attention(phase, batch, q_len, ctx, hq, hkv, d, masked_cache=static)
+    if paged:  # the packed float mask, queries x keys, read by every layer
+        attention.bytes_read += batch * q_len * ctx * BF16_BYTES
+    layer.add(attention, _linear("o_proj", "o_proj", phase, t, q_out, h, m.o_bias))
     if tp > 1:
         layer.add(_allreduce(phase, t, h, tp, "attn"))
     layer.add(

@@ -11,7 +11,7 @@ COMPUTE_KINDS = ("embedding", "rmsnorm", "q_proj", "k_proj", "v_proj", "rope", "
                  "lm_head", "sampling", "residual")
 COMM_KINDS = ("allreduce", "allgather", "p2p")
 # copies of the KV cache some engines make (priced at the GPU's measured copy rate)
-COPY_KINDS = ("kv_append", "kv_expand")
+COPY_KINDS = ("kv_append", "kv_expand", "kv_gather")
 GROUP_KINDS = ("deployment", "replica", "phase", "step", "stage", "layer")
 
 

@@ -1,0 +1,118 @@
+"""`piep serve`: energy of a request stream under continuous batching (no GPU needed)."""
+
+from __future__ import annotations
+
+from piep.commands.common import emit
+from piep.gpus import DEFAULT_GPU
+from piep.report.table import fmt, table
+
+
+def configure(parser) -> None:
+    from piep.scenario import SERVING_ENGINES
+    parser.add_argument("--model", required=True,
+                        help="shipped name (see `piep models`) or path to config.json / folder")
+    parser.add_argument("--gpu", default=DEFAULT_GPU, help=f"GPU type (default {DEFAULT_GPU})")
+    parser.add_argument("--tp", type=int, default=1, help="tensor parallel degree (default 1)")
+    parser.add_argument("--engine", choices=SERVING_ENGINES, default=SERVING_ENGINES[0],
+                        help="the serving engine (default hf-cb: transformers' continuous "
+                             "batching)")
+    src = parser.add_argument_group("requests (a trace, or Poisson arrivals)")
+    src.add_argument("--trace", metavar="FILE",
+                     help="JSONL or CSV with arrival_s, prompt_len, gen_len[, id]")
+    src.add_argument("--rate", type=float, metavar="R", help="Poisson arrivals, requests/s")
+    src.add_argument("--requests", type=int, default=100, metavar="N",
+                     help="with --rate: how many requests (default 100)")
+    src.add_argument("--prompt-len", default="lognormal:512:0.6:4096", metavar="DIST",
+                     help="with --rate: N, lognormal:MEDIAN:SIGMA[:MAX] or uniform:LO:HI "
+                          "(default lognormal:512:0.6:4096)")
+    src.add_argument("--gen-len", default="lognormal:128:0.6:1024", metavar="DIST",
+                     help="with --rate: generated tokens per request, same forms (default "
+                          "lognormal:128:0.6:1024)")
+    src.add_argument("--seed", type=int, default=0, help="with --rate: the draw (default 0)")
+    parser.add_argument("--predictor", choices=("auto", "learned", "roofline"), default="auto")
+    parser.add_argument("--out", metavar="DIR", help="also write serving.json and the trace")
+    parser.add_argument("--plot", metavar="FILE.png",
+                        help="requests in flight and power over the window")
+    parser.add_argument("--requests-shown", type=int, default=5, metavar="N",
+                        help="per-request rows in the table (default 5)")
+
+
+def run(args) -> int:
+    from piep.errors import ConfigError
+    from piep.serving.serve import serve, serving_scenario
+    from piep.serving.trace import poisson_trace, read_trace
+    if bool(args.trace) == (args.rate is not None):
+        raise ConfigError("give --trace FILE or --rate R (with --requests, --prompt-len, "
+                          "--gen-len, --seed)")
+    if args.requests_shown < 0:
+        raise ConfigError(f"--requests-shown={args.requests_shown} must be >= 0")
+    trace = read_trace(args.trace) if args.trace else poisson_trace(
+        rate_per_s=args.rate, requests=args.requests, prompt_len=args.prompt_len,
+        gen_len=args.gen_len, seed=args.seed)
+    scn = serving_scenario(args.model, trace, gpu=args.gpu, tp=args.tp, engine=args.engine)
+    doc = serve(scn, trace, predictor=args.predictor)
+    if args.out:
+        from pathlib import Path
+
+        from piep.artifacts import write_json, write_text
+        body = {k: v for k, v in doc.items() if k not in ("schema", "schema_version")}
+        write_json(Path(args.out) / "serving.json", doc["schema"], doc["schema_version"], body,
+                   command="piep serve")
+        write_text(Path(args.out) / "trace.jsonl", trace.to_jsonl())
+    if args.plot:
+        _plot(scn, trace, args)
+        doc["plot"] = args.plot
+    emit(args, doc, lambda d: summary(d, args.requests_shown))
+    return 0
+
+
+def summary(d: dict, shown: int) -> str:
+    iv = d.get("interval", {}).get("energy_j")
+    lines = [f"{d['model']} on {d['layout']['gpus']}x {d['gpu']}, {d['engine']}: {d['requests']} "
+             f"requests, {d['gen_tokens']} generated tokens  [predictor: {d['predictor']}; "
+             "energy boundary: GPU boards only]", ""]
+    rows = [["energy_j", d["energy_j"], f"[{fmt(iv[0])}, {fmt(iv[1])}]" if iv else ""],
+            ["time_s", d["time_s"], ""], ["j_per_gen_token", d["j_per_gen_token"], ""],
+            ["tokens_per_j", d["tokens_per_j"], ""]]
+    for key in ("ttft_s", "tpot_s", "e2e_s"):
+        p = d[key]
+        rows.append([f"{key} p50 / p90 / p99", fmt(p["p50"]), f"{fmt(p['p90'])} / {fmt(p['p99'])}"])
+    lines.append(table(rows, ["", "value", "interval (90 %) / tail"]))
+    lines += ["", "breakdown_j: " + ", ".join(f"{k} {fmt(v)}" for k, v in d["breakdown_j"].items()),
+              "phase_j: " + ", ".join(f"{k} {fmt(v)}" for k, v in d["phase_j"].items()),
+              f"iterations {d['iterations']}, {d['mean_requests_per_iteration']:.1f} requests "
+              f"per iteration on average, GPUs idle {fmt(d['idle_s'])} s"]
+    if shown:
+        top = sorted(d["per_request"], key=lambda r: -r["energy_j"])[:shown]
+        lines += ["", table([[r["id"], r["energy_j"], r["ttft_s"], r["tpot_s"], r["e2e_s"]]
+                             for r in top], ["request (most energy)", "energy_j", "ttft_s",
+                                             "tpot_s", "e2e_s"])]
+    if d["flags"]:
+        lines.append("flags: " + ", ".join(d["flags"]))
+    return "\n".join(lines)
+
+
+def _plot(scn, trace, args) -> None:
+    import matplotlib
+    matplotlib.use("Agg")
+    from pathlib import Path
+
+    import matplotlib.pyplot as plt
+    import numpy as np
+
+    from piep import api
+    from piep.serving.serve import _profile, policy_of, run
+    sim, _ = run(scn, trace, api.cost_model_for(scn, args.predictor),
+                 policy_of(scn, _profile(scn)))
+    fig, (a, b) = plt.subplots(2, 1, figsize=(8, 5), sharex=True)
+    a.step(sim.it_start_s, sim.it_requests, where="post", lw=0.8)
+    a.set_ylabel("requests per iteration")
+    power = (sim.it_kernel_j + sim.it_gap_j) / np.maximum(sim.it_time_s, 1e-12)
+    b.plot(sim.it_start_s, power, lw=0.6)
+    b.set_ylabel("board power, all GPUs (W)")
+    b.set_xlabel("time from the first arrival (s)")
+    a.set_title(f"{scn.model.name} {scn.engine.name}: predicted (GPU boards only)")
+    fig.tight_layout()
+    Path(args.plot).parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(args.plot, dpi=110)
+    plt.close(fig)

@@ -1,0 +1,155 @@
+"""`piep serve`: the energy of a request stream under continuous batching.
+
+The window runs from the first arrival to the last token of the last request, on every
+GPU of the deployment, idle gaps included. Each scheduler iteration's energy is
+attributed to the requests in it by the tokens each contributed; the GPUs' energy while
+no request is in flight goes to `idle`. Energy per output token counts generated tokens
+only. TTFT, TPOT (mean time between a request's tokens after the first) and end-to-end
+latency with p50/p90/p99.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import replace
+from typing import Any
+
+import numpy as np
+
+from piep.errors import ConfigError
+from piep.scenario import SERVING_ENGINES, Scenario
+from piep.serving.costs import IterationGrid
+from piep.serving.simulate import SchedulerPolicy, Simulation, percentiles, simulate
+from piep.serving.trace import Trace
+
+SCHEMA = "piep.serving"
+SCHEMA_VERSION = 1
+GIB = 1024 ** 3
+
+
+def kv_blocks(scn: Scenario, block_size: int, memory_share: float) -> int:
+    """KV blocks the engine allocates: a share of the memory left after the weights."""
+    m, dep = scn.model, scn.deployment
+    weights_gib = dep.memory_items_gib()["all" if scn.parallel.pp == 1 else "first_stage"]
+    free_gib = scn.gpu.memory_gib - weights_gib["weights"] - weights_gib["cuda_context"]
+    block_gib = block_size * m.num_layers / scn.parallel.pp * 2 * dep.kv_heads_per_rank \
+        * m.head_dim * 2 / GIB
+    return max(1, int(memory_share * free_gib / block_gib))
+
+
+def policy_of(scn: Scenario, profile) -> SchedulerPolicy:
+    meta = profile.meta.get("scheduler", {}) if profile is not None else {}
+    block = int(meta.get("block_size", 256))
+    return SchedulerPolicy(block_size=block,
+                           num_blocks=kv_blocks(scn, block, float(meta.get("kv_memory_share",
+                                                                          0.76))),
+                           max_batch_tokens=int(meta.get("max_batch_tokens", 8192)),
+                           max_requests_per_batch=int(meta.get("max_requests_per_batch", 1024)),
+                           safety_margin=float(meta.get("safety_margin", 0.15)))
+
+
+def serving_scenario(model, trace: Trace, **kwargs: Any) -> Scenario:
+    """The scenario of a served model: its layout and engine, the longest request."""
+    engine = kwargs.pop("engine", "hf-cb")
+    if engine not in SERVING_ENGINES:
+        raise ConfigError(f"--engine {engine}: piep serve predicts continuous batching "
+                          f"({', '.join(SERVING_ENGINES)})")
+    return Scenario.build(model, engine=engine, batch=1, prompt_len=int(trace.prompt_len.max()),
+                          gen_len=int(trace.gen_len.max()), **kwargs)
+
+
+def run(scn: Scenario, trace: Trace, model, policy: SchedulerPolicy,
+        grid: IterationGrid | None = None) -> tuple[Simulation, Any]:
+    """Simulate the trace; the iteration costs come from `model` (grid reused if given)."""
+    grid = grid or IterationGrid.build(scn.deployment, max_tokens=policy.max_batch_tokens,
+                                       max_requests=policy.max_requests_per_batch,
+                                       max_keys=policy.num_blocks * policy.block_size)
+    costs = grid.costs(model)
+    return simulate(trace, costs, policy), costs
+
+
+def serve(scn: Scenario, trace: Trace, *, predictor: str = "auto") -> dict[str, Any]:
+    """The serving document of `trace` on `scn`'s deployment and engine."""
+    from piep import api
+    model = api.cost_model_for(scn, predictor)
+    profile = _profile(scn)
+    policy = policy_of(scn, profile)
+    sim, costs = run(scn, trace, model, policy)
+    doc = document(scn, trace, sim, costs, policy)
+    doc["predictor"] = model.name
+    doc["engine_ref"] = api.engine_fields(scn)["engine_ref"]
+    if profile is not None and profile.intervals:
+        q = profile.intervals.get("all", 0.3)
+        doc["interval"] = {"energy_j": [doc["energy_j"] * math.exp(-q),
+                                        doc["energy_j"] * math.exp(q)],
+                           "level": f"90 % band from {profile.meta.get('lomo_runs', '?')} "
+                                    "leave-one-trace-out replays (few: wide)"}
+    if scn.parallel.tp > 1 and scn.parallel.tp not in (profile.meta.get("tp_measured", [1])
+                                                       if profile else [1]):
+        doc["flags"].append("extrapolated")
+    return doc
+
+
+def _profile(scn: Scenario):
+    from piep.predict.engines import load_profile
+    gpu = scn.gpu.name
+    return load_profile(gpu, scn.engine.name)
+
+
+def document(scn: Scenario, trace: Trace, sim: Simulation, costs, policy) -> dict[str, Any]:
+    n = len(trace)
+    kernel_j = float(sim.it_kernel_j.sum())
+    gap_j = float(sim.it_gap_j.sum())
+    idle_j = sim.idle_s * costs.idle_power_w
+    energy = kernel_j + gap_j + idle_j
+    gen = trace.gen_tokens
+    tokens = sim.it_prefill_tokens + sim.it_decode_tokens
+    it_e = sim.it_kernel_j + sim.it_gap_j
+    prefill_j = float((it_e * sim.it_prefill_tokens / tokens).sum())
+    first, last = sim.first_token_s, sim.last_token_s
+    ttft = first - trace.arrival_s
+    steps = np.maximum(trace.gen_len - 1, 0)
+    tpot = np.where(steps > 0, (last - first) / np.maximum(steps, 1), 0.0)
+    e2e = last - trace.arrival_s
+    flags = []
+    if sim.queued_on_memory:
+        flags.append("queueing_on_kv_memory")
+    if costs.out_of_range:
+        flags.append("out_of_range")
+    per_request = [{"id": rid, "energy_j": float(e), "ttft_s": float(a), "tpot_s": float(b),
+                    "e2e_s": float(c)}
+                   for rid, e, a, b, c in zip(trace.ids, sim.request_j, ttft, tpot, e2e)]
+    p = scn.parallel
+    return {
+        "schema": SCHEMA, "schema_version": SCHEMA_VERSION, "boundary": "gpu_board",
+        "model": scn.model.name, "gpu": scn.gpu.name,
+        "layout": {"tp": p.tp, "pp": p.pp, "dp": p.dp, "gpus": p.world_size},
+        "engine": scn.engine.name,
+        "requests": n, "gen_tokens": gen,
+        "energy_j": energy, "time_s": sim.end_s,
+        "j_per_gen_token": energy / gen, "tokens_per_j": gen / energy if energy else 0.0,
+        "ttft_s": percentiles(ttft), "tpot_s": percentiles(tpot[steps > 0]),
+        "e2e_s": percentiles(e2e),
+        "breakdown_j": {"compute": kernel_j, "communication": 0.0, "wait": 0.0,
+                        "idle": gap_j + idle_j},
+        "phase_j": {"prefill": prefill_j, "decode": float(it_e.sum()) - prefill_j,
+                    "idle": idle_j},
+        "iterations": int(len(sim.it_time_s)),
+        "mean_requests_per_iteration": float(sim.it_requests.mean()) if len(sim.it_requests)
+        else 0.0,
+        "idle_s": sim.idle_s,
+        "scheduler": {"block_size": policy.block_size, "num_blocks": policy.num_blocks,
+                      "max_batch_tokens": policy.max_batch_tokens,
+                      "safety_margin": policy.safety_margin},
+        "per_request": per_request,
+        "flags": flags,
+    }
+
+
+def with_host(model, **terms: float):
+    """`model` with some host terms replaced (the fit of a serving profile)."""
+    import copy
+    host = copy.deepcopy(model.host)
+    for k, v in terms.items():
+        setattr(host, k, v)
+    return replace(model, host=host)

@@ -1,0 +1,185 @@
+"""An iteration-level simulator of a continuous-batching scheduler.
+
+The policy is transformers' FIFO scheduler (`hf-cb`), parameterized: each iteration
+first gives every decoding request one token, then prefills (the partly prefilled first,
+then the waiting in arrival order) within a token budget, splitting a prompt that does
+not fit across iterations; a request needs KV blocks for what it holds, and no new
+prefill starts while the free blocks are below a safety margin (the first scheduled one
+excepted). Iterations run back to back while requests are in flight; the GPUs idle
+between the last token in flight and the next arrival. Time advances by each
+iteration's priced cost (`piep.serving.costs`).
+"""
+
+from __future__ import annotations
+
+import math
+from collections import deque
+from dataclasses import dataclass
+
+import numpy as np
+
+from piep.errors import ConfigError
+from piep.serving.costs import IterationCosts
+from piep.serving.trace import Trace
+
+
+@dataclass(frozen=True, kw_only=True)
+class SchedulerPolicy:
+    """A continuous-batching policy (transformers' defaults for hf-cb)."""
+    block_size: int = 256
+    num_blocks: int = 3051               # KV blocks (measured on H200 for llama-3-8b)
+    max_batch_tokens: int = 8192         # token budget of one iteration
+    max_requests_per_batch: int = 1024
+    safety_margin: float = 0.15          # share of blocks kept free from new prefills
+
+    def __post_init__(self) -> None:
+        for key in ("block_size", "num_blocks", "max_batch_tokens", "max_requests_per_batch"):
+            if int(getattr(self, key)) < 1:
+                raise ConfigError(f"scheduler {key}={getattr(self, key)!r} must be >= 1")
+
+
+@dataclass(frozen=True)
+class Simulation:
+    """Every iteration (start, duration, tokens of prefill and decode, requests, keys,
+    energies) and every request (first and last token times, attributed energy)."""
+    it_start_s: np.ndarray
+    it_time_s: np.ndarray
+    it_prefill_tokens: np.ndarray
+    it_decode_tokens: np.ndarray
+    it_requests: np.ndarray
+    it_keys: np.ndarray
+    it_kernel_j: np.ndarray
+    it_gap_j: np.ndarray
+    first_token_s: np.ndarray   # per request, from the first arrival
+    last_token_s: np.ndarray
+    request_j: np.ndarray       # energy of the iterations, shared by tokens
+    end_s: float                # the last token of the last request
+    idle_s: float               # no request in flight, inside the window
+    queued_on_memory: int       # iterations where KV blocks held a prefill back
+
+
+def simulate(trace: Trace, costs: IterationCosts, policy: SchedulerPolicy) -> Simulation:
+    n = len(trace)
+    arrival = trace.arrival_s
+    prompt = trace.prompt_len.astype(np.int64)
+    gen = trace.gen_len.astype(np.int64)
+    bs = policy.block_size
+    need_blocks = -(-(prompt + gen) // bs)
+    if need_blocks.max() > policy.num_blocks:
+        i = int(np.argmax(need_blocks))
+        raise ConfigError(f"request {trace.ids[i]} needs {need_blocks[i]} KV blocks of {bs} "
+                          f"tokens; the cache holds {policy.num_blocks}")
+    done_prefill = np.zeros(n, np.int64)   # prompt tokens in the cache
+    generated = np.zeros(n, np.int64)
+    blocks = np.zeros(n, np.int64)
+    first = np.full(n, np.nan)
+    last = np.full(n, np.nan)
+    energy = np.zeros(n)
+    free = policy.num_blocks
+    margin = policy.safety_margin * policy.num_blocks
+    decoding = np.zeros(0, np.int64)       # request indices, in scheduling order
+    prefilling: deque[int] = deque()       # partly prefilled
+    waiting: deque[int] = deque()
+    nxt = 0
+    t = 0.0
+    idle = 0.0
+    held = 0
+    its: list[tuple] = []
+    cost = costs.cost_one
+    while True:
+        while nxt < n and arrival[nxt] <= t:
+            waiting.append(nxt)
+            nxt += 1
+        if not len(decoding) and not prefilling and not waiting:
+            if nxt >= n:
+                break
+            idle += arrival[nxt] - t
+            t = float(arrival[nxt])
+            continue
+        # decoding requests: one token each (their next position may open a block)
+        budget = policy.max_batch_tokens
+        req_budget = policy.max_requests_per_batch
+        dec = decoding[:min(len(decoding), budget, req_budget)]
+        pos = prompt[dec] + generated[dec] - 1
+        opens = (pos % bs == 0) & (pos // bs >= blocks[dec])
+        n_open = int(np.count_nonzero(opens))
+        if n_open > free:  # no block for some: they wait this iteration
+            ok = np.cumsum(opens) <= free
+            dec, opens, pos = dec[ok], opens[ok], pos[ok]
+            n_open = int(np.count_nonzero(opens))
+        if n_open:
+            blocks[dec[opens]] += 1
+            free -= n_open
+        budget -= len(dec)
+        req_budget -= len(dec)
+        keys = float(pos.sum()) + len(dec)
+        chunks: list[tuple[int, int]] = []
+        for queue in (prefilling, waiting):
+            while queue and budget > 0 and req_budget > 0:
+                if free < margin and (len(dec) or chunks):
+                    held += 1
+                    break
+                r = queue[0]
+                take = int(min(prompt[r] - done_prefill[r], budget))
+                want = -(-(done_prefill[r] + take) // bs) - blocks[r]
+                if want > free:
+                    held += 1
+                    break
+                queue.popleft()
+                blocks[r] += want
+                free -= want
+                chunks.append((r, take))
+                budget -= take
+                req_budget -= 1
+                keys += done_prefill[r] + take
+            if budget <= 0 or req_budget <= 0:
+                break
+        n_pre = sum(c for _, c in chunks)
+        tokens = len(dec) + n_pre
+        if tokens == 0:  # nothing fits: memory holds everything back (cannot progress)
+            raise ConfigError("the KV cache cannot hold the next request's prompt: raise "
+                              "the cache's blocks or shorten the prompts")
+        requests = len(dec) + len(chunks)
+        dt, e_k, e_g = cost(tokens, requests, keys)
+        t_end = t + dt
+        share = (e_k + e_g) / tokens
+        its.append((t, dt, n_pre, len(dec), requests, keys, e_k, e_g))
+        # the decoding requests got their token
+        if len(dec):
+            generated[dec] += 1
+            last[dec] = t_end
+            energy[dec] += share
+            done = generated[dec] >= gen[dec]
+            if done.any():
+                finished = dec[done]
+                free += int(blocks[finished].sum())
+                blocks[finished] = 0
+                decoding = decoding[generated[decoding] < gen[decoding]]
+        new_dec = []
+        for r, take in chunks:
+            done_prefill[r] += take
+            energy[r] += share * take
+            if done_prefill[r] < prompt[r]:  # the rest of its prompt comes first next time
+                prefilling.appendleft(r)
+                continue
+            generated[r] = 1  # the prefill's token
+            first[r] = last[r] = t_end
+            if gen[r] == 1:
+                free += int(blocks[r])
+                blocks[r] = 0
+            else:
+                new_dec.append(r)
+        if new_dec:
+            decoding = np.concatenate([decoding, np.asarray(new_dec, np.int64)])
+        t = t_end
+    a = np.array(its, dtype=float).reshape(-1, 8)
+    return Simulation(a[:, 0], a[:, 1], a[:, 2], a[:, 3], a[:, 4], a[:, 5], a[:, 6], a[:, 7],
+                      first, last, energy, float(np.nanmax(last)), idle, held)
+
+
+def percentiles(values: np.ndarray) -> dict[str, float]:
+    v = np.asarray(values, float)
+    v = v[np.isfinite(v)]
+    if not len(v):
+        return {"p50": math.nan, "p90": math.nan, "p99": math.nan}
+    return {f"p{q}": float(np.percentile(v, q)) for q in (50, 90, 99)}

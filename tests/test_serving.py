@@ -1,0 +1,112 @@
+"""Serving: traces, the continuous-batching scheduler simulator, and `piep serve`."""
+
+import json
+
+import numpy as np
+import pytest
+
+from piep.cli import main
+from piep.errors import ConfigError
+from piep.serving.costs import Curve, IterationCosts
+from piep.serving.simulate import SchedulerPolicy, simulate
+from piep.serving.trace import make_trace, parse_dist, poisson_trace, read_trace
+
+
+def _flat(t_iter=0.01, e_iter=1.0, idle_w=100.0):
+    """Iterations that cost a fixed time and energy whatever they hold."""
+    x = np.log2(np.array([1.0, 2.0 ** 20]))
+    one = lambda v: Curve(x, None, np.full(2, v / 3), np.full(2, e_iter / 3), np.zeros(2))  # noqa: E731
+    att = Curve(x, x, np.full((2, 2), t_iter / 3), np.full((2, 2), e_iter / 3), np.zeros((2, 2)))
+    return IterationCosts(one(t_iter), att, one(t_iter), idle_w, False)
+
+
+def test_trace_files_and_draws(tmp_path):
+    jl = tmp_path / "t.jsonl"
+    jl.write_text('{"id": "b", "arrival_s": 5, "prompt_len": 3, "gen_len": 2, "x": 1}\n'
+                  '{"id": "a", "arrival_s": 2.5, "prompt_len": 4, "gen_len": 1}\n')
+    t = read_trace(jl)
+    assert t.ids == ("a", "b") and list(t.arrival_s) == [0.0, 2.5] and t.gen_tokens == 3
+    csv = tmp_path / "t.csv"
+    csv.write_text("arrival_s,prompt_len,gen_len\n0,10,5\n0,10,5\n")  # a burst: ties
+    assert len(read_trace(csv)) == 2
+    with pytest.raises(ConfigError, match="request 1: gen_len=0.0 must be an integer >= 1"):
+        make_trace([0, 1], [4, 4], [3, 0])
+    (tmp_path / "bad.jsonl").write_text('{"arrival_s": 0, "prompt_len": 3}\n')
+    with pytest.raises(ConfigError, match="row 1 lacks gen_len"):
+        read_trace(tmp_path / "bad.jsonl")
+    d = parse_dist("lognormal:100:0.5:150", "x")(np.random.default_rng(0), 1000)
+    assert d.min() >= 1 and d.max() <= 150 and 80 < np.median(d) < 120
+    for bad in ("lognormal:100", "uniform:5:2", "normal:3", "-4", "nan"):
+        with pytest.raises(ConfigError):
+            parse_dist(bad, "--gen-len")
+    a = poisson_trace(rate_per_s=10, requests=2000, prompt_len="64", gen_len="8", seed=3)
+    assert 180 < a.arrival_s[-1] < 220 and a.ids[0] == "0"
+    b = poisson_trace(rate_per_s=10, requests=2000, prompt_len="64", gen_len="8", seed=3)
+    assert np.array_equal(a.arrival_s, b.arrival_s)  # the seed draws the same stream
+
+
+def test_every_token_is_generated_once_and_fifo_holds():
+    trace = make_trace([0, 0, 0, 0.5], [300, 20, 9000, 10], [5, 1, 3, 7])
+    sim = simulate(trace, _flat(), SchedulerPolicy(max_batch_tokens=512))
+    # prefill tokens: every prompt once; decode tokens: gen - 1 per request
+    assert sim.it_prefill_tokens.sum() == trace.prompt_len.sum()
+    assert sim.it_decode_tokens.sum() == (trace.gen_len - 1).sum()
+    assert ((sim.it_prefill_tokens + sim.it_decode_tokens) <= 512).all()
+    # the 9000-token prompt is split over iterations; FIFO: it starts before the later one
+    assert np.isfinite(sim.first_token_s).all() and (sim.last_token_s >= sim.first_token_s).all()
+    assert sim.first_token_s[1] <= sim.first_token_s[2]
+    # every iteration costs 10 ms: the window is their count
+    assert sim.end_s == pytest.approx(0.01 * len(sim.it_time_s) + sim.idle_s)
+    # attributed energy sums to the iterations' energy
+    assert sim.request_j.sum() == pytest.approx(sim.it_kernel_j.sum() + sim.it_gap_j.sum())
+
+
+def test_idle_gaps_are_idle_and_memory_queues():
+    trace = make_trace([0, 10], [8, 8], [2, 2])
+    sim = simulate(trace, _flat(), SchedulerPolicy())
+    assert sim.idle_s == pytest.approx(10 - 0.02, abs=1e-9) and sim.end_s == pytest.approx(10.02)
+    # two blocks: the second request waits for the first to free its block
+    tight = simulate(make_trace([0, 0], [200, 200], [3, 3]), _flat(),
+                     SchedulerPolicy(block_size=256, num_blocks=1, safety_margin=0.0))
+    assert tight.first_token_s[1] > tight.last_token_s[0] - 1e-12
+    with pytest.raises(ConfigError, match="needs 3 KV blocks"):
+        simulate(make_trace([0], [300], [300]), _flat(),
+                 SchedulerPolicy(block_size=256, num_blocks=1))
+
+
+def test_serve_document_and_cli(tmp_path, capsys):
+    trace = poisson_trace(rate_per_s=4, requests=40, prompt_len="lognormal:256:0.5:1024",
+                          gen_len="uniform:16:64", seed=1)
+    path = tmp_path / "t.jsonl"
+    path.write_text(trace.to_jsonl())
+    assert main(["serve", "--model", "llama-3-8b", "--trace", str(path), "--json",
+                 "--out", str(tmp_path / "out"), "--plot", str(tmp_path / "p.png")]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["schema"] == "piep.serving" and doc["requests"] == 40
+    assert doc["engine_ref"]["name"] == "hf-cb"
+    assert doc["energy_j"] == pytest.approx(sum(doc["breakdown_j"].values()))
+    assert doc["energy_j"] == pytest.approx(sum(doc["phase_j"].values()))
+    attributed = sum(r["energy_j"] for r in doc["per_request"])
+    assert attributed == pytest.approx(doc["energy_j"] - doc["phase_j"]["idle"])
+    assert doc["j_per_gen_token"] == pytest.approx(doc["energy_j"] / trace.gen_tokens)
+    lo, hi = doc["interval"]["energy_j"]
+    assert lo < doc["energy_j"] < hi
+    assert doc["ttft_s"]["p50"] <= doc["ttft_s"]["p99"] <= doc["e2e_s"]["p99"]
+    assert (tmp_path / "out" / "serving.json").is_file() and (tmp_path / "p.png").is_file()
+
+    # the same requests arriving 10x faster share iterations: less energy per token
+    from piep.serving.serve import serve, serving_scenario
+    slow = serve(serving_scenario("llama-3-8b", trace), trace)
+    fast_trace = make_trace(trace.arrival_s / 10, trace.prompt_len, trace.gen_len)
+    fast = serve(serving_scenario("llama-3-8b", fast_trace), fast_trace)
+    assert fast["j_per_gen_token"] < slow["j_per_gen_token"]
+    assert fast["mean_requests_per_iteration"] > slow["mean_requests_per_iteration"]
+
+
+def test_serve_bad_input_is_one_line(capsys):
+    assert main(["serve", "--model", "llama-3-8b"]) == 2
+    assert "give --trace FILE or --rate R" in capsys.readouterr().err
+    assert main(["serve", "--model", "llama-3-8b", "--rate", "nan"]) == 2
+    assert "--rate=nan must be a positive number" in capsys.readouterr().err
+    assert main(["serve", "--model", "llama-3-8b", "--rate", "2", "--gen-len", "lognormal:x"]) == 2
+    assert "--gen-len" in capsys.readouterr().err
