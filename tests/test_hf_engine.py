@@ -82,6 +82,7 @@ def test_transformers_tensor_parallel_in_two_gloo_processes(config, tmp_path):
     assert rec["generated_tokens"] == 3
 
 
+@pytest.mark.slow
 def test_continuous_batching_replays_a_trace(config, tmp_path):
     """`--engine hf-cb --trace`: every request generates exactly its tokens (EOS off),
     token timestamps give TTFT/TPOT, the manager's decisions are recorded."""
