@@ -55,8 +55,10 @@ def cost_model_for(scn: Scenario, predictor: str = "auto"):
         return base
     from piep.predict.transfer import TransferredModel
     if not isinstance(base, LearnedModel):
-        raise ConfigError("spec-sheet transfer needs the learned predictor of "
-                          f"{calibrated!r} (pip install lightgbm)")
+        why = "drop --predictor roofline" if predictor == "roofline" else \
+            "pip install lightgbm, or train it with `piep train`"
+        raise ConfigError(f"spec-sheet transfer moves the learned predictor of {calibrated!r} "
+                          f"to another GPU; {why}")
     return TransferredModel.build(base, scn.gpu, dict(scn.transfer), calibrated)
 
 

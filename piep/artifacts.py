@@ -9,15 +9,14 @@ from __future__ import annotations
 import json
 import os
 import platform
+import subprocess
 from dataclasses import dataclass
 from functools import lru_cache
-import subprocess
-import tempfile
 from pathlib import Path
 from typing import Any, Iterable
 
 from piep import __version__
-from piep.errors import ArtifactError
+from piep.errors import ArtifactError, OutputError
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 
@@ -62,18 +61,57 @@ def provenance(**extra: Any) -> dict[str, Any]:
             "host": platform.node(), **extra}
 
 
-def _atomic_write(path: Path, text: str) -> None:
+def writable(path: Path | str, what: str = "output") -> Path:
+    """Check, before any long work, that `path` can be written (a file, not a folder; its
+    folder creatable); one clear error otherwise."""
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    if path.is_dir():
+        raise OutputError(f"{what} {path} is a folder; give a file path")
+    parent = path.parent
+    for up in [parent, *parent.parents]:
+        if up.exists():
+            if not up.is_dir():
+                raise OutputError(f"cannot write {path}: {up} is a file, not a folder")
+            if not os.access(up, os.W_OK):
+                raise OutputError(f"cannot write {path}: {up} is not writable")
+            break
+    return path
+
+
+def figure_path(path: Path | str) -> Path:
+    """A figure file to write: a format matplotlib writes, in a writable place."""
+    import matplotlib
+    matplotlib.use("Agg")
+    from matplotlib.figure import Figure
+    path = Path(path)
+    formats = Figure().canvas.get_supported_filetypes()
+    if path.suffix.lstrip(".").lower() not in formats:
+        raise OutputError(f"figure {path}: give a file ending in one of "
+                          f"{', '.join('.' + f for f in sorted(formats))}")
+    return writable(path, "figure")
+
+
+def _open_for_write(path: Path, mode: str):
+    """The one place files are opened for writing (tests inject faults here)."""
+    return open(path, mode)
+
+
+def _atomic_write(path: Path, text: str) -> None:
+    """Temporary file in the same folder, then rename; mode 0666 & ~umask, as open()."""
+    path = writable(path)
     try:
-        with os.fdopen(fd, "w") as fh:
-            fh.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+        try:
+            with _open_for_write(tmp, "w") as fh:
+                fh.write(text)
+            os.replace(tmp, path)
+        except BaseException:
+            if tmp.exists():
+                tmp.unlink()
+            raise
+    except OSError as exc:
+        raise OutputError(f"cannot write {path}: {exc.strerror or exc}") from None
 
 
 def write_json(path: Path | str, schema: str, version: int, body: dict[str, Any],
@@ -92,12 +130,10 @@ def write_text(path: Path | str, text: str) -> Path:
 
 
 def load_json(path: Path | str) -> Any:
-    path = Path(path)
-    if not path.is_file():
-        raise ArtifactError(f"{path}: no such file")
+    text = read_text(path)
     try:
-        return json.loads(path.read_text())
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
         raise ArtifactError(f"{path}: not valid JSON ({exc})") from None
 
 
@@ -195,7 +231,8 @@ def read_text(path: Path | str) -> str:
     try:
         return path.read_text()
     except (OSError, UnicodeDecodeError) as exc:
-        raise ArtifactError(f"{path}: cannot be read ({exc})") from None
+        raise ArtifactError(f"{path}: cannot be read ({getattr(exc, 'strerror', None) or exc})") \
+            from None
 
 
 def read_json(path: Path | str, schema: str, max_version: int | None = None) -> dict[str, Any]:
@@ -218,20 +255,24 @@ def read_records(path: Path | str, schema: str) -> list[dict[str, Any]]:
 
 def append_jsonl(path: Path | str, record: dict[str, Any]) -> None:
     """Append one line; a crash can lose only the line being written."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "a") as fh:
-        fh.write(json.dumps(record, sort_keys=False) + "\n")
-        fh.flush()
-        os.fsync(fh.fileno())
+    path = writable(path)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with _open_for_write(path, "a") as fh:
+            fh.write(json.dumps(record, sort_keys=False) + "\n")
+            fh.flush()
+            os.fsync(fh.fileno())
+    except OSError as exc:
+        raise OutputError(f"cannot append to {path}: {exc.strerror or exc}") from None
 
 
 def read_jsonl(path: Path | str) -> list[dict[str, Any]]:
+    """The JSON lines of a file ([] where it does not exist yet: an output to resume)."""
     path = Path(path)
-    if not path.is_file():
+    if not path.exists():
         return []
     rows = []
-    for lineno, line in enumerate(path.read_text().splitlines(), 1):
+    for lineno, line in enumerate(read_text(path).splitlines(), 1):
         if not line.strip():
             continue
         try:

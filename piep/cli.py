@@ -8,9 +8,14 @@ import sys
 
 from piep import __version__
 from piep.commands.common import add_json_arg
-from piep.errors import PiepError
+from piep.errors import MissingExtraError, OutputError, PiepError
 
 log = logging.getLogger("piep")
+# optional package -> how to get it
+EXTRAS = {"torch": "pip install 'piep[gpu]' (on a GPU machine)",
+          "pynvml": "pip install 'piep[gpu]' (nvidia-ml-py)",
+          "transformers": "pip install 'piep[hf]'", "accelerate": "pip install accelerate",
+          "safetensors": "pip install safetensors", "lightgbm": "pip install lightgbm"}
 
 # subcommand -> (module under piep.commands, help)
 COMMANDS: dict[str, tuple[str, str]] = {
@@ -53,11 +58,14 @@ def main(argv: list[str] | None = None) -> int:
     if "--" in argv:  # `piep apply PLAN -- CMD ...`: everything after -- is the command
         cut = argv.index("--")
         argv, passthrough = argv[:cut], argv[cut + 1:]
+    verbose = any(a in ("-v", "--verbose") for a in argv)  # before or after the command
+    argv = [a for a in argv if a not in ("-v", "--verbose")]
     try:
         args = parser.parse_args(argv)
     except SystemExit as exc:  # argparse already printed one usage line
         return int(exc.code or 0)
     args.passthrough = passthrough
+    args.verbose = verbose
     logging.basicConfig(level=logging.DEBUG if args.verbose else logging.INFO,
                         format="piep: %(message)s", stream=sys.stderr)
     if not getattr(args, "command", None):
@@ -68,8 +76,18 @@ def main(argv: list[str] | None = None) -> int:
     except PiepError as exc:
         print(f"piep {args.command}: error: {exc}", file=sys.stderr)
         return exc.exit_code
+    except BrokenPipeError:  # `piep ... | head`
+        return 0
+    except ModuleNotFoundError as exc:  # an optional package a command needs
+        err = MissingExtraError(f"needs the Python package {exc.name!r}: "
+                                f"{EXTRAS.get(str(exc.name).split('.')[0], 'pip install it')}")
+        print(f"piep {args.command}: error: {err}", file=sys.stderr)
+        return err.exit_code
+    except OSError as exc:  # a path the user gave (a figure, a log) cannot be written/read
+        where = f" {exc.filename}" if getattr(exc, "filename", None) else ""
+        print(f"piep {args.command}: error: cannot use{where}: {exc.strerror or exc}",
+              file=sys.stderr)
+        return OutputError.exit_code
     except KeyboardInterrupt:
         print(f"piep {args.command}: interrupted", file=sys.stderr)
         return 130
-    except BrokenPipeError:
-        return 0

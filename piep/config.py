@@ -203,6 +203,13 @@ class ModelSpec:
         if problems:
             raise ConfigError(f"{name}: not a usable Llama-family config.json: "
                               + "; ".join(problems))
+        for key in ("hidden_size", "num_layers", "num_heads", "num_kv_heads", "head_dim",
+                    "intermediate_size", "vocab_size", "max_position"):
+            if key in values:
+                _positive_int(ALIASES[key][0], values[key], problems)
+        if problems:
+            raise ConfigError(f"{name}: not a usable Llama-family config.json: "
+                              + "; ".join(problems))
         heads = values["num_heads"]
         hidden = values["hidden_size"]
         head_dim = values.get("head_dim")

@@ -24,3 +24,11 @@ class DeviceError(PiepError):
 
     exit_code = 3
 
+
+
+class OutputError(PiepError):
+    """A file or folder piep was asked to write cannot be written there."""
+
+
+class MissingExtraError(PiepError):
+    """An optional package a command needs is not installed."""

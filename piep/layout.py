@@ -109,6 +109,14 @@ class Deployment:
         return max(items["total"] for items in self.memory_items_gib().values())
 
 
+def valid_tps(model: ModelSpec, limit: int = 64) -> list[int]:
+    """Tensor-parallel degrees every constraint allows: they divide the attention heads and
+    the FFN width, and divide (or are a multiple of) the KV heads."""
+    kv = model.num_kv_heads
+    return [d for d in divisors(model.num_heads) if d <= limit
+            and (kv % d == 0 or d % kv == 0) and model.intermediate_size % d == 0]
+
+
 def _kv_note(model: ModelSpec, tp: int) -> str | None:
     if tp > model.num_kv_heads:
         return (f"tp={tp} > num_key_value_heads={model.num_kv_heads}: each KV head is "
@@ -124,17 +132,13 @@ def validate(model: ModelSpec, parallel: Parallel, workload: Workload, gpu: GPU,
         raise ConfigError(f"{model.name} is a mixture of experts ({model.num_experts} experts, "
                           f"{model.experts_per_token} per token): the reference runner and "
                           f"predictor cover dense decoders only")
-    if model.num_heads % tp:
-        ok = [d for d in divisors(model.num_heads) if d <= 64]
-        raise ConfigError(f"tp={tp} does not divide num_attention_heads={model.num_heads}; "
-                          f"use tp in {{{', '.join(map(str, ok))}}}")
-    kv = model.num_kv_heads
-    if kv % tp and tp % kv:
-        ok = [str(d) for d in divisors(model.num_heads) if kv % d == 0 or d % kv == 0]
-        raise ConfigError(f"tp={tp} neither divides nor is a multiple of "
-                          f"num_key_value_heads={kv}; use tp in {{{', '.join(ok)}}}")
-    if model.intermediate_size % tp:
-        raise ConfigError(f"tp={tp} does not divide intermediate_size={model.intermediate_size}")
+    if tp not in valid_tps(model, limit=max(64, tp)):
+        why = (f"does not divide num_attention_heads={model.num_heads}" if model.num_heads % tp
+               else f"neither divides nor is a multiple of num_key_value_heads="
+                    f"{model.num_kv_heads}" if model.num_kv_heads % tp and tp % model.num_kv_heads
+               else f"does not divide intermediate_size={model.intermediate_size}")
+        raise ConfigError(f"tp={tp} {why}; use tp in "
+                          f"{{{', '.join(map(str, valid_tps(model)))}}}")
     if model.num_layers % pp:
         ok = [d for d in divisors(model.num_layers) if d <= 32]
         raise ConfigError(f"pp={pp} does not split num_hidden_layers={model.num_layers} into "
@@ -167,8 +171,8 @@ def _check_fit(dep: Deployment) -> None:
 
 def _suggest(dep: Deployment) -> str:
     p, m = dep.parallel, dep.model
-    for tp in (2, 4, 8, 16):
-        if tp <= p.tp or m.num_heads % tp or (m.num_kv_heads % tp and tp % m.num_kv_heads):
+    for tp in valid_tps(m):
+        if tp <= p.tp:
             continue
         trial = Deployment(m, Parallel(tp=tp, pp=p.pp, dp=p.dp), dep.workload, dep.gpu,
                            engine=dep.engine)

@@ -65,8 +65,9 @@ def load_model(ref: str) -> ModelSpec:
         return _read_config(path / "config.json", path.name)
     if path.is_file():
         return _read_config(path, path.parent.name if path.name == "config.json" else path.stem)
-    close = [n for n in names if key.split("-")[0] in n][:5] or names[:5]
-    raise ConfigError(f"unknown model {ref!r}: not a shipped name nor a path; try one of "
+    import difflib
+    close = difflib.get_close_matches(key, names, n=5, cutoff=0.3) or names[:5]
+    raise ConfigError(f"unknown model {ref!r}: not a shipped name nor a path; closest: "
                       f"{', '.join(close)} (see `piep models`)")
 
 

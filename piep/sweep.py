@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+import logging
 import sys
 from typing import Any
 
@@ -10,6 +11,7 @@ from piep.errors import PiepError
 from piep.gpus import DEFAULT_GPU
 
 CHUNK = 8192  # deployments priced per table
+log = logging.getLogger("piep.sweep")
 
 
 def grid(*, models, tp, pp, dp, batch, prompt_len, gen_len, mode=(None,),
@@ -54,8 +56,11 @@ def sweep(configs: list[dict[str, Any]], *, gpu: str = DEFAULT_GPU, predictor: s
             priced = price(deps, cm, builder=builder)
             for i, row in enumerate(valid):
                 row.update(priced.summary(i))
-        if progress and sys.stderr.isatty():
+        if progress and len(configs) > CHUNK:  # long sweeps say where they are (stderr)
             done = start + len(part)
-            sys.stderr.write(f"\rsweep {done}/{len(configs)}"
-                             + ("\n" if done == len(configs) else ""))
+            if sys.stderr.isatty():
+                sys.stderr.write(f"\rsweep {done}/{len(configs)}"
+                                 + ("\n" if done == len(configs) else ""))
+            else:
+                log.info("sweep %d/%d", done, len(configs))
     return rows

@@ -37,12 +37,34 @@ def clock_for(plan: dict[str, Any], rank: int, phase: str) -> int | None:
 
 
 def load_plan(path: str | Path) -> dict[str, Any]:
+    """A clock plan file, checked: ranks with an entry per phase, each a lockable SM clock
+    in MHz (or null for the default clocks) within the plan GPU's range."""
     plan = read_json(path, "piep.clock_plan", 1)
     ranks = plan.get("ranks")
-    if not ranks or not all(e.get("phase") in PHASES for r in ranks for e in r["entries"]):
+    if not ranks or not all(isinstance(r, dict) and isinstance(r.get("entries"), list)
+                            and all(isinstance(e, dict) and e.get("phase") in PHASES
+                                    for e in r["entries"]) for r in ranks):
         raise ArtifactError(f"{path}: a clock plan needs ranks with entries for "
                             f"{'/'.join(PHASES)}")
+    low, high = _clock_range(plan.get("gpu"))
+    for r in ranks:
+        for e in r["entries"]:
+            mhz = e.get("sm_mhz")
+            if mhz is not None and (isinstance(mhz, bool) or not isinstance(mhz, int)
+                                    or not low <= mhz <= high):
+                raise ArtifactError(f"{path}: sm_mhz={mhz!r} of phase {e['phase']} is not a "
+                                    f"lockable SM clock ({low:.0f}-{high:.0f} MHz, or null)")
     return plan
+
+
+def _clock_range(gpu: str | None) -> tuple[float, float]:
+    from piep.errors import ConfigError
+    from piep.gpus import load_gpu
+    try:
+        g = load_gpu(gpu or "")
+        return g.sm_clock_min_mhz, g.sm_clock_max_mhz
+    except ConfigError:
+        return 1.0, 10000.0
 
 
 class PhaseClocks:

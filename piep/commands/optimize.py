@@ -60,7 +60,16 @@ def _axes(text: str) -> list[str]:
 
 def run(args) -> int:
     from piep.optimize import Objective, offline
+    from piep.artifacts import figure_path, writable
     _axes(args.online_axes)
+    if args.plot:
+        figure_path(args.plot)
+    if args.log:
+        writable(args.log, "--log")
+    if args.front < 0:
+        raise ConfigError(f"--front={args.front} must be >= 0")
+    if args.clock_stride < 1:
+        raise ConfigError(f"--clock-stride={args.clock_stride} must be >= 1")
     objective = Objective(args.objective, args.weight, args.latency_bound)
     batches = _floats(args.batches, "--batches")
     if batches and any(b < 1 or b != int(b) for b in batches):
@@ -68,7 +77,7 @@ def run(args) -> int:
     scn = scenario_from_args(args)
     res = offline(scn, objective, batches=[int(b) for b in batches] if batches else None,
                   power_limits=_floats(args.power_limits, "--power-limits"),
-                  clock_stride=max(1, args.clock_stride), predictor=args.predictor)
+                  clock_stride=args.clock_stride, predictor=args.predictor)
     doc = {"schema": "piep.optimize", "schema_version": 1, "model": args.model,
            "objective": {"kind": objective.kind, "weight": objective.weight,
                          "latency_bound_s": objective.latency_bound_s},

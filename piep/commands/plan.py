@@ -54,13 +54,19 @@ def run(args) -> int:
     from piep.artifacts import write_text
     from piep.plan.freq import load_freq_model
     from piep.plan.planner import make_plan
+    from piep.artifacts import figure_path, writable
+    if args.out:
+        writable(args.out, "--out")
+    if args.plot:
+        figure_path(args.plot)
     max_slowdown = parse_fraction(args.max_slowdown, "--max-slowdown")
-    if args.dwell_ms < 0:
-        raise ConfigError(f"--dwell-ms={args.dwell_ms} must be >= 0")
-    if args.power_limit is not None and args.power_limit <= 0:
-        raise ConfigError(f"--power-limit={args.power_limit} must be > 0 W")
+    if not args.dwell_ms >= 0 or args.dwell_ms == float("inf"):
+        raise ConfigError(f"--dwell-ms={args.dwell_ms} must be a number >= 0")
     scn = scenario_from_args(args)
     dep = scn.deployment
+    if args.power_limit is not None and not 0 < args.power_limit <= dep.gpu.max_power_w:
+        raise ConfigError(f"--power-limit={args.power_limit} must be a power limit in W, "
+                          f"above 0 and at most the GPU's {dep.gpu.max_power_w:.0f} W")
     plan = make_plan(dep, api.cost_model_for(scn, args.predictor),
                      load_freq_model(dep.gpu.name), max_slowdown=max_slowdown,
                      dwell_s=args.dwell_ms / 1e3, power_limit_w=args.power_limit)

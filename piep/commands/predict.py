@@ -30,16 +30,20 @@ def summary(doc: dict, top: int = 8) -> str:
         f"{w['mode']}  [predictor: {doc['predictor']}; energy boundary: GPU boards only]",
         "",
         table([
-            ["energy_j", doc["energy_j"], f"[{fmt(iv['energy_j'][0])}, {fmt(iv['energy_j'][1])}]"],
-            ["time_s", doc["time_s"], f"[{fmt(iv['time_s'][0])}, {fmt(iv['time_s'][1])}]"],
-            ["prefill (J / TTFT s)", doc["prefill"]["energy_j"], doc["prefill"]["time_s"]],
-            ["decode (J / s)", doc["decode"]["energy_j"], doc["decode"]["time_s"]],
-            ["tpot_s", doc["decode"]["tpot_s"], ""],
-            ["j_per_token", doc["j_per_token"], ""],
-            ["tokens_per_s", doc["tokens_per_s"], ""],
-        ], ["", "value", f"interval ({iv['level']})"]),
+            ["energy (J)", doc["energy_j"], fmt(iv["energy_j"][0]), fmt(iv["energy_j"][1])],
+            ["time (s)", doc["time_s"], fmt(iv["time_s"][0]), fmt(iv["time_s"][1])],
+            ["prefill energy (J)", doc["prefill"]["energy_j"], "", ""],
+            ["prefill time = TTFT (s)", doc["prefill"]["time_s"], "", ""],
+            ["decode energy (J)", doc["decode"]["energy_j"], "", ""],
+            ["decode time (s)", doc["decode"]["time_s"], "", ""],
+            ["TPOT (ms)", 1e3 * doc["decode"]["tpot_s"], "", ""],
+            ["energy per token (J)", doc["j_per_token"], "", ""],
+            ["tokens per s", doc["tokens_per_s"], "", ""],
+        ], ["", "value", "90 % low", "90 % high"]),
+        f"interval: {iv['level']}",
         "",
-        "breakdown_j: " + ", ".join(f"{k} {fmt(v)}" for k, v in doc["breakdown_j"].items()),
+        "breakdown (J): " + ", ".join(f"{k} {fmt(v)}" for k, v in doc["breakdown_j"].items()),
+        "per GPU: " + _per_gpu(doc["per_gpu"]),
     ]
     if top:
         rows = [[m["path"], m["kind"], m["energy_j"], 100 * m["energy_j"] / doc["energy_j"],
@@ -48,11 +52,27 @@ def summary(doc: dict, top: int = 8) -> str:
                                    "time_s"])]
     if doc["flags"]:
         lines.append("flags: " + ", ".join(doc["flags"]))
+    if doc.get("out_of_range_kinds"):
+        lines.append("out_of_range: the module models extrapolate for "
+                     + ", ".join(doc["out_of_range_kinds"])
+                     + " (shapes far from the isolated samples; wider uncertainty)")
     return "\n".join(lines)
+
+
+def _per_gpu(gpus: list[dict]) -> str:
+    """Mean board power and memory per pipeline stage (every GPU of a stage alike)."""
+    stages: dict[int, dict] = {}
+    for g in gpus:
+        stages.setdefault(g["stage"], g)
+    return "; ".join(f"stage {s}: {fmt(g['power_w_mean'])} W, {fmt(g['memory_gib'])} GiB"
+                     for s, g in sorted(stages.items()))
 
 
 def run(args) -> int:
     from piep import api
+    if args.modules < 0:
+        from piep.errors import ConfigError
+        raise ConfigError(f"--modules={args.modules} must be >= 0")
     if args.request_rate is not None:
         from piep.errors import ConfigError
         raise ConfigError("--request-rate went: a request stream is `piep serve --model M "

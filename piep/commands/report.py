@@ -18,8 +18,9 @@ def configure(parser) -> None:
 
 
 def _measured(path: str, scn) -> dict:
-    from piep.artifacts import read_jsonl
+    from piep.artifacts import read_jsonl, read_text
     from piep.errors import ArtifactError
+    read_text(path)  # a missing or unreadable file is said so
     p, w = scn.parallel, scn.workload
     want = {"tp": p.tp, "pp": p.pp, "dp": p.dp, "batch": w.batch, "prompt_len": w.prompt_len,
             "gen_len": w.gen_len, "mode": scn.mode}
@@ -34,6 +35,8 @@ def run(args) -> int:
     from pathlib import Path
 
     from piep.report.hotspot import build_report
+    from piep.artifacts import writable
+    writable(Path(args.out) / "report.md", "--out")
     scn = scenario_from_args(args)
     measured = _measured(args.measured, scn) if args.measured else None
     data = build_report(scn, Path(args.out), predictor=args.predictor, measured=measured,

@@ -46,14 +46,19 @@ def run(args) -> int:
                           "--gen-len, --seed)")
     if args.requests_shown < 0:
         raise ConfigError(f"--requests-shown={args.requests_shown} must be >= 0")
+    from pathlib import Path
+
+    from piep.artifacts import figure_path, writable
+    if args.plot:
+        figure_path(args.plot)
+    if args.out:
+        writable(Path(args.out) / "serving.json", "--out")
     trace = read_trace(args.trace) if args.trace else poisson_trace(
         rate_per_s=args.rate, requests=args.requests, prompt_len=args.prompt_len,
         gen_len=args.gen_len, seed=args.seed)
     scn = serving_scenario(args.model, trace, gpu=args.gpu, tp=args.tp, engine=args.engine)
     doc = serve(scn, trace, predictor=args.predictor)
     if args.out:
-        from pathlib import Path
-
         from piep.artifacts import write_json, write_text
         body = {k: v for k, v in doc.items() if k not in ("schema", "schema_version")}
         write_json(Path(args.out) / "serving.json", doc["schema"], doc["schema_version"], body,

@@ -9,22 +9,30 @@ from piep.commands.common import emit
 from piep.gpus import DEFAULT_GPU
 
 FIELDS = ("model", "tp", "pp", "dp", "batch", "prompt_len", "gen_len", "mode", "engine",
-          "energy_j", "time_s", "j_per_token", "tokens_per_s", "ttft_s", "tpot_s", "error")
+          "energy_j", "time_s", "j_per_token", "tokens_per_s", "ttft_s", "tpot_s", "flags",
+          "error")
 
 
 def configure(parser) -> None:
-    parser.add_argument("--model", nargs="+", required=True)
-    parser.add_argument("--gpu", default=DEFAULT_GPU)
-    for flag, default in (("--tp", [1]), ("--pp", [1]), ("--dp", [1]), ("--batch", [1]),
-                          ("--prompt-len", [512]), ("--gen-len", [128])):
-        parser.add_argument(flag, type=int, nargs="+", default=default)
+    parser.add_argument("--model", nargs="+", required=True,
+                        help="shipped names or config paths (every combination is predicted)")
+    parser.add_argument("--gpu", default=DEFAULT_GPU, help=f"GPU type (default {DEFAULT_GPU})")
+    for flag, default, what in (("--tp", [1], "tensor parallel degrees"),
+                                ("--pp", [1], "pipeline parallel degrees"),
+                                ("--dp", [1], "data parallel replicas"),
+                                ("--batch", [1], "global batches"),
+                                ("--prompt-len", [512], "prompt lengths"),
+                                ("--gen-len", [128], "generated tokens")):
+        parser.add_argument(flag, type=int, nargs="+", default=default,
+                            help=f"{what} (default {default[0]})")
     from piep.scenario import ENGINE_MODES
     parser.add_argument("--mode", nargs="+", choices=("graph", "eager"), default=None,
                         help="the reference runner's decode (alias of --engine piep-graph|"
                              "piep-eager; default graph)")
     parser.add_argument("--engine", nargs="+", choices=tuple(ENGINE_MODES), default=None,
                         help="engines to sweep (default piep-graph)")
-    parser.add_argument("--predictor", choices=("auto", "learned", "roofline"), default="auto")
+    parser.add_argument("--predictor", choices=("auto", "learned", "roofline"), default="auto",
+                        help="learned if trained (default), or the roofline baseline")
 
 
 def run(args) -> int:
@@ -32,12 +40,16 @@ def run(args) -> int:
     configs = grid(models=args.model, tp=args.tp, pp=args.pp, dp=args.dp, batch=args.batch,
                    prompt_len=args.prompt_len, gen_len=args.gen_len,
                    mode=args.mode or [None], engine=args.engine or [None])
-    rows = sweep(configs, gpu=args.gpu, predictor=args.predictor, progress=not args.json)
+    rows = sweep(configs, gpu=args.gpu, predictor=args.predictor, progress=True)
+    if rows and all("error" in r for r in rows):
+        from piep.errors import ConfigError
+        raise ConfigError(f"no point of the grid is valid ({len(rows)} refused); the first: "
+                          f"{rows[0]['error']}")
     if args.json:
         emit(args, {"schema": "piep.sweep", "schema_version": 1, "boundary": "gpu_board",
                     "rows": rows}, str)
         return 0
     writer = csv.DictWriter(sys.stdout, fieldnames=FIELDS, extrasaction="ignore")
     writer.writeheader()
-    writer.writerows(rows)
+    writer.writerows({**r, "flags": ";".join(r.get("flags", []))} for r in rows)
     return 0

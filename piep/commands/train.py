@@ -30,7 +30,10 @@ def configure(parser) -> None:
 
 
 def run(args) -> int:
+    from piep.artifacts import writable
     from piep.predict.learned import load_learned, predictor_dir
+    if args.out:  # before minutes of fitting
+        writable(Path(args.out) / "predictor.json", "--out")
     if args.engine:
         doc = _engine(args)
     elif args.from_measurements:

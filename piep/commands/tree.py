@@ -9,23 +9,28 @@ from piep.report.table import table
 
 
 def configure(parser) -> None:
-    parser.add_argument("model", help="shipped name or path to config.json / folder")
+    parser.add_argument("model", nargs="?", help="shipped name or path to config.json / folder")
+    parser.add_argument("--model", dest="model_flag", metavar="MODEL",
+                        help="the same, as a flag (as in the other commands)")
     add_deployment_args(parser, model=False)
     parser.add_argument("--save", nargs="?", const="", default=None, metavar="PATH",
-                        help="write the tree JSON (default model_trees/<model>/tree_<layout>.json)")
+                        help="write the tree JSON (default ./tree_<model>_<layout>.json)")
 
 
 def run(args) -> int:
-    from piep.artifacts import model_trees_dir, write_json
+    from piep.artifacts import write_json
     from piep.tree import build_tree
-    dep = scenario_from_args(args).deployment
+    from piep.errors import ConfigError
+    if bool(args.model) == bool(args.model_flag):
+        raise ConfigError("name the model once: `piep tree MODEL` or `piep tree --model MODEL`")
+    dep = scenario_from_args(args, model=args.model or args.model_flag).deployment
     tree = build_tree(dep)
     doc = {"schema": "piep.model_tree", "schema_version": 1, "deployment": dep.describe(),
            "notes": list(dep.notes), "nodes": tree.size(), "totals": tree.totals(),
            "tree": tree.to_dict()}
     if args.save is not None:
-        path = Path(args.save) if args.save else (
-            model_trees_dir() / dep.model.name / f"tree_{dep.parallel.label()}.json")
+        path = Path(args.save) if args.save else \
+            Path(f"tree_{dep.model.name}_{dep.parallel.label()}.json")
         write_json(path, "piep.model_tree", 1, {k: v for k, v in doc.items()
                                                 if k not in ("schema", "schema_version")},
                    config_hash=dep.model.config_hash())
