@@ -22,13 +22,18 @@ REPO_ROOT = Path(__file__).resolve().parent.parent
 
 
 def data_root() -> Path:
-    """Folder holding model_trees/ and calibration/ (the repo, or $PIEP_HOME)."""
+    """Folder holding model_trees/ and calibration/: $PIEP_HOME, else the checkout piep
+    runs from, else the data an installed wheel carries (piep/_data)."""
     return _root(os.environ.get("PIEP_HOME"))
 
 
 @lru_cache(maxsize=8)
 def _root(home: str | None) -> Path:
-    return Path(home) if home else REPO_ROOT
+    if home:
+        return Path(home)
+    if (REPO_ROOT / "calibration").is_dir():
+        return REPO_ROOT
+    return Path(__file__).resolve().parent / "_data"
 
 
 def model_trees_dir() -> Path:

@@ -328,6 +328,12 @@ def train_shipped(gpu_name: str = DEFAULT_GPU, progress=None) -> tuple[LearnedMo
     from piep.predict.dataset import load_calibration
     gpu = load_gpu(gpu_name)
     cal = load_calibration(gpu_name)
+    if not cal.modules or not cal.e2e:
+        from piep.errors import ArtifactError
+        raise ArtifactError(f"no training data for {gpu_name} here (module samples, end-to-end "
+                            f"runs): `piep train` fits on a checkout's calibration/ "
+                            f"(PIEP_HOME=CHECKOUT), an installed piep carries only the "
+                            f"trained predictor")
     all_cases = cases(cal, gpu)
     rows = leave_one_model_out(cal, gpu, all_cases, progress=progress)
     model = fit(cal, gpu, all_cases)
