@@ -128,3 +128,31 @@ def test_sweep_rows_keep_refusals_and_match_predict(learned):
         assert row["energy_j"] == pytest.approx(ref["energy_j"], rel=1e-12)
         assert row["flags"] == ref["flags"]
         assert row["predictor"] == "learned"
+
+
+def test_no_gpu_above_its_board_limit_unflagged(learned):
+    """Over a grid of heavy prefills: a phase of >= 1 s never averages above the board
+    limit on any GPU; a shorter one may, and then says so."""
+    configs = [dict(model=m, tp=tp, batch=b, prompt_len=p, gen_len=16)
+               for m in ("llama-2-7b", "llama-2-13b", "qwen2.5-14b") for tp in (1, 2)
+               for b in (1, 16, 64, 128) for p in (128, 512, 2048)]
+    deps = []
+    for c in configs:
+        try:
+            deps.append(api.deployment(**c))
+        except PiepError:
+            continue
+    priced = price(deps, learned)
+    limit = deps[0].gpu.max_power_w
+    n_capped = 0
+    for i, dep in enumerate(deps):
+        doc_flags = priced.flags(i)
+        for ph in (0, 1):
+            t = priced.phase_time_s[i, ph]
+            per_gpu = priced.phase_energy_j[i, ph] / (dep.parallel.world_size * t)
+            if t >= 1.0:
+                assert per_gpu <= limit * (1 + 1e-6), (dep.describe(), ph, per_gpu)
+            elif per_gpu > limit * (1 + 1e-6):
+                assert "short_window_power" in doc_flags, dep.describe()
+        n_capped += "power_capped" in doc_flags
+    assert n_capped > 0  # the grid does reach the limit: the cap is exercised

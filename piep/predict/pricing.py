@@ -69,6 +69,8 @@ class Priced:
     out_of_range: np.ndarray    # (deps,) bool
     row_energy_j: np.ndarray
     bubble_energy_j: np.ndarray  # (segments, stages), all GPUs, combiner-weighted
+    power_capped: np.ndarray     # (deps,) a sustained phase held at the board's power limit
+    short_window_power: np.ndarray  # (deps,) a phase shorter than 1 s above the limit
 
     def out_of_range_kinds(self, i: int) -> list[str]:
         """Kinds of deployment i's leaves that lie far from the data the model was fitted on."""
@@ -99,6 +101,12 @@ class Priced:
         out.sort(key=lambda m: -m["energy_j"])
         return out
 
+    def flags(self, i: int) -> list[str]:
+        """The flags of deployment i's prediction."""
+        return flags(self.table.deps[i], bool(self.out_of_range[i]),
+                     power_capped=bool(self.power_capped[i]),
+                     short_window_power=bool(self.short_window_power[i]))
+
     def summary(self, i: int) -> dict[str, Any]:
         """The fields of a sweep row."""
         dep = self.table.deps[i]
@@ -111,7 +119,7 @@ class Priced:
                 "tokens_per_s": gen_tokens / time_s if time_s else 0.0,
                 "ttft_s": float(self.phase_time_s[i, 0]),
                 "tpot_s": float(self.phase_time_s[i, 1]) / steps if steps else 0.0,
-                "predictor": self.model.name, "flags": flags(dep, bool(self.out_of_range[i]))}
+                "predictor": self.model.name, "flags": self.flags(i)}
 
     def document(self, i: int) -> dict[str, Any]:
         """The prediction document of deployment i (`piep predict --json`)."""
@@ -154,15 +162,19 @@ class Priced:
             "breakdown_j": {k: float(v) for k, v in zip(CATEGORIES, self.breakdown_j[i])},
             "modules": modules,
             "modules_raw_sum_j": float(self.raw_j[i]),
-            "flags": flags(dep, bool(oor)),
+            "flags": self.flags(i),
             "out_of_range_kinds": oor,
         }
 
 
-def flags(dep: Deployment, out_of_range: bool) -> list[str]:
-    """The flags a prediction of `dep` carries: extrapolated layouts, far leaves, notes."""
+def flags(dep: Deployment, out_of_range: bool, *, power_capped: bool = False,
+          short_window_power: bool = False) -> list[str]:
+    """The flags a prediction of `dep` carries: extrapolated layouts, far leaves, a phase
+    held at the power limit or briefly above it, notes."""
     return ((["extrapolated"] if dep.parallel.world_size > 2 else [])
             + (["out_of_range"] if out_of_range else [])
+            + (["power_capped"] if power_capped else [])
+            + (["short_window_power"] if short_window_power else [])
             + [f"note: {n}" for n in dep.notes])
 
 
@@ -217,9 +229,38 @@ def partition(table: LeafTable, p: Prices, model: CostModel) -> Priced:
            + np.bincount(seg.cfg, weights=bubble_raw.sum(1), minlength=n)) * gpus
     oor = np.bincount(cfg, weights=(p.out_of_range & (count > 0)).astype(float),
                       minlength=n) > 0
-    phase_t = _per_phase(seg, tl.time_s, n)
+    seg_time, capped, short = _power_limit(table, tl, row_e / gpus[cfg],
+                                           bubble_e / gpus[seg.cfg][:, None])
+    phase_t = _per_phase(seg, seg_time, n)
     return Priced(table, p, model, tl, breakdown.sum(1), breakdown, phase_t, phase_t.sum(1),
-                  phase_e, stage_e, raw, oor, row_e, bubble_e)
+                  phase_e, stage_e, raw, oor, row_e, bubble_e,
+                  np.bincount(seg.cfg, weights=capped, minlength=n) > 0,
+                  np.bincount(seg.cfg, weights=short, minlength=n) > 0)
+
+
+# a segment this long runs at the board's power limit at most: the firmware lowers the
+# clock (measured: prefills longer than 1 s stay <= 713 W on a 700 W board; shorter
+# windows read up to 765 W, the controller lagging its limit)
+SUSTAINED_S = 1.0
+
+
+def _power_limit(table: LeafTable, tl: Timeline, row_e_gpu: np.ndarray,
+                 bubble_e_gpu: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Segment times under the board's power limit: a segment of at least SUSTAINED_S
+    whose mean power on some GPU exceeds the limit lasts as long as that GPU needs to
+    spend its energy at the limit (energy kept: the capped GPU does the same work at a
+    lower clock). Returns the times and, per segment, whether it was capped or is a short
+    segment above the limit."""
+    ns = tl.bubble_s.shape[1]
+    n_seg = len(tl.time_s)
+    energy = np.bincount(table.segment * ns + table.stage, weights=row_e_gpu,
+                         minlength=n_seg * ns).reshape(n_seg, ns) + bubble_e_gpu
+    peak = energy.max(1)
+    limit = table.gpu.max_power_w
+    over = peak > limit * tl.time_s * (1 + 1e-9)
+    long = tl.time_s >= SUSTAINED_S
+    time_s = np.where(over & long, peak / limit, tl.time_s)
+    return time_s, (over & long).astype(float), (over & ~long).astype(float)
 
 
 def _per_phase(seg, values: np.ndarray, n: int) -> np.ndarray:
