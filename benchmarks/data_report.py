@@ -109,6 +109,7 @@ def e2e_report() -> None:
     tpot_g = statistics.median(r["decode"]["tpot_s"] * 1e3 for r in rows
                                if r["mode"] == "graph" and r["gpus"] == 1)
     models = sorted({r["model"] for r in rows})
+    long_w, n_long, short_w = _prefill_power(raw)
     text = f"""# H200 end-to-end measurements (generated)
 
 Made by `python benchmarks/data_report.py` from `raw/*.jsonl`. Each record is one
@@ -169,6 +170,11 @@ How they were made (device logs in `logs/`, scripts in `../device/`):
 * Median per-GPU mean board power by layout (graph): {', '.join(f'{k} {v:.0f} W' for k, v in sorted(pw.items()))}.
 * Eager vs graph: median TPOT {statistics.median(eager_vs):.1f} ms eager vs {tpot_g:.1f} ms graph
   (all models, 1 GPU graph).
+* Prefill board power per GPU against the 700 W limit: prefills of at least 1 s peak at
+  {long_w:.1f} W ({n_long} runs); shorter ones read up to {short_w:.1f} W (the board's
+  controller lags its limit over short windows). The predictor follows this: a phase of
+  >= 1 s is held at the limit (`power_capped`), a shorter one above it is flagged
+  `short_window_power`.
 
 ![J per token](figures/j_per_token_vs_batch.png)
 
@@ -182,6 +188,14 @@ no micro-batching, so each pp2 GPU waits through the other stage's work: lower m
 per GPU, but two GPUs' boards drawing power for the whole run.
 """
     (CAL / "e2e" / "README.md").write_text(text)
+
+
+def _prefill_power(rows) -> tuple[float, int, float]:
+    """(peak W per GPU of prefills >= 1 s, their count, peak W of shorter prefills)."""
+    power = [(r["prefill"]["energy_j"] / (r["gpus"] * r["prefill"]["time_s"]),
+              r["prefill"]["time_s"]) for r in rows if r["prefill"].get("energy_j")]
+    long_ = [p for p, t in power if t >= 1.0]
+    return max(long_, default=float("nan")), len(long_), max(p for p, t in power if t < 1.0)
 
 
 def waits_report() -> None:
