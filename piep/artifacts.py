@@ -6,6 +6,8 @@ atomically (temporary file in the same folder, then rename).
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
 import os
 import platform
@@ -101,15 +103,34 @@ def _open_for_write(path: Path, mode: str):
     return open(path, mode)
 
 
-def _atomic_write(path: Path, text: str) -> None:
+_WRITTEN: list[list[Path]] = []  # open all_or_nothing() scopes, innermost last
+
+
+@contextlib.contextmanager
+def all_or_nothing():
+    """Files written atomically inside this scope are removed again if the scope fails, so a
+    command that writes several files leaves all of them or none."""
+    written: list[Path] = []
+    _WRITTEN.append(written)
+    try:
+        yield
+    except BaseException:
+        for path in written:
+            path.unlink(missing_ok=True)
+        raise
+    finally:
+        _WRITTEN.pop()
+
+
+def _atomic_write(path: Path, content: str | bytes) -> None:
     """Temporary file in the same folder, then rename; mode 0666 & ~umask, as open()."""
     path = writable(path)
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
         try:
-            with _open_for_write(tmp, "w") as fh:
-                fh.write(text)
+            with _open_for_write(tmp, "wb" if isinstance(content, bytes) else "w") as fh:
+                fh.write(content)
             os.replace(tmp, path)
         except BaseException:
             if tmp.exists():
@@ -117,6 +138,16 @@ def _atomic_write(path: Path, text: str) -> None:
             raise
     except OSError as exc:
         raise OutputError(f"cannot write {path}: {exc.strerror or exc}") from None
+    if _WRITTEN:
+        _WRITTEN[-1].append(path)
+
+
+def save_figure(fig, path: Path | str, dpi: int = 100) -> Path:
+    """A matplotlib figure rendered in memory, then written atomically like any artifact."""
+    buf = io.BytesIO()
+    fig.savefig(buf, format=Path(path).suffix.lstrip(".").lower() or "png", dpi=dpi)
+    _atomic_write(Path(path), buf.getvalue())
+    return Path(path)
 
 
 def write_json(path: Path | str, schema: str, version: int, body: dict[str, Any],

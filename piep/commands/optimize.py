@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 from pathlib import Path
 
 from piep.commands.common import add_deployment_args, emit, scenario_from_args
@@ -14,9 +16,12 @@ def _floats(text: str | None, what: str):
     if not text:
         return None
     try:
-        return [float(x) for x in text.split(",") if x.strip()]
+        values = [float(x) for x in text.split(",") if x.strip()]
     except ValueError:
         raise ConfigError(f"{what}={text!r}: give comma-separated numbers") from None
+    if not all(math.isfinite(v) for v in values):
+        raise ConfigError(f"{what}={text!r}: give finite numbers")
+    return values
 
 
 def configure(parser) -> None:
@@ -123,8 +128,8 @@ def _plot(res, path: Path) -> None:
     ax.legend(fontsize=8)
     ax.set_title("piep optimize (predicted)")
     fig.tight_layout()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=110)
+    from piep.artifacts import save_figure
+    save_figure(fig, path, dpi=110)
 
 
 def _fmt(p) -> str:

@@ -131,6 +131,5 @@ def plot_plan(scn, plan, path: str, *, predictor: str, power_limit_w: float | No
         ax.set_title(f"{plan['model']} {name} (model-based)")
         ax.legend(fontsize=8)
     fig.tight_layout()
-    from pathlib import Path
-    Path(path).parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=110)
+    from piep.artifacts import save_figure
+    save_figure(fig, path, dpi=110)

@@ -85,8 +85,11 @@ def summary(d: dict, shown: int) -> str:
     lines.append(table(rows, ["", "value", "interval (90 %) / tail"]))
     lines += ["", "breakdown_j: " + ", ".join(f"{k} {fmt(v)}" for k, v in d["breakdown_j"].items()),
               "phase_j: " + ", ".join(f"{k} {fmt(v)}" for k, v in d["phase_j"].items()),
+              f"idle_j = GPUs waiting on the host inside iterations "
+              f"{fmt(d['breakdown_j']['idle'] - d['phase_j']['idle'])} + no request in flight "
+              f"{fmt(d['phase_j']['idle'])} ({fmt(d['idle_s'])} s)",
               f"iterations {d['iterations']}, {d['mean_requests_per_iteration']:.1f} requests "
-              f"per iteration on average, GPUs idle {fmt(d['idle_s'])} s"]
+              f"per iteration on average"]
     if shown:
         top = sorted(d["per_request"], key=lambda r: -r["energy_j"])[:shown]
         lines += ["", table([[r["id"], r["energy_j"], r["ttft_s"], r["tpot_s"], r["e2e_s"]]
@@ -100,7 +103,6 @@ def summary(d: dict, shown: int) -> str:
 def _plot(scn, trace, args) -> None:
     import matplotlib
     matplotlib.use("Agg")
-    from pathlib import Path
 
     import matplotlib.pyplot as plt
     import numpy as np
@@ -118,6 +120,6 @@ def _plot(scn, trace, args) -> None:
     b.set_xlabel("time from the first arrival (s)")
     a.set_title(f"{scn.model.name} {scn.engine.name}: predicted (GPU boards only)")
     fig.tight_layout()
-    Path(args.plot).parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(args.plot, dpi=110)
+    from piep.artifacts import save_figure
+    save_figure(fig, args.plot, dpi=110)
     plt.close(fig)

@@ -106,8 +106,8 @@ def _figures(out: Path, doc, kinds, lay, measured, wait_samples) -> dict[str, Pa
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    from piep.artifacts import save_figure
     figs = out / "figures"
-    figs.mkdir(parents=True, exist_ok=True)
     paths: dict[str, Path] = {}
     # stacked energy by kind and phase
     names = sorted({k["kind"] for k in kinds}, key=lambda n: -sum(
@@ -124,7 +124,7 @@ def _figures(out: Path, doc, kinds, lay, measured, wait_samples) -> dict[str, Pa
     ax.set_title("energy by module kind and phase (attributed)")
     fig.tight_layout()
     paths["energy_by_module"] = figs / "energy_by_module.png"
-    fig.savefig(paths["energy_by_module"], dpi=100)
+    save_figure(fig, paths["energy_by_module"])
     plt.close(fig)
     # communication share vs layout, energy vs latency
     if lay:
@@ -141,7 +141,7 @@ def _figures(out: Path, doc, kinds, lay, measured, wait_samples) -> dict[str, Pa
         axes[1].set_title("energy vs latency (red: Pareto front)")
         fig.tight_layout()
         paths["layouts"] = figs / "layouts.png"
-        fig.savefig(paths["layouts"], dpi=100)
+        save_figure(fig, paths["layouts"])
         plt.close(fig)
     if wait_samples:
         import numpy as np
@@ -160,7 +160,7 @@ def _figures(out: Path, doc, kinds, lay, measured, wait_samples) -> dict[str, Pa
         ax.legend()
         fig.tight_layout()
         paths["waits"] = figs / "waits.png"
-        fig.savefig(paths["waits"], dpi=100)
+        save_figure(fig, paths["waits"])
         plt.close(fig)
     if measured:
         fig, ax = plt.subplots(figsize=(5, 3.5))
@@ -175,7 +175,7 @@ def _figures(out: Path, doc, kinds, lay, measured, wait_samples) -> dict[str, Pa
         ax.legend()
         fig.tight_layout()
         paths["measured"] = figs / "measured_vs_predicted.png"
-        fig.savefig(paths["measured"], dpi=100)
+        save_figure(fig, paths["measured"])
         plt.close(fig)
     return paths
 
@@ -203,7 +203,7 @@ def build_report(scn: Scenario, out: Path, *, predictor: str = "auto",
                  measured: dict[str, Any] | None = None,
                  compare: list[str] | None = None) -> dict[str, Any]:
     from piep import api
-    from piep.artifacts import write_json, write_text
+    from piep.artifacts import all_or_nothing, write_json, write_text
     from piep.compare import compare as compare_fn
     doc = api.predict(scn, predictor=predictor)
     comparison = None
@@ -224,16 +224,15 @@ def build_report(scn: Scenario, out: Path, *, predictor: str = "auto",
                              f"% time — model-based, not measured"})
         acts.sort(key=lambda x: x["energy_per_token_change"])
     lay = layouts(scn, predictor)
-    out.mkdir(parents=True, exist_ok=True)
-    figs = _figures(out, doc, kinds, lay, measured, _wait_samples(doc))
-    data = {"prediction": doc, "by_kind": kinds, "actions": acts, "layouts": lay,
-            "clock_plan": plan,
-            "pareto": pareto(lay), "measured": measured, "comparison": comparison,
-            "figures": {k: str(p.relative_to(out)) for k, p in figs.items()}}
-    write_json(out / "report.json", "piep.report", 1, data)
-    md = render_markdown(data)
-    write_text(out / "report.md", md)
-    write_text(out / "report.html", render_html(data, out))
+    with all_or_nothing():
+        figs = _figures(out, doc, kinds, lay, measured, _wait_samples(doc))
+        data = {"prediction": doc, "by_kind": kinds, "actions": acts, "layouts": lay,
+                "clock_plan": plan,
+                "pareto": pareto(lay), "measured": measured, "comparison": comparison,
+                "figures": {k: str(p.relative_to(out)) for k, p in figs.items()}}
+        write_json(out / "report.json", "piep.report", 1, data)
+        write_text(out / "report.md", render_markdown(data))
+        write_text(out / "report.html", render_html(data, out))
     return data
 
 

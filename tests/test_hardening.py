@@ -1,0 +1,126 @@
+"""No tracebacks, no exit-0 nonsense: every command over odd flag values, file-system faults
+injected through the one writer, and the human tables pinned."""
+
+import contextlib
+import io
+import json
+import math
+import os
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import piep.artifacts as artifacts
+from piep.cli import main
+
+DATA = Path(__file__).with_name("data")
+ODD = st.one_of(st.sampled_from(["nan", "inf", "-1", "0", "1e9", "x", "", "2", "7", "1,2",
+                                 "lognormal:4:0.5", "uniform:9:3"]),
+                st.integers(-3, 5000).map(str))
+# command -> (fixed arguments, flags a fuzzer may set)
+COMMANDS = {
+    "predict": (["--model", "llama-2-7b"], ["--tp", "--pp", "--dp", "--batch", "--prompt-len",
+                                            "--gen-len", "--modules", "--cache-len"]),
+    "compare": (["llama-2-7b@tp2", "llama-2-13b"], ["--batch", "--prompt-len", "--gen-len"]),
+    "sweep": (["--model", "llama-2-7b"], ["--tp", "--batch", "--gen-len"]),
+    "serve": (["--model", "llama-3-8b"], ["--rate", "--requests", "--prompt-len", "--gen-len",
+                                          "--seed", "--tp", "--requests-shown"]),
+    "plan": (["--model", "llama-2-7b"], ["--batch", "--max-slowdown", "--dwell-ms",
+                                         "--power-limit"]),
+    "optimize": (["--model", "llama-2-7b"], ["--batches", "--power-limits", "--clock-stride",
+                                             "--front", "--weight"]),
+    "tree": (["llama-2-7b"], ["--tp", "--pp", "--batch"]),
+}
+
+
+def _run(argv):
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        try:
+            code = main(argv)
+        except SystemExit as exc:  # argparse on a value it cannot parse: usage + one line
+            code = exc.code
+    return code, out.getvalue(), err.getvalue()
+
+
+def _finite(value) -> bool:
+    if isinstance(value, float):
+        return math.isfinite(value)
+    if isinstance(value, dict):
+        return all(_finite(v) for v in value.values())
+    if isinstance(value, list):
+        return all(_finite(v) for v in value)
+    return True
+
+
+@settings(max_examples=120, deadline=None, derandomize=True,
+          suppress_health_check=[HealthCheck.too_slow])
+@given(command=st.sampled_from(sorted(COMMANDS)), data=st.data())
+def test_every_command_over_odd_values_is_an_answer_or_one_line(command, data):
+    fixed, flags = COMMANDS[command]
+    chosen = data.draw(st.lists(st.sampled_from(flags), max_size=3, unique=True))
+    argv = [command, *fixed]
+    for flag in chosen:
+        argv += [flag, data.draw(ODD)]
+    if command == "serve" and "--rate" not in chosen:
+        argv += ["--rate", "2", "--requests", "5"]
+    code, out, err = _run([*argv, "--json"])
+    assert "Traceback" not in err, argv
+    if code == 0:
+        doc = json.loads(out)  # valid JSON: no NaN, no Infinity
+        assert _finite(doc), argv
+    else:
+        assert code in (2, 3), (argv, code)
+        lines = [line for line in err.strip().splitlines() if not line.startswith("usage:")
+                 and not line.startswith(" ")]
+        assert len(lines) == 1, (argv, err)
+
+
+@pytest.mark.parametrize("argv", [
+    ["plan", "--model", "llama-2-7b", "--out", "{tmp}/plan.json"],
+    ["serve", "--model", "llama-3-8b", "--rate", "2", "--requests", "4", "--out", "{tmp}/s"],
+    ["tree", "llama-2-7b", "--save", "{tmp}/tree.json"],
+    ["report", "--model", "llama-2-7b", "--out", "{tmp}/r"],
+    ["train", "--engine", "hf-static", "--out", "{tmp}/p"],
+], ids=lambda a: a[0])
+@pytest.mark.parametrize("fault", [PermissionError(13, "Permission denied"),
+                                   OSError(28, "No space left on device")],
+                         ids=["permission", "disk-full"])
+def test_write_faults_are_one_line(argv, fault, tmp_path, monkeypatch):
+    def refuse(path, mode):
+        raise fault
+    monkeypatch.setattr(artifacts, "_open_for_write", refuse)
+    code, out, err = _run([a.replace("{tmp}", str(tmp_path)) for a in argv])
+    assert code == 2 and "Traceback" not in err
+    assert err.count("\n") == 1 and fault.strerror in err, err
+    leftovers = [p for p in tmp_path.rglob("*") if p.is_file()]
+    assert not leftovers, leftovers  # nothing half-written
+
+
+@pytest.mark.parametrize("argv, where", [
+    (["plan", "--model", "llama-2-7b", "--out", "{file}/plan.json"], "is a file, not a folder"),
+    (["plan", "--model", "llama-2-7b", "--out", "{dir}"], "is a folder"),
+    (["serve", "--model", "llama-3-8b", "--rate", "1", "--plot", "{dir}/p.xyz"], "give a file"),
+    (["optimize", "--model", "llama-2-7b", "--log", "{file}/l.jsonl"], "is a file"),
+], ids=["under-a-file", "onto-a-folder", "figure-format", "log-under-a-file"])
+def test_paths_are_checked_before_the_work(argv, where, tmp_path):
+    (tmp_path / "f").write_text("x")
+    code, _, err = _run([a.replace("{file}", str(tmp_path / "f")).replace("{dir}", str(tmp_path))
+                         for a in argv])
+    assert code == 2 and where in err and err.count("\n") == 1, err
+
+
+@pytest.mark.parametrize("name, argv", [
+    ("predict_table.txt", ["predict", "--model", "llama-2-7b", "--tp", "2", "--batch", "16"]),
+    ("serve_table.txt", ["serve", "--model", "llama-3-8b", "--rate", "4", "--requests", "30",
+                         "--seed", "2"]),
+])
+def test_human_tables_are_pinned(name, argv):
+    """What a person reads. A change that is meant: PIEP_UPDATE_GOLDEN=1 pytest this test."""
+    code, out, _ = _run(argv)
+    assert code == 0
+    if os.environ.get("PIEP_UPDATE_GOLDEN"):
+        (DATA / name).write_text(out)
+    assert out == (DATA / name).read_text()
