@@ -31,7 +31,7 @@ def _predict(scn: Scenario, predictor: str, **change) -> dict[str, Any] | None:
 
 
 def actions(scn: Scenario, doc: dict[str, Any], predictor: str = "auto") -> list[dict[str, Any]]:
-    """Candidate changes, each priced as the difference of two predictions; best 3 first."""
+    """Candidate changes, each priced as the difference of two predictions; best first."""
     cands: list[tuple[str, dict[str, Any]]] = []
     p = scn.parallel
     tp, pp, dp, batch = p.tp, p.pp, p.dp, scn.workload.batch
@@ -64,7 +64,19 @@ def actions(scn: Scenario, doc: dict[str, Any], predictor: str = "auto") -> list
                     "text": f"{label}: {100 * d_jpt:+.1f} % energy per token, "
                             f"{100 * d_tpot:+.1f} % TPOT, {100 * d_time:+.1f} % total time"})
     out.sort(key=lambda a: a["energy_per_token_change"])
-    return out[:3]
+    return out
+
+
+TOP_ACTIONS = 3
+
+
+def split_actions(cands: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """The (at most 3) changes that save energy, best first, and every other change tried;
+    a change that costs energy is never listed as an action."""
+    cands = sorted(cands, key=lambda a: a["energy_per_token_change"])
+    saving = [a for a in cands if a["energy_per_token_change"] < 0]
+    top = saving[:TOP_ACTIONS]
+    return top, [a for a in cands if a not in top]
 
 
 def layouts(scn: Scenario, predictor: str = "auto") -> list[dict[str, Any]]:
@@ -147,14 +159,16 @@ def _figures(out: Path, doc, kinds, lay, measured, wait_samples) -> dict[str, Pa
         import numpy as np
         from scipy import stats
         w = np.asarray(wait_samples["waits_us"])
+        top = float(np.quantile(w, 0.99))  # the bins span what is drawn, not the far tail
         fig, ax = plt.subplots(figsize=(6, 3.5))
-        ax.hist(w, bins=60, density=True, alpha=0.7, label="measured")
+        ax.hist(w[w <= top], bins=np.linspace(0, top, 61), density=True, alpha=0.7,
+                label=f"measured ({np.mean(w <= top):.0%} of {len(w)} waits, ≤ p99)")
         fit = wait_samples["fit"]
         if "shape" in fit:
-            x = np.linspace(0, float(np.quantile(w, 0.99)), 200)
+            x = np.linspace(0, top, 200)
             ax.plot(x, stats.gamma.pdf(x, fit["shape"], 0, fit["scale_s"] * 1e6), "r-",
                     label=f"Gamma fit ({fit['method']} used)")
-        ax.set_xlim(0, float(np.quantile(w, 0.99)))
+        ax.set_xlim(0, top)
         ax.set_xlabel("AllReduce waiting time (us)")
         ax.set_title(wait_samples["title"], fontsize=9)
         ax.legend()
@@ -222,11 +236,12 @@ def build_report(scn: Scenario, out: Path, *, predictor: str = "auto",
                              f"energy (band {-100 * a['saving_band'][1]:+.1f} to "
                              f"{-100 * a['saving_band'][0]:+.1f} %), {100 * a['slowdown']:+.2f} "
                              f"% time — model-based, not measured"})
-        acts.sort(key=lambda x: x["energy_per_token_change"])
     lay = layouts(scn, predictor)
     with all_or_nothing():
         figs = _figures(out, doc, kinds, lay, measured, _wait_samples(doc))
-        data = {"prediction": doc, "by_kind": kinds, "actions": acts, "layouts": lay,
+        top, others = split_actions(acts)
+        data = {"prediction": doc, "by_kind": kinds, "actions": top, "other_changes": others,
+                "layouts": lay,
                 "clock_plan": plan,
                 "pareto": pareto(lay), "measured": measured, "comparison": comparison,
                 "figures": {k: str(p.relative_to(out)) for k, p in figs.items()}}
@@ -293,7 +308,12 @@ def render_markdown(data: dict[str, Any]) -> str:
              f"{doc['interval']['level']}.", "", "| | |", "|---|---|"]
     lines += [f"| {k} | {v} |" for k, v in _headline(doc)]
     lines += ["", "## Top actions (each gain = difference of two predictions)", ""]
-    lines += [f"{i}. {a['text']}" for i, a in enumerate(data["actions"], 1)]
+    lines += [f"{i}. {a['text']}" for i, a in enumerate(data["actions"], 1)] or [
+        "No change tried saves energy."]
+    if data.get("other_changes"):
+        lines += ["", "Also tried (no saving, or not in the top 3):", ""]
+        lines += [f"* {a['text']}" + ("  **(costs energy)**" if a["energy_per_token_change"] > 0
+                                      else "") for a in data["other_changes"]]
     lines += ["", *_plan_lines(data.get("clock_plan"))]
     lines += ["## Module hotspots (attributed energy, all GPUs)", "",
               "| kind | phase | group | energy_j | share % | time_s |", "|---|---|---|---|---|---|"]
