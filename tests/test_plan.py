@@ -39,15 +39,28 @@ def test_every_parameter_has_provenance_and_the_shipped_fit_is_reproducible(fm):
     assert report["saving_at_fit"] == pytest.approx(report["target"], abs=0.005)
 
 
-def test_fit_meets_the_literature_rows(fm):
+def test_the_fit_solves_its_equation(fm):
+    """The solver reaches its target (the published 32 %): a check of the fit, not of the
+    model, which is fitted to that figure. The TileOPs rows constrain nothing (any power
+    rising with the clock meets them, dvfs/README.md) and are not asserted here."""
     rows = {r["id"]: r for r in fit.literature_rows("h200")}
-    # TileOPs: a full-load lock at 1830 MHz exceeds 700 W; 1500 MHz fits under it
-    assert fit.full_load_power(fm, 1830, 703.0, 1650.0) > float(rows["tileops2026_1830"]["low"])
-    assert fit.full_load_power(fm, 1500, 703.0, 1650.0) <= float(rows["tileops2026_1500"]["high"])
-    # Ma et al.: the best decode saving at <= 3 % slowdown is the published 32 %
     leaves = fit.reference_leaves("h200")
     assert fit.max_reference_saving(fm, leaves) == pytest.approx(
         float(rows["ma2026_decode_saving"]["high"]), abs=0.005)
+
+
+def test_the_assumed_energy_split_is_banded_and_widens_the_plan_band(fm, plans):
+    op = fm.params["op_floor"]
+    assert op.provenance == "assumed" and op.band[0] < op.band[1]
+    leaves = fit.reference_leaves("h200")
+    s_lo, s_hi = (fit.max_reference_saving(fm.with_values(op_floor=x), leaves) for x in op.band)
+    assert s_hi < s_lo - 0.02  # more energy per operation: less to save by lowering the clock
+    # the plan's band spans the split: without it, the low end of the band is higher
+    params = {k: p for k, p in fm.params.items() if k != "op_floor"}
+    narrow = make_plan(api.deployment("llama-2-7b", batch=64), api.cost_model("h200"),
+                       type(fm)(fm.gpu, fm.f_max, fm.f_min, fm.step_mhz, fm.power_limit_w, params),
+                       max_slowdown=0.01)
+    assert plans[64]["applied"]["saving_band"][0] < narrow["applied"]["saving_band"][0] - 0.01
 
 
 def test_response_physics(fm):

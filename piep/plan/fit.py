@@ -59,6 +59,10 @@ def base_model(gpu: GPU, v_ratio: float = 0.8) -> FreqModel:
         "f_mem_sat_mhz": Param(900.0, "assumed",
                                "below this SM clock memory-bound kernels slow as f_sat/f "
                                "(SMs can no longer keep HBM busy)", (700.0, 1100.0)),
+        "op_floor": Param(0.0, "assumed",
+                          "share of a memory-bound kernel's SM dynamic energy spent per "
+                          "operation rather than per cycle (no H200 energy split was found); "
+                          "0 puts all of it on the clock", (0.0, 0.4)),
         "v_ratio": Param(v_ratio, "literature-fit", "placeholder before the fit"),
     }
     return FreqModel(gpu.name, gpu.sm_clock_max_mhz, gpu.sm_clock_min_mhz, 15.0,

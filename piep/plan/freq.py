@@ -8,7 +8,9 @@ split into parts with different clock behaviour:
   T(f) = T0 * max(r_c * f0/f, r_m * m(f)/m(f0)),  m(f) = max(1, f_mem_sat/f);
 * energy: static power over the duration, HBM energy per byte (clock independent), and SM
   dynamic energy E_sm = E_sm0 * (V(f)/V(f0))^2 * (a + (1-a) * f*T(f) / (f0*T0)), with a
-  the per-operation part (a = r_c) and the rest clock-tree/stall energy per cycle;
+  the per-operation part and the rest clock-tree/stall energy per cycle. The split is
+  assumed: a = r_c + op_floor * (1 - r_c), op_floor (banded) the part of a memory-bound
+  kernel's SM energy spent per operation (load/store, L2) rather than per cycle;
 * voltage: V(f)/V(f_max) = v_ratio below `f_knee`, linear up to 1 at f_max.
 
 A power limit caps the clock: the GPU runs at the highest clock whose power fits. The
@@ -223,7 +225,8 @@ def _at(fm: FreqModel, lv: LeafArrays, f0: np.ndarray, f: np.ndarray):
     e_hbm = np.minimum(lv.hbm_bytes[:, None] * fm.v("hbm_j_per_byte"),
                        0.8 * np.maximum(e0 - p_static * t0, 0.0))
     e_sm0 = np.maximum(e0 - p_static * t0 - e_hbm, 0.0)
-    a = np.clip(rc, 0.0, 1.0)
+    floor = fm.params["op_floor"].value if "op_floor" in fm.params else 0.0
+    a = np.clip(rc + floor * (1.0 - rc), 0.0, 1.0)
     v2 = (fm.voltage(f) / fm.voltage(f0)) ** 2
     e_sm = e_sm0 * v2 * (a + (1.0 - a) * (f * t) / (f0 * t0))
     return t, p_static * t + e_hbm + e_sm
