@@ -6,7 +6,10 @@
   the predictor of commit f9b6957 (`calibration/h200/predictor_blind/`);
 * device call 13 (`raw/e2e_s3_hd.jsonl`: head dims 64 and 96, which no training run or
   module sample had), with the predictor of commit 6e0a191
-  (`calibration/h200/predictor_blind_hd/`).
+  (`calibration/h200/predictor_blind_hd/`);
+* the 4- and 8-GPU design (`raw/e2e_x4*.jsonl`, `raw/e2e_x8*.jsonl`, issue 17; not yet
+  measured), with the predictor frozen in `calibration/h200/predictor_blind_x4x8/` whose
+  predictions were committed first (`e2e/predictions_x4x8.jsonl`).
 
 The predictors are kept as committed copies, so the tests stay reproducible after
 retraining. Prints every run and the MAPE by mode.
@@ -31,6 +34,8 @@ CAL = ROOT / "calibration" / "h200"
 TESTS = {  # name -> (measured runs, predictor trained before them)
     "call 12: unlisted 6b, 9b": ("e2e_s3_unl_*.jsonl", "predictor_blind"),
     "call 13: head dims 64, 96": ("e2e_s3_hd.jsonl", "predictor_blind_hd"),
+    # issue 17: 4 and 8 GPUs, predicted before the runs (e2e/predictions_x4x8.jsonl)
+    "4 and 8 GPUs": ("e2e_x[48]*.jsonl", "predictor_blind_x4x8"),
 }
 
 
@@ -41,6 +46,8 @@ def predict_runs(name: str):
     model = load(CAL / folder, gpu)
     recs = [r for f in sorted((CAL / "e2e" / "raw").glob(pattern)) for r in read_jsonl(f)
             if r.get("schema") == "piep.measurement"]
+    if not recs:
+        return
     priced = price([deployment_of(r, gpu) for r in recs], model, detail=True)
     for i, r in enumerate(recs):
         yield r, priced.document(i)
@@ -51,6 +58,9 @@ def main() -> int:
         rows = [(r, doc["energy_j"] / r["energy_j"] - 1, doc["time_s"] / r["time_s"] - 1,
                  doc["flags"]) for r, doc in predict_runs(name)]
         print(f"== {name} (predictor {folder})")
+        if not rows:
+            print("no runs measured yet")
+            continue
         for r, e, t, flags in sorted(rows, key=lambda x: (x[0]["model"], x[0]["mode"],
                                                           x[0]["tp"], x[0]["pp"])):
             print(f"{r['model']:19s} tp{r['tp']} pp{r['pp']} {r['mode']:5s} batch {r['batch']:3d} "

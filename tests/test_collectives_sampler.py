@@ -1,4 +1,4 @@
-"""The collectives sampler's logic on two CPU processes (gloo) with a fake counter."""
+"""The collectives sampler's logic on 2, 4 and 8 CPU processes (gloo) with a fake counter."""
 
 import json
 import os
@@ -13,17 +13,18 @@ WORKER = Path(__file__).with_name("_collectives_worker.py")
 
 
 @pytest.mark.slow
-def test_two_processes_write_one_row_per_point(tmp_path):
+@pytest.mark.parametrize("n", [2, 4, 8])
+def test_every_process_count_writes_one_row_per_point(tmp_path, n):
     out = tmp_path / "c.jsonl"
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
     proc = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--nproc-per-node",
-                           "2", "--standalone", str(WORKER), str(out)],
+                           str(n), "--standalone", str(WORKER), str(out)],
                           capture_output=True, text=True, timeout=300, env=env)
     assert proc.returncode == 0, proc.stderr[-3000:]
     rows = [json.loads(line) for line in out.read_text().splitlines()]
     assert [(r["kind"], r["size_bytes"]) for r in rows] == [
         (k, s) for k in ("allreduce", "allgather", "p2p") for s in (8192, 65536)]
     for r in rows:
-        assert r["schema"] == "piep.collective_sample" and r["group_size"] == 2
+        assert r["schema"] == "piep.collective_sample" and r["group_size"] == n
         assert r["mode"] == "eager" and r["time_s"] > 0 and r["calls"] >= 1
-        assert len(r["energy_j_per_gpu"]) == 2 and all(e is not None for e in r["energy_j_per_gpu"])
+        assert len(r["energy_j_per_gpu"]) == n and all(e is not None for e in r["energy_j_per_gpu"])

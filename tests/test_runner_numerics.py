@@ -1,5 +1,6 @@
 """The reference runner matches Hugging Face LlamaForCausalLM (fp32, CPU): at tp=1 in one
-process, and at tp=2 and pp=2 in two gloo processes."""
+process, at tp=2 and pp=2 in two gloo processes, and on the 4- and 8-GPU layouts of the
+multi-GPU design (tp4, pp4, tp2xpp2, tp2xdp2, tp8, tp4xpp2) in four and eight."""
 
 import json
 import os
@@ -20,9 +21,9 @@ WORKER = Path(__file__).with_name("_numerics_worker.py")
 GEN = 6
 
 
-def tiny(kind="llama"):
+def tiny(kind="llama", heads=4, kv_heads=2):
     common = dict(hidden_size=64, intermediate_size=128, num_hidden_layers=4,
-                  num_attention_heads=4, num_key_value_heads=2, vocab_size=96,
+                  num_attention_heads=heads, num_key_value_heads=kv_heads, vocab_size=96,
                   max_position_embeddings=128, rms_norm_eps=1e-6, rope_theta=10000.0,
                   tie_word_embeddings=False)
     if kind == "qwen2":
@@ -47,23 +48,26 @@ def reference(cfg, prompt, gen):
     return model, torch.stack(logits, 1), seq[:, prompt.shape[1]:]
 
 
-def run_worker(tmp_path, cfg, model, prompt, tp, pp, mode):
+def run_worker(tmp_path, cfg, model, prompt, tp, pp, mode, dp=1):
     blob = tmp_path / "in.pt"
     cfg_dict = json.loads(cfg.to_json_string())
     torch.save({"config": json.dumps(cfg_dict), "state": model.state_dict(), "prompt": prompt,
                 "gen_len": GEN}, blob)
     out = tmp_path / f"out_{tp}_{pp}_{mode}"
-    n = tp * pp
+    n = tp * pp * dp
     if n == 1:
         cmd = [sys.executable, str(WORKER)]
     else:
         cmd = [sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", str(n),
                "--standalone", str(WORKER)]
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
-    proc = subprocess.run(cmd + [str(blob), str(out), str(tp), str(pp), mode],
-                          capture_output=True, text=True, timeout=300, env=env)
+    proc = subprocess.run(cmd + [str(blob), str(out), str(tp), str(pp), mode, str(dp)],
+                          capture_output=True, text=True, timeout=600, env=env)
     assert proc.returncode == 0, proc.stderr[-3000:]
-    return torch.load(f"{out}.pt")
+    if dp == 1:
+        return torch.load(f"{out}.pt")
+    parts = [torch.load(f"{out}_dp{i}.pt") for i in range(dp)]
+    return {k: torch.cat([p[k] for p in parts]) for k in ("logits", "tokens")}
 
 
 @pytest.mark.parametrize("kind", ["llama", "qwen2"])
@@ -84,6 +88,20 @@ def test_two_processes_match_hf(tmp_path, tp, pp, mode):
     prompt = torch.randint(0, cfg.vocab_size, (2, 7), generator=torch.Generator().manual_seed(2))
     model, ref_logits, ref_tokens = reference(cfg, prompt, GEN)
     got = run_worker(tmp_path, cfg, model, prompt, tp, pp, mode)
+    torch.testing.assert_close(got["logits"], ref_logits, rtol=1e-4, atol=1e-4)
+    assert torch.equal(got["tokens"], ref_tokens)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("tp, pp, dp", [(4, 1, 1), (1, 4, 1), (2, 2, 1), (2, 1, 2), (8, 1, 1),
+                                        (4, 2, 1)], ids=lambda v: str(v))
+def test_four_and_eight_processes_match_hf(tmp_path, tp, pp, dp):
+    """The layouts of the 4- and 8-GPU design (issue 17) before any GPU runs them."""
+    cfg = tiny(heads=8, kv_heads=8 if tp == 8 else 4)
+    prompt = torch.randint(0, cfg.vocab_size, (2 * dp, 7),
+                           generator=torch.Generator().manual_seed(3))
+    model, ref_logits, ref_tokens = reference(cfg, prompt, GEN)
+    got = run_worker(tmp_path, cfg, model, prompt, tp, pp, "graph", dp)
     torch.testing.assert_close(got["logits"], ref_logits, rtol=1e-4, atol=1e-4)
     assert torch.equal(got["tokens"], ref_tokens)
 

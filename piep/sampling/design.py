@@ -37,6 +37,13 @@ UNLISTED_MORE = {
                          "num_key_value_heads": 2, "vocab_size": 70000},
 }
 
+# a shape in no public list for 4 and 8 GPUs (48 heads, 8 KV heads: tp 8 divides both)
+UNLISTED_MULTI = {
+    "piep-unlisted-20b": {**UNLISTED, "hidden_size": 6144, "intermediate_size": 16384,
+                          "num_hidden_layers": 40, "num_attention_heads": 48,
+                          "num_key_value_heads": 8, "vocab_size": 96000},
+}
+
 # head dims other than 128 (a blind test: every other run had 128)
 UNLISTED_HEAD_DIM = {
     "piep-unlisted-hd64": {**UNLISTED, "hidden_size": 2048, "intermediate_size": 6144,
@@ -47,6 +54,7 @@ UNLISTED_HEAD_DIM = {
                            "num_key_value_heads": 4, "vocab_size": 64000},
 }
 
+MULTI_GPU_MODELS = ("llama-3-70b", "qwen2.5-32b", "llama-2-13b", "piep-unlisted-20b")
 ONE_GPU_MODELS = ("llama-2-7b", "llama-3-8b", "mistral-7b", "qwen2.5-7b", "llama-2-13b",
                   "qwen2.5-14b", "mistral-small-24b", "vicuna-33b", "qwen2.5-32b",
                   "piep-unlisted-3b")
@@ -55,11 +63,18 @@ TWO_GPU = {"tp2": ("llama-2-7b", "llama-3-8b", "qwen2.5-7b", "llama-2-13b", "qwe
            "pp2": ("llama-2-7b", "llama-3-8b", "llama-2-13b", "qwen2.5-32b", "llama-3-70b",
                    "piep-unlisted-3b"),
            "dp2": ("llama-2-7b", "llama-3-8b", "qwen2.5-7b", "llama-2-13b", "piep-unlisted-3b")}
-LAYOUTS = {"tp1": (1, 1, 1), "tp2": (2, 1, 1), "pp2": (1, 2, 1), "dp2": (1, 1, 2)}
+LAYOUTS = {"tp1": (1, 1, 1), "tp2": (2, 1, 1), "pp2": (1, 2, 1), "dp2": (1, 1, 2),
+           # four and eight GPUs (issue 17; run when a 4- or 8-GPU machine is lent)
+           "tp4": (4, 1, 1), "pp4": (1, 4, 1), "tp2pp2": (2, 2, 1), "tp2dp2": (2, 1, 2),
+           "dp4": (1, 1, 4), "tp8": (8, 1, 1), "tp4pp2": (4, 2, 1), "tp4dp2": (4, 1, 2),
+           "tp2pp2dp2": (2, 2, 2)}
+X4_LAYOUTS = ("tp4", "pp4", "tp2pp2", "tp2dp2", "dp4")
+X8_LAYOUTS = ("tp8", "tp4pp2", "tp4dp2", "tp2pp2dp2")
 
 
 def _spec(name: str) -> tuple[ModelSpec, dict[str, Any] | None]:
-    inline = {"piep-unlisted-3b": UNLISTED, **UNLISTED_MORE, **UNLISTED_HEAD_DIM}.get(name)
+    inline = {"piep-unlisted-3b": UNLISTED, **UNLISTED_MORE, **UNLISTED_HEAD_DIM,
+              **UNLISTED_MULTI}.get(name)
     if inline:
         return ModelSpec.from_hf_config(inline, name=name), inline
     from piep.models import load_model
@@ -251,6 +266,11 @@ DESIGNS = {
                               "models": tuple(UNLISTED_MORE)},
     "design_headdim.jsonl": {"seed": 5, "draws": 5, "eager_share": 0.2, "layouts": ("tp1",),
                              "models": tuple(UNLISTED_HEAD_DIM)},
+    # four and eight GPUs (issue 17): 70B, a 32B, a 13B and a shape in no public list
+    "design_x4.jsonl": {"seed": 6, "draws": 4, "eager_share": 0.2, "max_time_s": 4.0,
+                        "layouts": X4_LAYOUTS, "models": MULTI_GPU_MODELS},
+    "design_x8.jsonl": {"seed": 7, "draws": 4, "eager_share": 0.2, "max_time_s": 4.0,
+                        "layouts": X8_LAYOUTS, "models": MULTI_GPU_MODELS},
 }
 
 if __name__ == "__main__":
