@@ -246,6 +246,8 @@ class TableBuilder:
 
     def table(self, deps: Sequence[Deployment], *, detail: bool = False) -> LeafTable:
         """One table of `deps` (all on one GPU); `detail` adds the leaves' paths."""
+        if not deps:
+            raise ValueError("a leaf table needs at least one deployment")
         if len({d.gpu for d in deps}) > 1:
             raise ValueError("a leaf table holds deployments of one GPU")
         groups: dict[int, tuple[Skeleton, list[int]]] = {}
