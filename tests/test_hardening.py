@@ -78,6 +78,35 @@ def test_every_command_over_odd_values_is_an_answer_or_one_line(command, data):
         assert len(lines) == 1, (argv, err)
 
 
+POLICY_VALUES = st.one_of(st.sampled_from([0, 1, 16, 0.5, 0.99, 2, -1, 1e9, 8.5, True, None,
+                                           "x", [], {}]),
+                         st.floats(allow_nan=True, allow_infinity=True))
+POLICY = st.dictionaries(
+    st.sampled_from(["block_size", "kv_memory_share", "num_blocks", "max_batch_tokens",
+                     "max_requests_per_batch", "safety_margin", "name", "unknown"]),
+    POLICY_VALUES, max_size=4)
+HOST = st.dictionaries(st.sampled_from(["step_host_s", "request_host_s", "launch_gap_w", "x"]),
+                       POLICY_VALUES, max_size=2)
+
+
+@settings(max_examples=60, deadline=None, derandomize=True,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+@given(doc=POLICY, host=st.one_of(st.none(), HOST))
+def test_policy_files_are_an_answer_or_one_line(doc, host, tmp_path):
+    if host is not None:
+        doc = {**doc, "host": host}
+    path = tmp_path / "policy.json"
+    path.write_text(json.dumps(doc))
+    code, out, err = _run(["serve", "--model", "llama-3-8b", "--rate", "4", "--requests", "8",
+                           "--policy", str(path), "--json"])
+    assert "Traceback" not in err, doc
+    if code == 0:
+        answer = json.loads(out)
+        assert _finite(answer) and "unvalidated_engine" in answer["flags"], doc
+    else:
+        assert code == 2 and err.count("\n") == 1, (doc, err)
+
+
 @pytest.mark.parametrize("argv", [
     ["plan", "--model", "llama-2-7b", "--out", "{tmp}/plan.json"],
     ["serve", "--model", "llama-3-8b", "--rate", "2", "--requests", "4", "--out", "{tmp}/s"],

@@ -110,3 +110,48 @@ def test_serve_bad_input_is_one_line(capsys):
     assert "--rate=nan must be a positive number" in capsys.readouterr().err
     assert main(["serve", "--model", "llama-3-8b", "--rate", "2", "--gen-len", "lognormal:x"]) == 2
     assert "--gen-len" in capsys.readouterr().err
+
+
+def test_a_user_policy_replaces_the_scheduler_and_host_time_and_is_flagged(tmp_path):
+    from piep.serving.policy import read_policy
+    from piep.serving.serve import serve, serving_scenario
+    trace = poisson_trace(rate_per_s=20, requests=60, prompt_len="lognormal:512:0.5:2048",
+                          gen_len="uniform:16:64", seed=3)
+    scn = serving_scenario("llama-3-8b", trace)
+    base = serve(scn, trace)
+    path = tmp_path / "p.json"
+    path.write_text(json.dumps({"name": "tight", "num_blocks": 200, "block_size": 16,
+                                "max_batch_tokens": 512, "host": {"step_host_s": 0.0}}))
+    doc = serve(scn, trace, user_policy=read_policy(path))
+    assert "unvalidated_engine" in doc["flags"] and "unvalidated_engine" not in base["flags"]
+    assert "interval" not in doc and "interval" in base  # hf-cb's band says nothing here
+    assert doc["scheduler"]["num_blocks"] == 200 and doc["scheduler"]["block_size"] == 16
+    assert doc["scheduler"]["policy"]["name"] == "tight"
+    assert "queueing_on_kv_memory" in doc["flags"]  # 3,200 KV slots hold few requests
+    # no host time per step: decode steps are shorter than under hf-cb's profile
+    free = serve(scn, trace, user_policy=read_policy(_write(tmp_path, {"host": {
+        "step_host_s": 0.0}})))
+    assert free["tpot_s"]["p50"] < base["tpot_s"]["p50"]
+
+
+def _write(tmp_path, doc, name="q.json"):
+    path = tmp_path / name
+    path.write_text(json.dumps(doc))
+    return path
+
+
+@pytest.mark.parametrize("doc, needle", [
+    ({"block": 16}, "unknown key(s) block"),
+    ({"safety_margin": 2}, "safety_margin=2 must be between 0 and 0.99"),
+    ({"num_blocks": 0}, "num_blocks=0 must be >= 1"),
+    ({"max_batch_tokens": 8.5}, "must be an integer"),
+    ({"num_blocks": 9, "kv_memory_share": 0.5}, "not both"),
+    ({"host": {"cpu_s": 1}}, "unknown host key(s) cpu_s"),
+    ({"host": {"step_host_s": -1}}, "host.step_host_s=-1 must be >= 0"),
+    ([1, 2], "give a JSON object"),
+])
+def test_bad_policy_files_are_one_line(tmp_path, capsys, doc, needle):
+    path = _write(tmp_path, doc)
+    assert main(["serve", "--model", "llama-3-8b", "--rate", "2", "--policy", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert needle in err and err.count("\n") == 1, err

@@ -29,6 +29,11 @@ def configure(parser) -> None:
                      help="with --rate: generated tokens per request, same forms (default "
                           "lognormal:128:0.6:1024)")
     src.add_argument("--seed", type=int, default=0, help="with --rate: the draw (default 0)")
+    parser.add_argument("--policy", metavar="FILE.json",
+                        help="another engine's scheduler and host time (block_size, "
+                             "kv_memory_share or num_blocks, max_batch_tokens, "
+                             "max_requests_per_batch, safety_margin, host: {step_host_s, "
+                             "request_host_s, ...}); flagged unvalidated_engine")
     parser.add_argument("--predictor", choices=("auto", "learned", "roofline"), default="auto")
     parser.add_argument("--out", metavar="DIR", help="also write serving.json and the trace")
     parser.add_argument("--plot", metavar="FILE.png",
@@ -39,7 +44,8 @@ def configure(parser) -> None:
 
 def run(args) -> int:
     from piep.errors import ConfigError
-    from piep.serving.serve import serve, serving_scenario
+    from piep.serving.policy import read_policy
+    from piep.serving.serve import serve_simulated, serving_scenario
     from piep.serving.trace import poisson_trace, read_trace
     if bool(args.trace) == (args.rate is not None):
         raise ConfigError("give --trace FILE or --rate R (with --requests, --prompt-len, "
@@ -53,11 +59,12 @@ def run(args) -> int:
         figure_path(args.plot)
     if args.out:
         writable(Path(args.out) / "serving.json", "--out")
+    policy = read_policy(args.policy) if args.policy else None
     trace = read_trace(args.trace) if args.trace else poisson_trace(
         rate_per_s=args.rate, requests=args.requests, prompt_len=args.prompt_len,
         gen_len=args.gen_len, seed=args.seed)
     scn = serving_scenario(args.model, trace, gpu=args.gpu, tp=args.tp, engine=args.engine)
-    doc = serve(scn, trace, predictor=args.predictor)
+    doc, sim = serve_simulated(scn, trace, predictor=args.predictor, user_policy=policy)
     if args.out:
         from piep.artifacts import write_json, write_text
         body = {k: v for k, v in doc.items() if k not in ("schema", "schema_version")}
@@ -65,7 +72,7 @@ def run(args) -> int:
                    command="piep serve")
         write_text(Path(args.out) / "trace.jsonl", trace.to_jsonl())
     if args.plot:
-        _plot(scn, trace, args)
+        _plot(scn, sim, args.plot)
         doc["plot"] = args.plot
     emit(args, doc, lambda d: summary(d, args.requests_shown))
     return 0
@@ -100,17 +107,13 @@ def summary(d: dict, shown: int) -> str:
     return "\n".join(lines)
 
 
-def _plot(scn, trace, args) -> None:
+def _plot(scn, sim, path) -> None:
     import matplotlib
     matplotlib.use("Agg")
 
     import matplotlib.pyplot as plt
     import numpy as np
 
-    from piep import api
-    from piep.serving.serve import _profile, policy_of, run
-    sim, _ = run(scn, trace, api.cost_model_for(scn, args.predictor),
-                 policy_of(scn, _profile(scn)))
     fig, (a, b) = plt.subplots(2, 1, figsize=(8, 5), sharex=True)
     a.step(sim.it_start_s, sim.it_requests, where="post", lw=0.8)
     a.set_ylabel("requests per iteration")
@@ -121,5 +124,5 @@ def _plot(scn, trace, args) -> None:
     a.set_title(f"{scn.model.name} {scn.engine.name}: predicted (GPU boards only)")
     fig.tight_layout()
     from piep.artifacts import save_figure
-    save_figure(fig, args.plot, dpi=110)
+    save_figure(fig, path, dpi=110)
     plt.close(fig)

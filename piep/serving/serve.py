@@ -19,6 +19,7 @@ import numpy as np
 from piep.errors import ConfigError
 from piep.scenario import SERVING_ENGINES, Scenario
 from piep.serving.costs import IterationGrid
+from piep.serving.policy import UserPolicy
 from piep.serving.simulate import SchedulerPolicy, Simulation, percentiles, simulate
 from piep.serving.trace import Trace
 
@@ -37,12 +38,17 @@ def kv_blocks(scn: Scenario, block_size: int, memory_share: float) -> int:
     return max(1, int(memory_share * free_gib / block_gib))
 
 
-def policy_of(scn: Scenario, profile) -> SchedulerPolicy:
-    meta = profile.meta.get("scheduler", {}) if profile is not None else {}
+def policy_of(scn: Scenario, profile, override: dict[str, float] | None = None
+              ) -> SchedulerPolicy:
+    """The engine profile's scheduler settings, with a user policy's `override` on top."""
+    meta = dict(profile.meta.get("scheduler", {}) if profile is not None else {})
+    if override and "num_blocks" in override:
+        meta.pop("kv_memory_share", None)
+    meta.update(override or {})
     block = int(meta.get("block_size", 256))
-    return SchedulerPolicy(block_size=block,
-                           num_blocks=kv_blocks(scn, block, float(meta.get("kv_memory_share",
-                                                                          0.76))),
+    blocks = int(meta["num_blocks"]) if "num_blocks" in meta else kv_blocks(
+        scn, block, float(meta.get("kv_memory_share", 0.76)))
+    return SchedulerPolicy(block_size=block, num_blocks=blocks,
                            max_batch_tokens=int(meta.get("max_batch_tokens", 8192)),
                            max_requests_per_batch=int(meta.get("max_requests_per_batch", 1024)),
                            safety_margin=float(meta.get("safety_margin", 0.15)))
@@ -68,17 +74,34 @@ def run(scn: Scenario, trace: Trace, model, policy: SchedulerPolicy,
     return simulate(trace, costs, policy), costs
 
 
-def serve(scn: Scenario, trace: Trace, *, predictor: str = "auto") -> dict[str, Any]:
-    """The serving document of `trace` on `scn`'s deployment and engine."""
+def serve(scn: Scenario, trace: Trace, *, predictor: str = "auto",
+          user_policy: UserPolicy | None = None) -> dict[str, Any]:
+    """The serving document of `trace` on `scn`'s deployment and engine; `user_policy`
+    (another engine's scheduler and host time) replaces parts of the profile, flagged."""
+    return serve_simulated(scn, trace, predictor=predictor, user_policy=user_policy)[0]
+
+
+def serve_simulated(scn: Scenario, trace: Trace, *, predictor: str = "auto",
+                    user_policy: UserPolicy | None = None) -> tuple[dict[str, Any], Simulation]:
+    """`serve`'s document and the simulation it summarizes (every iteration)."""
     from piep import api
     model = api.cost_model_for(scn, predictor)
     profile = _profile(scn)
-    policy = policy_of(scn, profile)
+    policy = policy_of(scn, profile, user_policy.scheduler if user_policy else None)
+    if user_policy and user_policy.host:
+        if not hasattr(model, "host"):
+            raise ConfigError("--policy host terms need the learned predictor "
+                              "(--predictor learned)")
+        model = with_host(model, **user_policy.host)
     sim, costs = run(scn, trace, model, policy)
     doc = document(scn, trace, sim, costs, policy)
-    doc["predictor"] = model.name
+    doc["predictor"] = model.name + (f" + policy {user_policy.name!r}" if user_policy else "")
     doc["engine_ref"] = api.engine_fields(scn)["engine_ref"]
-    if profile is not None and profile.intervals:
+    if user_policy:
+        doc["scheduler"]["policy"] = {"name": user_policy.name, "source": user_policy.source,
+                                      "host": user_policy.host}
+        doc["flags"].append("unvalidated_engine")
+    if profile is not None and profile.intervals and user_policy is None:
         q = profile.intervals.get("all", 0.3)
         doc["interval"] = {"energy_j": [doc["energy_j"] * math.exp(-q),
                                         doc["energy_j"] * math.exp(q)],
@@ -87,7 +110,7 @@ def serve(scn: Scenario, trace: Trace, *, predictor: str = "auto") -> dict[str, 
     if scn.parallel.tp > 1 and scn.parallel.tp not in (profile.meta.get("tp_measured", [1])
                                                        if profile else [1]):
         doc["flags"].append("extrapolated")
-    return doc
+    return doc, sim
 
 
 def _profile(scn: Scenario):
