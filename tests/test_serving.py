@@ -155,3 +155,19 @@ def test_bad_policy_files_are_one_line(tmp_path, capsys, doc, needle):
     assert main(["serve", "--model", "llama-3-8b", "--rate", "2", "--policy", str(path)]) == 2
     err = capsys.readouterr().err
     assert needle in err and err.count("\n") == 1, err
+
+
+def test_load_curve_rescales_the_same_requests():
+    from piep.serving.serve import load_curve, serving_scenario
+    trace = poisson_trace(rate_per_s=4, requests=40, prompt_len="lognormal:256:0.5:1024",
+                          gen_len="uniform:16:64", seed=5)
+    scn = serving_scenario("llama-3-8b", trace)
+    curve = load_curve(scn, trace, factors=(0.5, 1.0, 4.0))
+    rates = [p["rate_per_s"] for p in curve]
+    assert rates[1] == pytest.approx((len(trace) - 1) / trace.arrival_s.max())
+    assert rates[0] == pytest.approx(rates[1] / 2) and rates[2] == pytest.approx(4 * rates[1])
+    # more load shares iterations: more requests per iteration, fewer joules per token
+    assert curve[2]["requests_per_iteration"] > curve[0]["requests_per_iteration"]
+    assert curve[2]["j_per_gen_token"] < curve[0]["j_per_gen_token"]
+    burst = make_trace([0, 0, 0], [64, 64, 64], [8, 8, 8])
+    assert load_curve(serving_scenario("llama-3-8b", burst), burst) == []

@@ -45,7 +45,7 @@ def configure(parser) -> None:
 def run(args) -> int:
     from piep.errors import ConfigError
     from piep.serving.policy import read_policy
-    from piep.serving.serve import serve_simulated, serving_scenario
+    from piep.serving.serve import load_curve, serve_simulated, serving_scenario
     from piep.serving.trace import poisson_trace, read_trace
     if bool(args.trace) == (args.rate is not None):
         raise ConfigError("give --trace FILE or --rate R (with --requests, --prompt-len, "
@@ -72,7 +72,8 @@ def run(args) -> int:
                    command="piep serve")
         write_text(Path(args.out) / "trace.jsonl", trace.to_jsonl())
     if args.plot:
-        _plot(scn, sim, args.plot)
+        curve = load_curve(scn, trace, predictor=args.predictor, user_policy=policy)
+        _plot(scn, sim, doc, curve, args.plot)
         doc["plot"] = args.plot
     emit(args, doc, lambda d: summary(d, args.requests_shown))
     return 0
@@ -107,21 +108,44 @@ def summary(d: dict, shown: int) -> str:
     return "\n".join(lines)
 
 
-def _plot(scn, sim, path) -> None:
+def _plot(scn, sim, doc, curve, path) -> None:
+    """Requests per iteration and power over the window, the per-request energy, and J per
+    generated token against load (the same requests arriving faster or slower)."""
     import matplotlib
     matplotlib.use("Agg")
 
     import matplotlib.pyplot as plt
     import numpy as np
 
-    fig, (a, b) = plt.subplots(2, 1, figsize=(8, 5), sharex=True)
+    fig, ax = plt.subplots(2, 2, figsize=(11, 6))
+    a, b, c, d = ax[0, 0], ax[1, 0], ax[0, 1], ax[1, 1]
     a.step(sim.it_start_s, sim.it_requests, where="post", lw=0.8)
     a.set_ylabel("requests per iteration")
+    a.set_title(f"{scn.model.name} {scn.engine.name}: predicted (GPU boards only)", fontsize=9)
     power = (sim.it_kernel_j + sim.it_gap_j) / np.maximum(sim.it_time_s, 1e-12)
     b.plot(sim.it_start_s, power, lw=0.6)
     b.set_ylabel("board power, all GPUs (W)")
     b.set_xlabel("time from the first arrival (s)")
-    a.set_title(f"{scn.model.name} {scn.engine.name}: predicted (GPU boards only)")
+    b.sharex(a)
+    per_request = [r["energy_j"] for r in doc["per_request"]]
+    c.hist(per_request, bins=min(40, max(5, len(per_request) // 3)))
+    c.set_xlabel("energy per request (J, attributed)")
+    c.set_ylabel("requests")
+    if curve:
+        rate = [p["rate_per_s"] for p in curve]
+        d.plot(rate, [p["j_per_gen_token"] for p in curve], "o-")
+        here = next(p for p in curve if p["factor"] == 1.0)
+        d.plot([here["rate_per_s"]], [here["j_per_gen_token"]], "r*", ms=12,
+               label="this trace")
+        d.set_xscale("log")
+        d.minorticks_off()
+        d.set_xticks(rate, [f"{r:.3g}" for r in rate])
+        d.set_xlabel("arrival rate (requests/s; the same requests, rescaled in time)")
+        d.legend(fontsize=8)
+    else:
+        d.text(0.5, 0.5, "all requests arrive at once:\nno rate to vary", ha="center",
+               va="center", transform=d.transAxes)
+    d.set_ylabel("J per generated token")
     fig.tight_layout()
     from piep.artifacts import save_figure
     save_figure(fig, path, dpi=110)

@@ -21,7 +21,7 @@ from piep.scenario import SERVING_ENGINES, Scenario
 from piep.serving.costs import IterationGrid
 from piep.serving.policy import UserPolicy
 from piep.serving.simulate import SchedulerPolicy, Simulation, percentiles, simulate
-from piep.serving.trace import Trace
+from piep.serving.trace import Trace, make_trace
 
 SCHEMA = "piep.serving"
 SCHEMA_VERSION = 1
@@ -111,6 +111,25 @@ def serve_simulated(scn: Scenario, trace: Trace, *, predictor: str = "auto",
                                                        if profile else [1]):
         doc["flags"].append("extrapolated")
     return doc, sim
+
+
+def load_curve(scn: Scenario, trace: Trace, factors=(0.25, 0.5, 1.0, 2.0, 4.0), *,
+               predictor: str = "auto", user_policy: UserPolicy | None = None
+               ) -> list[dict[str, float]]:
+    """The same requests arriving `factor` times as fast: J per generated token, median
+    TPOT and requests per iteration at each load (empty for a burst: no rate to scale)."""
+    span = float(trace.arrival_s.max() - trace.arrival_s.min()) if len(trace) else 0.0
+    if span <= 0:
+        return []
+    out = []
+    for f in factors:
+        t = make_trace(trace.arrival_s / f, trace.prompt_len, trace.gen_len, ids=trace.ids)
+        doc = serve(scn, t, predictor=predictor, user_policy=user_policy)
+        out.append({"factor": f, "rate_per_s": (len(t) - 1) / (span / f),
+                    "j_per_gen_token": doc["j_per_gen_token"],
+                    "tpot_p50_s": doc["tpot_s"]["p50"],
+                    "requests_per_iteration": doc["mean_requests_per_iteration"]})
+    return out
 
 
 def _profile(scn: Scenario):
