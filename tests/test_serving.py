@@ -171,3 +171,19 @@ def test_load_curve_rescales_the_same_requests():
     assert curve[2]["j_per_gen_token"] < curve[0]["j_per_gen_token"]
     burst = make_trace([0, 0, 0], [64, 64, 64], [8, 8, 8])
     assert load_curve(serving_scenario("llama-3-8b", burst), burst) == []
+
+
+def test_trace_rows_are_checked_one_by_one(tmp_path, capsys):
+    with pytest.raises(ConfigError, match="request 1: arrival_s=-1.0 must be a finite number >= 0"):
+        make_trace([0, -1], [4, 4], [3, 3])
+    t = make_trace([3, 1, 1], [4, 5, 6], [2, 2, 2], ids=["a", "b", "c"])
+    assert t.ids == ("b", "c", "a") and not t.was_sorted  # stable: b before c
+    assert make_trace([0, 0, 1], [4, 4, 4], [2, 2, 2]).was_sorted
+    from piep.serving.serve import serve, serving_scenario
+    assert "unsorted_trace" in serve(serving_scenario("llama-2-7b", t), t)["flags"]
+    # the longest prompt and the longest generation may sit in different requests
+    ok = make_trace([0, 1], [3000, 30], [3, 2000])
+    serving_scenario("llama-2-7b", ok)
+    too_long = make_trace([0, 1], [30, 3000], [3, 2000], ids=["x", "y"])
+    with pytest.raises(ConfigError, match="request y: prompt_len \\+ gen_len = 5000 exceeds"):
+        serving_scenario("llama-2-7b", too_long)

@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 
+from piep.config import ModelSpec
 from piep.errors import ConfigError
 from piep.scenario import SERVING_ENGINES, Scenario
 from piep.serving.costs import IterationGrid
@@ -60,8 +61,17 @@ def serving_scenario(model, trace: Trace, **kwargs: Any) -> Scenario:
     if engine not in SERVING_ENGINES:
         raise ConfigError(f"--engine {engine}: piep serve predicts continuous batching "
                           f"({', '.join(SERVING_ENGINES)})")
-    return Scenario.build(model, engine=engine, batch=1, prompt_len=int(trace.prompt_len.max()),
-                          gen_len=int(trace.gen_len.max()), **kwargs)
+    if not isinstance(model, ModelSpec):
+        from piep.models import load_model
+        model = load_model(model)
+    total = trace.prompt_len + trace.gen_len
+    i = int(np.argmax(total))
+    if total[i] > model.max_position:
+        raise ConfigError(f"request {trace.ids[i]}: prompt_len + gen_len = {int(total[i])} "
+                          f"exceeds max_position_embeddings={model.max_position} of "
+                          f"{model.name}")
+    return Scenario.build(model, engine=engine, batch=1, prompt_len=int(trace.prompt_len[i]),
+                          gen_len=int(trace.gen_len[i]), **kwargs)
 
 
 def run(scn: Scenario, trace: Trace, model, policy: SchedulerPolicy,
@@ -153,7 +163,7 @@ def document(scn: Scenario, trace: Trace, sim: Simulation, costs, policy) -> dic
     steps = np.maximum(trace.gen_len - 1, 0)
     tpot = np.where(steps > 0, (last - first) / np.maximum(steps, 1), 0.0)
     e2e = last - trace.arrival_s
-    flags = []
+    flags = [] if trace.was_sorted else ["unsorted_trace"]
     if sim.queued_on_memory:
         flags.append("queueing_on_kv_memory")
     if costs.out_of_range:

@@ -28,6 +28,7 @@ class Trace:
     arrival_s: np.ndarray   # from the first arrival (the first is 0)
     prompt_len: np.ndarray  # int
     gen_len: np.ndarray     # int, >= 1
+    was_sorted: bool = True  # False: the rows came out of arrival order (flagged)
 
     def __len__(self) -> int:
         return len(self.ids)
@@ -53,18 +54,18 @@ def make_trace(arrival_s, prompt_len, gen_len, ids=None, *, where: str = "trace"
     if n == 0:
         raise ConfigError(f"{where}: no requests")
     ids = [str(i) for i in (ids if ids is not None else range(n))]
-    for name, col, low in (("arrival_s", a, -math.inf), ("prompt_len", p, 1), ("gen_len", g, 1)):
-        bad = ~np.isfinite(col) | (col < low) if low > -math.inf else ~np.isfinite(col)
+    for name, col, low in (("arrival_s", a, 0), ("prompt_len", p, 1), ("gen_len", g, 1)):
+        bad = ~np.isfinite(col) | (col < low)
         if name != "arrival_s":
             bad |= col != np.round(col)
         if bad.any():
             i = int(np.flatnonzero(bad)[0])
-            need = "a finite number" if name == "arrival_s" else "an integer >= 1"
+            need = "a finite number >= 0" if name == "arrival_s" else "an integer >= 1"
             raise ConfigError(f"{where}: request {ids[i]}: {name}={float(col[i])!r} must be {need}")
     order = np.argsort(a, kind="stable")
     a = a[order] - a[order][0]
     return Trace(tuple(ids[i] for i in order), a, p[order].astype(np.int64),
-                 g[order].astype(np.int64))
+                 g[order].astype(np.int64), was_sorted=bool(np.all(np.diff(order) > 0)))
 
 
 def read_trace(path: str | Path) -> Trace:
