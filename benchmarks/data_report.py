@@ -144,7 +144,7 @@ How they were made (device logs in `logs/`, scripts in `../device/`):
 * Ready, not yet run (issue 17, needs a 4- or 8-GPU machine): `design_x4.jsonl` (tp4, pp4,
   tp2xpp2, tp2xdp2, dp4) and `design_x8.jsonl` (tp8, tp4xpp2, tp4xdp2, tp2xpp2xdp2) over
   llama-3-70b, qwen2.5-32b, llama-2-13b and `piep-unlisted-20b` (a shape in no public
-  list), run by `calibration/h200/device/x4.sh` / `x8.sh`; their blind predictions, made by
+  list), run by `calibration/h200/device/multi_gpu.sh 4` / `8`; their blind predictions, made by
   the frozen `calibration/h200/predictor_blind_x4x8/` before any run, are in
   `predictions_x4x8.jsonl` (`python benchmarks/x4x8_predictions.py`).
 * `design.jsonl` was drawn by `python -m piep.sampling.design` in session 1 (Latin-hypercube over log batch 1-64,
