@@ -59,7 +59,7 @@ def load_gpu(name: str) -> GPU:
     if not path.is_file():
         raise ConfigError(f"unknown GPU {name!r}: no calibration/{key}/gpu.json; "
                           f"known: {', '.join(known_gpus()) or 'none'}")
-    doc = read_json(path, "piep.gpu_profile", 1)
+    doc = read_json(path, "piep.gpu_profile")
     values: dict[str, Any] = doc["values"]
     missing = [f for f in _FIELDS if f not in values]
     if missing:
@@ -70,7 +70,7 @@ def load_gpu(name: str) -> GPU:
 
 def spec_sheets() -> dict[str, Any]:
     from piep.artifacts import data_root
-    return read_json(data_root() / "calibration" / "spec_sheets.json", "piep.spec_sheets", 1)
+    return read_json(data_root() / "calibration" / "spec_sheets.json", "piep.spec_sheets")
 
 
 def transfer_gpu(name: str) -> tuple[GPU, dict[str, float]]:

@@ -39,7 +39,7 @@ def clock_for(plan: dict[str, Any], rank: int, phase: str) -> int | None:
 def load_plan(path: str | Path) -> dict[str, Any]:
     """A clock plan file, checked: ranks with an entry per phase, each a lockable SM clock
     in MHz (or null for the default clocks) within the plan GPU's range."""
-    plan = read_json(path, "piep.clock_plan", 1)
+    plan = read_json(path, "piep.clock_plan")
     ranks = plan.get("ranks")
     if not ranks or not all(isinstance(r, dict) and isinstance(r.get("entries"), list)
                             and all(isinstance(e, dict) and e.get("phase") in PHASES

@@ -122,7 +122,7 @@ def load_freq_model(gpu: str) -> FreqModel:
     if not path.is_file():
         raise ConfigError(f"no frequency model for GPU {gpu!r} ({path}); run "
                           f"`python benchmarks/dvfs_fit.py` to fit one")
-    return from_json(read_json(path, SCHEMA, SCHEMA_VERSION))
+    return from_json(read_json(path, SCHEMA))
 
 
 def write_freq_model(path: Path, fm: FreqModel, **extra: Any) -> Path:

@@ -116,7 +116,7 @@ def load_profile(gpu: str, engine: str) -> EngineProfile | None:
     for folder in (user_profile_dir(gpu, engine), shipped_profile_dir(gpu, engine)):
         path = folder / "profile.json"
         if path.is_file():
-            return EngineProfile.from_json(read_json(path, SCHEMA, SCHEMA_VERSION))
+            return EngineProfile.from_json(read_json(path, SCHEMA))
     return None
 
 

@@ -54,7 +54,7 @@ def save(model: LearnedModel, folder: Path, **prov: Any) -> None:
 
 def load(folder: Path, gpu: GPU) -> LearnedModel:
     import lightgbm as lgb
-    doc = read_json(folder / "predictor.json", SCHEMA, SCHEMA_VERSION)
+    doc = read_json(folder / "predictor.json", SCHEMA)
     kinds = {}
     for kind, k in doc["kinds"].items():
         kinds[kind] = KindModel(
