@@ -31,7 +31,8 @@ def _predict(scn: Scenario, predictor: str, **change) -> dict[str, Any] | None:
 
 
 def actions(scn: Scenario, doc: dict[str, Any], predictor: str = "auto") -> list[dict[str, Any]]:
-    """Candidate changes, each priced as the difference of two predictions; best first."""
+    """Candidate changes, each priced as the difference of two predictions (in the order
+    tried; `split_actions` ranks them)."""
     cands: list[tuple[str, dict[str, Any]]] = []
     p = scn.parallel
     tp, pp, dp, batch = p.tp, p.pp, p.dp, scn.workload.batch
@@ -63,7 +64,6 @@ def actions(scn: Scenario, doc: dict[str, Any], predictor: str = "auto") -> list
                     "tpot_change": d_tpot,
                     "text": f"{label}: {100 * d_jpt:+.1f} % energy per token, "
                             f"{100 * d_tpot:+.1f} % TPOT, {100 * d_time:+.1f} % total time"})
-    out.sort(key=lambda a: a["energy_per_token_change"])
     return out
 
 
