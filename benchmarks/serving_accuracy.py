@@ -32,7 +32,7 @@ def reference_rows(base, records):
     rows = []
     for rec, case in zip(records, _cases(base, records, share)):
         sim, costs = run(case.scn, case.trace, base, case.policy, case.grid)
-        e, tpot, e2e = predicted(sim, costs, case.trace)
+        e, tpot, e2e = predicted(case, sim, costs)
         rows.append({"trace": rec["trace"], "energy_j": case.meas[0], "pred_energy_j": e,
                      "time_s": rec["time_s"], "pred_time_s": sim.end_s,
                      "tpot_s": case.meas[1], "pred_tpot_s": tpot,

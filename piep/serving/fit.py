@@ -16,8 +16,8 @@ import numpy as np
 
 from piep.errors import ArtifactError
 from piep.predict.engines import EngineProfile
-from piep.serving.costs import IterationGrid
-from piep.serving.serve import SchedulerPolicy, kv_blocks, run, with_host
+from piep.serving.serve import (SchedulerPolicy, document, iteration_grid, kv_blocks, run,
+                                with_host)
 from piep.serving.trace import Trace, make_trace
 
 FITTED = ("host_launch_s", "step_host_s", "request_host_s")
@@ -39,11 +39,10 @@ def observed(rec: dict[str, Any]) -> tuple[float, float, float]:
             statistics.median(r["e2e_s"] for r in pr))
 
 
-def predicted(sim, costs, trace: Trace) -> tuple[float, float, float]:
-    energy = float(sim.it_kernel_j.sum() + sim.it_gap_j.sum()) + sim.idle_s * costs.idle_power_w
-    g = trace.gen_len
-    tpot = (sim.last_token_s - sim.first_token_s)[g > 1] / (g[g > 1] - 1)
-    return energy, float(np.median(tpot)), float(np.median(sim.last_token_s - trace.arrival_s))
+def predicted(case: "_Case", sim, costs) -> tuple[float, float, float]:
+    """(window energy, median TPOT, median end-to-end latency) as `piep serve` reports them."""
+    doc = document(case.scn, case.trace, sim, costs, case.policy)
+    return doc["energy_j"], doc["tpot_s"]["p50"], doc["e2e_s"]["p50"]
 
 
 class _Case:
@@ -64,9 +63,7 @@ def _cases(base, records: list[dict[str, Any]], memory_share: float):
         policy = SchedulerPolicy(num_blocks=kv_blocks(scn, 256, memory_share))
         key = (scn.model, policy)
         if key not in grids:
-            grids[key] = IterationGrid.build(scn.deployment, max_tokens=policy.max_batch_tokens,
-                                             max_requests=policy.max_requests_per_batch,
-                                             max_keys=policy.num_blocks * policy.block_size)
+            grids[key] = iteration_grid(scn, policy)
         out.append(_Case(rec, scn, policy, grids[key]))
     return out
 
@@ -92,7 +89,7 @@ def _error(model, cases) -> float:
     errs = []
     for c in cases:
         sim, costs = run(c.scn, c.trace, model, c.policy, c.grid)
-        for p, m in zip(predicted(sim, costs, c.trace), c.meas):
+        for p, m in zip(predicted(c, sim, costs), c.meas):
             errs.append(math.log(p / m) ** 2)
     return float(np.mean(errs))
 
@@ -135,7 +132,7 @@ def leave_one_trace_out(base, records: list[dict[str, Any]], *, maxiter: int = 1
         share = profile.meta["scheduler"]["kv_memory_share"]
         (case,) = _cases(base, [rec], share)
         sim, costs = run(case.scn, case.trace, model, case.policy, case.grid)
-        e, tpot, e2e = predicted(sim, costs, case.trace)
+        e, tpot, e2e = predicted(case, sim, costs)
         m_e, m_tpot, m_e2e = case.meas
         out.append({"trace": rec.get("trace"), "requests": len(case.trace),
                     "energy_j": m_e, "pred_energy_j": e, "time_s": rec["time_s"],

@@ -74,13 +74,17 @@ def serving_scenario(model, trace: Trace, **kwargs: Any) -> Scenario:
                           gen_len=int(trace.gen_len[i]), **kwargs)
 
 
+def iteration_grid(scn: Scenario, policy: SchedulerPolicy) -> IterationGrid:
+    """The iterations `policy` can schedule on `scn`'s deployment, to be priced."""
+    return IterationGrid.build(scn.deployment, max_tokens=policy.max_batch_tokens,
+                               max_requests=policy.max_requests_per_batch,
+                               max_keys=policy.num_blocks * policy.block_size)
+
+
 def run(scn: Scenario, trace: Trace, model, policy: SchedulerPolicy,
         grid: IterationGrid | None = None) -> tuple[Simulation, Any]:
     """Simulate the trace; the iteration costs come from `model` (grid reused if given)."""
-    grid = grid or IterationGrid.build(scn.deployment, max_tokens=policy.max_batch_tokens,
-                                       max_requests=policy.max_requests_per_batch,
-                                       max_keys=policy.num_blocks * policy.block_size)
-    costs = grid.costs(model)
+    costs = (grid or iteration_grid(scn, policy)).costs(model)
     return simulate(trace, costs, policy), costs
 
 
@@ -91,9 +95,9 @@ def serve(scn: Scenario, trace: Trace, *, predictor: str = "auto",
     return serve_simulated(scn, trace, predictor=predictor, user_policy=user_policy)[0]
 
 
-def serve_simulated(scn: Scenario, trace: Trace, *, predictor: str = "auto",
-                    user_policy: UserPolicy | None = None) -> tuple[dict[str, Any], Simulation]:
-    """`serve`'s document and the simulation it summarizes (every iteration)."""
+def _priced(scn: Scenario, predictor: str, user_policy: UserPolicy | None):
+    """The cost model, engine profile, scheduler policy and iteration costs of a serving
+    deployment: what every trace on it shares."""
     from piep import api
     model = api.cost_model_for(scn, predictor)
     profile = _profile(scn)
@@ -103,7 +107,15 @@ def serve_simulated(scn: Scenario, trace: Trace, *, predictor: str = "auto",
             raise ConfigError("--policy host terms need the learned predictor "
                               "(--predictor learned)")
         model = with_host(model, **user_policy.host)
-    sim, costs = run(scn, trace, model, policy)
+    return model, profile, policy, iteration_grid(scn, policy).costs(model)
+
+
+def serve_simulated(scn: Scenario, trace: Trace, *, predictor: str = "auto",
+                    user_policy: UserPolicy | None = None) -> tuple[dict[str, Any], Simulation]:
+    """`serve`'s document and the simulation it summarizes (every iteration)."""
+    from piep import api
+    model, profile, policy, costs = _priced(scn, predictor, user_policy)
+    sim = simulate(trace, costs, policy)
     doc = document(scn, trace, sim, costs, policy)
     doc["predictor"] = model.name + (f" + policy {user_policy.name!r}" if user_policy else "")
     doc["engine_ref"] = api.engine_fields(scn)["engine_ref"]
@@ -131,10 +143,11 @@ def load_curve(scn: Scenario, trace: Trace, factors=(0.25, 0.5, 1.0, 2.0, 4.0), 
     span = float(trace.arrival_s.max() - trace.arrival_s.min()) if len(trace) else 0.0
     if span <= 0:
         return []
+    _, _, policy, costs = _priced(scn, predictor, user_policy)  # the same for every load
     out = []
     for f in factors:
         t = make_trace(trace.arrival_s / f, trace.prompt_len, trace.gen_len, ids=trace.ids)
-        doc = serve(scn, t, predictor=predictor, user_policy=user_policy)
+        doc = document(scn, t, simulate(t, costs, policy), costs, policy)
         out.append({"factor": f, "rate_per_s": (len(t) - 1) / (span / f),
                     "j_per_gen_token": doc["j_per_gen_token"],
                     "tpot_p50_s": doc["tpot_s"]["p50"],
