@@ -65,16 +65,17 @@ def run(args) -> int:
         gen_len=args.gen_len, seed=args.seed)
     scn = serving_scenario(args.model, trace, gpu=args.gpu, tp=args.tp, engine=args.engine)
     doc, sim = serve_simulated(scn, trace, predictor=args.predictor, user_policy=policy)
-    if args.out:
-        from piep.artifacts import write_json, write_text
-        body = {k: v for k, v in doc.items() if k not in ("schema", "schema_version")}
-        write_json(Path(args.out) / "serving.json", doc["schema"], doc["schema_version"], body,
-                   command="piep serve")
-        write_text(Path(args.out) / "trace.jsonl", trace.to_jsonl())
-    if args.plot:
-        curve = load_curve(scn, trace, predictor=args.predictor, user_policy=policy)
-        _plot(scn, sim, doc, curve, args.plot)
-        doc["plot"] = args.plot
+    from piep.artifacts import all_or_nothing, write_json, write_text
+    with all_or_nothing():  # serving.json, the trace and the figure: all of them or none
+        if args.out:
+            body = {k: v for k, v in doc.items() if k not in ("schema", "schema_version")}
+            write_json(Path(args.out) / "serving.json", doc["schema"], doc["schema_version"],
+                       body, command="piep serve")
+            write_text(Path(args.out) / "trace.jsonl", trace.to_jsonl())
+        if args.plot:
+            curve = load_curve(scn, trace, predictor=args.predictor, user_policy=policy)
+            _plot(scn, sim, doc, curve, args.plot)
+            doc["plot"] = args.plot
     emit(args, doc, lambda d: summary(d, args.requests_shown))
     return 0
 
