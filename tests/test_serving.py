@@ -187,3 +187,12 @@ def test_trace_rows_are_checked_one_by_one(tmp_path, capsys):
     too_long = make_trace([0, 1], [30, 3000], [3, 2000], ids=["x", "y"])
     with pytest.raises(ConfigError, match="request y: prompt_len \\+ gen_len = 5000 exceeds"):
         serving_scenario("llama-2-7b", too_long)
+
+
+def test_one_token_requests_have_no_tpot_and_the_json_stays_valid(capsys):
+    assert main(["serve", "--model", "llama-3-8b", "--rate", "1", "--requests", "3",
+                 "--gen-len", "1", "--json"]) == 0
+    out = capsys.readouterr().out
+    doc = json.loads(out, parse_constant=lambda c: pytest.fail(f"{c} in the JSON"))
+    assert doc["tpot_s"] == {"p50": None, "p90": None, "p99": None}
+    assert doc["ttft_s"]["p50"] > 0

@@ -6,6 +6,8 @@ from typing import Any, Sequence
 
 
 def fmt(value: Any) -> str:
+    if value is None:
+        return "-"
     if isinstance(value, float):
         if value == 0:
             return "0"

@@ -12,7 +12,6 @@ iteration's priced cost (`piep.serving.costs`).
 
 from __future__ import annotations
 
-import math
 from collections import deque
 from dataclasses import dataclass
 
@@ -177,9 +176,11 @@ def simulate(trace: Trace, costs: IterationCosts, policy: SchedulerPolicy) -> Si
                       first, last, energy, float(np.nanmax(last)), idle, held)
 
 
-def percentiles(values: np.ndarray) -> dict[str, float]:
+def percentiles(values: np.ndarray) -> dict[str, float | None]:
+    """p50/p90/p99 of the finite values; None (JSON null) where there are none (TPOT of
+    requests that generate one token only)."""
     v = np.asarray(values, float)
     v = v[np.isfinite(v)]
     if not len(v):
-        return {"p50": math.nan, "p90": math.nan, "p99": math.nan}
+        return {"p50": None, "p90": None, "p99": None}
     return {f"p{q}": float(np.percentile(v, q)) for q in (50, 90, 99)}
