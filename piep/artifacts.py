@@ -305,14 +305,19 @@ def read_jsonl(path: Path | str) -> list[dict[str, Any]]:
     path = Path(path)
     if not path.exists():
         return []
+    return parse_jsonl(read_text(path), str(path))
+
+
+def parse_jsonl(text: str, where: str) -> list[Any]:
+    """The JSON values of the non-blank lines of `text`; a bad line is one error naming it."""
     rows = []
-    for lineno, line in enumerate(read_text(path).splitlines(), 1):
+    for lineno, line in enumerate(text.splitlines(), 1):
         if not line.strip():
             continue
         try:
             rows.append(json.loads(line))
         except json.JSONDecodeError:
-            raise ArtifactError(f"{path}:{lineno}: not a JSON line") from None
+            raise ArtifactError(f"{where}:{lineno}: not a JSON line") from None
     return rows
 
 

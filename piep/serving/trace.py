@@ -70,18 +70,12 @@ def make_trace(arrival_s, prompt_len, gen_len, ids=None, *, where: str = "trace"
 
 def read_trace(path: str | Path) -> Trace:
     """A trace file: JSONL (one object per line) or CSV with a header."""
-    from piep.artifacts import read_text
+    from piep.artifacts import parse_jsonl, read_text
     text = read_text(path)
-    rows: list[dict] = []
     if Path(path).suffix.lower() == ".csv":
-        rows = list(csv.DictReader(io.StringIO(text)))
+        rows: list = list(csv.DictReader(io.StringIO(text)))
     else:
-        for lineno, line in enumerate(text.splitlines(), 1):
-            if line.strip():
-                try:
-                    rows.append(json.loads(line))
-                except json.JSONDecodeError:
-                    raise ConfigError(f"{path}:{lineno}: not a JSON line") from None
+        rows = parse_jsonl(text, str(path))
     need = ("arrival_s", "prompt_len", "gen_len")
     for i, r in enumerate(rows, 1):
         missing = [k for k in need if k not in r or r[k] in (None, "")]
