@@ -34,6 +34,9 @@ def test_trace_files_and_draws(tmp_path):
     (tmp_path / "bad.jsonl").write_text('{"arrival_s": 0, "prompt_len": 3}\n')
     with pytest.raises(ConfigError, match="row 1 lacks gen_len"):
         read_trace(tmp_path / "bad.jsonl")
+    (tmp_path / "num.jsonl").write_text('5\n')  # a JSON line that is no object
+    with pytest.raises(ConfigError, match="row 1 lacks fields"):
+        read_trace(tmp_path / "num.jsonl")
     d = parse_dist("lognormal:100:0.5:150", "x")(np.random.default_rng(0), 1000)
     assert d.min() >= 1 and d.max() <= 150 and 80 < np.median(d) < 120
     for bad in ("lognormal:100", "uniform:5:2", "normal:3", "-4", "nan"):

@@ -78,7 +78,8 @@ def read_trace(path: str | Path) -> Trace:
         rows = parse_jsonl(text, str(path))
     need = ("arrival_s", "prompt_len", "gen_len")
     for i, r in enumerate(rows, 1):
-        missing = [k for k in need if k not in r or r[k] in (None, "")]
+        missing = [k for k in need if k not in r or r[k] in (None, "")] \
+            if isinstance(r, dict) else []
         if not isinstance(r, dict) or missing:
             raise ConfigError(f"{path}: row {i} lacks {', '.join(missing) or 'fields'}; a trace "
                               f"row has arrival_s, prompt_len, gen_len and optionally id")
