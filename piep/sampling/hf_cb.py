@@ -20,7 +20,8 @@ import torch
 
 from piep.config import ModelSpec
 from piep.errors import DeviceError
-from piep.sampling.runner import Dist, Hygiene, RankMeter, _cpu_model, _driver, _sync
+from piep.sampling.runner import (Dist, Hygiene, RankMeter, _cpu_model, _driver, _sync,
+                                  model_shape)
 from piep.serving.trace import Trace
 
 log = logging.getLogger("piep.measure")
@@ -116,10 +117,7 @@ def measure_trace(spec: ModelSpec, trace: Trace, *, d: Dist, device, model, mete
         "schema": SCHEMA, "schema_version": 1, "boundary": "gpu_board",
         "engine": {"name": "hf-cb", "version": transformers.__version__},
         "model": spec.name, "config_hash": spec.config_hash(),
-        "shape": {"hidden": spec.hidden_size, "layers": spec.num_layers,
-                  "heads": spec.num_heads, "kv_heads": spec.num_kv_heads,
-                  "head_dim": spec.head_dim, "ffn": spec.intermediate_size,
-                  "vocab": spec.vocab_size, "qkv_bias": spec.qkv_bias},
+        "shape": model_shape(spec),
         "tp": 1, "gpus": 1, "requests": len(trace), "gen_tokens": trace.gen_tokens,
         "energy_j": window["energy_j"], "time_s": window["duration_s"],
         "window": {k: v for k, v in window.items() if k not in ("energy_j", "duration_s")},

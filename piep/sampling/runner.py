@@ -343,6 +343,13 @@ def _record(spec, parallel, workload, ranks, k_prefill, k_decode, steps, sdpa, t
     return rec
 
 
+def model_shape(spec: ModelSpec) -> dict[str, Any]:
+    """The shape fields a measurement record carries (enough to rebuild the ModelSpec)."""
+    return {"hidden": spec.hidden_size, "layers": spec.num_layers, "heads": spec.num_heads,
+            "kv_heads": spec.num_kv_heads, "head_dim": spec.head_dim,
+            "ffn": spec.intermediate_size, "vocab": spec.vocab_size, "qkv_bias": spec.qkv_bias}
+
+
 def record_head(spec: ModelSpec, parallel: Parallel, workload: Workload,
                 mode: str) -> dict[str, Any]:
     """What every measurement record starts with: schema, the model's shape, the layout
@@ -350,11 +357,7 @@ def record_head(spec: ModelSpec, parallel: Parallel, workload: Workload,
     return {
         "schema": RECORD_SCHEMA, "schema_version": RECORD_VERSION, "boundary": "gpu_board",
         "model": spec.name, "config_hash": spec.config_hash(),
-        "shape": {"hidden": spec.hidden_size, "layers": spec.num_layers,
-                  "heads": spec.num_heads, "kv_heads": spec.num_kv_heads,
-                  "head_dim": spec.head_dim, "ffn": spec.intermediate_size,
-                  "vocab": spec.vocab_size, "qkv_bias": spec.qkv_bias,
-                  "params": spec.num_params()},
+        "shape": {**model_shape(spec), "params": spec.num_params()},
         "tp": parallel.tp, "pp": parallel.pp, "dp": parallel.dp, "gpus": parallel.world_size,
         "batch": workload.batch, "prompt_len": workload.prompt_len,
         "gen_len": workload.gen_len, "mode": mode}
