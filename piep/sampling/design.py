@@ -88,6 +88,15 @@ def _lhs(rng: random.Random, n: int, lo: float, hi: float) -> list[float]:
     return [math.exp(math.log(lo) + c * (math.log(hi) - math.log(lo))) for c in cells]
 
 
+def _fitting(spec: ModelSpec, parallel: Parallel, wl: Workload, gpu, margin: float):
+    """The deployment, or None where it is refused or fills more than `margin` of memory."""
+    try:
+        dep = validate(spec, parallel, wl, gpu)
+    except PiepError:
+        return None
+    return dep if dep.peak_memory_gib() <= margin * gpu.memory_gib else None
+
+
 def estimate_wall_s(pred: dict[str, Any], *, repeats: int = 3, min_window_s: float = 0.5) -> float:
     """Seconds the runner spends on a configuration (build, warm-up, windows, ticks)."""
     pre, dec = pred["prefill"]["time_s"], pred["decode"]["time_s"]
@@ -119,11 +128,8 @@ def build_design(*, seed: int = 0, draws: int = 8, max_time_s: float = 3.0, bloc
             batch = max(dp, int(round(b / dp)) * dp)
             mode = "eager" if rng.random() < eager_share else "graph"
             wl = Workload(batch=batch, prompt_len=int(round(p)), gen_len=int(round(g)), mode=mode)
-            try:
-                dep = validate(spec, Parallel(tp=tp, pp=pp, dp=dp), wl, gpu)
-            except PiepError:
-                continue
-            if dep.peak_memory_gib() > memory_margin * gpu.memory_gib:
+            dep = _fitting(spec, Parallel(tp=tp, pp=pp, dp=dp), wl, gpu, memory_margin)
+            if dep is None:
                 continue
             pred = prediction(dep, roof)
             if pred["time_s"] > max_time_s:
@@ -173,11 +179,8 @@ def build_engine_design(engine: str, models: tuple[str, ...], *, tp: int = 1, se
         for b, p, g in zip(_lhs(rng, draws, *batches), _lhs(rng, draws, *prompts),
                            _lhs(rng, draws, *gens)):
             wl = Workload(batch=int(round(b)), prompt_len=int(round(p)), gen_len=int(round(g)))
-            try:
-                dep = validate(spec, Parallel(tp=tp), wl, gpu)
-            except PiepError:
-                continue
-            if dep.peak_memory_gib() > memory_margin * gpu.memory_gib:
+            dep = _fitting(spec, Parallel(tp=tp), wl, gpu, memory_margin)
+            if dep is None:
                 continue
             pred = prediction(dep, roof)
             step = max(pred["decode"]["tpot_s"], HF_LAYER_STEP_S[engine] * spec.num_layers)
