@@ -97,3 +97,9 @@ def test_continuous_batching_replays_a_trace(config, tmp_path):
     assert all(got[r["id"]]["ttft_s"] > 0 for r in rows)
     assert rec["cb_config"]["max_batch_tokens"] and rec["requests"] == 5
     assert rec["time_s"] >= rows[-1]["arrival_s"]
+    # every iteration of the window: the prompts' tokens once, one token per decode step
+    it = rec["iterations"]
+    assert sum(it["q_tokens"]) == sum(r["prompt_len"] + r["gen_len"] - 1 for r in rows)
+    assert sum(it["decode_requests"]) == sum(r["gen_len"] - 1 for r in rows)
+    assert all(0 <= a < b for a, b in zip(it["t_start_s"], it["t_end_s"]))
+    assert it["kv_tokens"][0] == 0 and min(it["kv_tokens"]) >= 0  # cached keys, before it

@@ -248,13 +248,31 @@ CB_TRACES = {
 }
 
 
+# four more load levels (session 5), replayed on every shape of device calls 19-20: the
+# load levels of CB_TRACES stay held out for the shapes measured only on these
+CB_TRACES_LOADS = {
+    "low.jsonl": dict(rate_per_s=1.5, requests=40, prompt_len="lognormal:256:0.6:1024",
+                      gen_len="lognormal:64:0.5:192", seed=41),
+    "mid.jsonl": dict(rate_per_s=6.0, requests=100, prompt_len="lognormal:384:0.7:2048",
+                      gen_len="lognormal:80:0.5:256", seed=42),
+    "saturated.jsonl": dict(rate_per_s=30.0, requests=160, prompt_len="lognormal:512:0.7:2048",
+                            gen_len="lognormal:64:0.6:256", seed=43),
+    "surge.jsonl": dict(rate_per_s=1e6, requests=64, prompt_len="lognormal:384:0.5:2048",
+                        gen_len="uniform:48:160", seed=44),
+}
+# the shape in no public list replayed under hf-cb (a config file: `measure --model` reads it)
+CB_UNLISTED = "piep-unlisted-9b"
+
+
 def write_cb_traces() -> int:
     from piep.artifacts import write_text
     from piep.serving.trace import poisson_trace
-    for name, kw in CB_TRACES.items():
-        write_text(Path("calibration/h200/engines/hf-cb/traces") / name,
-                   poisson_trace(**kw).to_jsonl())
-    return len(CB_TRACES)
+    root = Path("calibration/h200/engines/hf-cb")
+    for name, kw in {**CB_TRACES, **CB_TRACES_LOADS}.items():
+        write_text(root / "traces" / name, poisson_trace(**kw).to_jsonl())
+    write_text(root / "configs" / f"{CB_UNLISTED}.json",
+               json.dumps(UNLISTED_MORE[CB_UNLISTED], indent=1) + "\n")
+    return len(CB_TRACES) + len(CB_TRACES_LOADS)
 
 
 DESIGNS = {

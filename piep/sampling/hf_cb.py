@@ -6,11 +6,15 @@ tokens, the first from its prefill), the default attention. The manager is start
 few short requests run to completion outside the window; then each request is submitted at
 its arrival time. One tick-aligned energy window runs from the first arrival to the last
 token of the last request (idle gaps included). Per request: the token timestamps
-transformers records, so TTFT, TPOT and end-to-end latency.
+transformers records, so TTFT, TPOT and end-to-end latency. Per iteration of the engine
+(the batch processor's `prepare_next_batch` .. `update_batch`, wrapped while the window
+runs; NVML is not polled inside it): host start and end times from the first arrival, the
+packed query tokens Σq, the keys read Σkv, the requests and how many of them decode.
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import statistics
 import time
@@ -48,6 +52,66 @@ def _config_seen(manager) -> dict[str, Any]:
     return out
 
 
+class IterationLog:
+    """Per-iteration host timestamps and sizes of the engine's batches, recorded by wrapping
+    the batch processor's class (`prepare_next_batch`, `update_batch`) while `on`."""
+
+    FIELDS = ("t_start_s", "t_end_s", "q_tokens", "kv_tokens", "requests", "decode_requests")
+
+    def __init__(self):
+        self.rows: list[tuple] = []
+        self.on = False
+        self.origin = 0.0
+        self._pending = None
+
+    @contextlib.contextmanager
+    def wrapping(self, processor_cls):
+        prepare, update = processor_cls.prepare_next_batch, processor_cls.update_batch
+        log_ = self
+
+        def prepare_next_batch(proc):
+            sched = proc.scheduler
+            if not getattr(sched, "_piep_wrapped", False):
+                inner = sched.schedule_batch
+
+                def schedule_batch(*a, **kw):
+                    out = inner(*a, **kw)
+                    reqs, _, q, kv = out
+                    sched._piep_last = (len(reqs or ()), q, kv,
+                                        sum(1 for f in reqs or () if f.query_length == 1))
+                    return out
+                sched.schedule_batch = schedule_batch
+                sched._piep_wrapped = True
+            t0 = time.perf_counter()
+            sched._piep_last = None
+            ready = prepare(proc)
+            log_._pending = (t0, sched._piep_last) if ready and sched._piep_last else None
+            return ready
+
+        def update_batch(proc):
+            out = update(proc)
+            if log_.on and log_._pending is not None:
+                t0, (n, q, kv, dec) = log_._pending
+                log_.rows.append((t0 - log_.origin, time.perf_counter() - log_.origin,
+                                  int(q), int(kv), n, dec))
+            log_._pending = None
+            return out
+        processor_cls.prepare_next_batch = prepare_next_batch
+        processor_cls.update_batch = update_batch
+        try:
+            yield self
+        finally:
+            processor_cls.prepare_next_batch, processor_cls.update_batch = prepare, update
+
+    def columns(self) -> dict[str, list]:
+        return {f: [r[i] for r in self.rows] for i, f in enumerate(self.FIELDS)}
+
+
+def _processor_class():
+    from transformers.generation.continuous_batching import continuous_api
+    return continuous_api.ContinuousBatchProcessor
+
+
 def measure_trace(spec: ModelSpec, trace: Trace, *, d: Dist, device, model, meter: RankMeter,
                   hygiene: Hygiene = Hygiene(), seed: int = 0, timeout_s: float = 600.0,
                   extra: dict[str, Any] | None = None) -> dict[str, Any] | None:
@@ -62,44 +126,48 @@ def measure_trace(spec: ModelSpec, trace: Trace, *, d: Dist, device, model, mete
     prompts = [torch.randint(0, vocab, (int(p),), generator=g).tolist() for p in trace.prompt_len]
     gen_cfg = GenerationConfig(do_sample=False, max_new_tokens=int(trace.gen_len.max()),
                                eos_token_id=-1, pad_token_id=0)
+    iterations = IterationLog()
     manager = model.init_continuous_batching(generation_config=gen_cfg)
-    manager.start()
-    try:
-        t0 = time.perf_counter()
-        for i in range(WARMUP_REQUESTS):  # outside the window: first kernels, allocator
-            manager.add_request(prompts[i % len(prompts)][:32] or [1], request_id=f"warm{i}",
-                                max_new_tokens=8)
-        _collect(manager, WARMUP_REQUESTS, timeout_s)
-        warmup_s = time.perf_counter() - t0
-        idle_w = meter.idle(hygiene.idle_s)
-        results: dict[str, Any] = {}
-        submitted: dict[str, float] = {}
+    with iterations.wrapping(_processor_class()):
+        manager.start()
+        try:
+            t0 = time.perf_counter()
+            for i in range(WARMUP_REQUESTS):  # outside the window: first kernels, allocator
+                manager.add_request(prompts[i % len(prompts)][:32] or [1], request_id=f"warm{i}",
+                                    max_new_tokens=8)
+            _collect(manager, WARMUP_REQUESTS, timeout_s)
+            warmup_s = time.perf_counter() - t0
+            idle_w = meter.idle(hygiene.idle_s)
+            results: dict[str, Any] = {}
+            submitted: dict[str, float] = {}
 
-        def replay():
-            start = time.perf_counter()
-            for rid, at, prompt, gen in zip(trace.ids, trace.arrival_s, prompts, trace.gen_len):
-                wait = start + float(at) - time.perf_counter()
-                if wait > 0:
-                    time.sleep(wait)
-                submitted[rid] = time.perf_counter() - start
-                manager.add_request(prompt, request_id=rid, max_new_tokens=int(gen),
-                                    record_timestamps=True)
-                for out in _drain(manager):
+            def replay():
+                start = iterations.origin = time.perf_counter()
+                iterations.on = True
+                for rid, at, prompt, gen in zip(trace.ids, trace.arrival_s, prompts, trace.gen_len):
+                    wait = start + float(at) - time.perf_counter()
+                    if wait > 0:
+                        time.sleep(wait)
+                    submitted[rid] = time.perf_counter() - start
+                    manager.add_request(prompt, request_id=rid, max_new_tokens=int(gen),
+                                        record_timestamps=True)
+                    for out in _drain(manager):
+                        results[out.request_id] = out
+                while len(results) < len(trace):
+                    out = manager.get_result(timeout=timeout_s)
+                    if out is None:
+                        raise DeviceError(f"hf-cb: {len(trace) - len(results)} requests never "
+                                          f"finished")
                     results[out.request_id] = out
-            while len(results) < len(trace):
-                out = manager.get_result(timeout=timeout_s)
-                if out is None:
-                    raise DeviceError(f"hf-cb: {len(trace) - len(results)} requests never "
-                                      f"finished")
-                results[out.request_id] = out
-            _sync(device)
-            replay.start = start
-        window = meter.window(replay, d.barrier)
-        config = _config_seen(manager)
-    finally:
-        manager.stop(block=True) if _has_block(manager) else manager.stop()
-        if hasattr(model, "destroy_cached_continuous_batching_manager"):
-            model.destroy_cached_continuous_batching_manager()  # the next trace starts afresh
+                _sync(device)
+                iterations.on = False
+                replay.start = start
+            window = meter.window(replay, d.barrier)
+            config = _config_seen(manager)
+        finally:
+            manager.stop(block=True) if _has_block(manager) else manager.stop()
+            if hasattr(model, "destroy_cached_continuous_batching_manager"):
+                model.destroy_cached_continuous_batching_manager()  # the next trace starts afresh
     per_request = []
     start = replay.start
     for rid, at, p, gen in zip(trace.ids, trace.arrival_s, trace.prompt_len, trace.gen_len):
@@ -123,7 +191,8 @@ def measure_trace(spec: ModelSpec, trace: Trace, *, d: Dist, device, model, mete
         "window": {k: v for k, v in window.items() if k not in ("energy_j", "duration_s")},
         "idle_power_w": idle_w, "warmup_s": warmup_s, "cb_config": config,
         "ttft_s_median": statistics.median(ttft) if ttft else None,
-        "per_request": per_request, "host_probe": _host_probe(device),
+        "per_request": per_request, "iterations": iterations.columns(),
+        "host_probe": _host_probe(device),
         "host_cpu": _cpu_model(), "driver": _driver(), "torch": torch.__version__,
         "provenance": {"time": time.strftime("%Y-%m-%dT%H:%M:%S%z")}, **(extra or {})}
 
