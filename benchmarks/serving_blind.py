@@ -1,13 +1,15 @@
 """Blind test of `piep serve`: traces predicted before they were replayed on the GPU.
 
-    python benchmarks/serving_blind.py --write   # predict (before the device calls)
-    python benchmarks/serving_blind.py           # score the predictions on the replays
+    python benchmarks/serving_blind.py --write 1|2   # predict (before the device call)
+    python benchmarks/serving_blind.py                # score the predictions on the replays
 
-`--write` predicts every (shape, trace) of device calls 19-20 with the hf-cb profile then
-shipped (fitted on llama-3-8b only, device call 18) and writes
-`calibration/h200/engines/hf-cb/predictions_blind.jsonl` with the commit it ran at; that
-file is committed before the replays exist. Scoring reads the replays in
-`calibration/h200/engines/hf-cb/raw/` and prints each trace and the MAPE per shape.
+`--write 1` predicted every (shape, trace) of device calls 19-20 with the hf-cb profile
+then shipped (fitted on llama-3-8b only, device call 18) into `predictions_blind.jsonl`;
+`--write 2` those of device call 21 (three shapes and three trace files no replay had)
+with the profile fitted on calls 18-20, into `predictions_blind2.jsonl`. Each file names
+the commit it ran at and was committed before its replays existed. Scoring reads the
+replays in `calibration/h200/engines/hf-cb/raw/` and prints each trace and the MAPE per
+shape.
 """
 
 from __future__ import annotations
@@ -26,9 +28,13 @@ from piep.artifacts import read_jsonl, write_text  # noqa: E402
 
 CB = ROOT / "calibration" / "h200" / "engines" / "hf-cb"
 OUT = CB / "predictions_blind.jsonl"
-LOADS = ("low", "mid", "saturated", "surge")
-SHAPES = ("llama-2-7b", "qwen2.5-7b", "configs/piep-unlisted-9b.json", "llama-3-8b",
-          "llama-2-13b")
+OUT2 = CB / "predictions_blind2.jsonl"
+SETS = {  # file, shapes, trace files
+    "1": (OUT, ("llama-2-7b", "qwen2.5-7b", "configs/piep-unlisted-9b.json", "llama-3-8b",
+                "llama-2-13b"), ("low", "mid", "saturated", "surge")),
+    "2": (OUT2, ("mistral-7b", "qwen2.5-14b", "configs/piep-unlisted-hd64.json"),
+          ("trickle", "steady", "spike")),
+}
 KEYS = ("energy_j", "time_s", "tpot_p50_s", "e2e_p50_s")
 
 
@@ -36,12 +42,13 @@ def model_arg(shape: str) -> str:
     return str(CB / shape) if shape.endswith(".json") else shape
 
 
-def write() -> int:
+def write(which: str) -> int:
+    out_file, shapes, loads = SETS[which]
     commit = subprocess.run(["git", "rev-parse", "--short=12", "HEAD"], cwd=ROOT,
                             capture_output=True, text=True).stdout.strip()
     rows = []
-    for shape in SHAPES:
-        for load in LOADS:
+    for shape in shapes:
+        for load in loads:
             trace = CB / "traces" / f"{load}.jsonl"
             out = subprocess.run([sys.executable, "-m", "piep", "serve", "--model",
                                   model_arg(shape), "--engine", "hf-cb", "--trace", str(trace),
@@ -55,8 +62,8 @@ def write() -> int:
                          "interval_energy_j": doc.get("interval", {}).get("energy_j"),
                          "flags": doc.get("flags", []), "commit": commit})
             print(rows[-1])
-    write_text(OUT, "".join(json.dumps(r) + "\n" for r in rows))
-    print(f"wrote {OUT.relative_to(ROOT)} ({len(rows)} predictions at {commit})")
+    write_text(out_file, "".join(json.dumps(r) + "\n" for r in rows))
+    print(f"wrote {out_file.relative_to(ROOT)} ({len(rows)} predictions at {commit})")
     return 0
 
 
@@ -72,26 +79,32 @@ def measured() -> dict[tuple[str, str], dict]:
     return out
 
 
-def score() -> int:
-    if not OUT.exists():
-        print(f"no predictions: run with --write first ({OUT.relative_to(ROOT)})")
-        return 1
+def blind_rows(path: Path = OUT) -> list[dict]:
+    """Every prediction of `path` whose trace has been replayed, beside the replay."""
     meas = measured()
-    errs: dict[str, dict[str, list[float]]] = {}
-    print("model trace: " + ", ".join(f"{k} pred/meas" for k in KEYS))
-    for p in read_jsonl(OUT):
+    rows = []
+    for p in read_jsonl(path) if path.exists() else []:
         m = meas.get((p["model"], p["trace"]))
-        if m is None:
-            continue
-        e = {k: p[k] / m[k] - 1 for k in KEYS}
-        for k in KEYS:
-            errs.setdefault(p["model"], {}).setdefault(k, []).append(e[k])
-            errs.setdefault("all", {}).setdefault(k, []).append(e[k])
-        print(f"{p['model']} {p['trace']}: " + ", ".join(
-            f"{p[k]:.4g}/{m[k]:.4g} ({100 * e[k]:+.1f} %)" for k in KEYS))
-    if not errs:
+        if m is not None:
+            rows.append({"model": p["model"], "trace": p["trace"], "commit": p["commit"],
+                         **{f"pred_{k}": p[k] for k in KEYS}, **m})
+    return rows
+
+
+def score() -> int:
+    rows = [r for f, _, _ in SETS.values() for r in blind_rows(f)]
+    if not rows:
         print("no replay of a predicted trace yet")
         return 1
+    print("model trace: " + ", ".join(f"{k} pred/meas" for k in KEYS))
+    errs: dict[str, dict[str, list[float]]] = {}
+    for r in rows:
+        e = {k: r[f"pred_{k}"] / r[k] - 1 for k in KEYS}
+        for group in (r["model"], "all"):
+            for k in KEYS:
+                errs.setdefault(group, {}).setdefault(k, []).append(e[k])
+        print(f"{r['model']} {r['trace']}: " + ", ".join(
+            f"{r[f'pred_{k}']:.4g}/{r[k]:.4g} ({100 * e[k]:+.1f} %)" for k in KEYS))
     for model, by in errs.items():
         print(f"{model} ({len(by['energy_j'])} traces): " + ", ".join(
             f"{k} MAPE {100 * statistics.mean(map(abs, v)):.1f} %" for k, v in by.items()))
@@ -100,5 +113,6 @@ def score() -> int:
 
 if __name__ == "__main__":
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--write", action="store_true", help="predict and write the file")
-    raise SystemExit(write() if ap.parse_args().write else score())
+    ap.add_argument("--write", choices=tuple(SETS), help="predict and write that set's file")
+    args = ap.parse_args()
+    raise SystemExit(write(args.write) if args.write else score())

@@ -12,6 +12,7 @@ from piep.errors import ConfigError
 from piep.predict.engines import (ENGINE_FITS, engine_records, fit_profile, load_profile,
                                   save_profile)
 from piep.predict.learned import load_learned
+from piep.predict.train import get_term
 from piep.tree import build_tree
 
 
@@ -141,4 +142,4 @@ def test_shipped_serving_profile_is_reproduced_from_its_traces():
     shipped = load_profile("h200", "hf-cb")
     refit = fit_cb_profile(load_learned("h200"), engine_records("h200", "hf-cb"))
     for name in ENGINE_FITS["hf-cb"]:
-        assert getattr(refit.host, name) == pytest.approx(getattr(shipped.host, name), rel=1e-6)
+        assert get_term(refit.host, name) == pytest.approx(get_term(shipped.host, name), rel=1e-6)

@@ -199,3 +199,35 @@ def test_one_token_requests_have_no_tpot_and_the_json_stays_valid(capsys):
     doc = json.loads(out, parse_constant=lambda c: pytest.fail(f"{c} in the JSON"))
     assert doc["tpot_s"] == {"p50": None, "p90": None, "p99": None}
     assert doc["ttft_s"]["p50"] > 0
+
+
+def test_the_engines_kv_blocks_are_those_its_replays_reported():
+    """transformers' paged-cache memory handler as modelled reproduces the blocks every
+    committed replay reported (five shapes: MHA, GQA, biases, a shape in no public list),
+    and a larger reserve or a smaller memory share leaves fewer blocks."""
+    from piep.predict.engines import engine_records, load_profile
+    from piep.serving.fit import _scenario
+    from piep.serving.serve import paged_cache, policy_of
+    profile = load_profile("h200", "hf-cb")
+    seen = {}
+    for rec in engine_records("h200", "hf-cb"):
+        blocks = rec["cb_config"]["cache_num_blocks"]
+        scn = _scenario(rec, profile)
+        got = policy_of(scn, profile).num_blocks
+        assert got == pytest.approx(blocks, rel=0.01), rec["model"]
+        seen[rec["model"]] = scn
+    assert len(seen) >= 5
+    scn = seen["llama-2-7b"]
+    full = paged_cache(scn, block_size=256, memory_percent=0.9, reserved_gib=1.0)
+    assert paged_cache(scn, block_size=256, memory_percent=0.9, reserved_gib=3.0)[0] < full[0]
+    assert paged_cache(scn, block_size=256, memory_percent=0.5, reserved_gib=1.0)[0] < full[0]
+    assert full[1] == 8192  # the default token budget binds on an H200
+
+
+def test_kind_time_scales_apply_to_their_rows_only():
+    from piep.predict.host import HostTerms
+    from piep.predict.table import KIND_ID
+    host = HostTerms(time_scale={"prefill": 1.5, "decode": 1.0, "kind:attention": 2.0})
+    kinds = np.array([KIND_ID["attention"], KIND_ID["lm_head"], KIND_ID["attention"]])
+    t = host.kernel_time_s(np.ones(3), np.array([False, False, True]), np.ones(3), kinds)
+    assert t.tolist() == [3.0, 1.5, 2.0]

@@ -70,6 +70,7 @@ def _engine(args) -> dict:
     from piep.predict.engines import (engine_records, fit_profile, profile_lomo, save_profile,
                                       shipped_profile_dir, user_profile_dir, with_intervals)
     from piep.predict.learned import LearnedModel
+    from piep.predict.train import get_term
     base = api.cost_model(args.gpu, "learned")
     if not isinstance(base, LearnedModel):
         raise ConfigError("an engine profile is fitted over the learned predictor "
@@ -85,10 +86,11 @@ def _engine(args) -> dict:
         out = Path(args.out) if args.out else shipped_profile_dir(args.gpu, args.engine)
         source = f"calibration/{args.gpu}/engines/{args.engine}/raw"
     if args.engine == "hf-cb":  # a serving engine: fitted on replayed request traces
-        from piep.serving.fit import fit_cb_profile, leave_one_trace_out
+        from piep.serving.fit import fit_cb_profile, held_out
         profile = fit_cb_profile(base, records)
-        if len(records) >= 3:  # intervals from leave-one-trace-out residuals
-            profile = with_intervals(profile, leave_one_trace_out(base, records))
+        if len(records) >= 3:  # intervals from leave-one-shape-out (else -trace-out) residuals
+            by = "model" if len({r["model"] for r in records}) >= 2 else "trace"
+            profile = with_intervals(profile, held_out(base, records, by=by))
     else:
         profile = fit_profile(base, records, args.engine)
         models = {r["model"] for r in records}
@@ -99,7 +101,7 @@ def _engine(args) -> dict:
                                 + (f" --from-measurements {source}" if args.from_measurements
                                    else ""))
     return {"profile": str(path), "engine": profile.name, "version": profile.version,
-            "runs": profile.meta["runs"], "terms": {k: getattr(profile.host, k)
+            "runs": profile.meta["runs"], "terms": {k: get_term(profile.host, k)
                                                     for k in profile.meta["fitted_terms"]},
             "lomo_energy_mape": profile.meta.get("lomo_energy_mape"),
             "lomo_time_mape": profile.meta.get("lomo_time_mape")}

@@ -39,8 +39,10 @@ SCHEMA_VERSION = 1
 ENGINE_FITS: dict[str, tuple[str, ...]] = {
     "hf-eager": ("host_launch_s", "eager_decode_launch_s", "step_host_s"),
     "hf-static": ("host_launch_s", "gap_graph_s", "step_host_s"),
-    # continuous batching: fitted on replayed request traces (piep.serving.fit)
-    "hf-cb": ("host_launch_s", "step_host_s", "request_host_s"),
+    # continuous batching: fitted on replayed request traces (piep.serving.fit): the
+    # kernel time scales (attention's on top), host time, the power in host gaps
+    "hf-cb": ("time_scale.prefill", "time_scale.kind:attention", "host_launch_s",
+              "step_host_s", "request_host_s", "launch_gap_w"),
 }
 START = {"step_host_s": 1e-3}  # where a fit starts a term the reference runner lacks
 

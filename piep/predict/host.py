@@ -19,6 +19,7 @@ import numpy as np
 TERMS = ("gap_graph_s", "host_launch_s", "eager_decode_launch_s", "launch_gap_w",
          "busy_wait_w", "comm_w", "time_scale", "decode_batch_exponent", "step_host_s",
          "request_host_s")
+KIND_SCALE = "kind:"  # time_scale keys per row kind
 
 
 @dataclass
@@ -29,7 +30,8 @@ class HostTerms:
     launch_gap_w: float = 120.0   # board power in launch gaps (measured)
     busy_wait_w: float = 121.5    # board power busy-polling in a collective (measured)
     comm_w: float = 200.0         # board power during a collective transfer (assumed)
-    # in-situ / isolated kernel time ratio per phase
+    # in-situ / isolated kernel time ratio per phase; an engine's profile may add one per
+    # row kind on top ("kind:attention": its attention kernels run slower than sampled)
     time_scale: dict[str, float] = field(default_factory=lambda: {"prefill": 1.0,
                                                                   "decode": 1.0})
     decode_batch_exponent: float = 0.0
@@ -40,10 +42,19 @@ class HostTerms:
     request_host_s: float = 0.0
 
     def kernel_time_s(self, isolated_s: np.ndarray, decode: np.ndarray,
-                      tokens: np.ndarray) -> np.ndarray:
-        """In-situ time of one call of compute kernels from their isolated time."""
+                      tokens: np.ndarray, kind_id: np.ndarray | None = None) -> np.ndarray:
+        """In-situ time of one call of compute kernels from their isolated time (`kind_id`:
+        the rows' kinds, for the scales per kind)."""
         t = isolated_s * np.where(decode, self.time_scale.get("decode", 1.0),
                                   self.time_scale.get("prefill", 1.0))
+        per_kind = {k[len(KIND_SCALE):]: v for k, v in self.time_scale.items()
+                    if k.startswith(KIND_SCALE)}
+        if per_kind and kind_id is not None:
+            from piep.predict.table import KIND_ID
+            scale = np.ones(len(KIND_ID))
+            for kind, v in per_kind.items():
+                scale[KIND_ID[kind]] = v
+            t = t * scale[kind_id]
         if self.decode_batch_exponent:
             # in-situ vs isolated kernel time drifts with the tokens of a decode step
             t = np.where(decode, t * (np.maximum(tokens, 1) / 16.0)

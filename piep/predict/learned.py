@@ -55,7 +55,7 @@ class LearnedModel:
         host = self.host
         decode, mode_eager = table.decode, table.mode_eager
         eager = ~decode | mode_eager  # prefill runs eagerly in both modes
-        t = host.kernel_time_s(mo.time_s, decode, table.q["tokens"])
+        t = host.kernel_time_s(mo.time_s, decode, table.q["tokens"], table.kind_id)
         power = priced_power_w(mo.power_w, host.launch_gap_w, self.gpu)
         wait = np.zeros(len(table))
         cm = table.is_comm

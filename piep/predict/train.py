@@ -162,13 +162,13 @@ def _time_error(ts: TrainingSet, model: LearnedModel) -> float:
 _LINEAR_TERMS = ("decode_batch_exponent",)
 
 
-def _get_term(host: HostTerms, name: str) -> float:
+def get_term(host: HostTerms, name: str) -> float:
     field_, _, key = name.partition(".")
     value = getattr(host, field_)
     return float(value[key] if key else value)
 
 
-def _set_term(host: HostTerms, name: str, value: float) -> None:
+def set_term(host: HostTerms, name: str, value: float) -> None:
     field_, _, key = name.partition(".")
     if key:
         getattr(host, field_)[key] = value
@@ -183,12 +183,12 @@ def fit_host_terms(model: LearnedModel, ts: TrainingSet, names: tuple[str, ...],
     from scipy.optimize import minimize
     host = model.host
     log_space = [n not in _LINEAR_TERMS for n in names]
-    x0 = [math.log(_get_term(host, n)) if lg else _get_term(host, n)
+    x0 = [math.log(get_term(host, n)) if lg else get_term(host, n)
           for n, lg in zip(names, log_space)]
 
     def apply(theta):
         for n, lg, v in zip(names, log_space, theta):
-            _set_term(host, n, float(math.exp(v)) if lg else float(v))
+            set_term(host, n, float(math.exp(v)) if lg else float(v))
     res = minimize(lambda th: (apply(th), _time_error(ts, model))[1], x0, method="Nelder-Mead",
                    options={"xatol": 0.01, "fatol": 1e-6, "maxiter": maxiter})
     apply(res.x)

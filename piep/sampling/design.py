@@ -260,19 +260,31 @@ CB_TRACES_LOADS = {
     "surge.jsonl": dict(rate_per_s=1e6, requests=64, prompt_len="lognormal:384:0.5:2048",
                         gen_len="uniform:48:160", seed=44),
 }
-# the shape in no public list replayed under hf-cb (a config file: `measure --model` reads it)
-CB_UNLISTED = "piep-unlisted-9b"
+# three more, predicted before device call 21 replayed them on three shapes no replay had
+CB_TRACES_BLIND = {
+    "trickle.jsonl": dict(rate_per_s=1.2, requests=40, prompt_len="lognormal:1024:0.5:3000",
+                          gen_len="lognormal:48:0.5:128", seed=51),
+    "steady.jsonl": dict(rate_per_s=10.0, requests=120, prompt_len="lognormal:300:0.8:3000",
+                         gen_len="lognormal:100:0.6:300", seed=52),
+    "spike.jsonl": dict(rate_per_s=1e6, requests=96, prompt_len="lognormal:200:0.6:1500",
+                        gen_len="lognormal:120:0.4:300", seed=53),
+}
+# the shapes in no public list replayed under hf-cb (config files: `measure --model` reads
+# them)
+CB_UNLISTED = ("piep-unlisted-9b", "piep-unlisted-hd64")
 
 
 def write_cb_traces() -> int:
     from piep.artifacts import write_text
     from piep.serving.trace import poisson_trace
     root = Path("calibration/h200/engines/hf-cb")
-    for name, kw in {**CB_TRACES, **CB_TRACES_LOADS}.items():
+    traces = {**CB_TRACES, **CB_TRACES_LOADS, **CB_TRACES_BLIND}
+    for name, kw in traces.items():
         write_text(root / "traces" / name, poisson_trace(**kw).to_jsonl())
-    write_text(root / "configs" / f"{CB_UNLISTED}.json",
-               json.dumps(UNLISTED_MORE[CB_UNLISTED], indent=1) + "\n")
-    return len(CB_TRACES) + len(CB_TRACES_LOADS)
+    for name in CB_UNLISTED:
+        write_text(root / "configs" / f"{name}.json",
+                   json.dumps({**UNLISTED_MORE, **UNLISTED_HEAD_DIM}[name], indent=1) + "\n")
+    return len(traces)
 
 
 DESIGNS = {

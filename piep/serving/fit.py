@@ -1,9 +1,17 @@
 """Fitting a continuous-batching engine's profile on replayed request traces.
 
-The scheduler's host time per iteration and per request of an iteration, and the host
-time per kernel launch, are fitted so that simulating each measured trace reproduces its
-window energy, median TPOT and median end-to-end latency (log errors). The KV-cache share
-of free memory comes from the engine's own report of its blocks.
+Three steps, each on what measures it best:
+
+1. The KV cache: the engine's memory handler is modelled (`serve.paged_cache`); what it
+   reserves beyond the weights is read off the blocks each replay reports.
+2. Time: the kernel time scales (all kernels; attention and the K/V gather on top), the
+   host time per kernel launch, per iteration and per request of an iteration, fitted on
+   the duration of every recorded iteration (each trace weighing the same, its iterations
+   by their time) given the Σq, Σkv and requests the engine logged; where no replay has
+   an iteration log, on the median TPOT and end-to-end latency of each.
+3. Energy: the board power while the GPU waits for the host (`launch_gap_w`), fitted on
+   the window energy of every replay as simulated with the time terms of step 2 (energy
+   is linear in it).
 """
 
 from __future__ import annotations
@@ -15,13 +23,19 @@ from typing import Any
 import numpy as np
 
 from piep.errors import ArtifactError
-from piep.predict.engines import EngineProfile
-from piep.serving.serve import (SchedulerPolicy, document, iteration_grid, kv_blocks, run,
+from piep.predict.engines import ENGINE_FITS, EngineProfile
+from piep.predict.train import set_term
+from piep.serving.costs import ATTENTION_KINDS
+from piep.serving.serve import (SchedulerPolicy, document, iteration_grid, paged_cache, run,
                                 with_host)
 from piep.serving.trace import Trace, make_trace
 
-FITTED = ("host_launch_s", "step_host_s", "request_host_s")
-START = {"host_launch_s": 3e-5, "step_host_s": 0.02, "request_host_s": 5e-4}
+FITTED = ENGINE_FITS["hf-cb"]
+TIME_TERMS = FITTED[:-1]  # the last, the power in host gaps, is fitted on energy
+START = {"time_scale.prefill": 1.0, "time_scale.kind:attention": 1.0, "host_launch_s": 1e-5,
+         "step_host_s": 0.03, "request_host_s": 5e-4}
+SCHEDULER = {"block_size": 256, "max_requests_per_batch": 1024, "safety_margin": 0.15,
+             "memory_percent": 0.9}  # transformers 5.17's defaults (greedy: no processors)
 
 
 def record_trace(rec: dict[str, Any]) -> Trace:
@@ -50,17 +64,38 @@ class _Case:
         self.rec, self.scn, self.policy, self.grid = rec, scn, policy, grid
         self.trace = record_trace(rec)
         self.meas = observed(rec)
+        it = rec.get("iterations") or {}
+        if it.get("q_tokens"):
+            q = np.asarray(it["q_tokens"], float)
+            self.iterations = (q, np.asarray(it["requests"], float),
+                               np.asarray(it["kv_tokens"], float) + q,  # keys incl. the new
+                               np.asarray(it["t_end_s"]) - np.asarray(it["t_start_s"]))
+        else:
+            self.iterations = None
 
 
-def _cases(base, records: list[dict[str, Any]], memory_share: float):
+def _scenario(rec: dict[str, Any], base):
     from piep.predict.train import spec_of_record
     from piep.serving.serve import serving_scenario
+    return serving_scenario(spec_of_record(rec), record_trace(rec), gpu=base.gpu,
+                            check_memory=False)
+
+
+def _policy(scn, reserved_gib: float) -> SchedulerPolicy:
+    blocks, budget = paged_cache(scn, block_size=SCHEDULER["block_size"],
+                                 memory_percent=SCHEDULER["memory_percent"],
+                                 reserved_gib=reserved_gib)
+    return SchedulerPolicy(block_size=SCHEDULER["block_size"], num_blocks=blocks,
+                           max_batch_tokens=budget,
+                           max_requests_per_batch=SCHEDULER["max_requests_per_batch"],
+                           safety_margin=SCHEDULER["safety_margin"])
+
+
+def _cases(base, records: list[dict[str, Any]], reserved_gib: float) -> list[_Case]:
     out, grids = [], {}
     for rec in records:
-        trace = record_trace(rec)
-        scn = serving_scenario(spec_of_record({**rec, "model": rec["model"]}), trace,
-                               gpu=base.gpu, check_memory=False)
-        policy = SchedulerPolicy(num_blocks=kv_blocks(scn, 256, memory_share))
+        scn = _scenario(rec, base)
+        policy = _policy(scn, reserved_gib)
         key = (scn.model, policy)
         if key not in grids:
             grids[key] = iteration_grid(scn, policy)
@@ -68,74 +103,143 @@ def _cases(base, records: list[dict[str, Any]], memory_share: float):
     return out
 
 
-def memory_share(records: list[dict[str, Any]], base) -> float:
-    """The share of free memory the engine gave its KV blocks (median over records)."""
-    from piep.predict.train import spec_of_record
-    from piep.serving.serve import serving_scenario
-    shares = []
+def reserved_gib(records: list[dict[str, Any]], base) -> float:
+    """The memory the engine holds beyond the weights before sizing its cache (median
+    over the replays of the value that reproduces the blocks each reported)."""
+    grid = np.arange(0.0, 8.0, 0.02)
+    found = []
     for rec in records:
-        blocks = rec.get("cb_config", {}).get("cache_num_blocks") or \
-            rec.get("cb_config", {}).get("num_blocks")
-        block = rec.get("cb_config", {}).get("cache_block_size") or 256
+        blocks = (rec.get("cb_config") or {}).get("cache_num_blocks")
         if not blocks:
             continue
-        scn = serving_scenario(spec_of_record(rec), record_trace(rec), gpu=base.gpu,
-                               check_memory=False)
-        shares.append(blocks / kv_blocks(scn, block, 1.0))
-    return statistics.median(shares) if shares else 0.76
+        scn = _scenario(rec, base)
+        got = [abs(paged_cache(scn, block_size=SCHEDULER["block_size"], reserved_gib=r,
+                               memory_percent=SCHEDULER["memory_percent"])[0] - blocks)
+               for r in grid]
+        found.append(float(grid[int(np.argmin(got))]))
+    return statistics.median(found) if found else 1.3
 
 
-def _error(model, cases) -> float:
-    errs = []
+def _with_terms(model, values: dict[str, float]):
+    """`model` with the host terms `values` (dotted names reach into time_scale; the
+    attention scale covers every attention kind)."""
+    model = with_host(model)
+    model.host.time_scale = dict(model.host.time_scale)
+    for name, v in values.items():
+        if name == "time_scale.kind:attention":
+            for kind in ATTENTION_KINDS:
+                model.host.time_scale[f"kind:{kind}"] = v
+        else:
+            set_term(model.host, name, v)
+    return model
+
+
+def _time_error(model, cases: list[_Case]) -> float:
+    """Mean over traces of the time-weighted squared log error of every logged iteration;
+    traces without a log: their median TPOT and end-to-end latency."""
+    errs, priced = [], {}
     for c in cases:
-        sim, costs = run(c.scn, c.trace, model, c.policy, c.grid)
-        for p, m in zip(predicted(c, sim, costs), c.meas):
-            errs.append(math.log(p / m) ** 2)
+        if c.iterations is not None:
+            q, n, k, dt = c.iterations
+            if id(c.grid) not in priced:  # traces of one shape share their grid
+                priced[id(c.grid)] = c.grid.costs(model)
+            pt, _, _ = priced[id(c.grid)].cost(q, n, k)
+            errs.append(float((dt * np.log(pt / dt) ** 2).sum() / dt.sum()))
+        else:
+            sim, costs = run(c.scn, c.trace, model, c.policy, c.grid)
+            _, tpot, e2e = predicted(c, sim, costs)
+            errs.append(0.5 * (math.log(tpot / c.meas[1]) ** 2 + math.log(e2e / c.meas[2]) ** 2))
     return float(np.mean(errs))
 
 
-def fit_cb_profile(base, records: list[dict[str, Any]], *, maxiter: int = 150) -> EngineProfile:
+def _fit_time(base, cases: list[_Case], maxiter: int):
     from scipy.optimize import minimize
+    x0 = [math.log(START[k]) for k in TIME_TERMS]
+
+    def model_of(theta):
+        return _with_terms(base, {k: float(math.exp(v)) for k, v in zip(TIME_TERMS, theta)})
+    simplex = np.vstack([x0, np.asarray(x0) + 0.3 * np.eye(len(x0))])  # steps of 35 %
+    res = minimize(lambda th: _time_error(model_of(th), cases), x0, method="Nelder-Mead",
+                   options={"xatol": 0.005, "fatol": 1e-7, "maxiter": maxiter,
+                            "initial_simplex": simplex})
+    return model_of(res.x)
+
+
+def _fit_gap_power(model, cases: list[_Case]):
+    """The power in host gaps (and idle) that best reproduces the window energies: the
+    energy of each replay is evaluated at two powers and the log error minimized on the
+    line between (energy is linear in that power above the kernels' floor)."""
+    p0 = model.host.launch_gap_w
+    lo, hi = [], []
+    for c in cases:
+        for p, out in ((p0, lo), (p0 + 50.0, hi)):
+            sim, costs = run(c.scn, c.trace, _with_terms(model, {"launch_gap_w": p}), c.policy,
+                             c.grid)
+            out.append(predicted(c, sim, costs)[0])
+    lo, hi = np.array(lo), np.array(hi)
+    meas = np.array([c.meas[0] for c in cases])
+    ps = np.linspace(40.0, 400.0, 721)
+    errs = [float(np.mean(np.log((lo + (hi - lo) * (p - p0) / 50.0) / meas) ** 2)) for p in ps]
+    return _with_terms(model, {"launch_gap_w": float(ps[int(np.argmin(errs))])})
+
+
+def fit_cb_profile(base, records: list[dict[str, Any]], *, maxiter: int = 400) -> EngineProfile:
     records = [r for r in records if r.get("energy_j")]
     if len(records) < 2:
         raise ArtifactError(f"fitting hf-cb needs at least 2 replayed traces with energy, "
                             f"found {len(records)}")
-    share = memory_share(records, base)
-    cases = _cases(base, records, share)
-    x0 = [math.log(START[k]) for k in FITTED]
-
-    def model_of(theta):
-        return with_host(base, **{k: float(math.exp(v)) for k, v in zip(FITTED, theta)})
-    res = minimize(lambda th: _error(model_of(th), cases), x0, method="Nelder-Mead",
-                   options={"xatol": 0.01, "fatol": 1e-5, "maxiter": maxiter})
-    fitted = model_of(res.x)
+    reserved = reserved_gib(records, base)
+    cases = _cases(base, records, reserved)
+    logged = [c for c in cases if c.iterations is not None]
+    fitted = _fit_gap_power(_fit_time(base, logged or cases, maxiter), cases)
     versions = sorted({(r.get("engine") or {}).get("version", "unknown") for r in records})
     return EngineProfile("hf-cb", ",".join(versions), base.gpu.name, fitted.host, None,
                          meta={"runs": len(records), "traces": [r.get("trace") for r in records],
                                "models": sorted({r["model"] for r in records}),
+                               "iteration_logs": sum(c.iterations is not None for c in cases),
                                "tp_measured": [1], "fitted_terms": list(FITTED),
                                "combiner": "reference",
-                               "scheduler": {"block_size": 256, "max_batch_tokens": 8192,
-                                             "max_requests_per_batch": 1024,
-                                             "safety_margin": 0.15,
-                                             "kv_memory_share": share}})
+                               "scheduler": {**SCHEDULER, "reserved_gib": reserved}})
 
 
-def leave_one_trace_out(base, records: list[dict[str, Any]], *, maxiter: int = 150
-                        ) -> list[dict[str, Any]]:
-    """Each trace predicted by a profile fitted on the others."""
+def held_out(base, records: list[dict[str, Any]], *, by: str = "model", maxiter: int = 400
+             ) -> list[dict[str, Any]]:
+    """Each replay predicted by a profile fitted without its group: `by="model"` leaves
+    one shape out (every trace of it), `by="load"` one load level (a trace file, on every
+    shape), `by="trace"` one replay."""
+    import logging
+    from pathlib import Path
     records = [r for r in records if r.get("energy_j")]
+    key = {"model": lambda r: r["model"], "load": lambda r: Path(r.get("trace", "")).name,
+           "trace": id}[by]
+    groups = list(dict.fromkeys(key(r) for r in records))
     out = []
-    for i, rec in enumerate(records):
-        profile = fit_cb_profile(base, records[:i] + records[i + 1:], maxiter=maxiter)
+    for i, group in enumerate(groups):
+        logging.getLogger("piep.train").info("hf-cb held out %d/%d: %s", i + 1, len(groups),
+                                             group)
+        profile = fit_cb_profile(base, [r for r in records if key(r) != group],
+                                 maxiter=maxiter)
         model = profile.apply(base)
-        share = profile.meta["scheduler"]["kv_memory_share"]
-        (case,) = _cases(base, [rec], share)
-        sim, costs = run(case.scn, case.trace, model, case.policy, case.grid)
-        e, tpot, e2e = predicted(case, sim, costs)
-        m_e, m_tpot, m_e2e = case.meas
-        out.append({"trace": rec.get("trace"), "requests": len(case.trace),
-                    "energy_j": m_e, "pred_energy_j": e, "time_s": rec["time_s"],
-                    "pred_time_s": sim.end_s, "tpot_s": m_tpot, "pred_tpot_s": tpot,
-                    "e2e_s": m_e2e, "pred_e2e_s": e2e})
+        test = [r for r in records if key(r) == group]
+        out += [case_row(c, model) for c in
+                _cases(base, test, profile.meta["scheduler"]["reserved_gib"])]
     return out
+
+
+def case_row(case: _Case, model) -> dict[str, Any]:
+    """A replay beside its prediction by `model` (window energy and time, energy above the
+    measured idle power, p50 TTFT, TPOT and end-to-end latency)."""
+    sim, costs = run(case.scn, case.trace, model, case.policy, case.grid)
+    doc = document(case.scn, case.trace, sim, costs, case.policy)
+    rec, pr = case.rec, case.rec["per_request"]
+    idle_w = rec.get("idle_power_w") or 0.0
+    return {"model": rec["model"], "trace": rec.get("trace"), "requests": len(case.trace),
+            "energy_j": rec["energy_j"], "pred_energy_j": doc["energy_j"],
+            "time_s": rec["time_s"], "pred_time_s": doc["time_s"],
+            "active_j": rec["energy_j"] - idle_w * rec["time_s"],
+            "pred_active_j": doc["energy_j"] - idle_w * doc["time_s"],
+            "ttft_s": statistics.median(r["ttft_s"] for r in pr),
+            "pred_ttft_s": doc["ttft_s"]["p50"],
+            "tpot_s": case.meas[1], "pred_tpot_s": doc["tpot_s"]["p50"],
+            "e2e_s": case.meas[2], "pred_e2e_s": doc["e2e_s"]["p50"],
+            "queued_on_memory": sim.queued_on_memory}

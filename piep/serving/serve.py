@@ -39,18 +39,57 @@ def kv_blocks(scn: Scenario, block_size: int, memory_share: float) -> int:
     return max(1, int(memory_share * free_gib / block_gib))
 
 
+def paged_cache(scn: Scenario, *, block_size: int, memory_percent: float,
+                reserved_gib: float, max_batch_tokens: int | None = None) -> tuple[int, int]:
+    """(KV blocks, token budget) of transformers' paged cache (its memory handler, 5.17):
+    `memory_percent` of the memory left after the weights and `reserved_gib`, shared by
+    the K/V pages, an index per page, and per batch token the inputs, outputs and the
+    packed attention mask (budget x (pages + budget)); the peak activations of the LM head
+    (fp32 logits) and of attention (the gathered old K/V) bound it. Without a given budget
+    each batch may fill a tenth of the cache, capped at 8192 tokens."""
+    m, dep = scn.model, scn.deployment
+    weights = dep.memory_items_gib()["all" if scn.parallel.pp == 1 else "first_stage"]
+    avail = memory_percent * (scn.gpu.memory_gib - weights["weights"] - reserved_gib) * GIB
+    page = m.head_dim * dep.kv_heads_per_rank            # K or V of one token, one layer
+    layers = m.num_layers // scn.parallel.pp
+    masks = 2 if getattr(m, "sliding_window", None) else 1
+    io_m = 7 * 4 + 4 + 8 + 8                              # int32 inputs/outputs, int64 indices
+    peaks = ((2 * m.hidden_size + 4 * m.vocab_size, 0),   # LM head: hidden + fp32 logits
+             (2 * (m.hidden_size + m.num_heads * m.head_dim // scn.parallel.tp + 2 * page),
+              2 * page * 2))                              # attention: new and old K/V
+    coeffs = [(dm + io_m, dn + 2 * layers * page * 2 + 8, 2 * masks, 2 * masks)
+              for dm, dn in peaks]                        # (per M, per N, per M.N, per M^2)
+    if max_batch_tokens is None:  # each batch fills at most a tenth of the cache
+        f = 0.1
+        bound = min(int((-(cn + cm * f) + math.sqrt((cn + cm * f) ** 2
+                                                    + 4 * (cmn * f + cmm * f * f) * avail))
+                        / (2 * (cmn * f + cmm * f * f)) * f) for cm, cn, cmn, cmm in coeffs)
+        max_batch_tokens = max(256, min(8192, bound))
+    M = max_batch_tokens
+    pages = min((avail - cm * M - cmm * M * M) / (cn + cmn * M) for cm, cn, cmn, cmm in coeffs)
+    return max(1, int(pages) // block_size), M
+
+
 def policy_of(scn: Scenario, profile, override: dict[str, float] | None = None
               ) -> SchedulerPolicy:
     """The engine profile's scheduler settings, with a user policy's `override` on top."""
     meta = dict(profile.meta.get("scheduler", {}) if profile is not None else {})
-    if override and "num_blocks" in override:
+    if override and ("num_blocks" in override or "kv_memory_share" in override):
         meta.pop("kv_memory_share", None)
+        meta.pop("memory_percent", None)
     meta.update(override or {})
     block = int(meta.get("block_size", 256))
-    blocks = int(meta["num_blocks"]) if "num_blocks" in meta else kv_blocks(
-        scn, block, float(meta.get("kv_memory_share", 0.76)))
+    budget = int(meta["max_batch_tokens"]) if "max_batch_tokens" in meta else None
+    if "num_blocks" in meta:
+        blocks = int(meta["num_blocks"])
+    elif "memory_percent" in meta:  # the engine's own memory handler
+        blocks, budget = paged_cache(scn, block_size=block, max_batch_tokens=budget,
+                                     memory_percent=float(meta["memory_percent"]),
+                                     reserved_gib=float(meta.get("reserved_gib", 1.3)))
+    else:
+        blocks = kv_blocks(scn, block, float(meta.get("kv_memory_share", 0.76)))
     return SchedulerPolicy(block_size=block, num_blocks=blocks,
-                           max_batch_tokens=int(meta.get("max_batch_tokens", 8192)),
+                           max_batch_tokens=budget or 8192,
                            max_requests_per_batch=int(meta.get("max_requests_per_batch", 1024)),
                            safety_margin=float(meta.get("safety_margin", 0.15)))
 
