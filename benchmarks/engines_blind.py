@@ -26,7 +26,8 @@ from piep.sampling.grid import config_key, spec_of  # noqa: E402
 
 ENGINES = ROOT / "calibration" / "h200" / "engines"
 PREDICTIONS = ENGINES / "blind_predictions.jsonl"
-MEASURED = "raw/call17_blind.jsonl"
+# call 17 measured the design within its budget; call 22 the rest (hf-static)
+MEASURED = ("raw/call17_blind.jsonl", "raw/call22_blind.jsonl")
 
 
 def design_rows(engine: str) -> list[dict]:
@@ -69,7 +70,8 @@ def blind_summary(engines=("hf-static", "hf-eager"), verbose: bool = False) -> l
     out = []
     preds = {p["key"]: p for p in read_jsonl(PREDICTIONS)}
     for engine in engines:
-        measured = [r for r in read_jsonl(ENGINES / engine / MEASURED)
+        measured = [r for f in MEASURED if (ENGINES / engine / f).exists()
+                    for r in read_jsonl(ENGINES / engine / f)
                     if r.get("schema") == "piep.measurement" and r.get("energy_j")]
         rows = {config_key(r): r for r in design_rows(engine)}
         blind, today = [], []
