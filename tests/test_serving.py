@@ -231,3 +231,62 @@ def test_kind_time_scales_apply_to_their_rows_only():
     kinds = np.array([KIND_ID["attention"], KIND_ID["lm_head"], KIND_ID["attention"]])
     t = host.kernel_time_s(np.ones(3), np.array([False, False, True]), np.ones(3), kinds)
     assert t.tolist() == [3.0, 1.5, 2.0]
+
+
+def _replay_of(model, trace, base, name="llama-2-7b"):
+    """A serving record as `piep measure --engine hf-cb` writes it, made by simulating
+    `trace` with `model` (what a replay on a GPU running exactly that model would log)."""
+    from piep.models import load_model
+    from piep.sampling.runner import model_shape
+    from piep.serving.fit import SCHEDULER, _policy
+    from piep.serving.serve import document, iteration_grid, serving_scenario
+    spec = load_model(name)
+    scn = serving_scenario(spec, trace, gpu=base.gpu, check_memory=False)
+    policy = _policy(scn, 1.3)
+    costs = iteration_grid(scn, policy).costs(model)
+    sim = simulate(trace, costs, policy)
+    doc = document(scn, trace, sim, costs, policy)
+    q = sim.it_prefill_tokens + sim.it_decode_tokens
+    return {"schema": "piep.serving_measurement", "schema_version": 1, "model": name,
+            "config_hash": spec.config_hash(), "shape": model_shape(spec), "tp": 1,
+            "engine": {"name": "hf-cb", "version": "test"}, "energy_j": doc["energy_j"],
+            "time_s": doc["time_s"], "idle_power_w": 120.0, "trace": "synthetic",
+            "cb_config": {"cache_num_blocks": policy.num_blocks,
+                          "cache_block_size": SCHEDULER["block_size"]},
+            "per_request": [{"id": r["id"], "arrival_s": float(a), "prompt_len": int(p),
+                             "gen_len": int(g), "ttft_s": r["ttft_s"], "tpot_s": r["tpot_s"],
+                             "e2e_s": r["e2e_s"]}
+                            for r, a, p, g in zip(doc["per_request"], trace.arrival_s,
+                                                  trace.prompt_len, trace.gen_len)],
+            "iterations": {"t_start_s": sim.it_start_s.tolist(),
+                           "t_end_s": (sim.it_start_s + sim.it_time_s).tolist(),
+                           "q_tokens": q.tolist(), "kv_tokens": (sim.it_keys - q).tolist(),
+                           "requests": sim.it_requests.tolist(),
+                           "decode_requests": sim.it_decode_tokens.tolist()}}
+
+
+@pytest.mark.slow
+def test_the_serving_fit_recovers_an_engine_from_its_iteration_logs():
+    """Replays simulated with known terms (slow attention, 30 ms per iteration, 90 W while
+    waiting for the host) are fitted back: iteration times and window energies of a trace
+    the fit never saw come out as the known engine gives them."""
+    from piep.predict.learned import load_learned
+    from piep.serving.fit import _cases, _with_terms, case_row, fit_cb_profile
+    base = load_learned("h200")
+    truth = _with_terms(base, {"time_scale.prefill": 1.1, "time_scale.kind:attention": 1.8,
+                               "host_launch_s": 2e-5, "step_host_s": 0.03,
+                               "request_host_s": 4e-4, "launch_gap_w": 90.0})
+    train = [_replay_of(truth, poisson_trace(rate_per_s=r, requests=60, seed=s,
+                                             prompt_len="lognormal:300:0.6:2000",
+                                             gen_len="lognormal:60:0.5:200"), base)
+             for r, s in ((2.0, 1), (20.0, 2))]
+    test = _replay_of(truth, poisson_trace(rate_per_s=6.0, requests=80, seed=3,
+                                           prompt_len="lognormal:500:0.5:2000",
+                                           gen_len="lognormal:80:0.5:200"), base)
+    profile = fit_cb_profile(base, train)
+    assert profile.host.launch_gap_w == pytest.approx(90.0, abs=6.0)
+    (case,) = _cases(base, [test], profile.meta["scheduler"]["reserved_gib"])
+    row = case_row(case, profile.apply(base))
+    assert row["pred_energy_j"] == pytest.approx(row["energy_j"], rel=0.03)
+    assert row["pred_time_s"] == pytest.approx(row["time_s"], rel=0.03)
+    assert row["pred_tpot_s"] == pytest.approx(row["tpot_s"], rel=0.05)

@@ -91,6 +91,7 @@ def _engine(args) -> dict:
         if len(records) >= 3:  # intervals from leave-one-shape-out (else -trace-out) residuals
             by = "model" if len({r["model"] for r in records}) >= 2 else "trace"
             profile = with_intervals(profile, held_out(base, records, by=by))
+            profile.meta["held_out"] = by
     else:
         profile = fit_profile(base, records, args.engine)
         models = {r["model"] for r in records}

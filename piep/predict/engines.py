@@ -194,15 +194,21 @@ def profile_lomo(base, records: list[dict[str, Any]], engine: str, *,
                  refit_combiner: bool = False) -> list[dict[str, Any]]:
     """Every run predicted by a profile fitted on the other models' runs of the engine
     (the module models are the shipped ones, fitted on isolated samples)."""
-    from piep.predict.train import rows_of
     cases = _cases(records, base.gpu, engine)
     out = []
     for name in sorted({c.rec["model"] for c in cases}):
-        held = [c for c in cases if c.rec["model"] == name]
-        train = [c.rec for c in cases if c.rec["model"] != name]
-        prof = fit_profile(base, train, engine, refit_combiner=refit_combiner)
-        out += rows_of(held, prof.apply(base))
+        out += profile_rows(base, [c.rec for c in cases if c.rec["model"] != name],
+                            [c.rec for c in cases if c.rec["model"] == name], engine,
+                            refit_combiner=refit_combiner)
     return out
+
+
+def profile_rows(base, train: list[dict[str, Any]], test: list[dict[str, Any]], engine: str,
+                 *, refit_combiner: bool = False) -> list[dict[str, Any]]:
+    """The runs `test` predicted by a profile of `engine` fitted on the runs `train`."""
+    from piep.predict.train import rows_of
+    prof = fit_profile(base, train, engine, refit_combiner=refit_combiner)
+    return rows_of(_cases(test, base.gpu, engine), prof.apply(base))
 
 
 def with_intervals(profile: EngineProfile, rows: list[dict[str, Any]]) -> EngineProfile:

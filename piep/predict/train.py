@@ -36,7 +36,8 @@ def spec_of_record(rec: dict[str, Any]) -> ModelSpec:
     return ModelSpec(name=rec["model"], model_type="llama", hidden_size=s["hidden"],
                      num_layers=s["layers"], num_heads=s["heads"], num_kv_heads=s["kv_heads"],
                      head_dim=s["head_dim"], intermediate_size=s["ffn"], vocab_size=s["vocab"],
-                     qkv_bias=bool(s.get("qkv_bias")), max_position=1 << 20)
+                     qkv_bias=bool(s.get("qkv_bias")), sliding_window=s.get("sliding_window"),
+                     max_position=1 << 20)
 
 
 def deployment_of(rec: dict[str, Any], gpu: GPU, engine: str | None = None) -> Deployment:

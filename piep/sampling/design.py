@@ -248,8 +248,8 @@ CB_TRACES = {
 }
 
 
-# four more load levels (session 5), replayed on every shape of device calls 19-20: the
-# load levels of CB_TRACES stay held out for the shapes measured only on these
+# four more load levels, replayed on five shapes: the load levels of CB_TRACES stay held
+# out for the shapes measured only on these
 CB_TRACES_LOADS = {
     "low.jsonl": dict(rate_per_s=1.5, requests=40, prompt_len="lognormal:256:0.6:1024",
                       gen_len="lognormal:64:0.5:192", seed=41),
@@ -260,7 +260,7 @@ CB_TRACES_LOADS = {
     "surge.jsonl": dict(rate_per_s=1e6, requests=64, prompt_len="lognormal:384:0.5:2048",
                         gen_len="uniform:48:160", seed=44),
 }
-# three more, predicted before device call 21 replayed them on three shapes no replay had
+# three more, predicted before their replays on three shapes no replay had (a blind test)
 CB_TRACES_BLIND = {
     "trickle.jsonl": dict(rate_per_s=1.2, requests=40, prompt_len="lognormal:1024:0.5:3000",
                           gen_len="lognormal:48:0.5:128", seed=51),

@@ -347,7 +347,8 @@ def model_shape(spec: ModelSpec) -> dict[str, Any]:
     """The shape fields a measurement record carries (enough to rebuild the ModelSpec)."""
     return {"hidden": spec.hidden_size, "layers": spec.num_layers, "heads": spec.num_heads,
             "kv_heads": spec.num_kv_heads, "head_dim": spec.head_dim,
-            "ffn": spec.intermediate_size, "vocab": spec.vocab_size, "qkv_bias": spec.qkv_bias}
+            "ffn": spec.intermediate_size, "vocab": spec.vocab_size, "qkv_bias": spec.qkv_bias,
+            **({"sliding_window": spec.sliding_window} if spec.sliding_window else {})}
 
 
 def record_head(spec: ModelSpec, parallel: Parallel, workload: Workload,

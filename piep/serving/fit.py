@@ -74,11 +74,22 @@ class _Case:
             self.iterations = None
 
 
-def _scenario(rec: dict[str, Any], base):
+def _spec(rec: dict[str, Any]):
+    """The replayed model: the shipped config of that name where the record's config hash
+    is its (the record's shape lacks a sliding window), else the record's shape."""
+    from piep.errors import ConfigError
+    from piep.models import load_model
     from piep.predict.train import spec_of_record
+    try:
+        shipped = load_model(rec["model"])
+    except ConfigError:
+        return spec_of_record(rec)
+    return shipped if shipped.config_hash() == rec.get("config_hash") else spec_of_record(rec)
+
+
+def _scenario(rec: dict[str, Any], base):
     from piep.serving.serve import serving_scenario
-    return serving_scenario(spec_of_record(rec), record_trace(rec), gpu=base.gpu,
-                            check_memory=False)
+    return serving_scenario(_spec(rec), record_trace(rec), gpu=base.gpu, check_memory=False)
 
 
 def _policy(scn, reserved_gib: float) -> SchedulerPolicy:

@@ -167,7 +167,8 @@ def serve_simulated(scn: Scenario, trace: Trace, *, predictor: str = "auto",
         doc["interval"] = {"energy_j": [doc["energy_j"] * math.exp(-q),
                                         doc["energy_j"] * math.exp(q)],
                            "level": f"90 % band from {profile.meta.get('lomo_runs', '?')} "
-                                    "leave-one-trace-out replays (few: wide)"}
+                                    f"replays predicted with their "
+                                    f"{profile.meta.get('held_out', 'model')} held out"}
     if scn.parallel.tp > 1 and scn.parallel.tp not in (profile.meta.get("tp_measured", [1])
                                                        if profile else [1]):
         doc["flags"].append("extrapolated")
