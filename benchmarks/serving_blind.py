@@ -35,7 +35,10 @@ SETS = {  # file, shapes, trace files
     "2": (OUT2, ("mistral-7b", "qwen2.5-14b", "configs/piep-unlisted-hd64.json"),
           ("trickle", "steady", "spike")),
 }
-KEYS = ("energy_j", "time_s", "tpot_p50_s", "e2e_p50_s")
+# a predictions file's keys, and the names the rows of a blind test give them (those of
+# `piep.serving.fit.case_row`)
+FILE_KEYS = ("energy_j", "time_s", "tpot_p50_s", "e2e_p50_s")
+KEYS = ("energy_j", "time_s", "tpot_s", "e2e_s")
 
 
 def model_arg(shape: str) -> str:
@@ -75,7 +78,7 @@ def measured() -> dict[tuple[str, str], dict]:
         for rec in read_jsonl(f):
             e, tpot, e2e = observed(rec)
             out[(rec["model"], Path(rec["trace"]).name)] = {
-                "energy_j": e, "time_s": rec["time_s"], "tpot_p50_s": tpot, "e2e_p50_s": e2e}
+                "energy_j": e, "time_s": rec["time_s"], "tpot_s": tpot, "e2e_s": e2e}
     return out
 
 
@@ -87,7 +90,7 @@ def blind_rows(path: Path = OUT) -> list[dict]:
         m = meas.get((p["model"], p["trace"]))
         if m is not None:
             rows.append({"model": p["model"], "trace": p["trace"], "commit": p["commit"],
-                         **{f"pred_{k}": p[k] for k in KEYS}, **m})
+                         **{f"pred_{k}": p[f] for f, k in zip(FILE_KEYS, KEYS)}, **m})
     return rows
 
 

@@ -16,8 +16,10 @@ Three steps, each on what measures it best:
 
 from __future__ import annotations
 
+import logging
 import math
 import statistics
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -26,10 +28,11 @@ from piep.errors import ArtifactError
 from piep.predict.engines import ENGINE_FITS, EngineProfile
 from piep.predict.train import set_term
 from piep.serving.costs import ATTENTION_KINDS
-from piep.serving.serve import (SchedulerPolicy, document, iteration_grid, paged_cache, run,
-                                with_host)
+from piep.serving.serve import (SchedulerPolicy, document, iteration_grid, paged_cache,
+                                policy_of, run, with_host)
 from piep.serving.trace import Trace, make_trace
 
+log = logging.getLogger("piep.train")
 FITTED = ENGINE_FITS["hf-cb"]
 TIME_TERMS = FITTED[:-1]  # the last, the power in host gaps, is fitted on energy
 START = {"time_scale.prefill": 1.0, "time_scale.kind:attention": 1.0, "host_launch_s": 1e-5,
@@ -93,13 +96,8 @@ def _scenario(rec: dict[str, Any], base):
 
 
 def _policy(scn, reserved_gib: float) -> SchedulerPolicy:
-    blocks, budget = paged_cache(scn, block_size=SCHEDULER["block_size"],
-                                 memory_percent=SCHEDULER["memory_percent"],
-                                 reserved_gib=reserved_gib)
-    return SchedulerPolicy(block_size=SCHEDULER["block_size"], num_blocks=blocks,
-                           max_batch_tokens=budget,
-                           max_requests_per_batch=SCHEDULER["max_requests_per_batch"],
-                           safety_margin=SCHEDULER["safety_margin"])
+    """The scheduler as `piep serve` builds it from a profile with these settings."""
+    return policy_of(scn, None, {**SCHEDULER, "reserved_gib": reserved_gib})
 
 
 def _cases(base, records: list[dict[str, Any]], reserved_gib: float) -> list[_Case]:
@@ -218,16 +216,13 @@ def held_out(base, records: list[dict[str, Any]], *, by: str = "model", maxiter:
     """Each replay predicted by a profile fitted without its group: `by="model"` leaves
     one shape out (every trace of it), `by="load"` one load level (a trace file, on every
     shape), `by="trace"` one replay."""
-    import logging
-    from pathlib import Path
     records = [r for r in records if r.get("energy_j")]
     key = {"model": lambda r: r["model"], "load": lambda r: Path(r.get("trace", "")).name,
            "trace": id}[by]
     groups = list(dict.fromkeys(key(r) for r in records))
     out = []
     for i, group in enumerate(groups):
-        logging.getLogger("piep.train").info("hf-cb held out %d/%d: %s", i + 1, len(groups),
-                                             group)
+        log.info("hf-cb held out %d/%d: %s", i + 1, len(groups), group)
         profile = fit_cb_profile(base, [r for r in records if key(r) != group],
                                  maxiter=maxiter)
         model = profile.apply(base)
