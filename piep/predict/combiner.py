@@ -8,14 +8,14 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from piep.predict.table import KINDS
-from piep.tree.builder import LINEAR_KINDS
+from piep.tree.builder import ATTENTION_LIKE, LINEAR_KINDS
 from piep.tree.nodes import COMM_KINDS
 
 TAU = 2.5
 FEATURES = ("decode", "eager_decode", "linear", "attention", "comm", "wait", "other",
             "log_tokens")
 # per kind (KINDS order): linear, attention, communication, pipeline wait
-_CATEGORY = np.array([[k in LINEAR_KINDS, k == "attention", k in COMM_KINDS,
+_CATEGORY = np.array([[k in LINEAR_KINDS, k in ATTENTION_LIKE, k in COMM_KINDS,
                        k == "pipeline_wait"] for k in KINDS], dtype=float)
 
 

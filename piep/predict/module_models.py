@@ -87,6 +87,11 @@ def model_group(kind: str) -> str:
     return "norm" if kind in ("rmsnorm", "final_norm") else kind
 
 
+# where a kind without module samples of its own is priced (predictors trained before
+# transformers' masked SDPA was sampled price it as the unmasked attention)
+FALLBACK_GROUP = {"sdpa_masked": "attention"}
+
+
 def _call_power_w(row: dict[str, Any]) -> float:
     """Board power that prices one call: energy per call over its event-timed duration.
     Long prefill GEMMs slow down ~14 % inside the energy window (sustained power lowers the
@@ -139,10 +144,17 @@ class ModuleModels:
     """The GBDT pair of every kind group, over leaf tables."""
     kinds: dict[str, KindModel]
 
+    def group(self, kind: str) -> str:
+        """The GBDT pair that prices `kind` (see `FALLBACK_GROUP`)."""
+        g = model_group(kind)
+        return FALLBACK_GROUP.get(g, g) if g not in self.kinds else g
+
     def predict(self, table, gpu: GPU) -> ModuleOutputs:
         """Every compute row of `table` (a `piep.predict.table.LeafTable`) at once; each
-        distinct shape goes through the GBDTs once. Kinds without samples: the roofline at
-        the GPU's memory-bound power, flagged out of range."""
+        distinct shape goes through the GBDTs once. Kinds without samples: KV-cache copies
+        at the GPU's measured copy rate and power, the masked SDPA by the attention
+        models (a predictor trained before either was sampled), the rest at the roofline
+        and the GPU's memory-bound power, flagged out of range."""
         from piep.predict.table import KINDS
         n = len(table)
         q = table.q
@@ -156,12 +168,12 @@ class ModuleModels:
                             "kv_heads": q["kv_heads"], "context_len": q["context_len"],
                             "batch": q["batch_attr"], "width": q["width"],
                             "decode": table.decode, "eager": table.mode_eager}, gpu)
-        names = sorted({model_group(k) for k in KINDS})
-        group_of_kind = np.array([names.index(model_group(k)) for k in KINDS])
+        names = sorted({self.group(k) for k in KINDS})
+        group_of_kind = np.array([names.index(self.group(k)) for k in KINDS])
         gid = np.where(table.is_comm, -1, group_of_kind[table.kind_id])
         for i in np.unique(gid[gid >= 0]):
             g, sel = names[i], gid == i
-            if g in COPY_KINDS:  # KV-cache copies: the GPU's measured copy rate and power
+            if g in COPY_KINDS and g not in self.kinds:  # the GPU's copy rate and power
                 t[sel] = nbytes[sel] / gpu.hbm_bytes_per_s + _features.KERNEL_FLOOR_S
                 p[sel] = gpu.memory_power_w
                 continue

@@ -96,7 +96,7 @@ def sample_signature(s: dict[str, Any]) -> tuple:
     k = s["kind"]
     if k in LINEAR_KINDS:
         return (k, s["d_in"], s["d_out"])
-    if k == "attention":
+    if "kv_heads" in s:  # attention, masked SDPA, KV-cache copies
         return (k, s["heads"], s["kv_heads"])
     return (k, s.get("width", s.get("vocab")))
 

@@ -8,6 +8,7 @@ times of collectives in real multi-GPU decoding (synchronized sampler, SPEC §2)
 from __future__ import annotations
 
 import logging
+import math
 import random
 import time
 from pathlib import Path
@@ -27,7 +28,16 @@ log = logging.getLogger("piep.calibrate")
 def module_shapes(*, seed: int = 0, per_kind: int = 28, kinds: tuple[str, ...] | None = None,
                   modes: tuple[str, ...] | None = None,
                   head_dims: tuple[int, ...] | None = None) -> list[dict[str, Any]]:
-    """Unique leaf shapes from trees of many deployments, stratified per (kind, phase)."""
+    """Unique leaf shapes from trees of many deployments, stratified per (kind, phase);
+    the kernels only transformers' engines run (`ENGINE_KERNELS`) are drawn by
+    `engine_kernel_shapes` instead."""
+    engine_kinds = tuple(k for k in kinds or () if k in ENGINE_KERNELS)
+    if engine_kinds:
+        rest = tuple(k for k in kinds if k not in ENGINE_KERNELS)
+        drawn = engine_kernel_shapes(engine_kinds, seed=seed, per_kind=per_kind,
+                                     head_dims=head_dims)
+        return drawn + (module_shapes(seed=seed, per_kind=per_kind, kinds=rest, modes=modes,
+                                      head_dims=head_dims) if rest else [])
     from piep.gpus import load_gpu
     from piep.layout import Deployment
     from piep.models import load_model, shipped_models
@@ -69,6 +79,69 @@ def module_shapes(*, seed: int = 0, per_kind: int = 28, kinds: tuple[str, ...] |
                 chosen.append({**s, "mode": "eager"})
     rng.shuffle(chosen)
     return [s for s in chosen if not modes or s["mode"] in modes]
+
+
+# kernels of transformers' engines that piep's reference runner does not run (the masked
+# SDPA over a static or gathered paged cache, K/V cache copies), with the modes they run in
+ENGINE_KERNELS = {"sdpa_masked": "graph", "kv_expand": "graph", "kv_append": "eager",
+                  "kv_gather": "graph"}
+ENGINE_KV_BYTES = 6e9  # the largest expanded K + V of a drawn shape
+
+
+def engine_kernel_shapes(kinds: tuple[str, ...], *, seed: int = 0, per_kind: int = 28,
+                         head_dims: tuple[int, ...] | None = None) -> list[dict[str, Any]]:
+    """Shapes of transformers' own kernels drawn at random (log-uniform batch, cache and
+    query lengths; heads per rank of every shipped and synthetic model at tp 1 and 2),
+    not taken from the trees of measured runs: a held-out shape's exact kernels stay out.
+    Per kind (the masked SDPA twice as many): decode steps of the static and dynamic
+    caches (batch 1-128, cache 16-8192), and for the masked SDPA static-cache prefills (batch 1-32, prompt 16-2048, cache up
+    to prompt + 1024) and continuous batching's packed iterations (batch 1, 1-2048
+    queries over 16-65536 gathered keys)."""
+    from piep.models import load_model, shipped_models
+    rng = random.Random(seed)
+    specs = [load_model(m.name) for m in shipped_models()]
+    specs = [s for s in specs if not s.is_moe] + synthetic_specs()
+    heads = sorted({(s.num_heads // tp, max(1, s.num_kv_heads // tp), s.head_dim)
+                    for s in specs for tp in (1, 2) if s.num_heads % tp == 0
+                    and (not head_dims or s.head_dim in head_dims)})
+
+    def logu(lo: int, hi: int) -> int:
+        return int(round(math.exp(rng.uniform(math.log(lo), math.log(hi)))))
+    out = []
+    for kind in kinds:
+        pool = [h for h in heads if h[0] != h[1]] if kind == "kv_expand" else heads
+        n = 0
+        while n < per_kind * (2 if kind == "sdpa_masked" else 1):
+            hq, hkv, d = rng.choice(pool)
+            shape = {"kind": kind, "phase": "decode", "heads": hq, "kv_heads": hkv,
+                     "head_dim": d, "batch": logu(1, 128), "context_len": logu(16, 8192)}
+            form = n % 4
+            if kind == "sdpa_masked":
+                shape["kv_heads"] = hq  # K/V expanded before the call
+                shape["q_len"] = 1
+                if form == 1:  # static-cache prefill: the prompt over the whole cache
+                    shape["batch"] = logu(1, 32)
+                    shape["q_len"] = logu(16, 2048)
+                    shape["context_len"] = shape["q_len"] + logu(8, 1024)
+                elif form == 2:  # a packed continuous-batching iteration
+                    shape["batch"] = 1
+                    shape["q_len"] = logu(1, 2048)
+                    shape["context_len"] = max(shape["q_len"], logu(16, 65536))
+                if form in (1, 2):
+                    shape["phase"] = "prefill"
+            elif kind == "kv_gather" and form >= 2:  # one packed iteration
+                shape.update(phase="prefill", batch=1, context_len=logu(16, 65536))
+            elif kind == "kv_expand" and form == 3:  # a static-cache prefill
+                shape["phase"] = "prefill"
+            b, ctx = shape["batch"], shape["context_len"]
+            if 4 * b * ctx * hq * d > ENGINE_KV_BYTES or \
+                    b * shape.get("q_len", 1) * ctx > 2e9:
+                continue
+            shape["tokens"] = b * shape.get("q_len", 1) if kind == "sdpa_masked" else b
+            out.append({**shape, "mode": ENGINE_KERNELS[kind]})
+            n += 1
+    rng.shuffle(out)
+    return out
 
 
 def _gpu_meter():

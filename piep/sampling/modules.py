@@ -53,6 +53,10 @@ def build_op(s: dict[str, Any], mode: str, device, dtype=torch.bfloat16,
         return Op(lambda i: F.linear(xs[i], ws[i]), n, w_bytes)
     if kind == "attention":
         return _attention_op(s, mode, rnd)
+    if kind == "sdpa_masked":
+        return _masked_sdpa_op(s, rnd)
+    if kind in ("kv_expand", "kv_append", "kv_gather"):
+        return _kv_copy_op(s, rnd)
     w = s.get("width", 0)
     if kind in ("rmsnorm", "final_norm"):
         n = _copies(t * w * 2)
@@ -115,6 +119,51 @@ def _attention_op(s: dict[str, Any], mode: str, rnd) -> Op:
         return attention_block(split_heads(qs[i], hq, d), split_heads(ks[i], hkv, d),
                                split_heads(vs[i], hkv, d), kcs[i], vcs[i], write, attend)
     return Op(run, n, 0)
+
+
+def _masked_sdpa_op(s: dict[str, Any], rnd) -> Op:
+    """transformers' SDPA over a static (or gathered paged) cache: queries of `q_len`
+    tokens attend all `context_len` slots under a boolean mask (causal over the filled
+    slots, the rest masked out), K/V already expanded to every query head (repeat_kv)."""
+    b, h, d, q_len, ctx = s["batch"], s["heads"], s["head_dim"], s["q_len"], s["context_len"]
+    dev = rnd(1).device
+    n = _copies(2 * b * h * d * (q_len + 2 * ctx) + b * q_len * ctx, 16)
+    qs = [rnd(b, h, q_len, d) for _ in range(n)]
+    ks = [rnd(b, h, ctx, d) for _ in range(n)]
+    vs = [rnd(b, h, ctx, d) for _ in range(n)]
+    filled = ctx - q_len if s["phase"] == "decode" else 0  # slots written before the call
+    pos = torch.arange(ctx, device=dev)
+    mask = (pos[None, :] <= filled + torch.arange(q_len, device=dev)[:, None])
+    mask = mask[None, None].expand(b, 1, q_len, ctx)
+    return Op(lambda i: F.scaled_dot_product_attention(qs[i], ks[i], vs[i], attn_mask=mask),
+              n, 0)
+
+
+def _kv_copy_op(s: dict[str, Any], rnd) -> Op:
+    """transformers' copies of the K and V caches, both tensors per call: `kv_expand`
+    (repeat_kv: expand the KV heads to every query head, then reshape), `kv_append`
+    (DynamicCache: the new position concatenated to the whole cache), `kv_gather` (paged
+    cache: `index_select` of every slot a batch reads from the block pool)."""
+    b, hq, hkv, d, ctx = s["batch"], s["heads"], s["kv_heads"], s["head_dim"], s["context_len"]
+    kind = s["kind"]
+    n = _copies(2 * b * ctx * (hq + hkv) * d * 2, 16)
+    if kind == "kv_gather":
+        slots = b * ctx
+        pool = [rnd(2 * slots, hkv, d) for _ in range(2)]  # K and V blocks, half used
+        gen = torch.Generator(device=pool[0].device)
+        gen.manual_seed(0)
+        idx = [torch.randperm(2 * slots, device=pool[0].device, generator=gen)[:slots]
+               for _ in range(n)]
+        return Op(lambda i: [torch.index_select(c, 0, idx[i]) for c in pool], n, 0)
+    kv = [(rnd(b, hkv, ctx, d), rnd(b, hkv, ctx, d)) for _ in range(n)]
+    if kind == "kv_append":
+        new = [rnd(b, hkv, 1, d) for _ in range(2)]
+        return Op(lambda i: [torch.cat([c, x], dim=-2) for c, x in zip(kv[i], new)], n, 0)
+    rep = hq // hkv
+
+    def expand(x):
+        return x[:, :, None, :, :].expand(b, hkv, rep, ctx, d).reshape(b, hq, ctx, d)
+    return Op(lambda i: [expand(c) for c in kv[i]], n, 0)
 
 
 def _rope_op(s: dict[str, Any], rnd) -> Op:

@@ -21,7 +21,7 @@ from piep.layout import Deployment
 from piep.predict.pricing import partition
 from piep.predict.table import HEAD_KINDS, TableBuilder, iteration_table
 
-ATTENTION_KINDS = ("attention", "kv_expand", "kv_gather")
+ATTENTION_KINDS = ("attention", "sdpa_masked", "kv_expand", "kv_gather")
 STEP = 0.25  # grid step in log2
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from piep.config import BF16_BYTES
 from piep.layout import Deployment
-from piep.tree.nodes import Node
+from piep.tree.nodes import COPY_KINDS, Node
 
 TOKEN_BYTES = 8  # int64 token ids
 
@@ -19,7 +19,11 @@ LAUNCHES = {
     "rope": 10, "attention": 4, "o_proj": 1, "gate_proj": 1, "up_proj": 1, "activation": 2,
     "down_proj": 1, "lm_head": 1, "sampling": 2, "residual": 1, "allreduce": 1,
     "allgather": 2, "p2p": 1, "kv_append": 2, "kv_expand": 2, "kv_gather": 2,
+    "sdpa_masked": 4,
 }
+# attention-like leaves: their kernel is set by batch, heads, KV heads, head dim, query
+# length and context (SDPA, the masked SDPA of a static or paged cache, KV-cache copies)
+ATTENTION_LIKE = ("attention", "sdpa_masked")
 # engines whose KV cache handling changes the tree (see _layer)
 HF_DYNAMIC_CACHE = ("hf-eager",)
 # engines whose attention reads a whole cache under a mask, K/V expanded to all heads (the
@@ -59,7 +63,8 @@ def _rope(phase: str, t: int, q_out: int, kv_out: int, batch: int, head_dim: int
 def _attention(phase: str, batch: int, q_len: int, ctx: int, hq: int, hkv: int,
                d: int, *, masked_cache: bool = False) -> Node:
     """SDPA. `masked_cache`: every query attends the whole static cache of `ctx` slots
-    under a mask (transformers' static cache), K/V already expanded to all heads."""
+    under a mask (transformers' static cache), K/V already expanded to all heads: SDPA
+    with a mask runs other kernels than the unmasked one, so it is its own kind."""
     kv_heads = hq if masked_cache else hkv
     if phase == "prefill" and not masked_cache:
         # causal: each query sees half the prompt on average (QK^T and PV, 2 FLOPs a MAC)
@@ -69,7 +74,8 @@ def _attention(phase: str, batch: int, q_len: int, ctx: int, hq: int, hkv: int,
         flops = 4.0 * batch * hq * q_len * ctx * d
         kv_read = batch * ctx * kv_heads * d * 2
     q_io = batch * q_len * hq * d
-    return Node("attention", "attention", phase, flops=flops,
+    kind = "sdpa_masked" if masked_cache else "attention"
+    return Node("attention", kind, phase, flops=flops,
                 bytes_read=(q_io + kv_read) * BF16_BYTES,
                 bytes_written=(q_io + batch * q_len * hkv * d * 2) * BF16_BYTES,
                 tokens=batch * q_len, context_len=ctx, launches=LAUNCHES["attention"],
@@ -127,10 +133,13 @@ def shape_key(node: Node) -> dict:
     if node.kind in LINEAR_KINDS:
         return {**base, "d_in": a["d_in"], "d_out": a["d_out"],
                 **({"bias": True} if a.get("bias") else {})}
-    if node.kind == "attention":
+    if node.kind in ATTENTION_LIKE:
         return {**base, "batch": a["batch"], "heads": a["heads"], "kv_heads": a["kv_heads"],
                 "head_dim": a["head_dim"], "q_len": node.tokens // a["batch"],
                 "context_len": node.context_len}
+    if node.kind in COPY_KINDS:
+        return {**base, "batch": a["batch"], "heads": a["heads"], "kv_heads": a["kv_heads"],
+                "head_dim": a["head_dim"], "context_len": node.context_len}
     if node.kind in ELEMENTWISE or node.kind == "embedding":
         return {**base, "width": a["width"]}
     if node.kind == "sampling":
@@ -143,9 +152,12 @@ def leaf_from_shape(s: dict) -> Node:
     kind, phase, t = s["kind"], s["phase"], s["tokens"]
     if kind in LINEAR_KINDS:
         return _linear(kind, kind, phase, t, s["d_in"], s["d_out"], s.get("bias", False))
-    if kind == "attention":
+    if kind in ATTENTION_LIKE:
         return _attention(phase, s["batch"], s["q_len"], s["context_len"], s["heads"],
-                          s["kv_heads"], s["head_dim"])
+                          s["kv_heads"], s["head_dim"], masked_cache=kind == "sdpa_masked")
+    if kind in COPY_KINDS:
+        return _kv_copy(kind, phase, s["batch"], s["context_len"], s["kv_heads"], s["heads"],
+                        s["head_dim"], extra_out=1 if kind == "kv_append" else 0)
     if kind in ELEMENTWISE:
         reads, writes, per = ELEMENTWISE[kind]
         return _elementwise(kind, kind, phase, t, s["width"], reads=reads, writes=writes,

@@ -8,9 +8,10 @@ from typing import Any, Iterator
 
 COMPUTE_KINDS = ("embedding", "rmsnorm", "q_proj", "k_proj", "v_proj", "rope", "attention",
                  "o_proj", "gate_proj", "up_proj", "activation", "down_proj", "final_norm",
-                 "lm_head", "sampling", "residual")
+                 "lm_head", "sampling", "residual", "sdpa_masked")
 COMM_KINDS = ("allreduce", "allgather", "p2p")
-# copies of the KV cache some engines make (priced at the GPU's measured copy rate)
+# copies of the KV cache some engines make (priced by their module samples; without
+# samples, at the GPU's measured copy rate)
 COPY_KINDS = ("kv_append", "kv_expand", "kv_gather")
 GROUP_KINDS = ("deployment", "replica", "phase", "step", "stage", "layer")
 
