@@ -217,6 +217,16 @@ ENGINE_DESIGNS = {
                                                  "piep-unlisted-9b")),
     "hf-eager/design_blind.jsonl": dict(engine="hf-eager", seed=22, draws=3, models=(
         "mistral-small-24b", "piep-unlisted-9b", "piep-unlisted-hd64", "vicuna-13b")),
+    # session 6: hf-static on two more shapes at larger batches and caches (training),
+    # then a second blind test for both engines (predicted by the profiles refitted on
+    # the engines' kernel samples, committed before the call); hf-eager reaches 40 runs
+    "hf-static/design_tp1b.jsonl": dict(engine="hf-static", seed=15, draws=3, by_model=True,
+                                        batches=(4, 64), prompts=(256, 2048),
+                                        models=("qwen2.5-14b", "piep-unlisted-3b")),
+    "hf-static/design_blind2.jsonl": dict(engine="hf-static", seed=25, draws=2, by_model=True,
+                                          models=("piep-unlisted-hd96", "mistral-small-24b")),
+    "hf-eager/design_blind2.jsonl": dict(engine="hf-eager", seed=26, draws=3, models=(
+        "piep-unlisted-hd96", "qwen2.5-32b", "llama-3-8b", "piep-unlisted-3b")),
     # transformers' own tensor parallelism on two GPUs (not lent yet)
     "hf-eager/design_tp2.jsonl": dict(engine="hf-eager", tp=2, seed=13, draws=5, models=(
         "llama-2-7b", "llama-3-8b", "llama-2-13b", "qwen2.5-14b")),

@@ -56,7 +56,7 @@ def build_op(s: dict[str, Any], mode: str, device, dtype=torch.bfloat16,
     if kind == "sdpa_masked":
         return _masked_sdpa_op(s, rnd)
     if kind in ("kv_expand", "kv_append", "kv_gather"):
-        return _kv_copy_op(s, rnd)
+        return _kv_copy_op(s, mode, rnd)
     w = s.get("width", 0)
     if kind in ("rmsnorm", "final_norm"):
         n = _copies(t * w * 2)
@@ -139,9 +139,11 @@ def _masked_sdpa_op(s: dict[str, Any], rnd) -> Op:
               n, 0)
 
 
-def _kv_copy_op(s: dict[str, Any], rnd) -> Op:
+def _kv_copy_op(s: dict[str, Any], mode: str, rnd) -> Op:
     """transformers' copies of the K and V caches, both tensors per call: `kv_expand`
-    (repeat_kv: expand the KV heads to every query head, then reshape), `kv_append`
+    (repeat_kv: expand the KV heads to every query head, then reshape; a graph-mode
+    decode step is compiled, as hf-static compiles its decode step: inductor writes its
+    own copy kernel, several times faster than eager's strided copy), `kv_append`
     (DynamicCache: the new position concatenated to the whole cache), `kv_gather` (paged
     cache: `index_select` of every slot a batch reads from the block pool)."""
     b, hq, hkv, d, ctx = s["batch"], s["heads"], s["kv_heads"], s["head_dim"], s["context_len"]
@@ -161,9 +163,15 @@ def _kv_copy_op(s: dict[str, Any], rnd) -> Op:
         return Op(lambda i: [torch.cat([c, x], dim=-2) for c, x in zip(kv[i], new)], n, 0)
     rep = hq // hkv
 
-    def expand(x):
-        return x[:, :, None, :, :].expand(b, hkv, rep, ctx, d).reshape(b, hq, ctx, d)
-    return Op(lambda i: [expand(c) for c in kv[i]], n, 0)
+    def expand(k, v):
+        return [x[:, :, None, :, :].expand(b, hkv, rep, ctx, d).reshape(b, hq, ctx, d)
+                for x in (k, v)]
+    if mode == "graph" and s["phase"] == "decode":
+        # a fresh compile per shape: recompiles of one code object stop at dynamo's
+        # cache limit and fall back to eager without a word
+        torch._dynamo.reset()
+        expand = torch.compile(expand, dynamic=False, fullgraph=True)
+    return Op(lambda i: expand(*kv[i]), n, 0)
 
 
 def _rope_op(s: dict[str, Any], rnd) -> Op:

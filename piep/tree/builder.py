@@ -113,7 +113,8 @@ ELEMENTWISE = {  # kind -> (reads, writes, flops per element)
 # the module sampler's op per kind: bumped when an op changes the kernels it runs
 # (2: attention and rope reproduce the runner's in-situ kernel sequence; 3: eager-mode
 # ops are timed as captured kernels, without the sampler's own host launch gaps)
-SAMPLER_OP_VERSION = {"attention": 2, "rope": 2}
+# (kv_expand 2: a graph-mode decode call is compiled, as in hf-static's decode step)
+SAMPLER_OP_VERSION = {"attention": 2, "rope": 2, "kv_expand": 2}
 EAGER_TIMING_VERSION = 3
 
 
