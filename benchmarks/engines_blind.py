@@ -1,11 +1,13 @@
-"""Blind test of the engine profiles: runs of models and shapes no engine run had, predicted
-before they were measured.
+"""Blind tests of the engine profiles: runs of models and shapes the profiles' runs did not
+have, predicted before they were measured.
 
-    python benchmarks/engines_blind.py --predict   # before the device call: predictions
-    python benchmarks/engines_blind.py             # after it: predicted vs measured
+    python benchmarks/engines_blind.py --predict --set 2   # before the device call
+    python benchmarks/engines_blind.py                     # after it: predicted vs measured
 
-The predictions file (`calibration/h200/engines/blind_predictions.jsonl`) is written by the
-code of the commit it names and committed before the runs are measured. A static cache
+Set 1: `design_blind.jsonl` (device calls 17 and 22), predicted at commit 22f52b1; set 2:
+`design_blind2.jsonl` (device call 25), predicted by the profiles refitted on the engines'
+kernel samples. A predictions file (`calibration/h200/engines/blind_predictions*.jsonl`)
+is written by the code of the commit it names and committed before the runs are measured. A static cache
 keeps the largest earlier call's length on the same model object, so each hf-static row
 is predicted with the cache length its place in the design gives it.
 """
@@ -25,13 +27,15 @@ from piep.artifacts import git_hash, read_jsonl, write_text  # noqa: E402
 from piep.sampling.grid import config_key, spec_of  # noqa: E402
 
 ENGINES = ROOT / "calibration" / "h200" / "engines"
-PREDICTIONS = ENGINES / "blind_predictions.jsonl"
-# call 17 measured the design within its budget; call 22 the rest (hf-static)
-MEASURED = ("raw/call17_blind.jsonl", "raw/call22_blind.jsonl")
+# set -> (design file of each engine, predictions file, measured files of each engine);
+# in set 1, call 17 measured the design within its budget, call 22 the rest (hf-static)
+SETS = {1: ("design_blind.jsonl", "blind_predictions.jsonl",
+            ("raw/call17_blind.jsonl", "raw/call22_blind.jsonl")),
+        2: ("design_blind2.jsonl", "blind_predictions2.jsonl", ("raw/call25_blind2.jsonl",))}
 
 
-def design_rows(engine: str) -> list[dict]:
-    rows = read_jsonl(ENGINES / engine / "design_blind.jsonl")
+def design_rows(engine: str, blind_set: int = 1) -> list[dict]:
+    rows = read_jsonl(ENGINES / engine / SETS[blind_set][0])
     largest: dict[str, int] = {}
     for r in rows:  # the static cache of a model object grows to the largest call so far
         cache = max(largest.get(r["model"], 0), r["prompt_len"] + r["gen_len"])
@@ -53,27 +57,35 @@ def predict_row(r: dict) -> dict:
 
 def main() -> int:
     engines = ("hf-static", "hf-eager")
+    blind_set = int(sys.argv[sys.argv.index("--set") + 1]) if "--set" in sys.argv else None
     if "--predict" in sys.argv:
+        blind_set = blind_set or max(SETS)
         preds = [{**predict_row(r), "commit": git_hash()} for e in engines
-                 for r in design_rows(e)]
-        write_text(PREDICTIONS, "".join(json.dumps(p) + "\n" for p in preds))
-        print(f"wrote {len(preds)} predictions to {PREDICTIONS}")
+                 for r in design_rows(e, blind_set)]
+        path = ENGINES / SETS[blind_set][1]
+        write_text(path, "".join(json.dumps(p) + "\n" for p in preds))
+        print(f"wrote {len(preds)} predictions to {path}")
         return 0
-    for line in blind_summary(engines, verbose=True):
-        print(line)
+    for k in ([blind_set] if blind_set else SETS):
+        for line in blind_summary(engines, verbose=True, blind_set=k):
+            print(f"set {k}: {line}")
     return 0
 
 
-def blind_summary(engines=("hf-static", "hf-eager"), verbose: bool = False) -> list[str]:
+def blind_summary(engines=("hf-static", "hf-eager"), verbose: bool = False,
+                  blind_set: int = 1) -> list[str]:
     """Per engine: MAPE of the committed predictions against the measured blind runs, and
     of today's code (with each run's measured cache length)."""
     out = []
-    preds = {p["key"]: p for p in read_jsonl(PREDICTIONS)}
+    _, predictions, measured_files = SETS[blind_set]
+    if not (ENGINES / predictions).exists():
+        return out
+    preds = {p["key"]: p for p in read_jsonl(ENGINES / predictions)}
     for engine in engines:
-        measured = [r for f in MEASURED if (ENGINES / engine / f).exists()
+        measured = [r for f in measured_files if (ENGINES / engine / f).exists()
                     for r in read_jsonl(ENGINES / engine / f)
                     if r.get("schema") == "piep.measurement" and r.get("energy_j")]
-        rows = {config_key(r): r for r in design_rows(engine)}
+        rows = {config_key(r): r for r in design_rows(engine, blind_set)}
         blind, today = [], []
         for m in measured:
             p = preds[m["key"]]

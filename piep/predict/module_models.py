@@ -18,7 +18,7 @@ import numpy as np
 from piep.gpus import GPU
 from piep.predict import features as _features
 from piep.predict.features import feature_matrix, leaf_features
-from piep.tree.builder import LINEAR_KINDS
+from piep.tree.builder import LINEAR_KINDS, expands_kv
 from piep.tree.nodes import COPY_KINDS, Node
 
 GBDT_PARAMS = {"objective": "regression", "learning_rate": 0.15, "max_depth": 7,
@@ -78,12 +78,16 @@ def sample_leaf(row: dict[str, Any]) -> Node:
     return leaf_from_shape({k: row[k] for k in row["shape_fields"] if k != "mode"})
 
 
-def model_group(kind: str) -> str:
+def model_group(kind: str, decode: bool | None = None) -> str:
     """Kinds that run the same kernels share one pair of GBDTs (their shapes are in the
     features): all projections (GEMMs), and both RMSNorms. Each then learns from far more
-    samples than a kind alone has."""
+    samples than a kind alone has. A KV-cache copy has one pair per phase: the same
+    shape runs other kernels in a compiled decode step (inductor's copy) than in eager
+    prefill code (a strided copy several times slower)."""
     if kind in LINEAR_KINDS:
         return "linear"
+    if kind in COPY_KINDS and decode is not None:
+        return f"{kind}.{'decode' if decode else 'prefill'}"
     return "norm" if kind in ("rmsnorm", "final_norm") else kind
 
 
@@ -113,12 +117,14 @@ def priced_power_w(p, floor_w: float, gpu: GPU):
 def fit_module_models(samples: list[dict[str, Any]], gpu: GPU) -> dict[str, KindModel]:
     by_kind: dict[str, list] = {}
     for row in samples:
-        if row.get("repeat", 0):
-            continue
+        if row.get("repeat", 0) or (row["kind"] == "kv_expand"
+                                    and not expands_kv(row["heads"], row["kv_heads"])):
+            continue  # (a repeat_kv of one KV head is a view: no kernel was timed)
         leaf = sample_leaf(row)
         f = leaf_features(leaf, gpu, row["mode"])
         ratio = math.log(max(row["time_s"], 1e-9) / _features.base_time_s(leaf, gpu))
-        by_kind.setdefault(model_group(row["kind"]), []).append((f, ratio, _call_power_w(row)))
+        group = model_group(row["kind"], row["phase"] == "decode")
+        by_kind.setdefault(group, []).append((f, ratio, _call_power_w(row)))
     models = {}
     for kind, rows in sorted(by_kind.items()):
         x = np.asarray([r[0] for r in rows])
@@ -144,9 +150,9 @@ class ModuleModels:
     """The GBDT pair of every kind group, over leaf tables."""
     kinds: dict[str, KindModel]
 
-    def group(self, kind: str) -> str:
-        """The GBDT pair that prices `kind` (see `FALLBACK_GROUP`)."""
-        g = model_group(kind)
+    def group(self, kind: str, decode: bool) -> str:
+        """The GBDT pair that prices `kind` in a phase (see `FALLBACK_GROUP`)."""
+        g = model_group(kind, decode)
         return FALLBACK_GROUP.get(g, g) if g not in self.kinds else g
 
     def predict(self, table, gpu: GPU) -> ModuleOutputs:
@@ -168,12 +174,14 @@ class ModuleModels:
                             "kv_heads": q["kv_heads"], "context_len": q["context_len"],
                             "batch": q["batch_attr"], "width": q["width"],
                             "decode": table.decode, "eager": table.mode_eager}, gpu)
-        names = sorted({self.group(k) for k in KINDS})
-        group_of_kind = np.array([names.index(self.group(k)) for k in KINDS])
-        gid = np.where(table.is_comm, -1, group_of_kind[table.kind_id])
+        names = sorted({self.group(k, d) for k in KINDS for d in (False, True)})
+        group_of = np.array([[names.index(self.group(k, d)) for d in (False, True)]
+                             for k in KINDS])
+        gid = np.where(table.is_comm, -1,
+                       group_of[table.kind_id, np.asarray(table.decode, dtype=int)])
         for i in np.unique(gid[gid >= 0]):
             g, sel = names[i], gid == i
-            if g in COPY_KINDS and g not in self.kinds:  # the GPU's copy rate and power
+            if g not in self.kinds and g.split(".")[0] in COPY_KINDS:  # the copy rate
                 t[sel] = nbytes[sel] / gpu.hbm_bytes_per_s + _features.KERNEL_FLOOR_S
                 p[sel] = gpu.memory_power_w
                 continue
