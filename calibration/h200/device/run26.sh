@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Device call 26 (nvidia-h200), session 6: the rest of call 25's blind design (its budget
 # measured 9 of 12 hf-eager and 2 of 4 hf-static configurations; predicted at d6e49a9
-# before call 25). The grids resume from call 25's records. Read-only on the GPU.
+# before call 25). The grids resume from call 25's records; run twice, the second time with
+# EAGER_S=60 STATIC_S=1 for the last hf-eager configuration (log appended). Read-only on the GPU.
 set -uo pipefail
 export PYTHONUNBUFFERED=1 PYTHONPATH=$PWD PIEP_GIT_COMMIT=${PIEP_GIT_COMMIT:-unknown}
 L="$OUT/run26.log"
