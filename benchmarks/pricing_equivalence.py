@@ -13,7 +13,10 @@ ee59f86 (before the one pricing path) -> cceec8e: every number within 3e-12; the
 power-limit cap and the retrained predictor changed predictions on purpose (new snapshot);
 the plan bands over the SM energy split (op_floor 0-0.4) widened the plans' saving bands on
 purpose (up to 84 % relative in a band's end; energy and time of every prediction
-unchanged), and the snapshot was rewritten after the serving work left every number equal.
+unchanged), and the snapshot was rewritten after the serving work left every number equal;
+session 6 retrained the predictor with transformers' kernel samples, whose files carry two
+more launch-gap power probes (launch_gap_w 121.0 -> 121.4 W; the combiner refits): new
+snapshot.
 """
 
 from __future__ import annotations

@@ -20,7 +20,7 @@ def _layer_leaves(dep, phase):
     tree = build_tree(dep)
     ph = next(p for p in tree.children[0].children if p.name == phase)
     layer = next(n for _, _, n in ph.walk() if n.kind == "layer")
-    return {n.kind: n for n in layer.children}
+    return {n.name if n.name == "attention" else n.kind: n for n in layer.children}
 
 
 def test_dynamic_cache_copies_the_whole_cache_every_step():
@@ -37,17 +37,25 @@ def test_dynamic_cache_copies_the_whole_cache_every_step():
 
 
 def test_static_cache_is_attended_whole_with_kv_expanded():
+    """A static-cache decode step attends every slot under a mask (its own kernel kind),
+    K/V expanded to every query head; its prefill is causal over the prompt (transformers
+    drops the mask into an empty cache), native GQA, nothing expanded."""
     dep = api.deployment("qwen2.5-7b", engine="hf-static", batch=2, prompt_len=100,
                          gen_len=28, cache_len=1000)
     m = dep.model
-    for phase in ("prefill", "decode"):
-        kids = _layer_leaves(dep, phase)
-        att, exp = kids["attention"], kids["kv_expand"]
-        assert att.context_len == 1000 and att.attrs["kv_heads"] == m.num_heads
-        assert exp.bytes_written == 2 * 2 * 1000 * m.num_heads * m.head_dim * BF16_BYTES
-    # MHA: repeat_kv is a no-op, nothing expanded
+    kids = _layer_leaves(dep, "decode")
+    att, exp = kids["attention"], kids["kv_expand"]
+    assert att.kind == "sdpa_masked"
+    assert att.context_len == 1000 and att.attrs["kv_heads"] == m.num_heads
+    assert exp.bytes_written == 2 * 2 * 1000 * m.num_heads * m.head_dim * BF16_BYTES
+    pre = _layer_leaves(dep, "prefill")
+    assert "kv_expand" not in pre and pre["attention"].kind == "attention"
+    assert pre["attention"].attrs["kv_heads"] == m.num_kv_heads
+    # MHA: repeat_kv is a no-op, nothing expanded; one KV head: its reshape is a view
     assert "kv_expand" not in _layer_leaves(
         api.deployment("llama-2-7b", engine="hf-static"), "decode")
+    from piep.tree.builder import expands_kv
+    assert not expands_kv(16, 1) and expands_kv(16, 2) and not expands_kv(8, 8)
 
 
 def test_cache_len_is_validated_and_costs_energy():

@@ -16,27 +16,50 @@ SMALL = ModelSpec(name="small-qwen2", model_type="qwen2", hidden_size=256, num_l
 
 
 def test_every_compute_leaf_has_a_runnable_op(h200):
-    dep = validate(SMALL, Parallel(tp=2), Workload(batch=2, prompt_len=16, gen_len=4), h200)
+    """Every compute and KV-copy leaf of the reference runner's and transformers' engines'
+    trees runs on CPU with the shape the tree gives it."""
+    from piep.tree.nodes import COPY_KINDS
     kinds = set()
-    for _, _, leaf in build_tree(dep).leaves():
-        if leaf.kind not in COMPUTE_KINDS:
-            continue
-        s = shape_key(leaf)
-        if leaf.kind == "rope":  # the sampler's layout fields (module_shapes adds them)
-            s.update(leaf.attrs["layout"])
-        for mode in ("graph", "eager"):
-            op = build_op(s, mode, "cpu", dtype=torch.float32)
-            out = op.fn(0)
-            outs = out if isinstance(out, tuple) else (out,)
-            assert all(torch.isfinite(o.float()).all() for o in outs)
-            if leaf.kind == "attention":  # the in-situ output: (batch, q_len, heads*d)
-                assert out.shape == (s["batch"], s["q_len"], s["heads"] * s["head_dim"])
-            if leaf.kind == "rope":  # q and k rotated separately, in (b, heads, t, d) views
-                q, k = out
-                assert q.shape[1] * q.shape[3] + k.shape[1] * k.shape[3] == s["width"]
-                assert k.shape[1] * k.shape[3] == s["kv_width"]
-        kinds.add(leaf.kind)
-    assert kinds == set(COMPUTE_KINDS)
+    for engine in (None, "hf-eager", "hf-static", "hf-cb"):
+        dep = validate(SMALL, Parallel(tp=1 if engine else 2),
+                       Workload(batch=2, prompt_len=16, gen_len=4), h200, engine=engine)
+        for _, _, leaf in build_tree(dep).leaves():
+            if leaf.kind not in COMPUTE_KINDS + COPY_KINDS:
+                continue
+            s = shape_key(leaf)
+            if leaf.kind == "rope":  # the sampler's layout fields (module_shapes adds them)
+                s.update(leaf.attrs["layout"])
+            for mode in ("graph", "eager"):
+                op = build_op({**s, "mode": mode}, mode, "cpu", dtype=torch.float32)
+                out = op.fn(0)
+                outs = out if isinstance(out, (tuple, list)) else (out,)
+                assert all(torch.isfinite(o.float()).all() for o in outs)
+                if leaf.kind == "attention":  # the in-situ output: (batch, q_len, heads*d)
+                    assert out.shape == (s["batch"], s["q_len"], s["heads"] * s["head_dim"])
+                if leaf.kind == "sdpa_masked":  # (batch, heads, q_len, d), K/V expanded
+                    assert out.shape == (s["batch"], s["heads"], s["q_len"], s["head_dim"])
+                if leaf.kind in COPY_KINDS:  # K and V, each as the tree's bytes say
+                    assert 2 * sum(o.numel() for o in outs) == leaf.bytes_written
+                if leaf.kind == "rope":  # q and k rotated separately, in (b, heads, t, d)
+                    q, k = out
+                    assert q.shape[1] * q.shape[3] + k.shape[1] * k.shape[3] == s["width"]
+                    assert k.shape[1] * k.shape[3] == s["kv_width"]
+            kinds.add(leaf.kind)
+    assert kinds == set(COMPUTE_KINDS + COPY_KINDS)
+
+
+def test_engine_kernel_shapes_are_drawn_not_taken_from_runs():
+    from piep.sampling.calibrate import ENGINE_KERNELS, module_shapes
+    shapes = module_shapes(kinds=tuple(ENGINE_KERNELS), seed=5, per_kind=8)
+    assert {s["kind"] for s in shapes} == set(ENGINE_KERNELS)
+    assert sum(s["kind"] == "sdpa_masked" for s in shapes) == 16
+    for s in shapes:
+        assert s["mode"] == ENGINE_KERNELS[s["kind"]]
+        assert 4 * s["batch"] * s["context_len"] * s["heads"] * s["head_dim"] <= 6e9
+        if s["kind"] == "sdpa_masked":
+            assert s["kv_heads"] == s["heads"] and s["context_len"] >= s["q_len"]
+        if s["kind"] == "kv_expand":
+            assert s["heads"] > s["kv_heads"]
 
 
 def test_rotation_covers_four_l2(make_dep):

@@ -94,9 +94,9 @@ def engine_kernel_shapes(kinds: tuple[str, ...], *, seed: int = 0, per_kind: int
     query lengths; heads per rank of every shipped and synthetic model at tp 1 and 2),
     not taken from the trees of measured runs: a held-out shape's exact kernels stay out.
     Per kind (the masked SDPA twice as many): decode steps of the static and dynamic
-    caches (batch 1-128, cache 16-8192), and for the masked SDPA static-cache prefills (batch 1-32, prompt 16-2048, cache up
-    to prompt + 1024) and continuous batching's packed iterations (batch 1, 1-2048
-    queries over 16-65536 gathered keys)."""
+    caches (batch 1-128, cache 16-8192), and for the masked SDPA static-cache prefills
+    (batch 1-32, prompt 16-2048, cache up to prompt + 1024) and continuous batching's
+    packed iterations (batch 1, 1-2048 queries over 16-65536 gathered keys)."""
     from piep.models import load_model, shipped_models
     rng = random.Random(seed)
     specs = [load_model(m.name) for m in shipped_models()]

@@ -212,6 +212,9 @@ def _layer(dep: Deployment, phase: str, batch: int, q_len: int, ctx: int, count:
     attention = _attention(phase, batch, q_len, ctx, hq, hkv, d, masked_cache=static)
     if paged:  # the packed float mask, queries x keys, read by every layer
         attention.bytes_read += batch * q_len * ctx * BF16_BYTES
+        # an additive float mask: the masked SDPA was sampled with a boolean one (other
+        # kernels); priced as attention, with the serving fit's attention time scale
+        attention.kind = "attention"
     layer.add(attention, _linear("o_proj", "o_proj", phase, t, q_out, h, m.o_bias))
     if tp > 1:
         layer.add(_allreduce(phase, t, h, tp, "attn"))
