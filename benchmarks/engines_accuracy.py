@@ -75,25 +75,29 @@ def cost(records) -> dict[str, float]:
             "spread": statistics.median(r["spread"] for r in records if "spread" in r)}
 
 
-def host_rows(engine: str, rows) -> list[str]:
+def host_rows(engine: str, rows, hosted) -> list[str]:
     """Per device call (raw file): runs, the host probe's medians and the mean
-    leave-one-model-out time error of its runs."""
+    leave-one-model-out time error of its runs, without and with their host probe."""
     from piep.artifacts import read_records
     from piep.predict.engines import shipped_profile_dir
-    err = {(r["model"], r["batch"], r["prompt_len"], r["gen_len"]):
-           _err(r["pred_time_s"], r["time_s"]) for r in rows}
+    def errors(rs):
+        return {(r["model"], r["batch"], r["prompt_len"], r["gen_len"]):
+                _err(r["pred_time_s"], r["time_s"]) for r in rs}
+    err, err_host = errors(rows), errors(hosted)
     out = []
     for f in sorted((shipped_profile_dir("h200", engine) / "raw").glob("call*.jsonl")):
         recs = [r for r in read_records(f, "piep.measurement") if r.get("host_probe")]
-        errs = [err[k] for r in recs
+        keys = [k for r in recs
                 if (k := (r["model"], r["batch"], r["prompt_len"], r["gen_len"])) in err]
+        errs = [err[k] for k in keys]
         if not errs:
             continue
         probes = [r["host_probe"] for r in recs]
         out.append(f"| {engine} | {f.stem.split('_')[0][4:]} | {len(errs)} | "
                    f"{1e3 * statistics.median(p['python_loop_200k_s'] for p in probes):.1f} | "
                    f"{1e6 * statistics.median(p['launch_add_s'] for p in probes):.1f} | "
-                   f"{100 * statistics.mean(errs):+.1f} % |")
+                   f"{100 * statistics.mean(errs):+.1f} % | "
+                   f"{100 * statistics.mean(err_host[k] for k in keys):+.1f} % |")
     return out
 
 
@@ -109,7 +113,8 @@ def calibration_curve(base, records, engine: str, sizes=(5, 10, 20, 30), draws: 
         for d in range(draws):
             idx = set(random.Random(1000 * n + d).sample(range(len(records)), n))
             rows = profile_rows(base, [r for i, r in enumerate(records) if i in idx],
-                                [r for i, r in enumerate(records) if i not in idx], engine)
+                                [r for i, r in enumerate(records) if i not in idx], engine,
+                                with_host=False)
             errs += [abs(_err(r["pred_energy_j"], r["energy_j"])) for r in rows]
         out[n] = 100 * statistics.mean(errs)
     return out
@@ -123,15 +128,19 @@ def main() -> int:
              "and logs in `calibration/h200/device/`). Energy: GPU boards, one whole `generate()` call; "
              "prefill: `generate(max_new_tokens=1)`.", "",
              "| engine | runs | models | piep before (reference mode): energy | time | "
-             "profile, leave-one-model-out: energy | time | prefill energy | decode energy |",
-             "|---|---|---|---|---|---|---|---|---|"]
+             "profile, leave-one-model-out: energy | time | prefill energy | decode energy | "
+             "with each run's host probe: energy | time |",
+             "|---|---|---|---|---|---|---|---|---|---|---|"]
     detail, extra, curves, hosts = [], [], [], []
     for engine in sorted(set(ENGINE_FITS) - set(SERVING_ENGINES)):  # serving: its own report
         records = engine_records("h200", engine)
         if not records:
             continue
         before = baseline(records, engine, base)
-        rows = profile_lomo(base, records, engine)
+        rows = profile_lomo(base, records, engine, with_host=False)
+        hosted = profile_lomo(base, records, engine)
+        he = [_err(r["pred_energy_j"], r["energy_j"]) for r in hosted]
+        ht = [_err(r["pred_time_s"], r["time_s"]) for r in hosted]
         e = [_err(r["pred_energy_j"], r["energy_j"]) for r in rows]
         t = [_err(r["pred_time_s"], r["time_s"]) for r in rows]
         pe = [_err(r["pred_prefill_j"], r["prefill_j"]) for r in rows]
@@ -141,10 +150,12 @@ def main() -> int:
         print(f"  before (piep-{ENGINE_MODES[engine]}): energy {summarize([x for x, _ in before])},"
               f" time {summarize([y for _, y in before])}")
         print(f"  profile LOMO: energy {summarize(e)}, time {summarize(t)}; prefill energy "
-              f"{summarize(pe)}, decode energy {summarize(de)}")
+              f"{summarize(pe)}, decode energy {summarize(de)}; with each run's host probe: "
+              f"energy {summarize(he)}, time {summarize(ht)}")
         lines.append(f"| {engine} | {len(rows)} | {len(models)} | "
                      f"{summarize([x for x, _ in before])} | {summarize([y for _, y in before])} "
-                     f"| {summarize(e)} | {summarize(t)} | {summarize(pe)} | {summarize(de)} |")
+                     f"| {summarize(e)} | {summarize(t)} | {summarize(pe)} | {summarize(de)} "
+                     f"| {summarize(he)} | {summarize(ht)} |")
         c, cov = cost(records), cross_conformal(rows)
         worst = max(rows, key=lambda r: abs(_err(r["pred_energy_j"], r["energy_j"])))
         extra.append(f"| {engine} | {100 * cov:.0f} % | "
@@ -161,7 +172,7 @@ def main() -> int:
             + f" | {summarize(e)} ({len(rows)} runs, leave-one-model-out) |")
         print("  energy MAPE on the other runs, profile fitted on n random runs: "
               + ", ".join(f"n={n}: {v:.1f} %" for n, v in curve.items()))
-        hosts += host_rows(engine, rows)
+        hosts += host_rows(engine, rows, hosted)
         detail += ["", f"## {engine}: every run (leave-one-model-out)", "",
                    "| model | batch | prompt | gen | energy J | predicted | error | time s | "
                    "predicted | error |", "|---|---|---|---|---|---|---|---|---|---|"]
@@ -192,10 +203,16 @@ def main() -> int:
     lines += ["", "## Host speed", "",
               "An eager engine waits on its host. Every record carries a host probe (a "
               "200k-iteration Python loop, a launch of `x.add_(1)`), measured before its "
-              "runs; the lent machines' hosts differ from call to call. Mean time error of "
-              "the leave-one-model-out predictions per device call:", "",
+              "runs; the lent machines' hosts differ from call to call. A profile of an engine "
+              "fitted per host (hf-eager, hf-static) scales its host terms (launch gaps, "
+              "time per generated token) by each run's launch probe over the median of its "
+              "runs' (the profile's reference host), and `predict --host-probe-us` predicts "
+              "for a host whose probe is known (`piep env --host-probe` on it); without it, "
+              "the reference host. Mean time error of the leave-one-model-out predictions "
+              "per device call, without and with each run's probe:", "",
               "| engine | device call | runs | Python loop, ms (median) | launch, us "
-              "(median) | mean time error |", "|---|---|---|---|---|---|", *hosts]
+              "(median) | mean time error | with the run's probe |",
+              "|---|---|---|---|---|---|---|", *hosts]
     lines += ["", "What a profile is: the KV-cache handling of the engine is structure in the "
               "model tree (DynamicCache copies the whole cache every decode step; a static-"
               "cache decode step attends the whole cache under a mask, K/V expanded to every "

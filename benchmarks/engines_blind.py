@@ -44,11 +44,12 @@ def design_rows(engine: str, blind_set: int = 1) -> list[dict]:
     return rows
 
 
-def predict_row(r: dict) -> dict:
+def predict_row(r: dict, host_probe_us: float | None = None) -> dict:
     cache = r["cache_len"] if r["cache_len"] and r["cache_len"] > r["prompt_len"] + \
         r["gen_len"] else None
     doc = api.predict(spec_of(r), engine=r["engine"], tp=r["tp"], batch=r["batch"],
-                      prompt_len=r["prompt_len"], gen_len=r["gen_len"], cache_len=cache)
+                      prompt_len=r["prompt_len"], gen_len=r["gen_len"], cache_len=cache,
+                      host_probe_us=host_probe_us)
     return {"key": config_key(r), "engine": r["engine"], "cache_len": cache,
             "energy_j": doc["energy_j"], "time_s": doc["time_s"],
             "prefill_energy_j": doc["prefill"]["energy_j"], "flags": doc["flags"],
@@ -86,19 +87,24 @@ def blind_summary(engines=("hf-static", "hf-eager"), verbose: bool = False,
                     for r in read_jsonl(ENGINES / engine / f)
                     if r.get("schema") == "piep.measurement" and r.get("energy_j")]
         rows = {config_key(r): r for r in design_rows(engine, blind_set)}
-        blind, today = [], []
+        blind, today, hosted = [], [], []
         for m in measured:
             p = preds[m["key"]]
-            now = predict_row({**rows[m["key"]], "cache_len": (m.get("static_cache_len") or 0)
-                               + 1 if engine == "hf-static" else None})
+            row = {**rows[m["key"]], "cache_len": (m.get("static_cache_len") or 0) + 1
+                   if engine == "hf-static" else None}
+            now = predict_row(row)
+            probe = predict_row(row, host_probe_us=1e6 * m["host_probe"]["launch_add_s"])
             blind.append((p["energy_j"] / m["energy_j"] - 1, p["time_s"] / m["time_s"] - 1))
             today.append((now["energy_j"] / m["energy_j"] - 1, now["time_s"] / m["time_s"] - 1))
+            hosted.append((probe["energy_j"] / m["energy_j"] - 1,
+                           probe["time_s"] / m["time_s"] - 1))
             if verbose:
                 out.append(f"{engine} {m['model']:18s} b{m['batch']:3d} p{m['prompt_len']:5d} "
                            f"g{m['gen_len']:4d} cache {m.get('static_cache_len')}: blind "
                            f"energy {100 * blind[-1][0]:+6.1f} %, time {100 * blind[-1][1]:+6.1f} %")
         for name, errs in (("blind (committed predictions)", blind),
-                           ("today's profiles, trained on these runs too (in-sample)", today)):
+                           ("today's profiles, trained on these runs too (in-sample)", today),
+                           ("today's profiles with each run's host probe (in-sample)", hosted)):
             if errs:
                 out.append(f"{engine} {name}: {len(errs)} runs, energy MAPE "
                            f"{100 * statistics.mean(abs(e) for e, _ in errs):.1f} % "

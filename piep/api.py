@@ -88,8 +88,15 @@ def engine_fields(scn: Scenario) -> dict[str, Any]:
     flags = []
     if scn.parallel.tp not in profile.meta.get("tp_measured", [1]):
         flags.append("unmeasured_engine_layout")
-    return {"engine_ref": {"name": scn.engine.name, "version": profile.version},
-            "flags": flags}
+    ref = {"name": scn.engine.name, "version": profile.version}
+    if scn.engine.host_probe_us is not None:  # predicted for another host than the profile's
+        if not profile.host.host_probe_ref_s:
+            raise ConfigError(f"--host-probe-us: the {scn.engine.name} profile on {gpu} has "
+                              f"no host reference; refit it (piep train --engine "
+                              f"{scn.engine.name})")
+        ref.update(host_probe_us=scn.engine.host_probe_us,
+                   host_factor=scn.engine.host_probe_s / profile.host.host_probe_ref_s)
+    return {"engine_ref": ref, "flags": flags}
 
 
 def predict(model: "str | Scenario", *, predictor: str = "auto", **kwargs: Any) -> dict[str, Any]:

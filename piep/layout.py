@@ -25,6 +25,9 @@ class Deployment:
     # the engine when it is not piep's reference runner (whose mode is workload.mode):
     # its kernel substitutions are part of the tree (piep.tree.builder)
     engine: str | None = None
+    # the host that runs the engine: its launch probe (s per `x.add_(1)`); None: the host
+    # the engine's profile was calibrated on. Host time scales with it (piep.predict.host)
+    host_probe_s: float | None = None
 
     # --- per-rank shapes ---------------------------------------------------------------
     @property
@@ -125,7 +128,8 @@ def _kv_note(model: ModelSpec, tp: int) -> str | None:
 
 
 def validate(model: ModelSpec, parallel: Parallel, workload: Workload, gpu: GPU,
-             *, check_memory: bool = True, engine: str | None = None) -> Deployment:
+             *, check_memory: bool = True, engine: str | None = None,
+             host_probe_s: float | None = None) -> Deployment:
     """Check the layout against the model and the GPU; raise one clear error or return it."""
     tp, pp, dp = parallel.tp, parallel.pp, parallel.dp
     if model.is_moe:
@@ -150,8 +154,12 @@ def validate(model: ModelSpec, parallel: Parallel, workload: Workload, gpu: GPU,
         raise ConfigError(f"prompt_len + gen_len = {workload.context_len} exceeds "
                           f"max_position_embeddings={model.max_position} of {model.name}")
     note = _kv_note(model, tp)
+    if host_probe_s is not None and not 5e-7 <= host_probe_s <= 1e-3:
+        raise ConfigError(f"host probe {host_probe_s * 1e6:g} us per launch is outside "
+                          f"0.5-1000 us: give what `piep env --host-probe` prints on the "
+                          f"host that runs the engine")
     dep = Deployment(model, parallel, workload, gpu, notes=(note,) if note else (),
-                     engine=engine)
+                     engine=engine, host_probe_s=host_probe_s)
     if check_memory:
         _check_fit(dep)
     return dep

@@ -24,6 +24,9 @@ ENGINE_MODES = {**REFERENCE_ENGINES, "hf-eager": "eager", "hf-static": "graph",
                 "hf-cb": "eager"}
 # engines that serve request streams (continuous batching), predicted by `piep serve`
 SERVING_ENGINES = ("hf-cb",)
+# engines whose profile is fitted per host: each run's host time scales with its launch
+# probe over the profile's reference host (`--host-probe-us` predicts for another host)
+HOST_FITTED = ("hf-eager", "hf-static")
 DEFAULT_ENGINE = "piep-graph"
 ENGINE_DESCRIPTIONS = {
     "piep-graph": "piep reference runner", "piep-eager": "piep reference runner",
@@ -38,11 +41,22 @@ class EngineRef:
     """The software that runs the model. Its version: piep's for the reference runner;
     for other engines the version their profile was measured with (set by the predictor)."""
     name: str = DEFAULT_ENGINE
+    # the host that runs the engine: its launch probe (us per `x.add_(1)`, what
+    # `piep env` measures and every measurement record carries); None: the host the
+    # engine's profile was calibrated on
+    host_probe_us: float | None = None
 
     def __post_init__(self) -> None:
         if self.name not in ENGINE_MODES:
             raise ConfigError(f"engine {self.name!r} is not known; engines: "
                               f"{', '.join(ENGINE_MODES)}")
+        if self.host_probe_us is not None and self.name not in HOST_FITTED:
+            raise ConfigError(f"--host-probe-us applies to engines fitted per host "
+                              f"({', '.join(HOST_FITTED)}), not {self.name}")
+
+    @property
+    def host_probe_s(self) -> float | None:
+        return None if self.host_probe_us is None else self.host_probe_us * 1e-6
 
     @property
     def mode(self) -> str:
@@ -61,15 +75,17 @@ class EngineRef:
 
 
 @lru_cache(maxsize=64)
-def engine_for(engine: str | None = None, mode: str | None = None) -> EngineRef:
+def engine_for(engine: str | None = None, mode: str | None = None,
+               host_probe_us: float | None = None) -> EngineRef:
     """The engine named, or the reference runner's engine of `mode` (`--mode` is an alias
-    of `--engine piep-graph|piep-eager`); both given must agree."""
+    of `--engine piep-graph|piep-eager`); both given must agree. `host_probe_us`: the
+    launch probe of the host that runs it."""
     if mode is not None and mode not in REFERENCE_ENGINES.values():
         raise ConfigError(f"mode={mode!r} is not one of graph, eager")
     by_mode = {m: name for name, m in REFERENCE_ENGINES.items()}
     if engine is None:
-        return EngineRef(name=by_mode[mode or "graph"])
-    ref = EngineRef(name=engine)
+        return EngineRef(name=by_mode[mode or "graph"], host_probe_us=host_probe_us)
+    ref = EngineRef(name=engine, host_probe_us=host_probe_us)
     if mode is not None and not ref.is_reference:
         raise ConfigError(f"--mode {mode} belongs to piep's reference runner; drop it with "
                           f"--engine {engine}")
@@ -114,7 +130,8 @@ class Scenario:
         dep = validate(self.model, self.parallel,
                        Workload(batch=w.batch, prompt_len=w.prompt_len, gen_len=w.gen_len,
                                 mode=self.engine.mode, cache_len=w.cache_len), self.gpu,
-                       check_memory=self.check_memory, engine=self.engine.tree_engine)
+                       check_memory=self.check_memory, engine=self.engine.tree_engine,
+                       host_probe_s=self.engine.host_probe_s)
         object.__setattr__(self, "deployment", dep)
 
     @classmethod
@@ -122,14 +139,14 @@ class Scenario:
               pp: int = 1, dp: int = 1, engine: str | None = None, mode: str | None = None,
               batch: int = 1, prompt_len: int = 512, gen_len: int = 128,
               cache_len: int | None = None, allow_uncalibrated: bool = False,
-              check_memory: bool = True) -> "Scenario":
+              check_memory: bool = True, host_probe_us: float | None = None) -> "Scenario":
         """From names and numbers: a shipped model name or config path, a GPU name."""
         from piep.models import load_model
         spec = model if isinstance(model, ModelSpec) else load_model(model)
         profile, ratios = (gpu, None) if isinstance(gpu, GPU) else \
             gpu_profile(gpu, allow_uncalibrated)
         return cls(model=spec, gpu=profile, parallel=Parallel(tp=tp, pp=pp, dp=dp),
-                   engine=engine_for(engine, mode),
+                   engine=engine_for(engine, mode, host_probe_us),
                    workload=Batch(batch=batch, prompt_len=prompt_len, gen_len=gen_len,
                                   cache_len=cache_len),
                    transfer=tuple(sorted(ratios.items())) if ratios else None,
@@ -151,7 +168,10 @@ class Scenario:
                             dp=changes.pop("dp", p.dp))
         engine = self.engine
         if "engine" in changes or "mode" in changes:
-            engine = engine_for(changes.pop("engine", None), changes.pop("mode", None))
+            engine = engine_for(changes.pop("engine", None), changes.pop("mode", None),
+                                changes.pop("host_probe_us", None))
+        elif "host_probe_us" in changes:
+            engine = engine_for(engine.name, None, changes.pop("host_probe_us"))
         workload = Batch(batch=changes.pop("batch", w.batch),
                          prompt_len=changes.pop("prompt_len", w.prompt_len),
                          gen_len=changes.pop("gen_len", w.gen_len),

@@ -93,6 +93,59 @@ def test_engine_flags_at_the_edge(capsys):
     assert "runs eager decode" in capsys.readouterr().err
     assert main(["predict", "--model", "llama-3-8b", "--engine", "hf-eager", "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["engine_ref"]["name"] == "hf-eager"
+    assert main(["predict", "--model", "llama-3-8b", "--host-probe-us", "7"]) == 2
+    assert capsys.readouterr().err.count("\n") == 1
+    assert main(["predict", "--model", "llama-3-8b", "--engine", "hf-static", "--json",
+                 "--host-probe-us", "9"]) == 0
+    assert json.loads(capsys.readouterr().out)["engine_ref"]["host_probe_us"] == 9.0
+    import torch
+    if not torch.cuda.is_available():  # the probe needs a GPU: one line, no traceback
+        assert main(["env", "--host-probe"]) == 2
+        assert "CUDA GPU" in capsys.readouterr().err
+
+
+def test_a_host_probe_scales_host_time_only():
+    """`--host-probe-us`: the engine's host terms scale by the probe over the profile's
+    reference host; kernels do not; no probe = the reference host; bad input = one line."""
+    ref_us = 1e6 * load_profile("h200", "hf-eager").host.host_probe_ref_s
+    base = api.predict("llama-3-8b", engine="hf-eager", batch=4)
+    same = api.predict("llama-3-8b", engine="hf-eager", batch=4, host_probe_us=ref_us)
+    slow = api.predict("llama-3-8b", engine="hf-eager", batch=4, host_probe_us=2 * ref_us)
+    assert same["time_s"] == pytest.approx(base["time_s"], rel=1e-9)
+    assert same["engine_ref"]["host_factor"] == pytest.approx(1.0)
+    assert slow["time_s"] > 1.2 * base["time_s"] and slow["energy_j"] > base["energy_j"]
+    # the compute kernels' own time is the same on either host
+    kernels = {m["path"]: m["time_s"] for m in base["modules"]}
+    assert any(m["path"] in kernels and m["time_s"] == pytest.approx(kernels[m["path"]])
+               for m in slow["modules"])
+    dep = api.deployment("llama-3-8b", engine="hf-eager", host_probe_us=2 * ref_us)
+    assert dep.host_probe_s == pytest.approx(2e-6 * ref_us)
+    for engine in (None, "hf-cb"):
+        with pytest.raises(ConfigError, match="engines fitted per host"):
+            api.scenario("llama-3-8b", engine=engine, host_probe_us=7.0)
+    with pytest.raises(ConfigError, match="outside 0.5-1000 us"):
+        api.scenario("llama-3-8b", engine="hf-eager", host_probe_us=5000)
+
+
+def test_a_profile_is_fitted_per_host():
+    """Each run's host time is its launch probe over the runs' median: the fit recovers
+    one set of host terms from runs on hosts of different speed."""
+    import numpy as np
+    from piep.predict.engines import host_reference_s
+    from piep.predict.train import deployment_of
+    recs = engine_records("h200", "hf-eager")
+    ref = host_reference_s(recs)
+    assert ref == pytest.approx(float(np.median([r["host_probe"]["launch_add_s"]
+                                                 for r in recs])))
+    assert load_profile("h200", "hf-eager").host.host_probe_ref_s == pytest.approx(ref)
+    slow = max(recs, key=lambda r: r["host_probe"]["launch_add_s"])
+    gpu = load_learned("h200").gpu
+    on_host = deployment_of(slow, gpu, "hf-eager", on_its_host=True)
+    assert on_host.host_probe_s == slow["host_probe"]["launch_add_s"]
+    assert deployment_of(slow, gpu, "hf-eager").host_probe_s is None
+    host = load_profile("h200", "hf-eager").host
+    assert float(host.host_factor(np.array([on_host.host_probe_s]))[0]) > 1.2
+    assert float(host.host_factor(np.array([np.nan]))[0]) == 1.0
 
 
 def test_compare_takes_an_engine_per_candidate():

@@ -38,6 +38,10 @@ def add_workload_args(p: argparse.ArgumentParser, *,
     p.add_argument("--cache-len", type=int, default=None, metavar="N",
                    help="static-cache engines: KV-cache slots when larger than prompt + gen "
                         "(transformers keeps the cache of a longer earlier call)")
+    p.add_argument("--host-probe-us", type=float, default=None, metavar="US",
+                   help="hf-eager, hf-static: the launch probe of the host that runs the "
+                        "engine (`piep env` on that host prints it); default: the host the "
+                        "profile was calibrated on")
     p.add_argument("--mode", choices=("graph", "eager"), default=None,
                    help="the reference runner's decode: CUDA-graph replay (piep-graph, the "
                         "default) or eager PyTorch (piep-eager)")
@@ -49,7 +53,7 @@ def scenario_from_args(args: argparse.Namespace, *, model: str | None = None) ->
     return Scenario.build(model or args.model, gpu=args.gpu, tp=args.tp, pp=args.pp,
                           dp=args.dp, engine=args.engine, mode=args.mode, batch=args.batch,
                           prompt_len=args.prompt_len, gen_len=args.gen_len,
-                          cache_len=args.cache_len,
+                          cache_len=args.cache_len, host_probe_us=args.host_probe_us,
                           allow_uncalibrated=getattr(args, "allow_uncalibrated", False))
 
 

@@ -22,7 +22,8 @@ def run(args) -> int:
     fields.pop("engine", None)  # the base carries the command's engine; candidates may not
     base = Scenario.build(model, gpu=args.gpu, engine=args.engine, mode=args.mode,
                           batch=args.batch, prompt_len=args.prompt_len, gen_len=args.gen_len,
-                          cache_len=args.cache_len, **fields)
+                          cache_len=args.cache_len, host_probe_us=args.host_probe_us,
+                          **fields)
     doc = compare(args.candidates, base, predictor=args.predictor)
 
     def human(d):

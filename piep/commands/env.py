@@ -19,7 +19,26 @@ def _version(mod: str) -> str | None:
 
 
 def configure(parser) -> None:
-    pass
+    parser.add_argument("--host-probe", action="store_true",
+                        help="measure this host's launch probe (needs torch and a CUDA GPU): "
+                             "what `predict --host-probe-us` takes for hf-eager, hf-static")
+
+
+def _host_probe() -> dict[str, float]:
+    """This host's probes (the ones every engine measurement record carries)."""
+    from piep.errors import ConfigError
+    try:
+        import torch
+    except ImportError:
+        raise ConfigError("--host-probe needs torch (pip install torch) and a CUDA GPU") \
+            from None
+    if not torch.cuda.is_available():
+        raise ConfigError("--host-probe needs a CUDA GPU: run it on the host that runs the "
+                          "engine")
+    from piep.sampling.hf import host_probe
+    p = host_probe(torch.device("cuda", 0))
+    return {"launch_us": p["launch_add_s"] * 1e6,
+            "python_loop_200k_ms": p["python_loop_200k_s"] * 1e3}
 
 
 def run(args) -> int:
@@ -42,13 +61,17 @@ def run(args) -> int:
                             "description": ENGINE_DESCRIPTIONS.get(name, name),
                             "runs": prof.meta.get("runs"),
                             "tp_measured": prof.meta.get("tp_measured"),
-                            "lomo_energy_mape": prof.meta.get("lomo_energy_mape")})
+                            "lomo_energy_mape": prof.meta.get("lomo_energy_mape"),
+                            "host_probe_ref_us": 1e6 * prof.host.host_probe_ref_s
+                            if prof.host.host_probe_ref_s else None})
     doc = {"schema": "piep.env", "schema_version": 1, "piep": __version__,
            "python": platform.python_version(), "platform": platform.platform(),
            "packages": {m: _version(m) for m in ("numpy", "scipy", "lightgbm", "matplotlib",
                                                  "transformers", "torch", "pynvml")},
            "gpus": list_gpus(), "data_root": str(root), "calibrations": cal,
            "engines": engines}
+    if getattr(args, "host_probe", False):
+        doc["host_probe"] = _host_probe()
 
     def human(d):
         lines = [f"piep {d['piep']}  python {d['python']}  {d['platform']}"]
@@ -62,7 +85,13 @@ def run(args) -> int:
             where = "piep's own runner" if e["gpu"] is None else \
                 f"profile on {e['gpu']}: {e['runs']} runs, tp {e['tp_measured']}, LOMO energy " \
                 f"{e['lomo_energy_mape']:.1f} %"
+            if e.get("host_probe_ref_us"):
+                where += f", host probe {e['host_probe_ref_us']:.1f} us"
             lines.append(f"  {e['name']:11s} {e['version']:8s} {e['description']} ({where})")
+        if "host_probe" in d:
+            lines.append(f"this host: launch probe {d['host_probe']['launch_us']:.1f} us "
+                         f"(predict --host-probe-us), Python loop "
+                         f"{d['host_probe']['python_loop_200k_ms']:.1f} ms")
         return "\n".join(lines)
     emit(args, doc, human)
     return 0

@@ -95,8 +95,14 @@ def _engine(args) -> dict:
     else:
         profile = fit_profile(base, records, args.engine)
         models = {r["model"] for r in records}
-        if len(models) >= 2:  # intervals from leave-one-model-out residuals
-            profile = with_intervals(profile, profile_lomo(base, records, args.engine))
+        if len(models) >= 2:  # intervals from leave-one-model-out residuals, predicted
+            # as a user without a host probe would (on the profile's calibration host)
+            profile = with_intervals(profile, profile_lomo(base, records, args.engine,
+                                                           with_host=False))
+            if profile.meta.get("host_probe_ref_s"):  # and with each run's host probe
+                hosted = with_intervals(profile, profile_lomo(base, records, args.engine))
+                profile.meta.update({f"{k}_host_probe": hosted.meta[k] for k in
+                                     ("lomo_energy_mape", "lomo_time_mape")})
     path = save_profile(profile, out, source=source,
                         command=f"piep train --gpu {args.gpu} --engine {args.engine}"
                                 + (f" --from-measurements {source}" if args.from_measurements

@@ -30,7 +30,7 @@ from piep.artifacts import calibration_dir, read_json, read_records, write_json
 from piep.errors import ArtifactError, ConfigError
 from piep.predict.combiner import Combiner
 from piep.predict.host import TERMS, HostTerms
-from piep.scenario import SERVING_ENGINES
+from piep.scenario import HOST_FITTED, SERVING_ENGINES
 
 log = logging.getLogger("piep.engines")
 SCHEMA = "piep.engine_profile"
@@ -45,6 +45,7 @@ ENGINE_FITS: dict[str, tuple[str, ...]] = {
               "step_host_s", "request_host_s", "launch_gap_w"),
 }
 START = {"step_host_s": 1e-3}  # where a fit starts a term the reference runner lacks
+
 
 
 def user_data_dir() -> Path:
@@ -147,7 +148,15 @@ def engine_records(gpu: str, engine: str) -> list[dict[str, Any]]:
 
 
 # --- fitting -----------------------------------------------------------------------------
-def _cases(records: list[dict[str, Any]], gpu, engine: str):
+def host_reference_s(records: list[dict[str, Any]]) -> float | None:
+    """The calibration host of a set of runs: the median of their host probes."""
+    from piep.predict.train import host_probe_of
+    probes = [p for r in records if (p := host_probe_of(r))]
+    return statistics.median(probes) if probes else None
+
+
+def _cases(records: list[dict[str, Any]], gpu, engine: str, on_their_hosts: bool = False):
+    """The runs as training cases; `on_their_hosts`: each with its host probe."""
     from piep.predict.dataset import unique_e2e
     from piep.predict.train import Case, deployment_of
     for r in records:
@@ -156,7 +165,8 @@ def _cases(records: list[dict[str, Any]], gpu, engine: str):
             raise ArtifactError(f"a record of engine {got!r} among the runs of {engine!r}")
         r.setdefault("key", "|".join(str(r[k]) for k in ("model", "tp", "pp", "dp", "batch",
                                                          "prompt_len", "gen_len", "mode")))
-    return [Case(r, deployment_of(r, gpu, engine=engine)) for r in unique_e2e(records)]
+    return [Case(r, deployment_of(r, gpu, engine=engine, on_its_host=on_their_hosts))
+            for r in unique_e2e(records)]
 
 
 def fit_profile(base, records: list[dict[str, Any]], engine: str, *,
@@ -167,11 +177,13 @@ def fit_profile(base, records: list[dict[str, Any]], engine: str, *,
     if engine not in ENGINE_FITS:
         raise ConfigError(f"no fit is defined for engine {engine!r}; engines: "
                           f"{', '.join(ENGINE_FITS)}")
-    cases = _cases(records, base.gpu, engine)
+    ref = host_reference_s(records) if engine in HOST_FITTED else None
+    cases = _cases(records, base.gpu, engine, on_their_hosts=ref is not None)
     if len(cases) < 3:
         raise ArtifactError(f"fitting {engine} needs at least 3 end-to-end runs with energy, "
                             f"found {len(cases)}")
     host = copy.deepcopy(base.host)
+    host.host_probe_ref_s = ref
     for name, value in START.items():
         if not getattr(host, name):
             setattr(host, name, value)
@@ -191,7 +203,7 @@ def fit_profile(base, records: list[dict[str, Any]], engine: str, *,
 
 
 def profile_lomo(base, records: list[dict[str, Any]], engine: str, *,
-                 refit_combiner: bool = False) -> list[dict[str, Any]]:
+                 refit_combiner: bool = False, with_host: bool = True) -> list[dict[str, Any]]:
     """Every run predicted by a profile fitted on the other models' runs of the engine
     (the module models are the shipped ones, fitted on isolated samples)."""
     cases = _cases(records, base.gpu, engine)
@@ -199,16 +211,18 @@ def profile_lomo(base, records: list[dict[str, Any]], engine: str, *,
     for name in sorted({c.rec["model"] for c in cases}):
         out += profile_rows(base, [c.rec for c in cases if c.rec["model"] != name],
                             [c.rec for c in cases if c.rec["model"] == name], engine,
-                            refit_combiner=refit_combiner)
+                            refit_combiner=refit_combiner, with_host=with_host)
     return out
 
 
 def profile_rows(base, train: list[dict[str, Any]], test: list[dict[str, Any]], engine: str,
-                 *, refit_combiner: bool = False) -> list[dict[str, Any]]:
-    """The runs `test` predicted by a profile of `engine` fitted on the runs `train`."""
+                 *, refit_combiner: bool = False, with_host: bool = True) -> list[dict[str, Any]]:
+    """The runs `test` predicted by a profile of `engine` fitted on the runs `train`: each
+    on its own host (its probe over the profile's reference), or with `with_host=False`
+    on the profile's reference host (a prediction without a host probe)."""
     from piep.predict.train import rows_of
     prof = fit_profile(base, train, engine, refit_combiner=refit_combiner)
-    return rows_of(_cases(test, base.gpu, engine), prof.apply(base))
+    return rows_of(_cases(test, base.gpu, engine, on_their_hosts=with_host), prof.apply(base))
 
 
 def with_intervals(profile: EngineProfile, rows: list[dict[str, Any]]) -> EngineProfile:

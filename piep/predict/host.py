@@ -18,7 +18,7 @@ import numpy as np
 
 TERMS = ("gap_graph_s", "host_launch_s", "eager_decode_launch_s", "launch_gap_w",
          "busy_wait_w", "comm_w", "time_scale", "decode_batch_exponent", "step_host_s",
-         "request_host_s")
+         "request_host_s", "host_probe_ref_s")
 KIND_SCALE = "kind:"  # time_scale keys per row kind
 
 
@@ -40,6 +40,16 @@ class HostTerms:
     step_host_s: float = 0.0
     # a scheduler's host time per request of an iteration (continuous batching)
     request_host_s: float = 0.0
+    # the launch probe of the host these terms were fitted for (an engine fitted per
+    # host); a deployment on a host of another probe scales its host time by the ratio
+    host_probe_ref_s: float | None = None
+
+    def host_factor(self, probe_s: np.ndarray) -> np.ndarray | float:
+        """Host time relative to these terms' host, per deployment (`probe_s`: each
+        deployment's launch probe, NaN where unknown: the terms' own host)."""
+        if not self.host_probe_ref_s:
+            return 1.0
+        return np.where(np.isnan(probe_s), 1.0, probe_s / self.host_probe_ref_s)
 
     def kernel_time_s(self, isolated_s: np.ndarray, decode: np.ndarray,
                       tokens: np.ndarray, kind_id: np.ndarray | None = None) -> np.ndarray:
@@ -62,10 +72,11 @@ class HostTerms:
         return t
 
     def gap_s(self, launches: np.ndarray, time_s: np.ndarray, decode: np.ndarray,
-              eager: np.ndarray) -> np.ndarray:
+              eager: np.ndarray, host_factor: np.ndarray | float = 1.0) -> np.ndarray:
         """Launch gap after one call: in eager code the GPU idles while the host issues
-        the call's kernels beyond its run time; in graph replay a fixed gap per kernel."""
-        host = np.where(decode, self.eager_decode_launch_s, self.host_launch_s)
+        the call's kernels beyond its run time (`host_factor`: that host's time relative
+        to the calibration host's); in graph replay a fixed gap per kernel."""
+        host = np.where(decode, self.eager_decode_launch_s, self.host_launch_s) * host_factor
         return np.where(eager, np.maximum(0.0, launches * host - time_s),
                         launches * self.gap_graph_s)
 

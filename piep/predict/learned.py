@@ -64,9 +64,12 @@ class LearnedModel:
             t[cm] = self.collectives.transfer_s(kinds, sizes, table.group_size[cm], eager[cm])
             power[cm] = self.collectives.power_w(kinds, sizes, eager[cm], host.comm_w)
             wait[cm] = self.collectives.wait_s(kinds, decode[cm], mode_eager[cm], sizes)
-        gap = host.gap_s(table.launches, t, decode, eager)
+        factor = host.host_factor(np.array([np.nan if d.host_probe_s is None else
+                                            d.host_probe_s for d in table.deps]))
+        factor = factor[table.cfg] if isinstance(factor, np.ndarray) else factor
+        gap = host.gap_s(table.launches, t, decode, eager, factor)
         if host.step_host_s or host.request_host_s:  # per step (and request), beside sampling
-            per_step = host.step_host_s + host.request_host_s * table.q["tokens"]
+            per_step = (host.step_host_s + host.request_host_s * table.q["tokens"]) * factor
             gap = gap + np.where(table.kind_id == KIND_ID["sampling"], per_step, 0.0)
         seg = table.segments
         return Prices(

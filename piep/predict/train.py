@@ -40,13 +40,24 @@ def spec_of_record(rec: dict[str, Any]) -> ModelSpec:
                      max_position=1 << 20)
 
 
-def deployment_of(rec: dict[str, Any], gpu: GPU, engine: str | None = None) -> Deployment:
-    """The deployment a measurement record ran (the reference runner's, or `engine`'s)."""
+def deployment_of(rec: dict[str, Any], gpu: GPU, engine: str | None = None,
+                  on_its_host: bool = False) -> Deployment:
+    """The deployment a measurement record ran (the reference runner's, or `engine`'s);
+    `on_its_host`: with the record's host probe."""
     return validate(spec_of_record(rec), Parallel(tp=rec["tp"], pp=rec["pp"], dp=rec["dp"]),
                     Workload(batch=rec["batch"], prompt_len=rec["prompt_len"],
                              gen_len=rec["gen_len"], mode=rec["mode"],
                              cache_len=_cache_len(rec)), gpu,
-                    check_memory=False, engine=engine)
+                    check_memory=False, engine=engine,
+                    host_probe_s=host_probe_of(rec) if on_its_host else None)
+
+
+HOST_PROBE = "launch_add_s"  # the probe host time scales with (time per tiny launch)
+
+
+def host_probe_of(rec: dict[str, Any]) -> float | None:
+    """A record's host probe (s per launch), if it carries one."""
+    return (rec.get("host_probe") or {}).get(HOST_PROBE)
 
 
 def _cache_len(rec: dict[str, Any]) -> int | None:
