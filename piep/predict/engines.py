@@ -3,10 +3,13 @@
 The module models price the kernels; an engine adds its own host path and its own way of
 holding the KV cache. The cache handling is structure, in the model tree
 (`piep.tree.builder`: transformers' DynamicCache copies the whole cache every decode step;
-its static cache is attended whole, K/V expanded to every head). What a profile holds is
+a static-cache decode step attends the whole cache, K/V expanded to every head; the
+kernels are priced by module samples of transformers' own ops). What a profile holds is
 fitted on end-to-end runs of the engine: host time per kernel launch (prefill, decode),
 per graph-replayed kernel, per generated token outside the model, and optionally the
-combiner. A profile names the engine's version it was measured with.
+combiner. A profile names the engine's version it was measured with. Engines fitted per
+host (`HOST_FITTED`) scale each run's host time by its launch probe over the median of
+the runs' (the profile's reference host, `HostTerms.host_probe_ref_s`).
 
 Shipped profiles live in `calibration/<gpu>/engines/<engine>/profile.json`; a user's own
 (`piep train --engine NAME --from-measurements FILE`) go to the user data directory and
@@ -45,7 +48,6 @@ ENGINE_FITS: dict[str, tuple[str, ...]] = {
               "step_host_s", "request_host_s", "launch_gap_w"),
 }
 START = {"step_host_s": 1e-3}  # where a fit starts a term the reference runner lacks
-
 
 
 def user_data_dir() -> Path:
