@@ -56,6 +56,7 @@ class EngineRef:
 
     @property
     def host_probe_s(self) -> float | None:
+        """The host's launch probe in seconds (None: the profile's calibration host)."""
         return None if self.host_probe_us is None else self.host_probe_us * 1e-6
 
     @property
