@@ -168,11 +168,14 @@ class Scenario:
         parallel = Parallel(tp=changes.pop("tp", p.tp), pp=changes.pop("pp", p.pp),
                             dp=changes.pop("dp", p.dp))
         engine = self.engine
+        probe = changes.pop("host_probe_us", engine.host_probe_us)
         if "engine" in changes or "mode" in changes:
-            engine = engine_for(changes.pop("engine", None), changes.pop("mode", None),
-                                changes.pop("host_probe_us", None))
-        elif "host_probe_us" in changes:
-            engine = engine_for(engine.name, None, changes.pop("host_probe_us"))
+            name = changes.pop("engine", None)
+            # the same host runs the other engine: its probe goes along where it applies
+            engine = engine_for(name, changes.pop("mode", None),
+                                probe if name in HOST_FITTED else None)
+        elif probe != engine.host_probe_us:
+            engine = engine_for(engine.name, None, probe)
         workload = Batch(batch=changes.pop("batch", w.batch),
                          prompt_len=changes.pop("prompt_len", w.prompt_len),
                          gen_len=changes.pop("gen_len", w.gen_len),

@@ -127,6 +127,26 @@ def test_a_host_probe_scales_host_time_only():
         api.scenario("llama-3-8b", engine="hf-eager", host_probe_us=5000)
 
 
+def test_the_host_goes_along_with_the_scenario(capsys):
+    """Variants of a scenario run on the same host: another engine fitted per host keeps
+    the probe, the reference runner drops it; a sweep gives it to the engines it fits."""
+    scn = api.scenario("llama-3-8b", engine="hf-eager", host_probe_us=9.0)
+    assert scn.replace(batch=8).engine.host_probe_us == 9.0
+    assert scn.replace(engine="hf-static").deployment.host_probe_s == pytest.approx(9e-6)
+    assert scn.replace(engine="piep-graph").engine.host_probe_us is None
+    assert scn.replace(host_probe_us=None).deployment.host_probe_s is None
+    assert main(["sweep", "--model", "llama-3-8b", "--engine", "hf-eager", "piep-graph",
+                 "--batch", "1", "--host-probe-us", "15", "--json"]) == 0
+    rows = {r["engine"]: r for r in json.loads(capsys.readouterr().out)["rows"]}
+    slow = api.predict("llama-3-8b", engine="hf-eager", host_probe_us=15.0)
+    assert rows["hf-eager"]["energy_j"] == pytest.approx(slow["energy_j"])
+    assert rows["piep-graph"]["energy_j"] == pytest.approx(
+        api.predict("llama-3-8b")["energy_j"])
+    assert main(["sweep", "--model", "llama-3-8b", "--batch", "1",
+                 "--host-probe-us", "15"]) == 2
+    assert capsys.readouterr().err.count("\n") == 1
+
+
 def test_a_profile_is_fitted_per_host():
     """Each run's host time is its launch probe over the runs' median: the fit recovers
     one set of host terms from runs on hosts of different speed."""
