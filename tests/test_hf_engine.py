@@ -48,6 +48,10 @@ def test_one_generate_call_is_the_measured_quantity(config):
     assert rec["energy_j"] is None  # no GPU: timing only, never a made-up energy
     assert len(rec["warmup_s"]) >= 2 and set(rec["host_probe"]) == {"python_loop_200k_s",
                                                                      "launch_add_s"}
+    # the host probed beside every window (and after the last); the record keeps the median
+    assert len(rec["host_probes"]) == rec["repeats"] + 1
+    launches = sorted(p["launch_add_s"] for p in rec["host_probes"])
+    assert launches[0] <= rec["host_probe"]["launch_add_s"] <= launches[-1]
 
 
 def test_grid_keeps_the_model_and_records_the_static_cache(config, tmp_path):

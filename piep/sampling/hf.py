@@ -56,6 +56,11 @@ def host_probe(device) -> dict[str, float]:
     return {"python_loop_200k_s": python_s, "launch_add_s": launch_s}
 
 
+def median_probe(probes: list[dict[str, float]]) -> dict[str, float]:
+    """The median of each host probe over several measurements."""
+    return {k: statistics.median(p[k] for p in probes) for k in probes[0]}
+
+
 def _hf_config(spec: ModelSpec):
     from transformers import AutoConfig
     cfg = spec.to_hf_config()
@@ -194,9 +199,12 @@ def measure_hf(spec: ModelSpec, parallel: Parallel, workload: Workload, *, engin
         _sync(device)
 
     windows: dict[str, list[dict[str, Any]]] = {"generate": [], "first_token": []}
+    probes = []  # the host's speed beside every window (one probe alone varies)
     for _ in range(hygiene.repeats):
+        probes.append(host_probe(device))
         windows["generate"].append(meter.window(whole, d.barrier))
         windows["first_token"].append(meter.window(first_token, d.barrier))
+    probes.append(host_probe(device))
     after_counts = _dynamo_counts()
     mine = {"rank": d.rank, "uuid": getattr(meter.nvml, "uuid", None), "idle_power_w": idle_w,
             "windows": windows, "peak_reserved_gib": torch.cuda.max_memory_reserved() / 2 ** 30
@@ -212,7 +220,8 @@ def measure_hf(spec: ModelSpec, parallel: Parallel, workload: Workload, *, engin
         "dynamo": {"before": before_counts, "after": after_counts,
                    "recompiled_in_window": before_counts != after_counts},
         "generated_tokens": new_tokens,
-        "host_probe": host_probe(device), "host_cpu": _cpu_model(), "driver": _driver(),
+        "host_probe": median_probe(probes), "host_probes": probes,
+        "host_cpu": _cpu_model(), "driver": _driver(),
         "torch": torch.__version__, **(extra or {})})
     if new_tokens != workload.gen_len:
         rec["flags"] = [f"generated {new_tokens} tokens, not {workload.gen_len}"]
