@@ -27,7 +27,7 @@ sys.path.insert(0, str(ROOT))
 from piep.gpus import load_gpu  # noqa: E402
 from piep.predict.dataset import (load_calibration, module_repeat_pairs,  # noqa: E402,F401
                                   repeat_check_pairs)
-from piep.predict.module_models import (fit_module_models, model_group,  # noqa: E402
+from piep.predict.module_models import (fit_module_models, is_fitted, model_group,  # noqa: E402
                                         priced_power_w, sample_leaf)
 from piep.predict.pricing import price  # noqa: E402
 from piep.predict.roofline import RooflineModel  # noqa: E402
@@ -118,7 +118,7 @@ def module_cv(cal, gpu, folds: int = 5, kernel_only: bool = False) -> list[list]
     in training and test at once. With `kernel_only` the shape is the kernel's alone
     (weight matrix, head layout; token count, context, phase and mode left out), so a
     weight matrix held out is held out at every token count."""
-    rows = [r for r in cal.modules if not r.get("repeat", 0)]
+    rows = [r for r in cal.modules if is_fitted(r)]
 
     def key(r) -> str:
         return repr(sorted((k, r[k]) for k in r["shape_fields"]

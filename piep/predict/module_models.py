@@ -114,16 +114,22 @@ def priced_power_w(p, floor_w: float, gpu: GPU):
     return np.minimum(np.maximum(p, floor_w), gpu.max_power_w * POWER_CEILING)
 
 
+def is_fitted(row: dict[str, Any]) -> bool:
+    """Whether a module sample trains the module models: not a repeat; not a repeat_kv of
+    one KV head (a view: no kernel was timed); not a KV copy outside a decode step (eager
+    copies price only continuous batching's iterations, and its serving fit was worse
+    with them: leave-one-shape-out energy 9.7 % against 5.8 % at the copy rate)."""
+    if row.get("repeat", 0):
+        return False
+    if row["kind"] == "kv_expand" and not expands_kv(row["heads"], row["kv_heads"]):
+        return False
+    return not (row["kind"] in COPY_KINDS and row["phase"] != "decode")
+
+
 def fit_module_models(samples: list[dict[str, Any]], gpu: GPU) -> dict[str, KindModel]:
     by_kind: dict[str, list] = {}
     for row in samples:
-        if row.get("repeat", 0) or (row["kind"] == "kv_expand"
-                                    and not expands_kv(row["heads"], row["kv_heads"])):
-            continue  # (a repeat_kv of one KV head is a view: no kernel was timed)
-        if row["kind"] in COPY_KINDS and row["phase"] != "decode":
-            # eager copies outside a decode step price only continuous batching's
-            # iterations, and its serving fit was worse with them (leave-one-shape-out
-            # energy 9.7 % against 5.8 % at the copy rate; session 6): not used
+        if not is_fitted(row):
             continue
         leaf = sample_leaf(row)
         f = leaf_features(leaf, gpu, row["mode"])
