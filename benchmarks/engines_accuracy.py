@@ -101,6 +101,26 @@ def host_rows(engine: str, rows, hosted) -> list[str]:
     return out
 
 
+def strict_lomo(records, engine: str, with_host: bool = False) -> list[dict]:
+    """Leave one shape out of every training set: for each model of the engine's runs, a
+    predictor refitted without that model's reference-runner runs and without the module
+    samples of kernel shapes only it has (`exclusive_filter`), then the engine's profile
+    fitted on the other models' engine runs over it."""
+    from piep.predict.dataset import load_calibration
+    from piep.predict.train import cases, exclusive_filter, fit, spec_of_record
+    gpu = load_gpu("h200")
+    cal = load_calibration("h200")
+    ref_cases = cases(cal, gpu)
+    out = []
+    for name in sorted({r["model"] for r in records}):
+        held = [r for r in records if r["model"] == name]
+        base = fit(cal, gpu, [c for c in ref_cases if c.rec["model"] != name],
+                   module_filter=exclusive_filter(spec_of_record(held[0]), gpu))
+        out += profile_rows(base, [r for r in records if r["model"] != name], held, engine,
+                            with_host=with_host)
+    return out
+
+
 def calibration_curve(base, records, engine: str, sizes=(5, 10, 20, 30), draws: int = 5):
     """Energy MAPE on the runs left out when the profile is fitted on `n` runs drawn at
     random (`draws` draws per size, seeded): how many runs a new engine needs."""
@@ -129,8 +149,9 @@ def main() -> int:
              "prefill: `generate(max_new_tokens=1)`.", "",
              "| engine | runs | models | piep before (reference mode): energy | time | "
              "profile, leave-one-model-out: energy | time | prefill energy | decode energy | "
-             "with each run's host probe: energy | time |",
-             "|---|---|---|---|---|---|---|---|---|---|---|"]
+             "with each run's host probe: energy | time | strict (the shape out of every "
+             "training set): energy | time |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     detail, extra, curves, hosts = [], [], [], []
     for engine in sorted(set(ENGINE_FITS) - set(SERVING_ENGINES)):  # serving: its own report
         records = engine_records("h200", engine)
@@ -139,6 +160,9 @@ def main() -> int:
         before = baseline(records, engine, base)
         rows = profile_lomo(base, records, engine, with_host=False)
         hosted = profile_lomo(base, records, engine)
+        strict = strict_lomo(records, engine)
+        se = [_err(r["pred_energy_j"], r["energy_j"]) for r in strict]
+        st = [_err(r["pred_time_s"], r["time_s"]) for r in strict]
         he = [_err(r["pred_energy_j"], r["energy_j"]) for r in hosted]
         ht = [_err(r["pred_time_s"], r["time_s"]) for r in hosted]
         e = [_err(r["pred_energy_j"], r["energy_j"]) for r in rows]
@@ -151,11 +175,12 @@ def main() -> int:
               f" time {summarize([y for _, y in before])}")
         print(f"  profile LOMO: energy {summarize(e)}, time {summarize(t)}; prefill energy "
               f"{summarize(pe)}, decode energy {summarize(de)}; with each run's host probe: "
-              f"energy {summarize(he)}, time {summarize(ht)}")
+              f"energy {summarize(he)}, time {summarize(ht)}; strict: energy {summarize(se)}, "
+              f"time {summarize(st)}")
         lines.append(f"| {engine} | {len(rows)} | {len(models)} | "
                      f"{summarize([x for x, _ in before])} | {summarize([y for _, y in before])} "
                      f"| {summarize(e)} | {summarize(t)} | {summarize(pe)} | {summarize(de)} "
-                     f"| {summarize(he)} | {summarize(ht)} |")
+                     f"| {summarize(he)} | {summarize(ht)} | {summarize(se)} | {summarize(st)} |")
         c, cov = cost(records), cross_conformal(rows)
         worst = max(rows, key=lambda r: abs(_err(r["pred_energy_j"], r["energy_j"])))
         extra.append(f"| {engine} | {100 * cov:.0f} % | "
@@ -182,7 +207,13 @@ def main() -> int:
                           f"{100 * _err(r['pred_energy_j'], r['energy_j']):+.1f} % | "
                           f"{r['time_s']:.3f} | {r['pred_time_s']:.3f} | "
                           f"{100 * _err(r['pred_time_s'], r['time_s']):+.1f} % |")
-    lines += ["", "| engine | energy coverage of a 90 % interval (cross-conformal) | worst run, "
+    lines += ["", "Leave-one-model-out: the profile fitted on the other models' runs of the "
+              "engine, over the shipped module models (predictions without a host probe, "
+              "as `piep predict` gives them by default); with each run's host probe: the same "
+              "runs predicted for their own host (`--host-probe-us`); strict: the shape is "
+              "also out of the predictor under the profile (refitted without its reference-"
+              "runner runs and the module samples of kernel shapes only it has).", "",
+              "| engine | energy coverage of a 90 % interval (cross-conformal) | worst run, "
               "energy | worst run, time | median repeat spread | runs | measured windows, min "
               "| first calls, min | wall, min |", "|---|---|---|---|---|---|---|---|---|",
               *extra, "",
