@@ -92,8 +92,9 @@ def engine_fields(scn: Scenario) -> dict[str, Any]:
     if scn.engine.host_probe_us is not None:  # predicted for another host than the profile's
         if not profile.host.host_probe_ref_s:
             raise ConfigError(f"--host-probe-us: the {scn.engine.name} profile on {gpu} has "
-                              f"no host reference; refit it (piep train --engine "
-                              f"{scn.engine.name})")
+                              f"no host reference (its runs carry no host probe); refit it on "
+                              f"runs of `piep measure --engine {scn.engine.name}`, which "
+                              f"records one")
         ref.update(host_probe_us=scn.engine.host_probe_us,
                    host_factor=scn.engine.host_probe_s / profile.host.host_probe_ref_s)
     return {"engine_ref": ref, "flags": flags}

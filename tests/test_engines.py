@@ -127,6 +127,23 @@ def test_a_host_probe_scales_host_time_only():
         api.scenario("llama-3-8b", engine="hf-eager", host_probe_us=5000)
 
 
+def test_a_profile_without_host_probes_refuses_a_host(tmp_path, monkeypatch, capsys):
+    """Runs without a host probe (e.g. metered from another engine's process) give a
+    profile without a host reference: a host probe is refused in one line."""
+    recs = [{k: v for k, v in r.items() if k not in ("host_probe", "host_probes")}
+            for r in engine_records("h200", "hf-eager") if r["model"] != "qwen2.5-32b"][:12]
+    runs = tmp_path / "runs.jsonl"
+    runs.write_text("".join(json.dumps(r) + "\n" for r in recs))
+    monkeypatch.setenv("PIEP_DATA_DIR", str(tmp_path / "data"))
+    assert main(["train", "--engine", "hf-eager", "--from-measurements", str(runs)]) == 0
+    capsys.readouterr()
+    assert load_profile("h200", "hf-eager").host.host_probe_ref_s is None
+    assert main(["predict", "--model", "llama-3-8b", "--engine", "hf-eager",
+                 "--host-probe-us", "9"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "no host reference" in err
+
+
 def test_the_host_goes_along_with_the_scenario(capsys):
     """Variants of a scenario run on the same host: another engine fitted per host keeps
     the probe, the reference runner drops it; a sweep gives it to the engines it fits."""
