@@ -27,6 +27,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "models": ("models", "list the shipped model configs"),
     "env": ("env", "versions, GPUs seen, calibrations present"),
     "measure": ("measure", "measure real inference energy on GPUs (torchrun)"),
+    "meter": ("meter", "energy of any command on this machine's GPUs, as a measurement "
+                       "record of a foreign engine"),
     "calibrate": ("calibrate", "module and waiting-time sampling on GPUs"),
     "train": ("train", "train the predictor from calibration data"),
     "report": ("report", "per-module energy hotspot report (HTML + Markdown)"),

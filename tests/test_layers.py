@@ -11,7 +11,7 @@ PIEP = Path(__file__).resolve().parent.parent / "piep"
 LAYERS = {
     0: ("__init__", "errors", "artifacts", "config"),
     1: ("gpus", "models", "device", "stats"),
-    2: ("layout", "clocks"),
+    2: ("layout", "clocks", "meter"),
     3: ("tree", "scenario"),
     4: ("predict",),
     5: ("api",),

@@ -162,7 +162,8 @@ def _time_error(ts: TrainingSet, model: LearnedModel) -> float:
     meas = np.array([c.time_s for c in ts.cases])
     errs = [np.log(priced.time_s / meas) ** 2]
     for ph, name in enumerate(PHASES):
-        m_ph = np.array([c.rec[name]["time_s"] for c in ts.cases])
+        m_ph = np.array([np.nan if c.rec[name].get("time_s") is None  # no phase split
+                         else c.rec[name]["time_s"] for c in ts.cases], float)
         p_ph = priced.phase_time_s[:, ph]
         ok = (m_ph > 0) & (p_ph > 0)
         errs.append(0.25 * np.log(p_ph[ok] / m_ph[ok]) ** 2)

@@ -22,6 +22,7 @@ from typing import Any
 import torch
 import torch.distributed as dist
 
+from piep.meter import model_shape  # noqa: F401  (re-exported: samplers import it here)
 from piep.config import ModelSpec, Parallel, Workload
 from piep.errors import ConfigError
 from piep.sampling.generate import Generator
@@ -343,25 +344,11 @@ def _record(spec, parallel, workload, ranks, k_prefill, k_decode, steps, sdpa, t
     return rec
 
 
-def model_shape(spec: ModelSpec) -> dict[str, Any]:
-    """The shape fields a measurement record carries (enough to rebuild the ModelSpec)."""
-    return {"hidden": spec.hidden_size, "layers": spec.num_layers, "heads": spec.num_heads,
-            "kv_heads": spec.num_kv_heads, "head_dim": spec.head_dim,
-            "ffn": spec.intermediate_size, "vocab": spec.vocab_size, "qkv_bias": spec.qkv_bias,
-            **({"sliding_window": spec.sliding_window} if spec.sliding_window else {})}
-
-
 def record_head(spec: ModelSpec, parallel: Parallel, workload: Workload,
                 mode: str) -> dict[str, Any]:
-    """What every measurement record starts with: schema, the model's shape, the layout
-    and the workload."""
-    return {
-        "schema": RECORD_SCHEMA, "schema_version": RECORD_VERSION, "boundary": "gpu_board",
-        "model": spec.name, "config_hash": spec.config_hash(),
-        "shape": {**model_shape(spec), "params": spec.num_params()},
-        "tp": parallel.tp, "pp": parallel.pp, "dp": parallel.dp, "gpus": parallel.world_size,
-        "batch": workload.batch, "prompt_len": workload.prompt_len,
-        "gen_len": workload.gen_len, "mode": mode}
+    """What every measurement record starts with (`piep.meter.record_head`)."""
+    from piep.meter import record_head as head
+    return head(spec, parallel, workload, mode)
 
 
 def _driver() -> str | None:
