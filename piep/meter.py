@@ -1,6 +1,7 @@
-"""piep's meter for engines piep does not run (vLLM, SGLang, your own server): tick-aligned
-energy windows (SPEC §3) around any work on this machine's GPUs, written as measurement
-records an engine profile is fitted on (`piep train --engine NAME --from-measurements`).
+"""piep's meter for engines piep does not run (vLLM, SGLang, your own server): energy
+windows aligned to the NVML counter's ticks around any work on this machine's GPUs (the
+waits to the ticks priced at idle power), written as measurement records an engine
+profile is fitted on (`piep train --engine NAME --from-measurements`).
 
     from piep import meter
     with meter.window([0, 1]) as whole:          # the GPUs the engine runs on

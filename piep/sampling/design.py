@@ -217,9 +217,9 @@ ENGINE_DESIGNS = {
                                                  "piep-unlisted-9b")),
     "hf-eager/design_blind.jsonl": dict(engine="hf-eager", seed=22, draws=3, models=(
         "mistral-small-24b", "piep-unlisted-9b", "piep-unlisted-hd64", "vicuna-13b")),
-    # session 6: hf-static on two more shapes at larger batches and caches (training),
-    # then a second blind test for both engines (predicted by the profiles refitted on
-    # the engines' kernel samples, committed before the call); hf-eager reaches 40 runs
+    # hf-static on two more shapes at larger batches and caches (training), then a second
+    # blind test for both engines (predicted by the profiles refitted on the engines'
+    # kernel samples, committed before the runs); with it hf-eager has 40 runs
     "hf-static/design_tp1b.jsonl": dict(engine="hf-static", seed=15, draws=3, by_model=True,
                                         batches=(4, 64), prompts=(256, 2048),
                                         models=("qwen2.5-14b", "piep-unlisted-3b")),
