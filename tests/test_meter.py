@@ -84,6 +84,8 @@ def _fake_window(gpus):
 def test_the_meter_command_writes_a_record_or_nothing(tmp_path, monkeypatch, capsys):
     import piep.commands.meter as cmd
     monkeypatch.setattr(cmd, "_window", _fake_window)
+    monkeypatch.setattr(cmd, "_host_probe", lambda gpus: {"launch_add_s": 8e-6,
+                                                          "python_loop_200k_s": 0.007})
     out = tmp_path / "runs.jsonl"
     args = ["meter", "--model", "llama-3-8b", "--engine", "vllm", "--engine-version", "0.9",
             "--batch", "2", "--prompt-len", "64", "--gen-len", "8", "--out", str(out)]
@@ -92,6 +94,7 @@ def test_the_meter_command_writes_a_record_or_nothing(tmp_path, monkeypatch, cap
     rec = json.loads(out.read_text())
     assert rec["energy_j"] == pytest.approx(300.0, rel=0.02) and rec["batch"] == 2
     assert rec["prefill"]["energy_j"] == pytest.approx(300.0, rel=0.02)
+    assert rec["host_probe"]["launch_add_s"] == 8e-6  # what a per-host fit scales with
     capsys.readouterr()
     assert main(args + ["--", sys.executable, "-c", "raise SystemExit(3)"]) == 2
     err = capsys.readouterr().err
