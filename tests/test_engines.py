@@ -231,6 +231,10 @@ def test_train_engine_from_own_measurements(tmp_path, monkeypatch, capsys):
     assert out["profile"].startswith(str(tmp_path / "data"))
     assert out["runs"] == len({r["key"] for r in recs})
     assert np.isfinite(out["lomo_energy_mape"])
+    # runs with host probes: the profile is fitted per host and keeps both figures
+    mine = load_profile("h200", "hf-static")
+    assert mine.host.host_probe_ref_s > 0
+    assert np.isfinite(mine.meta["lomo_time_mape_host_probe"])
 
 
 @pytest.mark.slow

@@ -99,7 +99,7 @@ def _engine(args) -> dict:
             # as a user without a host probe would (on the profile's calibration host)
             profile = with_intervals(profile, profile_lomo(base, records, args.engine,
                                                            with_host=False))
-            if profile.meta.get("host_probe_ref_s"):  # and with each run's host probe
+            if profile.host.host_probe_ref_s:  # and with each run's host probe
                 hosted = with_intervals(profile, profile_lomo(base, records, args.engine))
                 profile.meta.update({f"{k}_host_probe": hosted.meta[k] for k in
                                      ("lomo_energy_mape", "lomo_time_mape")})
