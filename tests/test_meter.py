@@ -84,8 +84,8 @@ def _fake_window(gpus):
 def test_the_meter_command_writes_a_record_or_nothing(tmp_path, monkeypatch, capsys):
     import piep.commands.meter as cmd
     monkeypatch.setattr(cmd, "_window", _fake_window)
-    monkeypatch.setattr(cmd, "_host_probe", lambda gpus: {"launch_add_s": 8e-6,
-                                                          "python_loop_200k_s": 0.007})
+    monkeypatch.setattr(cmd, "host_probe_here", lambda gpu, repeats: {"launch_add_s": 8e-6,
+                                                                      "python_loop_200k_s": 0.007})
     out = tmp_path / "runs.jsonl"
     args = ["meter", "--model", "llama-3-8b", "--engine", "vllm", "--engine-version", "0.9",
             "--batch", "2", "--prompt-len", "64", "--gen-len", "8", "--out", str(out)]

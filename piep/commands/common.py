@@ -57,6 +57,19 @@ def scenario_from_args(args: argparse.Namespace, *, model: str | None = None) ->
                           allow_uncalibrated=getattr(args, "allow_uncalibrated", False))
 
 
+def host_probe_here(gpu: int = 0, repeats: int = 1) -> dict[str, float] | None:
+    """This host's probes as measurement records carry them (the median of `repeats`),
+    on CUDA GPU `gpu`; None where torch is missing or sees no GPU."""
+    try:
+        import torch
+    except ImportError:
+        return None
+    if not torch.cuda.is_available():
+        return None
+    from piep.sampling.hf import host_probe, median_probe
+    return median_probe([host_probe(torch.device("cuda", gpu)) for _ in range(repeats)])
+
+
 def add_json_arg(p: argparse.ArgumentParser) -> None:
     p.add_argument("--json", action="store_true", help="machine output on stdout")
 

@@ -6,7 +6,7 @@ import importlib.util
 import platform
 
 from piep import __version__
-from piep.commands.common import emit
+from piep.commands.common import emit, host_probe_here
 
 
 def _version(mod: str) -> str | None:
@@ -25,18 +25,12 @@ def configure(parser) -> None:
 
 
 def _host_probe() -> dict[str, float]:
-    """This host's probes (the ones every engine measurement record carries)."""
+    """This host's launch probe, or one line saying what it needs."""
     from piep.errors import ConfigError
-    try:
-        import torch
-    except ImportError:
-        raise ConfigError("--host-probe needs torch (pip install torch) and a CUDA GPU") \
-            from None
-    if not torch.cuda.is_available():
-        raise ConfigError("--host-probe needs a CUDA GPU: run it on the host that runs the "
-                          "engine")
-    from piep.sampling.hf import host_probe
-    p = host_probe(torch.device("cuda", 0))
+    p = host_probe_here()
+    if p is None:
+        raise ConfigError("--host-probe needs torch and a CUDA GPU: run it on the host that "
+                          "runs the engine")
     return {"launch_us": p["launch_add_s"] * 1e6,
             "python_loop_200k_ms": p["python_loop_200k_s"] * 1e3}
 

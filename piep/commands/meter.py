@@ -7,7 +7,7 @@ from __future__ import annotations
 import shlex
 import subprocess
 
-from piep.commands.common import emit
+from piep.commands.common import emit, host_probe_here
 from piep.errors import ConfigError
 
 
@@ -44,20 +44,6 @@ def _metered(cmd: list[str], gpus):
     return w
 
 
-def _host_probe(gpus) -> dict[str, float] | None:
-    """The host's probes, as `piep measure` records them (engines fitted per host scale
-    their host time with it), where torch sees the GPU; else None."""
-    try:
-        import torch
-    except ImportError:
-        return None
-    if not torch.cuda.is_available():
-        return None
-    from piep.sampling.hf import host_probe, median_probe
-    return median_probe([host_probe(torch.device("cuda", (gpus or [0])[0]))
-                         for _ in range(3)])
-
-
 def run(args) -> int:
     from piep.meter import append, record
     cmd = list(args.passthrough)
@@ -71,7 +57,7 @@ def run(args) -> int:
                  batch=args.batch, prompt_len=args.prompt_len, gen_len=args.gen_len,
                  tp=args.tp, mode=args.mode, whole=whole, prefill=prefill,
                  command=shlex.join(cmd))
-    probe = _host_probe(args.gpus)
+    probe = host_probe_here((args.gpus or [0])[0], repeats=3)
     if probe is not None:
         rec["host_probe"] = probe
     append(args.out, rec)

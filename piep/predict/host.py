@@ -44,11 +44,12 @@ class HostTerms:
     # host); a deployment on a host of another probe scales its host time by the ratio
     host_probe_ref_s: float | None = None
 
-    def host_factor(self, probe_s: np.ndarray) -> np.ndarray | float:
+    def host_factor(self, probe_s: np.ndarray) -> np.ndarray:
         """Host time relative to these terms' host, per deployment (`probe_s`: each
-        deployment's launch probe, NaN where unknown: the terms' own host)."""
+        deployment's launch probe, NaN where unknown: the terms' own host); all ones for
+        terms without a host of reference."""
         if not self.host_probe_ref_s:
-            return 1.0
+            return np.ones(len(probe_s))
         return np.where(np.isnan(probe_s), 1.0, probe_s / self.host_probe_ref_s)
 
     def kernel_time_s(self, isolated_s: np.ndarray, decode: np.ndarray,

@@ -64,9 +64,10 @@ class LearnedModel:
             t[cm] = self.collectives.transfer_s(kinds, sizes, table.group_size[cm], eager[cm])
             power[cm] = self.collectives.power_w(kinds, sizes, eager[cm], host.comm_w)
             wait[cm] = self.collectives.wait_s(kinds, decode[cm], mode_eager[cm], sizes)
-        factor = host.host_factor(np.array([np.nan if d.host_probe_s is None else
-                                            d.host_probe_s for d in table.deps]))
-        factor = factor[table.cfg] if isinstance(factor, np.ndarray) else factor
+        factor = 1.0  # per row: the host's time relative to the terms' host
+        if host.host_probe_ref_s:  # only a profile fitted per host reads the deployments'
+            factor = host.host_factor(np.array([np.nan if d.host_probe_s is None else
+                                                d.host_probe_s for d in table.deps]))[table.cfg]
         gap = host.gap_s(table.launches, t, decode, eager, factor)
         if host.step_host_s or host.request_host_s:  # per step (and request), beside sampling
             per_step = (host.step_host_s + host.request_host_s * table.q["tokens"]) * factor

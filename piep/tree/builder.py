@@ -66,10 +66,11 @@ def _rope(phase: str, t: int, q_out: int, kv_out: int, batch: int, head_dim: int
 
 
 def _attention(phase: str, batch: int, q_len: int, ctx: int, hq: int, hkv: int,
-               d: int, *, masked_cache: bool = False) -> Node:
+               d: int, *, masked_cache: bool = False, kind: str | None = None) -> Node:
     """SDPA. `masked_cache`: every query attends the whole static cache of `ctx` slots
     under a mask (transformers' static cache), K/V already expanded to all heads: SDPA
-    with a mask runs other kernels than the unmasked one, so it is its own kind."""
+    with a mask runs other kernels than the unmasked one, so it is its own kind (`kind`
+    overrides it)."""
     kv_heads = hq if masked_cache else hkv
     if phase == "prefill" and not masked_cache:
         # causal: each query sees half the prompt on average (QK^T and PV, 2 FLOPs a MAC)
@@ -79,7 +80,7 @@ def _attention(phase: str, batch: int, q_len: int, ctx: int, hq: int, hkv: int,
         flops = 4.0 * batch * hq * q_len * ctx * d
         kv_read = batch * ctx * kv_heads * d * 2
     q_io = batch * q_len * hq * d
-    kind = "sdpa_masked" if masked_cache else "attention"
+    kind = kind or ("sdpa_masked" if masked_cache else "attention")
     return Node("attention", kind, phase, flops=flops,
                 bytes_read=(q_io + kv_read) * BF16_BYTES,
                 bytes_written=(q_io + batch * q_len * hkv * d * 2) * BF16_BYTES,
@@ -209,12 +210,12 @@ def _layer(dep: Deployment, phase: str, batch: int, q_len: int, ctx: int, count:
         layer.add(_kv_copy("kv_gather", phase, batch, ctx, hkv, hkv, d))
     if static and expands_kv(hq, hkv):  # a mask over the cache turns SDPA's native GQA off
         layer.add(_kv_copy("kv_expand", phase, batch, ctx, hkv, hq, d))
-    attention = _attention(phase, batch, q_len, ctx, hq, hkv, d, masked_cache=static)
+    # a paged cache's additive float mask: the masked SDPA was sampled with a boolean one
+    # (other kernels), so it is priced as attention, with the serving fit's time scale
+    attention = _attention(phase, batch, q_len, ctx, hq, hkv, d, masked_cache=static,
+                           kind="attention" if paged else None)
     if paged:  # the packed float mask, queries x keys, read by every layer
         attention.bytes_read += batch * q_len * ctx * BF16_BYTES
-        # an additive float mask: the masked SDPA was sampled with a boolean one (other
-        # kernels); priced as attention, with the serving fit's attention time scale
-        attention.kind = "attention"
     layer.add(attention, _linear("o_proj", "o_proj", phase, t, q_out, h, m.o_bias))
     if tp > 1:
         layer.add(_allreduce(phase, t, h, tp, "attn"))
