@@ -99,14 +99,8 @@ def window(gpus: Sequence[int] | None = None, *, devices: Sequence | None = None
     start = clock()
     yield out
     end = clock()
-    last = [m.wait_tick() for m in meters]
-    for g, m, t0, t1, w in zip(out.gpus, meters, first, last, idle):
-        pre, post = start - t0.time_s, t1.time_s - end
-        raw = (t1.energy_mj - t0.energy_mj) / 1000.0
-        out.per_gpu.append({**g, "energy_j": raw - w * (pre + post), "idle_power_w": w,
-                            "raw_delta_j": raw, "pre_wait_s": pre, "post_wait_s": post,
-                            "bound_j": w * (t0.poll_s + t1.poll_s),
-                            "short": end - start < m.tick_s})
+    for g, m, t0, w in zip(out.gpus, meters, first, idle):
+        out.per_gpu.append({**g, **m.close(t0, start, end, idle_power_w=w).to_dict()})
     out.energy_j = sum(g["energy_j"] for g in out.per_gpu)
     out.time_s = end - start
 

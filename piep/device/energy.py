@@ -84,7 +84,11 @@ class TickMeter:
             before()
         start = self.clock()
         work()
-        end = self.clock()
+        return self.close(t0, start, self.clock(), idle_power_w=idle_power_w)
+
+    def close(self, t0: Tick, start: float, end: float, *, idle_power_w: float) -> Window:
+        """The window of work that ran from `start` to `end` after the tick `t0`: waits
+        for the next tick and subtracts both alignment waits at idle power."""
         t1 = self.wait_tick()
         pre, post = start - t0.time_s, t1.time_s - end
         raw = (t1.energy_mj - t0.energy_mj) / 1000.0

@@ -20,7 +20,7 @@ import torch.nn.functional as F
 from piep.sampling.model import (apply_rope, attention_block, eager_decode_ops,
                                  prefill_ops, split_heads, static_decode_ops)
 from piep.tree.builder import LINEAR_KINDS, sampler_op_version, shape_key  # noqa: F401
-from piep.tree.nodes import COMPUTE_KINDS  # noqa: F401  (re-exported)
+from piep.tree.nodes import COMPUTE_KINDS, COPY_KINDS  # noqa: F401  (re-exported)
 
 L2_BYTES = 60 * 2 ** 20
 ROTATE_BYTES = 4 * L2_BYTES
@@ -55,7 +55,7 @@ def build_op(s: dict[str, Any], mode: str, device, dtype=torch.bfloat16,
         return _attention_op(s, mode, rnd)
     if kind == "sdpa_masked":
         return _masked_sdpa_op(s, rnd)
-    if kind in ("kv_expand", "kv_append", "kv_gather"):
+    if kind in COPY_KINDS:
         return _kv_copy_op(s, mode, rnd)
     w = s.get("width", 0)
     if kind in ("rmsnorm", "final_norm"):
