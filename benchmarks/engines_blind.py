@@ -5,8 +5,8 @@ have, predicted before they were measured.
     python benchmarks/engines_blind.py                     # after it: predicted vs measured
 
 Set 1: `design_blind.jsonl` (device calls 17 and 22), predicted at commit 22f52b1; set 2:
-`design_blind2.jsonl` (device call 25), predicted by the profiles refitted on the engines'
-kernel samples. A predictions file (`calibration/h200/engines/blind_predictions*.jsonl`)
+`design_blind2.jsonl` (device calls 25-26), predicted by the profiles refitted on the
+engines' kernel samples. A predictions file (`calibration/h200/engines/blind_predictions*.jsonl`)
 is written by the code of the commit it names and committed before the runs are measured. A static cache
 keeps the largest earlier call's length on the same model object, so each hf-static row
 is predicted with the cache length its place in the design gives it.
