@@ -6,8 +6,11 @@ have, predicted before they were measured.
 
 Set 1: `design_blind.jsonl` (device calls 17 and 22), predicted at commit 22f52b1; set 2:
 `design_blind2.jsonl` (device calls 25-26), predicted by the profiles refitted on the
-engines' kernel samples. A predictions file (`calibration/h200/engines/blind_predictions*.jsonl`)
-is written by the code of the commit it names and committed before the runs are measured. A static cache
+engines' kernel samples; set 3: `design_blind3.jsonl` and hf-eager's
+`design_replicates.jsonl` (earlier runs measured again on another host; device calls
+27-28), predicted by the per-host profiles of session 6. A predictions file
+(`calibration/h200/engines/blind_predictions*.jsonl`) is written by the code of the commit
+it names and committed before the runs are measured. A static cache
 keeps the largest earlier call's length on the same model object, so each hf-static row
 is predicted with the cache length its place in the design gives it.
 """
@@ -27,15 +30,20 @@ from piep.artifacts import git_hash, read_jsonl, write_text  # noqa: E402
 from piep.sampling.grid import config_key, spec_of  # noqa: E402
 
 ENGINES = ROOT / "calibration" / "h200" / "engines"
-# set -> (design file of each engine, predictions file, measured files of each engine);
-# in set 1, call 17 measured the design within its budget, call 22 the rest (hf-static)
-SETS = {1: ("design_blind.jsonl", "blind_predictions.jsonl",
+# set -> (design files of each engine, predictions file, measured files of each engine);
+# in set 1, call 17 measured the design within its budget, call 22 the rest (hf-static);
+# set 3 adds runs measured again on another host (design_replicates.jsonl)
+SETS = {1: (("design_blind.jsonl",), "blind_predictions.jsonl",
             ("raw/call17_blind.jsonl", "raw/call22_blind.jsonl")),
-        2: ("design_blind2.jsonl", "blind_predictions2.jsonl", ("raw/call25_blind2.jsonl",))}
+        2: (("design_blind2.jsonl",), "blind_predictions2.jsonl", ("raw/call25_blind2.jsonl",)),
+        3: (("design_blind3.jsonl", "design_replicates.jsonl"), "blind_predictions3.jsonl",
+            ("raw/call27_blind3.jsonl", "raw/call27_replicates.jsonl",
+             "raw/call28_blind3.jsonl"))}
 
 
 def design_rows(engine: str, blind_set: int = 1) -> list[dict]:
-    rows = read_jsonl(ENGINES / engine / SETS[blind_set][0])
+    rows = [r for f in SETS[blind_set][0] if (ENGINES / engine / f).exists()
+            for r in read_jsonl(ENGINES / engine / f)]
     largest: dict[str, int] = {}
     for r in rows:  # the static cache of a model object grows to the largest call so far
         cache = max(largest.get(r["model"], 0), r["prompt_len"] + r["gen_len"])

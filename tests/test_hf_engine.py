@@ -107,3 +107,19 @@ def test_continuous_batching_replays_a_trace(config, tmp_path):
     assert sum(it["decode_requests"]) == sum(r["gen_len"] - 1 for r in rows)
     assert all(0 <= a < b for a, b in zip(it["t_start_s"], it["t_end_s"]))
     assert it["kv_tokens"][0] == 0 and min(it["kv_tokens"]) >= 0  # cached keys, before it
+
+
+def test_kernel_census_splits_per_layer_from_outside():
+    from collections import Counter
+
+    from piep.config import ModelSpec, Workload
+    from piep.sampling.census import census, split_counts
+    per_layer, outside = split_counts({2: Counter(a=7, b=3), 4: Counter(a=11, b=3, c=2)})
+    assert per_layer == Counter(a=2.0, c=1.0) and outside == Counter(a=3.0, b=3.0)
+    spec = ModelSpec.from_hf_config(TINY, name="tiny")
+    rec = census(spec, "hf-eager", Workload(batch=2, prompt_len=8, gen_len=4), "cpu")
+    step = rec["decode_step"]["per_layer_by_name"]
+    # one SDPA per layer; DynamicCache concatenates K and V, rotate_half q and k
+    assert step["aten::scaled_dot_product_attention"] == 1
+    assert step["aten::cat"] == 4
+    assert rec["unit"] == "aten_op" and rec["decode_step"]["outside"] > 0

@@ -54,6 +54,16 @@ UNLISTED_HEAD_DIM = {
                            "num_key_value_heads": 4, "vocab_size": 64000},
 }
 
+# the third blind test of the engine profiles: multi-head attention and head dim 80
+UNLISTED_BLIND3 = {
+    "piep-unlisted-mha5b": {**UNLISTED, "hidden_size": 3840, "intermediate_size": 10240,
+                            "num_hidden_layers": 28, "num_attention_heads": 30,
+                            "num_key_value_heads": 30, "vocab_size": 48000},
+    "piep-unlisted-hd80": {**UNLISTED, "hidden_size": 2560, "intermediate_size": 7168,
+                           "num_hidden_layers": 30, "num_attention_heads": 32,
+                           "num_key_value_heads": 8, "vocab_size": 32000},
+}
+
 MULTI_GPU_MODELS = ("llama-3-70b", "qwen2.5-32b", "llama-2-13b", "piep-unlisted-20b")
 ONE_GPU_MODELS = ("llama-2-7b", "llama-3-8b", "mistral-7b", "qwen2.5-7b", "llama-2-13b",
                   "qwen2.5-14b", "mistral-small-24b", "vicuna-33b", "qwen2.5-32b",
@@ -72,9 +82,11 @@ X4_LAYOUTS = ("tp4", "pp4", "tp2pp2", "tp2dp2", "dp4")
 X8_LAYOUTS = ("tp8", "tp4pp2", "tp4dp2", "tp2pp2dp2")
 
 
-def _spec(name: str) -> tuple[ModelSpec, dict[str, Any] | None]:
+def named_spec(name: str) -> tuple[ModelSpec, dict[str, Any] | None]:
+    """A shipped model or one of the designs' shapes in no public list (with its
+    config.json body)."""
     inline = {"piep-unlisted-3b": UNLISTED, **UNLISTED_MORE, **UNLISTED_HEAD_DIM,
-              **UNLISTED_MULTI}.get(name)
+              **UNLISTED_MULTI, **UNLISTED_BLIND3}.get(name)
     if inline:
         return ModelSpec.from_hf_config(inline, name=name), inline
     from piep.models import load_model
@@ -119,7 +131,7 @@ def build_design(*, seed: int = 0, draws: int = 8, max_time_s: float = 3.0, bloc
     plan = [(m, lay) for m, lay in plan if lay in layouts]
     out = []
     for name, lay in plan:
-        spec, inline = _spec(name)
+        spec, inline = named_spec(name)
         tp, pp, dp = LAYOUTS[lay]
         batches = _lhs(rng, draws, 1, 64)
         prompts = _lhs(rng, draws, 128, 2048)
@@ -161,6 +173,20 @@ HF_LAYER_STEP_S = {"hf-eager": 4e-4, "hf-static": 5e-5}
 HF_COMPILE_S = 40.0  # first call of a model under hf-static (21-80 s measured)
 
 
+def _engine_row(name: str, engine: str, dep, roof, inline: dict | None) -> dict[str, Any]:
+    """A design row of a transformers engine, with its wall-time estimate (seven calls:
+    warm-ups, windows, the prefill windows; 10 s of setup)."""
+    spec, wl = dep.model, dep.workload
+    pred = prediction(dep, roof)
+    step = max(pred["decode"]["tpot_s"], HF_LAYER_STEP_S[engine] * spec.num_layers)
+    t_gen = pred["prefill"]["time_s"] + step * max(wl.gen_len - 1, 0)
+    return {"model": name, "engine": engine, "tp": dep.parallel.tp, "pp": 1, "dp": 1,
+            "batch": wl.batch, "prompt_len": wl.prompt_len, "gen_len": wl.gen_len,
+            "mode": "graph" if engine == "hf-static" else "eager",
+            "estimated_s": round(10 + 7 * max(t_gen, 0.6), 1),
+            **({"config": inline} if inline else {})}
+
+
 def build_engine_design(engine: str, models: tuple[str, ...], *, tp: int = 1, seed: int = 0,
                         draws: int = 6, batches: tuple[int, int] = (1, 64),
                         prompts: tuple[int, int] = (64, 2048), gens: tuple[int, int] = (16, 256),
@@ -174,24 +200,14 @@ def build_engine_design(engine: str, models: tuple[str, ...], *, tp: int = 1, se
     roof = RooflineModel()
     per_model: list[list[dict[str, Any]]] = []
     for name in models:
-        spec, inline = _spec(name)
+        spec, inline = named_spec(name)
         rows = []
         for b, p, g in zip(_lhs(rng, draws, *batches), _lhs(rng, draws, *prompts),
                            _lhs(rng, draws, *gens)):
             wl = Workload(batch=int(round(b)), prompt_len=int(round(p)), gen_len=int(round(g)))
             dep = _fitting(spec, Parallel(tp=tp), wl, gpu, memory_margin)
-            if dep is None:
-                continue
-            pred = prediction(dep, roof)
-            step = max(pred["decode"]["tpot_s"], HF_LAYER_STEP_S[engine] * spec.num_layers)
-            t_gen = pred["prefill"]["time_s"] + step * max(wl.gen_len - 1, 0)
-            cfg = {"model": name, "engine": engine, "tp": tp, "pp": 1, "dp": 1,
-                   "batch": wl.batch, "prompt_len": wl.prompt_len, "gen_len": wl.gen_len,
-                   "mode": "graph" if engine == "hf-static" else "eager",
-                   "estimated_s": round(10 + 7 * max(t_gen, 0.6), 1)}
-            if inline:
-                cfg["config"] = inline
-            rows.append(cfg)
+            if dep is not None:
+                rows.append(_engine_row(name, engine, dep, roof, inline))
         if rows and engine == "hf-static":
             rows[0]["estimated_s"] += HF_COMPILE_S
         per_model.append(rows)
@@ -227,6 +243,12 @@ ENGINE_DESIGNS = {
                                           models=("piep-unlisted-hd96", "mistral-small-24b")),
     "hf-eager/design_blind2.jsonl": dict(engine="hf-eager", seed=26, draws=3, models=(
         "piep-unlisted-hd96", "qwen2.5-32b", "llama-3-8b", "piep-unlisted-3b")),
+    # a third blind test (device call 27): multi-head attention and head dim 80 in no
+    # public list, vicuna-33b under hf-eager, llama-2-13b under hf-static
+    "hf-eager/design_blind3.jsonl": dict(engine="hf-eager", seed=27, draws=3, models=(
+        "piep-unlisted-mha5b", "piep-unlisted-hd80", "vicuna-33b")),
+    "hf-static/design_blind3.jsonl": dict(engine="hf-static", seed=28, draws=2, by_model=True,
+                                          models=("llama-2-13b", "piep-unlisted-hd80")),
     # transformers' own tensor parallelism on two GPUs (not lent yet)
     "hf-eager/design_tp2.jsonl": dict(engine="hf-eager", tp=2, seed=13, draws=5, models=(
         "llama-2-7b", "llama-3-8b", "llama-2-13b", "qwen2.5-14b")),
@@ -235,9 +257,32 @@ ENGINE_DESIGNS = {
 }
 
 
+# runs measured again on another device call's host (model, batch, prompt, gen): is the
+# change of their time what the change of the host's launch probe says? Runs from the
+# fastest (15, 16) and the slowest (25) hosts, the worst time errors among them
+REPLICATES = {
+    "hf-eager/design_replicates.jsonl": ("hf-eager", (
+        ("piep-unlisted-hd96", 3, 74, 29), ("llama-3-8b", 32, 434, 77),
+        ("qwen2.5-7b", 7, 259, 64), ("piep-unlisted-3b", 9, 392, 50),
+        ("qwen2.5-32b", 15, 74, 20), ("llama-2-13b", 12, 391, 150))),
+}
+
+
+def build_replicates(engine: str, runs) -> list[dict]:
+    """Design rows that measure the runs (model, batch, prompt, gen) of `engine` again."""
+    gpu, roof = load_gpu(DEFAULT_GPU), RooflineModel()
+    rows = []
+    for name, b, p, g in runs:
+        spec, inline = named_spec(name)
+        dep = _fitting(spec, Parallel(), Workload(batch=b, prompt_len=p, gen_len=g), gpu, 1.0)
+        rows.append(_engine_row(name, engine, dep, roof, inline))
+    return rows
+
+
 def write_engine_design(name: str) -> int:
     from piep.artifacts import write_text
-    rows = build_engine_design(**ENGINE_DESIGNS[name])
+    rows = build_replicates(*REPLICATES[name]) if name in REPLICATES else \
+        build_engine_design(**ENGINE_DESIGNS[name])
     path = Path("calibration/h200/engines") / name
     write_text(path, "".join(json.dumps(r) + "\n" for r in rows))
     return len(rows)
@@ -321,7 +366,7 @@ if __name__ == "__main__":
     name = sys.argv[1] if len(sys.argv) > 1 else "design.jsonl"
     if name == "traces":
         n = write_cb_traces()
-    elif name in ENGINE_DESIGNS:
+    elif name in ENGINE_DESIGNS or name in REPLICATES:
         n = write_engine_design(name)
     else:
         n = write_design(Path("calibration/h200/e2e") / name, **DESIGNS[name])

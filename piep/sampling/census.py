@@ -1,0 +1,139 @@
+"""Kernel census of transformers' `generate()`: the kernels one call launches, per layer
+and outside the layers, in prefill and per decode step, by kernel name.
+
+An eager engine's host issues every kernel itself, so its time follows the kernels it
+launches; which attention kernel SDPA picks (flash, memory-efficient, the math fallback of
+many small kernels) changes that count with the head dim and the cache. The census runs
+the model twice, with `layers` = (a, b) decoder layers (random weights, the same
+(B, P, G)), under the torch profiler: per layer = (count at b - count at a) / (b - a),
+outside the layers = count at a - a x per layer; per decode step = (whole call - prefill
+call) / (G - 1). On a GPU it counts CUDA kernels; on a CPU (tests) the top-level aten
+operators the Python code dispatches.
+
+    python -m piep.sampling.census --models llama-3-8b piep-unlisted-hd96 --out census.jsonl
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from collections import Counter
+from dataclasses import replace
+from typing import Any
+
+import torch
+
+from piep.config import ModelSpec, Parallel, Workload
+from piep.sampling.hf import HF_ENGINES, HFGenerate, build_model
+from piep.sampling.runner import Dist, _sync
+
+SCHEMA = "piep.kernel_census"
+
+
+def _launched(device, call) -> Counter:
+    """Kernels (CUDA) or top-level aten operators (CPU) one call launches, by name."""
+    from torch.autograd import DeviceType
+    from torch.profiler import ProfilerActivity, profile
+    cuda = torch.device(device).type == "cuda"
+    acts = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if cuda else [])
+    with profile(activities=acts) as prof:
+        call()
+        _sync(device)
+    names: Counter = Counter()
+    for e in prof.events():
+        if cuda:
+            if e.device_type == DeviceType.CUDA:
+                names[e.name] += 1
+        elif e.name.startswith("aten::") and (e.cpu_parent is None or
+                                              not e.cpu_parent.name.startswith("aten::")):
+            names[e.name] += 1
+    return names
+
+
+def _calls(spec: ModelSpec, engine: str, workload: Workload, device, seed: int
+           ) -> tuple[Counter, Counter]:
+    """(prefill call, whole call) launches of `spec` after two warm-up calls."""
+    d = Dist()
+    model = build_model(spec, Parallel(), d, device, torch.bfloat16, None, seed)
+    run = HFGenerate(model, engine, workload, device, seed)
+    for _ in range(2):
+        run.generate()
+        run.generate(1)
+    first = _launched(device, lambda: run.generate(1))
+    whole = _launched(device, run.generate)
+    run.model = None
+    del model
+    if torch.cuda.is_available():
+        torch.cuda.empty_cache()
+    return first, whole
+
+
+def split_counts(counts: dict[int, Counter]) -> tuple[Counter, Counter]:
+    """(per layer, outside the layers) from the counts of two layer counts."""
+    (a, ca), (b, cb) = sorted(counts.items())
+    per_layer = Counter({k: (cb[k] - ca[k]) / (b - a) for k in set(ca) | set(cb)
+                         if cb[k] != ca[k]})
+    outside = Counter({k: ca[k] - a * per_layer[k] for k in ca
+                       if ca[k] - a * per_layer[k]})
+    return per_layer, outside
+
+
+def census(spec: ModelSpec, engine: str, workload: Workload, device, *,
+           layers: tuple[int, int] = (2, 4), seed: int = 0) -> dict[str, Any]:
+    """The census record of one model shape under `engine` (see the module doc)."""
+    if workload.gen_len < 2:
+        raise ValueError("a census needs gen_len >= 2 (a decode step)")
+    first: dict[int, Counter] = {}
+    step: dict[int, Counter] = {}
+    for n in layers:
+        f, w = _calls(replace(spec, num_layers=n), engine, workload, device, seed)
+        first[n] = f
+        step[n] = Counter({k: (w[k] - f[k]) / (workload.gen_len - 1) for k in w
+                           if w[k] != f[k]})
+    out: dict[str, Any] = {"schema": SCHEMA, "model": spec.name, "engine": engine,
+                           "batch": workload.batch, "prompt_len": workload.prompt_len,
+                           "gen_len": workload.gen_len, "layers": list(layers),
+                           "head_dim": spec.head_dim, "heads": spec.num_heads,
+                           "kv_heads": spec.num_kv_heads,
+                           "unit": "cuda_kernel" if torch.device(device).type == "cuda"
+                           else "aten_op"}
+    for phase, counts in (("prefill", first), ("decode_step", step)):
+        per_layer, outside = split_counts(counts)
+        out[phase] = {"per_layer": sum(per_layer.values()), "outside": sum(outside.values()),
+                      "per_layer_by_name": dict(per_layer.most_common()),
+                      "outside_by_name": dict(outside.most_common())}
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    from piep.sampling.design import named_spec
+    ap = argparse.ArgumentParser(prog="python -m piep.sampling.census")
+    ap.add_argument("--models", nargs="+", required=True)
+    ap.add_argument("--engines", nargs="+", default=["hf-eager"], choices=HF_ENGINES)
+    ap.add_argument("--batch", type=int, default=4)
+    ap.add_argument("--prompt-len", type=int, default=128)
+    ap.add_argument("--gen-len", type=int, default=9)
+    ap.add_argument("--out", required=True)
+    args = ap.parse_args(argv)
+    device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    wl = Workload(batch=args.batch, prompt_len=args.prompt_len, gen_len=args.gen_len)
+    with open(args.out, "a") as fh:
+        for engine in args.engines:
+            for name in args.models:
+                t0 = time.perf_counter()
+                rec = census(named_spec(name)[0], engine, wl, device)
+                rec["wall_s"] = time.perf_counter() - t0
+                fh.write(json.dumps(rec) + "\n")
+                fh.flush()
+                print(f"{engine} {name}: prefill {rec['prefill']['per_layer']:.1f}/layer + "
+                      f"{rec['prefill']['outside']:.1f}, decode step "
+                      f"{rec['decode_step']['per_layer']:.1f}/layer + "
+                      f"{rec['decode_step']['outside']:.1f} ({rec['wall_s']:.0f} s)",
+                      flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
