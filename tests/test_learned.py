@@ -117,3 +117,30 @@ def test_out_of_range_is_the_nearest_sample_distance_against_the_threshold(shipp
     flags = km.out_of_range(x)
     assert flags.any() and not flags.all()
     assert (flags == (d > km.oor_threshold)).all()
+
+
+def test_a_host_queueing_ahead_idles_the_gpu_only_beyond_its_segments_kernels():
+    import numpy as np
+
+    from piep.predict.host import HostTerms
+    host = HostTerms(host_launch_s=10e-6, eager_decode_launch_s=10e-6)
+    launches = np.array([10, 10, 10, 10])        # 100 us of host issue time per call
+    time_s = np.array([400e-6, 10e-6, 10e-6, 10e-6])
+    count = np.array([1, 1, 2, 2])
+    group = np.array([0, 0, 1, 1])               # a long kernel's segment; a short one's
+    eager = np.ones(4, bool)
+    decode = np.ones(4, bool)
+    per_call = host.gap_s(launches, time_s, decode, eager, count=count, group=group)
+    assert np.allclose(per_call, [0.0, 90e-6, 90e-6, 90e-6])  # each call on its own
+    host.queue_ahead = True
+    queued = host.gap_s(launches, time_s, decode, eager, count=count, group=group)
+    # segment 0: 200 us issued under 410 us of kernels, no gap; segment 1: 400 us issued,
+    # 40 us of kernels: 360 us of gaps shared by issue time (90 us a call)
+    assert np.allclose(queued[:2], 0.0)
+    assert np.isclose((count * queued)[2:].sum(), 360e-6)
+    # twice the host time (a slower host) never shortens a gap
+    slow = host.gap_s(launches, time_s, decode, eager, 2.0, count=count, group=group)
+    assert (slow >= queued).all() and slow[1] == 0.0
+    # graph replay keeps its fixed gap per kernel
+    graph = host.gap_s(launches, time_s, decode, np.zeros(4, bool), count=count, group=group)
+    assert np.allclose(graph, launches * host.gap_graph_s)

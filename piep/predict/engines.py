@@ -48,6 +48,8 @@ ENGINE_FITS: dict[str, tuple[str, ...]] = {
               "step_host_s", "request_host_s", "launch_gap_w"),
 }
 START = {"step_host_s": 1e-3}  # where a fit starts a term the reference runner lacks
+# how an engine's host path works, set before its terms are fitted (piep.predict.host)
+ENGINE_HOST = {"hf-eager": {"queue_ahead": True}}
 
 
 def user_data_dir() -> Path:
@@ -189,6 +191,8 @@ def fit_profile(base, records: list[dict[str, Any]], engine: str, *,
     for name, value in START.items():
         if not getattr(host, name):
             setattr(host, name, value)
+    for name, value in ENGINE_HOST.get(engine, {}).items():
+        setattr(host, name, value)
     model = replace(base, host=host)
     ts = TrainingSet.build(model, cases)
     fit_host_terms(model, ts, ENGINE_FITS[engine], maxiter=400)

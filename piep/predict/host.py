@@ -2,7 +2,12 @@
 
 * Launch gaps: per kernel in graph replay; in eager code (prefill always, decode in eager
   mode) the host issues kernels at `host_launch_s` (prefill) or `eager_decode_launch_s`
-  (an eager decode step) each, and the GPU idles while it waits for them.
+  (an eager decode step) each, and the GPU idles while it waits for them: after each
+  call where the host issues its kernels slower than they run (the reference runner's
+  fit), or, with `queue_ahead`, only by the host's issue time of a whole segment beyond
+  its kernels' time (the host fills the launch queue ahead of a GPU busy with long
+  kernels; an engine's profile; measured on transformers' eager decode: per step the
+  GPU's time or the host's, whichever is longer, not their per-kernel sum).
 * In-situ kernel time: the isolated samples' time times a ratio per phase, and in decode
   a power law in the tokens of the step.
 * An engine's generation loop: host time per generated token outside the model.
@@ -18,7 +23,7 @@ import numpy as np
 
 TERMS = ("gap_graph_s", "host_launch_s", "eager_decode_launch_s", "launch_gap_w",
          "busy_wait_w", "comm_w", "time_scale", "decode_batch_exponent", "step_host_s",
-         "request_host_s", "host_probe_ref_s")
+         "request_host_s", "host_probe_ref_s", "queue_ahead")
 KIND_SCALE = "kind:"  # time_scale keys per row kind
 
 
@@ -43,6 +48,8 @@ class HostTerms:
     # the launch probe of the host these terms were fitted for (an engine fitted per
     # host); a deployment on a host of another probe scales its host time by the ratio
     host_probe_ref_s: float | None = None
+    # the host issues a segment's kernels ahead of the GPU (see the module doc)
+    queue_ahead: bool = False
 
     def host_factor(self, probe_s: np.ndarray) -> np.ndarray:
         """Host time relative to these terms' host, per deployment (`probe_s`: each
@@ -73,13 +80,27 @@ class HostTerms:
         return t
 
     def gap_s(self, launches: np.ndarray, time_s: np.ndarray, decode: np.ndarray,
-              eager: np.ndarray, host_factor: np.ndarray | float = 1.0) -> np.ndarray:
+              eager: np.ndarray, host_factor: np.ndarray | float = 1.0, *,
+              count: np.ndarray | None = None, group: np.ndarray | None = None
+              ) -> np.ndarray:
         """Launch gap after one call: in eager code the GPU idles while the host issues
         the call's kernels beyond its run time (`host_factor`: that host's time relative
-        to the calibration host's); in graph replay a fixed gap per kernel."""
-        host = np.where(decode, self.eager_decode_launch_s, self.host_launch_s) * host_factor
-        return np.where(eager, np.maximum(0.0, launches * host - time_s),
-                        launches * self.gap_graph_s)
+        to the calibration host's); in graph replay a fixed gap per kernel. With
+        `queue_ahead`, the eager gap of each `group` of rows (a segment's stage; `count`
+        calls per row) is the host's issue time beyond the group's busy time, shared
+        among its rows by their issue time."""
+        issue = launches * np.where(decode, self.eager_decode_launch_s,
+                                    self.host_launch_s) * host_factor
+        graph = launches * self.gap_graph_s
+        if not (self.queue_ahead and group is not None):
+            return np.where(eager, np.maximum(0.0, issue - time_s), graph)
+        issue = np.where(eager, issue, 0.0)
+        n = int(group.max()) + 1 if len(group) else 0
+        host = np.bincount(group, weights=count * issue, minlength=n)
+        busy = np.bincount(group, weights=count * time_s, minlength=n)
+        share = np.divide(np.maximum(0.0, host - busy), host, out=np.zeros(n),
+                          where=host > 0)
+        return np.where(eager, issue * share[group], graph)
 
     def to_dict(self) -> dict:
         return {k: getattr(self, k) for k in TERMS}

@@ -68,7 +68,8 @@ class LearnedModel:
         if host.host_probe_ref_s:  # only a profile fitted per host reads the deployments'
             factor = host.host_factor(np.array([np.nan if d.host_probe_s is None else
                                                 d.host_probe_s for d in table.deps]))[table.cfg]
-        gap = host.gap_s(table.launches, t, decode, eager, factor)
+        gap = host.gap_s(table.launches, t + wait, decode, eager, factor, count=table.count,
+                         group=table.segment * int(table.pp.max(initial=1)) + table.stage)
         if host.step_host_s or host.request_host_s:  # per step (and request), beside sampling
             per_step = (host.step_host_s + host.request_host_s * table.q["tokens"]) * factor
             gap = gap + np.where(table.kind_id == KIND_ID["sampling"], per_step, 0.0)
