@@ -9,6 +9,7 @@ from piep.api import predict
 from piep.gpus import load_gpu
 from piep.predict.combiner import TAU, Combiner
 from piep.predict.learned import load_learned, predictor_dir
+from piep.predict.module_models import CONSTANT_STD
 from piep.predict.pricing import prediction as evaluate
 from piep.predict.store import load, save
 from piep.predict.table import KIND_ID
@@ -112,11 +113,27 @@ def test_out_of_range_is_the_nearest_sample_distance_against_the_threshold(shipp
     near = km.train_z[rng.integers(0, len(km.train_z), 200)] + rng.normal(0, 0.3, (200, dim))
     far = km.train_z[:50] + rng.normal(0, 6.0, (50, dim))
     x = np.vstack([near, far]) * km.std + km.mean
-    z = (x - km.mean) / km.std
-    d = np.sqrt(((z[:, None, :] - km.train_z[None, :, :]) ** 2).sum(-1)).min(1)
+    varies = km.std > CONSTANT_STD
+    z = (x - km.mean)[:, varies] / km.std[varies]
+    d = np.sqrt(((z[:, None, :] - km.train_z[None, :, varies]) ** 2).sum(-1)).min(1)
     flags = km.out_of_range(x)
     assert flags.any() and not flags.all()
     assert (flags == (d > km.oor_threshold)).all()
+
+
+def test_a_feature_the_samples_never_vary_does_not_make_a_leaf_far(shipped):
+    """Linear layers were sampled in graph decode only: the same shapes in an eager decode
+    step run the same kernels (their `eager` feature, constant over the samples, cannot
+    split the GBDTs) and are not out of range; a shape far away still is."""
+    from piep.predict.features import FEATURES
+    km = shipped.modules.kinds["linear"]
+    eager = list(FEATURES).index("eager")
+    assert km.std[eager] <= CONSTANT_STD
+    x = km.train_z[:20] * km.std + km.mean
+    x[:, eager] = 1.0
+    assert not km.out_of_range(x).any()
+    x[:, 0] += 40 * km.std[0]
+    assert km.out_of_range(x).all()
 
 
 def test_a_host_queueing_ahead_idles_the_gpu_only_beyond_its_segments_kernels():
@@ -144,3 +161,18 @@ def test_a_host_queueing_ahead_idles_the_gpu_only_beyond_its_segments_kernels():
     # graph replay keeps its fixed gap per kernel
     graph = host.gap_s(launches, time_s, decode, np.zeros(4, bool), count=count, group=group)
     assert np.allclose(graph, launches * host.gap_graph_s)
+
+
+def test_a_prediction_far_from_the_samples_has_a_wider_interval(tmp_path):
+    far = {"model_type": "llama", "hidden_size": 1024, "intermediate_size": 2816,
+           "num_hidden_layers": 8, "num_attention_heads": 16, "num_key_value_heads": 1,
+           "vocab_size": 8000}
+    from piep.predict.learned import OUT_OF_RANGE_WIDENING
+    (tmp_path / "config.json").write_text(json.dumps(far))
+    doc = predict(str(tmp_path / "config.json"), batch=200, prompt_len=3000, gen_len=5)
+    near = predict("llama-3-8b", batch=8, prompt_len=512, gen_len=64)
+    assert "out_of_range" in doc["flags"] and "out_of_range" not in near["flags"]
+    half = [np.log(doc["interval"][k][1] / doc[k]) for k in ("energy_j", "time_s")]
+    near_half = [np.log(near["interval"][k][1] / near[k]) for k in ("energy_j", "time_s")]
+    assert half == pytest.approx([OUT_OF_RANGE_WIDENING * h for h in near_half])
+    assert "widened" in doc["interval"]["level"]

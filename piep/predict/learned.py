@@ -30,6 +30,10 @@ from piep.predict.pricing import Prices
 from piep.predict.table import KIND_ID, LeafTable
 
 log = logging.getLogger("piep.predict")
+# an interval's log half-widths are widened by this where the module models extrapolate
+# (out_of_range): a caution, not a fit (on the committed engine runs the flagged runs
+# were predicted no worse than the others; reports/engines.md)
+OUT_OF_RANGE_WIDENING = 1.5
 
 
 @dataclass
@@ -82,16 +86,23 @@ class LearnedModel:
                                               seg.phase == 1, table.eager[seg.cfg], seg.tokens),
             idle_w=host.launch_gap_w, wait_w=host.busy_wait_w)
 
-    def interval(self, dep: Deployment, energy_j: float, time_s: float) -> dict[str, Any]:
+    def interval(self, dep: Deployment, energy_j: float, time_s: float, *,
+                 far: bool = False) -> dict[str, Any]:
+        """The 90 % interval of a prediction of `dep`: the conformal half-widths of its
+        group, widened where collectives are extrapolated beyond n = 2 and where the
+        module models extrapolate (`far`)."""
         group = interval_group(dep.workload.mode, dep.parallel)
         qe = self.intervals.get(group, self.intervals.get("all", 0.2))
         qt = self.time_intervals.get(group, self.time_intervals.get("all", 0.2))
+        level = f"90% split-conformal (leave-one-model-out residuals, group {group})"
         if dep.parallel.world_size > 2:  # collectives extrapolated beyond n = 2
             qe, qt = qe * 1.5, qt * 1.5
+        if far:
+            qe, qt = qe * OUT_OF_RANGE_WIDENING, qt * OUT_OF_RANGE_WIDENING
+            level += f"; widened x{OUT_OF_RANGE_WIDENING} (log) where the module models " \
+                "extrapolate"
         return {"energy_j": [energy_j * math.exp(-qe), energy_j * math.exp(qe)],
-                "time_s": [time_s * math.exp(-qt), time_s * math.exp(qt)],
-                "level": "90% split-conformal (leave-one-model-out residuals, "
-                         f"group {group})"}
+                "time_s": [time_s * math.exp(-qt), time_s * math.exp(qt)], "level": level}
 
 
 def interval_group(mode: str, parallel) -> str:

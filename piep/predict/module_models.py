@@ -28,6 +28,9 @@ GBDT_PARAMS = {"objective": "regression", "learning_rate": 0.15, "max_depth": 7,
 ROUNDS = 100  # with lr 0.15: the same 5-fold module error as 300 x 0.05, 3x faster
 
 
+CONSTANT_STD = 1e-6  # a feature whose samples spread less than this is constant
+
+
 @dataclass
 class KindModel:
     time_booster: Any
@@ -53,7 +56,9 @@ class KindModel:
         if self._tree is None:
             from scipy.spatial import cKDTree
             self._tree = cKDTree(self.train_z)
-        z = (x - self.mean) / self.std
+        # a feature constant over the samples (eager decode where only graph decode was
+        # sampled) cannot split the GBDTs, so it does not make a leaf far from them
+        z = (x - self.mean) / np.where(self.std > CONSTANT_STD, self.std, np.inf)
         d, _ = self._tree.query(z, k=1, distance_upper_bound=self.oor_threshold * (1 + 1e-9))
         return ~np.isfinite(d) | (d > self.oor_threshold)
 

@@ -47,8 +47,10 @@ class CostModel(Protocol):
     def price(self, table: LeafTable) -> Prices:
         """One call of every row of `table` on its GPU."""
 
-    def interval(self, dep: Deployment, energy_j: float, time_s: float) -> dict[str, Any]:
-        """The interval document of a prediction of `dep` (energy, time, level)."""
+    def interval(self, dep: Deployment, energy_j: float, time_s: float, *,
+                 far: bool = False) -> dict[str, Any]:
+        """The interval document of a prediction of `dep` (energy, time, level); `far`:
+        the module models extrapolate for some of its leaves (out_of_range)."""
 
 
 @dataclass
@@ -158,7 +160,7 @@ class Priced:
             "j_per_token": energy_j / gen_tokens,
             "tokens_per_s": gen_tokens / time_s if time_s else 0.0,
             "per_gpu": [dict(g) for g in per_gpu],
-            "interval": self.model.interval(dep, energy_j, time_s),
+            "interval": self.model.interval(dep, energy_j, time_s, far=bool(oor)),
             "breakdown_j": {k: float(v) for k, v in zip(CATEGORIES, self.breakdown_j[i])},
             "modules": modules,
             "modules_raw_sum_j": float(self.raw_j[i]),

@@ -61,7 +61,8 @@ class RooflineModel:
                       segment_alpha=np.ones(n_seg), idle_w=gpu.idle_power_w,
                       wait_w=gpu.wait_power_w)
 
-    def interval(self, dep: Deployment, energy_j: float, time_s: float) -> dict[str, Any]:
+    def interval(self, dep: Deployment, energy_j: float, time_s: float, *,
+                 far: bool = False) -> dict[str, Any]:
         lo, hi = self.rel_interval
         return {"energy_j": [energy_j * lo, energy_j * hi], "time_s": [time_s * lo, time_s * hi],
                 "level": self.level}

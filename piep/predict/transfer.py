@@ -37,7 +37,8 @@ class TransferredModel:
                        power_w=p.power_w * power, idle_w=p.idle_w * power,
                        wait_w=p.wait_w * power)
 
-    def interval(self, dep: Deployment, energy_j: float, time_s: float) -> dict[str, Any]:
+    def interval(self, dep: Deployment, energy_j: float, time_s: float, *,
+                 far: bool = False) -> dict[str, Any]:
         lo, hi = BAND
         return {"energy_j": [energy_j * lo, energy_j * hi], "time_s": [time_s * lo, time_s * hi],
                 "level": f"uncalibrated GPU: spec-sheet transfer from {self.reference}, fixed "

@@ -92,7 +92,7 @@ def census(spec: ModelSpec, engine: str, workload: Workload, device, *,
         first[n] = f
         step[n] = Counter({k: (w[k] - f[k]) / (workload.gen_len - 1) for k in w
                            if w[k] != f[k]})
-    out: dict[str, Any] = {"schema": SCHEMA, "model": spec.name, "engine": engine,
+    out: dict[str, Any] = {"schema": SCHEMA, "schema_version": 1, "model": spec.name, "engine": engine,
                            "batch": workload.batch, "prompt_len": workload.prompt_len,
                            "gen_len": workload.gen_len, "layers": list(layers),
                            "head_dim": spec.head_dim, "heads": spec.num_heads,
