@@ -8,7 +8,9 @@ Set 1: `design_blind.jsonl` (device calls 17 and 22), predicted at commit 22f52b
 `design_blind2.jsonl` (device calls 25-26), predicted by the profiles refitted on the
 engines' kernel samples; set 3: `design_blind3.jsonl` and hf-eager's
 `design_replicates.jsonl` (earlier runs measured again on another host; device calls
-27-28), predicted by the per-host profiles of session 6. A predictions file
+27-28), predicted by the per-host profiles of session 6; set 4: `design_blind4.jsonl`
+(device call 29), predicted by the profiles refitted after set 3 with hf-eager's host
+queueing ahead of the GPU. A predictions file
 (`calibration/h200/engines/blind_predictions*.jsonl`) is written by the code of the commit
 it names and committed before the runs are measured. A static cache
 keeps the largest earlier call's length on the same model object, so each hf-static row
@@ -38,7 +40,8 @@ SETS = {1: (("design_blind.jsonl",), "blind_predictions.jsonl",
         2: (("design_blind2.jsonl",), "blind_predictions2.jsonl", ("raw/call25_blind2.jsonl",)),
         3: (("design_blind3.jsonl", "design_replicates.jsonl"), "blind_predictions3.jsonl",
             ("raw/call27_blind3.jsonl", "raw/call27_replicates.jsonl",
-             "raw/call28_blind3.jsonl"))}
+             "raw/call28_blind3.jsonl")),
+        4: (("design_blind4.jsonl",), "blind_predictions4.jsonl", ("raw/call29_blind4.jsonl",))}
 
 
 def design_rows(engine: str, blind_set: int = 1) -> list[dict]:

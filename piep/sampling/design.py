@@ -62,6 +62,10 @@ UNLISTED_BLIND3 = {
     "piep-unlisted-hd80": {**UNLISTED, "hidden_size": 2560, "intermediate_size": 7168,
                            "num_hidden_layers": 30, "num_attention_heads": 32,
                            "num_key_value_heads": 8, "vocab_size": 32000},
+    # the fourth: head dim 112
+    "piep-unlisted-hd112": {**UNLISTED, "hidden_size": 3584, "intermediate_size": 9728,
+                            "num_hidden_layers": 26, "num_attention_heads": 32,
+                            "num_key_value_heads": 8, "vocab_size": 56000},
 }
 
 MULTI_GPU_MODELS = ("llama-3-70b", "qwen2.5-32b", "llama-2-13b", "piep-unlisted-20b")
@@ -249,6 +253,13 @@ ENGINE_DESIGNS = {
         "piep-unlisted-mha5b", "piep-unlisted-hd80", "vicuna-33b")),
     "hf-static/design_blind3.jsonl": dict(engine="hf-static", seed=28, draws=2, by_model=True,
                                           models=("llama-2-13b", "piep-unlisted-hd80")),
+    # a fourth (device call 29), predicted by the profiles refitted with hf-eager's host
+    # queueing ahead of the GPU: head dim 112 and a 20B shape in no public list, and new
+    # batch/prompt/gen draws of two shapes the profiles know
+    "hf-eager/design_blind4.jsonl": dict(engine="hf-eager", seed=29, draws=3, models=(
+        "piep-unlisted-hd112", "piep-unlisted-20b", "llama-3-8b", "mistral-7b")),
+    "hf-static/design_blind4.jsonl": dict(engine="hf-static", seed=30, draws=2, by_model=True,
+                                          models=("piep-unlisted-hd112", "piep-unlisted-20b")),
     # transformers' own tensor parallelism on two GPUs (not lent yet)
     "hf-eager/design_tp2.jsonl": dict(engine="hf-eager", tp=2, seed=13, draws=5, models=(
         "llama-2-7b", "llama-3-8b", "llama-2-13b", "qwen2.5-14b")),
