@@ -18,8 +18,8 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from piep.gpus import load_gpu  # noqa: E402
-from piep.predict.engines import (ENGINE_FITS, engine_records, profile_lomo,  # noqa: E402
-                                  profile_rows)
+from piep.predict.engines import (ENGINE_FITS, engine_records, load_profile,  # noqa: E402
+                                  profile_lomo, profile_rows)
 from piep.predict.learned import load_learned  # noqa: E402
 from piep.predict.pricing import price  # noqa: E402
 from piep.predict.train import deployment_of  # noqa: E402
@@ -106,7 +106,7 @@ def replicate_rows(base, engine: str = "hf-eager") -> list[str]:
     beside the change of their host's launch probe and the change the shipped profile
     predicts from the two probes."""
     from piep.artifacts import read_records
-    from piep.predict.engines import load_profile, shipped_profile_dir
+    from piep.predict.engines import shipped_profile_dir
     from piep.predict.train import deployment_of, host_probe_of
     raw = shipped_profile_dir("h200", engine) / "raw"
     again = {r["key"]: r for r in read_records(raw / "call27_replicates.jsonl",
@@ -345,7 +345,13 @@ def main() -> int:
               "outlasts it (leave-one-model-out over the 61 runs: time 15.0 -> 13.9 %, with "
               "each run's probe 13.1 -> 10.7 %; energy 7.0 -> 7.7 %, with the probe 6.1 -> "
               "6.4 %; on blind set 4, fitted on the 55 runs before it, both forms miss alike: "
-              "energy 12.7 / 13.7 %, time 24.6 / 25.7 %). All runs are tp=1 on one GPU: "
+              "energy 12.7 / 13.7 %, time 24.6 / 25.7 %). hf-static's profile also fits "
+              "host time once per `generate()` call "
+              f"({1e3 * load_profile('h200', 'hf-static').host.call_host_s:.0f} ms: the "
+              "static cache's reset, the compiled step's guards; without it its runs of 17-21 "
+              "generated tokens were under-predicted by 14-21 % in time, leave-one-model-out "
+              "time 8.3 -> 7.7 %; for hf-eager it gained nothing and is not fitted). All runs "
+              "are tp=1 on one GPU: "
               "predictions for tp>1 with these engines are flagged `unmeasured_engine_layout`.",
               "", "## Blind tests", "",
               "Runs of models and shapes the profiles' runs did not have, predicted before "

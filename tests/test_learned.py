@@ -176,3 +176,18 @@ def test_a_prediction_far_from_the_samples_has_a_wider_interval(tmp_path):
     near_half = [np.log(near["interval"][k][1] / near[k]) for k in ("energy_j", "time_s")]
     assert half == pytest.approx([OUT_OF_RANGE_WIDENING * h for h in near_half])
     assert "widened" in doc["interval"]["level"]
+
+
+def test_host_time_per_call_lands_once_in_the_prefill(shipped, make_dep):
+    """An engine's per-call host time (generate()'s setup) adds to TTFT once, whatever
+    the batch and the generated length, and not to decode."""
+    import copy
+    from dataclasses import replace as dc_replace
+    for batch, gen in ((1, 8), (16, 64)):
+        dep = make_dep("llama-3-8b", batch=batch, gen_len=gen)
+        host = copy.deepcopy(shipped.host)
+        host.call_host_s = 0.05
+        plain = evaluate(dep, shipped)
+        called = evaluate(dep, dc_replace(shipped, host=host))
+        assert called["prefill"]["time_s"] - plain["prefill"]["time_s"] == pytest.approx(0.05)
+        assert called["decode"]["time_s"] == pytest.approx(plain["decode"]["time_s"])

@@ -6,10 +6,11 @@ holding the KV cache. The cache handling is structure, in the model tree
 a static-cache decode step attends the whole cache, K/V expanded to every head; the
 kernels are priced by module samples of transformers' own ops). What a profile holds is
 fitted on end-to-end runs of the engine: host time per kernel launch (prefill, decode),
-per graph-replayed kernel, per generated token outside the model, and optionally the
-combiner. A profile names the engine's version it was measured with. Engines fitted per
-host (`HOST_FITTED`) scale each run's host time by its launch probe over the median of
-the runs' (the profile's reference host, `HostTerms.host_probe_ref_s`).
+per graph-replayed kernel, per generated token outside the model, per call (hf-static's
+generate() setup: ~12 ms), and optionally the combiner. A profile names the engine's
+version it was measured with. Engines fitted per host (`HOST_FITTED`) scale each run's
+host time by its launch probe over the median of the runs' (the profile's reference host,
+`HostTerms.host_probe_ref_s`).
 
 Shipped profiles live in `calibration/<gpu>/engines/<engine>/profile.json`; a user's own
 (`piep train --engine NAME --from-measurements FILE`) go to the user data directory and
@@ -41,13 +42,14 @@ SCHEMA_VERSION = 1
 # the host terms fitted per engine (the rest stay the reference runner's)
 ENGINE_FITS: dict[str, tuple[str, ...]] = {
     "hf-eager": ("host_launch_s", "eager_decode_launch_s", "step_host_s"),
-    "hf-static": ("host_launch_s", "gap_graph_s", "step_host_s"),
+    "hf-static": ("host_launch_s", "gap_graph_s", "step_host_s", "call_host_s"),
     # continuous batching: fitted on replayed request traces (piep.serving.fit): the
     # kernel time scales (attention's on top), host time, the power in host gaps
     "hf-cb": ("time_scale.prefill", "time_scale.kind:attention", "host_launch_s",
               "step_host_s", "request_host_s", "launch_gap_w"),
 }
-START = {"step_host_s": 1e-3}  # where a fit starts a term the reference runner lacks
+# where a fit starts a term the reference runner lacks
+START = {"step_host_s": 1e-3, "call_host_s": 1e-2}
 # how an engine's host path works, set before its terms are fitted (piep.predict.host)
 ENGINE_HOST = {"hf-eager": {"queue_ahead": True}}
 
@@ -188,9 +190,9 @@ def fit_profile(base, records: list[dict[str, Any]], engine: str, *,
                             f"found {len(cases)}")
     host = copy.deepcopy(base.host)
     host.host_probe_ref_s = ref
-    for name, value in START.items():
-        if not getattr(host, name):
-            setattr(host, name, value)
+    for name in ENGINE_FITS[engine]:
+        if name in START and not getattr(host, name):
+            setattr(host, name, START[name])
     for name, value in ENGINE_HOST.get(engine, {}).items():
         setattr(host, name, value)
     model = replace(base, host=host)

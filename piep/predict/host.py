@@ -23,7 +23,7 @@ import numpy as np
 
 TERMS = ("gap_graph_s", "host_launch_s", "eager_decode_launch_s", "launch_gap_w",
          "busy_wait_w", "comm_w", "time_scale", "decode_batch_exponent", "step_host_s",
-         "request_host_s", "host_probe_ref_s", "queue_ahead")
+         "request_host_s", "call_host_s", "host_probe_ref_s", "queue_ahead")
 KIND_SCALE = "kind:"  # time_scale keys per row kind
 
 
@@ -45,6 +45,9 @@ class HostTerms:
     step_host_s: float = 0.0
     # a scheduler's host time per request of an iteration (continuous batching)
     request_host_s: float = 0.0
+    # host time once per engine call (a generate() call's setup: inputs, cache, mask,
+    # stopping criteria), GPU idle, before its prefill
+    call_host_s: float = 0.0
     # the launch probe of the host these terms were fitted for (an engine fitted per
     # host); a deployment on a host of another probe scales its host time by the ratio
     host_probe_ref_s: float | None = None

@@ -77,6 +77,9 @@ class LearnedModel:
         if host.step_host_s or host.request_host_s:  # per step (and request), beside sampling
             per_step = (host.step_host_s + host.request_host_s * table.q["tokens"]) * factor
             gap = gap + np.where(table.kind_id == KIND_ID["sampling"], per_step, 0.0)
+        if host.call_host_s:  # once per call: beside the prefill's sampling
+            gap = gap + np.where((table.kind_id == KIND_ID["sampling"]) & ~decode,
+                                 host.call_host_s * factor, 0.0)
         seg = table.segments
         return Prices(
             time_s=t, power_w=power, gap_s=gap, wait_s=wait,
