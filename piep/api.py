@@ -89,6 +89,8 @@ def engine_fields(scn: Scenario) -> dict[str, Any]:
     if scn.parallel.tp not in profile.meta.get("tp_measured", [1]):
         flags.append("unmeasured_engine_layout")
     ref = {"name": scn.engine.name, "version": profile.version}
+    if profile.host.host_probe_ref_s:  # the host the profile's host time is for
+        ref["host_probe_ref_us"] = 1e6 * profile.host.host_probe_ref_s
     if scn.engine.host_probe_us is not None:  # predicted for another host than the profile's
         if not profile.host.host_probe_ref_s:
             raise ConfigError(f"--host-probe-us: the {scn.engine.name} profile on {gpu} has "

@@ -72,7 +72,8 @@ def test_cache_len_is_validated_and_costs_energy():
 def test_engine_predictions_name_engine_and_version():
     doc = api.predict("llama-3-8b", engine="hf-static", batch=8)
     prof = load_profile("h200", "hf-static")
-    assert doc["engine_ref"] == {"name": "hf-static", "version": prof.version}
+    assert doc["engine_ref"] == {"name": "hf-static", "version": prof.version,
+                                 "host_probe_ref_us": 1e6 * prof.host.host_probe_ref_s}
     assert "static cache" in doc["engine"] and "hf-static" in doc["predictor"]
     assert "unmeasured_engine_layout" not in doc["flags"]
     tp2 = api.predict("llama-3-8b", engine="hf-static", tp=2, batch=8)
@@ -245,3 +246,18 @@ def test_shipped_serving_profile_is_reproduced_from_its_traces():
     refit = fit_cb_profile(load_learned("h200"), engine_records("h200", "hf-cb"))
     for name in ENGINE_FITS["hf-cb"]:
         assert get_term(refit.host, name) == pytest.approx(get_term(shipped.host, name), rel=1e-6)
+
+
+def test_a_host_fitted_prediction_names_the_host_it_is_for(capsys):
+    """Without --host-probe-us the document names the profile's reference host, and the
+    table says how to predict for another; with it, the factor applied."""
+    ref = load_profile("h200", "hf-eager").host.host_probe_ref_s
+    doc = api.predict("llama-3-8b", engine="hf-eager", batch=4)
+    assert doc["engine_ref"]["host_probe_ref_us"] == pytest.approx(1e6 * ref)
+    slow = api.predict("llama-3-8b", engine="hf-eager", batch=4, host_probe_us=2e6 * ref)
+    assert slow["engine_ref"]["host_factor"] == pytest.approx(2.0)
+    assert slow["time_s"] > doc["time_s"]
+    assert main(["predict", "--model", "llama-3-8b", "--engine", "hf-eager"]) == 0
+    assert "--host-probe-us" in capsys.readouterr().out
+    assert main(["predict", "--model", "llama-3-8b"]) == 0
+    assert "host-probe" not in capsys.readouterr().out

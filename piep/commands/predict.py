@@ -52,6 +52,11 @@ def summary(doc: dict, top: int = 8) -> str:
                                    "time_s"])]
     if doc["flags"]:
         lines.append("flags: " + ", ".join(doc["flags"]))
+    ref = doc.get("engine_ref") or {}
+    if ref.get("host_probe_ref_us") and "host_probe_us" not in ref:
+        lines.append(f"host: {ref['name']}'s host time is for the profile's host (launch probe "
+                     f"{ref['host_probe_ref_us']:.1f} us); for yours: `piep env --host-probe` "
+                     "there, then --host-probe-us")
     if doc.get("out_of_range_kinds"):
         lines.append("out_of_range: the module models extrapolate for "
                      + ", ".join(doc["out_of_range_kinds"])

@@ -95,7 +95,9 @@ class LearnedModel:
         group, widened where collectives are extrapolated beyond n = 2 and where the
         module models extrapolate (`far`)."""
         group = interval_group(dep.workload.mode, dep.parallel)
-        qe = self.intervals.get(group, self.intervals.get("all", 0.2))
+        if group not in self.intervals:  # an engine profile's pooled residuals
+            group = "all"
+        qe = self.intervals.get(group, 0.2)
         qt = self.time_intervals.get(group, self.time_intervals.get("all", 0.2))
         level = f"90% split-conformal (leave-one-model-out residuals, group {group})"
         if dep.parallel.world_size > 2:  # collectives extrapolated beyond n = 2
