@@ -20,14 +20,19 @@ def _version(mod: str) -> str | None:
 
 def configure(parser) -> None:
     parser.add_argument("--host-probe", action="store_true",
-                        help="measure this host's launch probe (needs torch and a CUDA GPU): "
-                             "what `predict --host-probe-us` takes for hf-eager, hf-static")
+                        help="measure this host's launch probe (needs torch and a CUDA GPU; "
+                             "the median of %d probes: one alone varies by up to 1.5x on a "
+                             "shared host): what `predict --host-probe-us` takes for hf-eager, "
+                             "hf-static" % HOST_PROBES)
+
+
+HOST_PROBES = 9  # probes whose median `--host-probe` reports (~0.3 s in all)
 
 
 def _host_probe() -> dict[str, float]:
     """This host's launch probe, or one line saying what it needs."""
     from piep.errors import ConfigError
-    p = host_probe_here()
+    p = host_probe_here(repeats=HOST_PROBES)
     if p is None:
         raise ConfigError("--host-probe needs torch and a CUDA GPU: run it on the host that "
                           "runs the engine")
