@@ -123,3 +123,13 @@ def test_kernel_census_splits_per_layer_from_outside():
     assert step["aten::scaled_dot_product_attention"] == 1
     assert step["aten::cat"] == 4
     assert rec["unit"] == "aten_op" and rec["decode_step"]["outside"] > 0
+
+
+def test_kernel_census_refuses_bad_input_in_one_line_writing_nothing(tmp_path, capsys):
+    from piep.sampling.census import main
+    out = tmp_path / "census.jsonl"
+    for argv in (["--models", "no-such-model"], ["--models", "llama-3-8b", "--gen-len", "1"]):
+        assert main([*argv, "--out", str(out)]) == 2
+        err = capsys.readouterr().err.strip()
+        assert err.startswith("census: error:") and "\n" not in err
+    assert not out.exists()

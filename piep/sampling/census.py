@@ -26,6 +26,7 @@ from typing import Any
 import torch
 
 from piep.config import ModelSpec, Parallel, Workload
+from piep.errors import ConfigError, PiepError
 from piep.sampling.hf import HF_ENGINES, HFGenerate, build_model
 from piep.sampling.runner import Dist, _sync
 
@@ -118,12 +119,19 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out", required=True)
     args = ap.parse_args(argv)
     device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    wl = Workload(batch=args.batch, prompt_len=args.prompt_len, gen_len=args.gen_len)
+    try:  # every name and the workload checked before any model is built
+        specs = [named_spec(name)[0] for name in args.models]
+        wl = Workload(batch=args.batch, prompt_len=args.prompt_len, gen_len=args.gen_len)
+        if wl.gen_len < 2:
+            raise ConfigError("--gen-len must be >= 2 (a census needs a decode step)")
+    except PiepError as exc:
+        print(f"census: error: {exc}", file=sys.stderr)
+        return 2
     with open(args.out, "a") as fh:
         for engine in args.engines:
-            for name in args.models:
+            for name, spec in zip(args.models, specs):
                 t0 = time.perf_counter()
-                rec = census(named_spec(name)[0], engine, wl, device)
+                rec = census(spec, engine, wl, device)
                 rec["wall_s"] = time.perf_counter() - t0
                 fh.write(json.dumps(rec) + "\n")
                 fh.flush()
