@@ -261,3 +261,23 @@ def test_a_host_fitted_prediction_names_the_host_it_is_for(capsys):
     assert "--host-probe-us" in capsys.readouterr().out
     assert main(["predict", "--model", "llama-3-8b"]) == 0
     assert "host-probe" not in capsys.readouterr().out
+
+
+def test_env_host_probe_reports_the_median_of_its_probes(monkeypatch, capsys):
+    """`piep env --host-probe` on a GPU host (the probe replaced: no GPU here): the median
+    of HOST_PROBES probes, in us and ms, with the tiny decode step where it was taken."""
+    import piep.commands.env as env
+    seen = {}
+
+    def fake(gpu=0, repeats=1):
+        seen["repeats"] = repeats
+        return {"launch_add_s": 7.5e-6, "python_loop_200k_s": 7e-3,
+                "tiny_decode_step_s": 1.5e-3}
+    monkeypatch.setattr(env, "host_probe_here", fake)
+    assert main(["env", "--host-probe", "--json"]) == 0
+    probe = json.loads(capsys.readouterr().out)["host_probe"]
+    assert seen["repeats"] == env.HOST_PROBES > 1
+    assert probe == pytest.approx({"launch_us": 7.5, "python_loop_200k_ms": 7.0,
+                                   "tiny_decode_step_ms": 1.5})
+    assert main(["env", "--host-probe"]) == 0
+    assert "launch probe 7.5 us" in capsys.readouterr().out

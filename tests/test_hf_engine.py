@@ -46,8 +46,10 @@ def test_one_generate_call_is_the_measured_quantity(config):
     assert rec["prefill"]["window"] == "generate(max_new_tokens=1)"
     assert 0 < rec["prefill"]["time_s"] < rec["time_s"]
     assert rec["energy_j"] is None  # no GPU: timing only, never a made-up energy
-    assert len(rec["warmup_s"]) >= 2 and set(rec["host_probe"]) == {"python_loop_200k_s",
-                                                                     "launch_add_s"}
+    assert len(rec["warmup_s"]) >= 2 and set(rec["host_probe"]) == {
+        "python_loop_200k_s", "launch_add_s", "tiny_decode_step_s"}
+    # a tiny model's eager decode step: host time, a few hundred kernels' worth at most
+    assert 0 < rec["host_probe"]["tiny_decode_step_s"] < 1.0
     # the host probed beside every window (and after the last); the record keeps the median
     assert len(rec["host_probes"]) == rec["repeats"] + 1
     launches = sorted(p["launch_add_s"] for p in rec["host_probes"])

@@ -36,8 +36,11 @@ def _host_probe() -> dict[str, float]:
     if p is None:
         raise ConfigError("--host-probe needs torch and a CUDA GPU: run it on the host that "
                           "runs the engine")
-    return {"launch_us": p["launch_add_s"] * 1e6,
-            "python_loop_200k_ms": p["python_loop_200k_s"] * 1e3}
+    out = {"launch_us": p["launch_add_s"] * 1e6,
+           "python_loop_200k_ms": p["python_loop_200k_s"] * 1e3}
+    if "tiny_decode_step_s" in p:
+        out["tiny_decode_step_ms"] = p["tiny_decode_step_s"] * 1e3
+    return out
 
 
 def run(args) -> int:
@@ -88,9 +91,12 @@ def run(args) -> int:
                 where += f", host probe {e['host_probe_ref_us']:.1f} us"
             lines.append(f"  {e['name']:11s} {e['version']:8s} {e['description']} ({where})")
         if "host_probe" in d:
-            lines.append(f"this host: launch probe {d['host_probe']['launch_us']:.1f} us "
+            hp = d["host_probe"]
+            lines.append(f"this host: launch probe {hp['launch_us']:.1f} us "
                          f"(predict --host-probe-us), Python loop "
-                         f"{d['host_probe']['python_loop_200k_ms']:.1f} ms")
+                         f"{hp['python_loop_200k_ms']:.1f} ms"
+                         + (f", tiny eager decode step {hp['tiny_decode_step_ms']:.2f} ms"
+                            if "tiny_decode_step_ms" in hp else ""))
         return "\n".join(lines)
     emit(args, doc, human)
     return 0

@@ -15,6 +15,7 @@ to a checkpoint once for it.
 
 from __future__ import annotations
 
+import inspect
 import logging
 import math
 import os
@@ -35,9 +36,49 @@ log = logging.getLogger("piep.measure")
 HF_ENGINES = ("hf-eager", "hf-static")
 
 
+# a decoder small enough that its decode step is all host time (2 layers, ~100 kernels)
+TINY_DECODER = {"model_type": "llama", "hidden_size": 256, "intermediate_size": 512,
+                "num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 2,
+                "vocab_size": 512, "max_position_embeddings": 4096}
+_tiny: dict[str, Any] = {}
+
+
+def tiny_decode_step_s(device, steps: int = 20) -> float | None:
+    """Seconds per eager decode step of a tiny transformers Llama (DynamicCache, batch 1)
+    on this host: the host path of an eager engine's step (Python modules, dispatch,
+    launches) with next to no GPU time; None without transformers."""
+    try:
+        from transformers import AutoConfig, AutoModelForCausalLM
+    except ImportError:
+        return None
+    key = str(device)
+    if key not in _tiny:
+        cfg = dict(TINY_DECODER)
+        cfg = AutoConfig.for_model(cfg.pop("model_type"), **cfg)
+        with torch.device(device):
+            _tiny[key] = AutoModelForCausalLM.from_config(cfg).eval()
+    model = _tiny[key]
+    # the cache's keyword: `cache` in newer transformers, `past_key_values` before
+    kw = "cache" if "cache" in inspect.signature(model.forward).parameters \
+        else "past_key_values"
+    ids = torch.arange(16, device=device)[None]
+    with torch.inference_mode():
+        out = model(input_ids=ids, use_cache=True)
+        cache, tok = out[kw] if kw in out else out[1], out.logits[:, -1:].argmax(-1)
+        _sync(device)
+        t0 = time.perf_counter()
+        for _ in range(steps):
+            out = model(input_ids=tok, use_cache=True, **{kw: cache})
+            tok = out.logits[:, -1:].argmax(-1)
+        _sync(device)
+    return (time.perf_counter() - t0) / steps
+
+
 def host_probe(device) -> dict[str, float]:
-    """How fast this host issues work: a fixed pure-Python loop, and the launch time of a
-    tiny kernel (eager host paths scale with both)."""
+    """How fast this host issues work: a fixed pure-Python loop, the launch time of a
+    tiny kernel (eager host paths scale with both), and where transformers is installed
+    a tiny model's eager decode step (recorded to test as a host probe; the profiles use
+    the launch time)."""
     t0 = time.perf_counter()
     acc = 0
     for i in range(200_000):
@@ -53,7 +94,11 @@ def host_probe(device) -> dict[str, float]:
         x.add_(1.0)
     launch_s = (time.perf_counter() - t0) / n
     _sync(device)
-    return {"python_loop_200k_s": python_s, "launch_add_s": launch_s}
+    out = {"python_loop_200k_s": python_s, "launch_add_s": launch_s}
+    step = tiny_decode_step_s(device)
+    if step is not None:
+        out["tiny_decode_step_s"] = step
+    return out
 
 
 def median_probe(probes: list[dict[str, float]]) -> dict[str, float]:
