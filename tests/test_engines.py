@@ -281,3 +281,17 @@ def test_env_host_probe_reports_the_median_of_its_probes(monkeypatch, capsys):
                                    "tiny_decode_step_ms": 1.5})
     assert main(["env", "--host-probe"]) == 0
     assert "launch probe 7.5 us" in capsys.readouterr().out
+
+
+def test_runs_of_two_library_versions_are_refused_before_fitting(tmp_path, monkeypatch,
+                                                                capsys):
+    monkeypatch.setenv("PIEP_DATA_DIR", str(tmp_path / "data"))
+    recs = engine_records("h200", "hf-static")
+    for r in recs[:3]:
+        r["engine"] = {**r["engine"], "version": "0.0.1"}
+    path = tmp_path / "mixed.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in recs))
+    assert main(["train", "--engine", "hf-static", "--from-measurements", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "0.0.1" in err and "versions" in err
+    assert not (tmp_path / "data").exists()

@@ -175,6 +175,17 @@ def _cases(records: list[dict[str, Any]], gpu, engine: str, on_their_hosts: bool
             for r in unique_e2e(records)]
 
 
+def engine_version(records: list[dict[str, Any]], engine: str) -> str:
+    """The one version of `engine` its runs were measured with: runs of several versions
+    are refused (a profile never mixes them silently)."""
+    versions = sorted({str((r.get("engine") or {}).get("version", "unknown")) for r in records})
+    if len(versions) > 1:
+        raise ConfigError(f"the runs of {engine} come from {len(versions)} of its versions "
+                          f"({', '.join(versions)}): a profile is fitted on one; keep the "
+                          "runs of one version (each record's engine.version)")
+    return versions[0] if versions else "unknown"
+
+
 def fit_profile(base, records: list[dict[str, Any]], engine: str, *,
                 refit_combiner: bool = False) -> EngineProfile:
     """Fit `engine`'s host terms (and, with `refit_combiner`, its combiner) on its runs,
@@ -183,6 +194,7 @@ def fit_profile(base, records: list[dict[str, Any]], engine: str, *,
     if engine not in ENGINE_FITS:
         raise ConfigError(f"no fit is defined for engine {engine!r}; engines: "
                           f"{', '.join(ENGINE_FITS)}")
+    version = engine_version(records, engine)  # before any fitting
     ref = host_reference_s(records) if engine in HOST_FITTED else None
     cases = _cases(records, base.gpu, engine, on_their_hosts=ref is not None)
     if len(cases) < 3:
@@ -200,8 +212,7 @@ def fit_profile(base, records: list[dict[str, Any]], engine: str, *,
     fit_host_terms(model, ts, ENGINE_FITS[engine], maxiter=400)
     if refit_combiner:
         fit_combiner(model, ts)
-    versions = sorted({(r.get("engine") or {}).get("version", "unknown") for r in records})
-    return EngineProfile(engine, ",".join(versions), base.gpu.name, model.host,
+    return EngineProfile(engine, version, base.gpu.name, model.host,
                          model.combiner if refit_combiner else None,
                          meta={"runs": len(cases), "models": sorted({c.rec["model"]
                                                                      for c in cases}),

@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 
 from piep.errors import ArtifactError
-from piep.predict.engines import ENGINE_FITS, EngineProfile
+from piep.predict.engines import ENGINE_FITS, EngineProfile, engine_version
 from piep.predict.train import set_term
 from piep.serving.costs import ATTENTION_KINDS
 from piep.serving.serve import (SchedulerPolicy, document, iteration_grid, paged_cache,
@@ -194,6 +194,7 @@ def _fit_gap_power(model, cases: list[_Case]):
 
 def fit_cb_profile(base, records: list[dict[str, Any]], *, maxiter: int = 400) -> EngineProfile:
     records = [r for r in records if r.get("energy_j")]
+    version = engine_version(records, "hf-cb")  # before any fitting
     if len(records) < 2:
         raise ArtifactError(f"fitting hf-cb needs at least 2 replayed traces with energy, "
                             f"found {len(records)}")
@@ -201,8 +202,7 @@ def fit_cb_profile(base, records: list[dict[str, Any]], *, maxiter: int = 400) -
     cases = _cases(base, records, reserved)
     logged = [c for c in cases if c.iterations is not None]
     fitted = _fit_gap_power(_fit_time(base, logged or cases, maxiter), cases)
-    versions = sorted({(r.get("engine") or {}).get("version", "unknown") for r in records})
-    return EngineProfile("hf-cb", ",".join(versions), base.gpu.name, fitted.host, None,
+    return EngineProfile("hf-cb", version, base.gpu.name, fitted.host, None,
                          meta={"runs": len(records), "traces": [r.get("trace") for r in records],
                                "models": sorted({r["model"] for r in records}),
                                "iteration_logs": sum(c.iterations is not None for c in cases),
