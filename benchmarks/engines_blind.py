@@ -84,6 +84,13 @@ def main() -> int:
     return 0
 
 
+def _mape(errs: list[tuple[float, float]]) -> str:
+    """Runs, energy MAPE (range) and time MAPE of (energy, time) relative errors."""
+    return (f"{len(errs)} runs, energy MAPE {100 * statistics.mean(abs(e) for e, _ in errs):.1f} % "
+            f"({100 * min(e for e, _ in errs):+.0f}..{100 * max(e for e, _ in errs):+.0f} %), "
+            f"time MAPE {100 * statistics.mean(abs(t) for _, t in errs):.1f} %")
+
+
 def blind_summary(engines=("hf-static", "hf-eager"), verbose: bool = False,
                   blind_set: int = 1) -> list[str]:
     """Per engine: MAPE of the committed predictions against the measured blind runs, and
@@ -93,34 +100,37 @@ def blind_summary(engines=("hf-static", "hf-eager"), verbose: bool = False,
     if not (ENGINES / predictions).exists():
         return out
     preds = {p["key"]: p for p in read_jsonl(ENGINES / predictions)}
+    designs = SETS[blind_set][0]
     for engine in engines:
         measured = [r for f in measured_files if (ENGINES / engine / f).exists()
                     for r in read_jsonl(ENGINES / engine / f)
                     if r.get("schema") == "piep.measurement" and r.get("energy_j")]
         rows = {config_key(r): r for r in design_rows(engine, blind_set)}
-        blind, today, hosted = [], [], []
+        errs: dict[str, dict[str, list]] = {}  # design file -> kind -> (energy, time) errors
         for m in measured:
             p = preds[m["key"]]
             row = {**rows[m["key"]], "cache_len": (m.get("static_cache_len") or 0) + 1
                    if engine == "hf-static" else None}
             now = predict_row(row)
             probe = predict_row(row, host_probe_us=1e6 * m["host_probe"]["launch_add_s"])
-            blind.append((p["energy_j"] / m["energy_j"] - 1, p["time_s"] / m["time_s"] - 1))
-            today.append((now["energy_j"] / m["energy_j"] - 1, now["time_s"] / m["time_s"] - 1))
-            hosted.append((probe["energy_j"] / m["energy_j"] - 1,
-                           probe["time_s"] / m["time_s"] - 1))
+            mine = errs.setdefault(m.get("design", ""), {"blind": [], "today": [], "hosted": []})
+            for kind, doc in (("blind", p), ("today", now), ("hosted", probe)):
+                mine[kind].append((doc["energy_j"] / m["energy_j"] - 1,
+                                   doc["time_s"] / m["time_s"] - 1))
             if verbose:
+                e, t = mine["blind"][-1]
                 out.append(f"{engine} {m['model']:18s} b{m['batch']:3d} p{m['prompt_len']:5d} "
                            f"g{m['gen_len']:4d} cache {m.get('static_cache_len')}: blind "
-                           f"energy {100 * blind[-1][0]:+6.1f} %, time {100 * blind[-1][1]:+6.1f} %")
-        for name, errs in (("blind (committed predictions)", blind),
-                           ("today's profiles, trained on these runs too (in-sample)", today),
-                           ("today's profiles with each run's host probe (in-sample)", hosted)):
-            if errs:
-                out.append(f"{engine} {name}: {len(errs)} runs, energy MAPE "
-                           f"{100 * statistics.mean(abs(e) for e, _ in errs):.1f} % "
-                           f"({100 * min(e for e, _ in errs):+.0f}..{100 * max(e for e, _ in errs):+.0f} %), "
-                           f"time MAPE {100 * statistics.mean(abs(t) for _, t in errs):.1f} %")
+                           f"energy {100 * e:+6.1f} %, time {100 * t:+6.1f} %")
+        for design, kinds in sorted(errs.items()):
+            # a set of several designs (new shapes; runs measured again) is scored apart
+            label = f"{engine} ({design})" if len(designs) > 1 else engine
+            for kind, name in (("blind", "blind (committed predictions)"),
+                               ("today", "today's profiles, trained on these runs too "
+                                         "(in-sample)"),
+                               ("hosted", "today's profiles with each run's host probe "
+                                          "(in-sample)")):
+                out.append(f"{label} {name}: {_mape(kinds[kind])}")
     return out
 
 
