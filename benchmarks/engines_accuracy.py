@@ -107,7 +107,7 @@ def replicate_rows(base, engine: str = "hf-eager") -> list[str]:
     predicts from the two probes."""
     from piep.artifacts import read_records
     from piep.predict.engines import shipped_profile_dir
-    from piep.predict.train import deployment_of, host_probe_of
+    from piep.predict.train import host_probe_of
     raw = shipped_profile_dir("h200", engine) / "raw"
     again = {r["key"]: r for r in read_records(raw / "call27_replicates.jsonl",
                                                "piep.measurement")}
@@ -158,6 +158,46 @@ def census_rows() -> list[str]:
                    f"{c['decode_step']['per_layer']:.0f} | {layer:.0f} | "
                    f"{c['decode_step']['outside']:.0f} | {rest:.0f} | "
                    f"{c['prefill']['per_layer']:.0f} | {', '.join(sdpa) or '-'} |")
+    return out
+
+
+# a structural choice of each profile, undone: the same runs fitted without it
+ABLATIONS = {
+    "hf-eager": ("its host queueing kernels ahead of the GPU (`queue_ahead`)",
+                 {"host_form": {}}),
+    "hf-static": ("its host time per `generate()` call (`call_host_s`)",
+                  {"terms": tuple(t for t in ENGINE_FITS["hf-static"] if t != "call_host_s")}),
+}
+LAST_BLIND = "design_blind4.jsonl"  # the last blind set, predicted by the form kept
+
+
+def ablation(base, records, engine: str, rows, hosted) -> str:
+    """Leave-one-model-out (without and with each run's probe) and the last blind set
+    (fitted on the runs before it) of the profile as shipped and with its choice undone."""
+    what, undone = ABLATIONS[engine]
+    before = [r for r in records if r.get("design") != LAST_BLIND]
+    after = [r for r in records if r.get("design") == LAST_BLIND]
+
+    def mape(rs, key):
+        return 100 * statistics.mean(abs(_err(r[f"pred_{key}"], r[key])) for r in rs)
+
+    def figures(kept_rows, kept_hosted, fit):
+        lomo = kept_rows or profile_lomo(base, records, engine, with_host=False, **fit)
+        host = kept_hosted or profile_lomo(base, records, engine, **fit)
+        blind = profile_rows(base, before, after, engine, with_host=False, **fit) \
+            if after else []
+        return (lomo, host, blind)
+    kept, gone = figures(rows, hosted, {}), figures(None, None, undone)
+    out = (f"{engine}, without {what} -> as shipped: leave-one-model-out energy "
+           f"{mape(gone[0], 'energy_j'):.1f} -> {mape(kept[0], 'energy_j'):.1f} %, time "
+           f"{mape(gone[0], 'time_s'):.1f} -> {mape(kept[0], 'time_s'):.1f} %; with each run's "
+           f"probe energy {mape(gone[1], 'energy_j'):.1f} -> {mape(kept[1], 'energy_j'):.1f} %, "
+           f"time {mape(gone[1], 'time_s'):.1f} -> {mape(kept[1], 'time_s'):.1f} %")
+    if after:
+        out += (f"; the {len(after)} runs of blind set 4, fitted on the {len(before)} before "
+                f"them: energy {mape(gone[2], 'energy_j'):.1f} -> "
+                f"{mape(kept[2], 'energy_j'):.1f} %, time {mape(gone[2], 'time_s'):.1f} -> "
+                f"{mape(kept[2], 'time_s'):.1f} %")
     return out
 
 
@@ -212,7 +252,7 @@ def main() -> int:
              "with each run's host probe: energy | time | strict (the shape out of every "
              "training set): energy | time |",
              "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
-    detail, extra, curves, hosts, oor = [], [], [], [], []
+    detail, extra, curves, hosts, oor, ablations = [], [], [], [], [], []
     for engine in sorted(set(ENGINE_FITS) - set(SERVING_ENGINES)):  # serving: its own report
         records = engine_records("h200", engine)
         if not records:
@@ -265,6 +305,8 @@ def main() -> int:
         print("  energy MAPE on the other runs, profile fitted on n random runs: "
               + ", ".join(f"n={n}: {v:.1f} %" for n, v in curve.items()))
         hosts += host_rows(engine, rows, hosted)
+        ablations.append(ablation(base, records, engine, rows, hosted))
+        print("  " + ablations[-1])
         detail += ["", f"## {engine}: every run (leave-one-model-out)", "",
                    "| model | batch | prompt | gen | energy J | predicted | error | time s | "
                    "predicted | error |", "|---|---|---|---|---|---|---|---|---|---|"]
@@ -356,17 +398,13 @@ def main() -> int:
               "graph-replayed kernel and per generated token. hf-eager's host queues kernels "
               "ahead of the GPU (`queue_ahead`): within a phase the GPU idles only by the "
               "host's issue time beyond its kernels' time, not after every kernel whose launch "
-              "outlasts it (leave-one-model-out over the 61 runs: time 15.0 -> 13.9 %, with "
-              "each run's probe 13.1 -> 10.7 %; energy 7.0 -> 7.7 %, with the probe 6.1 -> "
-              "6.4 %; on blind set 4, fitted on the 55 runs before it, both forms miss alike: "
-              "energy 12.7 / 13.7 %, time 24.6 / 25.7 %). hf-static's profile also fits "
-              "host time once per `generate()` call "
-              f"({1e3 * load_profile('h200', 'hf-static').host.call_host_s:.0f} ms: the "
-              "static cache's reset, the compiled step's guards; without it its runs of 17-21 "
-              "generated tokens were under-predicted by 14-21 % in time, leave-one-model-out "
-              "time 8.3 -> 7.7 %; for hf-eager it gained nothing and is not fitted). All runs "
-              "are tp=1 on one GPU: "
+              "outlasts it. hf-static's profile also fits host time once per `generate()` "
+              f"call ({1e3 * load_profile('h200', 'hf-static').host.call_host_s:.0f} ms: the "
+              "static cache's reset, the compiled step's guards; for hf-eager it gained "
+              "nothing and is not fitted). All runs are tp=1 on one GPU: "
               "predictions for tp>1 with these engines are flagged `unmeasured_engine_layout`.",
+              "", "Each choice against the same runs fitted without it:", "",
+              *[f"* {line}" for line in ablations],
               "", "## Blind tests", "",
               "Runs of models and shapes the profiles' runs did not have, predicted before "
               "they were measured (`python benchmarks/engines_blind.py`); they are in the "

@@ -187,9 +187,12 @@ def engine_version(records: list[dict[str, Any]], engine: str) -> str:
 
 
 def fit_profile(base, records: list[dict[str, Any]], engine: str, *,
-                refit_combiner: bool = False) -> EngineProfile:
+                refit_combiner: bool = False, terms: tuple[str, ...] | None = None,
+                host_form: dict[str, Any] | None = None) -> EngineProfile:
     """Fit `engine`'s host terms (and, with `refit_combiner`, its combiner) on its runs,
-    over the module models of `base` (the shipped learned predictor)."""
+    over the module models of `base` (the shipped learned predictor). `terms` and
+    `host_form` replace the engine's fitted terms (`ENGINE_FITS`) and host path
+    (`ENGINE_HOST`): what the report's ablations fit."""
     from piep.predict.train import TrainingSet, fit_combiner, fit_host_terms
     if engine not in ENGINE_FITS:
         raise ConfigError(f"no fit is defined for engine {engine!r}; engines: "
@@ -200,16 +203,18 @@ def fit_profile(base, records: list[dict[str, Any]], engine: str, *,
     if len(cases) < 3:
         raise ArtifactError(f"fitting {engine} needs at least 3 end-to-end runs with energy, "
                             f"found {len(cases)}")
+    terms = ENGINE_FITS[engine] if terms is None else terms
     host = copy.deepcopy(base.host)
     host.host_probe_ref_s = ref
-    for name in ENGINE_FITS[engine]:
+    for name in terms:
         if name in START and not getattr(host, name):
             setattr(host, name, START[name])
-    for name, value in ENGINE_HOST.get(engine, {}).items():
+    for name, value in (ENGINE_HOST.get(engine, {}) if host_form is None
+                        else host_form).items():
         setattr(host, name, value)
     model = replace(base, host=host)
     ts = TrainingSet.build(model, cases)
-    fit_host_terms(model, ts, ENGINE_FITS[engine], maxiter=400)
+    fit_host_terms(model, ts, terms, maxiter=400)
     if refit_combiner:
         fit_combiner(model, ts)
     return EngineProfile(engine, version, base.gpu.name, model.host,
@@ -217,30 +222,32 @@ def fit_profile(base, records: list[dict[str, Any]], engine: str, *,
                          meta={"runs": len(cases), "models": sorted({c.rec["model"]
                                                                      for c in cases}),
                                "tp_measured": sorted({c.rec["tp"] for c in cases}),
-                               "fitted_terms": list(ENGINE_FITS[engine]),
+                               "fitted_terms": list(terms),
                                "combiner": "refit" if refit_combiner else "reference"})
 
 
 def profile_lomo(base, records: list[dict[str, Any]], engine: str, *,
-                 refit_combiner: bool = False, with_host: bool = True) -> list[dict[str, Any]]:
+                 with_host: bool = True, **fit: Any) -> list[dict[str, Any]]:
     """Every run predicted by a profile fitted on the other models' runs of the engine
-    (the module models are the shipped ones, fitted on isolated samples)."""
+    (the module models are the shipped ones, fitted on isolated samples); `fit`: the
+    keywords of `fit_profile`."""
     cases = _cases(records, base.gpu, engine)
     out = []
     for name in sorted({c.rec["model"] for c in cases}):
         out += profile_rows(base, [c.rec for c in cases if c.rec["model"] != name],
                             [c.rec for c in cases if c.rec["model"] == name], engine,
-                            refit_combiner=refit_combiner, with_host=with_host)
+                            with_host=with_host, **fit)
     return out
 
 
 def profile_rows(base, train: list[dict[str, Any]], test: list[dict[str, Any]], engine: str,
-                 *, refit_combiner: bool = False, with_host: bool = True) -> list[dict[str, Any]]:
-    """The runs `test` predicted by a profile of `engine` fitted on the runs `train`: each
-    on its own host (its probe over the profile's reference), or with `with_host=False`
-    on the profile's reference host (a prediction without a host probe)."""
+                 *, with_host: bool = True, **fit: Any) -> list[dict[str, Any]]:
+    """The runs `test` predicted by a profile of `engine` fitted on the runs `train`
+    (`fit`: the keywords of `fit_profile`): each on its own host (its probe over the
+    profile's reference), or with `with_host=False` on the profile's reference host (a
+    prediction without a host probe)."""
     from piep.predict.train import rows_of
-    prof = fit_profile(base, train, engine, refit_combiner=refit_combiner)
+    prof = fit_profile(base, train, engine, **fit)
     return rows_of(_cases(test, base.gpu, engine, on_their_hosts=with_host), prof.apply(base))
 
 
