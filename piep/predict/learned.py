@@ -28,6 +28,7 @@ from piep.predict.host import HostTerms
 from piep.predict.module_models import ModuleModels, ModuleOutputs, priced_power_w
 from piep.predict.pricing import Prices
 from piep.predict.table import KIND_ID, LeafTable
+from piep.predict.timeline import stage_keys
 
 log = logging.getLogger("piep.predict")
 # an interval's log half-widths are widened by this where the module models extrapolate
@@ -72,8 +73,11 @@ class LearnedModel:
         if host.host_probe_ref_s:  # only a profile fitted per host reads the deployments'
             factor = host.host_factor(np.array([np.nan if d.host_probe_s is None else
                                                 d.host_probe_s for d in table.deps]))[table.cfg]
+        # a host queueing ahead of the GPU idles it per segment and stage, not per row
+        group = stage_keys(table.segment, table.stage, table.pp)[0] if host.queue_ahead \
+            else None
         gap = host.gap_s(table.launches, t + wait, decode, eager, factor, count=table.count,
-                         group=table.segment * int(table.pp.max(initial=1)) + table.stage)
+                         group=group)
         if host.step_host_s or host.request_host_s:  # per step (and request), beside sampling
             per_step = (host.step_host_s + host.request_host_s * table.q["tokens"]) * factor
             gap = gap + np.where(table.kind_id == KIND_ID["sampling"], per_step, 0.0)

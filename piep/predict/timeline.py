@@ -32,12 +32,18 @@ class Timeline:
         return self.bubble_s.sum(1)
 
 
+def stage_keys(segment: np.ndarray, stage: np.ndarray, pp: np.ndarray) -> tuple[np.ndarray, int]:
+    """Per row the index of its (segment, stage) among segments x `ns` stages, and `ns`
+    (the deepest pipeline of `pp`)."""
+    ns = int(pp.max()) if len(pp) else 1
+    return segment * ns + stage, ns
+
+
 def lay_out(n_segments: int, segment: np.ndarray, stage: np.ndarray, busy_s: np.ndarray,
             gap_s: np.ndarray, *, hide_gaps: np.ndarray, pp: np.ndarray) -> Timeline:
     """Rows (segment, stage, busy seconds, gap seconds) -> segment times and bubbles.
     `hide_gaps` and `pp` are per segment."""
-    ns = int(pp.max()) if len(pp) else 1
-    key = segment * ns + stage
+    key, ns = stage_keys(segment, stage, pp)
     size = n_segments * ns
     busy = np.bincount(key, weights=busy_s, minlength=size).reshape(n_segments, ns)
     gaps = np.bincount(key, weights=gap_s, minlength=size).reshape(n_segments, ns)
