@@ -81,11 +81,15 @@ def split_counts(counts: dict[int, Counter]) -> tuple[Counter, Counter]:
     return per_layer, outside
 
 
+def _needs_a_decode_step(workload: Workload) -> None:
+    if workload.gen_len < 2:
+        raise ConfigError("--gen-len must be >= 2 (a census needs a decode step)")
+
+
 def census(spec: ModelSpec, engine: str, workload: Workload, device, *,
            layers: tuple[int, int] = (2, 4), seed: int = 0) -> dict[str, Any]:
     """The census record of one model shape under `engine` (see the module doc)."""
-    if workload.gen_len < 2:
-        raise ValueError("a census needs gen_len >= 2 (a decode step)")
+    _needs_a_decode_step(workload)
     first: dict[int, Counter] = {}
     step: dict[int, Counter] = {}
     for n in layers:
@@ -122,8 +126,7 @@ def main(argv: list[str] | None = None) -> int:
     try:  # every name and the workload checked before any model is built
         specs = [named_spec(name)[0] for name in args.models]
         wl = Workload(batch=args.batch, prompt_len=args.prompt_len, gen_len=args.gen_len)
-        if wl.gen_len < 2:
-            raise ConfigError("--gen-len must be >= 2 (a census needs a decode step)")
+        _needs_a_decode_step(wl)
     except PiepError as exc:
         print(f"census: error: {exc}", file=sys.stderr)
         return 2

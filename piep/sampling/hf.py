@@ -52,15 +52,15 @@ def tiny_decode_step_s(device, steps: int = 20) -> float | None:
     except ImportError:
         return None
     key = str(device)
-    if key not in _tiny:
+    if key not in _tiny:  # built once per device, with the keyword its cache goes by
         cfg = dict(TINY_DECODER)
         cfg = AutoConfig.for_model(cfg.pop("model_type"), **cfg)
         with torch.device(device):
-            _tiny[key] = AutoModelForCausalLM.from_config(cfg).eval()
-    model = _tiny[key]
-    # the cache's keyword: `cache` in newer transformers, `past_key_values` before
-    kw = "cache" if "cache" in inspect.signature(model.forward).parameters \
-        else "past_key_values"
+            tiny = AutoModelForCausalLM.from_config(cfg).eval()
+        # `cache` in newer transformers, `past_key_values` before
+        _tiny[key] = (tiny, "cache" if "cache" in inspect.signature(tiny.forward).parameters
+                      else "past_key_values")
+    model, kw = _tiny[key]
     ids = torch.arange(16, device=device)[None]
     with torch.inference_mode():
         out = model(input_ids=ids, use_cache=True)
