@@ -101,6 +101,13 @@ def host_rows(engine: str, rows, hosted) -> list[str]:
     return out
 
 
+def probe_spread(records) -> float:
+    """The largest ratio of a run's slowest to its fastest launch probe (runs probed
+    beside every window)."""
+    return max(max(p) / min(p) for r in records
+               if len(p := [x["launch_add_s"] for x in r.get("host_probes", [])]) >= 3)
+
+
 def replicate_rows(base, engine: str = "hf-eager") -> list[str]:
     """Runs measured twice on different device calls: the measured change of their time
     beside the change of their host's launch probe and the change the shipped profile
@@ -253,6 +260,8 @@ def main() -> int:
              "training set): energy | time |",
              "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     detail, extra, curves, hosts, oor, ablations = [], [], [], [], [], []
+    records_of = [r for e in ENGINE_FITS if e not in SERVING_ENGINES
+                  for r in engine_records("h200", e)]
     for engine in sorted(set(ENGINE_FITS) - set(SERVING_ENGINES)):  # serving: its own report
         records = engine_records("h200", engine)
         if not records:
@@ -352,7 +361,8 @@ def main() -> int:
               "their median; records measured after session 7 add a tiny Llama's eager decode "
               "step, `tiny_decode_step_s`, recorded to test as a probe closer to an eager "
               "engine's host path); the lent machines' hosts differ from call to call and within a "
-              "call (call 27's probes of one run spread up to 1.5x). A profile of an engine "
+              f"call (one run's probes spread up to {probe_spread(records_of):.2f}x). A "
+              "profile of an engine "
               "fitted per host (hf-eager, hf-static) scales its host terms (launch gaps, "
               "time per generated token) by each run's launch probe over the median of its "
               "runs' (the profile's reference host), and `predict --host-probe-us` predicts "
@@ -428,10 +438,9 @@ def main() -> int:
               "no public list, new draws of llama-3-8b and mistral-7b under hf-eager; head dim "
               "112 under hf-static, whose 20B runs the call's limit cut): the profiles refitted "
               "after set 3 with hf-eager's queue_ahead, commit 60fb9fc "
-              "(`blind_predictions4.jsonl`). Call 29's host was slow (launch probes 7.2-11.2 "
-              "us against the profile's reference 7.3 us; a mistral-7b decode step took 28 ms "
-              "at a probe of 7.4 us where call 16's took 21 ms at 7.0 us): every hf-eager run "
-              "was under-predicted, most of it the host.", "",
+              "(`blind_predictions4.jsonl`). Call 29's host was slow (its median probes in the "
+              "Host speed table): every hf-eager run was under-predicted, most of it the "
+              "host.", "",
               *[f"* {line}" for line in blind_summary(blind_set=4)],
               *detail]
     REPORT.write_text("\n".join(lines) + "\n")

@@ -21,9 +21,9 @@ def _version(mod: str) -> str | None:
 def configure(parser) -> None:
     parser.add_argument("--host-probe", action="store_true",
                         help="measure this host's launch probe (needs torch and a CUDA GPU; "
-                             "the median of %d probes: one alone varies by up to 1.5x on a "
-                             "shared host): what `predict --host-probe-us` takes for hf-eager, "
-                             "hf-static" % HOST_PROBES)
+                             "the median of %d probes: one alone varies within a run on a "
+                             "shared host, reports/engines.md): what `predict --host-probe-us` "
+                             "takes for hf-eager, hf-static" % HOST_PROBES)
 
 
 HOST_PROBES = 9  # probes whose median `--host-probe` reports (~0.3 s in all)
