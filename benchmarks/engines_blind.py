@@ -10,7 +10,11 @@ engines' kernel samples; set 3: `design_blind3.jsonl` and hf-eager's
 `design_replicates.jsonl` (earlier runs measured again on another host; device calls
 27-28), predicted by the per-host profiles of session 6; set 4: `design_blind4.jsonl`
 (device call 29), predicted by the profiles refitted after set 3 with hf-eager's host
-queueing ahead of the GPU. A predictions file
+queueing ahead of the GPU (hf-static's two 20B runs measured by call 32); set 5:
+`design_blind5.jsonl` (small shapes with tied embeddings, a Qwen2 with biases, a Mistral
+shape with a 1024-key sliding window) and hf-eager's `design_window.jsonl` (runs past a
+sliding window, mistral-7b's among them; device calls 31-32), predicted by the profiles
+with transformers' sliding window in the tree. A predictions file
 (`calibration/h200/engines/blind_predictions*.jsonl`) is written by the code of the commit
 it names and committed before the runs are measured. A static cache
 keeps the largest earlier call's length on the same model object, so each hf-static row
@@ -41,7 +45,10 @@ SETS = {1: (("design_blind.jsonl",), "blind_predictions.jsonl",
         3: (("design_blind3.jsonl", "design_replicates.jsonl"), "blind_predictions3.jsonl",
             ("raw/call27_blind3.jsonl", "raw/call27_replicates.jsonl",
              "raw/call28_blind3.jsonl")),
-        4: (("design_blind4.jsonl",), "blind_predictions4.jsonl", ("raw/call29_blind4.jsonl",))}
+        4: (("design_blind4.jsonl",), "blind_predictions4.jsonl",
+            ("raw/call29_blind4.jsonl", "raw/call32_blind4.jsonl")),
+        5: (("design_blind5.jsonl", "design_window.jsonl"), "blind_predictions5.jsonl",
+            ("raw/call31_blind5.jsonl", "raw/call31_window.jsonl", "raw/call32_blind5.jsonl"))}
 
 
 def design_rows(engine: str, blind_set: int = 1) -> list[dict]:

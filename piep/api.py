@@ -9,6 +9,7 @@ from piep.errors import ConfigError
 from piep.gpus import DEFAULT_GPU
 from piep.layout import Deployment
 from piep.scenario import Scenario
+from piep.tree.builder import past_window
 
 PREDICTORS = ("auto", "learned", "roofline")
 
@@ -88,6 +89,8 @@ def engine_fields(scn: Scenario) -> dict[str, Any]:
     flags = []
     if scn.parallel.tp not in profile.meta.get("tp_measured", [1]):
         flags.append("unmeasured_engine_layout")
+    if not profile.meta.get("window_measured") and past_window(scn.deployment):
+        flags.append("unmeasured_sliding_window")
     ref = {"name": scn.engine.name, "version": profile.version}
     if profile.host.host_probe_ref_s:  # the host the profile's host time is for
         ref["host_probe_ref_us"] = 1e6 * profile.host.host_probe_ref_s

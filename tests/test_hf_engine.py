@@ -54,6 +54,17 @@ def test_one_generate_call_is_the_measured_quantity(config):
     assert len(rec["host_probes"]) == rec["repeats"] + 1
     launches = sorted(p["launch_add_s"] for p in rec["host_probes"])
     assert launches[0] <= rec["host_probe"]["launch_add_s"] <= launches[-1]
+    assert rec["cache_layers"] == ["DynamicLayer"]  # no window: every key kept
+
+
+def test_the_record_names_a_sliding_window_cache(tmp_path):
+    """A Mistral-type model with a sliding window: transformers' DynamicCache keeps the
+    window (what piep's tree prices for hf-eager past the window)."""
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps({**TINY, "model_type": "mistral", "sliding_window": 8}))
+    rec = _measure(["--model", str(path), "--engine", "hf-eager", "--batch", "2",
+                    "--prompt-len", "12", "--gen-len", "4"])
+    assert rec["cache_layers"] == ["DynamicSlidingWindowLayer"]
 
 
 def test_grid_keeps_the_model_and_records_the_static_cache(config, tmp_path):

@@ -34,6 +34,7 @@ from piep.artifacts import calibration_dir, read_json, read_records, write_json
 from piep.errors import ArtifactError, ConfigError
 from piep.predict.combiner import Combiner
 from piep.predict.host import TERMS, HostTerms
+from piep.tree.builder import past_window
 from piep.scenario import HOST_FITTED, SERVING_ENGINES
 
 log = logging.getLogger("piep.engines")
@@ -222,6 +223,7 @@ def fit_profile(base, records: list[dict[str, Any]], engine: str, *,
                          meta={"runs": len(cases), "models": sorted({c.rec["model"]
                                                                      for c in cases}),
                                "tp_measured": sorted({c.rec["tp"] for c in cases}),
+                               "window_measured": any(past_window(c.dep) for c in cases),
                                "fitted_terms": list(terms),
                                "combiner": "refit" if refit_combiner else "reference"})
 

@@ -26,7 +26,7 @@ import numpy as np
 from piep.config import Parallel, Workload
 from piep.layout import Deployment
 from piep.tree import build_tree
-from piep.tree.builder import decode_context
+from piep.tree.builder import decode_context, window_weights
 from piep.tree.nodes import COMM_KINDS, COMPUTE_KINDS, COPY_KINDS
 
 # leaf kinds by index (`LeafTable.kind_id`); the combiner also prices pipeline waits
@@ -76,12 +76,13 @@ class Skeleton:
     is_comm: np.ndarray
     static: dict[str, np.ndarray]   # STATIC columns
     coef: dict[str, tuple]          # quantity -> ((leaves, 5) prefill, (leaves, 4) decode)
+    window: np.ndarray       # 0, or a windowed engine's attention form (FULL_CONTEXT, SLIDING)
 
 
 def _leaves(dep: Deployment, *, paths: bool = True):
     """(phase index, stage index, path, leaf, structural count) in tree order; paths as
     `prefill/stage0/layer/q_proj` and `decode/step/stage0/...` (None without `paths`)."""
-    tree = build_tree(dep)
+    tree = build_tree(dep, all_forms=True)
     for phase in tree.children[0].children:
         ph = PHASES.index(phase.name)
         stages = []
@@ -140,7 +141,7 @@ def build_skeleton(model, parallel: Parallel, gpu, engine: str | None = None) ->
                 [(p, s, n.kind, m) for p, s, _, n, m in first]:
             raise ValueError("tree structure depends on the workload")
         rows.append(([_quant(n) for *_, n, _ in leaves], b, q, dep.workload.context_len,
-                     decode_context(dep.workload)))
+                     decode_context(dep)))
     phase = np.array([p for p, *_ in first])
     vals = np.array([r[0] for r in rows], float)           # (canon, leaves, quant)
     pb = _prefill_basis([r[1] for r in rows], [r[2] for r in rows], [r[3] for r in rows])
@@ -165,7 +166,7 @@ def build_skeleton(model, parallel: Parallel, gpu, engine: str | None = None) ->
                     np.array([n.is_comm for n in leaves]),
                     {"d_in": attr("d_in"), "d_out": attr("d_out"), "heads": attr("heads"),
                      "kv_heads": attr("kv_heads"), "width": attr("width", "vocab")},
-                    coef)
+                    coef, np.array([n.attrs.get("window", 0) for n in leaves]))
 
 
 @dataclass
@@ -339,6 +340,17 @@ def select(table: LeafTable, idx: np.ndarray) -> LeafTable:
         tp=table.tp[idx], pp=table.pp[idx], dp=table.dp[idx], eager=table.eager[idx])
 
 
+def _form_shares(sk: Skeleton, deps: list[Deployment]) -> np.ndarray | float:
+    """(deployments, leaves): the share of its phase each leaf's attention form runs (1
+    for leaves outside a windowed engine's attention forms)."""
+    if not sk.window.any():
+        return 1.0
+    w = np.array([window_weights(d) for d in deps])     # (deps, phase, form)
+    form = np.clip(sk.window, 1, 2) - 1
+    shares = w[:, sk.phase, form]
+    return np.where(sk.window[None, :] > 0, shares, 1.0)
+
+
 def _rows(sk: Skeleton, deps: list[Deployment], idx: np.ndarray,
           detail: bool) -> dict[str, np.ndarray]:
     """Leaf rows of several deployments of one skeleton (deployment-major)."""
@@ -346,7 +358,7 @@ def _rows(sk: Skeleton, deps: list[Deployment], idx: np.ndarray,
     b = np.array([d.replica_batch for d in deps], float)
     q = np.array([d.workload.prompt_len for d in deps], float)
     cache = np.array([d.workload.context_len for d in deps], float)
-    c = np.array([decode_context(d.workload) for d in deps], float)
+    c = np.array([decode_context(d) for d in deps], float)
     steps = np.array([max(d.workload.gen_len - 1, 0) for d in deps], float)
     pb, db = _prefill_basis(b, q, cache), _decode_basis(b, c)
     pre = sk.phase == 0
@@ -356,7 +368,8 @@ def _rows(sk: Skeleton, deps: list[Deployment], idx: np.ndarray,
         v = np.where(pre[None, :], pb @ cp.T, db @ cd.T)
         out[name] = np.rint(v).reshape(-1)  # every quantity is integral
     tile = lambda a: np.tile(a, n_cfg)  # noqa: E731
-    out["count"] = (np.where(pre[None, :], 1.0, steps[:, None]) * sk.count[None, :]).reshape(-1)
+    out["count"] = (np.where(pre[None, :], 1.0, steps[:, None]) * sk.count[None, :]
+                    * _form_shares(sk, deps)).reshape(-1)
     out["phase"], out["stage"] = tile(sk.phase), tile(sk.stage)
     out["launches"], out["group_size"] = tile(sk.launches), tile(sk.group_size)
     out["is_comm"], out["kind_id"] = tile(sk.is_comm), tile(sk.kind_id)

@@ -68,6 +68,25 @@ UNLISTED_BLIND3 = {
                             "num_key_value_heads": 8, "vocab_size": 56000},
 }
 
+# the fifth: small host-bound shapes with tied embeddings (a 1B Llama at head dim 64 and
+# a Qwen2 with biases and a 152k vocabulary), and a Mistral-type shape with a sliding window
+UNLISTED_BLIND5 = {
+    "piep-unlisted-1b": {**UNLISTED, "hidden_size": 2048, "intermediate_size": 8192,
+                         "num_hidden_layers": 16, "num_attention_heads": 32,
+                         "num_key_value_heads": 8, "vocab_size": 128256,
+                         "tie_word_embeddings": True},
+    "piep-unlisted-qwen4b": {**UNLISTED, "model_type": "qwen2", "hidden_size": 2560,
+                             "intermediate_size": 9728, "num_hidden_layers": 36,
+                             "num_attention_heads": 20, "num_key_value_heads": 4,
+                             "vocab_size": 151936, "rms_norm_eps": 1e-6,
+                             "rope_theta": 1000000.0, "tie_word_embeddings": True,
+                             "use_sliding_window": False},
+    "piep-unlisted-swa5b": {**UNLISTED, "model_type": "mistral", "hidden_size": 3584,
+                            "intermediate_size": 12288, "num_hidden_layers": 28,
+                            "num_attention_heads": 28, "num_key_value_heads": 4,
+                            "vocab_size": 32768, "sliding_window": 1024},
+}
+
 MULTI_GPU_MODELS = ("llama-3-70b", "qwen2.5-32b", "llama-2-13b", "piep-unlisted-20b")
 ONE_GPU_MODELS = ("llama-2-7b", "llama-3-8b", "mistral-7b", "qwen2.5-7b", "llama-2-13b",
                   "qwen2.5-14b", "mistral-small-24b", "vicuna-33b", "qwen2.5-32b",
@@ -90,7 +109,7 @@ def named_spec(name: str) -> tuple[ModelSpec, dict[str, Any] | None]:
     """A shipped model or one of the designs' shapes in no public list (with its
     config.json body)."""
     inline = {"piep-unlisted-3b": UNLISTED, **UNLISTED_MORE, **UNLISTED_HEAD_DIM,
-              **UNLISTED_MULTI, **UNLISTED_BLIND3}.get(name)
+              **UNLISTED_MULTI, **UNLISTED_BLIND3, **UNLISTED_BLIND5}.get(name)
     if inline:
         return ModelSpec.from_hf_config(inline, name=name), inline
     from piep.models import load_model
@@ -260,6 +279,11 @@ ENGINE_DESIGNS = {
         "piep-unlisted-hd112", "piep-unlisted-20b", "llama-3-8b", "mistral-7b")),
     "hf-static/design_blind4.jsonl": dict(engine="hf-static", seed=30, draws=2, by_model=True,
                                           models=("piep-unlisted-hd112", "piep-unlisted-20b")),
+    # a fifth (device call 31): the shapes of UNLISTED_BLIND5
+    "hf-eager/design_blind5.jsonl": dict(engine="hf-eager", seed=31, draws=3, models=(
+        "piep-unlisted-1b", "piep-unlisted-qwen4b", "piep-unlisted-swa5b")),
+    "hf-static/design_blind5.jsonl": dict(engine="hf-static", seed=32, draws=2, by_model=True,
+                                          models=("piep-unlisted-1b",)),
     # transformers' own tensor parallelism on two GPUs (not lent yet)
     "hf-eager/design_tp2.jsonl": dict(engine="hf-eager", tp=2, seed=13, draws=5, models=(
         "llama-2-7b", "llama-3-8b", "llama-2-13b", "qwen2.5-14b")),
@@ -279,8 +303,18 @@ REPLICATES = {
 }
 
 
+# runs past a sliding window (blind set 5, device call 31): the window reached in the
+# prefill, during the decode, or never (window 1024 in no public list; mistral-7b's 4096)
+WINDOW_RUNS = {
+    "hf-eager/design_window.jsonl": ("hf-eager", (
+        ("piep-unlisted-swa5b", 8, 1500, 64), ("piep-unlisted-swa5b", 4, 900, 256),
+        ("piep-unlisted-swa5b", 16, 2000, 32), ("piep-unlisted-swa5b", 2, 600, 600),
+        ("mistral-7b", 2, 4500, 64), ("mistral-7b", 1, 3900, 300))),
+}
+
+
 def build_replicates(engine: str, runs) -> list[dict]:
-    """Design rows that measure the runs (model, batch, prompt, gen) of `engine` again."""
+    """Design rows that measure the listed runs (model, batch, prompt, gen) of `engine`."""
     gpu, roof = load_gpu(DEFAULT_GPU), RooflineModel()
     rows = []
     for name, b, p, g in runs:
@@ -292,7 +326,8 @@ def build_replicates(engine: str, runs) -> list[dict]:
 
 def write_engine_design(name: str) -> int:
     from piep.artifacts import write_text
-    rows = build_replicates(*REPLICATES[name]) if name in REPLICATES else \
+    listed = {**REPLICATES, **WINDOW_RUNS}
+    rows = build_replicates(*listed[name]) if name in listed else \
         build_engine_design(**ENGINE_DESIGNS[name])
     path = Path("calibration/h200/engines") / name
     write_text(path, "".join(json.dumps(r) + "\n" for r in rows))
@@ -377,7 +412,7 @@ if __name__ == "__main__":
     name = sys.argv[1] if len(sys.argv) > 1 else "design.jsonl"
     if name == "traces":
         n = write_cb_traces()
-    elif name in ENGINE_DESIGNS or name in REPLICATES:
+    elif name in ENGINE_DESIGNS or name in REPLICATES or name in WINDOW_RUNS:
         n = write_engine_design(name)
     else:
         n = write_design(Path("calibration/h200/e2e") / name, **DESIGNS[name])

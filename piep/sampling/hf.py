@@ -181,6 +181,22 @@ class HFGenerate:
         with torch.inference_mode():
             self.last = self.model.generate(self.input_ids, attention_mask=self.mask, **kw)
 
+    def cache_layers(self) -> list[str] | None:
+        """The class names of the KV-cache layers a short call of this configuration uses
+        (transformers' `DynamicSlidingWindowLayer`, `StaticSlidingWindowLayer`: the cache
+        applies the model's sliding window); None where the version does not expose them."""
+        kw: dict[str, Any] = {"do_sample": False, "max_new_tokens": 2, "min_new_tokens": 2,
+                              "pad_token_id": 0, "return_dict_in_generate": True}
+        if self.engine == "hf-static":
+            kw["cache_implementation"] = "static"
+        try:
+            with torch.inference_mode():
+                out = self.model.generate(self.input_ids, attention_mask=self.mask, **kw)
+            return sorted({type(layer).__name__
+                           for layer in getattr(out.past_key_values, "layers", ())}) or None
+        except Exception:  # a record without it is still a record
+            return None
+
     def cache_len(self) -> int | None:
         """The static cache's length (the largest P + G of any call on this model)."""
         return getattr(self.model, "_previous_max_cache_length", None) \
@@ -251,6 +267,7 @@ def measure_hf(spec: ModelSpec, parallel: Parallel, workload: Workload, *, engin
         windows["first_token"].append(meter.window(first_token, d.barrier))
     probes.append(host_probe(device))
     after_counts = _dynamo_counts()
+    layers = run.cache_layers()  # after the windows: its shorter call leaves them alone
     mine = {"rank": d.rank, "uuid": getattr(meter.nvml, "uuid", None), "idle_power_w": idle_w,
             "windows": windows, "peak_reserved_gib": torch.cuda.max_memory_reserved() / 2 ** 30
             if cuda else None}
@@ -261,7 +278,7 @@ def measure_hf(spec: ModelSpec, parallel: Parallel, workload: Workload, *, engin
     rec.update({
         "engine": {"name": engine, "version": transformers.__version__},
         "warmup_s": times, "first_call_s": compile_s,
-        "static_cache_len": run.cache_len(),
+        "static_cache_len": run.cache_len(), "cache_layers": layers,
         "dynamo": {"before": before_counts, "after": after_counts,
                    "recompiled_in_window": before_counts != after_counts},
         "generated_tokens": new_tokens,

@@ -37,6 +37,15 @@ HF_MASKED_PREFILL = ("hf-cb",)
 # engines that gather a paged cache into one tensor per layer and read a packed float mask
 # of queries x keys (continuous batching with paged SDPA)
 HF_PAGED_CACHE = ("hf-cb",)
+# engines that apply a model's sliding window as transformers does (transformers >= 4.56:
+# DynamicSlidingWindowLayer, StaticSlidingWindowLayer, masking_utils): the cache keeps the
+# last `window` keys, and once a call's keys reach the window the causal mask can no longer
+# be dropped, so SDPA runs masked with K/V expanded to every query head (as under a static
+# cache). piep's runner attends the whole context; hf-cb's paged cache keeps every key.
+HF_WINDOWED = ("hf-eager", "hf-static")
+# the two forms of a windowed engine's attention: before the keys reach the window, and
+# after (a leaf's `attrs["window"]`; a layer holds both, weighted by `window_weights`)
+FULL_CONTEXT, SLIDING = 1, 2
 
 
 def _linear(name: str, kind: str, phase: str, tokens: int, d_in: int, d_out: int,
@@ -187,12 +196,71 @@ def _allreduce(phase: str, tokens: int, hidden: int, tp: int, where: str) -> Nod
                 bytes_written=size, group_size=tp, tokens=tokens, launches=LAUNCHES["allreduce"])
 
 
-def _layer(dep: Deployment, phase: str, batch: int, q_len: int, ctx: int, count: int) -> Node:
+def _cache_attention(dep: Deployment, phase: str, batch: int, q_len: int, ctx: int,
+                     masked: bool, append_ctx: int | None = None) -> list[Node]:
+    """A layer's KV-cache handling and SDPA over `ctx` keys: `masked`, SDPA under a mask
+    (K/V expanded to every query head); `append_ctx`, the keys a DynamicCache step
+    concatenates to (default `ctx`)."""
+    hq, hkv, d = dep.heads_per_rank, dep.kv_heads_per_rank, dep.model.head_dim
+    out = []
+    if dep.engine in HF_DYNAMIC_CACHE and phase == "decode":
+        out.append(_kv_copy("kv_append", phase, batch, ctx if append_ctx is None
+                            else append_ctx, hkv, hkv, d, extra_out=1))
+    paged = dep.engine in HF_PAGED_CACHE
+    if paged:  # the blocks of every request read out into one K and one V
+        out.append(_kv_copy("kv_gather", phase, batch, ctx, hkv, hkv, d))
+    if masked and expands_kv(hq, hkv):  # a mask over the cache turns SDPA's native GQA off
+        out.append(_kv_copy("kv_expand", phase, batch, ctx, hkv, hq, d))
+    # a paged cache's additive float mask: the masked SDPA was sampled with a boolean one
+    # (other kernels), so it is priced as attention, with the serving fit's time scale
+    attention = _attention(phase, batch, q_len, ctx, hq, hkv, d, masked_cache=masked,
+                           kind="attention" if paged else None)
+    if paged:  # the packed float mask, queries x keys, read by every layer
+        attention.bytes_read += batch * q_len * ctx * BF16_BYTES
+    out.append(attention)
+    return out
+
+
+PHASE_INDEX = {"prefill": 0, "decode": 1}
+
+
+def window_of(dep: Deployment) -> int | None:
+    """The sliding window `dep`'s engine applies (None: every key is attended)."""
+    window = dep.model.sliding_window
+    return window if window and dep.engine in HF_WINDOWED else None
+
+
+def full_context_steps(w, window: int | None) -> int:
+    """Decode steps whose keys (prompt + step) stay under the window: transformers drops
+    their mask (native GQA); the later ones run masked over the window."""
+    steps = max(w.gen_len - 1, 0)
+    return steps if window is None else min(max(window - w.prompt_len - 1, 0), steps)
+
+
+def window_weights(dep: Deployment) -> tuple[tuple[float, float], tuple[float, float]]:
+    """Per phase (prefill, decode): the shares of (full-context, sliding-window) attention
+    of `dep`'s windowed engine. A prefill of at least `window` keys runs masked; a decode
+    step once prompt + step keys reach the window."""
+    window, w = window_of(dep), dep.workload
+    if window is None:
+        return (1.0, 0.0), (1.0, 0.0)
+    steps = max(w.gen_len - 1, 0)
+    full = full_context_steps(w, window) / steps if steps else 1.0
+    pre = 1.0 if w.prompt_len < window else 0.0
+    return (pre, 1.0 - pre), (full, 1.0 - full)
+
+
+def past_window(dep: Deployment) -> bool:
+    """Whether some of `dep`'s attention runs past its engine's sliding window."""
+    return any(sliding for _, sliding in window_weights(dep))
+
+
+def _layer(dep: Deployment, phase: str, batch: int, q_len: int, ctx: int, count: int,
+           all_forms: bool = False) -> Node:
     m = dep.model
     h, t, tp = m.hidden_size, batch * q_len, dep.parallel.tp
     q_out = dep.heads_per_rank * m.head_dim
     kv_out = dep.kv_heads_per_rank * m.head_dim
-    hq, hkv, d = dep.heads_per_rank, dep.kv_heads_per_rank, m.head_dim
     static = dep.engine in HF_STATIC_CACHE and (phase == "decode"
                                                 or dep.engine in HF_MASKED_PREFILL)
     layer = Node("layer", "layer", phase, count=count, tokens=t, ranks=tp)
@@ -203,20 +271,26 @@ def _layer(dep: Deployment, phase: str, batch: int, q_len: int, ctx: int, count:
         _linear("v_proj", "v_proj", phase, t, h, kv_out, m.qkv_bias),
         _rope(phase, t, q_out, kv_out, batch, m.head_dim),
     )
-    if dep.engine in HF_DYNAMIC_CACHE and phase == "decode":
-        layer.add(_kv_copy("kv_append", phase, batch, ctx, hkv, hkv, d, extra_out=1))
-    paged = dep.engine in HF_PAGED_CACHE
-    if paged:  # the blocks of every request read out into one K and one V
-        layer.add(_kv_copy("kv_gather", phase, batch, ctx, hkv, hkv, d))
-    if static and expands_kv(hq, hkv):  # a mask over the cache turns SDPA's native GQA off
-        layer.add(_kv_copy("kv_expand", phase, batch, ctx, hkv, hq, d))
-    # a paged cache's additive float mask: the masked SDPA was sampled with a boolean one
-    # (other kernels), so it is priced as attention, with the serving fit's time scale
-    attention = _attention(phase, batch, q_len, ctx, hq, hkv, d, masked_cache=static,
-                           kind="attention" if paged else None)
-    if paged:  # the packed float mask, queries x keys, read by every layer
-        attention.bytes_read += batch * q_len * ctx * BF16_BYTES
-    layer.add(attention, _linear("o_proj", "o_proj", phase, t, q_out, h, m.o_bias))
+    window = window_of(dep)
+    if window is None or (phase == "decode" and dep.engine in HF_STATIC_CACHE):
+        # (a static sliding cache is attended whole, masked, at every step: decode_context)
+        layer.add(*_cache_attention(dep, phase, batch, q_len, ctx, static))
+    else:
+        full, sliding = (1, 1) if all_forms else window_weights(dep)[PHASE_INDEX[phase]]
+        # past the window: the prompt's keys (prefill) or the window's (a decode step,
+        # whose DynamicCache concatenates the new key to the window's last window - 1)
+        forms = ((FULL_CONTEXT, "full_context", full,
+                  _cache_attention(dep, phase, batch, q_len, ctx, static)),
+                 (SLIDING, "sliding_window", sliding,
+                  _cache_attention(dep, phase, batch, q_len,
+                                   q_len if phase == "prefill" else window, True,
+                                   append_ctx=window - 1)))
+        for form, name, weight, nodes in forms:
+            if weight or all_forms:
+                for node in nodes:
+                    node.attrs["window"] = form
+                layer.add(Node(name, "window", phase, count=weight, children=nodes))
+    layer.add(_linear("o_proj", "o_proj", phase, t, q_out, h, m.o_bias))
     if tp > 1:
         layer.add(_allreduce(phase, t, h, tp, "attn"))
     layer.add(
@@ -235,7 +309,8 @@ def _layer(dep: Deployment, phase: str, batch: int, q_len: int, ctx: int, count:
     return layer
 
 
-def _stage(dep: Deployment, index: int, phase: str, batch: int, q_len: int, ctx: int) -> Node:
+def _stage(dep: Deployment, index: int, phase: str, batch: int, q_len: int, ctx: int,
+           all_forms: bool = False) -> Node:
     m, p = dep.model, dep.parallel
     h, tp = m.hidden_size, p.tp
     layers = dep.stage_layers()[index]
@@ -244,7 +319,7 @@ def _stage(dep: Deployment, index: int, phase: str, batch: int, q_len: int, ctx:
     if index == 0:
         t = batch * q_len
         stage.add(_embedding(phase, t, h))
-    stage.add(_layer(dep, phase, batch, q_len, ctx, layers))
+    stage.add(_layer(dep, phase, batch, q_len, ctx, layers, all_forms))
     last = index == p.pp - 1
     if not last:
         size = batch * q_len * h * BF16_BYTES
@@ -269,33 +344,41 @@ def _stage(dep: Deployment, index: int, phase: str, batch: int, q_len: int, ctx:
     return stage
 
 
-def decode_context(w) -> int:
+def decode_context(dep: Deployment) -> int:
     """Keys per query of a decode step: graph mode attends over the whole static cache
-    (masked); eager over the live prefix, whose mean over steps 1..gen-1 is prompt + gen/2
-    (attention cost is linear in it)."""
-    return w.context_len if w.mode == "graph" else w.prompt_len + w.gen_len // 2
+    (masked; a sliding window's cache holds the window); eager over the live prefix, whose
+    mean over steps 1..gen-1 is prompt + gen/2 (attention cost is linear in it), over the
+    steps before the window where the engine applies one."""
+    w, window = dep.workload, window_of(dep)
+    if w.mode == "graph":
+        return w.context_len if window is None else min(w.context_len, window)
+    return w.prompt_len + (full_context_steps(w, window) + 1) // 2
 
 
-def _phase(dep: Deployment, phase: str) -> Node:
+def _phase(dep: Deployment, phase: str, all_forms: bool = False) -> Node:
     w, p = dep.workload, dep.parallel
     b = dep.replica_batch
     if phase == "prefill":
         # a static cache is attended whole already in the prefill
         ctx = w.context_len if dep.engine in HF_STATIC_CACHE else w.prompt_len
         node = Node("prefill", "phase", "prefill", tokens=b * w.prompt_len)
-        node.add(*(_stage(dep, i, "prefill", b, w.prompt_len, ctx) for i in range(p.pp)))
+        node.add(*(_stage(dep, i, "prefill", b, w.prompt_len, ctx, all_forms)
+                   for i in range(p.pp)))
         return node
-    ctx = decode_context(w)
+    ctx = decode_context(dep)
     node = Node("decode", "phase", "decode", tokens=b * max(w.gen_len - 1, 0))
     step = Node("step", "step", "decode", count=max(w.gen_len - 1, 0), tokens=b,
                 context_len=ctx)
-    step.add(*(_stage(dep, i, "decode", b, 1, ctx) for i in range(p.pp)))
+    step.add(*(_stage(dep, i, "decode", b, 1, ctx, all_forms) for i in range(p.pp)))
     if step.count:
         node.add(step)
     return node
 
 
-def build_tree(dep: Deployment) -> Node:
+def build_tree(dep: Deployment, all_forms: bool = False) -> Node:
+    """The model tree of `dep`. A windowed engine's layers hold the attention forms its
+    workload runs, each weighted by its share (`window_weights`); `all_forms`: both forms
+    at weight 1, tagged in `attrs["window"]` (the leaf table's workload-free skeleton)."""
     p = dep.parallel
     root = Node("deployment", "deployment", ranks=p.world_size,
                 attrs={"model": dep.model.name, "tp": p.tp, "pp": p.pp, "dp": p.dp,
@@ -304,5 +387,5 @@ def build_tree(dep: Deployment) -> Node:
                        "gpu": dep.gpu.name})
     replica = Node("replica", "replica", count=p.dp, ranks=p.tp * p.pp,
                    tokens=dep.replica_batch)
-    replica.add(_phase(dep, "prefill"), _phase(dep, "decode"))
+    replica.add(_phase(dep, "prefill", all_forms), _phase(dep, "decode", all_forms))
     return root.add(replica)

@@ -13,7 +13,7 @@ COMM_KINDS = ("allreduce", "allgather", "p2p")
 # copies of the KV cache some engines make (priced by their module samples; without
 # samples, at the GPU's measured copy rate)
 COPY_KINDS = ("kv_append", "kv_expand", "kv_gather")
-GROUP_KINDS = ("deployment", "replica", "phase", "step", "stage", "layer")
+GROUP_KINDS = ("deployment", "replica", "phase", "step", "stage", "layer", "window")
 
 
 @dataclass
@@ -27,7 +27,8 @@ class Node:
     comm_bytes: float = 0.0
     group_size: int = 1       # GPUs taking part in a collective
     ranks: int | None = None  # GPUs running this node side by side (None: as parent)
-    count: int = 1            # repetitions under the parent
+    count: float = 1          # repetitions under the parent (a share of a windowed
+    #                           engine's attention forms: window_weights)
     tokens: int = 0           # tokens in flight through the node
     context_len: int = 0      # attention context (keys per query)
     launches: int = 0         # kernel launches per call
