@@ -310,6 +310,10 @@ WINDOW_RUNS = {
         ("piep-unlisted-swa5b", 8, 1500, 64), ("piep-unlisted-swa5b", 4, 900, 256),
         ("piep-unlisted-swa5b", 16, 2000, 32), ("piep-unlisted-swa5b", 2, 600, 600),
         ("mistral-7b", 2, 4500, 64), ("mistral-7b", 1, 3900, 300))),
+    # (blind set 6, device call 33) hf-static's sliding cache: crossed during the decode,
+    # then reached in the prefill (the cache kept at the window)
+    "hf-static/design_window.jsonl": ("hf-static", (
+        ("piep-unlisted-swa5b", 4, 900, 256), ("piep-unlisted-swa5b", 4, 1500, 64))),
 }
 
 
