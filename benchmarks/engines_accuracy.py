@@ -109,30 +109,68 @@ def probe_spread(records) -> float:
 
 
 def replicate_rows(base, engine: str = "hf-eager") -> list[str]:
-    """Runs measured twice on different device calls: the measured change of their time
-    beside the change of their host's launch probe and the change the shipped profile
-    predicts from the two probes."""
-    from piep.artifacts import read_records
+    """Runs measured on several device calls (`design_replicates.jsonl`): each later
+    measurement's change of time against the first, beside the change of the host's launch
+    probe and the change the shipped profile predicts from the two probes."""
+    from piep.artifacts import read_jsonl, read_records
     from piep.predict.engines import shipped_profile_dir
     from piep.predict.train import host_probe_of
-    raw = shipped_profile_dir("h200", engine) / "raw"
-    again = {r["key"]: r for r in read_records(raw / "call27_replicates.jsonl",
-                                               "piep.measurement")}
-    first = {r["key"]: (f.stem[4:6], r) for f in sorted(raw.glob("call*.jsonl"))
-             if f.name != "call27_replicates.jsonl"
-             for r in read_records(f, "piep.measurement") if r["key"] in again}
+    from piep.sampling.grid import config_key
+    folder = shipped_profile_dir("h200", engine)
+    keys = {config_key(r) for r in read_jsonl(folder / "design_replicates.jsonl")}
+    seen: dict[str, list[tuple[str, dict]]] = {}
+    for f in sorted((folder / "raw").glob("call*.jsonl")):  # in call order
+        for r in read_records(f, "piep.measurement"):
+            if r["key"] in keys:
+                seen.setdefault(r["key"], []).append((f.stem[4:6], r))
     model = load_profile("h200", engine).apply(base)
     gpu = load_gpu("h200")
     out = []
-    for key, (call, old) in sorted(first.items(), key=lambda kv: kv[1][1]["model"]):
-        new = again[key]
-        pred = price([deployment_of(r, gpu, engine=engine, on_its_host=True)
-                      for r in (old, new)], model).time_s
-        out.append(f"| {old['model']} | {old['batch']} | {old['prompt_len']} | "
-                   f"{old['gen_len']} | {call} | {old['time_s']:.3f} | {new['time_s']:.3f} | "
-                   f"{new['time_s'] / old['time_s']:.2f} | {1e6 * host_probe_of(old):.1f} -> "
-                   f"{1e6 * host_probe_of(new):.1f} | "
-                   f"{host_probe_of(new) / host_probe_of(old):.2f} | {pred[1] / pred[0]:.2f} |")
+    for key, runs in sorted(seen.items(), key=lambda kv: kv[1][0][1]["model"]):
+        (call0, old), later = runs[0], runs[1:]
+        for call, new in later:
+            pred = price([deployment_of(r, gpu, engine=engine, on_its_host=True)
+                          for r in (old, new)], model).time_s
+            out.append(f"| {old['model']} | {old['batch']} | {old['prompt_len']} | "
+                       f"{old['gen_len']} | {call0} -> {call} | {old['time_s']:.3f} | "
+                       f"{new['time_s']:.3f} | {new['time_s'] / old['time_s']:.2f} | "
+                       f"{1e6 * host_probe_of(old):.1f} -> {1e6 * host_probe_of(new):.1f} | "
+                       f"{host_probe_of(new) / host_probe_of(old):.2f} | "
+                       f"{pred[1] / pred[0]:.2f} |")
+    return out
+
+
+def window_rows(base) -> list[str]:
+    """Runs past a sliding window, each on its own host: the shipped profile with the
+    window in the tree (as transformers applies it) against the same profile with the
+    window ignored (every key kept, attention unmasked)."""
+    from dataclasses import replace
+    from piep.tree.builder import past_window
+    gpu = load_gpu("h200")
+    out = []
+    for engine in sorted(set(ENGINE_FITS) - set(SERVING_ENGINES)):
+        model = load_profile("h200", engine).apply(base)
+        runs = [(r, d) for r in engine_records("h200", engine)
+                if past_window(d := deployment_of(r, gpu, engine=engine, on_its_host=True))]
+        if not runs:
+            continue
+        kept = price([d for _, d in runs], model)
+        full = price([replace(d, model=replace(d.model, sliding_window=None))
+                      for _, d in runs], model)
+        errs = []
+        for i, (r, d) in enumerate(runs):
+            e = [_err(p.energy_j[i], r["energy_j"]) for p in (kept, full)]
+            t = [_err(p.time_s[i], r["time_s"]) for p in (kept, full)]
+            pe = [_err(p.phase_energy_j[i, 0], r["prefill"]["energy_j"]) for p in (kept, full)]
+            errs.append((e, t))
+            out.append(f"| {engine} | {r['model']} | {r['batch']} | {r['prompt_len']} | "
+                       f"{r['gen_len']} | {d.model.sliding_window} | "
+                       + " | ".join(f"{100 * a:+.1f} % / {100 * b:+.1f} %" for a, b in (e, t, pe))
+                       + " |")
+        mape = [[100 * statistics.mean(abs(x[k][j]) for x in errs) for j in (0, 1)]
+                for k in (0, 1)]
+        out.append(f"| {engine} | MAPE, {len(runs)} runs | | | | | {mape[0][0]:.1f} % / "
+                   f"{mape[0][1]:.1f} % | {mape[1][0]:.1f} % / {mape[1][1]:.1f} % | |")
     return out
 
 
@@ -175,7 +213,7 @@ ABLATIONS = {
     "hf-static": ("its host time per `generate()` call (`call_host_s`)",
                   {"terms": tuple(t for t in ENGINE_FITS["hf-static"] if t != "call_host_s")}),
 }
-LAST_BLIND = "design_blind4.jsonl"  # the last blind set, predicted by the form kept
+LAST_BLIND = "design_blind4.jsonl"  # the blind set the forms kept were chosen before
 
 
 def ablation(base, records, engine: str, rows, hosted) -> str:
@@ -201,8 +239,8 @@ def ablation(base, records, engine: str, rows, hosted) -> str:
            f"probe energy {mape(gone[1], 'energy_j'):.1f} -> {mape(kept[1], 'energy_j'):.1f} %, "
            f"time {mape(gone[1], 'time_s'):.1f} -> {mape(kept[1], 'time_s'):.1f} %")
     if after:
-        out += (f"; the {len(after)} runs of blind set 4, fitted on the {len(before)} before "
-                f"them: energy {mape(gone[2], 'energy_j'):.1f} -> "
+        out += (f"; the {len(after)} runs of blind set 4, fitted on the {len(before)} "
+                f"others: energy {mape(gone[2], 'energy_j'):.1f} -> "
                 f"{mape(kept[2], 'energy_j'):.1f} %, time {mape(gone[2], 'time_s'):.1f} -> "
                 f"{mape(kept[2], 'time_s'):.1f} %")
     return out
@@ -251,7 +289,7 @@ def main() -> int:
     base = load_learned("h200")
     lines = ["# piep on transformers generate() (H200)", "",
              "Generated by `python benchmarks/engines_accuracy.py` from the runs in "
-             "`calibration/h200/engines/<engine>/raw/` (device calls 15-17, 22, 24-29; scripts "
+             "`calibration/h200/engines/<engine>/raw/` (device calls 15-17, 22, 24-29, 31-33; scripts "
              "and logs in `calibration/h200/device/`). Energy: GPU boards, one whole `generate()` call; "
              "prefill: `generate(max_new_tokens=1)`.", "",
              "| engine | runs | models | piep before (reference mode): energy | time | "
@@ -372,14 +410,31 @@ def main() -> int:
               "| engine | device call | runs | Python loop, ms (median) | launch, us "
               "(median) | mean time error | with the run's probe |",
               "|---|---|---|---|---|---|---|", *hosts, "",
-              "Runs measured again on another call's host (device call 27, "
+              "Runs measured again on other calls' hosts (device calls 27 and 33, "
               "`design_replicates.jsonl`: runs of the fastest and the slowest hosts with the "
-              "worst time errors): the measured change of their time beside the change of the "
-              "host's launch probe and the change the shipped profile predicts from the two "
-              "probes (it scales the host's share of the time only):", "",
-              "| model | batch | prompt | gen | first call | time s | again | ratio | "
+              "worst time errors): the measured change of their time against the first "
+              "measurement beside the change of the host's launch probe and the change the "
+              "shipped profile predicts from the two probes (it scales the host's share of the "
+              "time only):", "",
+              "| model | batch | prompt | gen | calls | time s | again | ratio | "
               "launch probe, us | probe ratio | predicted ratio |",
               "|---|---|---|---|---|---|---|---|---|---|---|", *replicate_rows(base), "",
+              "## Sliding window", "",
+              "transformers applies a model's sliding window in its cache "
+              "(`DynamicSlidingWindowLayer`, `StaticSlidingWindowLayer`: the records' "
+              "`cache_layers`): the cache keeps the last window of keys, and once a call's "
+              "keys reach the window the causal mask is no longer dropped, so SDPA runs masked "
+              "with K/V expanded to every query head. piep's tree has both forms of a "
+              "windowed engine's attention, each weighted by its share of the phase (a "
+              "prefill of at least the window's length runs masked over the prompt; a decode "
+              "step once prompt + step reach the window, over the window). The runs past a "
+              "window (device calls 31-33; blind sets 5 and 6 below), each on its own host "
+              "(its launch probe), predicted by the shipped profiles with the window / with "
+              "the window ignored (trained on these runs too; the blind figures are in the "
+              "blind sets):", "",
+              "| engine | model | batch | prompt | gen | window | energy, with / without the "
+              "window | time, with / without | prefill energy, with / without |",
+              "|---|---|---|---|---|---|---|---|---|", *window_rows(base), "",
               "## What an eager decode step launches", "",
               "Kernel census of transformers' eager `generate()` (device call 27, `python -m "
               "piep.sampling.census`, `calibration/h200/engines/census/`): CUDA kernels per "
@@ -441,7 +496,21 @@ def main() -> int:
               "(`blind_predictions4.jsonl`). Call 29's host was slow (its median probes in the "
               "Host speed table): every hf-eager run was under-predicted, most of it the "
               "host.", "",
-              *[f"* {line}" for line in blind_summary(blind_set=4)],
+              *[f"* {line}" for line in blind_summary(blind_set=4)], "",
+              "Set 5 (device calls 31-32: `call31_blind5.jsonl`, `call31_window.jsonl`, "
+              "`call32_window.jsonl`, hf-static's `call32_blind5.jsonl`; small shapes with tied "
+              "embeddings (a 1B at head dim 64, a Qwen2 with biases and a 152k vocabulary) and "
+              "a Mistral shape with a 1024-key window in no public list under hf-eager, the "
+              "1B under hf-static, and hf-eager's runs past a sliding window, mistral-7b's "
+              "4096 among them): the profiles of session 7 with the sliding window in the tree, "
+              "commit 922862c (`blind_predictions5.jsonl`). Call 31's host was slow (its median "
+              "probes in the Host speed table): every hf-eager run was under-predicted in "
+              "time.", "",
+              *[f"* {line}" for line in blind_summary(blind_set=5)], "",
+              "Set 6 (device call 33: hf-static's `call33_window.jsonl`; its sliding cache, "
+              "crossed in the decode, then reached in the prefill), commit 7f9753e "
+              "(`blind_predictions6.jsonl`).", "",
+              *[f"* {line}" for line in blind_summary(blind_set=6)],
               *detail]
     REPORT.write_text("\n".join(lines) + "\n")
     print(f"wrote {REPORT}")

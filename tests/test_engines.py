@@ -295,3 +295,46 @@ def test_runs_of_two_library_versions_are_refused_before_fitting(tmp_path, monke
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "0.0.1" in err and "versions" in err
     assert not (tmp_path / "data").exists()
+
+
+def test_a_sliding_window_caps_the_cache_and_masks_attention_past_it():
+    """mistral-7b (window 4096) under hf-eager: below the window nothing changes; a prompt
+    past it runs a masked prefill with K/V expanded; decode steps past it attend the window
+    (masked), the ones before it the live prefix; piep's runner ignores the window."""
+    from piep.tree.builder import window_weights
+    below = api.deployment("mistral-7b", engine="hf-eager", batch=2, prompt_len=1000,
+                           gen_len=100)
+    assert window_weights(below) == ((1.0, 0.0), (1.0, 0.0))
+    assert "kv_expand" not in _layer_leaves(below, "prefill")
+    past = api.deployment("mistral-7b", engine="hf-eager", batch=2, prompt_len=4500,
+                          gen_len=64)
+    assert window_weights(past) == ((0.0, 1.0), (0.0, 1.0))
+    pre = {n.kind: n for _, _, n in build_tree(past).walk() if n.phase == "prefill"}
+    assert pre["sdpa_masked"].context_len == 4500 and "kv_expand" in pre
+    dec = [n for _, _, n in build_tree(past).walk() if n.phase == "decode"
+           and n.kind in ("sdpa_masked", "attention")]
+    assert [n.context_len for n in dec] == [4096]
+    # crossing during the decode: 4096 - 3900 - 1 = 195 of 299 steps before the window
+    across = api.deployment("mistral-7b", engine="hf-eager", batch=1, prompt_len=3900,
+                            gen_len=300)
+    assert window_weights(across)[1] == pytest.approx((195 / 299, 104 / 299))
+    ref = api.deployment("mistral-7b", mode="eager", batch=2, prompt_len=4500, gen_len=64)
+    assert window_weights(ref) == ((1.0, 0.0), (1.0, 0.0))
+    # a static sliding cache holds the window: its decode attends min(cache, window)
+    static = api.deployment("mistral-7b", engine="hf-static", batch=2, prompt_len=4500,
+                            gen_len=64)
+    assert {n.context_len for _, _, n in build_tree(static).walk()
+            if n.phase == "decode" and n.kind == "sdpa_masked"} == {4096}
+
+
+def test_a_profile_whose_runs_never_crossed_a_window_flags_it(tmp_path, monkeypatch):
+    prof = load_profile("h200", "hf-eager")
+    assert prof.meta["window_measured"]  # the shipped runs crossed windows (calls 31-32)
+    args = dict(engine="hf-eager", batch=2, prompt_len=4500, gen_len=64)
+    assert "unmeasured_sliding_window" not in api.predict("mistral-7b", **args)["flags"]
+    prof.meta["window_measured"] = False
+    monkeypatch.setenv("PIEP_DATA_DIR", str(tmp_path))
+    save_profile(prof, tmp_path / "h200" / "engines" / "hf-eager")
+    assert "unmeasured_sliding_window" in api.predict("mistral-7b", **args)["flags"]
+    assert "unmeasured_sliding_window" not in api.predict(
+        "mistral-7b", **{**args, "prompt_len": 1000})["flags"]
