@@ -101,6 +101,58 @@ def host_rows(engine: str, rows, hosted) -> list[str]:
     return out
 
 
+def implied_host_factor(model, dep, time_s: float, lo: float = 0.2, hi: float = 5.0) -> float:
+    """The host factor (probe over the profile's reference) at which `model` predicts
+    `dep`'s measured time (bisection in log; predicted time grows with the factor)."""
+    import math
+    ref = model.host.host_probe_ref_s
+    for _ in range(40):
+        mid = math.sqrt(lo * hi)
+        if price([replace_probe(dep, mid * ref)], model).time_s[0] < time_s:
+            lo = mid
+        else:
+            hi = mid
+    return math.sqrt(lo * hi)
+
+
+def probe_rows(base, engine: str = "hf-eager") -> list[str]:
+    """Which host probe tracks an eager engine's host: for every run that carries each
+    probe, the host factor that makes the shipped profile match its measured time (the
+    implied factor), against each probe scaled to the implied factors' median over those
+    runs: Pearson r of the logs, and the time error left with that factor (one factor
+    for every run: no probe)."""
+    import math
+    gpu = load_gpu("h200")
+    model = load_profile("h200", engine).apply(base)
+    ref = model.host.host_probe_ref_s
+    probes = ("launch_add_s", "tiny_decode_step_s", "python_loop_200k_s")
+    recs = [r for r in engine_records("h200", engine)
+            if all((r.get("host_probe") or {}).get(p) for p in probes)]
+    if len(recs) < 3:
+        return []
+    deps = [deployment_of(r, gpu, engine=engine) for r in recs]
+    implied = [math.log(implied_host_factor(model, d, r["time_s"])) for d, r in zip(deps, recs)]
+    level = statistics.median(implied)
+
+    def left(factors):  # time MAPE with these log host factors
+        priced = price([replace_probe(d, math.exp(f) * ref) for d, f in zip(deps, factors)],
+                       model).time_s
+        return 100 * statistics.mean(abs(p / r["time_s"] - 1) for p, r in zip(priced, recs))
+    out = [f"| none | {len(recs)} | - | {left([level] * len(recs)):.1f} % |"]
+    for name in probes:
+        logs = [math.log(r["host_probe"][name]) for r in recs]
+        x = [v - statistics.median(logs) + level for v in logs]
+        out.append(f"| {name} | {len(recs)} | {statistics.correlation(x, implied):.2f} | "
+                   f"{left(x):.1f} % |")
+    return out
+
+
+def replace_probe(dep, probe_s: float):
+    """`dep` on a host of this probe."""
+    from dataclasses import replace
+    return replace(dep, host_probe_s=probe_s)
+
+
 def probe_spread(records) -> float:
     """The largest ratio of a run's slowest to its fastest launch probe (runs probed
     beside every window)."""
@@ -419,6 +471,16 @@ def main() -> int:
               "| model | batch | prompt | gen | calls | time s | again | ratio | "
               "launch probe, us | probe ratio | predicted ratio |",
               "|---|---|---|---|---|---|---|---|---|---|---|", *replicate_rows(base), "",
+              "Which probe tracks the host: the runs that carry all three probes (device "
+              "calls 31-33), each with the host factor at which the shipped profile matches "
+              "its measured time (the implied factor), against each probe scaled to the "
+              "implied factors' median over the same runs (a level fitted on them, for every "
+              "probe alike); none: one factor for every run. The profiles keep the launch "
+              "probe: the runs before call 31 carry no tiny-decoder probe.", "",
+              "| engine | probe | runs | r (log probe, log implied factor) | time MAPE left |",
+              "|---|---|---|---|---|",
+              *[f"| {e} {row}" for e in ("hf-eager", "hf-static") for row in probe_rows(base, e)],
+              "",
               "## Sliding window", "",
               "transformers applies a model's sliding window in its cache "
               "(`DynamicSlidingWindowLayer`, `StaticSlidingWindowLayer`: the records' "
