@@ -15,8 +15,9 @@ queueing ahead of the GPU (hf-static's two 20B runs measured by call 32); set 5:
 shape with a 1024-key sliding window) and hf-eager's `design_window.jsonl` (runs past a
 sliding window, mistral-7b's among them; device calls 31-32), predicted by the profiles
 with transformers' sliding window in the tree (hf-eager's cut window runs measured by
-call 32); set 6: hf-static's `design_window.jsonl` (its sliding cache; device call 33). A
-predictions file
+call 32); set 6: hf-static's `design_window.jsonl` (its sliding cache; device call 33);
+set 7: hf-eager's `design_window2.jsonl` (mistral-7b past its window; device call 34),
+predicted by the profiles refitted on calls 31-33. A predictions file
 (`calibration/h200/engines/blind_predictions*.jsonl`) is written by the code of the commit
 it names and committed before the runs are measured. A static cache
 keeps the largest earlier call's length on the same model object, so each hf-static row
@@ -52,7 +53,8 @@ SETS = {1: (("design_blind.jsonl",), "blind_predictions.jsonl",
         5: (("design_blind5.jsonl", "design_window.jsonl"), "blind_predictions5.jsonl",
             ("raw/call31_blind5.jsonl", "raw/call31_window.jsonl", "raw/call32_window.jsonl",
              "raw/call32_blind5.jsonl")),
-        6: (("design_window.jsonl",), "blind_predictions6.jsonl", ("raw/call33_window.jsonl",))}
+        6: (("design_window.jsonl",), "blind_predictions6.jsonl", ("raw/call33_window.jsonl",)),
+        7: (("design_window2.jsonl",), "blind_predictions7.jsonl", ("raw/call34_window2.jsonl",))}
 
 
 def design_rows(engine: str, blind_set: int = 1) -> list[dict]:

@@ -312,6 +312,10 @@ WINDOW_RUNS = {
         ("mistral-7b", 2, 4500, 64), ("mistral-7b", 1, 3900, 300))),
     # (blind set 6, device call 33) hf-static's sliding cache: crossed during the decode,
     # then reached in the prefill (the cache kept at the window)
+    # (blind set 7, device call 34) mistral-7b past its 4096-key window again, on
+    # another host: in the prefill, during the decode, and a long prompt at batch 1
+    "hf-eager/design_window2.jsonl": ("hf-eager", (
+        ("mistral-7b", 4, 4200, 96), ("mistral-7b", 8, 4000, 128), ("mistral-7b", 1, 6000, 48))),
     "hf-static/design_window.jsonl": ("hf-static", (
         ("piep-unlisted-swa5b", 4, 900, 256), ("piep-unlisted-swa5b", 4, 1500, 64))),
 }
