@@ -41,7 +41,9 @@ def run(args) -> int:
         rows = []
         for path, mult, node in tree.walk():
             depth = path.count("/")
-            rows.append(["  " * depth + node.name, node.kind, node.phase or "", mult,
+            # a windowed engine's attention forms repeat a share of their layers' times
+            shown = int(mult) if float(mult).is_integer() else round(mult, 2)
+            rows.append(["  " * depth + node.name, node.kind, node.phase or "", shown,
                          node.flops, node.bytes_moved, node.comm_bytes,
                          node.group_size if node.is_comm else ""])
         head = f"{doc['deployment']}  ({doc['nodes']} nodes)\n"

@@ -26,7 +26,7 @@ import numpy as np
 from piep.config import Parallel, Workload
 from piep.layout import Deployment
 from piep.tree import build_tree
-from piep.tree.builder import decode_context, window_weights
+from piep.tree.builder import SLIDING, decode_context, window_weights
 from piep.tree.nodes import COMM_KINDS, COMPUTE_KINDS, COPY_KINDS
 
 # leaf kinds by index (`LeafTable.kind_id`); the combiner also prices pipeline waits
@@ -346,8 +346,7 @@ def _form_shares(sk: Skeleton, deps: list[Deployment]) -> np.ndarray | float:
     if not sk.window.any():
         return 1.0
     w = np.array([window_weights(d) for d in deps])     # (deps, phase, form)
-    form = np.clip(sk.window, 1, 2) - 1
-    shares = w[:, sk.phase, form]
+    shares = w[:, sk.phase, (sk.window == SLIDING).astype(int)]
     return np.where(sk.window[None, :] > 0, shares, 1.0)
 
 
