@@ -312,13 +312,15 @@ WINDOW_RUNS = {
         ("mistral-7b", 2, 4500, 64), ("mistral-7b", 1, 3900, 300))),
     # (blind set 6, device call 33) hf-static's sliding cache: crossed during the decode,
     # then reached in the prefill (the cache kept at the window)
+    "hf-static/design_window.jsonl": ("hf-static", (
+        ("piep-unlisted-swa5b", 4, 900, 256), ("piep-unlisted-swa5b", 4, 1500, 64))),
     # (blind set 7, device call 34) mistral-7b past its 4096-key window again, on
     # another host: in the prefill, during the decode, and a long prompt at batch 1
     "hf-eager/design_window2.jsonl": ("hf-eager", (
         ("mistral-7b", 4, 4200, 96), ("mistral-7b", 8, 4000, 128), ("mistral-7b", 1, 6000, 48))),
-    "hf-static/design_window.jsonl": ("hf-static", (
-        ("piep-unlisted-swa5b", 4, 900, 256), ("piep-unlisted-swa5b", 4, 1500, 64))),
 }
+# every design of listed runs (not drawn): the replicates and the runs past a window
+LISTED_RUNS = {**REPLICATES, **WINDOW_RUNS}
 
 
 def build_replicates(engine: str, runs) -> list[dict]:
@@ -334,8 +336,7 @@ def build_replicates(engine: str, runs) -> list[dict]:
 
 def write_engine_design(name: str) -> int:
     from piep.artifacts import write_text
-    listed = {**REPLICATES, **WINDOW_RUNS}
-    rows = build_replicates(*listed[name]) if name in listed else \
+    rows = build_replicates(*LISTED_RUNS[name]) if name in LISTED_RUNS else \
         build_engine_design(**ENGINE_DESIGNS[name])
     path = Path("calibration/h200/engines") / name
     write_text(path, "".join(json.dumps(r) + "\n" for r in rows))
@@ -420,7 +421,7 @@ if __name__ == "__main__":
     name = sys.argv[1] if len(sys.argv) > 1 else "design.jsonl"
     if name == "traces":
         n = write_cb_traces()
-    elif name in ENGINE_DESIGNS or name in REPLICATES or name in WINDOW_RUNS:
+    elif name in ENGINE_DESIGNS or name in LISTED_RUNS:
         n = write_engine_design(name)
     else:
         n = write_design(Path("calibration/h200/e2e") / name, **DESIGNS[name])

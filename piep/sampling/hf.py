@@ -172,26 +172,24 @@ class HFGenerate:
         self.mask = torch.ones_like(self.input_ids)
         self.last: torch.Tensor | None = None
 
-    def generate(self, new_tokens: int | None = None) -> None:
+    def generate(self, new_tokens: int | None = None, **extra: Any):
+        """One `generate()` call of this configuration (`new_tokens`: another length;
+        `extra`: more keywords of `generate`); its output is kept in `last`."""
         g = self.workload.gen_len if new_tokens is None else new_tokens
         kw: dict[str, Any] = {"do_sample": False, "max_new_tokens": g, "min_new_tokens": g,
-                              "pad_token_id": 0}
+                              "pad_token_id": 0, **extra}
         if self.engine == "hf-static":
             kw["cache_implementation"] = "static"
         with torch.inference_mode():
             self.last = self.model.generate(self.input_ids, attention_mask=self.mask, **kw)
+        return self.last
 
     def cache_layers(self) -> list[str] | None:
         """The class names of the KV-cache layers a short call of this configuration uses
         (transformers' `DynamicSlidingWindowLayer`, `StaticSlidingWindowLayer`: the cache
         applies the model's sliding window); None where the version does not expose them."""
-        kw: dict[str, Any] = {"do_sample": False, "max_new_tokens": 2, "min_new_tokens": 2,
-                              "pad_token_id": 0, "return_dict_in_generate": True}
-        if self.engine == "hf-static":
-            kw["cache_implementation"] = "static"
         try:
-            with torch.inference_mode():
-                out = self.model.generate(self.input_ids, attention_mask=self.mask, **kw)
+            out = self.generate(2, return_dict_in_generate=True)
             return sorted({type(layer).__name__
                            for layer in getattr(out.past_key_values, "layers", ())}) or None
         except Exception:  # a record without it is still a record
