@@ -473,7 +473,7 @@ def main() -> int:
               "launch probe, us | probe ratio | predicted ratio |",
               "|---|---|---|---|---|---|---|---|---|---|---|", *replicate_rows(base), "",
               "Which probe tracks the host: the runs that carry all three probes (device "
-              "calls 31-33), each with the host factor at which the shipped profile matches "
+              "calls 31-34), each with the host factor at which the shipped profile matches "
               "its measured time (the implied factor), against each probe scaled to the "
               "implied factors' median over the same runs (a level fitted on them, for every "
               "probe alike); none: one factor for every run. The profiles keep the launch "
