@@ -338,3 +338,34 @@ def test_a_profile_whose_runs_never_crossed_a_window_flags_it(tmp_path, monkeypa
     assert "unmeasured_sliding_window" in api.predict("mistral-7b", **args)["flags"]
     assert "unmeasured_sliding_window" not in api.predict(
         "mistral-7b", **{**args, "prompt_len": 1000})["flags"]
+
+
+def test_any_windowed_config_gets_a_positive_answer_inside_its_interval():
+    """Random Llama-family shapes (head dim 64-128, MHA or GQA, with or without a sliding
+    window, tied or not) under hf-eager and hf-static, below, across and past the window:
+    every valid one is answered, positive, inside its interval."""
+    import random
+    from piep.config import ModelSpec
+    from piep.errors import PiepError
+    rng = random.Random(3)
+    answered = 0
+    for _ in range(40):
+        hd, heads = rng.choice((64, 80, 96, 112, 128)), rng.choice((8, 16, 28, 32, 40))
+        kv = rng.choice([k for k in (1, 2, 4, 8, heads) if heads % k == 0])
+        cfg = {"model_type": rng.choice(("llama", "mistral", "qwen2")),
+               "hidden_size": heads * hd, "intermediate_size": 3 * heads * hd,
+               "num_hidden_layers": rng.randint(2, 48), "num_attention_heads": heads,
+               "num_key_value_heads": kv, "vocab_size": rng.choice((32000, 151936)),
+               "max_position_embeddings": 32768, "tie_word_embeddings": rng.random() < 0.3,
+               "sliding_window": rng.choice((None, 256, 4096))}
+        try:
+            doc = api.predict(ModelSpec.from_hf_config(cfg, name="fuzz"),
+                              engine=rng.choice(("hf-eager", "hf-static")),
+                              batch=rng.randint(1, 32), prompt_len=rng.randint(1, 6000),
+                              gen_len=rng.randint(1, 400))
+        except PiepError:  # e.g. it does not fit the GPU's memory: a one-line refusal
+            continue
+        lo, hi = doc["interval"]["energy_j"]
+        assert 0 < lo <= doc["energy_j"] <= hi and doc["time_s"] > 0
+        answered += 1
+    assert answered >= 30
