@@ -136,6 +136,10 @@ def test_kernel_census_splits_per_layer_from_outside():
     assert step["aten::scaled_dot_product_attention"] == 1
     assert step["aten::cat"] == 4
     assert rec["unit"] == "aten_op" and rec["decode_step"]["outside"] > 0
+    # the time the operators ran, split the same way: SDPA's among them, all positive
+    us = rec["decode_step"]["per_layer_us_by_name"]
+    assert us["aten::scaled_dot_product_attention"] > 0
+    assert rec["decode_step"]["per_layer_us"] > 0 and rec["prefill"]["per_layer_us"] > 0
 
 
 def test_kernel_census_refuses_bad_input_in_one_line_writing_nothing(tmp_path, capsys):

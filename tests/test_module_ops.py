@@ -1,5 +1,7 @@
 """Every node kind of a real tree has a sampler op that runs (CPU, small shapes)."""
 
+from dataclasses import replace
+
 import pytest
 
 torch = pytest.importorskip("torch")
@@ -20,8 +22,11 @@ def test_every_compute_leaf_has_a_runnable_op(h200):
     trees runs on CPU with the shape the tree gives it."""
     from piep.tree.nodes import COPY_KINDS
     kinds = set()
-    for engine in (None, "hf-eager", "hf-static", "hf-cb"):
-        dep = validate(SMALL, Parallel(tp=1 if engine else 2),
+    # (a sliding window the prompt passes: the windowed forms' copies, kv_slide among them)
+    windowed = replace(SMALL, sliding_window=8)
+    for spec, engine in ((SMALL, None), (SMALL, "hf-eager"), (SMALL, "hf-static"),
+                         (SMALL, "hf-cb"), (windowed, "hf-eager"), (windowed, "hf-static")):
+        dep = validate(spec, Parallel(tp=1 if engine else 2),
                        Workload(batch=2, prompt_len=16, gen_len=4), h200, engine=engine)
         for _, _, leaf in build_tree(dep).leaves():
             if leaf.kind not in COMPUTE_KINDS + COPY_KINDS:
@@ -53,13 +58,33 @@ def test_engine_kernel_shapes_are_drawn_not_taken_from_runs():
     shapes = module_shapes(kinds=tuple(ENGINE_KERNELS), seed=5, per_kind=8)
     assert {s["kind"] for s in shapes} == set(ENGINE_KERNELS)
     assert sum(s["kind"] == "sdpa_masked" for s in shapes) == 16
+    # by default each kind in its first mode; asked for, repeat_kv's eager copy in decode
+    eager = module_shapes(kinds=("kv_expand",), modes=("eager",), seed=5, per_kind=8)
+    assert len(eager) == 8 and all(s["mode"] == "eager" and s["phase"] == "decode"
+                                   for s in eager)
     for s in shapes:
-        assert s["mode"] == ENGINE_KERNELS[s["kind"]]
+        assert s["mode"] == ENGINE_KERNELS[s["kind"]][0]
         assert 4 * s["batch"] * s["context_len"] * s["heads"] * s["head_dim"] <= 6e9
         if s["kind"] == "sdpa_masked":
             assert s["kv_heads"] == s["heads"] and s["context_len"] >= s["q_len"]
         if s["kind"] == "kv_expand":
             assert s["heads"] > s["kv_heads"]
+
+
+def test_drawn_kv_copies_are_priced_with_the_bytes_their_ops_copy():
+    """A drawn copy shape names the model's query heads, but only repeat_kv writes them: the
+    leaf a sample trains on copies what the sampler's op copies."""
+    from piep.sampling.calibrate import module_shapes
+    from piep.tree.builder import leaf_from_shape
+    from piep.tree.nodes import COPY_KINDS
+    for kind in COPY_KINDS:
+        s = next(x for x in module_shapes(kinds=(kind,), seed=3, per_kind=4)
+                 if x["heads"] != x["kv_heads"] or kind == "kv_expand")
+        s = {**s, "batch": 2, "context_len": 16, "tokens": 2}
+        op = build_op(s, s["mode"], "cpu", dtype=torch.float32)
+        out = op.fn(0)
+        assert 2 * sum(o.numel() for o in out) == leaf_from_shape(
+            {k: v for k, v in s.items() if k != "mode"}).bytes_written, kind
 
 
 def test_rotation_covers_four_l2(make_dep):

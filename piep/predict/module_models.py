@@ -97,8 +97,9 @@ def model_group(kind: str, decode: bool | None = None) -> str:
 
 
 # where a kind without module samples of its own is priced (predictors trained before
-# transformers' masked SDPA was sampled price it as the unmasked attention)
-FALLBACK_GROUP = {"sdpa_masked": "attention"}
+# transformers' masked SDPA was sampled price it as the unmasked attention; before the
+# sliding cache's strided concatenation was sampled, as the contiguous one)
+FALLBACK_GROUP = {"sdpa_masked": "attention", "kv_slide.decode": "kv_append.decode"}
 
 
 def _call_power_w(row: dict[str, Any]) -> float:

@@ -35,7 +35,7 @@ def module_shapes(*, seed: int = 0, per_kind: int = 28, kinds: tuple[str, ...] |
     if engine_kinds:
         rest = tuple(k for k in kinds if k not in ENGINE_KERNELS)
         drawn = engine_kernel_shapes(engine_kinds, seed=seed, per_kind=per_kind,
-                                     head_dims=head_dims)
+                                     head_dims=head_dims, modes=modes)
         return drawn + (module_shapes(seed=seed, per_kind=per_kind, kinds=rest, modes=modes,
                                       head_dims=head_dims) if rest else [])
     from piep.gpus import load_gpu
@@ -83,20 +83,25 @@ def module_shapes(*, seed: int = 0, per_kind: int = 28, kinds: tuple[str, ...] |
 
 # kernels of transformers' engines that piep's reference runner does not run (the masked
 # SDPA over a static or gathered paged cache, K/V cache copies), with the modes they run in
-ENGINE_KERNELS = {"sdpa_masked": "graph", "kv_expand": "graph", "kv_append": "eager",
-                  "kv_gather": "graph"}
+# (the first drawn by default; repeat_kv in an eager decode step, hf-eager's past a
+# sliding window, is a strided copy several times slower than hf-static's compiled one)
+ENGINE_KERNELS = {"sdpa_masked": ("graph",), "kv_expand": ("graph", "eager"),
+                  "kv_append": ("eager",), "kv_gather": ("graph",), "kv_slide": ("eager",)}
 ENGINE_KV_BYTES = 6e9  # the largest expanded K + V of a drawn shape
 
 
 def engine_kernel_shapes(kinds: tuple[str, ...], *, seed: int = 0, per_kind: int = 28,
-                         head_dims: tuple[int, ...] | None = None) -> list[dict[str, Any]]:
+                         head_dims: tuple[int, ...] | None = None,
+                         modes: tuple[str, ...] | None = None) -> list[dict[str, Any]]:
     """Shapes of transformers' own kernels drawn at random (log-uniform batch, cache and
     query lengths; heads per rank of every shipped and synthetic model at tp 1 and 2),
     not taken from the trees of measured runs: a held-out shape's exact kernels stay out.
     Per kind (the masked SDPA twice as many): decode steps of the static and dynamic
     caches (batch 1-128, cache 16-8192), and for the masked SDPA static-cache prefills
     (batch 1-32, prompt 16-2048, cache up to prompt + 1024) and continuous batching's
-    packed iterations (batch 1, 1-2048 queries over 16-65536 gathered keys)."""
+    packed iterations (batch 1, 1-2048 queries over 16-65536 gathered keys). `modes`: the
+    kind's modes among them (default its first); a copy drawn only in eager mode is a
+    decode step's (eager prefill copies train nothing: `module_models.is_fitted`)."""
     from piep.models import load_model, shipped_models
     rng = random.Random(seed)
     specs = [load_model(m.name) for m in shipped_models()]
@@ -109,6 +114,10 @@ def engine_kernel_shapes(kinds: tuple[str, ...], *, seed: int = 0, per_kind: int
         return int(round(math.exp(rng.uniform(math.log(lo), math.log(hi)))))
     out = []
     for kind in kinds:
+        kind_modes = [m for m in ENGINE_KERNELS[kind] if m in modes] if modes \
+            else ENGINE_KERNELS[kind][:1]
+        if not kind_modes:
+            continue
         pool = [h for h in heads if h[0] != h[1]] if kind == "kv_expand" else heads
         n = 0
         while n < per_kind * (2 if kind == "sdpa_masked" else 1):
@@ -131,14 +140,14 @@ def engine_kernel_shapes(kinds: tuple[str, ...], *, seed: int = 0, per_kind: int
                     shape["phase"] = "prefill"
             elif kind == "kv_gather" and form >= 2:  # one packed iteration
                 shape.update(phase="prefill", batch=1, context_len=logu(16, 65536))
-            elif kind == "kv_expand" and form == 3:  # a static-cache prefill
-                shape["phase"] = "prefill"
+            elif kind == "kv_expand" and form == 3 and "graph" in kind_modes:
+                shape["phase"] = "prefill"  # a static-cache prefill
             b, ctx = shape["batch"], shape["context_len"]
             if 4 * b * ctx * hq * d > ENGINE_KV_BYTES or \
                     b * shape.get("q_len", 1) * ctx > 2e9:
                 continue
             shape["tokens"] = b * shape.get("q_len", 1) if kind == "sdpa_masked" else b
-            out.append({**shape, "mode": ENGINE_KERNELS[kind]})
+            out += [{**shape, "mode": mode} for mode in kind_modes]
             n += 1
     rng.shuffle(out)
     return out

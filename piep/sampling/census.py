@@ -8,7 +8,9 @@ the model twice, with `layers` = (a, b) decoder layers (random weights, the same
 (B, P, G)), under the torch profiler: per layer = (count at b - count at a) / (b - a),
 outside the layers = count at a - a x per layer; per decode step = (whole call - prefill
 call) / (G - 1). On a GPU it counts CUDA kernels; on a CPU (tests) the top-level aten
-operators the Python code dispatches.
+operators the Python code dispatches. Beside each count, the time they ran (us: a CUDA
+kernel's duration on the GPU; an operator's on the CPU), split the same way: which kernels
+a step's GPU time goes to, against the module models' leaves.
 
     python -m piep.sampling.census --models llama-3-8b piep-unlisted-hd96 --out census.jsonl
 """
@@ -33,8 +35,9 @@ from piep.sampling.runner import Dist, _sync
 SCHEMA = "piep.kernel_census"
 
 
-def _launched(device, call) -> Counter:
-    """Kernels (CUDA) or top-level aten operators (CPU) one call launches, by name."""
+def _launched(device, call) -> tuple[Counter, Counter]:
+    """Kernels (CUDA) or top-level aten operators (CPU) one call launches, by name: (how
+    many, their summed duration in us)."""
     from torch.autograd import DeviceType
     from torch.profiler import ProfilerActivity, profile
     cuda = torch.device(device).type == "cuda"
@@ -43,19 +46,23 @@ def _launched(device, call) -> Counter:
         call()
         _sync(device)
     names: Counter = Counter()
+    us: Counter = Counter()
     for e in prof.events():
         if cuda:
-            if e.device_type == DeviceType.CUDA:
-                names[e.name] += 1
-        elif e.name.startswith("aten::") and (e.cpu_parent is None or
-                                              not e.cpu_parent.name.startswith("aten::")):
+            counted = e.device_type == DeviceType.CUDA
+        else:
+            counted = e.name.startswith("aten::") and (
+                e.cpu_parent is None or not e.cpu_parent.name.startswith("aten::"))
+        if counted:
             names[e.name] += 1
-    return names
+            us[e.name] += e.time_range.elapsed_us()
+    return names, us
 
 
 def _calls(spec: ModelSpec, engine: str, workload: Workload, device, seed: int
-           ) -> tuple[Counter, Counter]:
-    """(prefill call, whole call) launches of `spec` after two warm-up calls."""
+           ) -> tuple[tuple[Counter, Counter], tuple[Counter, Counter]]:
+    """(prefill call, whole call) launches of `spec` after two warm-up calls, each as
+    (counts, durations)."""
     d = Dist()
     model = build_model(spec, Parallel(), d, device, torch.bfloat16, None, seed)
     run = HFGenerate(model, engine, workload, device, seed)
@@ -86,17 +93,23 @@ def _needs_a_decode_step(workload: Workload) -> None:
         raise ConfigError("--gen-len must be >= 2 (a census needs a decode step)")
 
 
+def _per_step(whole: Counter, first: Counter, steps: int) -> Counter:
+    return Counter({k: (whole[k] - first[k]) / steps for k in whole if whole[k] != first[k]})
+
+
 def census(spec: ModelSpec, engine: str, workload: Workload, device, *,
            layers: tuple[int, int] = (2, 4), seed: int = 0) -> dict[str, Any]:
     """The census record of one model shape under `engine` (see the module doc)."""
     _needs_a_decode_step(workload)
     first: dict[int, Counter] = {}
     step: dict[int, Counter] = {}
+    first_us: dict[int, Counter] = {}
+    step_us: dict[int, Counter] = {}
     for n in layers:
-        f, w = _calls(replace(spec, num_layers=n), engine, workload, device, seed)
-        first[n] = f
-        step[n] = Counter({k: (w[k] - f[k]) / (workload.gen_len - 1) for k in w
-                           if w[k] != f[k]})
+        (f, fu), (w, wu) = _calls(replace(spec, num_layers=n), engine, workload, device, seed)
+        first[n], first_us[n] = f, fu
+        step[n] = _per_step(w, f, workload.gen_len - 1)
+        step_us[n] = _per_step(wu, fu, workload.gen_len - 1)
     out: dict[str, Any] = {"schema": SCHEMA, "schema_version": 1, "model": spec.name, "engine": engine,
                            "batch": workload.batch, "prompt_len": workload.prompt_len,
                            "gen_len": workload.gen_len, "layers": list(layers),
@@ -104,11 +117,15 @@ def census(spec: ModelSpec, engine: str, workload: Workload, device, *,
                            "kv_heads": spec.num_kv_heads,
                            "unit": "cuda_kernel" if torch.device(device).type == "cuda"
                            else "aten_op"}
-    for phase, counts in (("prefill", first), ("decode_step", step)):
+    for phase, counts, us in (("prefill", first, first_us), ("decode_step", step, step_us)):
         per_layer, outside = split_counts(counts)
+        layer_us, outside_us = split_counts(us)
         out[phase] = {"per_layer": sum(per_layer.values()), "outside": sum(outside.values()),
                       "per_layer_by_name": dict(per_layer.most_common()),
-                      "outside_by_name": dict(outside.most_common())}
+                      "outside_by_name": dict(outside.most_common()),
+                      "per_layer_us": sum(layer_us.values()),
+                      "outside_us": sum(outside_us.values()),
+                      "per_layer_us_by_name": dict(layer_us.most_common())}
     return out
 
 
@@ -138,11 +155,12 @@ def main(argv: list[str] | None = None) -> int:
                 rec["wall_s"] = time.perf_counter() - t0
                 fh.write(json.dumps(rec) + "\n")
                 fh.flush()
+                step = rec["decode_step"]
                 print(f"{engine} {name}: prefill {rec['prefill']['per_layer']:.1f}/layer + "
                       f"{rec['prefill']['outside']:.1f}, decode step "
-                      f"{rec['decode_step']['per_layer']:.1f}/layer + "
-                      f"{rec['decode_step']['outside']:.1f} ({rec['wall_s']:.0f} s)",
-                      flush=True)
+                      f"{step['per_layer']:.1f}/layer + {step['outside']:.1f}; decode step "
+                      f"{step['per_layer_us']:.0f} us/layer + {step['outside_us']:.0f} us "
+                      f"({rec['wall_s']:.0f} s)", flush=True)
     return 0
 
 

@@ -318,6 +318,11 @@ WINDOW_RUNS = {
     # another host: in the prefill, during the decode, and a long prompt at batch 1
     "hf-eager/design_window2.jsonl": ("hf-eager", (
         ("mistral-7b", 4, 4200, 96), ("mistral-7b", 8, 4000, 128), ("mistral-7b", 1, 6000, 48))),
+    # (device call 35) the same batch below the window and past it, on one host: what a
+    # decode step past the window costs (repeat_kv and the strided concatenation eager)
+    "hf-eager/design_window3.jsonl": ("hf-eager", (
+        ("mistral-7b", 8, 3000, 64), ("mistral-7b", 8, 4200, 64),
+        ("piep-unlisted-swa5b", 12, 800, 96), ("piep-unlisted-swa5b", 12, 1200, 96))),
 }
 # every design of listed runs (not drawn): the replicates and the runs past a window
 LISTED_RUNS = {**REPLICATES, **WINDOW_RUNS}

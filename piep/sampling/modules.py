@@ -144,8 +144,10 @@ def _kv_copy_op(s: dict[str, Any], mode: str, rnd) -> Op:
     (repeat_kv: expand the KV heads to every query head, then reshape; a graph-mode
     decode step is compiled, as hf-static compiles its decode step: inductor writes its
     own copy kernel, several times faster than eager's strided copy), `kv_append`
-    (DynamicCache: the new position concatenated to the whole cache), `kv_gather` (paged
-    cache: `index_select` of every slot a batch reads from the block pool)."""
+    (DynamicCache: the new position concatenated to the whole cache), `kv_slide` (a
+    sliding DynamicCache past its window: the new position concatenated to the last
+    window - 1 keys, a strided slice of the previous step's concatenation), `kv_gather`
+    (paged cache: `index_select` of every slot a batch reads from the block pool)."""
     b, hq, hkv, d, ctx = s["batch"], s["heads"], s["kv_heads"], s["head_dim"], s["context_len"]
     kind = s["kind"]
     n = _copies(2 * b * ctx * (hq + hkv) * d * 2, 16)
@@ -157,8 +159,12 @@ def _kv_copy_op(s: dict[str, Any], mode: str, rnd) -> Op:
         idx = [torch.randperm(2 * slots, device=pool[0].device, generator=gen)[:slots]
                for _ in range(n)]
         return Op(lambda i: [torch.index_select(c, 0, idx[i]) for c in pool], n, 0)
-    kv = [(rnd(b, hkv, ctx, d), rnd(b, hkv, ctx, d)) for _ in range(n)]
-    if kind == "kv_append":
+    if kind == "kv_slide":  # views of the last ctx positions of ctx + 1
+        kv = [(rnd(b, hkv, ctx + 1, d)[:, :, 1:], rnd(b, hkv, ctx + 1, d)[:, :, 1:])
+              for _ in range(n)]
+    else:
+        kv = [(rnd(b, hkv, ctx, d), rnd(b, hkv, ctx, d)) for _ in range(n)]
+    if kind in ("kv_append", "kv_slide"):
         new = [rnd(b, hkv, 1, d) for _ in range(2)]
         return Op(lambda i: [torch.cat([c, x], dim=-2) for c, x in zip(kv[i], new)], n, 0)
     rep = hq // hkv

@@ -19,7 +19,7 @@ LAUNCHES = {
     "rope": 10, "attention": 4, "o_proj": 1, "gate_proj": 1, "up_proj": 1, "activation": 2,
     "down_proj": 1, "lm_head": 1, "sampling": 2, "residual": 1, "allreduce": 1,
     "allgather": 2, "p2p": 1, "kv_append": 2, "kv_expand": 2, "kv_gather": 2,
-    "sdpa_masked": 4,
+    "kv_slide": 2, "sdpa_masked": 4,
 }
 # attention-like leaves: their kernel is set by batch, heads, KV heads, head dim, query
 # length and context (SDPA; the masked SDPA over a static or a gathered paged cache)
@@ -95,6 +95,9 @@ def _attention(phase: str, batch: int, q_len: int, ctx: int, hq: int, hkv: int,
                 bytes_written=(q_io + batch * q_len * hkv * d * 2) * BF16_BYTES,
                 tokens=batch * q_len, context_len=ctx, launches=LAUNCHES["attention"],
                 attrs={"heads": hq, "kv_heads": kv_heads, "head_dim": d, "batch": batch})
+
+
+APPENDS = ("kv_append", "kv_slide")  # copies that add the new position to the cache
 
 
 def _kv_copy(kind: str, phase: str, batch: int, ctx: int, heads_in: int, heads_out: int,
@@ -176,9 +179,10 @@ def leaf_from_shape(s: dict) -> Node:
     if kind in ATTENTION_LIKE:
         return _attention(phase, s["batch"], s["q_len"], s["context_len"], s["heads"],
                           s["kv_heads"], s["head_dim"], masked_cache=kind == "sdpa_masked")
-    if kind in COPY_KINDS:
-        return _kv_copy(kind, phase, s["batch"], s["context_len"], s["kv_heads"], s["heads"],
-                        s["head_dim"], extra_out=1 if kind == "kv_append" else 0)
+    if kind in COPY_KINDS:  # only repeat_kv writes more heads than the cache holds
+        return _kv_copy(kind, phase, s["batch"], s["context_len"], s["kv_heads"],
+                        s["heads"] if kind == "kv_expand" else s["kv_heads"], s["head_dim"],
+                        extra_out=1 if kind in APPENDS else 0)
     if kind in ELEMENTWISE:
         reads, writes, per = ELEMENTWISE[kind]
         return _elementwise(kind, kind, phase, t, s["width"], reads=reads, writes=writes,
@@ -199,13 +203,14 @@ def _allreduce(phase: str, tokens: int, hidden: int, tp: int, where: str) -> Nod
 def _cache_attention(dep: Deployment, phase: str, batch: int, q_len: int, ctx: int,
                      masked: bool, append_ctx: int | None = None) -> list[Node]:
     """A layer's KV-cache handling and SDPA over `ctx` keys: `masked`, SDPA under a mask
-    (K/V expanded to every query head); `append_ctx`, the keys a DynamicCache step
-    concatenates to (default `ctx`)."""
+    (K/V expanded to every query head); `append_ctx`, the keys a sliding DynamicCache step
+    concatenates to past its window (a strided slice: `kv_slide`; default: every key)."""
     hq, hkv, d = dep.heads_per_rank, dep.kv_heads_per_rank, dep.model.head_dim
     out = []
     if dep.engine in HF_DYNAMIC_CACHE and phase == "decode":
-        out.append(_kv_copy("kv_append", phase, batch, ctx if append_ctx is None
-                            else append_ctx, hkv, hkv, d, extra_out=1))
+        out.append(_kv_copy("kv_append", phase, batch, ctx, hkv, hkv, d, extra_out=1)
+                   if append_ctx is None else
+                   _kv_copy("kv_slide", phase, batch, append_ctx, hkv, hkv, d, extra_out=1))
     paged = dep.engine in HF_PAGED_CACHE
     if paged:  # the blocks of every request read out into one K and one V
         out.append(_kv_copy("kv_gather", phase, batch, ctx, hkv, hkv, d))

@@ -11,8 +11,10 @@ COMPUTE_KINDS = ("embedding", "rmsnorm", "q_proj", "k_proj", "v_proj", "rope", "
                  "lm_head", "sampling", "residual", "sdpa_masked")
 COMM_KINDS = ("allreduce", "allgather", "p2p")
 # copies of the KV cache some engines make (priced by their module samples; without
-# samples, at the GPU's measured copy rate)
-COPY_KINDS = ("kv_append", "kv_expand", "kv_gather")
+# samples, at the GPU's measured copy rate); `kv_slide`: a sliding cache's concatenation
+# past its window, whose source is a strided slice (the last window - 1 keys of the
+# previous step's concatenation)
+COPY_KINDS = ("kv_append", "kv_expand", "kv_gather", "kv_slide")
 GROUP_KINDS = ("deployment", "replica", "phase", "step", "stage", "layer", "window")
 
 
