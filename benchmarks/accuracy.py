@@ -134,7 +134,7 @@ def module_cv(cal, gpu, folds: int = 5, kernel_only: bool = False) -> list[list]
         test = [r for r, f in zip(rows, fold_of) if f == k]
         models = fit_module_models(train, gpu)
         for r in test:
-            group = model_group(r["kind"], r["phase"] == "decode")
+            group = model_group(r["kind"], r["phase"] == "decode", r["mode"] == "eager")
             if group not in models:
                 continue
             leaf = sample_leaf(r)

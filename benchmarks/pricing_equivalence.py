@@ -19,7 +19,12 @@ more launch-gap power probes (launch_gap_w 121.0 -> 121.4 W; the combiner refits
 snapshot. Session 7: a feature constant over a kind's samples (eager decode where only graph
 decode was sampled) no longer makes every leaf out_of_range, out_of_range intervals are
 widened x1.5 (log), and the predictor was retrained with call 28's engine kernel samples
-(reference energies within 8e-4 relative, times within 5e-5): new snapshot.
+(reference energies within 8e-4 relative, times within 5e-5): new snapshot. Session 9: call
+35's module file brought one more launch-gap power probe (median launch_gap_w 121.5 ->
+121.4 W; the reference runner's host launch start is pinned to the eager campaign's file,
+which the new file would have displaced as first by name): reference energies within 8e-4
+relative, times within 5e-5; engine predictions past a sliding window change on purpose
+(eager copies sampled, steps past the window queued apart): new snapshot.
 """
 
 from __future__ import annotations

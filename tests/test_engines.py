@@ -314,6 +314,13 @@ def test_a_sliding_window_caps_the_cache_and_masks_attention_past_it():
     dec = [n for _, _, n in build_tree(past).walk() if n.phase == "decode"
            and n.kind in ("sdpa_masked", "attention")]
     assert [n.context_len for n in dec] == [4096]
+    # past it a step concatenates the new key to a strided slice of the window (kv_slide)
+    # and copies K/V out to every query head eagerly; before it, DynamicCache's append
+    copies = {n.kind: n for _, _, n in build_tree(past).walk() if n.phase == "decode"
+              and n.kind.startswith("kv_")}
+    assert set(copies) == {"kv_slide", "kv_expand"} and copies["kv_slide"].context_len == 4095
+    assert {n.kind for _, _, n in build_tree(below).walk()
+            if n.phase == "decode" and n.kind.startswith("kv_")} == {"kv_append"}
     # crossing during the decode: 4096 - 3900 - 1 = 195 of 299 steps before the window
     across = api.deployment("mistral-7b", engine="hf-eager", batch=1, prompt_len=3900,
                             gen_len=300)

@@ -163,6 +163,30 @@ def test_a_host_queueing_ahead_idles_the_gpu_only_beyond_its_segments_kernels():
     assert np.allclose(graph, launches * host.gap_graph_s)
 
 
+def test_steps_past_a_sliding_window_queue_apart_from_the_steps_before_it():
+    """One decode segment: a row every step runs (100 us issued, 50 us of kernels) and a
+    long copy only the steps past the window run. Summed over the segment the GPU is busy
+    longer than the host issues, yet the steps before the window still idle it."""
+    import numpy as np
+
+    from piep.predict.host import HostTerms
+    host = HostTerms(eager_decode_launch_s=10e-6, queue_ahead=True)
+    launches, time_s = np.array([10, 1]), np.array([50e-6, 400e-6])
+    count, group = np.array([10.0, 2.0]), np.array([0, 0])  # 10 steps, 2 past the window
+    on = np.ones(2, bool)
+    whole = host.gap_s(launches, time_s, on, on, count=count, group=group)
+    assert np.allclose(whole, 0.0)  # one segment: 1020 us issued under 1300 us of kernels
+    split = host.gap_s(launches, time_s, on, on, count=count, group=group,
+                       sliding=np.array([0.2, 1.0]))
+    # 8 steps before the window: 800 us issued, 400 us busy -> 400 us of gaps; past it
+    # (220 us issued, 900 us busy) none
+    assert np.isclose((count * split).sum(), 400e-6)
+    # no step past a window: the segment's own gap, as without the split
+    none = host.gap_s(launches, time_s, on, on, count=count, group=group,
+                      sliding=np.zeros(2))
+    assert np.allclose(none, whole)
+
+
 def test_a_prediction_far_from_the_samples_has_a_wider_interval(tmp_path):
     far = {"model_type": "llama", "hidden_size": 1024, "intermediate_size": 2816,
            "num_hidden_layers": 8, "num_attention_heads": 16, "num_key_value_heads": 1,
@@ -191,3 +215,26 @@ def test_host_time_per_call_lands_once_in_the_prefill(shipped, make_dep):
         called = evaluate(dep, dc_replace(shipped, host=host))
         assert called["prefill"]["time_s"] - plain["prefill"]["time_s"] == pytest.approx(0.05)
         assert called["decode"]["time_s"] == pytest.approx(plain["decode"]["time_s"])
+
+
+def test_an_eager_decode_copy_that_graph_mode_compiles_has_its_own_models():
+    """repeat_kv compiled (hf-static's decode) and eager (hf-eager's past a window) run other
+    kernels: their own GBDT pair each, the eager one priced as the compiled one by a
+    predictor trained before it was sampled; the copies never compiled keep one pair."""
+    from piep.predict.module_models import FALLBACK_GROUP, model_group
+    assert model_group("kv_expand", True, eager=True) == "kv_expand.decode.eager"
+    assert model_group("kv_expand", True) == "kv_expand.decode"
+    assert model_group("kv_expand", False, eager=True) == "kv_expand.prefill"
+    assert model_group("kv_slide", True, eager=True) == "kv_slide.decode"
+    assert FALLBACK_GROUP["kv_expand.decode.eager"] == "kv_expand.decode"
+    shipped = load_learned("h200").modules
+    assert shipped.group("kv_expand", True, True) == "kv_expand.decode.eager"
+    assert shipped.group("kv_slide", True, True) == "kv_slide.decode"
+
+
+def test_the_reference_host_is_the_pinned_campaigns_not_the_first_file_by_name():
+    from piep.predict.dataset import REFERENCE_HOST_FILE, load_calibration, reference_host
+    host = load_calibration("h200").host
+    assert host[0]["file"] != REFERENCE_HOST_FILE  # a later campaign sorts first
+    assert reference_host(host)["file"] == REFERENCE_HOST_FILE
+    assert reference_host([{"launch_s": 1.0}]) == {"launch_s": 1.0} and reference_host([]) == {}

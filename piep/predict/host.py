@@ -84,26 +84,33 @@ class HostTerms:
 
     def gap_s(self, launches: np.ndarray, time_s: np.ndarray, decode: np.ndarray,
               eager: np.ndarray, host_factor: np.ndarray | float = 1.0, *,
-              count: np.ndarray | None = None, group: np.ndarray | None = None
-              ) -> np.ndarray:
+              count: np.ndarray | None = None, group: np.ndarray | None = None,
+              sliding: np.ndarray | None = None) -> np.ndarray:
         """Launch gap after one call: in eager code the GPU idles while the host issues
         the call's kernels beyond its run time (`host_factor`: that host's time relative
         to the calibration host's); in graph replay a fixed gap per kernel. With
         `queue_ahead`, the eager gap of each `group` of rows (a segment's stage; `count`
         calls per row) is the host's issue time beyond the group's busy time, shared
-        among its rows by their issue time."""
+        among its rows by their issue time; `sliding`, the share of a row's calls made in
+        steps past a sliding window: those steps are a group of their own (the GPU
+        busier there than the host, the host busier before)."""
         issue = launches * np.where(decode, self.eager_decode_launch_s,
                                     self.host_launch_s) * host_factor
         graph = launches * self.gap_graph_s
         if not (self.queue_ahead and group is not None):
             return np.where(eager, np.maximum(0.0, issue - time_s), graph)
         issue = np.where(eager, issue, 0.0)
-        n = int(group.max()) + 1 if len(group) else 0
-        host = np.bincount(group, weights=count * issue, minlength=n)
-        busy = np.bincount(group, weights=count * time_s, minlength=n)
+        n = 2 * (int(group.max()) + 1) if len(group) else 0
+        past = np.zeros(len(group)) if sliding is None else sliding
+        # each row's calls split between its group's steps before and past the window
+        sub = np.concatenate([2 * group, 2 * group + 1])
+        weight = np.concatenate([1.0 - past, past]) * np.tile(count, 2)
+        host = np.bincount(sub, weights=weight * np.tile(issue, 2), minlength=n)
+        busy = np.bincount(sub, weights=weight * np.tile(time_s, 2), minlength=n)
         share = np.divide(np.maximum(0.0, host - busy), host, out=np.zeros(n),
                           where=host > 0)
-        return np.where(eager, issue * share[group], graph)
+        return np.where(eager, issue * ((1.0 - past) * share[2 * group]
+                                        + past * share[2 * group + 1]), graph)
 
     def to_dict(self) -> dict:
         return {k: getattr(self, k) for k in TERMS}

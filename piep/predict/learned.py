@@ -77,7 +77,7 @@ class LearnedModel:
         group = stage_keys(table.segment, table.stage, table.pp)[0] if host.queue_ahead \
             else None
         gap = host.gap_s(table.launches, t + wait, decode, eager, factor, count=table.count,
-                         group=group)
+                         group=group, sliding=table.sliding)
         if host.step_host_s or host.request_host_s:  # per step (and request), beside sampling
             per_step = (host.step_host_s + host.request_host_s * table.q["tokens"]) * factor
             gap = gap + np.where(table.kind_id == KIND_ID["sampling"], per_step, 0.0)

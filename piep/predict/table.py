@@ -206,6 +206,10 @@ class LeafTable:
     pp: np.ndarray
     dp: np.ndarray
     eager: np.ndarray      # per deployment: decode runs eagerly
+    # per row: the share of its calls made in steps past a windowed engine's window (1 on
+    # the sliding form's rows, 0 on the full-context form's, the phase's sliding share on
+    # the rows both forms run); None: no window
+    sliding: np.ndarray | None = None
 
     def __len__(self) -> int:
         return len(self.cfg)
@@ -277,7 +281,8 @@ class TableBuilder:
             q={k: r[k] for k in QUANT + STATIC}, segments=segments,
             tp=np.array([d.parallel.tp for d in deps], float), pp=pp,
             dp=np.array([d.parallel.dp for d in deps], float),
-            eager=np.array([m == "eager" for m in mode], dtype=bool))
+            eager=np.array([m == "eager" for m in mode], dtype=bool),
+            sliding=r["sliding"] if r["sliding"].any() else None)
 
 
 # rows computed once per request of a step (the LM head on each request's last position)
@@ -337,17 +342,23 @@ def select(table: LeafTable, idx: np.ndarray) -> LeafTable:
         launches=table.launches[rows], group_size=table.group_size[rows],
         q={k: v[rows] for k, v in table.q.items()},
         segments=Segments(new[s.cfg[segs]], s.phase[segs], s.hide_gaps[segs], s.tokens[segs]),
-        tp=table.tp[idx], pp=table.pp[idx], dp=table.dp[idx], eager=table.eager[idx])
+        tp=table.tp[idx], pp=table.pp[idx], dp=table.dp[idx], eager=table.eager[idx],
+        sliding=None if table.sliding is None else table.sliding[rows])
 
 
-def _form_shares(sk: Skeleton, deps: list[Deployment]) -> np.ndarray | float:
-    """(deployments, leaves): the share of its phase each leaf's attention form runs (1
-    for leaves outside a windowed engine's attention forms)."""
+def _form_shares(sk: Skeleton, deps: list[Deployment]) -> tuple[np.ndarray, np.ndarray]:
+    """(deployments, leaves) twice: the share of its phase each leaf's attention form runs
+    (1 for leaves outside a windowed engine's attention forms), and the share of each
+    leaf's calls made in steps past the window."""
+    n = (len(deps), len(sk.kind))
     if not sk.window.any():
-        return 1.0
+        return np.ones(n), np.zeros(n)
     w = np.array([window_weights(d) for d in deps])     # (deps, phase, form)
-    shares = w[:, sk.phase, (sk.window == SLIDING).astype(int)]
-    return np.where(sk.window[None, :] > 0, shares, 1.0)
+    sliding = sk.window == SLIDING
+    shares = w[:, sk.phase, sliding.astype(int)]
+    form = sk.window[None, :] > 0
+    return (np.where(form, shares, 1.0),
+            np.where(form, np.broadcast_to(sliding, n), w[:, sk.phase, 1]).astype(float))
 
 
 def _rows(sk: Skeleton, deps: list[Deployment], idx: np.ndarray,
@@ -367,8 +378,10 @@ def _rows(sk: Skeleton, deps: list[Deployment], idx: np.ndarray,
         v = np.where(pre[None, :], pb @ cp.T, db @ cd.T)
         out[name] = np.rint(v).reshape(-1)  # every quantity is integral
     tile = lambda a: np.tile(a, n_cfg)  # noqa: E731
+    shares, sliding = _form_shares(sk, deps)
     out["count"] = (np.where(pre[None, :], 1.0, steps[:, None]) * sk.count[None, :]
-                    * _form_shares(sk, deps)).reshape(-1)
+                    * shares).reshape(-1)
+    out["sliding"] = sliding.reshape(-1)
     out["phase"], out["stage"] = tile(sk.phase), tile(sk.stage)
     out["launches"], out["group_size"] = tile(sk.launches), tile(sk.group_size)
     out["is_comm"], out["kind_id"] = tile(sk.is_comm), tile(sk.kind_id)

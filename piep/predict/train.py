@@ -17,7 +17,7 @@ from piep.layout import Deployment, validate
 from piep.predict.collectives import Collectives
 from piep.predict.combiner import FEATURES as ALPHA_FEATURES
 from piep.predict.combiner import Combiner
-from piep.predict.dataset import Calibration, unique_e2e
+from piep.predict.dataset import Calibration, reference_host, unique_e2e
 from piep.predict.host import HostTerms
 from piep.predict.learned import LearnedModel, interval_group
 from piep.predict.module_models import ModuleModels, ModuleOutputs, fit_module_models
@@ -260,7 +260,7 @@ def fit(cal: Calibration, gpu: GPU, train: list[Case], *,
         module_filter: Callable[[dict[str, Any]], bool] | None = None) -> LearnedModel:
     samples = [r for r in cal.modules if not (module_filter and module_filter(r))]
     comm = Collectives.from_calibration(cal.collectives, cal.wait_fits, cal.collective_samples)
-    host = cal.host[0] if cal.host else {}
+    host = reference_host(cal.host)
     terms = HostTerms(host_launch_s=host.get("launch_s", gpu.kernel_gap_eager_s) * 3,
                       launch_gap_w=statistics.median([h["launch_gap_power_w"]
                                                       for h in cal.host])
