@@ -87,6 +87,14 @@ UNLISTED_BLIND5 = {
                             "vocab_size": 32768, "sliding_window": 1024},
 }
 
+# the eighth (device call 36): a Mistral-type shape at head dim 96 with a 2048-key window
+UNLISTED_BLIND8 = {
+    "piep-unlisted-swa3b": {**UNLISTED, "model_type": "mistral", "hidden_size": 3072,
+                            "intermediate_size": 8192, "num_hidden_layers": 26,
+                            "num_attention_heads": 32, "num_key_value_heads": 8,
+                            "head_dim": 96, "vocab_size": 32000, "sliding_window": 2048},
+}
+
 MULTI_GPU_MODELS = ("llama-3-70b", "qwen2.5-32b", "llama-2-13b", "piep-unlisted-20b")
 ONE_GPU_MODELS = ("llama-2-7b", "llama-3-8b", "mistral-7b", "qwen2.5-7b", "llama-2-13b",
                   "qwen2.5-14b", "mistral-small-24b", "vicuna-33b", "qwen2.5-32b",
@@ -109,7 +117,8 @@ def named_spec(name: str) -> tuple[ModelSpec, dict[str, Any] | None]:
     """A shipped model or one of the designs' shapes in no public list (with its
     config.json body)."""
     inline = {"piep-unlisted-3b": UNLISTED, **UNLISTED_MORE, **UNLISTED_HEAD_DIM,
-              **UNLISTED_MULTI, **UNLISTED_BLIND3, **UNLISTED_BLIND5}.get(name)
+              **UNLISTED_MULTI, **UNLISTED_BLIND3, **UNLISTED_BLIND5,
+              **UNLISTED_BLIND8}.get(name)
     if inline:
         return ModelSpec.from_hf_config(inline, name=name), inline
     from piep.models import load_model
@@ -323,6 +332,16 @@ WINDOW_RUNS = {
     "hf-eager/design_window3.jsonl": ("hf-eager", (
         ("mistral-7b", 8, 3000, 64), ("mistral-7b", 8, 4200, 64),
         ("piep-unlisted-swa5b", 12, 800, 96), ("piep-unlisted-swa5b", 12, 1200, 96))),
+    # (blind set 8, device call 36) after the eager copies past a window were sampled: a
+    # 2048-key window at head dim 96 in no public list, reached in the prefill, during
+    # the decode and never; mistral-7b and the 1024-key shape past the window at larger
+    # batches (the GPU busier than the host there)
+    "hf-eager/design_window4.jsonl": ("hf-eager", (
+        ("piep-unlisted-swa3b", 8, 2500, 64), ("piep-unlisted-swa3b", 16, 1900, 200),
+        ("piep-unlisted-swa3b", 2, 600, 128), ("mistral-7b", 16, 4300, 48),
+        ("mistral-7b", 6, 3900, 256), ("piep-unlisted-swa5b", 24, 1100, 40))),
+    "hf-static/design_window4.jsonl": ("hf-static", (
+        ("piep-unlisted-swa3b", 4, 1500, 700), ("piep-unlisted-swa3b", 8, 2500, 64))),
 }
 # every design of listed runs (not drawn): the replicates and the runs past a window
 LISTED_RUNS = {**REPLICATES, **WINDOW_RUNS}
