@@ -19,8 +19,8 @@ call 32); set 6: hf-static's `design_window.jsonl` (its sliding cache; device ca
 set 7: hf-eager's `design_window2.jsonl` (mistral-7b past its window; device call 34),
 predicted by the profiles refitted on calls 31-33; set 8: `design_window4.jsonl` (a
 2048-key window at head dim 96 in no public list under both engines, mistral-7b and the
-1024-key shape past the window at larger batches; device call 36), predicted after the
-eager copies past a window were sampled (call 35). A predictions file
+1024-key shape past the window at larger batches; device call 36, its last run call 37),
+predicted after the eager copies past a window were sampled (call 35). A predictions file
 (`calibration/h200/engines/blind_predictions*.jsonl`) is written by the code of the commit
 it names and committed before the runs are measured. A static cache
 keeps the largest earlier call's length on the same model object, so each hf-static row
@@ -59,7 +59,7 @@ SETS = {1: (("design_blind.jsonl",), "blind_predictions.jsonl",
         6: (("design_window.jsonl",), "blind_predictions6.jsonl", ("raw/call33_window.jsonl",)),
         7: (("design_window2.jsonl",), "blind_predictions7.jsonl", ("raw/call34_window2.jsonl",)),
         8: (("design_window4.jsonl",), "blind_predictions8.jsonl",
-            ("raw/call36_window4.jsonl",))}
+            ("raw/call36_window4.jsonl", "raw/call37_window4.jsonl"))}
 
 
 def design_rows(engine: str, blind_set: int = 1) -> list[dict]:
