@@ -140,6 +140,8 @@ def test_kernel_census_splits_per_layer_from_outside():
     us = rec["decode_step"]["per_layer_us_by_name"]
     assert us["aten::scaled_dot_product_attention"] > 0
     assert rec["decode_step"]["per_layer_us"] > 0 and rec["prefill"]["per_layer_us"] > 0
+    outside = rec["decode_step"]["outside_us_by_name"]
+    assert sum(outside.values()) == pytest.approx(rec["decode_step"]["outside_us"])
 
 
 def test_kernel_census_refuses_bad_input_in_one_line_writing_nothing(tmp_path, capsys):

@@ -7,7 +7,8 @@ many small kernels) changes that count with the head dim and the cache. The cens
 the model twice, with `layers` = (a, b) decoder layers (random weights, the same
 (B, P, G)), under the torch profiler: per layer = (count at b - count at a) / (b - a),
 outside the layers = count at a - a x per layer; per decode step = (whole call - prefill
-call) / (G - 1). On a GPU it counts CUDA kernels; on a CPU (tests) the top-level aten
+call) / (G - 1) (a long G divides the prefill's timing noise among many steps). On a GPU
+it counts CUDA kernels; on a CPU (tests) the top-level aten
 operators the Python code dispatches. Beside each count, the time they ran (us: a CUDA
 kernel's duration on the GPU; an operator's on the CPU), split the same way: which kernels
 a step's GPU time goes to, against the module models' leaves.
@@ -125,7 +126,8 @@ def census(spec: ModelSpec, engine: str, workload: Workload, device, *,
                       "outside_by_name": dict(outside.most_common()),
                       "per_layer_us": sum(layer_us.values()),
                       "outside_us": sum(outside_us.values()),
-                      "per_layer_us_by_name": dict(layer_us.most_common())}
+                      "per_layer_us_by_name": dict(layer_us.most_common()),
+                      "outside_us_by_name": dict(outside_us.most_common())}
     return out
 
 
