@@ -259,11 +259,12 @@ def census_rows() -> list[str]:
 
 
 POINTWISE = ("rmsnorm", "final_norm", "residual", "activation", "rope")
-CENSUS_TIMED = ("call35_window.jsonl", "call37_1b.jsonl", "call38_static.jsonl")
+CENSUS_TIMED = ("call35_window.jsonl", "call37_1b.jsonl", "call38_static.jsonl",
+                "call39_g33.jsonl")
 
 
 def census_time_rows() -> tuple[list[str], dict[str, tuple[float, float]]]:
-    """The kernel time of a decode step the census measured (device calls 35, 37, 38) beside
+    """The kernel time of a decode step the census measured (device calls 35, 37-39) beside
     the isolated kernel time the shipped profile's leaves give the same step: per layer
     (and of it, piep's pointwise leaves: norms, rope, residual adds, activation), outside
     the layers. The census's per-layer time counts the kernels a decode step launches
@@ -310,7 +311,7 @@ def census_time_rows() -> tuple[list[str], dict[str, tuple[float, float]]]:
 def census_time_text(rows: list[str], ranges: dict[str, tuple[float, float]]) -> list[str]:
     """The report's section on the census's kernel time against piep's leaves."""
     (e0, e1), (s0, s1) = ranges["excess"], ranges["short"]
-    return ["What a decode step's kernels take (device calls 35, 37, 38, the census with "
+    return ["What a decode step's kernels take (device calls 35, 37-39, the census with "
             "kernel durations): the kernel time of one decode step per layer and outside the "
             "layers, measured and as the shipped profiles' leaves price it (isolated kernel "
             "time; of it, the pointwise leaves: norms, rope, residual adds, activation). Past "
@@ -321,7 +322,9 @@ def census_time_text(rows: list[str], ranges: dict[str, tuple[float, float]]) ->
             "triton kernels, which piep prices as eager's: over hf-static's rows, "
             f"{e0:.0f}-{e1:.0f} us a layer too much, while outside the layers it prices "
             f"{s0:.0f}-{s1:.0f} us less than the census measures (the generation loop's "
-            "kernels). The profiles' fitted host terms absorb both today; the fused kernels "
+            "kernels, and prefill GEMMs the subtraction leaves behind: calls 35-38 census 9 "
+            "generated tokens, call 39 33, which shares the prefill's noise among more "
+            "steps). The profiles' fitted host terms absorb both today; the fused kernels "
             "are not in the tree yet.", "",
             "| engine | model | batch | prompt | census, us a layer | piep | of it "
             "pointwise | census, us outside | piep | census file |",
