@@ -315,7 +315,14 @@ Made by `python benchmarks/data_report.py` from the JSONL files here:
 projection GEMM shapes, draw seed 1, incl. five synthetic shapes whose FFN sizes have few
 trailing zero bits, `device/run8.sh`), `modules_hd_s{{0,1}}.jsonl` (attention and rope of
 head dims 64, 80, 96, `device/run13.sh`), `modules_small_s{{0,1}}.jsonl` (embedding,
-residual, sampling, rmsnorm, draw seed 3, `device/run14.sh`). Logs: `../device/run*.log`.
+residual, sampling, rmsnorm, draw seed 3, `device/run14.sh`); transformers' own kernels:
+`modules_engines_s0.jsonl` (masked SDPA, the KV-cache copies, `device/run23.sh`),
+`modules_kv_expand_v2.jsonl` (repeat_kv compiled, `device/run24.sh`),
+`modules_engines_s7.jsonl` (`device/run28.sh`), `modules_eager_copies_s35.jsonl` (repeat_kv
+eager and the sliding cache's strided concatenation, `kv_slide`, `device/run35.sh`). The
+reference runner's fitted host time per kernel starts from the launch probe of
+`modules_eager_v3.jsonl` (`piep.predict.dataset.REFERENCE_HOST_FILE`). Logs:
+`../device/run*.log`.
 
 Each sample is one compute node kind of the model tree at one shape, run in isolation:
 weights and inputs rotate over >= 240 MB (4x the 60 MB L2), the calls are captured in a
