@@ -18,6 +18,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from piep.gpus import load_gpu  # noqa: E402
+from piep.layout import Deployment  # noqa: E402
 from piep.predict.engines import (ENGINE_FITS, engine_records, load_profile,  # noqa: E402
                                   profile_lomo, profile_rows)
 from piep.predict.learned import load_learned  # noqa: E402
@@ -226,22 +227,30 @@ def window_rows(base) -> list[str]:
     return out
 
 
-def census_rows() -> list[str]:
-    """The kernel census of transformers' eager decode step (device call 27) beside the
-    launches the model tree gives hf-eager per layer and outside the layers."""
+def census_records(name: str) -> list[tuple[dict, Deployment]]:
+    """The records of a census file, each with the deployment it measured."""
     from piep.artifacts import read_records
     from piep.config import Parallel, Workload
     from piep.layout import validate
-    from piep.predict.table import TableBuilder
     from piep.sampling.design import named_spec
     gpu = load_gpu("h200")
     out = []
-    for c in read_records(ROOT / "calibration/h200/engines/census/call27_hf_eager.jsonl",
-                          "piep.kernel_census"):
-        spec, _ = named_spec(c["model"])
-        dep = validate(spec, Parallel(), Workload(batch=c["batch"], prompt_len=c["prompt_len"],
-                                                  gen_len=c["gen_len"], mode="eager"),
-                       gpu, check_memory=False, engine=c["engine"])
+    for c in read_records(ROOT / "calibration/h200/engines/census" / name, "piep.kernel_census"):
+        mode = "graph" if c["engine"] == "hf-static" else "eager"
+        wl = Workload(batch=c["batch"], prompt_len=c["prompt_len"], gen_len=c["gen_len"],
+                      mode=mode)
+        out.append((c, validate(named_spec(c["model"])[0], Parallel(), wl, gpu,
+                                check_memory=False, engine=c["engine"])))
+    return out
+
+
+def census_rows() -> list[str]:
+    """The kernel census of transformers' eager decode step (device call 27) beside the
+    launches the model tree gives hf-eager per layer and outside the layers."""
+    from piep.predict.table import TableBuilder
+    out = []
+    for c, dep in census_records("call27_hf_eager.jsonl"):
+        spec = dep.model
         t = TableBuilder().table([dep], detail=True)
         steps = c["gen_len"] - 1
         layer = sum(t.count[i] * t.launches[i] for i in range(len(t))
@@ -272,27 +281,14 @@ def census_time_rows() -> tuple[list[str], dict[str, tuple[float, float]]]:
     kernels behind, with noise of either sign. Also, over hf-static's rows, the range of
     piep's excess a layer and of its shortfall outside the layers."""
     import numpy as np
-    from piep.artifacts import read_records
-    from piep.config import Parallel, Workload
-    from piep.layout import validate
-    from piep.predict.table import TableBuilder
-    from piep.sampling.design import named_spec
-    gpu, base = load_gpu("h200"), load_learned("h200")
+    base = load_learned("h200")
     out, excess, short = [], [], []
     for name in CENSUS_TIMED:
-        for c in read_records(ROOT / "calibration/h200/engines/census" / name,
-                              "piep.kernel_census"):
-            spec, _ = named_spec(c["model"])
-            mode = "graph" if c["engine"] == "hf-static" else "eager"
-            dep = validate(spec, Parallel(), Workload(batch=c["batch"],
-                                                      prompt_len=c["prompt_len"],
-                                                      gen_len=c["gen_len"], mode=mode),
-                           gpu, check_memory=False, engine=c["engine"])
-            priced = price([dep], load_profile("h200", c["engine"]).apply(base),
-                           builder=TableBuilder())
+        for c, dep in census_records(name):
+            spec = dep.model
+            priced = price([dep], load_profile("h200", c["engine"]).apply(base), detail=True)
             t, steps = priced.table, c["gen_len"] - 1
-            path = TableBuilder().table([dep], detail=True).path
-            inside = np.array(["/layer/" in x for x in path]) & t.decode
+            inside = np.array(["/layer/" in x for x in t.path]) & t.decode
             busy = priced.prices.time_s * t.count / steps * 1e6
             point = inside & np.isin(t.kind, POINTWISE)
             step = c["decode_step"]

@@ -102,15 +102,14 @@ def census(spec: ModelSpec, engine: str, workload: Workload, device, *,
            layers: tuple[int, int] = (2, 4), seed: int = 0) -> dict[str, Any]:
     """The census record of one model shape under `engine` (see the module doc)."""
     _needs_a_decode_step(workload)
-    first: dict[int, Counter] = {}
-    step: dict[int, Counter] = {}
-    first_us: dict[int, Counter] = {}
-    step_us: dict[int, Counter] = {}
+    # per phase, (counts, durations), each by layer count
+    split: dict[str, tuple[dict[int, Counter], ...]] = {"prefill": ({}, {}),
+                                                       "decode_step": ({}, {})}
     for n in layers:
-        (f, fu), (w, wu) = _calls(replace(spec, num_layers=n), engine, workload, device, seed)
-        first[n], first_us[n] = f, fu
-        step[n] = _per_step(w, f, workload.gen_len - 1)
-        step_us[n] = _per_step(wu, fu, workload.gen_len - 1)
+        first, whole = _calls(replace(spec, num_layers=n), engine, workload, device, seed)
+        for i in (0, 1):
+            split["prefill"][i][n] = first[i]
+            split["decode_step"][i][n] = _per_step(whole[i], first[i], workload.gen_len - 1)
     out: dict[str, Any] = {"schema": SCHEMA, "schema_version": 1, "model": spec.name, "engine": engine,
                            "batch": workload.batch, "prompt_len": workload.prompt_len,
                            "gen_len": workload.gen_len, "layers": list(layers),
@@ -118,7 +117,7 @@ def census(spec: ModelSpec, engine: str, workload: Workload, device, *,
                            "kv_heads": spec.num_kv_heads,
                            "unit": "cuda_kernel" if torch.device(device).type == "cuda"
                            else "aten_op"}
-    for phase, counts, us in (("prefill", first, first_us), ("decode_step", step, step_us)):
+    for phase, (counts, us) in split.items():
         per_layer, outside = split_counts(counts)
         layer_us, outside_us = split_counts(us)
         out[phase] = {"per_layer": sum(per_layer.values()), "outside": sum(outside.values()),

@@ -19,7 +19,7 @@ import torch.nn.functional as F
 
 from piep.sampling.model import (apply_rope, attention_block, eager_decode_ops,
                                  prefill_ops, split_heads, static_decode_ops)
-from piep.tree.builder import LINEAR_KINDS, sampler_op_version, shape_key  # noqa: F401
+from piep.tree.builder import APPENDS, LINEAR_KINDS, sampler_op_version, shape_key  # noqa: F401
 from piep.tree.nodes import COMPUTE_KINDS, COPY_KINDS  # noqa: F401  (re-exported)
 
 L2_BYTES = 60 * 2 ** 20
@@ -164,7 +164,7 @@ def _kv_copy_op(s: dict[str, Any], mode: str, rnd) -> Op:
               for _ in range(n)]
     else:
         kv = [(rnd(b, hkv, ctx, d), rnd(b, hkv, ctx, d)) for _ in range(n)]
-    if kind in ("kv_append", "kv_slide"):
+    if kind in APPENDS:
         new = [rnd(b, hkv, 1, d) for _ in range(2)]
         return Op(lambda i: [torch.cat([c, x], dim=-2) for c, x in zip(kv[i], new)], n, 0)
     rep = hq // hkv

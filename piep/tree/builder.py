@@ -208,9 +208,8 @@ def _cache_attention(dep: Deployment, phase: str, batch: int, q_len: int, ctx: i
     hq, hkv, d = dep.heads_per_rank, dep.kv_heads_per_rank, dep.model.head_dim
     out = []
     if dep.engine in HF_DYNAMIC_CACHE and phase == "decode":
-        out.append(_kv_copy("kv_append", phase, batch, ctx, hkv, hkv, d, extra_out=1)
-                   if append_ctx is None else
-                   _kv_copy("kv_slide", phase, batch, append_ctx, hkv, hkv, d, extra_out=1))
+        kind, keys = ("kv_append", ctx) if append_ctx is None else ("kv_slide", append_ctx)
+        out.append(_kv_copy(kind, phase, batch, keys, hkv, hkv, d, extra_out=1))
     paged = dep.engine in HF_PAGED_CACHE
     if paged:  # the blocks of every request read out into one K and one V
         out.append(_kv_copy("kv_gather", phase, batch, ctx, hkv, hkv, d))
