@@ -20,7 +20,11 @@ set 7: hf-eager's `design_window2.jsonl` (mistral-7b past its window; device cal
 predicted by the profiles refitted on calls 31-33; set 8: `design_window4.jsonl` (a
 2048-key window at head dim 96 in no public list under both engines, mistral-7b and the
 1024-key shape past the window at larger batches; device call 36, its last run call 37),
-predicted after the eager copies past a window were sampled (call 35). A predictions file
+predicted after the eager copies past a window were sampled (call 35); set 9:
+`design_layers.jsonl` (8 and 64 layers under both engines, qwen2.5-32b's 64 under
+hf-static; device call 40), predicted after hf-static's compiled step was given fused
+pointwise kernels, and by a candidate profile without them (`--candidate unfused`, its
+profile given as a user's: `PIEP_DATA_DIR`). A predictions file
 (`calibration/h200/engines/blind_predictions*.jsonl`) is written by the code of the commit
 it names and committed before the runs are measured. A static cache
 keeps the largest earlier call's length on the same model object, so each hf-static row
@@ -59,7 +63,8 @@ SETS = {1: (("design_blind.jsonl",), "blind_predictions.jsonl",
         6: (("design_window.jsonl",), "blind_predictions6.jsonl", ("raw/call33_window.jsonl",)),
         7: (("design_window2.jsonl",), "blind_predictions7.jsonl", ("raw/call34_window2.jsonl",)),
         8: (("design_window4.jsonl",), "blind_predictions8.jsonl",
-            ("raw/call36_window4.jsonl", "raw/call37_window4.jsonl"))}
+            ("raw/call36_window4.jsonl", "raw/call37_window4.jsonl")),
+        9: (("design_layers.jsonl",), "blind_predictions9.jsonl", ("raw/call40_layers.jsonl",))}
 
 
 def design_rows(engine: str, blind_set: int = 1) -> list[dict]:
@@ -93,6 +98,9 @@ def main() -> int:
         preds = [{**predict_row(r), "commit": git_hash()} for e in engines
                  for r in design_rows(e, blind_set)]
         path = ENGINES / SETS[blind_set][1]
+        if "--candidate" in sys.argv:  # another profile's predictions, scored beside
+            name = sys.argv[sys.argv.index("--candidate") + 1]
+            path = path.with_name(f"{path.stem}_{name}.jsonl")
         write_text(path, "".join(json.dumps(p) + "\n" for p in preds))
         print(f"wrote {len(preds)} predictions to {path}")
         return 0
@@ -118,6 +126,10 @@ def blind_summary(engines=("hf-static", "hf-eager"), verbose: bool = False,
     if not (ENGINES / predictions).exists():
         return out
     preds = {p["key"]: p for p in read_jsonl(ENGINES / predictions)}
+    # candidate profiles' predictions of the same runs (`--candidate NAME`)
+    candidates = {f.stem.removeprefix(Path(predictions).stem + "_"):
+                  {p["key"]: p for p in read_jsonl(f)}
+                  for f in sorted(ENGINES.glob(f"{Path(predictions).stem}_*.jsonl"))}
     designs = SETS[blind_set][0]
     for engine in engines:
         measured = [r for f in measured_files if (ENGINES / engine / f).exists()
@@ -132,7 +144,11 @@ def blind_summary(engines=("hf-static", "hf-eager"), verbose: bool = False,
             now = predict_row(row)
             probe = predict_row(row, host_probe_us=1e6 * m["host_probe"]["launch_add_s"])
             mine = errs.setdefault(m.get("design", ""), {"blind": [], "today": [], "hosted": []})
-            for kind, doc in (("blind", p), ("today", now), ("hosted", probe)):
+            docs = [("blind", p), ("today", now), ("hosted", probe)] + \
+                [(f"candidate {c}", cp[m["key"]]) for c, cp in candidates.items()
+                 if cp[m["key"]]["energy_j"] != p["energy_j"]]
+            for kind, doc in docs:
+                mine.setdefault(kind, [])
                 mine[kind].append((doc["energy_j"] / m["energy_j"] - 1,
                                    doc["time_s"] / m["time_s"] - 1))
             if verbose:
@@ -149,6 +165,9 @@ def blind_summary(engines=("hf-static", "hf-eager"), verbose: bool = False,
                                ("hosted", "today's profiles with each run's host probe "
                                           "(in-sample)")):
                 out.append(f"{label} {name}: {_mape(kinds[kind])}")
+            for kind in sorted(k for k in kinds if k.startswith("candidate ")):
+                out.append(f"{label} blind, {kind} (committed predictions): "
+                           f"{_mape(kinds[kind])}")
     return out
 
 

@@ -376,3 +376,67 @@ def test_any_windowed_config_gets_a_positive_answer_inside_its_interval():
         assert 0 < lo <= doc["energy_j"] <= hi and doc["time_s"] > 0
         answered += 1
     assert answered >= 30
+
+
+def _pointwise(dep, phase):
+    tree = build_tree(dep)
+    ph = next(p for p in tree.children[0].children if p.name == phase)
+    return [n for _, _, n in ph.walk() if n.is_leaf and n.kind in
+            ("rmsnorm", "final_norm", "residual", "activation", "rope")]
+
+
+def test_a_compiled_step_fuses_its_pointwise_leaves():
+    """hf-static compiles its decode step: each pointwise leaf is one fused kernel; its
+    eager prefill and the other engines keep the eager ops."""
+    dep = api.deployment("llama-3-8b", engine="hf-static", batch=4, prompt_len=100, gen_len=9)
+    fused = _pointwise(dep, "decode")
+    assert len(fused) == 7  # 2 norms, rope, 2 residual adds, activation, the final norm
+    assert all(n.attrs.get("fused") and n.launches == 1 for n in fused)
+    assert not any(n.attrs.get("fused") for n in _pointwise(dep, "prefill"))
+    for other in ({"engine": "hf-eager"}, {"mode": "graph"}, {"mode": "eager"}):
+        d = api.deployment("llama-3-8b", batch=4, prompt_len=100, gen_len=9, **other)
+        assert not any(n.attrs.get("fused") for n in _pointwise(d, "decode"))
+
+
+def test_fused_leaves_take_the_fused_kernel_time():
+    """With a fused-kernel time, a fused row runs that time plus its bytes at HBM
+    bandwidth; without one, it is priced as the eager module it replaces."""
+    from dataclasses import replace
+    from piep.predict.table import TableBuilder
+    dep = api.deployment("llama-3-8b", engine="hf-static", batch=4, prompt_len=100, gen_len=9)
+    model = load_profile("h200", "hf-static").apply(load_learned("h200"))
+    table = TableBuilder().table([dep])
+    off = replace(model, host=replace(model.host, fused_kernel_s=0.0)).price(table)
+    on = replace(model, host=replace(model.host, fused_kernel_s=2e-6)).price(table)
+    f = table.fused
+    moved = table.q["bytes_read"][f] + table.q["bytes_written"][f]
+    assert np.allclose(on.time_s[f], 2e-6 + moved / dep.gpu.hbm_bytes_per_s)
+    assert np.array_equal(on.time_s[~f], off.time_s[~f])
+    # a norm's or rope's eager ops launch several kernels each
+    chains = f & np.isin(table.kind, ("rmsnorm", "final_norm", "rope"))
+    assert (off.time_s[chains] > on.time_s[chains]).all()
+
+
+def test_the_fused_kernel_time_comes_from_the_census(tmp_path, monkeypatch):
+    """One layer's fused kernels (compiler-generated, not the K/V expansion) less the
+    bytes of the layer's fused leaves at HBM bandwidth, per fused leaf."""
+    from piep.predict import census
+    from piep.predict.table import TableBuilder
+    rec = {"schema": census.SCHEMA, "schema_version": 1, "model": "llama-3-8b",
+           "engine": "hf-static", "batch": 16, "prompt_len": 512, "gen_len": 9, "prefill": {},
+           "decode_step": {"per_layer_us_by_name": {
+               "triton_red_fused_add_mean_mul_pow_rsqrt_1": 4.0, "triton_poi_fused_silu_2": 8.0,
+               "triton_poi_fused_cat_clone_expand_3": 50.0, "nvjet_sm90_gemm": 60.0}}}
+    (tmp_path / "c.jsonl").write_text(json.dumps(rec) + "\n")
+    monkeypatch.setattr(census, "census_dir", lambda gpu: tmp_path)
+    assert census.fused_pointwise_us(rec) == 12.0
+    gpu = load_learned("h200").gpu
+    dep = census.census_deployment(rec, gpu)
+    t = TableBuilder().table([dep])
+    inside = t.fused & (t.kind != "final_norm")
+    per_layer = t.count * inside / 8 / dep.model.num_layers  # 8 decode steps
+    moved = (per_layer * (t.q["bytes_read"] + t.q["bytes_written"])).sum()
+    want = (12e-6 - moved / gpu.hbm_bytes_per_s) / per_layer.sum()
+    assert per_layer.sum() == pytest.approx(6)
+    assert census.fused_kernel_estimate(gpu, "hf-static") == pytest.approx(want)
+    assert census.fused_kernel_estimate(gpu, "hf-eager") is None

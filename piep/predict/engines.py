@@ -7,10 +7,11 @@ a static-cache decode step attends the whole cache, K/V expanded to every head; 
 kernels are priced by module samples of transformers' own ops). What a profile holds is
 fitted on end-to-end runs of the engine: host time per kernel launch (prefill, decode),
 per graph-replayed kernel, per generated token outside the model, per call (hf-static's
-generate() setup: ~12 ms), and optionally the combiner. A profile names the engine's
-version it was measured with. Engines fitted per host (`HOST_FITTED`) scale each run's
-host time by its launch probe over the median of the runs' (the profile's reference host,
-`HostTerms.host_probe_ref_s`).
+generate() setup: ~12 ms), and optionally the combiner; a compiled engine's fused
+pointwise kernels take the in-situ time its kernel census measured
+(`piep.predict.census`). A profile names the engine's version it was measured with.
+Engines fitted per host (`HOST_FITTED`) scale each run's host time by its launch probe
+over the median of the runs' (the profile's reference host, `HostTerms.host_probe_ref_s`).
 
 Shipped profiles live in `calibration/<gpu>/engines/<engine>/profile.json`; a user's own
 (`piep train --engine NAME --from-measurements FILE`) go to the user data directory and
@@ -34,7 +35,7 @@ from piep.artifacts import calibration_dir, read_json, read_records, write_json
 from piep.errors import ArtifactError, ConfigError
 from piep.predict.combiner import Combiner
 from piep.predict.host import TERMS, HostTerms
-from piep.tree.builder import past_window
+from piep.tree.builder import HF_COMPILED_DECODE, past_window
 from piep.scenario import HOST_FITTED, SERVING_ENGINES
 
 log = logging.getLogger("piep.engines")
@@ -210,6 +211,9 @@ def fit_profile(base, records: list[dict[str, Any]], engine: str, *,
     for name in terms:
         if name in START and not getattr(host, name):
             setattr(host, name, START[name])
+    if engine in HF_COMPILED_DECODE:  # its fused kernels' in-situ time, from its census
+        from piep.predict.census import fused_kernel_estimate
+        host.fused_kernel_s = float(fused_kernel_estimate(base.gpu, engine) or 0.0)
     for name, value in (ENGINE_HOST.get(engine, {}) if host_form is None
                         else host_form).items():
         setattr(host, name, value)
@@ -225,6 +229,8 @@ def fit_profile(base, records: list[dict[str, Any]], engine: str, *,
                                "tp_measured": sorted({c.rec["tp"] for c in cases}),
                                "window_measured": any(past_window(c.dep) for c in cases),
                                "fitted_terms": list(terms),
+                               **({"fused_kernel_from": "kernel census"} if host.fused_kernel_s
+                                  else {}),
                                "combiner": "refit" if refit_combiner else "reference"})
 
 

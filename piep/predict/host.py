@@ -9,7 +9,9 @@
   kernels; an engine's profile; measured on transformers' eager decode: per step the
   GPU's time or the host's, whichever is longer, not their per-kernel sum).
 * In-situ kernel time: the isolated samples' time times a ratio per phase, and in decode
-  a power law in the tokens of the step.
+  a power law in the tokens of the step. A compiled step's fused pointwise kernels (one
+  per pointwise leaf, no isolated sample) take a fixed in-situ time each plus their bytes
+  at HBM bandwidth (`fused_kernel_s`, from an engine's kernel census).
 * An engine's generation loop: host time per generated token outside the model.
 * The board power of the GPU in launch gaps, while busy-polling, and during collectives
   that were not sampled with their energy.
@@ -23,7 +25,8 @@ import numpy as np
 
 TERMS = ("gap_graph_s", "host_launch_s", "eager_decode_launch_s", "launch_gap_w",
          "busy_wait_w", "comm_w", "time_scale", "decode_batch_exponent", "step_host_s",
-         "request_host_s", "call_host_s", "host_probe_ref_s", "queue_ahead")
+         "request_host_s", "call_host_s", "host_probe_ref_s", "queue_ahead",
+         "fused_kernel_s")
 KIND_SCALE = "kind:"  # time_scale keys per row kind
 
 
@@ -53,6 +56,9 @@ class HostTerms:
     host_probe_ref_s: float | None = None
     # the host issues a segment's kernels ahead of the GPU (see the module doc)
     queue_ahead: bool = False
+    # a compiled step's fused pointwise kernel: in-situ time beyond its bytes at HBM
+    # bandwidth (0: fused leaves are priced as the eager modules they replace)
+    fused_kernel_s: float = 0.0
 
     def host_factor(self, probe_s: np.ndarray) -> np.ndarray:
         """Host time relative to these terms' host, per deployment (`probe_s`: each
@@ -81,6 +87,11 @@ class HostTerms:
             t = np.where(decode, t * (np.maximum(tokens, 1) / 16.0)
                          ** self.decode_batch_exponent, t)
         return t
+
+    def fused_time_s(self, bytes_moved: np.ndarray, hbm_bytes_per_s: float) -> np.ndarray:
+        """In-situ time of one fused pointwise kernel of a compiled step moving
+        `bytes_moved`."""
+        return self.fused_kernel_s + bytes_moved / hbm_bytes_per_s
 
     def gap_s(self, launches: np.ndarray, time_s: np.ndarray, decode: np.ndarray,
               eager: np.ndarray, host_factor: np.ndarray | float = 1.0, *,

@@ -61,6 +61,9 @@ class LearnedModel:
         decode, mode_eager = table.decode, table.mode_eager
         eager = ~decode | mode_eager  # prefill runs eagerly in both modes
         t = host.kernel_time_s(mo.time_s, decode, table.q["tokens"], table.kind_id)
+        if table.fused is not None and host.fused_kernel_s:
+            moved = table.q["bytes_read"] + table.q["bytes_written"]
+            t = np.where(table.fused, host.fused_time_s(moved, self.gpu.hbm_bytes_per_s), t)
         power = priced_power_w(mo.power_w, host.launch_gap_w, self.gpu)
         wait = np.zeros(len(table))
         cm = table.is_comm

@@ -77,6 +77,7 @@ class Skeleton:
     static: dict[str, np.ndarray]   # STATIC columns
     coef: dict[str, tuple]          # quantity -> ((leaves, 5) prefill, (leaves, 4) decode)
     window: np.ndarray       # 0, or a windowed engine's attention form (FULL_CONTEXT, SLIDING)
+    fused: np.ndarray        # bool: a pointwise leaf fused by a compiled step's compiler
 
 
 def _leaves(dep: Deployment, *, paths: bool = True):
@@ -166,7 +167,8 @@ def build_skeleton(model, parallel: Parallel, gpu, engine: str | None = None) ->
                     np.array([n.is_comm for n in leaves]),
                     {"d_in": attr("d_in"), "d_out": attr("d_out"), "heads": attr("heads"),
                      "kv_heads": attr("kv_heads"), "width": attr("width", "vocab")},
-                    coef, np.array([n.attrs.get("window", 0) for n in leaves]))
+                    coef, np.array([n.attrs.get("window", 0) for n in leaves]),
+                    np.array([bool(n.attrs.get("fused")) for n in leaves]))
 
 
 @dataclass
@@ -210,6 +212,8 @@ class LeafTable:
     # the sliding form's rows, 0 on the full-context form's, the phase's sliding share on
     # the rows both forms run); None: no window
     sliding: np.ndarray | None = None
+    # per row: a pointwise leaf fused by a compiled decode step; None: no such leaf
+    fused: np.ndarray | None = None
 
     def __len__(self) -> int:
         return len(self.cfg)
@@ -282,7 +286,8 @@ class TableBuilder:
             tp=np.array([d.parallel.tp for d in deps], float), pp=pp,
             dp=np.array([d.parallel.dp for d in deps], float),
             eager=np.array([m == "eager" for m in mode], dtype=bool),
-            sliding=r["sliding"] if r["sliding"].any() else None)
+            sliding=r["sliding"] if r["sliding"].any() else None,
+            fused=r["fused"] if r["fused"].any() else None)
 
 
 # rows computed once per request of a step (the LM head on each request's last position)
@@ -343,7 +348,8 @@ def select(table: LeafTable, idx: np.ndarray) -> LeafTable:
         q={k: v[rows] for k, v in table.q.items()},
         segments=Segments(new[s.cfg[segs]], s.phase[segs], s.hide_gaps[segs], s.tokens[segs]),
         tp=table.tp[idx], pp=table.pp[idx], dp=table.dp[idx], eager=table.eager[idx],
-        sliding=None if table.sliding is None else table.sliding[rows])
+        sliding=None if table.sliding is None else table.sliding[rows],
+        fused=None if table.fused is None else table.fused[rows])
 
 
 def _form_shares(sk: Skeleton, deps: list[Deployment]) -> tuple[np.ndarray, np.ndarray]:
@@ -385,6 +391,7 @@ def _rows(sk: Skeleton, deps: list[Deployment], idx: np.ndarray,
     out["phase"], out["stage"] = tile(sk.phase), tile(sk.stage)
     out["launches"], out["group_size"] = tile(sk.launches), tile(sk.group_size)
     out["is_comm"], out["kind_id"] = tile(sk.is_comm), tile(sk.kind_id)
+    out["fused"] = tile(sk.fused)
     for k, v in sk.static.items():
         out[k] = tile(v)
     out["kind"] = np.array(sk.kind * n_cfg, dtype=object)

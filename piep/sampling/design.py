@@ -94,6 +94,16 @@ UNLISTED_BLIND8 = {
                             "num_attention_heads": 32, "num_key_value_heads": 8,
                             "head_dim": 96, "vocab_size": 32000, "sliding_window": 2048},
 }
+# blind set 9: how a compiled step's host time scales with the layers (every hf-static
+# run so far had 16-48): 8 layers at a 7B's width, 64 narrow layers
+UNLISTED_BLIND9 = {
+    "piep-unlisted-l8": {**UNLISTED, "hidden_size": 4096, "intermediate_size": 14336,
+                         "num_hidden_layers": 8, "num_attention_heads": 32,
+                         "num_key_value_heads": 8, "vocab_size": 32000},
+    "piep-unlisted-deep64": {**UNLISTED, "hidden_size": 2048, "intermediate_size": 5632,
+                             "num_hidden_layers": 64, "num_attention_heads": 16,
+                             "num_key_value_heads": 4, "vocab_size": 32000},
+}
 
 MULTI_GPU_MODELS = ("llama-3-70b", "qwen2.5-32b", "llama-2-13b", "piep-unlisted-20b")
 ONE_GPU_MODELS = ("llama-2-7b", "llama-3-8b", "mistral-7b", "qwen2.5-7b", "llama-2-13b",
@@ -118,7 +128,7 @@ def named_spec(name: str) -> tuple[ModelSpec, dict[str, Any] | None]:
     config.json body)."""
     inline = {"piep-unlisted-3b": UNLISTED, **UNLISTED_MORE, **UNLISTED_HEAD_DIM,
               **UNLISTED_MULTI, **UNLISTED_BLIND3, **UNLISTED_BLIND5,
-              **UNLISTED_BLIND8}.get(name)
+              **UNLISTED_BLIND8, **UNLISTED_BLIND9}.get(name)
     if inline:
         return ModelSpec.from_hf_config(inline, name=name), inline
     from piep.models import load_model
@@ -343,8 +353,19 @@ WINDOW_RUNS = {
     "hf-static/design_window4.jsonl": ("hf-static", (
         ("piep-unlisted-swa3b", 4, 1500, 700), ("piep-unlisted-swa3b", 8, 2500, 64))),
 }
+# blind set 9 (device call 40): the fewest and the most layers under both engines, after
+# hf-static's compiled step was given fused pointwise kernels (each hf-static row is a
+# new compile: a new shape or batch)
+LAYER_RUNS = {
+    "hf-static/design_layers.jsonl": ("hf-static", (
+        ("piep-unlisted-l8", 8, 256, 96), ("piep-unlisted-deep64", 4, 200, 64),
+        ("qwen2.5-32b", 4, 300, 64), ("piep-unlisted-deep64", 16, 500, 48))),
+    "hf-eager/design_layers.jsonl": ("hf-eager", (
+        ("piep-unlisted-l8", 8, 256, 96), ("piep-unlisted-deep64", 4, 200, 64),
+        ("piep-unlisted-l8", 2, 1000, 200))),
+}
 # every design of listed runs (not drawn): the replicates and the runs past a window
-LISTED_RUNS = {**REPLICATES, **WINDOW_RUNS}
+LISTED_RUNS = {**REPLICATES, **WINDOW_RUNS, **LAYER_RUNS}
 
 
 def build_replicates(engine: str, runs) -> list[dict]:
