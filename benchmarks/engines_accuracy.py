@@ -304,14 +304,17 @@ def census_time_text(rows: list[str], ranges: dict[str, tuple[float, float]]) ->
             "mistral-7b's window (prompt 4200) the step's copies dominate (the census by "
             "kernel name in `call35_window.jsonl`: repeat_kv's eager copy and the sliding "
             "cache's strided concatenation), which piep prices from call 35's module samples "
-            "of both. Under hf-static the compiled step fuses the pointwise chains into a few "
-            "triton kernels, which piep prices as eager's: over hf-static's rows, "
-            f"{e0:.0f}-{e1:.0f} us a layer too much, while outside the layers it prices "
-            f"{s0:.0f}-{s1:.0f} us less than the census measures (the generation loop's "
-            "kernels, and prefill GEMMs the subtraction leaves behind: calls 35-38 census 9 "
-            "generated tokens, call 39 33, which shares the prefill's noise among more "
-            "steps). The profiles' fitted host terms absorb both today; the fused kernels "
-            "are not in the tree yet.", "",
+            "of both. Under hf-static the compiled step fuses each pointwise chain into one "
+            "triton kernel: piep's tree holds them as fused leaves, one kernel each, at the "
+            "in-situ time the census measured (`fused_kernel_s`, `piep.predict.census`: the "
+            "compiler's kernels of a layer other than the K/V expansion, less their bytes at "
+            "HBM bandwidth, per fused leaf; priced as eager's before, 28-75 us a layer too "
+            f"much). Over hf-static's rows piep now prices {e0:+.0f}..{e1:+.0f} us a layer "
+            f"against the census, and outside the layers {s0:.0f}-{s1:.0f} us less than it "
+            "measures (the generation loop's kernels, which run while the host launches "
+            "them: the profile's time per generated token; and prefill GEMMs the "
+            "subtraction leaves behind: calls 35-38 census 9 generated tokens, call 39 33, "
+            "which shares the prefill's noise among more steps).", "",
             "| engine | model | batch | prompt | census, us a layer | piep | of it "
             "pointwise | census, us outside | piep | census file |",
             "|---|---|---|---|---|---|---|---|---|---|", *rows]
