@@ -64,7 +64,8 @@ SETS = {1: (("design_blind.jsonl",), "blind_predictions.jsonl",
         7: (("design_window2.jsonl",), "blind_predictions7.jsonl", ("raw/call34_window2.jsonl",)),
         8: (("design_window4.jsonl",), "blind_predictions8.jsonl",
             ("raw/call36_window4.jsonl", "raw/call37_window4.jsonl")),
-        9: (("design_layers.jsonl",), "blind_predictions9.jsonl", ("raw/call40_layers.jsonl",))}
+        9: (("design_layers.jsonl",), "blind_predictions9.jsonl",
+            ("raw/call40_layers.jsonl", "raw/call41_layers.jsonl"))}
 
 
 def design_rows(engine: str, blind_set: int = 1) -> list[dict]:

@@ -54,6 +54,12 @@ ENGINE_FITS: dict[str, tuple[str, ...]] = {
 START = {"step_host_s": 1e-3, "call_host_s": 1e-2}
 # how an engine's host path works, set before its terms are fitted (piep.predict.host)
 ENGINE_HOST = {"hf-eager": {"queue_ahead": True}}
+# engines whose profile refits the combiner on its own runs (after its host terms): their
+# kernels' energy in situ differs from the reference runner's (a compiled step's fused
+# kernels; eager kernels between host gaps); leave-one-model-out on the shipped runs,
+# reports/engines.md's ablations
+ENGINE_COMBINER = ("hf-eager", "hf-static")
+COMBINER_PHASE_WEIGHT = 0.5  # each phase's log energy error beside the whole run's
 
 
 def user_data_dir() -> Path:
@@ -189,17 +195,19 @@ def engine_version(records: list[dict[str, Any]], engine: str) -> str:
 
 
 def fit_profile(base, records: list[dict[str, Any]], engine: str, *,
-                refit_combiner: bool = False, terms: tuple[str, ...] | None = None,
+                refit_combiner: bool | None = None, terms: tuple[str, ...] | None = None,
                 host_form: dict[str, Any] | None = None) -> EngineProfile:
-    """Fit `engine`'s host terms (and, with `refit_combiner`, its combiner) on its runs,
-    over the module models of `base` (the shipped learned predictor). `terms` and
-    `host_form` replace the engine's fitted terms (`ENGINE_FITS`) and host path
-    (`ENGINE_HOST`): what the report's ablations fit."""
+    """Fit `engine`'s host terms (and, with `refit_combiner`, its combiner; by default for
+    the engines of `ENGINE_COMBINER`) on its runs, over the module models of `base` (the
+    shipped learned predictor). `terms` and `host_form` replace the engine's fitted terms
+    (`ENGINE_FITS`) and host path (`ENGINE_HOST`): what the report's ablations fit."""
     from piep.predict.train import TrainingSet, fit_combiner, fit_host_terms
     if engine not in ENGINE_FITS:
         raise ConfigError(f"no fit is defined for engine {engine!r}; engines: "
                           f"{', '.join(ENGINE_FITS)}")
     version = engine_version(records, engine)  # before any fitting
+    if refit_combiner is None:
+        refit_combiner = engine in ENGINE_COMBINER
     ref = host_reference_s(records) if engine in HOST_FITTED else None
     cases = _cases(records, base.gpu, engine, on_their_hosts=ref is not None)
     if len(cases) < 3:
@@ -220,8 +228,8 @@ def fit_profile(base, records: list[dict[str, Any]], engine: str, *,
     model = replace(base, host=host)
     ts = TrainingSet.build(model, cases)
     fit_host_terms(model, ts, terms, maxiter=400)
-    if refit_combiner:
-        fit_combiner(model, ts)
+    if refit_combiner:  # the prefill/decode split of its runs held too
+        fit_combiner(model, ts, phase_weight=COMBINER_PHASE_WEIGHT)
     return EngineProfile(engine, version, base.gpu.name, model.host,
                          model.combiner if refit_combiner else None,
                          meta={"runs": len(cases), "models": sorted({c.rec["model"]

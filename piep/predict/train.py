@@ -224,11 +224,12 @@ def fit_time_terms(model: LearnedModel, ts: TrainingSet) -> None:
         fit_host_terms(model, eager, ("eager_decode_launch_s",), maxiter=100)
 
 
-def fit_combiner(model: LearnedModel, ts: TrainingSet) -> None:
+def fit_combiner(model: LearnedModel, ts: TrainingSet, *, phase_weight: float = 0.0) -> None:
     """alpha(c) = 1 + tanh(W.f(c) + b)/tau over the module energies of each training run
     (every leaf that runs, and every stage's pipeline bubbles); the features of a module
     take the tokens of its phase (replica batch x prompt in prefill, the replica batch in
-    decode)."""
+    decode). `phase_weight`: the log errors of each phase's energy count too, at this
+    weight beside the whole run's (runs with a measured prefill/decode split)."""
     from scipy.optimize import least_squares
     model.combiner = Combiner()
     priced = ts.price(model)
@@ -247,11 +248,19 @@ def fit_combiner(model: LearnedModel, ts: TrainingSet) -> None:
     f = Combiner.features(kind_id, phase == 1, t.eager[case], phase_tokens[case, phase])
     measured = np.array([c.energy_j for c in ts.cases])
     n = len(ts.cases)
+    by_phase = np.array([[(c.rec.get(name) or {}).get("energy_j") or np.nan
+                          for name in PHASES] for c in ts.cases], float)
+    split = np.isfinite(by_phase).all(1) & (by_phase > 0).all(1) if phase_weight else \
+        np.zeros(n, bool)
 
     def resid(theta):
         alpha = Combiner(theta[:-1], theta[-1]).weights(f)
         pred = np.bincount(case, weights=alpha * energy, minlength=n)
-        return np.concatenate([np.log(pred / measured), math.sqrt(ALPHA_RIDGE) * theta[:-1]])
+        phases = np.bincount(case * 2 + phase, weights=alpha * energy,
+                             minlength=2 * n).reshape(n, 2)
+        return np.concatenate([np.log(pred / measured),
+                               phase_weight * np.log(phases[split] / by_phase[split]).ravel(),
+                               math.sqrt(ALPHA_RIDGE) * theta[:-1]])
     res = least_squares(resid, np.zeros(len(ALPHA_FEATURES) + 1))
     model.combiner = Combiner(res.x[:-1], float(res.x[-1]))
 
