@@ -363,6 +363,15 @@ LAYER_RUNS = {
     "hf-eager/design_layers.jsonl": ("hf-eager", (
         ("piep-unlisted-l8", 8, 256, 96), ("piep-unlisted-deep64", 4, 200, 64),
         ("piep-unlisted-l8", 2, 1000, 200))),
+    # blind set 10 (device call 42): predicted by the profiles with their own combiners;
+    # shapes each engine's runs never had (a Qwen2 with biases and a 30-layer shape under
+    # hf-static; the 20-layer head dim 64 shape at batch 16, the 64-layer one at batch 12)
+    "hf-static/design_blind10.jsonl": ("hf-static", (
+        ("piep-unlisted-qwen4b", 6, 700, 80), ("piep-unlisted-6b", 24, 300, 120),
+        ("llama-2-13b", 3, 1500, 40))),
+    "hf-eager/design_blind10.jsonl": ("hf-eager", (
+        ("piep-unlisted-hd64", 16, 400, 100), ("piep-unlisted-deep64", 12, 300, 60),
+        ("llama-3-8b", 2, 2000, 150), ("piep-unlisted-l8", 32, 500, 64))),
 }
 # every design of listed runs (not drawn): the replicates and the runs past a window
 LISTED_RUNS = {**REPLICATES, **WINDOW_RUNS, **LAYER_RUNS}
