@@ -392,9 +392,9 @@ def _pointwise(dep, phase):
             ("rmsnorm", "final_norm", "residual", "activation", "rope")]
 
 
-def test_a_compiled_step_fuses_its_pointwise_leaves():
-    """hf-static compiles its decode step: each pointwise leaf is one fused kernel; its
-    eager prefill and the other engines keep the eager ops."""
+def test_a_compiled_step_fuses_its_pointwise_leaves(capsys):
+    """hf-static compiles its decode step: each pointwise leaf is one fused kernel (`piep
+    tree` says so); its eager prefill and the other engines keep the eager ops."""
     dep = api.deployment("llama-3-8b", engine="hf-static", batch=4, prompt_len=100, gen_len=9)
     fused = _pointwise(dep, "decode")
     assert len(fused) == 7  # 2 norms, rope, 2 residual adds, activation, the final norm
@@ -403,6 +403,9 @@ def test_a_compiled_step_fuses_its_pointwise_leaves():
     for other in ({"engine": "hf-eager"}, {"mode": "graph"}, {"mode": "eager"}):
         d = api.deployment("llama-3-8b", batch=4, prompt_len=100, gen_len=9, **other)
         assert not any(n.attrs.get("fused") for n in _pointwise(d, "decode"))
+    assert main(["tree", "llama-3-8b", "--engine", "hf-static"]) == 0
+    out = capsys.readouterr().out
+    assert out.count("rmsnorm (fused)") == 2 and "final_norm (fused)" in out
 
 
 def test_fused_leaves_take_the_fused_kernel_time():
@@ -438,15 +441,18 @@ def test_the_fused_kernel_time_comes_from_the_census(tmp_path, monkeypatch):
     monkeypatch.setattr(census, "census_dir", lambda gpu: tmp_path)
     assert census.fused_pointwise_us(rec) == 12.0
     gpu = load_learned("h200").gpu
-    dep = census.census_deployment(rec, gpu)
+    spec = api.deployment("llama-3-8b").model
+    dep = census.census_deployment(rec, spec, gpu)
     t = TableBuilder().table([dep])
     inside = t.fused & (t.kind != "final_norm")
     per_layer = t.count * inside / 8 / dep.model.num_layers  # 8 decode steps
     moved = (per_layer * (t.q["bytes_read"] + t.q["bytes_written"])).sum()
     want = (12e-6 - moved / gpu.hbm_bytes_per_s) / per_layer.sum()
     assert per_layer.sum() == pytest.approx(6)
-    assert census.fused_kernel_estimate(gpu, "hf-static") == pytest.approx(want)
-    assert census.fused_kernel_estimate(gpu, "hf-eager") is None
+    specs = {"llama-3-8b": spec}
+    assert census.fused_kernel_estimate(gpu, "hf-static", specs) == pytest.approx(want)
+    assert census.fused_kernel_estimate(gpu, "hf-eager", specs) is None
+    assert census.fused_kernel_estimate(gpu, "hf-static", {}) is None  # no shape known
 
 
 def test_an_engine_combiner_holds_the_prefill_decode_split(monkeypatch):

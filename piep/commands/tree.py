@@ -43,7 +43,9 @@ def run(args) -> int:
             depth = path.count("/")
             # a windowed engine's attention forms repeat a share of their layers' times
             shown = int(mult) if float(mult).is_integer() else round(mult, 2)
-            rows.append(["  " * depth + node.name, node.kind, node.phase or "", shown,
+            # a compiled step's pointwise leaf runs as one fused kernel
+            kind = f"{node.kind} (fused)" if node.attrs.get("fused") else node.kind
+            rows.append(["  " * depth + node.name, kind, node.phase or "", shown,
                          node.flops, node.bytes_moved, node.comm_bytes,
                          node.group_size if node.is_comm else ""])
         head = f"{doc['deployment']}  ({doc['nodes']} nodes)\n"

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from piep.artifacts import calibration_dir, read_records
+from piep.config import ModelSpec
 from piep.layout import Deployment
 
 SCHEMA = "piep.kernel_census"
@@ -31,16 +32,15 @@ def census_dir(gpu: str) -> Path:
     return calibration_dir(gpu) / "engines" / "census"
 
 
-def census_deployment(rec: dict[str, Any], gpu) -> Deployment:
-    """The deployment a census record profiled (tp 1, its engine's decode mode)."""
+def census_deployment(rec: dict[str, Any], spec: ModelSpec, gpu) -> Deployment:
+    """The deployment a census record of the model `spec` profiled (tp 1, its engine's
+    decode mode)."""
     from piep.config import Parallel, Workload
     from piep.layout import validate
-    from piep.sampling.design import named_spec
     from piep.scenario import ENGINE_MODES
     wl = Workload(batch=rec["batch"], prompt_len=rec["prompt_len"], gen_len=rec["gen_len"],
                   mode=ENGINE_MODES[rec["engine"]])
-    return validate(named_spec(rec["model"])[0], Parallel(), wl, gpu, check_memory=False,
-                    engine=rec["engine"])
+    return validate(spec, Parallel(), wl, gpu, check_memory=False, engine=rec["engine"])
 
 
 def census_records(gpu: str, name: str | None = None) -> list[dict[str, Any]]:
@@ -62,19 +62,20 @@ def fused_pointwise_us(rec: dict[str, Any]) -> float | None:
     return sum(fused) if fused else None
 
 
-def fused_kernel_estimate(gpu, engine: str) -> float | None:
+def fused_kernel_estimate(gpu, engine: str, specs: dict[str, ModelSpec]) -> float | None:
     """A compiled engine's in-situ time of one fused pointwise kernel beyond its bytes at
-    HBM bandwidth: over the engine's census records with durations, each layer's fused
-    kernel time less the bytes of the tree's fused leaves of that layer, shared among
-    them; the median over records (None without such a record)."""
+    HBM bandwidth: over the engine's census records with durations of the models in
+    `specs` (name -> shape), each layer's fused kernel time less the bytes of the tree's
+    fused leaves of that layer, shared among them; the median over records (None without
+    such a record)."""
     from piep.predict.table import TableBuilder
     builder = TableBuilder()
     per_kernel = []
     for rec in census_records(gpu.name):
         us = fused_pointwise_us(rec) if rec.get("engine") == engine else None
-        if us is None:
+        if us is None or rec["model"] not in specs:
             continue
-        dep = census_deployment(rec, gpu)
+        dep = census_deployment(rec, specs[rec["model"]], gpu)
         t = builder.table([dep])
         if t.fused is None:
             continue

@@ -221,7 +221,11 @@ def fit_profile(base, records: list[dict[str, Any]], engine: str, *,
             setattr(host, name, START[name])
     if engine in HF_COMPILED_DECODE:  # its fused kernels' in-situ time, from its census
         from piep.predict.census import fused_kernel_estimate
-        host.fused_kernel_s = float(fused_kernel_estimate(base.gpu, engine) or 0.0)
+        from piep.predict.train import spec_of_record
+        shipped = [r for e in HOST_FITTED for r in engine_records(base.gpu.name, e)]
+        specs = {r["model"]: spec_of_record(r)  # the censused models' shapes, from runs
+                 for r in shipped + records if "shape" in r}
+        host.fused_kernel_s = float(fused_kernel_estimate(base.gpu, engine, specs) or 0.0)
     for name, value in (ENGINE_HOST.get(engine, {}) if host_form is None
                         else host_form).items():
         setattr(host, name, value)
