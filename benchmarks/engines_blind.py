@@ -26,7 +26,8 @@ hf-static; device call 40), predicted after hf-static's compiled step was given 
 pointwise kernels, and by a candidate profile without them (`--candidate unfused`, its
 profile given as a user's: `PIEP_DATA_DIR`); set 10: `design_blind10.jsonl` (shapes
 each engine's runs never had; device call 42), predicted by the profiles that refit their
-combiners on their own runs. A predictions file
+combiners on their own runs; set 11: `design_blind11.jsonl` (device call 43), predicted
+by the profiles refitted on set 10. A predictions file
 (`calibration/h200/engines/blind_predictions*.jsonl`) is written by the code of the commit
 it names and committed before the runs are measured. A static cache
 keeps the largest earlier call's length on the same model object, so each hf-static row
@@ -68,7 +69,8 @@ SETS = {1: (("design_blind.jsonl",), "blind_predictions.jsonl",
             ("raw/call36_window4.jsonl", "raw/call37_window4.jsonl")),
         9: (("design_layers.jsonl",), "blind_predictions9.jsonl",
             ("raw/call40_layers.jsonl", "raw/call41_layers.jsonl")),
-        10: (("design_blind10.jsonl",), "blind_predictions10.jsonl", ("raw/call42_blind10.jsonl",))}
+        10: (("design_blind10.jsonl",), "blind_predictions10.jsonl", ("raw/call42_blind10.jsonl",)),
+        11: (("design_blind11.jsonl",), "blind_predictions11.jsonl", ("raw/call43_blind11.jsonl",))}
 
 
 def design_rows(engine: str, blind_set: int = 1) -> list[dict]:

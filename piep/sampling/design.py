@@ -372,6 +372,12 @@ LAYER_RUNS = {
     "hf-eager/design_blind10.jsonl": ("hf-eager", (
         ("piep-unlisted-hd64", 16, 400, 100), ("piep-unlisted-deep64", 12, 300, 60),
         ("llama-3-8b", 2, 2000, 150), ("piep-unlisted-l8", 32, 500, 64))),
+    # blind set 11 (device call 43): the profiles refitted on blind set 10; multi-head
+    # attention under hf-static (no K/V expansion), a 24B at a long prompt under hf-eager
+    "hf-static/design_blind11.jsonl": ("hf-static", (
+        ("piep-unlisted-mha5b", 8, 400, 100), ("mistral-small-24b", 8, 1000, 100))),
+    "hf-eager/design_blind11.jsonl": ("hf-eager", (
+        ("piep-unlisted-qwen4b", 12, 300, 100), ("mistral-small-24b", 2, 3000, 64))),
 }
 # every design of listed runs (not drawn): the replicates and the runs past a window
 LISTED_RUNS = {**REPLICATES, **WINDOW_RUNS, **LAYER_RUNS}
