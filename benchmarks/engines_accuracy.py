@@ -25,6 +25,7 @@ from piep.predict.learned import load_learned  # noqa: E402
 from piep.predict.pricing import price  # noqa: E402
 from piep.predict.train import deployment_of  # noqa: E402
 from piep.scenario import ENGINE_MODES, SERVING_ENGINES  # noqa: E402
+from piep.tree.builder import ELEMENTWISE  # noqa: E402
 
 sys.path.insert(0, str(ROOT / "benchmarks"))
 from engines_blind import blind_summary  # noqa: E402
@@ -259,7 +260,7 @@ def census_rows() -> list[str]:
     return out
 
 
-POINTWISE = ("rmsnorm", "final_norm", "residual", "activation", "rope")
+POINTWISE = tuple(ELEMENTWISE)  # the kinds a compiled step fuses (the tree's pointwise leaves)
 CENSUS_TIMED = ("call35_window.jsonl", "call37_1b.jsonl", "call38_static.jsonl",
                 "call39_g33.jsonl", "call41_deep64.jsonl")
 

@@ -142,6 +142,9 @@ def blind_summary(engines=("hf-static", "hf-eager"), verbose: bool = False,
                     for r in read_jsonl(ENGINES / engine / f)
                     if r.get("schema") == "piep.measurement" and r.get("energy_j")]
         rows = {config_key(r): r for r in design_rows(engine, blind_set)}
+        # the candidates whose predictions of this engine's runs differ from the committed
+        differ = {c for c, cp in candidates.items()
+                  if any(cp[k]["energy_j"] != preds[k]["energy_j"] for k in rows)}
         errs: dict[str, dict[str, list]] = {}  # design file -> kind -> (energy, time) errors
         for m in measured:
             p = preds[m["key"]]
@@ -152,7 +155,7 @@ def blind_summary(engines=("hf-static", "hf-eager"), verbose: bool = False,
             mine = errs.setdefault(m.get("design", ""), {"blind": [], "today": [], "hosted": []})
             docs = [("blind", p), ("today", now), ("hosted", probe)] + \
                 [(f"candidate {c}", cp[m["key"]]) for c, cp in candidates.items()
-                 if cp[m["key"]]["energy_j"] != p["energy_j"]]
+                 if c in differ]
             for kind, doc in docs:
                 mine.setdefault(kind, [])
                 mine[kind].append((doc["energy_j"] / m["energy_j"] - 1,

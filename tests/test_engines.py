@@ -14,6 +14,7 @@ from piep.predict.engines import (ENGINE_FITS, engine_records, fit_profile, load
 from piep.predict.learned import load_learned
 from piep.predict.train import get_term
 from piep.tree import build_tree
+from piep.tree.builder import ELEMENTWISE
 
 
 def _layer_leaves(dep, phase):
@@ -388,8 +389,7 @@ def test_any_windowed_config_gets_a_positive_answer_inside_its_interval():
 def _pointwise(dep, phase):
     tree = build_tree(dep)
     ph = next(p for p in tree.children[0].children if p.name == phase)
-    return [n for _, _, n in ph.walk() if n.is_leaf and n.kind in
-            ("rmsnorm", "final_norm", "residual", "activation", "rope")]
+    return [n for _, _, n in ph.walk() if n.is_leaf and n.kind in ELEMENTWISE]
 
 
 def test_a_compiled_step_fuses_its_pointwise_leaves(capsys):
