@@ -178,8 +178,11 @@ How they were made (device logs in `logs/`, scripts in `../device/`):
   (all models, 1 GPU graph).
 * Prefill board power per GPU against the 700 W limit: prefills of at least 1 s peak at
   {long_w:.1f} W ({n_long} runs); shorter ones read up to {short_w:.1f} W (the board's
-  controller lags its limit over short windows). The predictor follows this: a phase of
-  >= 1 s is held at the limit (`power_capped`), a shorter one above it is flagged
+  controller lags its limit over short windows). The predictor follows this
+  (`piep.predict.power`): a phase whose kernels add up to more than its burst power
+  (fitted: the predictor's `burst_power_ratio` x the limit) runs at a lower clock, its
+  time stretched; it averages at most the burst power up to `burst_s`, the limit from
+  1 s on (`power_capped`); a shorter phase above the limit is flagged
   `short_window_power`.
 
 ![J per token](figures/j_per_token_vs_batch.png)

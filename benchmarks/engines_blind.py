@@ -70,7 +70,9 @@ SETS = {1: (("design_blind.jsonl",), "blind_predictions.jsonl",
         9: (("design_layers.jsonl",), "blind_predictions9.jsonl",
             ("raw/call40_layers.jsonl", "raw/call41_layers.jsonl")),
         10: (("design_blind10.jsonl",), "blind_predictions10.jsonl", ("raw/call42_blind10.jsonl",)),
-        11: (("design_blind11.jsonl",), "blind_predictions11.jsonl", ("raw/call43_blind11.jsonl",))}
+        11: (("design_blind11.jsonl",), "blind_predictions11.jsonl",
+             ("raw/call43_blind11.jsonl", "raw/call44_blind11.jsonl")),
+        12: (("design_blind12.jsonl",), "blind_predictions12.jsonl", ("raw/call44_blind12.jsonl",))}
 
 
 def design_rows(engine: str, blind_set: int = 1) -> list[dict]:

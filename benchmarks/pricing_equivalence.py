@@ -24,7 +24,11 @@ widened x1.5 (log), and the predictor was retrained with call 28's engine kernel
 121.4 W; the reference runner's host launch start is pinned to the eager campaign's file,
 which the new file would have displaced as first by name): reference energies within 8e-4
 relative, times within 5e-5; engine predictions past a sliding window change on purpose
-(eager copies sampled, steps past the window queued apart): new snapshot.
+(eager copies sampled, steps past the window queued apart): new snapshot. Session 11: each
+phase is held under the board's power limit by three terms fitted on the reference runner's
+phases (a burst above the limit over short phases, the clock's slowdown; before, only a
+phase of 1 s or more was stretched, its energy kept): reference-runner energies within
+-5..+1 %, times -5..+6 %, phase times within +-10 % (compute-bound prefills): new snapshot.
 """
 
 from __future__ import annotations

@@ -23,6 +23,7 @@ to published figures in `dvfs/literature.csv`), or assumed.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -31,6 +32,7 @@ import numpy as np
 
 from piep.artifacts import calibration_dir, read_json, write_json
 from piep.errors import ConfigError
+from piep.predict.power import BoardLimit
 from piep.predict.pricing import Priced
 from piep.predict.timeline import lay_out
 
@@ -153,6 +155,8 @@ class LeafArrays:
     idle_w: float = 0.0
     wait_w: float = 0.0
     hide_gaps: tuple[bool, bool] = (False, False)  # per phase (table.hides_host_gaps)
+    limit: BoardLimit = BoardLimit()  # how the board holds its power limit over a phase
+    limit_w: float = math.inf         # the board's power limit (inf: none)
 
     def __len__(self) -> int:
         return len(self.t0)
@@ -174,7 +178,8 @@ def leaf_arrays(priced: Priced, i: int = 0) -> LeafArrays:
                       p.wait_s[rows], np.where(comm, 0.0, tf / top), np.where(comm, 1.0, tb / top),
                       np.where(comm, 0.0, nbytes), comm, tp=dep.parallel.tp, dp=dep.parallel.dp,
                       pp=dep.parallel.pp, idle_w=p.idle_w, wait_w=p.wait_w,
-                      hide_gaps=(bool(seg.hide_gaps[2 * i]), bool(seg.hide_gaps[2 * i + 1])))
+                      hide_gaps=(bool(seg.hide_gaps[2 * i]), bool(seg.hide_gaps[2 * i + 1])),
+                      limit=p.limit, limit_w=gpu.max_power_w)
 
 
 # --- the response ------------------------------------------------------------------------
@@ -251,11 +256,15 @@ def phase_totals(fm: FreqModel, lv: LeafArrays, t_call: np.ndarray, e_call: np.n
                  choice: np.ndarray) -> PhaseTotals:
     """Sum the chosen column per leaf (choice: index into the clock axis per leaf) into
     phase times (the timeline of `piep.predict.timeline`) and energies (with pipeline
-    bubbles at the busy-poll power)."""
+    bubbles at the busy-poll power), each phase under the board's power limit as the
+    predictor holds it."""
     rows = np.arange(len(lv))
     gap = lv.gap * lv.count  # t_call holds the gap after each call
     busy = t_call[rows, choice] * lv.count - gap
     tl = lay_out(2, lv.phase, lv.stage, busy, gap, hide_gaps=np.array(lv.hide_gaps),
                  pp=np.array([lv.pp, lv.pp]))
-    e = np.bincount(lv.phase, weights=e_call[rows, choice] * lv.weight, minlength=2)
-    return PhaseTotals(tl.time_s, (e + tl.bubble_sum_s * lv.wait_w) * lv.tp * lv.dp)
+    ns = tl.bubble_s.shape[1]
+    gpu_e = np.bincount(lv.phase * ns + lv.stage, weights=e_call[rows, choice] * lv.weight,
+                        minlength=2 * ns).reshape(2, ns) + tl.bubble_s * lv.wait_w
+    held_s, factor = lv.limit.hold(tl.time_s, gpu_e, lv.limit_w)
+    return PhaseTotals(held_s, (gpu_e * factor).sum(1) * lv.tp * lv.dp)

@@ -15,6 +15,7 @@
 * An engine's generation loop: host time per generated token outside the model.
 * The board power of the GPU in launch gaps, while busy-polling, and during collectives
   that were not sampled with their energy.
+* How the board holds its power limit over a phase (`piep.predict.power`).
 """
 
 from __future__ import annotations
@@ -23,10 +24,12 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from piep.predict.power import BoardLimit
+
 TERMS = ("gap_graph_s", "host_launch_s", "eager_decode_launch_s", "launch_gap_w",
          "busy_wait_w", "comm_w", "time_scale", "decode_batch_exponent", "step_host_s",
          "request_host_s", "call_host_s", "host_probe_ref_s", "queue_ahead",
-         "fused_kernel_s")
+         "fused_kernel_s", "burst_power_ratio", "burst_s", "power_stretch_exponent")
 KIND_SCALE = "kind:"  # time_scale keys per row kind
 
 
@@ -59,6 +62,16 @@ class HostTerms:
     # a compiled step's fused pointwise kernel: in-situ time beyond its bytes at HBM
     # bandwidth (0: fused leaves are priced as the eager modules they replace)
     fused_kernel_s: float = 0.0
+    # how the board holds its power limit over a phase (piep.predict.power.BoardLimit;
+    # the defaults: no burst above the limit, energy kept)
+    burst_power_ratio: float = 1.0
+    burst_s: float = 0.5
+    power_stretch_exponent: float = 1.0
+
+    def board_limit(self) -> BoardLimit:
+        """How these terms' board holds its power limit over a phase."""
+        return BoardLimit(burst_ratio=self.burst_power_ratio, burst_s=self.burst_s,
+                          stretch_exponent=self.power_stretch_exponent)
 
     def host_factor(self, probe_s: np.ndarray) -> np.ndarray:
         """Host time relative to these terms' host, per deployment (`probe_s`: each

@@ -94,7 +94,7 @@ class LearnedModel:
             alpha=self.combiner.alpha(table.kind_id, decode, mode_eager, table.q["tokens"]),
             segment_alpha=self.combiner.alpha(np.full(len(seg), KIND_ID["pipeline_wait"]),
                                               seg.phase == 1, table.eager[seg.cfg], seg.tokens),
-            idle_w=host.launch_gap_w, wait_w=host.busy_wait_w)
+            idle_w=host.launch_gap_w, wait_w=host.busy_wait_w, limit=host.board_limit())
 
     def interval(self, dep: Deployment, energy_j: float, time_s: float, *,
                  far: bool = False) -> dict[str, Any]:

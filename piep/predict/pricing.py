@@ -17,6 +17,7 @@ from typing import Any, Protocol, Sequence
 import numpy as np
 
 from piep.layout import Deployment
+from piep.predict.power import SUSTAINED_S, BoardLimit
 from piep.predict.table import PHASES, LeafTable, TableBuilder
 from piep.predict.timeline import Timeline, lay_out
 from piep.scenario import ENGINE_DESCRIPTIONS
@@ -38,6 +39,7 @@ class Prices:
     segment_alpha: np.ndarray  # the combiner's weight of each segment's pipeline bubbles
     idle_w: float             # board power in launch gaps and between batches
     wait_w: float             # board power busy-polling
+    limit: BoardLimit = BoardLimit()  # how the board holds its power limit over a phase
 
 
 class CostModel(Protocol):
@@ -199,19 +201,34 @@ def price(deps: Sequence[Deployment], model: CostModel, *, builder: TableBuilder
     return partition(table, prices, model)
 
 
-def partition(table: LeafTable, p: Prices, model: CostModel) -> Priced:
-    """Calls x one-call prices -> timeline and the energy partition of every GPU."""
+def partition(table: LeafTable, p: Prices, model: CostModel, *,
+              hold_limit: bool = True) -> Priced:
+    """Calls x one-call prices -> timeline and the energy partition of every GPU; with
+    `hold_limit`, each phase under the board's power limit (`Prices.limit`)."""
     n, seg = len(table.deps), table.segments
     cfg, count = table.cfg, table.count
     e_run = count * p.time_s * p.power_w
     e_gap = count * p.gap_s * p.idle_w
     e_wait = count * p.wait_s * p.wait_w
     gpus = table.tp * table.dp                   # GPUs running each row, all replicas
-    weight = p.alpha * gpus[cfg]
     tl = lay_out(len(seg), table.segment, table.stage, count * (p.time_s + p.wait_s),
                  count * p.gap_s, hide_gaps=seg.hide_gaps, pp=table.pp[seg.cfg])
     bubble_raw = tl.bubble_s * p.wait_w          # (segments, stages), one GPU per stage
-    bubble_e = bubble_raw * (p.segment_alpha * gpus[seg.cfg])[:, None]
+    own = e_run + e_gap + e_wait
+    ns = tl.bubble_s.shape[1]
+
+    def one_gpu(row_values, bubble_values):  # per (segment, stage): one GPU's sum
+        return np.bincount(table.segment * ns + table.stage, weights=row_values,
+                           minlength=len(seg) * ns).reshape(len(seg), ns) + bubble_values
+    seg_time, held = tl.time_s, np.ones_like(tl.bubble_s)
+    limit_w = table.gpu.max_power_w * (1 + 1e-9)
+    over = np.zeros(len(seg), bool)  # a phase whose kernels would draw more than the limit
+    if hold_limit:
+        gpu_e = one_gpu(p.alpha * own, bubble_raw * p.segment_alpha[:, None])
+        seg_time, held = p.limit.hold(tl.time_s, gpu_e, table.gpu.max_power_w)
+        over = gpu_e.max(1) > limit_w * tl.time_s
+    weight = p.alpha * gpus[cfg] * held[table.segment, table.stage]
+    bubble_e = bubble_raw * (p.segment_alpha * gpus[seg.cfg])[:, None] * held
 
     def per_cfg(values, where=None):
         w = values if where is None else np.where(where, values, 0.0)
@@ -220,49 +237,27 @@ def partition(table: LeafTable, p: Prices, model: CostModel) -> Priced:
     bubble_cfg = np.bincount(seg.cfg, weights=bubble_e.sum(1), minlength=n)
     breakdown = np.column_stack([per_cfg(run_w, ~table.is_comm), per_cfg(run_w, table.is_comm),
                                  per_cfg(weight * e_wait) + bubble_cfg, per_cfg(weight * e_gap)])
-    row_e = weight * (e_run + e_gap + e_wait)
+    row_e = weight * own
     seg_e = np.bincount(table.segment, weights=row_e, minlength=len(seg)) + bubble_e.sum(1)
     phase_e = _per_phase(seg, seg_e, n)
-    ns = tl.bubble_s.shape[1]
-    own = e_run + e_gap + e_wait
-    stage_e = np.bincount(cfg * ns + table.stage, weights=own, minlength=n * ns).reshape(n, ns)
-    np.add.at(stage_e, seg.cfg, bubble_raw)
+    stage_e = np.bincount(cfg * ns + table.stage, weights=own * held[table.segment, table.stage],
+                          minlength=n * ns).reshape(n, ns)
+    np.add.at(stage_e, seg.cfg, bubble_raw * held)
     raw = (np.bincount(cfg, weights=own, minlength=n)
            + np.bincount(seg.cfg, weights=bubble_raw.sum(1), minlength=n)) * gpus
     oor = np.bincount(cfg, weights=(p.out_of_range & (count > 0)).astype(float),
                       minlength=n) > 0
-    seg_time, capped, short = _power_limit(table, tl, row_e / gpus[cfg],
-                                           bubble_e / gpus[seg.cfg][:, None])
+    # a sustained phase lowered to the limit; a shorter one left above it
+    peak_w = one_gpu(row_e / gpus[cfg], bubble_e / gpus[seg.cfg][:, None]).max(1) \
+        / np.maximum(seg_time, 1e-12)
+    long = seg_time >= SUSTAINED_S
+    capped = long & over
+    short = ~long & (peak_w > limit_w)
     phase_t = _per_phase(seg, seg_time, n)
     return Priced(table, p, model, tl, breakdown.sum(1), breakdown, phase_t, phase_t.sum(1),
                   phase_e, stage_e, raw, oor, row_e, bubble_e,
                   np.bincount(seg.cfg, weights=capped, minlength=n) > 0,
                   np.bincount(seg.cfg, weights=short, minlength=n) > 0)
-
-
-# a segment this long runs at the board's power limit at most: the firmware lowers the
-# clock (measured: prefills longer than 1 s stay <= 713 W on a 700 W board; shorter
-# windows read up to 765 W, the controller lagging its limit)
-SUSTAINED_S = 1.0
-
-
-def _power_limit(table: LeafTable, tl: Timeline, row_e_gpu: np.ndarray,
-                 bubble_e_gpu: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Segment times under the board's power limit: a segment of at least SUSTAINED_S
-    whose mean power on some GPU exceeds the limit lasts as long as that GPU needs to
-    spend its energy at the limit (energy kept: the capped GPU does the same work at a
-    lower clock). Returns the times and, per segment, whether it was capped or is a short
-    segment above the limit."""
-    ns = tl.bubble_s.shape[1]
-    n_seg = len(tl.time_s)
-    energy = np.bincount(table.segment * ns + table.stage, weights=row_e_gpu,
-                         minlength=n_seg * ns).reshape(n_seg, ns) + bubble_e_gpu
-    peak = energy.max(1)
-    limit = table.gpu.max_power_w
-    over = peak > limit * tl.time_s * (1 + 1e-9)
-    long = tl.time_s >= SUSTAINED_S
-    time_s = np.where(over & long, peak / limit, tl.time_s)
-    return time_s, (over & long).astype(float), (over & ~long).astype(float)
 
 
 def _per_phase(seg, values: np.ndarray, n: int) -> np.ndarray:

@@ -104,6 +104,12 @@ UNLISTED_BLIND9 = {
                              "num_hidden_layers": 64, "num_attention_heads": 16,
                              "num_key_value_heads": 4, "vocab_size": 32000},
 }
+# blind set 12: a shape in no public list whose prefills run at the board's power limit
+UNLISTED_BLIND12 = {
+    "piep-unlisted-wide10b": {**UNLISTED, "hidden_size": 4608, "intermediate_size": 16384,
+                              "num_hidden_layers": 36, "num_attention_heads": 36,
+                              "num_key_value_heads": 4, "vocab_size": 64000},
+}
 
 MULTI_GPU_MODELS = ("llama-3-70b", "qwen2.5-32b", "llama-2-13b", "piep-unlisted-20b")
 ONE_GPU_MODELS = ("llama-2-7b", "llama-3-8b", "mistral-7b", "qwen2.5-7b", "llama-2-13b",
@@ -128,7 +134,7 @@ def named_spec(name: str) -> tuple[ModelSpec, dict[str, Any] | None]:
     config.json body)."""
     inline = {"piep-unlisted-3b": UNLISTED, **UNLISTED_MORE, **UNLISTED_HEAD_DIM,
               **UNLISTED_MULTI, **UNLISTED_BLIND3, **UNLISTED_BLIND5,
-              **UNLISTED_BLIND8, **UNLISTED_BLIND9}.get(name)
+              **UNLISTED_BLIND8, **UNLISTED_BLIND9, **UNLISTED_BLIND12}.get(name)
     if inline:
         return ModelSpec.from_hf_config(inline, name=name), inline
     from piep.models import load_model
@@ -378,6 +384,16 @@ LAYER_RUNS = {
         ("piep-unlisted-mha5b", 8, 400, 100), ("mistral-small-24b", 8, 1000, 100))),
     "hf-eager/design_blind11.jsonl": ("hf-eager", (
         ("piep-unlisted-qwen4b", 12, 300, 100), ("mistral-small-24b", 2, 3000, 64))),
+    # blind set 12 (device call 44): predicted after phases were held under the board's
+    # power limit (a burst above it over short phases, a slower clock); prefills of
+    # 0.3-3 s whose kernels add up to more than the limit, and one that does not
+    "hf-eager/design_blind12.jsonl": ("hf-eager", (
+        ("piep-unlisted-wide10b", 16, 1500, 24), ("piep-unlisted-wide10b", 4, 700, 64),
+        ("llama-3-8b", 24, 1500, 32), ("qwen2.5-14b", 8, 3000, 32),
+        ("mistral-small-24b", 12, 800, 24), ("piep-unlisted-9b", 40, 1000, 16),
+        ("llama-2-7b", 64, 512, 16))),
+    "hf-static/design_blind12.jsonl": ("hf-static", (
+        ("piep-unlisted-wide10b", 12, 1200, 48),)),
 }
 # every design of listed runs (not drawn): the replicates and the runs past a window
 LISTED_RUNS = {**REPLICATES, **WINDOW_RUNS, **LAYER_RUNS}

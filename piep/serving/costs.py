@@ -149,7 +149,8 @@ class IterationGrid:
         curves, oor = [], False
         for table, sel, axes in self.tables[:3]:
             prices = self._price(model, table)
-            priced = partition(table, prices, model)
+            # an iteration alone: how the board holds its limit depends on the trace
+            priced = partition(table, prices, model, hold_limit=False)
             n = len(table.deps)
             t = table.count * (prices.time_s + prices.gap_s + prices.wait_s)
             gap_e = table.count * prices.gap_s * prices.idle_w * prices.alpha \
