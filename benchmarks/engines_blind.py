@@ -27,7 +27,10 @@ pointwise kernels, and by a candidate profile without them (`--candidate unfused
 profile given as a user's: `PIEP_DATA_DIR`); set 10: `design_blind10.jsonl` (shapes
 each engine's runs never had; device call 42), predicted by the profiles that refit their
 combiners on their own runs; set 11: `design_blind11.jsonl` (device call 43), predicted
-by the profiles refitted on set 10. A predictions file
+by the profiles refitted on set 10 (its hf-static mistral-small-24b row measured by call
+44); set 12: `design_blind12.jsonl` (prefills near the board's power limit; device call
+44), predicted by the predictor that holds each phase under the limit, and by the code
+before it (`--candidate unheld`, run from a checkout of that commit). A predictions file
 (`calibration/h200/engines/blind_predictions*.jsonl`) is written by the code of the commit
 it names and committed before the runs are measured. A static cache
 keeps the largest earlier call's length on the same model object, so each hf-static row

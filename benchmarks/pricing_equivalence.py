@@ -28,7 +28,8 @@ relative, times within 5e-5; engine predictions past a sliding window change on 
 phase is held under the board's power limit by three terms fitted on the reference runner's
 phases (a burst above the limit over short phases, the clock's slowdown; before, only a
 phase of 1 s or more was stretched, its energy kept): reference-runner energies within
--5..+1 %, times -5..+6 %, phase times within +-10 % (compute-bound prefills): new snapshot.
+-5..+1 %, times -5..+6 %, phase times within +-10 % (compute-bound prefills); clock plans
+count no lock faster than the held default phase: new snapshot.
 """
 
 from __future__ import annotations

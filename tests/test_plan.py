@@ -231,3 +231,11 @@ def test_a_lower_power_limit_is_the_baseline_of_its_plan(fm):
         assert a["energy_j"] == pytest.approx(d["energy_j"] * (1 - a["saving"]))
         if a["saving"] == 0:
             assert a["saving_band"] == [0.0, 0.0]
+
+
+def test_no_lock_is_counted_faster_than_a_phase_the_board_holds(plans):
+    """batch 64's prefill is held at the board's limit by default: a lower lock runs no
+    faster than it, so no plan claims a negative slowdown."""
+    for p in plans.values():
+        assert p["applied"]["slowdown_band"][0] >= -1e-12
+        assert p["ideal_bound"]["slowdown_band"][0] >= -1e-12

@@ -61,6 +61,7 @@ def phase_curves(fm: FreqModel, lv: LeafArrays, power_limit_w: float | None = No
     for j in range(len(clocks)):
         tot = phase_totals(fm, lv, t_call, e_call, np.full(len(lv), j))
         times[:, j], energies[:, j] = tot.time_s, tot.energy_j
+    times = no_faster(times, times[:, -1:])
     return under_limit(Curves(clocks, times, energies, t_call, e_call), lv, fm, power_limit_w)
 
 
@@ -176,7 +177,15 @@ def _outcome(fm: FreqModel, lv: LeafArrays, choice: np.ndarray, cv: Curves) -> t
     default = _default_choice(cv, lv)
     base = phase_totals(fm, lv, cv.t_call, cv.e_call, default)
     got = phase_totals(fm, lv, cv.t_call, cv.e_call, np.minimum(choice, default))
-    return (1 - got.total_energy / base.total_energy, got.total_time / base.total_time - 1)
+    time_s = no_faster(got.time_s, base.time_s).sum()
+    return (1 - got.total_energy / base.total_energy, time_s / base.total_time - 1)
+
+
+def no_faster(time_s: np.ndarray, default_s: np.ndarray) -> np.ndarray:
+    """Phase times under a lock, never below the default's: a phase the board holds at
+    its limit runs at the highest clock that fits, so a lower lock cannot be faster (the
+    held phase's stretch and the clock response are two models of that one slowdown)."""
+    return np.maximum(time_s, default_s)
 
 
 def _band(models: list[FreqModel], curves: list[Curves], lv: LeafArrays, choice: np.ndarray):
