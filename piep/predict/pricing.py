@@ -216,15 +216,14 @@ def partition(table: LeafTable, p: Prices, model: CostModel, *,
     bubble_raw = tl.bubble_s * p.wait_w          # (segments, stages), one GPU per stage
     own = e_run + e_gap + e_wait
     ns = tl.bubble_s.shape[1]
-
-    def one_gpu(row_values, bubble_values):  # per (segment, stage): one GPU's sum
-        return np.bincount(table.segment * ns + table.stage, weights=row_values,
-                           minlength=len(seg) * ns).reshape(len(seg), ns) + bubble_values
+    # per (segment, stage): the combiner-weighted energy of one GPU
+    gpu_e = np.bincount(table.segment * ns + table.stage, weights=p.alpha * own,
+                        minlength=len(seg) * ns).reshape(len(seg), ns) \
+        + bubble_raw * p.segment_alpha[:, None]
     seg_time, held = tl.time_s, np.ones_like(tl.bubble_s)
     limit_w = table.gpu.max_power_w * (1 + 1e-9)
     over = np.zeros(len(seg), bool)  # a phase whose kernels would draw more than the limit
     if hold_limit:
-        gpu_e = one_gpu(p.alpha * own, bubble_raw * p.segment_alpha[:, None])
         seg_time, held = p.limit.hold(tl.time_s, gpu_e, table.gpu.max_power_w)
         over = gpu_e.max(1) > limit_w * tl.time_s
     weight = p.alpha * gpus[cfg] * held[table.segment, table.stage]
@@ -248,8 +247,7 @@ def partition(table: LeafTable, p: Prices, model: CostModel, *,
     oor = np.bincount(cfg, weights=(p.out_of_range & (count > 0)).astype(float),
                       minlength=n) > 0
     # a sustained phase lowered to the limit; a shorter one left above it
-    peak_w = one_gpu(row_e / gpus[cfg], bubble_e / gpus[seg.cfg][:, None]).max(1) \
-        / np.maximum(seg_time, 1e-12)
+    peak_w = (gpu_e * held).max(1) / np.maximum(seg_time, 1e-12)
     long = seg_time >= SUSTAINED_S
     capped = long & over
     short = ~long & (peak_w > limit_w)

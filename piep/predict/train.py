@@ -155,15 +155,22 @@ class TrainingSet:
                            ModuleOutputs(m.time_s[rows], m.power_w[rows], m.out_of_range[rows]))
 
 
+def measured_phases(cases_: list[Case], key: str) -> np.ndarray:
+    """Each case's measured `key` (energy_j, time_s) of prefill and decode, (cases, 2);
+    NaN where the run has no phase split."""
+    return np.array([[np.nan if (c.rec.get(name) or {}).get(key) is None else c.rec[name][key]
+                      for name in PHASES] for c in cases_], float)
+
+
 def _time_error(ts: TrainingSet, model: LearnedModel) -> float:
     """Mean squared log error of total time and (at a quarter weight) of each phase's
     time: a short prefill must not hide in a total."""
     priced = ts.price(model)
     meas = np.array([c.time_s for c in ts.cases])
     errs = [np.log(priced.time_s / meas) ** 2]
-    for ph, name in enumerate(PHASES):
-        m_ph = np.array([np.nan if c.rec[name].get("time_s") is None  # no phase split
-                         else c.rec[name]["time_s"] for c in ts.cases], float)
+    measured = measured_phases(ts.cases, "time_s")
+    for ph in range(len(PHASES)):
+        m_ph = measured[:, ph]
         p_ph = priced.phase_time_s[:, ph]
         ok = (m_ph > 0) & (p_ph > 0)
         errs.append(0.25 * np.log(p_ph[ok] / m_ph[ok]) ** 2)
@@ -236,9 +243,7 @@ def fit_board_limit(model: LearnedModel, ts: TrainingSet) -> None:
     from scipy.optimize import minimize
     host = model.host
     names = tuple(BOARD_LIMIT_START)
-    meas = {k: np.array([[np.nan if (c.rec.get(ph) or {}).get(k) is None else c.rec[ph][k]
-                          for ph in PHASES] for c in ts.cases], float)
-            for k in ("energy_j", "time_s")}
+    meas = {k: measured_phases(ts.cases, k) for k in ("energy_j", "time_s")}
     ok = np.isfinite(meas["energy_j"]) & np.isfinite(meas["time_s"]) \
         & (meas["energy_j"] > 0) & (meas["time_s"] > 0)
     if not ok.any():
@@ -284,8 +289,7 @@ def fit_combiner(model: LearnedModel, ts: TrainingSet, *, phase_weight: float = 
     f = Combiner.features(kind_id, phase == 1, t.eager[case], phase_tokens[case, phase])
     measured = np.array([c.energy_j for c in ts.cases])
     n = len(ts.cases)
-    by_phase = np.array([[(c.rec.get(name) or {}).get("energy_j") or np.nan
-                          for name in PHASES] for c in ts.cases], float)
+    by_phase = measured_phases(ts.cases, "energy_j")
     split = np.isfinite(by_phase).all(1) & (by_phase > 0).all(1) if phase_weight else \
         np.zeros(n, bool)
 
@@ -315,7 +319,7 @@ def fit(cal: Calibration, gpu: GPU, train: list[Case], *,
     model = LearnedModel(gpu, ModuleModels(fit_module_models(samples, gpu)), comm, terms)
     ts = TrainingSet.build(model, train)
     fit_time_terms(model, ts)
-    fit_combiner(model, ts)
+    fit_combiner(model, ts)  # the board limit is fitted on combiner-weighted energies
     fit_board_limit(model, ts)
     fit_combiner(model, ts)
     model.meta = {"module_samples": len(samples), "e2e_train": len(train),
