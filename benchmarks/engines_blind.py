@@ -30,7 +30,10 @@ combiners on their own runs; set 11: `design_blind11.jsonl` (device call 43), pr
 by the profiles refitted on set 10 (its hf-static mistral-small-24b row measured by call
 44); set 12: `design_blind12.jsonl` (prefills near the board's power limit; device call
 44), predicted by the predictor that holds each phase under the limit, and by the code
-before it (`--candidate unheld`, run from a checkout of that commit). A predictions file
+before it (`--candidate unheld`, run from a checkout of that commit); set 13:
+`design_blind13.jsonl` (batches of 96-128, generations of 1000-1200 tokens, a grouped-
+query ratio of 12 in no public list; device call 45), predicted by the profiles refitted
+on call 44. A predictions file
 (`calibration/h200/engines/blind_predictions*.jsonl`) is written by the code of the commit
 it names and committed before the runs are measured. A static cache
 keeps the largest earlier call's length on the same model object, so each hf-static row
@@ -75,7 +78,8 @@ SETS = {1: (("design_blind.jsonl",), "blind_predictions.jsonl",
         10: (("design_blind10.jsonl",), "blind_predictions10.jsonl", ("raw/call42_blind10.jsonl",)),
         11: (("design_blind11.jsonl",), "blind_predictions11.jsonl",
              ("raw/call43_blind11.jsonl", "raw/call44_blind11.jsonl")),
-        12: (("design_blind12.jsonl",), "blind_predictions12.jsonl", ("raw/call44_blind12.jsonl",))}
+        12: (("design_blind12.jsonl",), "blind_predictions12.jsonl", ("raw/call44_blind12.jsonl",)),
+        13: (("design_blind13.jsonl",), "blind_predictions13.jsonl", ("raw/call45_blind13.jsonl",))}
 
 
 def design_rows(engine: str, blind_set: int = 1) -> list[dict]:

@@ -111,6 +111,13 @@ UNLISTED_BLIND12 = {
                               "num_key_value_heads": 4, "vocab_size": 64000},
 }
 
+# blind set 13: a grouped-query ratio of 12 (24 query heads over 2 K/V heads), in no public list
+UNLISTED_BLIND13 = {
+    "piep-unlisted-kv2": {**UNLISTED, "hidden_size": 3072, "intermediate_size": 8960,
+                          "num_hidden_layers": 30, "num_attention_heads": 24,
+                          "num_key_value_heads": 2, "vocab_size": 100352},
+}
+
 MULTI_GPU_MODELS = ("llama-3-70b", "qwen2.5-32b", "llama-2-13b", "piep-unlisted-20b")
 ONE_GPU_MODELS = ("llama-2-7b", "llama-3-8b", "mistral-7b", "qwen2.5-7b", "llama-2-13b",
                   "qwen2.5-14b", "mistral-small-24b", "vicuna-33b", "qwen2.5-32b",
@@ -134,7 +141,8 @@ def named_spec(name: str) -> tuple[ModelSpec, dict[str, Any] | None]:
     config.json body)."""
     inline = {"piep-unlisted-3b": UNLISTED, **UNLISTED_MORE, **UNLISTED_HEAD_DIM,
               **UNLISTED_MULTI, **UNLISTED_BLIND3, **UNLISTED_BLIND5,
-              **UNLISTED_BLIND8, **UNLISTED_BLIND9, **UNLISTED_BLIND12}.get(name)
+              **UNLISTED_BLIND8, **UNLISTED_BLIND9, **UNLISTED_BLIND12,
+              **UNLISTED_BLIND13}.get(name)
     if inline:
         return ModelSpec.from_hf_config(inline, name=name), inline
     from piep.models import load_model
@@ -394,6 +402,14 @@ LAYER_RUNS = {
         ("llama-2-7b", 64, 512, 16))),
     "hf-static/design_blind12.jsonl": ("hf-static", (
         ("piep-unlisted-wide10b", 12, 1200, 48),)),
+    # blind set 13 (device call 45): where users go and no run went: batches of 96-128,
+    # generations of 1000-1200 tokens, and a grouped-query ratio of 12 in no public list
+    "hf-eager/design_blind13.jsonl": ("hf-eager", (
+        ("llama-3-8b", 128, 512, 64), ("qwen2.5-7b", 96, 1024, 48),
+        ("piep-unlisted-l8", 4, 200, 1200), ("piep-unlisted-kv2", 32, 700, 128))),
+    "hf-static/design_blind13.jsonl": ("hf-static", (
+        ("llama-3-8b", 128, 512, 64), ("piep-unlisted-kv2", 4, 200, 1000),
+        ("qwen2.5-7b", 96, 1024, 48))),
 }
 # every design of listed runs (not drawn): the replicates and the runs past a window
 LISTED_RUNS = {**REPLICATES, **WINDOW_RUNS, **LAYER_RUNS}
