@@ -79,7 +79,8 @@ SETS = {1: (("design_blind.jsonl",), "blind_predictions.jsonl",
         11: (("design_blind11.jsonl",), "blind_predictions11.jsonl",
              ("raw/call43_blind11.jsonl", "raw/call44_blind11.jsonl")),
         12: (("design_blind12.jsonl",), "blind_predictions12.jsonl", ("raw/call44_blind12.jsonl",)),
-        13: (("design_blind13.jsonl",), "blind_predictions13.jsonl", ("raw/call45_blind13.jsonl",))}
+        13: (("design_blind13.jsonl",), "blind_predictions13.jsonl",
+             ("raw/call45_blind13.jsonl", "raw/call46_blind13.jsonl"))}
 
 
 def design_rows(engine: str, blind_set: int = 1) -> list[dict]:
