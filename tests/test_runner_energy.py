@@ -42,3 +42,22 @@ def test_constant_power_gives_power_times_time():
     assert len(rec["repeat_energy_j"]) == 2 and rec["spread"] is not None
     assert rec["continuous"]["energy_j"] > 0
     assert rec["schema"] == "piep.measurement" and rec["boundary"] == "gpu_board"
+
+
+def test_the_gpu_probe_meters_two_fixed_kernels_once_per_gpu():
+    """The GPU probe: each kernel's mean power over its own metered window (the fake
+    board draws 250 W), its time per call, the copy's bandwidth; measured once per GPU and
+    process; None without a meter."""
+    from piep.sampling import hf
+    clock = RealClock()
+    fake = FakeDevice(lambda t: 250.0, clock, tick_s=0.05, phase_s=0.01, step_s=0.001)
+    meter = RankMeter("cpu", fake=fake)
+    hf._gpu_probes.clear()
+    probe = hf.gpu_probe("cpu", meter, window_s=0.15, copy_bytes=1 << 20, gemm=(2, 64, 128))
+    assert probe["copy_power_w"] == pytest.approx(250.0, rel=0.1)
+    assert probe["decode_gemm_power_w"] == pytest.approx(250.0, rel=0.1)
+    assert probe["copy_s"] > 0 and probe["decode_gemm_s"] > 0
+    assert probe["copy_gbps"] == pytest.approx(2 * (1 << 20) / probe["copy_s"] / 1e9)
+    assert hf.gpu_probe("cpu", meter) is probe  # once per GPU: the second call is free
+    hf._gpu_probes.clear()
+    assert hf.gpu_probe("cpu", RankMeter("cpu")) is None

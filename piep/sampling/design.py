@@ -333,6 +333,15 @@ REPLICATES = {
         ("piep-unlisted-hd96", 3, 74, 29), ("llama-3-8b", 32, 434, 77),
         ("qwen2.5-7b", 7, 259, 64), ("piep-unlisted-3b", 9, 392, 50),
         ("qwen2.5-32b", 15, 74, 20), ("llama-2-13b", 12, 391, 150))),
+    # device call 47: runs whose decode energy was over- or under-predicted by 10-21 % on
+    # one board (calls 28, 43, 44), measured again on another board beside the GPU probe
+    # (`piep.sampling.hf.gpu_probe`): does the same run's decode power move with the board?
+    "hf-eager/design_replicates2.jsonl": ("hf-eager", (
+        ("llama-2-7b", 64, 512, 16), ("qwen2.5-14b", 8, 3000, 32),
+        ("llama-3-8b", 24, 1500, 32), ("piep-unlisted-9b", 40, 1000, 16))),
+    "hf-static/design_replicates2.jsonl": ("hf-static", (
+        ("mistral-small-24b", 8, 1000, 100), ("piep-unlisted-wide10b", 12, 1200, 48),
+        ("llama-2-13b", 11, 95, 78), ("piep-unlisted-mha5b", 8, 400, 100))),
 }
 
 

@@ -101,6 +101,55 @@ def host_probe(device) -> dict[str, float]:
     return out
 
 
+# the GPU probe's two fixed kernels: an HBM copy and a decode-like GEMM (8 tokens through a
+# 4096 x 14336 projection), each repeated back to back in one metered window
+GPU_PROBE_COPY_BYTES = 1 << 30
+GPU_PROBE_GEMM = (8, 4096, 14336)
+_gpu_probes: dict[str, dict[str, float]] = {}
+
+
+def gpu_probe(device, meter: RankMeter, window_s: float = 1.0,
+              copy_bytes: int = GPU_PROBE_COPY_BYTES,
+              gemm: tuple[int, int, int] = GPU_PROBE_GEMM) -> dict[str, float] | None:
+    """How much power this GPU draws on two fixed memory-bound kernels (boards of one kind
+    differ: the decode power of the same run moved from call to call): the mean board
+    power and speed of an HBM copy and of a decode-like GEMM, each over a metered window of
+    `window_s`; measured once per GPU and process, None without a meter."""
+    if meter.meter is None:
+        return None
+    key = str(device)
+    if key in _gpu_probes:
+        return _gpu_probes[key]
+    meter.idle(window_s)  # the windows' alignment waits are priced at idle power
+    src = torch.empty(copy_bytes // 2, dtype=torch.bfloat16, device=device)
+    dst = torch.empty_like(src)
+    m, k, n = gemm
+    w = [torch.randn(k, n, dtype=torch.bfloat16, device=device) for _ in range(4)]
+    x = torch.randn(m, k, dtype=torch.bfloat16, device=device)
+    out: dict[str, float] = {}
+    ops = (("copy", lambda i: dst.copy_(src)), ("decode_gemm", lambda i: x @ w[i % 4]))
+    for name, op in ops:
+        for i in range(3):
+            op(i)
+        _sync(device)
+        t0 = time.perf_counter()
+        for i in range(20):
+            op(i)
+        _sync(device)
+        calls = max(1, math.ceil(window_s / max((time.perf_counter() - t0) / 20, 1e-7)))
+
+        def work(op=op, calls=calls):
+            for i in range(calls):
+                op(i)
+            _sync(device)
+        win = meter.window(work, lambda: None)
+        out[f"{name}_power_w"] = win["energy_j"] / win["duration_s"]
+        out[f"{name}_s"] = win["duration_s"] / calls
+    out["copy_gbps"] = 2 * copy_bytes / out["copy_s"] / 1e9
+    _gpu_probes[key] = out
+    return out
+
+
 def median_probe(probes: list[dict[str, float]]) -> dict[str, float]:
     """The median of each host probe over several measurements."""
     return {k: statistics.median(p[k] for p in probes) for k in probes[0]}
@@ -245,6 +294,11 @@ def measure_hf(spec: ModelSpec, parallel: Parallel, workload: Workload, *, engin
     t_first = max(v for v in d.gather(time.perf_counter() - t0))
     reps_first = max(1, math.ceil(hygiene.min_window_s / max(t_first, 1e-6)))
     idle_w = meter.idle(hygiene.idle_s)
+    try:
+        board = gpu_probe(device, meter)
+    except (RuntimeError, torch.cuda.OutOfMemoryError) as exc:  # a probe never costs a run
+        log.warning("GPU probe skipped: %s", exc)
+        board = None
     before_counts = _dynamo_counts()
 
     def whole():
@@ -267,8 +321,8 @@ def measure_hf(spec: ModelSpec, parallel: Parallel, workload: Workload, *, engin
     after_counts = _dynamo_counts()
     layers = run.cache_layers()  # after the windows: its shorter call leaves them alone
     mine = {"rank": d.rank, "uuid": getattr(meter.nvml, "uuid", None), "idle_power_w": idle_w,
-            "windows": windows, "peak_reserved_gib": torch.cuda.max_memory_reserved() / 2 ** 30
-            if cuda else None}
+            "gpu_probe": board, "windows": windows,
+            "peak_reserved_gib": torch.cuda.max_memory_reserved() / 2 ** 30 if cuda else None}
     ranks = d.gather(mine)
     if d.rank != 0:
         return None
@@ -311,6 +365,7 @@ def _record(spec, parallel, workload, engine, ranks, reps, reps_first) -> dict[s
                    "tpot_s": (time_s - first_s) / steps if steps else 0.0, "steps": steps},
         "reps_per_window": reps, "repeats": n, "repeat_time_s": t_all,
         "per_gpu": [{"rank": r["rank"], "uuid": r["uuid"], "idle_power_w": r["idle_power_w"],
+                     **({"gpu_probe": r["gpu_probe"]} if r.get("gpu_probe") else {}),
                      "peak_reserved_gib": r["peak_reserved_gib"],
                      "short_windows": sum(w.get("short", False) for ws in r["windows"].values()
                                           for w in ws)} for r in ranks],
