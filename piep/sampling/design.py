@@ -342,6 +342,10 @@ REPLICATES = {
     "hf-static/design_replicates2.jsonl": ("hf-static", (
         ("mistral-small-24b", 8, 1000, 100), ("piep-unlisted-wide10b", 12, 1200, 48),
         ("llama-2-13b", 11, 95, 78), ("piep-unlisted-mha5b", 8, 400, 100))),
+    # device call 48: two of them on a third board (call 47's drew 13-17 % more decode
+    # energy than call 44's at the same decode time)
+    "hf-static/design_replicates3.jsonl": ("hf-static", (
+        ("mistral-small-24b", 8, 1000, 100), ("piep-unlisted-mha5b", 8, 400, 100))),
 }
 
 
