@@ -152,9 +152,9 @@ def probe_rows(base, engine: str = "hf-eager") -> list[str]:
 def board_rows(engine: str = "hf-static") -> tuple[list[str], dict[str, list[float]]]:
     """The runs measured on more than one board (the same configuration on other device
     calls' GPUs): per board its decode power (decode energy over decode time), decode time,
-    prefill energy and, where the record has it, the GPU probe's decode-like GEMM power;
-    with each run's spread over its boards (max / min - 1) of decode power and of prefill
-    energy."""
+    prefill energy, idle power and, where the record has it, the GPU probe; with each run's
+    spread over its boards (max / min - 1) of decode power, decode energy, decode time and
+    prefill energy."""
     by_key: dict[str, list[dict]] = {}
     for r in engine_records("h200", engine):
         by_key.setdefault(r["key"], []).append(r)
@@ -163,10 +163,9 @@ def board_rows(engine: str = "hf-static") -> tuple[list[str], dict[str, list[flo
         boards = {r["per_gpu"][0]["uuid"] for r in recs}
         if len(boards) < 2:
             continue
-        power = [(r["energy_j"] - r["prefill"]["energy_j"]) / r["decode"]["time_s"]
-                 for r in recs]
-        for what, v in (("power", power),
-                        ("energy", [r["energy_j"] - r["prefill"]["energy_j"] for r in recs]),
+        energy = [r["energy_j"] - r["prefill"]["energy_j"] for r in recs]
+        power = [e / r["decode"]["time_s"] for e, r in zip(energy, recs)]
+        for what, v in (("power", power), ("energy", energy),
                         ("time", [r["decode"]["time_s"] for r in recs]),
                         ("prefill", [r["prefill"]["energy_j"] for r in recs])):
             spread[what].append(max(v) / min(v) - 1)
@@ -183,6 +182,7 @@ def board_rows(engine: str = "hf-static") -> tuple[list[str], dict[str, list[flo
 
 
 def board_text() -> list[str]:
+    """The report's Boards section from `board_rows` (empty without such runs)."""
     rows, spread = board_rows()
     if not rows:
         return []
