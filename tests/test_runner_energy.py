@@ -61,3 +61,38 @@ def test_the_gpu_probe_meters_two_fixed_kernels_once_per_gpu():
     assert hf.gpu_probe("cpu", meter) is probe  # once per GPU: the second call is free
     hf._gpu_probes.clear()
     assert hf.gpu_probe("cpu", RankMeter("cpu")) is None
+
+
+def test_the_gpu_probe_buffers_stay_out_of_the_runs_peak_memory(monkeypatch):
+    """The probe's 2.5 GiB of buffers made the first record of every process report a peak
+    that high (device calls 47-48): its blocks go back, the peak restarts, and the run's
+    peak is the larger of the peak before the probe and the one after it; a failing probe
+    gives None and the run goes on."""
+    import torch
+    from piep.sampling import hf
+    gib = 2 ** 30
+    alloc = {"reserved": 30 * gib, "peak": 30 * gib}
+
+    def allocate(n):
+        alloc["reserved"] += n
+        alloc["peak"] = max(alloc["peak"], alloc["reserved"])
+
+    def empty_cache():
+        alloc["reserved"] = 28 * gib  # the model; the warm-up's free blocks go back too
+
+    monkeypatch.setattr(torch.cuda, "max_memory_reserved", lambda *a: alloc["peak"])
+    monkeypatch.setattr(torch.cuda, "empty_cache", empty_cache)
+    monkeypatch.setattr(torch.cuda, "reset_peak_memory_stats",
+                        lambda *a: alloc.update(peak=alloc["reserved"]))
+
+    def probe(device, meter):
+        allocate(int(2.5 * gib))
+        return {"copy_power_w": 400.0}
+    board, before = hf.probe_outside_peak("cuda", None, probe)
+    assert board == {"copy_power_w": 400.0} and before == 30 * gib
+    allocate(1 * gib)  # the windows allocate their cache again, a little less than before
+    assert max(before, torch.cuda.max_memory_reserved()) == 30 * gib
+
+    def failing(device, meter):
+        raise RuntimeError("out of memory")
+    assert hf.probe_outside_peak("cuda", None, failing)[0] is None

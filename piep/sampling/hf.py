@@ -150,6 +150,25 @@ def gpu_probe(device, meter: RankMeter, window_s: float = 1.0,
     return out
 
 
+def probe_outside_peak(device, meter: RankMeter, probe=None) -> tuple[dict | None, int]:
+    """The GPU probe (`probe`, default `gpu_probe`) without its buffers in the run's peak
+    memory: returns the probe (None where it failed: a probe never costs a run) and the
+    peak reserved bytes before it; on a GPU the probe's blocks go back to the device and
+    the peak statistic restarts, so the run's peak is the larger of that and the new one."""
+    probe = probe or gpu_probe
+    cuda = torch.device(device).type == "cuda"
+    before = torch.cuda.max_memory_reserved() if cuda else 0
+    try:
+        board = probe(device, meter)
+    except (RuntimeError, torch.cuda.OutOfMemoryError) as exc:
+        log.warning("GPU probe skipped: %s", exc)
+        board = None
+    if cuda:
+        torch.cuda.empty_cache()
+        torch.cuda.reset_peak_memory_stats()
+    return board, before
+
+
 def median_probe(probes: list[dict[str, float]]) -> dict[str, float]:
     """The median of each host probe over several measurements."""
     return {k: statistics.median(p[k] for p in probes) for k in probes[0]}
@@ -294,11 +313,7 @@ def measure_hf(spec: ModelSpec, parallel: Parallel, workload: Workload, *, engin
     t_first = max(v for v in d.gather(time.perf_counter() - t0))
     reps_first = max(1, math.ceil(hygiene.min_window_s / max(t_first, 1e-6)))
     idle_w = meter.idle(hygiene.idle_s)
-    try:
-        board = gpu_probe(device, meter)
-    except (RuntimeError, torch.cuda.OutOfMemoryError) as exc:  # a probe never costs a run
-        log.warning("GPU probe skipped: %s", exc)
-        board = None
+    board, peak_before = probe_outside_peak(device, meter)
     before_counts = _dynamo_counts()
 
     def whole():
@@ -322,7 +337,8 @@ def measure_hf(spec: ModelSpec, parallel: Parallel, workload: Workload, *, engin
     layers = run.cache_layers()  # after the windows: its shorter call leaves them alone
     mine = {"rank": d.rank, "uuid": getattr(meter.nvml, "uuid", None), "idle_power_w": idle_w,
             "gpu_probe": board, "windows": windows,
-            "peak_reserved_gib": torch.cuda.max_memory_reserved() / 2 ** 30 if cuda else None}
+            "peak_reserved_gib":
+                max(peak_before, torch.cuda.max_memory_reserved()) / 2 ** 30 if cuda else None}
     ranks = d.gather(mine)
     if d.rank != 0:
         return None
