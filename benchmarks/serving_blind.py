@@ -1,12 +1,15 @@
 """Blind test of `piep serve`: traces predicted before they were replayed on the GPU.
 
-    python benchmarks/serving_blind.py --write 1|2   # predict (before the device call)
+    python benchmarks/serving_blind.py --write 1|2|3   # predict (before the device call)
     python benchmarks/serving_blind.py                # score the predictions on the replays
 
 `--write 1` predicted every (shape, trace) of device calls 19-20 with the hf-cb profile
 then shipped (fitted on llama-3-8b only, device call 18) into `predictions_blind.jsonl`;
 `--write 2` those of device call 21 (three shapes and three trace files no replay had)
-with the profile fitted on calls 18-20, into `predictions_blind2.jsonl`. Each file names
+with the profile fitted on calls 18-20, into `predictions_blind2.jsonl`; `--write 3` those
+of device call 49 (three more trace files, chat, rag and flood, on multi-head attention,
+12 query heads per K/V head and a 24B; no replay had any of them) with the profile fitted
+on calls 18-21, into `predictions_blind3.jsonl`. Each file names
 the commit it ran at and was committed before its replays existed. Scoring reads the
 replays in `calibration/h200/engines/hf-cb/raw/` and prints each trace and the MAPE per
 shape.
@@ -29,11 +32,14 @@ from piep.artifacts import read_jsonl, write_text  # noqa: E402
 CB = ROOT / "calibration" / "h200" / "engines" / "hf-cb"
 OUT = CB / "predictions_blind.jsonl"
 OUT2 = CB / "predictions_blind2.jsonl"
+OUT3 = CB / "predictions_blind3.jsonl"
 SETS = {  # file, shapes, trace files
     "1": (OUT, ("llama-2-7b", "qwen2.5-7b", "configs/piep-unlisted-9b.json", "llama-3-8b",
                 "llama-2-13b"), ("low", "mid", "saturated", "surge")),
     "2": (OUT2, ("mistral-7b", "qwen2.5-14b", "configs/piep-unlisted-hd64.json"),
           ("trickle", "steady", "spike")),
+    "3": (OUT3, ("configs/piep-unlisted-mha5b.json", "configs/piep-unlisted-kv2.json",
+                 "mistral-small-24b"), ("chat", "rag", "flood")),
 }
 # a predictions file's keys, and the names the rows of a blind test give them (those of
 # `piep.serving.fit.case_row`)

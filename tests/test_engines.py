@@ -344,7 +344,7 @@ def test_a_sliding_window_caps_the_cache_and_masks_attention_past_it():
 
 def test_a_profile_whose_runs_never_crossed_a_window_flags_it(tmp_path, monkeypatch):
     prof = load_profile("h200", "hf-eager")
-    assert prof.meta["window_measured"]  # the shipped runs crossed windows (calls 31-32)
+    assert prof.meta["window_measured"]  # the shipped runs crossed windows
     args = dict(engine="hf-eager", batch=2, prompt_len=4500, gen_len=64)
     assert "unmeasured_sliding_window" not in api.predict("mistral-7b", **args)["flags"]
     prof.meta["window_measured"] = False

@@ -65,7 +65,7 @@ def test_the_gpu_probe_meters_two_fixed_kernels_once_per_gpu():
 
 def test_the_gpu_probe_buffers_stay_out_of_the_runs_peak_memory(monkeypatch):
     """The probe's 2.5 GiB of buffers made the first record of every process report a peak
-    that high (device calls 47-48): its blocks go back, the peak restarts, and the run's
+    that high: its blocks go back, the peak restarts, and the run's
     peak is the larger of the peak before the probe and the one after it; a failing probe
     gives None and the run goes on."""
     import torch

@@ -470,8 +470,8 @@ def run_collectives(out: Path, *, sizes=COLLECTIVE_SIZES, modes=("graph", "eager
                     torch.cuda.current_stream().wait_stream(st)
                     if kind == "allreduce" and rescale:
                         # undo the calls before the capture, so that the captured settle()
-                        # undoes exactly the graph's own calls on every replay (calls 10-11
-                        # missed this: 4 of 8 small buffers shrank by 2^-1..2 per replay)
+                        # undoes exactly the graph's own calls on every replay (without it,
+                        # small buffers shrank by 2^-1..2 per replay)
                         settle()
                     torch.cuda.synchronize()
                     d.barrier()

@@ -484,21 +484,34 @@ CB_TRACES_BLIND = {
     "spike.jsonl": dict(rate_per_s=1e6, requests=96, prompt_len="lognormal:200:0.6:1500",
                         gen_len="lognormal:120:0.4:300", seed=53),
 }
+# a third blind test of `piep serve`: long chats, long-prompt retrieval, a flood of short
+# prompts with long answers, on shapes no replay had (multi-head attention, 12 query heads
+# per K/V head, a 24B)
+CB_TRACES_BLIND3 = {
+    "chat.jsonl": dict(rate_per_s=4.0, requests=32, prompt_len="lognormal:700:0.9:3000",
+                       gen_len="lognormal:120:0.6:400", seed=61),
+    "rag.jsonl": dict(rate_per_s=2.5, requests=30, prompt_len="lognormal:2200:0.4:3500",
+                      gen_len="lognormal:40:0.5:120", seed=62),
+    "flood.jsonl": dict(rate_per_s=1e6, requests=96, prompt_len="lognormal:128:0.5:512",
+                        gen_len="lognormal:160:0.3:320", seed=63),
+}
 # the shapes in no public list replayed under hf-cb (config files: `measure --model` reads
 # them)
-CB_UNLISTED = ("piep-unlisted-9b", "piep-unlisted-hd64")
+CB_UNLISTED = ("piep-unlisted-9b", "piep-unlisted-hd64", "piep-unlisted-mha5b",
+               "piep-unlisted-kv2")
 
 
 def write_cb_traces() -> int:
     from piep.artifacts import write_text
     from piep.serving.trace import poisson_trace
     root = Path("calibration/h200/engines/hf-cb")
-    traces = {**CB_TRACES, **CB_TRACES_LOADS, **CB_TRACES_BLIND}
+    traces = {**CB_TRACES, **CB_TRACES_LOADS, **CB_TRACES_BLIND, **CB_TRACES_BLIND3}
     for name, kw in traces.items():
         write_text(root / "traces" / name, poisson_trace(**kw).to_jsonl())
+    configs = {**UNLISTED_MORE, **UNLISTED_HEAD_DIM, **UNLISTED_BLIND3, **UNLISTED_BLIND13}
     for name in CB_UNLISTED:
         write_text(root / "configs" / f"{name}.json",
-                   json.dumps({**UNLISTED_MORE, **UNLISTED_HEAD_DIM}[name], indent=1) + "\n")
+                   json.dumps(configs[name], indent=1) + "\n")
     return len(traces)
 
 
