@@ -80,7 +80,9 @@ SETS = {1: (("design_blind.jsonl",), "blind_predictions.jsonl",
              ("raw/call43_blind11.jsonl", "raw/call44_blind11.jsonl")),
         12: (("design_blind12.jsonl",), "blind_predictions12.jsonl", ("raw/call44_blind12.jsonl",)),
         13: (("design_blind13.jsonl",), "blind_predictions13.jsonl",
-             ("raw/call45_blind13.jsonl", "raw/call46_blind13.jsonl"))}
+             ("raw/call45_blind13.jsonl", "raw/call46_blind13.jsonl")),
+        14: (("design_blind14.jsonl",), "blind_predictions14.jsonl",
+             ("raw/call50_blind14.jsonl",))}
 
 
 def design_rows(engine: str, blind_set: int = 1) -> list[dict]:

@@ -118,6 +118,16 @@ UNLISTED_BLIND13 = {
                           "num_key_value_heads": 2, "vocab_size": 100352},
 }
 
+# blind set 14: Qwen2's biases at head dim 64, 16 query heads per K/V head and a vocabulary
+# of 152k over a 2B body, in no public list
+UNLISTED_BLIND14 = {
+    "piep-unlisted-qwenhd64": {**UNLISTED, "model_type": "qwen2", "hidden_size": 2048,
+                               "intermediate_size": 11008, "num_hidden_layers": 28,
+                               "num_attention_heads": 32, "num_key_value_heads": 2,
+                               "vocab_size": 151936, "rms_norm_eps": 1e-6,
+                               "rope_theta": 1000000.0, "tie_word_embeddings": True},
+}
+
 MULTI_GPU_MODELS = ("llama-3-70b", "qwen2.5-32b", "llama-2-13b", "piep-unlisted-20b")
 ONE_GPU_MODELS = ("llama-2-7b", "llama-3-8b", "mistral-7b", "qwen2.5-7b", "llama-2-13b",
                   "qwen2.5-14b", "mistral-small-24b", "vicuna-33b", "qwen2.5-32b",
@@ -142,7 +152,7 @@ def named_spec(name: str) -> tuple[ModelSpec, dict[str, Any] | None]:
     inline = {"piep-unlisted-3b": UNLISTED, **UNLISTED_MORE, **UNLISTED_HEAD_DIM,
               **UNLISTED_MULTI, **UNLISTED_BLIND3, **UNLISTED_BLIND5,
               **UNLISTED_BLIND8, **UNLISTED_BLIND9, **UNLISTED_BLIND12,
-              **UNLISTED_BLIND13}.get(name)
+              **UNLISTED_BLIND13, **UNLISTED_BLIND14}.get(name)
     if inline:
         return ModelSpec.from_hf_config(inline, name=name), inline
     from piep.models import load_model
@@ -423,6 +433,14 @@ LAYER_RUNS = {
     "hf-static/design_blind13.jsonl": ("hf-static", (
         ("llama-3-8b", 128, 512, 64), ("piep-unlisted-kv2", 4, 200, 1000),
         ("qwen2.5-7b", 96, 1024, 48))),
+    # blind set 14 (device call 50): the new shape under both engines, a 32B at batch 16,
+    # a 7000-token prompt, multi-head attention at batch 48 (eager's cache copies) and 13B's
+    # at batch 32 over 256 steps (a static cache expanded to no K/V)
+    "hf-eager/design_blind14.jsonl": ("hf-eager", (
+        ("piep-unlisted-qwenhd64", 16, 600, 128), ("qwen2.5-32b", 16, 400, 64),
+        ("llama-3-8b", 1, 7000, 64), ("piep-unlisted-mha5b", 48, 256, 96))),
+    "hf-static/design_blind14.jsonl": ("hf-static", (
+        ("piep-unlisted-qwenhd64", 16, 600, 128), ("llama-2-13b", 32, 256, 256))),
 }
 # every design of listed runs (not drawn): the replicates and the runs past a window
 LISTED_RUNS = {**REPLICATES, **WINDOW_RUNS, **LAYER_RUNS}
