@@ -356,6 +356,10 @@ REPLICATES = {
     # energy than call 44's at the same decode time)
     "hf-static/design_replicates3.jsonl": ("hf-static", (
         ("mistral-small-24b", 8, 1000, 100), ("piep-unlisted-mha5b", 8, 400, 100))),
+    # device call 51: blind set 14's worst run (-29 % energy, -35 % time) and its best,
+    # measured again on another host
+    "hf-eager/design_replicates4.jsonl": ("hf-eager", (
+        ("piep-unlisted-qwenhd64", 16, 600, 128), ("piep-unlisted-mha5b", 48, 256, 96))),
 }
 
 
