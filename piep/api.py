@@ -92,16 +92,21 @@ def engine_fields(scn: Scenario) -> dict[str, Any]:
     if not profile.meta.get("window_measured") and past_window(scn.deployment):
         flags.append("unmeasured_sliding_window")
     ref = {"name": scn.engine.name, "version": profile.version}
-    if profile.host.host_probe_ref_s:  # the host the profile's host time is for
-        ref["host_probe_ref_us"] = 1e6 * profile.host.host_probe_ref_s
+    host = profile.host
+    if host.host_probe_ref_s:  # the host the profile's host time is for
+        ref["host_probe_ref_us"] = 1e6 * host.host_probe_ref_s
     if scn.engine.host_probe_us is not None:  # predicted for another host than the profile's
-        if not profile.host.host_probe_ref_s:
+        if not host.host_probe_ref_s:
             raise ConfigError(f"--host-probe-us: the {scn.engine.name} profile on {gpu} has "
                               f"no host reference (its runs carry no host probe); refit it on "
                               f"runs of `piep measure --engine {scn.engine.name}`, which "
                               f"records one")
-        ref.update(host_probe_us=scn.engine.host_probe_us,
-                   host_factor=scn.engine.host_probe_s / profile.host.host_probe_ref_s)
+        ref.update(host_probe_us=scn.engine.host_probe_us, host_probe_source="given")
+    elif host.host_probe_ref_s and host.host_probe_default_s:  # the GPU's typical host
+        ref.update(host_probe_us=1e6 * host.host_probe_default_s, host_probe_source="default")
+    if "host_probe_us" in ref:  # that host's time relative to the profile's
+        import numpy as np
+        ref["host_factor"] = float(host.host_factor(np.array([1e-6 * ref["host_probe_us"]]))[0])
     return {"engine_ref": ref, "flags": flags}
 
 

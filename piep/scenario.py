@@ -26,7 +26,7 @@ ENGINE_MODES = {**REFERENCE_ENGINES, "hf-eager": "eager", "hf-static": "graph",
 SERVING_ENGINES = ("hf-cb",)
 # engines whose profile is fitted per host: each run's host time scales with its launch
 # probe over the profile's reference host (`--host-probe-us` predicts for another host)
-HOST_FITTED = ("hf-eager", "hf-static")
+HOST_FITTED = ("hf-eager", "hf-static", "hf-cb")
 DEFAULT_ENGINE = "piep-graph"
 ENGINE_DESCRIPTIONS = {
     "piep-graph": "piep reference runner", "piep-eager": "piep reference runner",

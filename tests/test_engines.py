@@ -73,8 +73,13 @@ def test_cache_len_is_validated_and_costs_energy():
 def test_engine_predictions_name_engine_and_version():
     doc = api.predict("llama-3-8b", engine="hf-static", batch=8)
     prof = load_profile("h200", "hf-static")
+    host = prof.host
     assert doc["engine_ref"] == {"name": "hf-static", "version": prof.version,
-                                 "host_probe_ref_us": 1e6 * prof.host.host_probe_ref_s}
+                                 "host_probe_ref_us": 1e6 * host.host_probe_ref_s,
+                                 "host_probe_us": 1e6 * host.host_probe_default_s,
+                                 "host_probe_source": "default",
+                                 "host_factor": pytest.approx(host.host_probe_default_s
+                                                              / host.host_probe_ref_s)}
     assert "static cache" in doc["engine"] and "hf-static" in doc["predictor"]
     assert "unmeasured_engine_layout" not in doc["flags"]
     tp2 = api.predict("llama-3-8b", engine="hf-static", tp=2, batch=8)
@@ -110,7 +115,12 @@ def test_a_host_probe_scales_host_time_only():
     """`--host-probe-us`: the engine's host terms scale by the probe over the profile's
     reference host; kernels do not; no probe = the reference host; bad input = one line."""
     ref_us = 1e6 * load_profile("h200", "hf-eager").host.host_probe_ref_s
-    base = api.predict("llama-3-8b", engine="hf-eager", batch=4)
+    host = load_profile("h200", "hf-eager").host
+    base = api.predict("llama-3-8b", engine="hf-eager", batch=4,
+                       host_probe_us=1e6 * (host.host_probe_default_s or host.host_probe_ref_s))
+    assert base["time_s"] == pytest.approx(
+        api.predict("llama-3-8b", engine="hf-eager", batch=4)["time_s"], rel=1e-9)
+    base = api.predict("llama-3-8b", engine="hf-eager", batch=4, host_probe_us=ref_us)
     same = api.predict("llama-3-8b", engine="hf-eager", batch=4, host_probe_us=ref_us)
     slow = api.predict("llama-3-8b", engine="hf-eager", batch=4, host_probe_us=2 * ref_us)
     assert same["time_s"] == pytest.approx(base["time_s"], rel=1e-9)
@@ -129,11 +139,59 @@ def test_a_host_probe_scales_host_time_only():
     fast, slow_p = on[None], on[dep.host_probe_s]
     assert np.array_equal(fast.time_s, slow_p.time_s)
     assert (slow_p.gap_s >= fast.gap_s).all() and slow_p.gap_s.sum() > 1.5 * fast.gap_s.sum()
-    for engine in (None, "hf-cb"):
+    for engine in (None, "piep-eager"):
         with pytest.raises(ConfigError, match="engines fitted per host"):
             api.scenario("llama-3-8b", engine=engine, host_probe_us=7.0)
     with pytest.raises(ConfigError, match="outside 0.5-1000 us"):
         api.scenario("llama-3-8b", engine="hf-eager", host_probe_us=5000)
+
+
+def test_a_deployment_of_unknown_host_is_priced_on_the_profiles_default_host():
+    """A shipped profile predicts a deployment without a probe for the typical host of the
+    calibration machines (`host_probe_default_s`), exactly as if that probe were given; a
+    profile without a default, for its own runs' host; the document says which."""
+    import copy
+    from dataclasses import replace
+    from piep.predict.table import TableBuilder
+    prof = load_profile("h200", "hf-eager")
+    ref = prof.host.host_probe_ref_s
+    dep = api.deployment("llama-3-8b", engine="hf-eager", batch=4)
+    priced = {}
+    for default in (None, 1.6 * ref):
+        host = copy.deepcopy(prof.host)
+        host.host_probe_default_s = default
+        model = replace(prof, host=host).apply(load_learned("h200"))
+        for probe in (None, ref, 1.6 * ref):
+            table = TableBuilder().table([replace(dep, host_probe_s=probe)])
+            priced[default, probe] = model.price(table).gap_s.sum()
+    assert priced[None, None] == pytest.approx(priced[None, ref], rel=1e-12)
+    assert priced[1.6 * ref, None] == pytest.approx(priced[None, 1.6 * ref], rel=1e-12)
+    assert priced[1.6 * ref, ref] == pytest.approx(priced[None, ref], rel=1e-12)
+    assert priced[1.6 * ref, None] > 1.3 * priced[None, None]
+    doc = api.predict("llama-3-8b", engine="hf-eager", batch=4)["engine_ref"]
+    if prof.host.host_probe_default_s:
+        assert doc["host_probe_source"] == "default"
+        assert doc["host_probe_us"] == pytest.approx(1e6 * prof.host.host_probe_default_s)
+    given = api.predict("llama-3-8b", engine="hf-eager", batch=4, host_probe_us=9.0)
+    assert given["engine_ref"]["host_probe_source"] == "given"
+
+
+def test_the_host_factor_is_the_probe_over_the_reference():
+    """The host factor is probe / reference; an unknown host is the default's; without a
+    reference, ones."""
+    from piep.predict.host import HostTerms
+    host = HostTerms(host_probe_ref_s=8e-6, host_probe_default_s=10e-6)
+    assert host.host_factor(np.array([8e-6, 16e-6, np.nan])) == pytest.approx([1.0, 2.0, 1.25])
+    assert HostTerms().host_factor(np.array([16e-6])) == pytest.approx([1.0])
+
+
+def test_the_typical_host_is_the_median_launch_probe_of_every_shipped_run():
+    from piep.predict.engines import engine_records, typical_host_s
+    from piep.predict.train import host_probe_of
+    probes = sorted(host_probe_of(r) for e in ("hf-eager", "hf-static", "hf-cb")
+                    for r in engine_records("h200", e) if host_probe_of(r))
+    assert len(probes) > 100
+    assert typical_host_s("h200") == pytest.approx(float(np.median(probes)))
 
 
 def test_a_profile_without_host_probes_refuses_a_host(tmp_path, monkeypatch, capsys):
@@ -191,7 +249,8 @@ def test_a_profile_is_fitted_per_host():
     assert deployment_of(slow, gpu, "hf-eager").host_probe_s is None
     host = load_profile("h200", "hf-eager").host
     assert float(host.host_factor(np.array([on_host.host_probe_s]))[0]) > 1.2
-    assert float(host.host_factor(np.array([np.nan]))[0]) == 1.0
+    assert float(host.host_factor(np.array([np.nan]))[0]) == pytest.approx(
+        (host.host_probe_default_s or host.host_probe_ref_s) / host.host_probe_ref_s)
 
 
 def test_compare_takes_an_engine_per_candidate():
@@ -225,8 +284,10 @@ def test_a_user_profile_takes_precedence(tmp_path, monkeypatch):
     slow = api.predict("llama-2-7b", engine="hf-eager", gen_len=64)
     monkeypatch.delenv("PIEP_DATA_DIR")
     fast = api.predict("llama-2-7b", engine="hf-eager", gen_len=64)
+    host = load_profile("h200", "hf-eager").host
+    factor = (host.host_probe_default_s or host.host_probe_ref_s) / host.host_probe_ref_s
     assert slow["time_s"] - fast["time_s"] == pytest.approx(
-        64 * (0.05 - load_profile("h200", "hf-eager").host.step_host_s), rel=0.02)
+        64 * (0.05 - host.step_host_s) * factor, rel=0.02)
 
 
 def test_train_engine_from_own_measurements(tmp_path, monkeypatch, capsys):

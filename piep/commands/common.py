@@ -40,8 +40,8 @@ def add_workload_args(p: argparse.ArgumentParser, *,
                         "(transformers keeps the cache of a longer earlier call)")
     p.add_argument("--host-probe-us", type=float, default=None, metavar="US",
                    help="hf-eager, hf-static: the launch probe of the host that runs the "
-                        "engine (`piep env` on that host prints it); default: the host the "
-                        "profile was calibrated on")
+                        "engine (`piep env --host-probe` on that host prints it); default: "
+                        "a typical host of the profile's calibration machines")
     p.add_argument("--mode", choices=("graph", "eager"), default=None,
                    help="the reference runner's decode: CUDA-graph replay (piep-graph, the "
                         "default) or eager PyTorch (piep-eager)")
@@ -89,3 +89,15 @@ def options_from_args(cls: type, args: argparse.Namespace, **values: Any) -> Any
         if f.name not in values and hasattr(args, f.name):
             values[f.name] = getattr(args, f.name)
     return cls(**values)
+
+
+def host_note(ref: dict) -> str | None:
+    """The line that says which host a prediction's host time is for (`ref`: the
+    document's engine_ref), where the user gave no host probe."""
+    if not ref.get("host_probe_ref_us") or ref.get("host_probe_source") == "given":
+        return None
+    whose = "a typical host of the calibration machines" \
+        if ref.get("host_probe_source") == "default" else "the profile's host"
+    return (f"host: {ref['name']}'s host time is for {whose} (launch probe "
+            f"{ref.get('host_probe_us', ref['host_probe_ref_us']):.1f} us); for yours: "
+            "`piep env --host-probe` there, then --host-probe-us")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from piep.commands.common import add_deployment_args, emit, scenario_from_args
+from piep.commands.common import add_deployment_args, emit, host_note, scenario_from_args
 from piep.report.table import fmt, table
 
 
@@ -52,11 +52,8 @@ def summary(doc: dict, top: int = 8) -> str:
                                    "time_s"])]
     if doc["flags"]:
         lines.append("flags: " + ", ".join(doc["flags"]))
-    ref = doc.get("engine_ref") or {}
-    if ref.get("host_probe_ref_us") and "host_probe_us" not in ref:
-        lines.append(f"host: {ref['name']}'s host time is for the profile's host (launch probe "
-                     f"{ref['host_probe_ref_us']:.1f} us); for yours: `piep env --host-probe` "
-                     "there, then --host-probe-us")
+    if note := host_note(doc.get("engine_ref") or {}):
+        lines.append(note)
     if doc.get("out_of_range_kinds"):
         lines.append("out_of_range: the module models extrapolate for "
                      + ", ".join(doc["out_of_range_kinds"])

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from piep.commands.common import emit
+from piep.commands.common import emit, host_note
 from piep.gpus import DEFAULT_GPU
 from piep.report.table import fmt, table
 
@@ -29,6 +29,10 @@ def configure(parser) -> None:
                      help="with --rate: generated tokens per request, same forms (default "
                           "lognormal:128:0.6:1024)")
     src.add_argument("--seed", type=int, default=0, help="with --rate: the draw (default 0)")
+    parser.add_argument("--host-probe-us", type=float, default=None, metavar="US",
+                        help="the launch probe of the host that runs the engine (`piep env "
+                             "--host-probe` on that host prints it); default: a typical host "
+                             "of the profile's calibration machines")
     parser.add_argument("--policy", metavar="FILE.json",
                         help="another engine's scheduler and host time (block_size, "
                              "kv_memory_share or num_blocks, max_batch_tokens, "
@@ -63,7 +67,8 @@ def run(args) -> int:
     trace = read_trace(args.trace) if args.trace else poisson_trace(
         rate_per_s=args.rate, requests=args.requests, prompt_len=args.prompt_len,
         gen_len=args.gen_len, seed=args.seed)
-    scn = serving_scenario(args.model, trace, gpu=args.gpu, tp=args.tp, engine=args.engine)
+    scn = serving_scenario(args.model, trace, gpu=args.gpu, tp=args.tp, engine=args.engine,
+                           host_probe_us=args.host_probe_us)
     doc, sim = serve_simulated(scn, trace, predictor=args.predictor, user_policy=policy)
     from piep.artifacts import all_or_nothing, write_json, write_text
     with all_or_nothing():  # serving.json, the trace and the figure: all of them or none
@@ -106,6 +111,8 @@ def summary(d: dict, shown: int) -> str:
                                              "tpot_s", "e2e_s"])]
     if d["flags"]:
         lines.append("flags: " + ", ".join(d["flags"]))
+    if note := host_note(d.get("engine_ref") or {}):
+        lines.append(note)
     return "\n".join(lines)
 
 

@@ -85,22 +85,31 @@ def _engine(args) -> dict:
         records = engine_records(args.gpu, args.engine)
         out = Path(args.out) if args.out else shipped_profile_dir(args.gpu, args.engine)
         source = f"calibration/{args.gpu}/engines/{args.engine}/raw"
+    # a shipped profile predicts an unknown host as the calibration machines' typical one;
+    # a user's, fitted on their own runs, as the host of those runs
+    fit = {"default_host_s": None} if args.from_measurements else {}
     if args.engine == "hf-cb":  # a serving engine: fitted on replayed request traces
         from piep.serving.fit import fit_cb_profile, held_out
-        profile = fit_cb_profile(base, records)
+        profile = fit_cb_profile(base, records, **fit)
         if len(records) >= 3:  # intervals from leave-one-shape-out (else -trace-out) residuals
             by = "model" if len({r["model"] for r in records}) >= 2 else "trace"
-            profile = with_intervals(profile, held_out(base, records, by=by))
+            profile = with_intervals(profile, held_out(base, records, by=by, with_host=False,
+                                                       **fit))
             profile.meta["held_out"] = by
+            if profile.host.host_probe_ref_s:  # and with each replay's host probe
+                hosted = with_intervals(profile, held_out(base, records, by=by, **fit))
+                profile.meta.update({f"{k}_host_probe": hosted.meta[k] for k in
+                                     ("lomo_energy_mape", "lomo_time_mape")})
     else:
-        profile = fit_profile(base, records, args.engine)
+        profile = fit_profile(base, records, args.engine, **fit)
         models = {r["model"] for r in records}
         if len(models) >= 2:  # intervals from leave-one-model-out residuals, predicted
-            # as a user without a host probe would (on the profile's calibration host)
+            # as a user without a host probe would (on the profile's default host)
             profile = with_intervals(profile, profile_lomo(base, records, args.engine,
-                                                           with_host=False))
+                                                           with_host=False, **fit))
             if profile.host.host_probe_ref_s:  # and with each run's host probe
-                hosted = with_intervals(profile, profile_lomo(base, records, args.engine))
+                hosted = with_intervals(profile, profile_lomo(base, records, args.engine,
+                                                              **fit))
                 profile.meta.update({f"{k}_host_probe": hosted.meta[k] for k in
                                      ("lomo_energy_mape", "lomo_time_mape")})
     path = save_profile(profile, out, source=source,

@@ -169,6 +169,14 @@ def host_reference_s(records: list[dict[str, Any]]) -> float | None:
     return statistics.median(probes) if probes else None
 
 
+def typical_host_s(gpu: str) -> float | None:
+    """The typical host of a GPU's calibration machines: the median launch probe of every
+    shipped run of every engine fitted per host (the hosts drift from machine to machine
+    and over time; one host for all engines keeps them comparable). A shipped profile
+    predicts a deployment of unknown host for it."""
+    return host_reference_s([r for e in HOST_FITTED for r in engine_records(gpu, e)])
+
+
 def _cases(records: list[dict[str, Any]], gpu, engine: str, on_their_hosts: bool = False):
     """The runs as training cases; `on_their_hosts`: each with its host probe."""
     from piep.predict.dataset import unique_e2e
@@ -196,11 +204,15 @@ def engine_version(records: list[dict[str, Any]], engine: str) -> str:
 
 def fit_profile(base, records: list[dict[str, Any]], engine: str, *,
                 refit_combiner: bool | None = None, terms: tuple[str, ...] | None = None,
-                host_form: dict[str, Any] | None = None) -> EngineProfile:
+                host_form: dict[str, Any] | None = None,
+                default_host_s: float | str | None = "typical") -> EngineProfile:
     """Fit `engine`'s host terms (and, with `refit_combiner`, its combiner; by default for
     the engines of `ENGINE_COMBINER`) on its runs, over the module models of `base` (the
     shipped learned predictor). `terms` and `host_form` replace the engine's fitted terms
-    (`ENGINE_FITS`) and host path (`ENGINE_HOST`): what the report's ablations fit."""
+    (`ENGINE_FITS`) and host path (`ENGINE_HOST`): what the report's ablations fit.
+    `default_host_s`: the launch probe of the host a deployment of unknown host is
+    predicted for ("typical": `typical_host_s`, a shipped profile's; None: the runs' own
+    host, a user's profile of their own runs)."""
     from piep.predict.train import TrainingSet, fit_combiner, fit_host_terms
     if engine not in ENGINE_FITS:
         raise ConfigError(f"no fit is defined for engine {engine!r}; engines: "
@@ -216,13 +228,17 @@ def fit_profile(base, records: list[dict[str, Any]], engine: str, *,
     terms = ENGINE_FITS[engine] if terms is None else terms
     host = copy.deepcopy(base.host)
     host.host_probe_ref_s = ref
+    if default_host_s == "typical":
+        default_host_s = typical_host_s(base.gpu.name)
+    host.host_probe_default_s = default_host_s if ref else None
     for name in terms:
         if name in START and not getattr(host, name):
             setattr(host, name, START[name])
     if engine in HF_COMPILED_DECODE:  # its fused kernels' in-situ time, from its census
         from piep.predict.census import fused_kernel_estimate
         from piep.predict.train import spec_of_record
-        shipped = [r for e in HOST_FITTED for r in engine_records(base.gpu.name, e)]
+        shipped = [r for e in HOST_FITTED if e not in SERVING_ENGINES
+                   for r in engine_records(base.gpu.name, e)]
         specs = {r["model"]: spec_of_record(r)  # the censused models' shapes, from runs
                  for r in shipped + records if "shape" in r}
         host.fused_kernel_s = float(fused_kernel_estimate(base.gpu, engine, specs) or 0.0)

@@ -28,7 +28,8 @@ from piep.predict.power import BoardLimit
 
 TERMS = ("gap_graph_s", "host_launch_s", "eager_decode_launch_s", "launch_gap_w",
          "busy_wait_w", "comm_w", "time_scale", "decode_batch_exponent", "step_host_s",
-         "request_host_s", "call_host_s", "host_probe_ref_s", "queue_ahead",
+         "request_host_s", "call_host_s", "host_probe_ref_s", "host_probe_default_s",
+         "queue_ahead",
          "fused_kernel_s", "burst_power_ratio", "burst_s", "power_stretch_exponent")
 KIND_SCALE = "kind:"  # time_scale keys per row kind
 
@@ -57,6 +58,10 @@ class HostTerms:
     # the launch probe of the host these terms were fitted for (an engine fitted per
     # host); a deployment on a host of another probe scales its host time by the ratio
     host_probe_ref_s: float | None = None
+    # the launch probe of the host a deployment of unknown probe is predicted for (a
+    # shipped profile: the typical host of the GPU's calibration machines; None: the
+    # terms' own host)
+    host_probe_default_s: float | None = None
     # the host issues a segment's kernels ahead of the GPU (see the module doc)
     queue_ahead: bool = False
     # a compiled step's fused pointwise kernel: in-situ time beyond its bytes at HBM
@@ -75,11 +80,13 @@ class HostTerms:
 
     def host_factor(self, probe_s: np.ndarray) -> np.ndarray:
         """Host time relative to these terms' host, per deployment (`probe_s`: each
-        deployment's launch probe, NaN where unknown: the terms' own host); all ones for
-        terms without a host of reference."""
+        deployment's launch probe, NaN where unknown: the default host, else the terms'
+        own); all ones for terms without a host of reference."""
         if not self.host_probe_ref_s:
             return np.ones(len(probe_s))
-        return np.where(np.isnan(probe_s), 1.0, probe_s / self.host_probe_ref_s)
+        probe_s = np.where(np.isnan(probe_s), self.host_probe_default_s or self.host_probe_ref_s,
+                           probe_s)
+        return probe_s / self.host_probe_ref_s
 
     def kernel_time_s(self, isolated_s: np.ndarray, decode: np.ndarray,
                       tokens: np.ndarray, kind_id: np.ndarray | None = None) -> np.ndarray:

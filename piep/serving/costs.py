@@ -13,7 +13,7 @@ interpolated in log-log space, so a simulator can ask for millions of iterations
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -126,7 +126,7 @@ class IterationGrid:
     the module models' outputs)."""
     dep: Deployment
     tables: tuple                 # body, attention, head: (table, rows of the group, shape)
-    modules: dict = None          # id(table) -> the module models' outputs
+    modules: dict = None          # table index -> the module models' outputs
 
     @classmethod
     def build(cls, dep: Deployment, *, max_tokens: int, max_requests: int,
@@ -145,10 +145,21 @@ class IterationGrid:
                          (head, kinds(head, HEAD_KINDS), (np.log2(r_grid), None)),
                          (idle, None, None)), {})
 
+    def on_host(self, probe_s: float | None) -> "IterationGrid":
+        """The same iterations with a host of launch probe `probe_s` (None: unknown) in
+        their deployments; the module models' outputs are shared (the host does not change
+        them)."""
+        if probe_s == self.dep.host_probe_s:
+            return self
+        dep = replace(self.dep, host_probe_s=probe_s)
+        tables = tuple((replace(t, deps=[dep] * len(t.deps)), sel, axes)
+                       for t, sel, axes in self.tables)
+        return IterationGrid(dep, tables, self.modules)
+
     def costs(self, model) -> IterationCosts:
         curves, oor = [], False
-        for table, sel, axes in self.tables[:3]:
-            prices = self._price(model, table)
+        for i, (table, sel, axes) in enumerate(self.tables[:3]):
+            prices = self._price(model, i)
             # an iteration alone: how the board holds its limit depends on the trace
             priced = partition(table, prices, model, hold_limit=False)
             n = len(table.deps)
@@ -162,15 +173,17 @@ class IterationGrid:
                 per = [v.reshape(len(axes[0]), len(axes[1])) for v in per]
             curves.append(Curve(axes[0], axes[1], *per))
             oor |= bool((prices.out_of_range & sel).any())
-        idle = self._price(model, self.tables[3][0])
+        idle = self._price(model, 3)
         return IterationCosts(*curves, idle.idle_w * self.dep.parallel.world_size, oor)
 
-    def _price(self, model, table):
+    def _price(self, model, i: int):
         from piep.predict.learned import LearnedModel
+        table = self.tables[i][0]
         if isinstance(model, LearnedModel):
-            mo = self.modules.get(id(table))
+            key = (i, id(model.modules))  # one grid may be priced by several predictors
+            mo = self.modules.get(key)
             if mo is None:
-                mo = self.modules[id(table)] = model.modules.predict(table, model.gpu)
+                mo = self.modules[key] = model.modules.predict(table, model.gpu)
             return model.price(table, mo)
         return model.price(table)
 

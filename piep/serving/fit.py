@@ -25,7 +25,8 @@ from typing import Any
 import numpy as np
 
 from piep.errors import ArtifactError
-from piep.predict.engines import ENGINE_FITS, EngineProfile, engine_version
+from piep.predict.engines import (ENGINE_FITS, EngineProfile, engine_version, host_reference_s,
+                                  typical_host_s)
 from piep.predict.train import set_term
 from piep.serving.costs import ATTENTION_KINDS
 from piep.serving.serve import (SchedulerPolicy, document, iteration_grid, paged_cache,
@@ -90,9 +91,13 @@ def _spec(rec: dict[str, Any]):
     return shipped if shipped.config_hash() == rec.get("config_hash") else spec_of_record(rec)
 
 
-def _scenario(rec: dict[str, Any], base):
+def _scenario(rec: dict[str, Any], base, on_its_host: bool = False):
+    """The replay's scenario; `on_its_host`: with the host probe it recorded."""
+    from piep.predict.train import host_probe_of
     from piep.serving.serve import serving_scenario
-    return serving_scenario(_spec(rec), record_trace(rec), gpu=base.gpu, check_memory=False)
+    probe = host_probe_of(rec) if on_its_host else None
+    return serving_scenario(_spec(rec), record_trace(rec), gpu=base.gpu, check_memory=False,
+                            host_probe_us=None if probe is None else 1e6 * probe)
 
 
 def _policy(scn, reserved_gib: float) -> SchedulerPolicy:
@@ -100,15 +105,16 @@ def _policy(scn, reserved_gib: float) -> SchedulerPolicy:
     return policy_of(scn, None, {**SCHEDULER, "reserved_gib": reserved_gib})
 
 
-def _cases(base, records: list[dict[str, Any]], reserved_gib: float) -> list[_Case]:
+def _cases(base, records: list[dict[str, Any]], reserved_gib: float,
+           on_their_hosts: bool = True) -> list[_Case]:
     out, grids = [], {}
     for rec in records:
-        scn = _scenario(rec, base)
+        scn = _scenario(rec, base, on_their_hosts)
         policy = _policy(scn, reserved_gib)
         key = (scn.model, policy)
         if key not in grids:
             grids[key] = iteration_grid(scn, policy)
-        out.append(_Case(rec, scn, policy, grids[key]))
+        out.append(_Case(rec, scn, policy, grids[key].on_host(scn.deployment.host_probe_s)))
     return out
 
 
@@ -192,13 +198,21 @@ def _fit_gap_power(model, cases: list[_Case]):
     return _with_terms(model, {"launch_gap_w": float(ps[int(np.argmin(errs))])})
 
 
-def fit_cb_profile(base, records: list[dict[str, Any]], *, maxiter: int = 400) -> EngineProfile:
+def fit_cb_profile(base, records: list[dict[str, Any]], *, maxiter: int = 400,
+                   default_host_s: float | str | None = "typical") -> EngineProfile:
+    """hf-cb's profile fitted on replays (each on its host: the host terms scale with its
+    launch probe over the replays' median); `default_host_s` as in `fit_profile`."""
     records = [r for r in records if r.get("energy_j")]
     version = engine_version(records, "hf-cb")  # before any fitting
     if len(records) < 2:
         raise ArtifactError(f"fitting hf-cb needs at least 2 replayed traces with energy, "
                             f"found {len(records)}")
     reserved = reserved_gib(records, base)
+    ref = host_reference_s(records)
+    if default_host_s == "typical":
+        default_host_s = typical_host_s(base.gpu.name)
+    base = with_host(base, host_probe_ref_s=ref, host_probe_default_s=default_host_s
+                     if ref else None)
     cases = _cases(base, records, reserved)
     logged = [c for c in cases if c.iterations is not None]
     fitted = _fit_gap_power(_fit_time(base, logged or cases, maxiter), cases)
@@ -211,11 +225,13 @@ def fit_cb_profile(base, records: list[dict[str, Any]], *, maxiter: int = 400) -
                                "scheduler": {**SCHEDULER, "reserved_gib": reserved}})
 
 
-def held_out(base, records: list[dict[str, Any]], *, by: str = "model", maxiter: int = 400
+def held_out(base, records: list[dict[str, Any]], *, by: str = "model", maxiter: int = 400,
+             with_host: bool = True, default_host_s: float | str | None = "typical"
              ) -> list[dict[str, Any]]:
     """Each replay predicted by a profile fitted without its group: `by="model"` leaves
     one shape out (every trace of it), `by="load"` one load level (a trace file, on every
-    shape), `by="trace"` one replay."""
+    shape), `by="trace"` one replay; each on its host (`with_host`: its probe), else on
+    the profile's default host (a prediction without a probe)."""
     records = [r for r in records if r.get("energy_j")]
     key = {"model": lambda r: r["model"], "load": lambda r: Path(r.get("trace", "")).name,
            "trace": id}[by]
@@ -224,11 +240,11 @@ def held_out(base, records: list[dict[str, Any]], *, by: str = "model", maxiter:
     for i, group in enumerate(groups):
         log.info("hf-cb held out %d/%d: %s", i + 1, len(groups), group)
         profile = fit_cb_profile(base, [r for r in records if key(r) != group],
-                                 maxiter=maxiter)
+                                 maxiter=maxiter, default_host_s=default_host_s)
         model = profile.apply(base)
         test = [r for r in records if key(r) == group]
         out += [case_row(c, model) for c in
-                _cases(base, test, profile.meta["scheduler"]["reserved_gib"])]
+                _cases(base, test, profile.meta["scheduler"]["reserved_gib"], with_host)]
     return out
 
 
