@@ -21,6 +21,7 @@ take precedence.
 from __future__ import annotations
 
 import copy
+import functools
 import logging
 import math
 import os
@@ -169,12 +170,24 @@ def host_reference_s(records: list[dict[str, Any]]) -> float | None:
     return statistics.median(probes) if probes else None
 
 
+@functools.lru_cache(maxsize=None)  # every fold of a leave-one-out fit asks for it
 def typical_host_s(gpu: str) -> float | None:
     """The typical host of a GPU's calibration machines: the median launch probe of every
     shipped run of every engine fitted per host (the hosts drift from machine to machine
     and over time; one host for all engines keeps them comparable). A shipped profile
     predicts a deployment of unknown host for it."""
     return host_reference_s([r for e in HOST_FITTED for r in engine_records(gpu, e)])
+
+
+def profile_hosts(records: list[dict[str, Any]], gpu: str,
+                  default_host_s: float | str | None) -> tuple[float | None, float | None]:
+    """(reference, default) launch probes of a profile fitted per host on `records`: their
+    median, and the host a deployment of unknown probe is predicted for ("typical":
+    `typical_host_s`; None: the reference itself); (None, None) without probes."""
+    ref = host_reference_s(records)
+    if default_host_s == "typical":
+        default_host_s = typical_host_s(gpu)
+    return ref, default_host_s if ref else None
 
 
 def _cases(records: list[dict[str, Any]], gpu, engine: str, on_their_hosts: bool = False):
@@ -220,17 +233,15 @@ def fit_profile(base, records: list[dict[str, Any]], engine: str, *,
     version = engine_version(records, engine)  # before any fitting
     if refit_combiner is None:
         refit_combiner = engine in ENGINE_COMBINER
-    ref = host_reference_s(records) if engine in HOST_FITTED else None
+    ref, default = profile_hosts(records, base.gpu.name, default_host_s) \
+        if engine in HOST_FITTED else (None, None)
     cases = _cases(records, base.gpu, engine, on_their_hosts=ref is not None)
     if len(cases) < 3:
         raise ArtifactError(f"fitting {engine} needs at least 3 end-to-end runs with energy, "
                             f"found {len(cases)}")
     terms = ENGINE_FITS[engine] if terms is None else terms
     host = copy.deepcopy(base.host)
-    host.host_probe_ref_s = ref
-    if default_host_s == "typical":
-        default_host_s = typical_host_s(base.gpu.name)
-    host.host_probe_default_s = default_host_s if ref else None
+    host.host_probe_ref_s, host.host_probe_default_s = ref, default
     for name in terms:
         if name in START and not getattr(host, name):
             setattr(host, name, START[name])

@@ -25,8 +25,7 @@ from typing import Any
 import numpy as np
 
 from piep.errors import ArtifactError
-from piep.predict.engines import (ENGINE_FITS, EngineProfile, engine_version, host_reference_s,
-                                  typical_host_s)
+from piep.predict.engines import ENGINE_FITS, EngineProfile, engine_version, profile_hosts
 from piep.predict.train import set_term
 from piep.serving.costs import ATTENTION_KINDS
 from piep.serving.serve import (SchedulerPolicy, document, iteration_grid, paged_cache,
@@ -208,11 +207,8 @@ def fit_cb_profile(base, records: list[dict[str, Any]], *, maxiter: int = 400,
         raise ArtifactError(f"fitting hf-cb needs at least 2 replayed traces with energy, "
                             f"found {len(records)}")
     reserved = reserved_gib(records, base)
-    ref = host_reference_s(records)
-    if default_host_s == "typical":
-        default_host_s = typical_host_s(base.gpu.name)
-    base = with_host(base, host_probe_ref_s=ref, host_probe_default_s=default_host_s
-                     if ref else None)
+    ref, default = profile_hosts(records, base.gpu.name, default_host_s)
+    base = with_host(base, host_probe_ref_s=ref, host_probe_default_s=default)
     cases = _cases(base, records, reserved)
     logged = [c for c in cases if c.iterations is not None]
     fitted = _fit_gap_power(_fit_time(base, logged or cases, maxiter), cases)
