@@ -33,7 +33,9 @@ by the profiles refitted on set 10 (its hf-static mistral-small-24b row measured
 before it (`--candidate unheld`, run from a checkout of that commit); set 13:
 `design_blind13.jsonl` (batches of 96-128, generations of 1000-1200 tokens, a grouped-
 query ratio of 12 in no public list; device call 45), predicted by the profiles refitted
-on call 44. A predictions file
+on call 44; set 14: `design_blind14.jsonl` (device call 50); set 15: `design_blind15.jsonl`
+(an 11B and a small Qwen2-type shape in no public list; device call 54), predicted at the
+typical host and at a grid of host probes. A predictions file
 (`calibration/h200/engines/blind_predictions*.jsonl`) is written by the code of the commit
 it names and committed before the runs are measured. A static cache
 keeps the largest earlier call's length on the same model object, so each hf-static row
@@ -53,6 +55,7 @@ sys.path.insert(0, str(ROOT))
 from piep import api  # noqa: E402
 from piep.artifacts import git_hash, read_jsonl, write_text  # noqa: E402
 from piep.sampling.grid import config_key, spec_of  # noqa: E402
+from serving_blind import PROBE_GRID_US, at_probe  # noqa: E402
 
 ENGINES = ROOT / "calibration" / "h200" / "engines"
 # set -> (design files of each engine, predictions file, measured files of each engine);
@@ -82,7 +85,12 @@ SETS = {1: (("design_blind.jsonl",), "blind_predictions.jsonl",
         13: (("design_blind13.jsonl",), "blind_predictions13.jsonl",
              ("raw/call45_blind13.jsonl", "raw/call46_blind13.jsonl")),
         14: (("design_blind14.jsonl",), "blind_predictions14.jsonl",
-             ("raw/call50_blind14.jsonl",))}
+             ("raw/call50_blind14.jsonl",)),
+        15: (("design_blind15.jsonl",), "blind_predictions15.jsonl",
+             ("raw/call54_blind15.jsonl",))}
+# sets from 15 on are also predicted at these host launch probes (us): the run's own probe,
+# measured during the run, picks its prediction by interpolation
+PROBED_FROM = 15
 
 
 def design_rows(engine: str, blind_set: int = 1) -> list[dict]:
@@ -115,6 +123,12 @@ def main() -> int:
         blind_set = blind_set or max(SETS)
         preds = [{**predict_row(r), "commit": git_hash()} for e in engines
                  for r in design_rows(e, blind_set)]
+        if blind_set >= PROBED_FROM:
+            rows = [r for e in engines for r in design_rows(e, blind_set)]
+            for p, r in zip(preds, rows):
+                p["by_probe_us"] = {str(u): {k: d[k] for k in ("energy_j", "time_s")}
+                                    for u in PROBE_GRID_US
+                                    for d in [predict_row(r, host_probe_us=u)]}
         path = ENGINES / SETS[blind_set][1]
         if "--candidate" in sys.argv:  # another profile's predictions, scored beside
             name = sys.argv[sys.argv.index("--candidate") + 1]
@@ -165,7 +179,10 @@ def blind_summary(engines=("hf-static", "hf-eager"), verbose: bool = False,
             now = predict_row(row)
             probe = predict_row(row, host_probe_us=1e6 * m["host_probe"]["launch_add_s"])
             mine = errs.setdefault(m.get("design", ""), {"blind": [], "today": [], "hosted": []})
-            docs = [("blind", p), ("today", now), ("hosted", probe)] + \
+            given = [] if "by_probe_us" not in p else [("blind hosted", {
+                k: at_probe(p["by_probe_us"], 1e6 * m["host_probe"]["launch_add_s"], k)
+                for k in ("energy_j", "time_s")})]
+            docs = [("blind", p), ("today", now), ("hosted", probe)] + given + \
                 [(f"candidate {c}", cp[m["key"]]) for c, cp in candidates.items()
                  if c in differ]
             for kind, doc in docs:
@@ -186,6 +203,9 @@ def blind_summary(engines=("hf-static", "hf-eager"), verbose: bool = False,
                                ("hosted", "today's profiles with each run's host probe "
                                           "(in-sample)")):
                 out.append(f"{label} {name}: {_mape(kinds[kind])}")
+            if kinds.get("blind hosted"):
+                out.append(f"{label} blind at each run's host probe (committed predictions "
+                           f"at a grid of probes): {_mape(kinds['blind hosted'])}")
             for kind in sorted(k for k in kinds if k.startswith("candidate ")):
                 out.append(f"{label} blind, {kind} (committed predictions): "
                            f"{_mape(kinds[kind])}")

@@ -9,7 +9,11 @@ then shipped (fitted on llama-3-8b only, device call 18) into `predictions_blind
 with the profile fitted on calls 18-20, into `predictions_blind2.jsonl`; `--write 3` those
 of device call 49 (three more trace files, chat, rag and flood, on multi-head attention,
 12 query heads per K/V head and a 24B; no replay had any of them) with the profile fitted
-on calls 18-21, into `predictions_blind3.jsonl`. Each file names
+on calls 18-21, into `predictions_blind3.jsonl`; `--write 4` those of device call 53 (code,
+tiny and sparse on a Qwen2-type shape at head dim 64, head dim 112 and qwen2.5-32b) with
+the profile fitted per host on calls 18-51, into `predictions_blind4.jsonl`, at the
+calibration machines' typical host and at a grid of host launch probes (the replay's own
+probe, measured during the run, picks its prediction by interpolation). Each file names
 the commit it ran at and was committed before its replays existed. Scoring reads the
 replays in `calibration/h200/engines/hf-cb/raw/` and prints each trace and the MAPE per
 shape.
@@ -33,6 +37,7 @@ CB = ROOT / "calibration" / "h200" / "engines" / "hf-cb"
 OUT = CB / "predictions_blind.jsonl"
 OUT2 = CB / "predictions_blind2.jsonl"
 OUT3 = CB / "predictions_blind3.jsonl"
+OUT4 = CB / "predictions_blind4.jsonl"
 SETS = {  # file, shapes, trace files
     "1": (OUT, ("llama-2-7b", "qwen2.5-7b", "configs/piep-unlisted-9b.json", "llama-3-8b",
                 "llama-2-13b"), ("low", "mid", "saturated", "surge")),
@@ -40,7 +45,12 @@ SETS = {  # file, shapes, trace files
           ("trickle", "steady", "spike")),
     "3": (OUT3, ("configs/piep-unlisted-mha5b.json", "configs/piep-unlisted-kv2.json",
                  "mistral-small-24b"), ("chat", "rag", "flood")),
+    "4": (OUT4, ("configs/piep-unlisted-qwenhd64.json", "configs/piep-unlisted-hd112.json",
+                 "qwen2.5-32b"), ("code", "tiny", "sparse")),
 }
+# sets from 4 on are also predicted at these host launch probes (us)
+PROBED_FROM = "4"
+PROBE_GRID_US = (6.0, 7.0, 8.0, 9.0, 10.0, 11.0, 12.0)
 # a predictions file's keys, and the names the rows of a blind test give them (those of
 # `piep.serving.fit.case_row`)
 FILE_KEYS = ("energy_j", "time_s", "tpot_p50_s", "e2e_p50_s")
@@ -51,6 +61,26 @@ def model_arg(shape: str) -> str:
     return str(CB / shape) if shape.endswith(".json") else shape
 
 
+def served(shape: str, trace: Path, probe_us: float | None = None) -> dict:
+    """`piep serve --json` of one shape on one trace (at the typical host, or `probe_us`)."""
+    extra = [] if probe_us is None else ["--host-probe-us", str(probe_us)]
+    out = subprocess.run([sys.executable, "-m", "piep", "serve", "--model", model_arg(shape),
+                          "--engine", "hf-cb", "--trace", str(trace), "--json", *extra],
+                         cwd=ROOT, capture_output=True, text=True, check=True).stdout
+    return json.loads(out)
+
+
+def at_probe(by_probe: dict[str, dict], probe_us: float, key: str) -> float:
+    """`key` of predictions made at a grid of host probes, linear in the probe between the
+    grid's points (held at its ends)."""
+    grid = sorted((float(u), p[key]) for u, p in by_probe.items())
+    x = min(max(probe_us, grid[0][0]), grid[-1][0])
+    for (x0, y0), (x1, y1) in zip(grid, grid[1:]):
+        if x <= x1:
+            return y0 + (y1 - y0) * (x - x0) / (x1 - x0)
+    return grid[-1][1]
+
+
 def write(which: str) -> int:
     out_file, shapes, loads = SETS[which]
     commit = subprocess.run(["git", "rev-parse", "--short=12", "HEAD"], cwd=ROOT,
@@ -59,18 +89,22 @@ def write(which: str) -> int:
     for shape in shapes:
         for load in loads:
             trace = CB / "traces" / f"{load}.jsonl"
-            out = subprocess.run([sys.executable, "-m", "piep", "serve", "--model",
-                                  model_arg(shape), "--engine", "hf-cb", "--trace", str(trace),
-                                  "--json"], cwd=ROOT, capture_output=True, text=True,
-                                 check=True).stdout
-            doc = json.loads(out)
+            doc = served(shape, trace)
             rows.append({"model": Path(shape).stem if shape.endswith(".json") else shape,
                          "trace": f"{load}.jsonl", "energy_j": doc["energy_j"],
                          "time_s": doc["time_s"], "tpot_p50_s": doc["tpot_s"]["p50"],
                          "e2e_p50_s": doc["e2e_s"]["p50"],
                          "interval_energy_j": doc.get("interval", {}).get("energy_j"),
                          "flags": doc.get("flags", []), "commit": commit})
-            print(rows[-1])
+            if int(which) >= int(PROBED_FROM):
+                rows[-1]["host_probe_us"] = doc["engine_ref"]["host_probe_us"]
+                rows[-1]["by_probe_us"] = {}
+                for u in PROBE_GRID_US:
+                    d = served(shape, trace, u)
+                    rows[-1]["by_probe_us"][str(u)] = {
+                        "energy_j": d["energy_j"], "time_s": d["time_s"],
+                        "tpot_p50_s": d["tpot_s"]["p50"], "e2e_p50_s": d["e2e_s"]["p50"]}
+            print({k: v for k, v in rows[-1].items() if k != "by_probe_us"})
     write_text(out_file, "".join(json.dumps(r) + "\n" for r in rows))
     print(f"wrote {out_file.relative_to(ROOT)} ({len(rows)} predictions at {commit})")
     return 0
@@ -78,38 +112,47 @@ def write(which: str) -> int:
 
 def measured() -> dict[tuple[str, str], dict]:
     """(model, trace file name) -> the measured quantities of the replay."""
+    from piep.predict.train import host_probe_of
     from piep.serving.fit import observed
     out = {}
     for f in sorted((CB / "raw").glob("*.jsonl")):
         for rec in read_jsonl(f):
             e, tpot, e2e = observed(rec)
+            probe = host_probe_of(rec)
             out[(rec["model"], Path(rec["trace"]).name)] = {
-                "energy_j": e, "time_s": rec["time_s"], "tpot_s": tpot, "e2e_s": e2e}
+                "energy_j": e, "time_s": rec["time_s"], "tpot_s": tpot, "e2e_s": e2e,
+                "probe_us": None if probe is None else 1e6 * probe}
     return out
 
 
-def blind_rows(path: Path = OUT) -> list[dict]:
-    """Every prediction of `path` whose trace has been replayed, beside the replay."""
+def blind_rows(path: Path = OUT, on_host: bool = False) -> list[dict]:
+    """Every prediction of `path` whose trace has been replayed, beside the replay; with
+    `on_host`, the predictions at the replay's own host probe (files with a probe grid)."""
     meas = measured()
     rows = []
     for p in read_jsonl(path) if path.exists() else []:
         m = meas.get((p["model"], p["trace"]))
-        if m is not None:
-            rows.append({"model": p["model"], "trace": p["trace"], "commit": p["commit"],
-                         **{f"pred_{k}": p[f] for f, k in zip(FILE_KEYS, KEYS)}, **m})
+        if m is None or (on_host and (not p.get("by_probe_us") or m["probe_us"] is None)):
+            continue
+        pred = {f"pred_{k}": at_probe(p["by_probe_us"], m["probe_us"], f) if on_host else p[f]
+                for f, k in zip(FILE_KEYS, KEYS)}
+        rows.append({"model": p["model"], "trace": p["trace"], "commit": p["commit"],
+                     **pred, **m})
     return rows
 
 
 def score() -> int:
     rows = [r for f, _, _ in SETS.values() for r in blind_rows(f)]
+    hosted = [{**r, "model": f"{r['model']} @probe {r['probe_us']:.1f} us"}
+              for f, _, _ in SETS.values() for r in blind_rows(f, on_host=True)]
     if not rows:
         print("no replay of a predicted trace yet")
         return 1
     print("model trace: " + ", ".join(f"{k} pred/meas" for k in KEYS))
     errs: dict[str, dict[str, list[float]]] = {}
-    for r in rows:
+    for r in rows + hosted:
         e = {k: r[f"pred_{k}"] / r[k] - 1 for k in KEYS}
-        for group in (r["model"], "all"):
+        for group in (r["model"], "all" if r in rows else "all, at each replay's host probe"):
             for k in KEYS:
                 errs.setdefault(group, {}).setdefault(k, []).append(e[k])
         print(f"{r['model']} {r['trace']}: " + ", ".join(

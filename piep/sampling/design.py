@@ -128,6 +128,19 @@ UNLISTED_BLIND14 = {
                                "rope_theta": 1000000.0, "tie_word_embeddings": True},
 }
 
+# blind set 15: a 32-layer 11B at a 5120 width (GPU-bound under both engines) and a small
+# Qwen2-type shape with biases and 7 query heads per K/V head (host-bound), in no public list
+UNLISTED_BLIND15 = {
+    "piep-unlisted-11b": {**UNLISTED, "hidden_size": 5120, "intermediate_size": 13824,
+                          "num_hidden_layers": 32, "num_attention_heads": 40,
+                          "num_key_value_heads": 8, "vocab_size": 32000},
+    "piep-unlisted-qwen1b": {**UNLISTED, "model_type": "qwen2", "hidden_size": 1792,
+                             "intermediate_size": 7168, "num_hidden_layers": 24,
+                             "num_attention_heads": 14, "num_key_value_heads": 2,
+                             "vocab_size": 151936, "rms_norm_eps": 1e-6,
+                             "rope_theta": 1000000.0, "tie_word_embeddings": True},
+}
+
 MULTI_GPU_MODELS = ("llama-3-70b", "qwen2.5-32b", "llama-2-13b", "piep-unlisted-20b")
 ONE_GPU_MODELS = ("llama-2-7b", "llama-3-8b", "mistral-7b", "qwen2.5-7b", "llama-2-13b",
                   "qwen2.5-14b", "mistral-small-24b", "vicuna-33b", "qwen2.5-32b",
@@ -152,7 +165,7 @@ def named_spec(name: str) -> tuple[ModelSpec, dict[str, Any] | None]:
     inline = {"piep-unlisted-3b": UNLISTED, **UNLISTED_MORE, **UNLISTED_HEAD_DIM,
               **UNLISTED_MULTI, **UNLISTED_BLIND3, **UNLISTED_BLIND5,
               **UNLISTED_BLIND8, **UNLISTED_BLIND9, **UNLISTED_BLIND12,
-              **UNLISTED_BLIND13, **UNLISTED_BLIND14}.get(name)
+              **UNLISTED_BLIND13, **UNLISTED_BLIND14, **UNLISTED_BLIND15}.get(name)
     if inline:
         return ModelSpec.from_hf_config(inline, name=name), inline
     from piep.models import load_model
@@ -445,6 +458,14 @@ LAYER_RUNS = {
         ("llama-3-8b", 1, 7000, 64), ("piep-unlisted-mha5b", 48, 256, 96))),
     "hf-static/design_blind14.jsonl": ("hf-static", (
         ("piep-unlisted-qwenhd64", 16, 600, 128), ("llama-2-13b", 32, 256, 256))),
+    # blind set 15 (device call 54): the two new shapes under both engines, a 7B over 300
+    # steps at batch 6 and a 14B at batch 64 under hf-eager
+    "hf-eager/design_blind15.jsonl": ("hf-eager", (
+        ("piep-unlisted-qwen1b", 8, 500, 160), ("piep-unlisted-11b", 24, 800, 96),
+        ("piep-unlisted-11b", 2, 3000, 128), ("llama-2-7b", 6, 1200, 300),
+        ("qwen2.5-14b", 64, 300, 48))),
+    "hf-static/design_blind15.jsonl": ("hf-static", (
+        ("piep-unlisted-11b", 8, 1000, 200), ("piep-unlisted-qwen1b", 32, 300, 300))),
 }
 # every design of listed runs (not drawn): the replicates and the runs past a window
 LISTED_RUNS = {**REPLICATES, **WINDOW_RUNS, **LAYER_RUNS}
@@ -517,20 +538,32 @@ CB_TRACES_BLIND3 = {
     "flood.jsonl": dict(rate_per_s=1e6, requests=96, prompt_len="lognormal:128:0.5:512",
                         gen_len="lognormal:160:0.3:320", seed=63),
 }
+# a fourth: code completion (long prompts, long answers), a high rate of tiny requests, a
+# light load of uniform lengths; on a Qwen2-type shape, head dim 112 and a 32B
+CB_TRACES_BLIND4 = {
+    "code.jsonl": dict(rate_per_s=3.0, requests=48, prompt_len="lognormal:1500:0.5:4000",
+                       gen_len="lognormal:200:0.5:500", seed=71),
+    "tiny.jsonl": dict(rate_per_s=15.0, requests=150, prompt_len="lognormal:64:0.5:256",
+                       gen_len="lognormal:32:0.5:96", seed=72),
+    "sparse.jsonl": dict(rate_per_s=0.8, requests=20, prompt_len="uniform:100:2000",
+                         gen_len="uniform:20:300", seed=73),
+}
 # the shapes in no public list replayed under hf-cb (config files: `measure --model` reads
 # them)
 CB_UNLISTED = ("piep-unlisted-9b", "piep-unlisted-hd64", "piep-unlisted-mha5b",
-               "piep-unlisted-kv2")
+               "piep-unlisted-kv2", "piep-unlisted-qwenhd64", "piep-unlisted-hd112")
 
 
 def write_cb_traces() -> int:
     from piep.artifacts import write_text
     from piep.serving.trace import poisson_trace
     root = Path("calibration/h200/engines/hf-cb")
-    traces = {**CB_TRACES, **CB_TRACES_LOADS, **CB_TRACES_BLIND, **CB_TRACES_BLIND3}
+    traces = {**CB_TRACES, **CB_TRACES_LOADS, **CB_TRACES_BLIND, **CB_TRACES_BLIND3,
+              **CB_TRACES_BLIND4}
     for name, kw in traces.items():
         write_text(root / "traces" / name, poisson_trace(**kw).to_jsonl())
-    configs = {**UNLISTED_MORE, **UNLISTED_HEAD_DIM, **UNLISTED_BLIND3, **UNLISTED_BLIND13}
+    configs = {**UNLISTED_MORE, **UNLISTED_HEAD_DIM, **UNLISTED_BLIND3, **UNLISTED_BLIND13,
+               **UNLISTED_BLIND14}
     for name in CB_UNLISTED:
         write_text(root / "configs" / f"{name}.json",
                    json.dumps(configs[name], indent=1) + "\n")
