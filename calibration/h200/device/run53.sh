@@ -2,8 +2,8 @@
 # Device calls 53 and 55 (nvidia-h200), session 14: serving blind set 4, the shapes given as
 # arguments (call 53: the two in no public list; call 55: qwen2.5-32b):
 #   CALL=53 bash run53.sh $C/configs/piep-unlisted-qwenhd64.json $C/configs/piep-unlisted-hd112.json
-#   CALL=55 LIMIT_S=420 bash run53.sh qwen2.5-32b Three trace files no replay
-# had (code, tiny, sparse: calibration/h200/engines/hf-cb/traces, python -m
+#   CALL=55 LIMIT_S=420 bash run53.sh qwen2.5-32b
+# Three trace files no replay had (code, tiny, sparse: calibration/h200/engines/hf-cb/traces, python -m
 # piep.sampling.design traces) replayed in real time against transformers' continuous
 # batching (hf-cb) on three shapes no replay had: piep-unlisted-qwenhd64 (Qwen2 biases,
 # head dim 64, 16 query heads per K/V head), piep-unlisted-hd112 (both in no public list)
