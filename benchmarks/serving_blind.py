@@ -143,7 +143,8 @@ def blind_rows(path: Path = OUT, on_host: bool = False) -> list[dict]:
 
 def score() -> int:
     rows = [r for f, _, _ in SETS.values() for r in blind_rows(f)]
-    hosted = [{**r, "model": f"{r['model']} @probe {r['probe_us']:.1f} us"}
+    hosted = [{**r, "model": f"{r['model']} at its host", "trace":
+               f"{r['trace']} (probe {r['probe_us']:.1f} us)"}
               for f, _, _ in SETS.values() for r in blind_rows(f, on_host=True)]
     if not rows:
         print("no replay of a predicted trace yet")
