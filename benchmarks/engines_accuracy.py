@@ -23,12 +23,13 @@ from piep.predict.engines import (ENGINE_FITS, engine_records, load_profile,  # 
                                   profile_lomo, profile_rows, typical_host_s)
 from piep.predict.learned import load_learned  # noqa: E402
 from piep.predict.pricing import price  # noqa: E402
-from piep.predict.train import deployment_of  # noqa: E402
+from piep.artifacts import read_jsonl  # noqa: E402
+from piep.predict.train import deployment_of, host_probe_of  # noqa: E402
 from piep.scenario import ENGINE_MODES, SERVING_ENGINES  # noqa: E402
 from piep.tree.builder import ELEMENTWISE  # noqa: E402
 
 sys.path.insert(0, str(ROOT / "benchmarks"))
-from engines_blind import blind_summary  # noqa: E402
+from engines_blind import ENGINES, SETS, blind_summary  # noqa: E402
 
 REPORT = ROOT / "reports" / "engines.md"
 
@@ -226,9 +227,8 @@ def replicate_rows(base, engine: str = "hf-eager") -> list[str]:
     """Runs measured on several device calls (`design_replicates.jsonl`): each later
     measurement's change of time against the first, beside the change of the host's launch
     probe and the change the shipped profile predicts from the two probes."""
-    from piep.artifacts import read_jsonl, read_records
+    from piep.artifacts import read_records
     from piep.predict.engines import shipped_profile_dir
-    from piep.predict.train import host_probe_of
     from piep.sampling.grid import config_key
     folder = shipped_profile_dir("h200", engine)
     keys = {config_key(r) for r in read_jsonl(folder / "design_replicates.jsonl")}
@@ -480,6 +480,15 @@ def calibration_curve(base, records, engine: str, sizes=(5, 10, 20, 30, 40), dra
                   **{k: statistics.mean(c[k] for c in costs)
                      for k in ("windows_min", "first_call_min")}}
     return out
+
+
+def probe_range(blind_set: int) -> str:
+    """The host launch probes of a blind set's measured runs, as 'a-b us'."""
+    _, _, files = SETS[blind_set]
+    probes = [1e6 * host_probe_of(r) for e in ("hf-eager", "hf-static") for f in files
+              if (ENGINES / e / f).exists() for r in read_jsonl(ENGINES / e / f)
+              if r.get("energy_j") and host_probe_of(r) is not None]
+    return f"launch probes of {min(probes):.1f}-{max(probes):.1f} us" if probes else "no probe"
 
 
 def main() -> int:
@@ -816,7 +825,17 @@ def main() -> int:
               "a kernel, as every hf-eager run's on a host of its launch probe (9.5-10.2 us "
               "on both calls) does; the profile scales host time linearly in the probe, "
               "which prices such a host at 23 us a kernel.", "",
-              *[f"* {line}" for line in blind_summary(blind_set=14)],
+              *[f"* {line}" for line in blind_summary(blind_set=14)], "",
+              "Set 15 (device call 54: `call54_blind15.jsonl`; an 11B at a 5120 width and a "
+              "small Qwen2-type shape with 7 query heads per K/V head, both in no public "
+              "list, under both engines; llama-2-7b at batch 6 over 300 steps and "
+              "qwen2.5-14b at batch 64 under hf-eager): the profiles fitted on calls 15-51, "
+              "predicted at 72ae802 (`blind_predictions15.jsonl`, committed in d24e2b8) at "
+              "the calibration machines' typical host and at a grid of host launch probes; "
+              f"the call's host measured {probe_range(15)}, faster than the typical one, "
+              "so the line at each run's probe is the blind prediction a user who gives "
+              "`--host-probe-us` gets.", "",
+              *[f"* {line}" for line in blind_summary(blind_set=15)],
               *detail]
     REPORT.write_text("\n".join(lines) + "\n")
     print(f"wrote {REPORT}")

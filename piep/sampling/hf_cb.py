@@ -9,7 +9,9 @@ token of the last request (idle gaps included). Per request: the token timestamp
 transformers records, so TTFT, TPOT and end-to-end latency. Per iteration of the engine
 (the batch processor's `prepare_next_batch` .. `update_batch`, wrapped while the window
 runs; NVML is not polled inside it): host start and end times from the first arrival, the
-packed query tokens Σq, the keys read Σkv, the requests and how many of them decode.
+packed query tokens Σq, the keys read Σkv, the requests and how many of them decode. The
+host's probes before and after the replay (`host_probes`; the record's `host_probe` is
+their median: one probe alone moved by half from one replay to the next on one host).
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ import torch
 
 from piep.config import ModelSpec
 from piep.errors import DeviceError
+from piep.sampling.hf import host_probe, median_probe
 from piep.sampling.runner import (Dist, Hygiene, RankMeter, _cpu_model, _driver, _sync,
                                   model_shape)
 from piep.serving.trace import Trace
@@ -127,6 +130,9 @@ def measure_trace(spec: ModelSpec, trace: Trace, *, d: Dist, device, model, mete
     gen_cfg = GenerationConfig(do_sample=False, max_new_tokens=int(trace.gen_len.max()),
                                eos_token_id=-1, pad_token_id=0)
     iterations = IterationLog()
+    # the host's speed before and after the replay (one probe alone varies), both taken
+    # while no manager thread runs
+    probes = [host_probe(device)]
     manager = model.init_continuous_batching(generation_config=gen_cfg)
     with iterations.wrapping(_processor_class()):
         manager.start()
@@ -168,6 +174,7 @@ def measure_trace(spec: ModelSpec, trace: Trace, *, d: Dist, device, model, mete
             manager.stop(block=True) if _has_block(manager) else manager.stop()
             if hasattr(model, "destroy_cached_continuous_batching_manager"):
                 model.destroy_cached_continuous_batching_manager()  # the next trace starts afresh
+    probes.append(host_probe(device))
     per_request = []
     start = replay.start
     for rid, at, p, gen in zip(trace.ids, trace.arrival_s, trace.prompt_len, trace.gen_len):
@@ -192,7 +199,7 @@ def measure_trace(spec: ModelSpec, trace: Trace, *, d: Dist, device, model, mete
         "idle_power_w": idle_w, "warmup_s": warmup_s, "cb_config": config,
         "ttft_s_median": statistics.median(ttft) if ttft else None,
         "per_request": per_request, "iterations": iterations.columns(),
-        "host_probe": _host_probe(device),
+        "host_probe": median_probe(probes), "host_probes": probes,
         "host_cpu": _cpu_model(), "driver": _driver(), "torch": torch.__version__,
         "provenance": {"time": time.strftime("%Y-%m-%dT%H:%M:%S%z")}, **(extra or {})}
 
@@ -200,11 +207,6 @@ def measure_trace(spec: ModelSpec, trace: Trace, *, d: Dist, device, model, mete
 def _has_block(manager) -> bool:
     import inspect
     return "block" in inspect.signature(manager.stop).parameters
-
-
-def _host_probe(device):
-    from piep.sampling.hf import host_probe
-    return host_probe(device)
 
 
 def _drain(manager):
