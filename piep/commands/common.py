@@ -42,6 +42,11 @@ def add_workload_args(p: argparse.ArgumentParser, *,
                    help="hf-eager, hf-static: the launch probe of the host that runs the "
                         "engine (`piep env --host-probe` on that host prints it); default: "
                         "a typical host of the profile's calibration machines")
+    p.add_argument("--board-probe-w", type=float, default=None, metavar="W",
+                   help="hf-eager, hf-static: the decode-GEMM probe power of the GPU board "
+                        "that runs the engine (`piep env --board-probe` on it prints it; "
+                        "boards of one kind draw different power); default: the board the "
+                        "profile's energies are for")
     p.add_argument("--mode", choices=("graph", "eager"), default=None,
                    help="the reference runner's decode: CUDA-graph replay (piep-graph, the "
                         "default) or eager PyTorch (piep-eager)")
@@ -54,6 +59,7 @@ def scenario_from_args(args: argparse.Namespace, *, model: str | None = None) ->
                           dp=args.dp, engine=args.engine, mode=args.mode, batch=args.batch,
                           prompt_len=args.prompt_len, gen_len=args.gen_len,
                           cache_len=args.cache_len, host_probe_us=args.host_probe_us,
+                          board_probe_w=args.board_probe_w,
                           allow_uncalibrated=getattr(args, "allow_uncalibrated", False))
 
 
@@ -68,6 +74,23 @@ def host_probe_here(gpu: int = 0, repeats: int = 1) -> dict[str, float] | None:
         return None
     from piep.sampling.hf import host_probe, median_probe
     return median_probe([host_probe(torch.device("cuda", gpu)) for _ in range(repeats)])
+
+
+def board_probe_here(gpu: int = 0, fake=None, **probe: Any) -> dict[str, float] | None:
+    """This GPU board's probe (the power of a decode-like GEMM and of an HBM copy, each
+    over a metered window), as engine runs record it, on CUDA GPU `gpu` (`fake`: a fake
+    NVML device on the CPU and `probe` smaller kernels, tests); None where torch is
+    missing or sees no GPU."""
+    try:
+        import torch
+    except ImportError:
+        return None
+    if fake is None and not torch.cuda.is_available():
+        return None
+    from piep.sampling.hf import gpu_probe
+    from piep.sampling.runner import RankMeter
+    device = torch.device("cpu") if fake is not None else torch.device("cuda", gpu)
+    return gpu_probe(device, RankMeter(device, fake=fake), **probe)
 
 
 def add_json_arg(p: argparse.ArgumentParser) -> None:

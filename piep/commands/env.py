@@ -6,7 +6,7 @@ import importlib.util
 import platform
 
 from piep import __version__
-from piep.commands.common import emit, host_probe_here
+from piep.commands.common import board_probe_here, emit, host_probe_here
 
 
 def _version(mod: str) -> str | None:
@@ -26,7 +26,23 @@ def configure(parser) -> None:
                              "takes for hf-eager, hf-static" % HOST_PROBES)
 
 
+    parser.add_argument("--board-probe", action="store_true",
+                        help="measure this GPU board's probe power (needs torch, a CUDA GPU "
+                             "and NVML; ~3 s): what `predict --board-probe-w` takes for "
+                             "hf-eager, hf-static")
+
+
 HOST_PROBES = 9  # probes whose median `--host-probe` reports (~0.3 s in all)
+
+
+def _board_probe() -> dict[str, float]:
+    """This board's probe powers, or one line saying what it needs."""
+    from piep.errors import ConfigError
+    p = board_probe_here()
+    if p is None:
+        raise ConfigError("--board-probe needs torch, a CUDA GPU and NVML: run it on the GPU "
+                          "that runs the engine")
+    return {"decode_gemm_w": p["decode_gemm_power_w"], "copy_w": p["copy_power_w"]}
 
 
 def _host_probe() -> dict[str, float]:
@@ -65,7 +81,8 @@ def run(args) -> int:
                             "tp_measured": prof.meta.get("tp_measured"),
                             "lomo_energy_mape": prof.meta.get("lomo_energy_mape"),
                             "host_probe_ref_us": 1e6 * prof.host.host_probe_ref_s
-                            if prof.host.host_probe_ref_s else None})
+                            if prof.host.host_probe_ref_s else None,
+                            "board_probe_ref_w": prof.host.board_probe_ref_w})
     doc = {"schema": "piep.env", "schema_version": 1, "piep": __version__,
            "python": platform.python_version(), "platform": platform.platform(),
            "packages": {m: _version(m) for m in ("numpy", "scipy", "lightgbm", "matplotlib",
@@ -74,6 +91,8 @@ def run(args) -> int:
            "engines": engines}
     if getattr(args, "host_probe", False):
         doc["host_probe"] = _host_probe()
+    if getattr(args, "board_probe", False):
+        doc["board_probe"] = _board_probe()
 
     def human(d):
         lines = [f"piep {d['piep']}  python {d['python']}  {d['platform']}"]
@@ -89,6 +108,8 @@ def run(args) -> int:
                 f"{e['lomo_energy_mape']:.1f} %"
             if e.get("host_probe_ref_us"):
                 where += f", host probe {e['host_probe_ref_us']:.1f} us"
+            if e.get("board_probe_ref_w"):
+                where += f", board probe {e['board_probe_ref_w']:.0f} W"
             lines.append(f"  {e['name']:11s} {e['version']:8s} {e['description']} ({where})")
         if "host_probe" in d:
             hp = d["host_probe"]
@@ -97,6 +118,10 @@ def run(args) -> int:
                          f"{hp['python_loop_200k_ms']:.1f} ms"
                          + (f", tiny eager decode step {hp['tiny_decode_step_ms']:.2f} ms"
                             if "tiny_decode_step_ms" in hp else ""))
+        if "board_probe" in d:
+            bp = d["board_probe"]
+            lines.append(f"this board: decode-GEMM probe {bp['decode_gemm_w']:.0f} W "
+                         f"(predict --board-probe-w), HBM copy {bp['copy_w']:.0f} W")
         return "\n".join(lines)
     emit(args, doc, human)
     return 0

@@ -94,7 +94,10 @@ class LearnedModel:
             alpha=self.combiner.alpha(table.kind_id, decode, mode_eager, table.q["tokens"]),
             segment_alpha=self.combiner.alpha(np.full(len(seg), KIND_ID["pipeline_wait"]),
                                               seg.phase == 1, table.eager[seg.cfg], seg.tokens),
-            idle_w=host.launch_gap_w, wait_w=host.busy_wait_w, limit=host.board_limit())
+            idle_w=host.launch_gap_w, wait_w=host.busy_wait_w, limit=host.board_limit(),
+            board=None if not host.board_probe_ref_w else host.board_factor(np.array(
+                [np.nan if d.board_probe_w is None else d.board_probe_w
+                 for d in table.deps]))[table.cfg])
 
     def interval(self, dep: Deployment, energy_j: float, time_s: float, *,
                  far: bool = False) -> dict[str, Any]:
