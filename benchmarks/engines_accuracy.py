@@ -439,6 +439,25 @@ def ablation(base, records, engine: str, rows, hosted, what: str, undone: dict) 
     return out
 
 
+def board_effect(base, records, engine: str, hosted) -> str | None:
+    """Leave-one-model-out on each run's host, over the runs that carry a board probe:
+    priced on the profile's board, and on each run's own board (`--board-probe-w`)."""
+    from piep.predict.train import board_probe_of
+    keys = {r["key"] for r in records if board_probe_of(r)}
+    if not keys:
+        return None
+    on_board = [r for r in hosted if r["key"] in keys]
+    alike = [r for r in profile_lomo(base, records, engine, board=False) if r["key"] in keys]
+
+    def fig(rs):
+        errs = [abs(_err(r["pred_energy_j"], r["energy_j"])) for r in rs]
+        return f"{100 * statistics.mean(errs):.1f} % (worst {100 * max(errs):.1f} %)"
+    return (f"{engine}, each run on its host, the {len(on_board)} runs that carry a board "
+            f"probe (a configuration measured on several boards is merged and carries none): "
+            f"energy MAPE priced on the profile's board {fig(alike)} -> on each run's own "
+            f"board {fig(on_board)}")
+
+
 def strict_lomo(records, engine: str, with_host: bool = False) -> list[dict]:
     """Leave one shape out of every training set: for each model of the engine's runs, a
     predictor refitted without that model's reference-runner runs and without the module
@@ -568,6 +587,9 @@ def main() -> int:
         for what, undone in ABLATIONS[engine]:
             ablations.append(ablation(base, records, engine, rows, hosted, what, undone))
             print("  " + ablations[-1])
+        if (line := board_effect(base, records, engine, hosted)) is not None:
+            ablations.append(line)
+            print("  " + line)
         detail += ["", f"## {engine}: every run (leave-one-model-out)", "",
                    "| model | batch | prompt | gen | energy J | predicted | error | time s | "
                    "predicted | error |", "|---|---|---|---|---|---|---|---|---|---|"]

@@ -234,14 +234,16 @@ def engine_version(records: list[dict[str, Any]], engine: str) -> str:
 def fit_profile(base, records: list[dict[str, Any]], engine: str, *,
                 refit_combiner: bool | None = None, terms: tuple[str, ...] | None = None,
                 host_form: dict[str, Any] | None = None,
-                default_host_s: float | str | None = "typical") -> EngineProfile:
+                default_host_s: float | str | None = "typical",
+                board: bool = True) -> EngineProfile:
     """Fit `engine`'s host terms (and, with `refit_combiner`, its combiner; by default for
     the engines of `ENGINE_COMBINER`) on its runs, over the module models of `base` (the
     shipped learned predictor). `terms` and `host_form` replace the engine's fitted terms
     (`ENGINE_FITS`) and host path (`ENGINE_HOST`): what the report's ablations fit.
     `default_host_s`: the launch probe of the host a deployment of unknown host is
     predicted for ("typical": `typical_host_s`, a shipped profile's; None: the runs' own
-    host, a user's profile of their own runs)."""
+    host, a user's profile of their own runs). `board`: name the board its energies are
+    for (`board_reference_w`; engines of `BOARD_FITTED`)."""
     from piep.predict.train import TrainingSet, fit_combiner, fit_host_terms
     if engine not in ENGINE_FITS:
         raise ConfigError(f"no fit is defined for engine {engine!r}; engines: "
@@ -277,7 +279,7 @@ def fit_profile(base, records: list[dict[str, Any]], engine: str, *,
     fit_host_terms(model, ts, terms, maxiter=400)
     if refit_combiner:  # the prefill/decode split of its runs held too
         fit_combiner(model, ts, phase_weight=COMBINER_PHASE_WEIGHT)
-    if engine in BOARD_FITTED:
+    if board and engine in BOARD_FITTED:
         model.host.board_probe_ref_w = board_reference_w(model, cases)
     return EngineProfile(engine, version, base.gpu.name, model.host,
                          model.combiner if refit_combiner else None,
