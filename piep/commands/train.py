@@ -89,15 +89,18 @@ def _engine(args) -> dict:
     # a user's, fitted on their own runs, as the host of those runs
     fit = {"default_host_s": None} if args.from_measurements else {}
     if args.engine == "hf-cb":  # a serving engine: fitted on replayed request traces
-        from piep.serving.fit import fit_cb_profile, held_out
+        from piep.serving.fit import fit_cb_profile, held_out_on_hosts
         profile = fit_cb_profile(base, records, **fit)
         if len(records) >= 3:  # intervals from leave-one-shape-out (else -trace-out) residuals
             by = "model" if len({r["model"] for r in records}) >= 2 else "trace"
-            profile = with_intervals(profile, held_out(base, records, by=by, with_host=False,
-                                                       **fit))
+            # predicted without a host probe, and with each replay's (same held-out fits)
+            rows = held_out_on_hosts(base, records, by=by, **fit,
+                                     hosts=(False, True) if profile.host.host_probe_ref_s
+                                     else (False,))
+            profile = with_intervals(profile, rows[False])
             profile.meta["held_out"] = by
-            if profile.host.host_probe_ref_s:  # and with each replay's host probe
-                hosted = with_intervals(profile, held_out(base, records, by=by, **fit))
+            if True in rows:
+                hosted = with_intervals(profile, rows[True])
                 profile.meta.update({f"{k}_host_probe": hosted.meta[k] for k in
                                      ("lomo_energy_mape", "lomo_time_mape")})
     else:

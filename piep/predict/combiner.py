@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from piep.predict.table import KINDS
+from piep.predict.table import KIND_ID, KINDS
 from piep.tree.builder import ATTENTION_LIKE, LINEAR_KINDS
 from piep.tree.nodes import COMM_KINDS
 
@@ -37,6 +37,19 @@ class Combiner:
 
     def alpha(self, kind_id, decode, mode_eager, tokens) -> np.ndarray:
         return self.weights(self.features(kind_id, decode, mode_eager, tokens))
+
+    def table_alphas(self, table) -> tuple[np.ndarray, np.ndarray]:
+        """alpha of every row of a leaf table and of its segments' pipeline bubbles; the
+        features are the table's own, computed once (re-pricing with other host terms
+        changes none of them)."""
+        f = table.derived.get("combiner")
+        if f is None:
+            seg = table.segments
+            f = table.derived["combiner"] = (
+                self.features(table.kind_id, table.decode, table.mode_eager, table.q["tokens"]),
+                self.features(np.full(len(seg), KIND_ID["pipeline_wait"]), seg.phase == 1,
+                              table.eager[seg.cfg], seg.tokens))
+        return self.weights(f[0]), self.weights(f[1])
 
     def weights(self, f: np.ndarray) -> np.ndarray:
         """alpha of feature rows."""

@@ -87,13 +87,10 @@ class LearnedModel:
         if host.call_host_s:  # once per call: beside the prefill's sampling
             gap = gap + np.where((table.kind_id == KIND_ID["sampling"]) & ~decode,
                                  host.call_host_s * factor, 0.0)
-        seg = table.segments
+        alpha, segment_alpha = self.combiner.table_alphas(table)
         return Prices(
             time_s=t, power_w=power, gap_s=gap, wait_s=wait,
-            out_of_range=mo.out_of_range & ~cm,
-            alpha=self.combiner.alpha(table.kind_id, decode, mode_eager, table.q["tokens"]),
-            segment_alpha=self.combiner.alpha(np.full(len(seg), KIND_ID["pipeline_wait"]),
-                                              seg.phase == 1, table.eager[seg.cfg], seg.tokens),
+            out_of_range=mo.out_of_range & ~cm, alpha=alpha, segment_alpha=segment_alpha,
             idle_w=host.launch_gap_w, wait_w=host.busy_wait_w, limit=host.board_limit(),
             board=None if not host.board_probe_ref_w else host.board_factor(np.array(
                 [np.nan if d.board_probe_w is None else d.board_probe_w

@@ -202,6 +202,13 @@ def price(deps: Sequence[Deployment], model: CostModel, *, builder: TableBuilder
     return partition(table, prices, model)
 
 
+def row_energies(table: LeafTable, p: Prices) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per row, all its calls on one GPU: energy running, in launch gaps, busy-waiting."""
+    board = np.ones(len(table)) if p.board is None else p.board
+    count = table.count * board
+    return count * p.time_s * p.power_w, count * p.gap_s * p.idle_w, count * p.wait_s * p.wait_w
+
+
 def partition(table: LeafTable, p: Prices, model: CostModel, *,
               hold_limit: bool = True) -> Priced:
     """Calls x one-call prices -> timeline and the energy partition of every GPU; with
@@ -209,9 +216,7 @@ def partition(table: LeafTable, p: Prices, model: CostModel, *,
     n, seg = len(table.deps), table.segments
     cfg, count = table.cfg, table.count
     board = np.ones(len(table)) if p.board is None else p.board
-    e_run = count * p.time_s * p.power_w * board
-    e_gap = count * p.gap_s * p.idle_w * board
-    e_wait = count * p.wait_s * p.wait_w * board
+    e_run, e_gap, e_wait = row_energies(table, p)
     gpus = table.tp * table.dp                   # GPUs running each row, all replicas
     tl = lay_out(len(seg), table.segment, table.stage, count * (p.time_s + p.wait_s),
                  count * p.gap_s, hide_gaps=seg.hide_gaps, pp=table.pp[seg.cfg])

@@ -18,7 +18,7 @@ another (a phase of a batch: prefill or decode). Cost models price rows
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Sequence
 
 import numpy as np
@@ -214,6 +214,9 @@ class LeafTable:
     sliding: np.ndarray | None = None
     # per row: a pointwise leaf fused by a compiled decode step; None: no such leaf
     fused: np.ndarray | None = None
+    # arrays derived from the rows alone, computed once by their first user (the
+    # combiner's features: `combiner_features`); a copy with other deployments keeps them
+    derived: dict = field(default_factory=dict, repr=False, compare=False)
 
     def __len__(self) -> int:
         return len(self.cfg)

@@ -18,7 +18,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from piep.layout import Deployment
-from piep.predict.pricing import partition
+from piep.predict.pricing import row_energies
 from piep.predict.table import HEAD_KINDS, TableBuilder, iteration_table
 
 ATTENTION_KINDS = ("attention", "sdpa_masked", "kv_expand", "kv_gather")
@@ -161,12 +161,11 @@ class IterationGrid:
         for i, (table, sel, axes) in enumerate(self.tables[:3]):
             prices = self._price(model, i)
             # an iteration alone: how the board holds its limit depends on the trace
-            priced = partition(table, prices, model, hold_limit=False)
+            weight = prices.alpha * (table.tp * table.dp)[table.cfg]  # all GPUs, no limit
+            e_run, e_gap, e_wait = row_energies(table, prices)
             n = len(table.deps)
             t = table.count * (prices.time_s + prices.gap_s + prices.wait_s)
-            gap_e = table.count * prices.gap_s * prices.idle_w * prices.alpha \
-                * (table.tp * table.dp)[table.cfg]
-            kernel_e = priced.row_energy_j - gap_e
+            gap_e, kernel_e = weight * e_gap, weight * (e_run + e_wait)
             per = [np.bincount(table.cfg, weights=np.where(sel, v, 0.0), minlength=n)
                    for v in (t, kernel_e, gap_e)]
             if axes[1] is not None:

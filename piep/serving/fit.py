@@ -228,19 +228,30 @@ def held_out(base, records: list[dict[str, Any]], *, by: str = "model", maxiter:
     one shape out (every trace of it), `by="load"` one load level (a trace file, on every
     shape), `by="trace"` one replay; each on its host (`with_host`: its probe), else on
     the profile's default host (a prediction without a probe)."""
+    return held_out_on_hosts(base, records, by=by, maxiter=maxiter, hosts=(with_host,),
+                             default_host_s=default_host_s)[with_host]
+
+
+def held_out_on_hosts(base, records: list[dict[str, Any]], *, by: str = "model",
+                      maxiter: int = 400, hosts: tuple[bool, ...] = (False, True),
+                      default_host_s: float | str | None = "typical"
+                      ) -> dict[bool, list[dict[str, Any]]]:
+    """`held_out` for each of `hosts` (True: each replay on its host; False: on the
+    profile's default host) from the same held-out fits (one fit per group)."""
     records = [r for r in records if r.get("energy_j")]
     key = {"model": lambda r: r["model"], "load": lambda r: Path(r.get("trace", "")).name,
            "trace": id}[by]
     groups = list(dict.fromkeys(key(r) for r in records))
-    out = []
+    out: dict[bool, list[dict[str, Any]]] = {h: [] for h in hosts}
     for i, group in enumerate(groups):
         log.info("hf-cb held out %d/%d: %s", i + 1, len(groups), group)
         profile = fit_cb_profile(base, [r for r in records if key(r) != group],
                                  maxiter=maxiter, default_host_s=default_host_s)
         model = profile.apply(base)
         test = [r for r in records if key(r) == group]
-        out += [case_row(c, model) for c in
-                _cases(base, test, profile.meta["scheduler"]["reserved_gib"], with_host)]
+        for h in hosts:
+            out[h] += [case_row(c, model) for c in
+                       _cases(base, test, profile.meta["scheduler"]["reserved_gib"], h)]
     return out
 
 
