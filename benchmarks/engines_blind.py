@@ -93,6 +93,20 @@ SETS = {1: (("design_blind.jsonl",), "blind_predictions.jsonl",
 PROBED_FROM = 15
 
 
+def device_calls(*folders: Path) -> str:
+    """The device calls the measured files of `folders` name (`callNN_*.jsonl`), as
+    ranges: "15-17, 22, 24-29"."""
+    calls = sorted({int(f.name.split("_")[0].removeprefix("call")) for d in folders
+                    for f in d.glob("call*_*.jsonl")})
+    spans: list[list[int]] = []
+    for c in calls:
+        if spans and c == spans[-1][1] + 1:
+            spans[-1][1] = c
+        else:
+            spans.append([c, c])
+    return ", ".join(f"{a}-{b}" if b > a else f"{a}" for a, b in spans)
+
+
 def design_rows(engine: str, blind_set: int = 1) -> list[dict]:
     rows = [r for f in SETS[blind_set][0] if (ENGINES / engine / f).exists()
             for r in read_jsonl(ENGINES / engine / f)]
