@@ -35,7 +35,9 @@ before it (`--candidate unheld`, run from a checkout of that commit); set 13:
 query ratio of 12 in no public list; device call 45), predicted by the profiles refitted
 on call 44; set 14: `design_blind14.jsonl` (device call 50); set 15: `design_blind15.jsonl`
 (an 11B and a small Qwen2-type shape in no public list; device call 54), predicted at the
-typical host and at a grid of host probes. A predictions file
+typical host and at a grid of host probes; set 16: `design_blind16.jsonl` (device call 56),
+predicted after energy was priced per board, also on each run's own board (the profile's
+board named in the file: energy scales by the board's probe over it). A predictions file
 (`calibration/h200/engines/blind_predictions*.jsonl`) is written by the code of the commit
 it names and committed before the runs are measured. A static cache
 keeps the largest earlier call's length on the same model object, so each hf-static row
@@ -54,6 +56,8 @@ sys.path.insert(0, str(ROOT))
 
 from piep import api  # noqa: E402
 from piep.artifacts import git_hash, read_jsonl, write_text  # noqa: E402
+from piep.predict.engines import load_profile  # noqa: E402
+from piep.predict.train import board_probe_of  # noqa: E402
 from piep.sampling.grid import config_key, spec_of  # noqa: E402
 from serving_blind import PROBE_GRID_US, at_probe  # noqa: E402
 
@@ -87,10 +91,13 @@ SETS = {1: (("design_blind.jsonl",), "blind_predictions.jsonl",
         14: (("design_blind14.jsonl",), "blind_predictions14.jsonl",
              ("raw/call50_blind14.jsonl",)),
         15: (("design_blind15.jsonl",), "blind_predictions15.jsonl",
-             ("raw/call54_blind15.jsonl",))}
+             ("raw/call54_blind15.jsonl",)),
+        16: (("design_blind16.jsonl",), "blind_predictions16.jsonl",
+             ("raw/call56_blind16.jsonl",))}
 # sets from 15 on are also predicted at these host launch probes (us): the run's own probe,
 # measured during the run, picks its prediction by interpolation
 PROBED_FROM = 15
+BOARDED_FROM = 16  # and name the board their energies are for
 
 
 def device_calls(*folders: Path) -> str:
@@ -140,6 +147,9 @@ def main() -> int:
         if blind_set >= PROBED_FROM:
             rows = [r for e in engines for r in design_rows(e, blind_set)]
             for p, r in zip(preds, rows):
+                if blind_set >= BOARDED_FROM:  # the board its energies are for
+                    p["board_probe_ref_w"] = load_profile("h200", r["engine"]).host \
+                        .board_probe_ref_w
                 p["by_probe_us"] = {str(u): {k: d[k] for k in ("energy_j", "time_s")}
                                     for u in PROBE_GRID_US
                                     for d in [predict_row(r, host_probe_us=u)]}
@@ -196,6 +206,11 @@ def blind_summary(engines=("hf-static", "hf-eager"), verbose: bool = False,
             given = [] if "by_probe_us" not in p else [("blind hosted", {
                 k: at_probe(p["by_probe_us"], 1e6 * m["host_probe"]["launch_add_s"], k)
                 for k in ("energy_j", "time_s")})]
+            board = board_probe_of(m)
+            if given and p.get("board_probe_ref_w") and board:  # and on the run's board
+                given.append(("blind boarded", {
+                    "energy_j": given[0][1]["energy_j"] * board / p["board_probe_ref_w"],
+                    "time_s": given[0][1]["time_s"]}))
             docs = [("blind", p), ("today", now), ("hosted", probe)] + given + \
                 [(f"candidate {c}", cp[m["key"]]) for c, cp in candidates.items()
                  if c in differ]
@@ -220,6 +235,9 @@ def blind_summary(engines=("hf-static", "hf-eager"), verbose: bool = False,
             if kinds.get("blind hosted"):
                 out.append(f"{label} blind at each run's host probe (committed predictions "
                            f"at a grid of probes): {_mape(kinds['blind hosted'])}")
+            if kinds.get("blind boarded"):
+                out.append(f"{label} blind at each run's host probe and on its board (the "
+                           f"committed profile's board): {_mape(kinds['blind boarded'])}")
             for kind in sorted(k for k in kinds if k.startswith("candidate ")):
                 out.append(f"{label} blind, {kind} (committed predictions): "
                            f"{_mape(kinds[kind])}")

@@ -60,6 +60,11 @@ def test_board_probe_input_is_checked_at_the_edge(capsys):
     assert main(["sweep", "--model", "llama-3-8b", "--batch", "1", "--board-probe-w",
                  "550"]) == 2
     assert "priced per board" in capsys.readouterr().err
+    torch = pytest.importorskip("torch")
+    if not torch.cuda.is_available():  # the probe needs a GPU: one line, no traceback
+        assert main(["env", "--board-probe"]) == 2
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and "CUDA GPU" in err
 
 
 def test_the_reference_board_makes_the_probed_runs_unbiased():

@@ -466,6 +466,13 @@ LAYER_RUNS = {
         ("qwen2.5-14b", 64, 300, 48))),
     "hf-static/design_blind15.jsonl": ("hf-static", (
         ("piep-unlisted-11b", 8, 1000, 200), ("piep-unlisted-qwen1b", 32, 300, 300))),
+    # blind set 16 (device call 56): after energy was priced per board, predicted at the
+    # typical host and board and at a grid of host probes (the board scales energy alone)
+    "hf-eager/design_blind16.jsonl": ("hf-eager", (
+        ("mistral-7b", 32, 700, 80), ("piep-unlisted-kv2", 8, 1500, 120),
+        ("qwen2.5-14b", 4, 2500, 100), ("piep-unlisted-11b", 48, 300, 48))),
+    "hf-static/design_blind16.jsonl": ("hf-static", (
+        ("llama-3-8b", 24, 800, 160), ("piep-unlisted-qwen4b", 16, 1000, 120))),
 }
 # every design of listed runs (not drawn): the replicates and the runs past a window
 LISTED_RUNS = {**REPLICATES, **WINDOW_RUNS, **LAYER_RUNS}
