@@ -439,23 +439,34 @@ def ablation(base, records, engine: str, rows, hosted, what: str, undone: dict) 
     return out
 
 
-def board_effect(base, records, engine: str, hosted) -> str | None:
-    """Leave-one-model-out on each run's host, over the runs that carry a board probe:
-    priced on the profile's board, and on each run's own board (`--board-probe-w`)."""
+def board_effect(records, engine: str, hosted) -> str | None:
+    """Leave-one-model-out on each run's host, over the runs measured on one board with a
+    board probe: as priced (every board alike), and with energy scaled by the run's
+    decode-GEMM probe power over a reference board fitted on the other boards' runs (the
+    median of probe x predicted / measured; leave one board out)."""
+    from collections import defaultdict
     from piep.predict.train import board_probe_of
-    keys = {r["key"] for r in records if board_probe_of(r)}
-    if not keys:
+    boards = defaultdict(set)
+    for r in records:
+        if board_probe_of(r):
+            boards[r["key"]].add((r["per_gpu"][0].get("uuid"), board_probe_of(r)))
+    rows = [(r, *next(iter(boards[r["key"]]))) for r in hosted if len(boards[r["key"]]) == 1]
+    if not rows:
         return None
-    on_board = [r for r in hosted if r["key"] in keys]
-    alike = [r for r in profile_lomo(base, records, engine, board=False) if r["key"] in keys]
+    scaled = []
+    for r, uuid, probe in rows:
+        others = [p * o["pred_energy_j"] / o["energy_j"] for o, u, p in rows if u != uuid]
+        if others:
+            scaled.append(r["pred_energy_j"] * probe / statistics.median(others) / r["energy_j"])
+    plain = [r["pred_energy_j"] / r["energy_j"] for r, _, _ in rows]
 
-    def fig(rs):
-        errs = [abs(_err(r["pred_energy_j"], r["energy_j"])) for r in rs]
+    def fig(ratios):
+        errs = [abs(x - 1) for x in ratios]
         return f"{100 * statistics.mean(errs):.1f} % (worst {100 * max(errs):.1f} %)"
-    return (f"{engine}, each run on its host, the {len(on_board)} runs that carry a board "
-            f"probe (a configuration measured on several boards is merged and carries none): "
-            f"energy MAPE priced on the profile's board {fig(alike)} -> on each run's own "
-            f"board {fig(on_board)}")
+    return (f"{engine}, each run on its host, the {len(rows)} runs measured on one board "
+            f"with a board probe ({len({u for _, u, _ in rows})} boards): energy MAPE as "
+            f"priced {fig(plain)}; scaled by the board's decode-GEMM probe power over a "
+            f"reference fitted on the other boards {fig(scaled)}")
 
 
 def strict_lomo(records, engine: str, with_host: bool = False) -> list[dict]:
@@ -587,7 +598,7 @@ def main() -> int:
         for what, undone in ABLATIONS[engine]:
             ablations.append(ablation(base, records, engine, rows, hosted, what, undone))
             print("  " + ablations[-1])
-        if (line := board_effect(base, records, engine, hosted)) is not None:
+        if (line := board_effect(records, engine, hosted)) is not None:
             ablations.append(line)
             print("  " + line)
         detail += ["", f"## {engine}: every run (leave-one-model-out)", "",

@@ -36,8 +36,9 @@ query ratio of 12 in no public list; device call 45), predicted by the profiles 
 on call 44; set 14: `design_blind14.jsonl` (device call 50); set 15: `design_blind15.jsonl`
 (an 11B and a small Qwen2-type shape in no public list; device call 54), predicted at the
 typical host and at a grid of host probes; set 16: `design_blind16.jsonl` (device call 56),
-predicted after energy was priced per board, also on each run's own board (the profile's
-board named in the file: energy scales by the board's probe over it). A predictions file
+predicted by profiles that priced energy per board (its file names the board the profile's
+energies were for: scored also with energy scaled by each run's board probe over it; the
+trial was undone after this set). A predictions file
 (`calibration/h200/engines/blind_predictions*.jsonl`) is written by the code of the commit
 it names and committed before the runs are measured. A static cache
 keeps the largest earlier call's length on the same model object, so each hf-static row
@@ -56,7 +57,6 @@ sys.path.insert(0, str(ROOT))
 
 from piep import api  # noqa: E402
 from piep.artifacts import git_hash, read_jsonl, write_text  # noqa: E402
-from piep.predict.engines import load_profile  # noqa: E402
 from piep.predict.train import board_probe_of  # noqa: E402
 from piep.sampling.grid import config_key, spec_of  # noqa: E402
 from serving_blind import PROBE_GRID_US, at_probe  # noqa: E402
@@ -97,7 +97,6 @@ SETS = {1: (("design_blind.jsonl",), "blind_predictions.jsonl",
 # sets from 15 on are also predicted at these host launch probes (us): the run's own probe,
 # measured during the run, picks its prediction by interpolation
 PROBED_FROM = 15
-BOARDED_FROM = 16  # and name the board their energies are for
 
 
 def device_calls(*folders: Path) -> str:
@@ -147,9 +146,6 @@ def main() -> int:
         if blind_set >= PROBED_FROM:
             rows = [r for e in engines for r in design_rows(e, blind_set)]
             for p, r in zip(preds, rows):
-                if blind_set >= BOARDED_FROM:  # the board its energies are for
-                    p["board_probe_ref_w"] = load_profile("h200", r["engine"]).host \
-                        .board_probe_ref_w
                 p["by_probe_us"] = {str(u): {k: d[k] for k in ("energy_j", "time_s")}
                                     for u in PROBE_GRID_US
                                     for d in [predict_row(r, host_probe_us=u)]}

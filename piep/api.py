@@ -104,18 +104,9 @@ def engine_fields(scn: Scenario) -> dict[str, Any]:
         ref.update(host_probe_us=scn.engine.host_probe_us, host_probe_source="given")
     elif host.host_probe_ref_s and host.host_probe_default_s:  # the GPU's typical host
         ref.update(host_probe_us=1e6 * host.host_probe_default_s, host_probe_source="default")
-    import numpy as np
     if "host_probe_us" in ref:  # that host's time relative to the profile's
+        import numpy as np
         ref["host_factor"] = float(host.host_factor(np.array([1e-6 * ref["host_probe_us"]]))[0])
-    if scn.engine.board_probe_w is not None:  # priced for another board than the profile's
-        if not host.board_probe_ref_w:
-            raise ConfigError(f"--board-probe-w: the {scn.engine.name} profile on {gpu} has "
-                              f"no board reference (its runs carry no board probe); refit it "
-                              f"on runs of `piep measure --engine {scn.engine.name}`, which "
-                              f"records one")
-        ref.update(board_probe_w=scn.engine.board_probe_w,
-                   board_probe_ref_w=host.board_probe_ref_w,
-                   board_factor=float(host.board_factor(np.array([scn.engine.board_probe_w]))[0]))
     return {"engine_ref": ref, "flags": flags}
 
 

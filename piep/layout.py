@@ -28,10 +28,6 @@ class Deployment:
     # the host that runs the engine: its launch probe (s per `x.add_(1)`); None: the host
     # the engine's profile was calibrated on. Host time scales with it (piep.predict.host)
     host_probe_s: float | None = None
-    # the board that runs it: its decode-GEMM probe power (W, what `piep env --board-probe`
-    # measures and engine runs record); None: the board the engine's profile is priced for.
-    # Energy scales with it (piep.predict.host)
-    board_probe_w: float | None = None
 
     # --- per-rank shapes ---------------------------------------------------------------
     @property
@@ -133,8 +129,7 @@ def _kv_note(model: ModelSpec, tp: int) -> str | None:
 
 def validate(model: ModelSpec, parallel: Parallel, workload: Workload, gpu: GPU,
              *, check_memory: bool = True, engine: str | None = None,
-             host_probe_s: float | None = None,
-             board_probe_w: float | None = None) -> Deployment:
+             host_probe_s: float | None = None) -> Deployment:
     """Check the layout against the model and the GPU; raise one clear error or return it."""
     tp, pp, dp = parallel.tp, parallel.pp, parallel.dp
     if model.is_moe:
@@ -163,13 +158,8 @@ def validate(model: ModelSpec, parallel: Parallel, workload: Workload, gpu: GPU,
         raise ConfigError(f"host probe {host_probe_s * 1e6:g} us per launch is outside "
                           f"0.5-1000 us: give what `piep env --host-probe` prints on the "
                           f"host that runs the engine")
-    if board_probe_w is not None and not 0.2 * gpu.max_power_w <= board_probe_w <= \
-            1.5 * gpu.max_power_w:
-        raise ConfigError(f"board probe {board_probe_w:g} W is outside "
-                          f"{0.2 * gpu.max_power_w:.0f}-{1.5 * gpu.max_power_w:.0f} W for "
-                          f"{gpu.name}: give what `piep env --board-probe` prints on that GPU")
     dep = Deployment(model, parallel, workload, gpu, notes=(note,) if note else (),
-                     engine=engine, host_probe_s=host_probe_s, board_probe_w=board_probe_w)
+                     engine=engine, host_probe_s=host_probe_s)
     if check_memory:
         _check_fit(dep)
     return dep

@@ -27,9 +27,6 @@ SERVING_ENGINES = ("hf-cb",)
 # engines whose profile is fitted per host: each run's host time scales with its launch
 # probe over the profile's reference host (`--host-probe-us` predicts for another host)
 HOST_FITTED = ("hf-eager", "hf-static", "hf-cb")
-# engines whose profile names the board its energies are for (their runs record each
-# board's probe power): `--board-probe-w` predicts for another board
-BOARD_FITTED = ("hf-eager", "hf-static")
 DEFAULT_ENGINE = "piep-graph"
 ENGINE_DESCRIPTIONS = {
     "piep-graph": "piep reference runner", "piep-eager": "piep reference runner",
@@ -48,9 +45,6 @@ class EngineRef:
     # `piep env` measures and every measurement record carries); None: the host the
     # engine's profile was calibrated on
     host_probe_us: float | None = None
-    # the board that runs it: its decode-GEMM probe power (W, what `piep env --board-probe`
-    # measures); None: the board the engine's profile is priced for
-    board_probe_w: float | None = None
 
     def __post_init__(self) -> None:
         if self.name not in ENGINE_MODES:
@@ -59,9 +53,7 @@ class EngineRef:
         if self.host_probe_us is not None and self.name not in HOST_FITTED:
             raise ConfigError(f"--host-probe-us applies to engines fitted per host "
                               f"({', '.join(HOST_FITTED)}), not {self.name}")
-        if self.board_probe_w is not None and self.name not in BOARD_FITTED:
-            raise ConfigError(f"--board-probe-w applies to engines priced per board "
-                              f"({', '.join(BOARD_FITTED)}), not {self.name}")
+
 
     @property
     def host_probe_s(self) -> float | None:
@@ -86,18 +78,16 @@ class EngineRef:
 
 @lru_cache(maxsize=64)
 def engine_for(engine: str | None = None, mode: str | None = None,
-               host_probe_us: float | None = None,
-               board_probe_w: float | None = None) -> EngineRef:
+               host_probe_us: float | None = None) -> EngineRef:
     """The engine named, or the reference runner's engine of `mode` (`--mode` is an alias
     of `--engine piep-graph|piep-eager`); both given must agree. `host_probe_us`: the
-    launch probe of the host that runs it; `board_probe_w`: its board's probe power."""
+    launch probe of the host that runs it."""
     if mode is not None and mode not in REFERENCE_ENGINES.values():
         raise ConfigError(f"mode={mode!r} is not one of graph, eager")
     by_mode = {m: name for name, m in REFERENCE_ENGINES.items()}
     if engine is None:
-        return EngineRef(name=by_mode[mode or "graph"], host_probe_us=host_probe_us,
-                         board_probe_w=board_probe_w)
-    ref = EngineRef(name=engine, host_probe_us=host_probe_us, board_probe_w=board_probe_w)
+        return EngineRef(name=by_mode[mode or "graph"], host_probe_us=host_probe_us)
+    ref = EngineRef(name=engine, host_probe_us=host_probe_us)
     if mode is not None and not ref.is_reference:
         raise ConfigError(f"--mode {mode} belongs to piep's reference runner; drop it with "
                           f"--engine {engine}")
@@ -143,8 +133,7 @@ class Scenario:
                        Workload(batch=w.batch, prompt_len=w.prompt_len, gen_len=w.gen_len,
                                 mode=self.engine.mode, cache_len=w.cache_len), self.gpu,
                        check_memory=self.check_memory, engine=self.engine.tree_engine,
-                       host_probe_s=self.engine.host_probe_s,
-                       board_probe_w=self.engine.board_probe_w)
+                       host_probe_s=self.engine.host_probe_s)
         object.__setattr__(self, "deployment", dep)
 
     @classmethod
@@ -152,15 +141,14 @@ class Scenario:
               pp: int = 1, dp: int = 1, engine: str | None = None, mode: str | None = None,
               batch: int = 1, prompt_len: int = 512, gen_len: int = 128,
               cache_len: int | None = None, allow_uncalibrated: bool = False,
-              check_memory: bool = True, host_probe_us: float | None = None,
-              board_probe_w: float | None = None) -> "Scenario":
+              check_memory: bool = True, host_probe_us: float | None = None) -> "Scenario":
         """From names and numbers: a shipped model name or config path, a GPU name."""
         from piep.models import load_model
         spec = model if isinstance(model, ModelSpec) else load_model(model)
         profile, ratios = (gpu, None) if isinstance(gpu, GPU) else \
             gpu_profile(gpu, allow_uncalibrated)
         return cls(model=spec, gpu=profile, parallel=Parallel(tp=tp, pp=pp, dp=dp),
-                   engine=engine_for(engine, mode, host_probe_us, board_probe_w),
+                   engine=engine_for(engine, mode, host_probe_us),
                    workload=Batch(batch=batch, prompt_len=prompt_len, gen_len=gen_len,
                                   cache_len=cache_len),
                    transfer=tuple(sorted(ratios.items())) if ratios else None,
@@ -168,7 +156,7 @@ class Scenario:
 
     def replace(self, **changes: Any) -> "Scenario":
         """A variant: any of model, gpu, tp, pp, dp, engine, mode, batch, prompt_len,
-        gen_len, cache_len, host_probe_us, board_probe_w; validated again."""
+        gen_len, cache_len, host_probe_us; validated again."""
         from piep.models import load_model
         model = changes.pop("model", self.model)
         gpu, transfer = self.gpu, self.transfer
@@ -182,16 +170,13 @@ class Scenario:
                             dp=changes.pop("dp", p.dp))
         engine = self.engine
         probe = changes.pop("host_probe_us", engine.host_probe_us)
-        board = changes.pop("board_probe_w", engine.board_probe_w)
         if "engine" in changes or "mode" in changes:
             name = changes.pop("engine", None)
-            # the same host and board run the other engine: their probes go along where
-            # they apply
+            # the same host runs the other engine: its probe goes along where it applies
             engine = engine_for(name, changes.pop("mode", None),
-                                probe if name in HOST_FITTED else None,
-                                board if name in BOARD_FITTED else None)
-        elif (probe, board) != (engine.host_probe_us, engine.board_probe_w):
-            engine = engine_for(engine.name, None, probe, board)
+                                probe if name in HOST_FITTED else None)
+        elif probe != engine.host_probe_us:
+            engine = engine_for(engine.name, None, probe)
         workload = Batch(batch=changes.pop("batch", w.batch),
                          prompt_len=changes.pop("prompt_len", w.prompt_len),
                          gen_len=changes.pop("gen_len", w.gen_len),

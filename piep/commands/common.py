@@ -42,11 +42,6 @@ def add_workload_args(p: argparse.ArgumentParser, *,
                    help="hf-eager, hf-static: the launch probe of the host that runs the "
                         "engine (`piep env --host-probe` on that host prints it); default: "
                         "a typical host of the profile's calibration machines")
-    p.add_argument("--board-probe-w", type=float, default=None, metavar="W",
-                   help="hf-eager, hf-static: the decode-GEMM probe power of the GPU board "
-                        "that runs the engine (`piep env --board-probe` on it prints it; "
-                        "boards of one kind draw different power); default: the board the "
-                        "profile's energies are for")
     p.add_argument("--mode", choices=("graph", "eager"), default=None,
                    help="the reference runner's decode: CUDA-graph replay (piep-graph, the "
                         "default) or eager PyTorch (piep-eager)")
@@ -59,7 +54,6 @@ def scenario_from_args(args: argparse.Namespace, *, model: str | None = None) ->
                           dp=args.dp, engine=args.engine, mode=args.mode, batch=args.batch,
                           prompt_len=args.prompt_len, gen_len=args.gen_len,
                           cache_len=args.cache_len, host_probe_us=args.host_probe_us,
-                          board_probe_w=args.board_probe_w,
                           allow_uncalibrated=getattr(args, "allow_uncalibrated", False))
 
 

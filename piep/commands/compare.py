@@ -23,7 +23,7 @@ def run(args) -> int:
     base = Scenario.build(model, gpu=args.gpu, engine=args.engine, mode=args.mode,
                           batch=args.batch, prompt_len=args.prompt_len, gen_len=args.gen_len,
                           cache_len=args.cache_len, host_probe_us=args.host_probe_us,
-                          board_probe_w=args.board_probe_w, **fields)
+                          **fields)
     doc = compare(args.candidates, base, predictor=args.predictor)
 
     def human(d):

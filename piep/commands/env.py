@@ -27,9 +27,10 @@ def configure(parser) -> None:
 
 
     parser.add_argument("--board-probe", action="store_true",
-                        help="measure this GPU board's probe power (needs torch, a CUDA GPU "
-                             "and NVML; ~3 s): what `predict --board-probe-w` takes for "
-                             "hf-eager, hf-static")
+                        help="measure this GPU board's probe (the power of a decode-like "
+                             "GEMM and of an HBM copy, as engine runs record it; needs torch, "
+                             "a CUDA GPU and NVML; ~3 s): boards of one kind draw different "
+                             "power, reports/engines.md")
 
 
 HOST_PROBES = 9  # probes whose median `--host-probe` reports (~0.3 s in all)
@@ -81,8 +82,7 @@ def run(args) -> int:
                             "tp_measured": prof.meta.get("tp_measured"),
                             "lomo_energy_mape": prof.meta.get("lomo_energy_mape"),
                             "host_probe_ref_us": 1e6 * prof.host.host_probe_ref_s
-                            if prof.host.host_probe_ref_s else None,
-                            "board_probe_ref_w": prof.host.board_probe_ref_w})
+                            if prof.host.host_probe_ref_s else None})
     doc = {"schema": "piep.env", "schema_version": 1, "piep": __version__,
            "python": platform.python_version(), "platform": platform.platform(),
            "packages": {m: _version(m) for m in ("numpy", "scipy", "lightgbm", "matplotlib",
@@ -108,8 +108,6 @@ def run(args) -> int:
                 f"{e['lomo_energy_mape']:.1f} %"
             if e.get("host_probe_ref_us"):
                 where += f", host probe {e['host_probe_ref_us']:.1f} us"
-            if e.get("board_probe_ref_w"):
-                where += f", board probe {e['board_probe_ref_w']:.0f} W"
             lines.append(f"  {e['name']:11s} {e['version']:8s} {e['description']} ({where})")
         if "host_probe" in d:
             hp = d["host_probe"]
@@ -120,8 +118,8 @@ def run(args) -> int:
                             if "tiny_decode_step_ms" in hp else ""))
         if "board_probe" in d:
             bp = d["board_probe"]
-            lines.append(f"this board: decode-GEMM probe {bp['decode_gemm_w']:.0f} W "
-                         f"(predict --board-probe-w), HBM copy {bp['copy_w']:.0f} W")
+            lines.append(f"this board: decode-GEMM probe {bp['decode_gemm_w']:.0f} W, HBM copy "
+                         f"{bp['copy_w']:.0f} W")
         return "\n".join(lines)
     emit(args, doc, human)
     return 0

@@ -34,9 +34,6 @@ def configure(parser) -> None:
     parser.add_argument("--host-probe-us", type=float, default=None, metavar="US",
                         help="hf-eager, hf-static: the launch probe of the host that runs "
                              "them (`piep env --host-probe`); other engines ignore it")
-    parser.add_argument("--board-probe-w", type=float, default=None, metavar="W",
-                        help="hf-eager, hf-static: the decode-GEMM probe power of the board "
-                             "(`piep env --board-probe`); other engines ignore it")
     parser.add_argument("--predictor", choices=("auto", "learned", "roofline"), default="auto",
                         help="learned if trained (default), or the roofline baseline")
 
@@ -46,19 +43,15 @@ def run(args) -> int:
     configs = grid(models=args.model, tp=args.tp, pp=args.pp, dp=args.dp, batch=args.batch,
                    prompt_len=args.prompt_len, gen_len=args.gen_len,
                    mode=args.mode or [None], engine=args.engine or [None])
-    from piep.scenario import BOARD_FITTED, HOST_FITTED
-    for flag, key, engines, what in (
-            ("--host-probe-us", "host_probe_us", HOST_FITTED, "fitted per host"),
-            ("--board-probe-w", "board_probe_w", BOARD_FITTED, "priced per board")):
-        if getattr(args, key) is None:
-            continue
-        fitted = [c for c in configs if c.get("engine") in engines]
+    if args.host_probe_us is not None:
+        from piep.errors import ConfigError
+        from piep.scenario import HOST_FITTED
+        fitted = [c for c in configs if c.get("engine") in HOST_FITTED]
         if not fitted:
-            from piep.errors import ConfigError
-            raise ConfigError(f"{flag} applies to engines {what} ({', '.join(engines)}); "
-                              f"add one with --engine")
+            raise ConfigError(f"--host-probe-us applies to engines fitted per host "
+                              f"({', '.join(HOST_FITTED)}); add one with --engine")
         for c in fitted:
-            c[key] = getattr(args, key)
+            c["host_probe_us"] = args.host_probe_us
     rows = sweep(configs, gpu=args.gpu, predictor=args.predictor, progress=True)
     if rows and all("error" in r for r in rows):
         from piep.errors import ConfigError

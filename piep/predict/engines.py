@@ -37,7 +37,7 @@ from piep.errors import ArtifactError, ConfigError
 from piep.predict.combiner import Combiner
 from piep.predict.host import TERMS, HostTerms
 from piep.tree.builder import HF_COMPILED_DECODE, past_window
-from piep.scenario import BOARD_FITTED, HOST_FITTED, SERVING_ENGINES
+from piep.scenario import HOST_FITTED, SERVING_ENGINES
 
 log = logging.getLogger("piep.engines")
 SCHEMA = "piep.engine_profile"
@@ -190,22 +190,6 @@ def profile_hosts(records: list[dict[str, Any]], gpu: str,
     return ref, default_host_s if ref else None
 
 
-def board_reference_w(model, cases) -> float | None:
-    """The board a fitted profile's energies are for, as a board probe power: the median
-    over the runs that carry one of probe x predicted / measured energy (each run on its
-    host), the power at which the runs' energies are predicted without bias if energy
-    scales with the board's probe power; None without such runs."""
-    from piep.predict.train import board_probe_of, host_probe_of, rows_of
-    probed = [c for c in cases if board_probe_of(c.rec)]
-    if not probed:
-        return None
-    on_host = [replace(c, dep=replace(c.dep, host_probe_s=host_probe_of(c.rec),
-                                      board_probe_w=None)) for c in probed]
-    rows = rows_of(on_host, model)
-    return statistics.median(board_probe_of(c.rec) * r["pred_energy_j"] / r["energy_j"]
-                             for c, r in zip(probed, rows))
-
-
 def _cases(records: list[dict[str, Any]], gpu, engine: str, on_their_hosts: bool = False):
     """The runs as training cases; `on_their_hosts`: each with its host probe."""
     from piep.predict.dataset import unique_e2e
@@ -234,16 +218,14 @@ def engine_version(records: list[dict[str, Any]], engine: str) -> str:
 def fit_profile(base, records: list[dict[str, Any]], engine: str, *,
                 refit_combiner: bool | None = None, terms: tuple[str, ...] | None = None,
                 host_form: dict[str, Any] | None = None,
-                default_host_s: float | str | None = "typical",
-                board: bool = True) -> EngineProfile:
+                default_host_s: float | str | None = "typical") -> EngineProfile:
     """Fit `engine`'s host terms (and, with `refit_combiner`, its combiner; by default for
     the engines of `ENGINE_COMBINER`) on its runs, over the module models of `base` (the
     shipped learned predictor). `terms` and `host_form` replace the engine's fitted terms
     (`ENGINE_FITS`) and host path (`ENGINE_HOST`): what the report's ablations fit.
     `default_host_s`: the launch probe of the host a deployment of unknown host is
     predicted for ("typical": `typical_host_s`, a shipped profile's; None: the runs' own
-    host, a user's profile of their own runs). `board`: name the board its energies are
-    for (`board_reference_w`; engines of `BOARD_FITTED`)."""
+    host, a user's profile of their own runs)."""
     from piep.predict.train import TrainingSet, fit_combiner, fit_host_terms
     if engine not in ENGINE_FITS:
         raise ConfigError(f"no fit is defined for engine {engine!r}; engines: "
@@ -279,8 +261,6 @@ def fit_profile(base, records: list[dict[str, Any]], engine: str, *,
     fit_host_terms(model, ts, terms, maxiter=400)
     if refit_combiner:  # the prefill/decode split of its runs held too
         fit_combiner(model, ts, phase_weight=COMBINER_PHASE_WEIGHT)
-    if board and engine in BOARD_FITTED:
-        model.host.board_probe_ref_w = board_reference_w(model, cases)
     return EngineProfile(engine, version, base.gpu.name, model.host,
                          model.combiner if refit_combiner else None,
                          meta={"runs": len(cases), "models": sorted({c.rec["model"]

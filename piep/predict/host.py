@@ -29,7 +29,7 @@ from piep.predict.power import BoardLimit
 TERMS = ("gap_graph_s", "host_launch_s", "eager_decode_launch_s", "launch_gap_w",
          "busy_wait_w", "comm_w", "time_scale", "decode_batch_exponent", "step_host_s",
          "request_host_s", "call_host_s", "host_probe_ref_s", "host_probe_default_s",
-         "board_probe_ref_w", "queue_ahead",
+         "queue_ahead",
          "fused_kernel_s", "burst_power_ratio", "burst_s", "power_stretch_exponent")
 KIND_SCALE = "kind:"  # time_scale keys per row kind
 
@@ -62,10 +62,6 @@ class HostTerms:
     # shipped profile: the typical host of the GPU's calibration machines; None: the
     # terms' own host)
     host_probe_default_s: float | None = None
-    # the board these terms' energies are for, by its decode-GEMM probe power (W; boards of
-    # one kind draw different power on the same work): a deployment on a board of another
-    # probe scales its energy by the ratio; None: every board priced alike
-    board_probe_ref_w: float | None = None
     # the host issues a segment's kernels ahead of the GPU (see the module doc)
     queue_ahead: bool = False
     # a compiled step's fused pointwise kernel: in-situ time beyond its bytes at HBM
@@ -91,13 +87,6 @@ class HostTerms:
         probe_s = np.where(np.isnan(probe_s), self.host_probe_default_s or self.host_probe_ref_s,
                            probe_s)
         return probe_s / self.host_probe_ref_s
-
-    def board_factor(self, probe_w: np.ndarray) -> np.ndarray:
-        """Energy relative to these terms' board, per deployment (`probe_w`: each one's
-        board probe power, NaN where unknown: priced as the terms' board)."""
-        if not self.board_probe_ref_w:
-            return np.ones(len(probe_w))
-        return np.where(np.isnan(probe_w), 1.0, probe_w / self.board_probe_ref_w)
 
     def kernel_time_s(self, isolated_s: np.ndarray, decode: np.ndarray,
                       tokens: np.ndarray, kind_id: np.ndarray | None = None) -> np.ndarray:

@@ -91,10 +91,7 @@ class LearnedModel:
         return Prices(
             time_s=t, power_w=power, gap_s=gap, wait_s=wait,
             out_of_range=mo.out_of_range & ~cm, alpha=alpha, segment_alpha=segment_alpha,
-            idle_w=host.launch_gap_w, wait_w=host.busy_wait_w, limit=host.board_limit(),
-            board=None if not host.board_probe_ref_w else host.board_factor(np.array(
-                [np.nan if d.board_probe_w is None else d.board_probe_w
-                 for d in table.deps]))[table.cfg])
+            idle_w=host.launch_gap_w, wait_w=host.busy_wait_w, limit=host.board_limit())
 
     def interval(self, dep: Deployment, energy_j: float, time_s: float, *,
                  far: bool = False) -> dict[str, Any]:

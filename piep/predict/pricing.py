@@ -40,7 +40,6 @@ class Prices:
     idle_w: float             # board power in launch gaps and between batches
     wait_w: float             # board power busy-polling
     limit: BoardLimit = BoardLimit()  # how the board holds its power limit over a phase
-    board: np.ndarray | None = None  # per row: the board's power relative to the model's
 
 
 class CostModel(Protocol):
@@ -204,8 +203,7 @@ def price(deps: Sequence[Deployment], model: CostModel, *, builder: TableBuilder
 
 def row_energies(table: LeafTable, p: Prices) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Per row, all its calls on one GPU: energy running, in launch gaps, busy-waiting."""
-    board = np.ones(len(table)) if p.board is None else p.board
-    count = table.count * board
+    count = table.count
     return count * p.time_s * p.power_w, count * p.gap_s * p.idle_w, count * p.wait_s * p.wait_w
 
 
@@ -215,14 +213,11 @@ def partition(table: LeafTable, p: Prices, model: CostModel, *,
     `hold_limit`, each phase under the board's power limit (`Prices.limit`)."""
     n, seg = len(table.deps), table.segments
     cfg, count = table.cfg, table.count
-    board = np.ones(len(table)) if p.board is None else p.board
     e_run, e_gap, e_wait = row_energies(table, p)
     gpus = table.tp * table.dp                   # GPUs running each row, all replicas
     tl = lay_out(len(seg), table.segment, table.stage, count * (p.time_s + p.wait_s),
                  count * p.gap_s, hide_gaps=seg.hide_gaps, pp=table.pp[seg.cfg])
-    dep_board = np.ones(n)
-    dep_board[cfg] = board                       # one board per deployment
-    bubble_raw = tl.bubble_s * p.wait_w * dep_board[seg.cfg, None]  # (segments, stages)
+    bubble_raw = tl.bubble_s * p.wait_w          # (segments, stages), one GPU per stage
     own = e_run + e_gap + e_wait
     ns = tl.bubble_s.shape[1]
     # per (segment, stage): the combiner-weighted energy of one GPU

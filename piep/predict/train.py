@@ -43,14 +43,13 @@ def spec_of_record(rec: dict[str, Any]) -> ModelSpec:
 def deployment_of(rec: dict[str, Any], gpu: GPU, engine: str | None = None,
                   on_its_host: bool = False) -> Deployment:
     """The deployment a measurement record ran (the reference runner's, or `engine`'s);
-    `on_its_host`: with the record's host and board probes."""
+    `on_its_host`: with the record's host probe."""
     return validate(spec_of_record(rec), Parallel(tp=rec["tp"], pp=rec["pp"], dp=rec["dp"]),
                     Workload(batch=rec["batch"], prompt_len=rec["prompt_len"],
                              gen_len=rec["gen_len"], mode=rec["mode"],
                              cache_len=_cache_len(rec)), gpu,
                     check_memory=False, engine=engine,
-                    host_probe_s=host_probe_of(rec) if on_its_host else None,
-                    board_probe_w=board_probe_of(rec) if on_its_host else None)
+                    host_probe_s=host_probe_of(rec) if on_its_host else None)
 
 
 HOST_PROBE = "launch_add_s"  # the probe host time scales with (time per tiny launch)
@@ -61,7 +60,7 @@ def host_probe_of(rec: dict[str, Any]) -> float | None:
     return (rec.get("host_probe") or {}).get(HOST_PROBE)
 
 
-BOARD_PROBE = "decode_gemm_power_w"  # the probe energy scales with (a decode-like GEMM's power)
+BOARD_PROBE = "decode_gemm_power_w"  # a board's probe: a decode-like GEMM's power
 
 
 def board_probe_of(rec: dict[str, Any]) -> float | None:
