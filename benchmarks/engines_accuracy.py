@@ -868,7 +868,17 @@ def main() -> int:
               f"the call's host measured {probe_range(15)}, faster than the typical one, "
               "so the line at each run's probe is the blind prediction a user who gives "
               "`--host-probe-us` gets.", "",
-              *[f"* {line}" for line in blind_summary(blind_set=15)],
+              *[f"* {line}" for line in blind_summary(blind_set=15)], "",
+              "Set 16 (device call 56: `call56_blind16.jsonl`; mistral-7b at batch 32, the "
+              "shape with 12 query heads per K/V head at a 1500-token prompt, qwen2.5-14b at "
+              "a 2500-token prompt and the 11B at batch 48 under hf-eager; llama-3-8b at "
+              "batch 24 and the small Qwen2-type shape at batch 16 under hf-static): the "
+              "profiles fitted on calls 15-55, which also priced energy per board by its "
+              "decode-GEMM probe power (since undone), predicted at cbd474a "
+              "(`blind_predictions16.jsonl`, committed in ed27cdd; the file names each "
+              f"profile's board); the call's host measured {probe_range(16)}, its board "
+              "529-531 W on the probe.", "",
+              *[f"* {line}" for line in blind_summary(blind_set=16)],
               *detail]
     REPORT.write_text("\n".join(lines) + "\n")
     print(f"wrote {REPORT}")

@@ -535,3 +535,20 @@ def test_an_engine_combiner_holds_the_prefill_decode_split(monkeypatch):
                                for r in rows for k in ("prefill_j", "decode_j")])
     assert err[engines.COMBINER_PHASE_WEIGHT] < err[0.0]
     assert fit_profile(base, records, "hf-static", refit_combiner=False).combiner is None
+
+
+@pytest.mark.slow
+def test_held_out_serving_rows_on_both_hosts_share_their_fits():
+    """One held-out fit per group serves the predictions without a host probe and with
+    each replay's: the same rows as two separate held-out passes give."""
+    from piep.serving.fit import held_out, held_out_on_hosts
+    records = engine_records("h200", "hf-cb")
+    few = [r for r in records if r["model"] == "llama-2-7b"][:2] + \
+        [r for r in records if r["model"] == "qwen2.5-7b"][:2]
+    base = load_learned("h200")
+    both = held_out_on_hosts(base, few, by="model", maxiter=20)
+    for on_host in (False, True):
+        alone = held_out(base, few, by="model", maxiter=20, with_host=on_host)
+        assert [r["pred_energy_j"] for r in both[on_host]] == \
+            pytest.approx([r["pred_energy_j"] for r in alone], rel=1e-9)
+    assert [r["model"] for r in both[True]] == [r["model"] for r in both[False]]
