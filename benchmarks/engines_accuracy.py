@@ -746,7 +746,8 @@ def main() -> int:
               "profiles refit the combiner on their own runs, after their host terms (each "
               "choice against the same runs fitted without it below). All runs are tp=1 on "
               "one GPU: "
-              "predictions for tp>1 with these engines are flagged `unmeasured_engine_layout`.",
+              "predictions for tp>1 with these engines are flagged `unmeasured_engine_layout`, "
+              "their 90 % band widened x1.5 (log).",
               "", "Each choice against the same runs fitted without it:", "",
               *[f"* {line}" for line in ablations],
               "", "## Blind tests", "",

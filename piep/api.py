@@ -87,7 +87,7 @@ def engine_fields(scn: Scenario) -> dict[str, Any]:
     gpu = scn.gpu.name if scn.transfer is None else _reference_gpu()
     profile = engine_profile(gpu, scn.engine.name)
     flags = []
-    if scn.parallel.tp not in profile.meta.get("tp_measured", [1]):
+    if scn.parallel.tp not in profile.measured_tp:
         flags.append("unmeasured_engine_layout")
     if not profile.meta.get("window_measured") and past_window(scn.deployment):
         flags.append("unmeasured_sliding_window")

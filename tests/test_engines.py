@@ -88,6 +88,33 @@ def test_engine_predictions_name_engine_and_version():
     assert ref["engine_ref"]["name"] == "piep-graph"
 
 
+def _half_widths(doc):
+    return [np.log(doc["interval"][k][1] / doc[k]) for k in ("energy_j", "time_s")]
+
+
+def test_an_engine_at_an_unmeasured_tp_degree_has_a_wider_interval(monkeypatch):
+    """No run of the shipped hf engines had tp=2: their tp=2 predictions are flagged and
+    their 90 % band is the measured degree's widened x1.5 in log; a profile whose runs had
+    tp=2 keeps its band there."""
+    from piep.predict import engines
+    from piep.predict.learned import OUT_OF_RANGE_WIDENING
+    for engine in ("hf-eager", "hf-static"):
+        one = api.predict("llama-3-8b", engine=engine, batch=8)
+        two = api.predict("llama-3-8b", engine=engine, tp=2, batch=8)
+        assert "unmeasured_engine_layout" in two["flags"]
+        assert _half_widths(two) == pytest.approx(
+            [OUT_OF_RANGE_WIDENING * h for h in _half_widths(one)])
+        assert "tp=2, which none of its runs had" in two["interval"]["level"]
+        assert "widened" not in one["interval"]["level"]
+    prof = load_profile("h200", "hf-static")
+    prof.meta["tp_measured"] = [1, 2]
+    monkeypatch.setattr(engines, "load_profile", lambda gpu, engine: prof)
+    measured = api.predict("llama-3-8b", engine="hf-static", tp=2, batch=8)
+    assert "unmeasured_engine_layout" not in measured["flags"]
+    assert "widened" not in measured["interval"]["level"]
+    assert _half_widths(measured) == pytest.approx(_half_widths(one))
+
+
 def test_engine_flags_at_the_edge(capsys):
     assert main(["predict", "--model", "llama-3-8b", "--engine", "hf-static", "--mode",
                  "eager"]) == 2

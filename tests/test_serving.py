@@ -106,6 +106,23 @@ def test_serve_document_and_cli(tmp_path, capsys):
     assert fast["mean_requests_per_iteration"] > slow["mean_requests_per_iteration"]
 
 
+def test_serving_at_an_unmeasured_tp_degree_has_a_wider_band():
+    """hf-cb was replayed at tp=1 alone: at tp=2 the band widens x1.5 in log, flagged."""
+    from piep.predict.learned import OUT_OF_RANGE_WIDENING
+    from piep.serving.serve import serve, serving_scenario
+    trace = poisson_trace(rate_per_s=2, requests=12, prompt_len="uniform:100:400",
+                          gen_len="uniform:16:48", seed=3)
+    half = {}
+    for tp in (1, 2):
+        doc = serve(serving_scenario("llama-3-8b", trace, tp=tp), trace)
+        lo, hi = doc["interval"]["energy_j"]
+        assert lo < doc["energy_j"] < hi
+        half[tp] = np.log(hi / doc["energy_j"])
+        assert ("extrapolated" in doc["flags"]) == (tp == 2)
+        assert ("tp=2, which none of its replays had" in doc["interval"]["level"]) == (tp == 2)
+    assert half[2] == pytest.approx(OUT_OF_RANGE_WIDENING * half[1])
+
+
 def test_serve_bad_input_is_one_line(capsys):
     assert main(["serve", "--model", "llama-3-8b"]) == 2
     assert "give --trace FILE or --rate R" in capsys.readouterr().err

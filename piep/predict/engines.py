@@ -94,12 +94,20 @@ class EngineProfile:
     time_intervals: dict[str, float] = field(default_factory=dict)
     meta: dict[str, Any] = field(default_factory=dict)
 
+    @property
+    def measured_tp(self) -> tuple[int, ...]:
+        """The tensor-parallel degrees the profile's runs had (a profile without the
+        record: tp=1 alone)."""
+        return tuple(self.meta.get("tp_measured") or (1,))
+
     def apply(self, base):
-        """The learned model `base` running this engine."""
+        """The learned model `base` running this engine (its intervals widened at a tp
+        degree none of the runs had)."""
         return replace(base, host=copy.deepcopy(self.host),
                        combiner=self.combiner or base.combiner,
                        intervals=self.intervals or base.intervals,
                        time_intervals=self.time_intervals or base.time_intervals,
+                       measured_tp=self.measured_tp,
                        name=f"{base.name} + {self.name} profile")
 
     def to_json(self) -> dict[str, Any]:

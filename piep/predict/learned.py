@@ -31,9 +31,11 @@ from piep.predict.table import KIND_ID, LeafTable
 from piep.predict.timeline import stage_keys
 
 log = logging.getLogger("piep.predict")
-# an interval's log half-widths are widened by this where the module models extrapolate
-# (out_of_range): a caution, not a fit (on the committed engine runs the flagged runs
-# were predicted no worse than the others; reports/engines.md)
+# an interval's log half-widths are widened by this where the prediction leaves what was
+# measured: module models extrapolating (out_of_range), collectives beyond n = 2, an
+# engine at a tp degree none of its runs had. A caution, not a fit (on the committed
+# engine runs the out_of_range runs were predicted no worse than the others;
+# reports/engines.md)
 OUT_OF_RANGE_WIDENING = 1.5
 
 
@@ -47,6 +49,9 @@ class LearnedModel:
     intervals: dict[str, float] = field(default_factory=dict)  # group -> q90 |log ratio| energy
     time_intervals: dict[str, float] = field(default_factory=dict)
     meta: dict[str, Any] = field(default_factory=dict)
+    # an engine profile's measured tp degrees (empty: the reference runner, measured at
+    # every degree up to n = 2)
+    measured_tp: tuple[int, ...] = ()
     name: str = "learned"
 
     def on_gpu(self, gpu: GPU) -> "LearnedModel":
@@ -96,20 +101,23 @@ class LearnedModel:
     def interval(self, dep: Deployment, energy_j: float, time_s: float, *,
                  far: bool = False) -> dict[str, Any]:
         """The 90 % interval of a prediction of `dep`: the conformal half-widths of its
-        group, widened where collectives are extrapolated beyond n = 2 and where the
-        module models extrapolate (`far`)."""
+        group, widened where collectives are extrapolated beyond n = 2, where an engine
+        runs at a tp degree its profile never measured and where the module models
+        extrapolate (`far`)."""
         group = interval_group(dep.workload.mode, dep.parallel)
         if group not in self.intervals:  # an engine profile's pooled residuals
             group = "all"
         qe = self.intervals.get(group, 0.2)
         qt = self.time_intervals.get(group, self.time_intervals.get("all", 0.2))
         level = f"90% split-conformal (leave-one-model-out residuals, group {group})"
-        if dep.parallel.world_size > 2:  # collectives extrapolated beyond n = 2
-            qe, qt = qe * 1.5, qt * 1.5
-        if far:
+        widened = [what for what, beyond in (
+            ("collectives beyond 2 GPUs", dep.parallel.world_size > 2),
+            (f"the engine at tp={dep.parallel.tp}, which none of its runs had",
+             bool(self.measured_tp) and dep.parallel.tp not in self.measured_tp),
+            ("the module models extrapolate", far)) if beyond]
+        for what in widened:
             qe, qt = qe * OUT_OF_RANGE_WIDENING, qt * OUT_OF_RANGE_WIDENING
-            level += f"; widened x{OUT_OF_RANGE_WIDENING} (log) where the module models " \
-                "extrapolate"
+            level += f"; widened x{OUT_OF_RANGE_WIDENING} (log): {what}"
         return {"energy_j": [energy_j * math.exp(-qe), energy_j * math.exp(qe)],
                 "time_s": [time_s * math.exp(-qt), time_s * math.exp(qt)], "level": level}
 

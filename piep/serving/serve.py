@@ -18,6 +18,7 @@ import numpy as np
 
 from piep.config import ModelSpec
 from piep.errors import ConfigError
+from piep.predict.learned import OUT_OF_RANGE_WIDENING
 from piep.scenario import SERVING_ENGINES, Scenario
 from piep.serving.costs import IterationGrid
 from piep.serving.policy import UserPolicy
@@ -162,15 +163,18 @@ def serve_simulated(scn: Scenario, trace: Trace, *, predictor: str = "auto",
         doc["scheduler"]["policy"] = {"name": user_policy.name, "source": user_policy.source,
                                       "host": user_policy.host}
         doc["flags"].append("unvalidated_engine")
+    unmeasured = scn.parallel.tp not in (profile.measured_tp if profile else (1,))
     if profile is not None and profile.intervals and user_policy is None:
         q = profile.intervals.get("all", 0.3)
+        level = (f"90 % band from {profile.meta.get('lomo_runs', '?')} replays predicted "
+                 f"with their {profile.meta.get('held_out', 'model')} held out")
+        if unmeasured:  # as a batch prediction at a tp degree no run had
+            q *= OUT_OF_RANGE_WIDENING
+            level += (f"; widened x{OUT_OF_RANGE_WIDENING} (log): the engine at "
+                      f"tp={scn.parallel.tp}, which none of its replays had")
         doc["interval"] = {"energy_j": [doc["energy_j"] * math.exp(-q),
-                                        doc["energy_j"] * math.exp(q)],
-                           "level": f"90 % band from {profile.meta.get('lomo_runs', '?')} "
-                                    f"replays predicted with their "
-                                    f"{profile.meta.get('held_out', 'model')} held out"}
-    if scn.parallel.tp > 1 and scn.parallel.tp not in (profile.meta.get("tp_measured", [1])
-                                                       if profile else [1]):
+                                        doc["energy_j"] * math.exp(q)], "level": level}
+    if unmeasured:
         doc["flags"].append("extrapolated")
     return doc, sim
 
