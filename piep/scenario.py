@@ -54,7 +54,6 @@ class EngineRef:
             raise ConfigError(f"--host-probe-us applies to engines fitted per host "
                               f"({', '.join(HOST_FITTED)}), not {self.name}")
 
-
     @property
     def host_probe_s(self) -> float | None:
         """The host's launch probe in seconds (None: the profile's calibration host)."""
