@@ -91,7 +91,8 @@ def engine_fields(scn: Scenario) -> dict[str, Any]:
         flags.append("unmeasured_engine_layout")
     if not profile.meta.get("window_measured") and past_window(scn.deployment):
         flags.append("unmeasured_sliding_window")
-    ref = {"name": scn.engine.name, "version": profile.version}
+    ref = {"name": scn.engine.name, "version": profile.version,
+           **({"like": scn.engine.like} if scn.engine.like else {})}
     host = profile.host
     if host.host_probe_ref_s:  # the host the profile's host time is for
         ref["host_probe_ref_us"] = 1e6 * host.host_probe_ref_s
@@ -121,6 +122,7 @@ def predict(model: "str | Scenario", *, predictor: str = "auto", **kwargs: Any) 
     doc = priced.document(0)
     extra = engine_fields(scn)
     doc["engine_ref"] = extra["engine_ref"]
+    doc["engine"] = scn.engine.description  # the tree knows the engine it is priced as
     doc["flags"] += extra["flags"]
     if scn.transfer is not None:
         doc["flags"].insert(0, "uncalibrated_gpu")

@@ -51,6 +51,14 @@ def calibration_dir(gpu: str) -> Path:
     return data_root() / "calibration" / gpu
 
 
+def user_data_dir() -> Path:
+    """Where piep writes what users fit ($PIEP_DATA_DIR, else XDG data home)."""
+    if os.environ.get("PIEP_DATA_DIR"):
+        return Path(os.environ["PIEP_DATA_DIR"])
+    base = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
+    return Path(base) / "piep"
+
+
 def git_hash() -> str | None:
     """The commit of this code; $PIEP_GIT_COMMIT where the copy has no .git (device runs)."""
     if os.environ.get("PIEP_GIT_COMMIT"):

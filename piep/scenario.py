@@ -8,15 +8,19 @@ take scenarios, never command-line namespaces.
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass, field
 from functools import lru_cache
+from pathlib import Path
 from typing import Any
 
+from piep.artifacts import read_json, user_data_dir
 from piep.config import ModelSpec, Parallel, Workload
-from piep.errors import ConfigError
+from piep.errors import ConfigError, PiepError
 from piep.gpus import DEFAULT_GPU, GPU
 from piep.layout import Deployment, validate
 
+log = logging.getLogger("piep.scenario")
 # engine name -> how it decodes: CUDA-graph replay over a static cache ("graph") or
 # eager kernels over the live cache ("eager")
 REFERENCE_ENGINES = {"piep-graph": "graph", "piep-eager": "eager"}  # piep's own runner
@@ -28,12 +32,23 @@ SERVING_ENGINES = ("hf-cb",)
 # probe over the profile's reference host (`--host-probe-us` predicts for another host)
 HOST_FITTED = ("hf-eager", "hf-static", "hf-cb")
 DEFAULT_ENGINE = "piep-graph"
+# what an engine of a user's own (one piep cannot run: vLLM, SGLang) is priced as: a
+# built-in engine with a fit recipe whose structure it shares (KV cache, decode mode, host
+# path); `piep train --engine NAME --like BASE --from-measurements FILE` fits it
+USER_ENGINE_BASES = ("hf-eager", "hf-static")
 ENGINE_DESCRIPTIONS = {
     "piep-graph": "piep reference runner", "piep-eager": "piep reference runner",
     "hf-eager": "transformers generate(), eager, DynamicCache",
     "hf-static": "transformers generate(), static cache, compiled decode (CUDA graphs)",
     "hf-cb": "transformers continuous batching (paged SDPA, FIFO scheduler)",
 }
+
+
+def describe_engine(name: str, like: str | None = None) -> str:
+    """An engine in words: a built-in's description, or what a user's engine is priced as."""
+    if like is None:
+        return ENGINE_DESCRIPTIONS.get(name, name)
+    return f"your engine profile, priced as {like} ({ENGINE_DESCRIPTIONS.get(like, like)})"
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -45,14 +60,31 @@ class EngineRef:
     # `piep env` measures and every measurement record carries); None: the host the
     # engine's profile was calibrated on
     host_probe_us: float | None = None
+    # an engine of the user's own: the built-in engine it is priced as (None: a built-in)
+    like: str | None = None
 
     def __post_init__(self) -> None:
-        if self.name not in ENGINE_MODES:
+        if self.like is None and self.name not in ENGINE_MODES:
             raise ConfigError(f"engine {self.name!r} is not known; engines: "
                               f"{', '.join(ENGINE_MODES)}")
-        if self.host_probe_us is not None and self.name not in HOST_FITTED:
+        if self.like is not None and (self.like not in USER_ENGINE_BASES
+                                      or self.name in ENGINE_MODES):
+            raise ConfigError(f"engine {self.name!r} priced as {self.like!r}: an engine of "
+                              f"your own takes a name no built-in engine has and is priced as "
+                              f"one of {', '.join(USER_ENGINE_BASES)}")
+        if self.host_probe_us is not None and self.structure not in HOST_FITTED:
             raise ConfigError(f"--host-probe-us applies to engines fitted per host "
                               f"({', '.join(HOST_FITTED)}), not {self.name}")
+
+    @property
+    def structure(self) -> str:
+        """The built-in engine whose model tree and host path price this one."""
+        return self.like or self.name
+
+    @property
+    def description(self) -> str:
+        """What the engine is, in words."""
+        return describe_engine(self.name, self.like)
 
     @property
     def host_probe_s(self) -> float | None:
@@ -62,7 +94,7 @@ class EngineRef:
     @property
     def mode(self) -> str:
         """How the engine decodes: "graph" (CUDA-graph replay) or "eager"."""
-        return ENGINE_MODES[self.name]
+        return ENGINE_MODES[self.structure]
 
     @property
     def is_reference(self) -> bool:
@@ -72,21 +104,73 @@ class EngineRef:
     @property
     def tree_engine(self) -> str | None:
         """What the model tree needs to know: None for the reference runner."""
-        return None if self.is_reference else self.name
+        return None if self.is_reference else self.structure
 
 
-@lru_cache(maxsize=64)
+def engine_names() -> tuple[str, ...]:
+    """Every engine a prediction may name: the built-in ones, then the user's own (the
+    profiles `piep train --engine NAME --like BASE` wrote to the user data directory)."""
+    return (*ENGINE_MODES, *user_engines())
+
+
+ENGINE_PROFILE_SCHEMA = "piep.engine_profile"
+
+
+def user_engines() -> dict[str, str]:
+    """The engines a user calibrated under names of their own (on any GPU): name -> the
+    built-in engine each is priced as (its profile's `like`)."""
+    return _user_engines(str(user_data_dir()))
+
+
+@lru_cache(maxsize=8)  # a sweep builds a scenario per point
+def _user_engines(root: str) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for path in sorted(Path(root).glob("*/engines/*/profile.json")):
+        name = path.parent.name
+        if name in ENGINE_MODES or name in out:
+            continue
+        try:
+            like = read_json(path, ENGINE_PROFILE_SCHEMA)["engine"].get("like")
+        except PiepError as exc:  # one broken file must not hide the others
+            log.warning("%s", exc)
+            continue
+        if like in USER_ENGINE_BASES:
+            out[name] = like
+    return out
+
+
+def forget_user_engines() -> None:
+    """Look in the user data directory again (a profile was written there)."""
+    _user_engines.cache_clear()
+
+
 def engine_for(engine: str | None = None, mode: str | None = None,
                host_probe_us: float | None = None) -> EngineRef:
     """The engine named, or the reference runner's engine of `mode` (`--mode` is an alias
     of `--engine piep-graph|piep-eager`); both given must agree. `host_probe_us`: the
-    launch probe of the host that runs it."""
+    launch probe of the host that runs it. A name no built-in engine has is the user's
+    own engine, priced as its profile says."""
+    if engine is None or engine in ENGINE_MODES:
+        return _engine_for(engine, mode, host_probe_us)
+    like = user_engines().get(engine)
+    if like is None:
+        raise ConfigError(
+            f"engine {engine!r} is not known; engines: {', '.join(engine_names())}; an "
+            f"engine of your own: meter its runs (piep meter) and fit it (piep train "
+            f"--engine {engine} --like {'|'.join(USER_ENGINE_BASES)} "
+            f"--from-measurements FILE)")
+    return _engine_for(engine, mode, host_probe_us, like)
+
+
+@lru_cache(maxsize=64)
+def _engine_for(engine: str | None, mode: str | None, host_probe_us: float | None,
+                like: str | None = None) -> EngineRef:
     if mode is not None and mode not in REFERENCE_ENGINES.values():
         raise ConfigError(f"mode={mode!r} is not one of graph, eager")
     by_mode = {m: name for name, m in REFERENCE_ENGINES.items()}
     if engine is None:
         return EngineRef(name=by_mode[mode or "graph"], host_probe_us=host_probe_us)
-    ref = EngineRef(name=engine, host_probe_us=host_probe_us)
+    ref = EngineRef(name=engine, host_probe_us=host_probe_us, like=like)
     if mode is not None and not ref.is_reference:
         raise ConfigError(f"--mode {mode} belongs to piep's reference runner; drop it with "
                           f"--engine {engine}")
@@ -126,8 +210,10 @@ class Scenario:
             raise ConfigError(f"cache_len applies to static-cache engines; {self.engine.name} "
                               f"keeps a live cache of prompt + generated tokens")
         if self.parallel.pp > 1 and not self.engine.is_reference:
-            raise ConfigError(f"{self.engine.name}: transformers generate() has no pipeline "
-                              f"parallelism; use tp (and dp for replicas)")
+            priced = f" (priced as {self.engine.like})" if self.engine.like else ""
+            raise ConfigError(f"{self.engine.name}{priced}: engine profiles price transformers "
+                              f"generate(), which has no pipeline parallelism; use tp (and dp "
+                              f"for replicas)")
         dep = validate(self.model, self.parallel,
                        Workload(batch=w.batch, prompt_len=w.prompt_len, gen_len=w.gen_len,
                                 mode=self.engine.mode, cache_len=w.cache_len), self.gpu,
@@ -170,10 +256,10 @@ class Scenario:
         engine = self.engine
         probe = changes.pop("host_probe_us", engine.host_probe_us)
         if "engine" in changes or "mode" in changes:
-            name = changes.pop("engine", None)
+            engine = engine_for(changes.pop("engine", None), changes.pop("mode", None))
             # the same host runs the other engine: its probe goes along where it applies
-            engine = engine_for(name, changes.pop("mode", None),
-                                probe if name in HOST_FITTED else None)
+            if probe is not None and engine.structure in HOST_FITTED:
+                engine = engine_for(engine.name, None, probe)
         elif probe != engine.host_probe_us:
             engine = engine_for(engine.name, None, probe)
         workload = Batch(batch=changes.pop("batch", w.batch),

@@ -334,6 +334,67 @@ def test_train_engine_from_own_measurements(tmp_path, monkeypatch, capsys):
     assert np.isfinite(mine.meta["lomo_time_mape_host_probe"])
 
 
+def test_an_engine_of_your_own_is_fitted_and_priced_as_a_builtin(tmp_path, monkeypatch,
+                                                                  capsys):
+    """Runs of an engine piep cannot run, under a name of the user's own, fitted `--like`
+    a built-in engine: the same profile as that engine fitted on the same runs, answering
+    predict, compare and sweep under the user's name, listed by `piep env`."""
+    monkeypatch.setenv("PIEP_DATA_DIR", str(tmp_path / "data"))
+    models = ("llama-2-7b", "llama-3-8b", "qwen2.5-7b", "mistral-7b")
+    runs = [r for r in engine_records("h200", "hf-static") if r["model"] in models]
+    path = tmp_path / "mine.jsonl"
+    path.write_text("".join(json.dumps({**r, "engine": {"name": "my-vllm", "version": "0.11"}})
+                            + "\n" for r in runs))
+    assert main(["train", "--engine", "my-vllm", "--like", "hf-static", "--from-measurements",
+                 str(path), "--json"]) == 0
+    fitted = json.loads(capsys.readouterr().out)
+    assert fitted["like"] == "hf-static" and fitted["version"] == "0.11"
+    mine = load_profile("h200", "my-vllm")
+    twin = fit_profile(load_learned("h200"), [dict(r) for r in runs], "hf-static",
+                       default_host_s=None)
+    assert mine.like == "hf-static" and mine.host.to_dict() == twin.host.to_dict()
+    doc = api.predict("llama-3-8b", engine="my-vllm", batch=8)
+    assert doc["engine_ref"]["name"] == "my-vllm" and doc["engine_ref"]["like"] == "hf-static"
+    assert "priced as hf-static" in doc["engine"] and doc["workload"]["mode"] == "graph"
+    same = twin.apply(load_learned("h200"))
+    from piep.predict.pricing import price
+    assert doc["energy_j"] == pytest.approx(
+        float(price([api.deployment("llama-3-8b", engine="hf-static", batch=8)],
+                    same).energy_j[0]), rel=1e-9)
+    assert main(["compare", "llama-3-8b:my-vllm", "llama-3-8b@tp2:my-vllm", "--json"]) == 0
+    cands = json.loads(capsys.readouterr().out)["candidates"]
+    assert [c["candidate"] for c in cands] == ["llama-3-8b:my-vllm", "llama-3-8b@tp2:my-vllm"]
+    assert main(["sweep", "--model", "llama-3-8b", "--engine", "my-vllm", "hf-static",
+                 "--json"]) == 0
+    rows = json.loads(capsys.readouterr().out)["rows"]
+    assert [r["engine"] for r in rows] == ["my-vllm", "hf-static"] and "error" not in rows[0]
+    assert main(["env", "--json"]) == 0
+    listed = {e["name"]: e for e in json.loads(capsys.readouterr().out)["engines"]}
+    assert listed["my-vllm"]["like"] == "hf-static"
+    assert main(["env"]) == 0  # the table, fitted on several models or one
+    assert "my-vllm" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("argv, needle", [
+    (["train", "--engine", "my-vllm"], "--like hf-static|hf-eager --from-measurements"),
+    (["train", "--engine", "hf-static", "--like", "hf-eager"], "is piep's own"),
+    (["train", "--like", "hf-eager"], "--like goes with --engine"),
+    (["train", "--engine", "piep-graph"], "reference runner"),
+    (["train", "--engine", "My VLLM", "--like", "hf-eager", "--from-measurements", "x"],
+     "lower case"),
+    (["train", "--engine", "mine", "--like", "hf-eager", "--from-measurements",
+      "/no/such.jsonl"], "no such file"),
+    (["predict", "--model", "llama-3-8b", "--engine", "never-fitted"], "invalid choice"),
+])
+def test_engines_of_your_own_at_the_edge(tmp_path, monkeypatch, capsys, argv, needle):
+    monkeypatch.setenv("PIEP_DATA_DIR", str(tmp_path))
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert needle in err and "Traceback" not in err
+    with pytest.raises(ConfigError, match="piep train --engine never-fitted --like"):
+        api.predict("llama-3-8b", engine="never-fitted")
+
+
 @pytest.mark.slow
 def test_shipped_serving_profile_is_reproduced_from_its_traces():
     """`piep train --engine hf-cb` on the committed replays gives the shipped host terms."""

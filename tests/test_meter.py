@@ -103,10 +103,13 @@ def test_the_meter_command_writes_a_record_or_nothing(tmp_path, monkeypatch, cap
     assert main(args) == 2 and "after --" in capsys.readouterr().err
 
 
-def test_an_hf_mode_calibrated_as_if_it_were_foreign(tmp_path, monkeypatch, capsys):
+@pytest.mark.parametrize("engine, like", [("hf-eager", None), ("my-engine", "hf-eager")])
+def test_an_hf_mode_calibrated_as_if_it_were_foreign(tmp_path, monkeypatch, capsys, engine,
+                                                     like):
     """The workflow for an engine piep cannot run: meter its runs (here: fake GPUs replay
     the committed hf-eager runs' energy and time), fit a profile from the records, and the
-    user's profile answers `predict --engine`."""
+    user's profile answers `predict --engine`: under the engine's own name, or under a name
+    of the user's own priced as hf-eager (`--like`)."""
     from piep.predict.engines import engine_records
     runs = [r for r in engine_records("h200", "hf-eager")][:14]
     out = tmp_path / "metered.jsonl"
@@ -118,17 +121,18 @@ def test_an_hf_mode_calibrated_as_if_it_were_foreign(tmp_path, monkeypatch, caps
             clock.sleep(r["time_s"])
             span.append(clock())
         from piep.predict.train import spec_of_record
-        meter.append(out, meter.record(spec_of_record(r), engine="hf-eager",
+        meter.append(out, meter.record(spec_of_record(r), engine=engine,
                                        engine_version="5.17.0", batch=r["batch"],
                                        prompt_len=r["prompt_len"], gen_len=r["gen_len"],
                                        whole=w))
         assert w.energy_j == pytest.approx(r["energy_j"] + 100.0 * r["time_s"], rel=0.02)
     monkeypatch.setenv("PIEP_DATA_DIR", str(tmp_path / "data"))
-    assert main(["train", "--engine", "hf-eager", "--from-measurements", str(out),
-                 "--json"]) == 0
+    assert main(["train", "--engine", engine, *(["--like", like] if like else []),
+                 "--from-measurements", str(out), "--json"]) == 0
     fitted = json.loads(capsys.readouterr().out)
     assert fitted["profile"].startswith(str(tmp_path / "data")) and fitted["runs"] == 14
-    assert main(["predict", "--model", "llama-3-8b", "--engine", "hf-eager", "--json"]) == 0
+    assert main(["predict", "--model", "llama-3-8b", "--engine", engine, "--json"]) == 0
     doc = json.loads(capsys.readouterr().out)
-    assert doc["engine_ref"] == {"name": "hf-eager", "version": "5.17.0"}
-    assert doc["energy_j"] > 0
+    assert doc["engine_ref"] == {"name": engine, "version": "5.17.0",
+                                 **({"like": like} if like else {})}
+    assert doc["energy_j"] > 0 and doc["workload"]["mode"] == "eager"

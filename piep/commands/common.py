@@ -9,14 +9,14 @@ import sys
 from typing import TYPE_CHECKING, Any, Callable
 
 from piep.gpus import DEFAULT_GPU
-from piep.scenario import DEFAULT_ENGINE, ENGINE_MODES
+from piep.scenario import DEFAULT_ENGINE
 
 if TYPE_CHECKING:
     from piep.scenario import Scenario
 
 
 def add_deployment_args(p: argparse.ArgumentParser, *, model: bool = True,
-                        engines: tuple[str, ...] = tuple(ENGINE_MODES)) -> None:
+                        engines: tuple[str, ...] | None = None) -> None:
     if model:
         p.add_argument("--model", required=True,
                        help="shipped name (see `piep models`) or path to config.json / folder")
@@ -28,13 +28,17 @@ def add_deployment_args(p: argparse.ArgumentParser, *, model: bool = True,
 
 
 def add_workload_args(p: argparse.ArgumentParser, *,
-                      engines: tuple[str, ...] = tuple(ENGINE_MODES)) -> None:
+                      engines: tuple[str, ...] | None = None) -> None:
+    """The workload flags and the engine (`engines`: those it may name; default every
+    engine a prediction may name, the user's own too)."""
+    from piep.scenario import engine_names
     p.add_argument("--batch", type=int, default=1, help="global batch (default 1)")
     p.add_argument("--prompt-len", type=int, default=512, help="prompt tokens (default 512)")
     p.add_argument("--gen-len", type=int, default=128, help="generated tokens (default 128)")
-    p.add_argument("--engine", choices=engines, default=None,
+    p.add_argument("--engine", choices=engines or engine_names(), default=None,
                    help=f"the engine that runs the model (default {DEFAULT_ENGINE}; "
-                        "`piep env` lists the engine profiles)")
+                        "`piep env` lists the engine profiles; an engine of your own: "
+                        "`piep train --engine NAME --like ...`)")
     p.add_argument("--cache-len", type=int, default=None, metavar="N",
                    help="static-cache engines: KV-cache slots when larger than prompt + gen "
                         "(transformers keeps the cache of a longer earlier call)")

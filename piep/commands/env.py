@@ -68,14 +68,15 @@ def run(args) -> int:
         folder = root / "calibration" / gpu
         cal[gpu] = sorted(p.name for p in folder.iterdir() if p.is_dir() or p.suffix == ".json")
     from piep.predict.engines import known_profiles
-    from piep.scenario import ENGINE_DESCRIPTIONS, REFERENCE_ENGINES
+    from piep.scenario import ENGINE_DESCRIPTIONS, REFERENCE_ENGINES, describe_engine
     engines = [{"name": name, "gpu": None, "version": __version__,
                 "description": ENGINE_DESCRIPTIONS[name], "runs": None}
                for name in REFERENCE_ENGINES]
     for gpu in known_gpus():
         for name, prof in known_profiles(gpu).items():
             engines.append({"name": name, "gpu": gpu, "version": prof.version,
-                            "description": ENGINE_DESCRIPTIONS.get(name, name),
+                            "description": describe_engine(name, prof.like),
+                            **({"like": prof.like} if prof.like else {}),
                             "runs": prof.meta.get("runs"),
                             "tp_measured": prof.meta.get("tp_measured"),
                             "lomo_energy_mape": prof.meta.get("lomo_energy_mape"),
@@ -101,9 +102,10 @@ def run(args) -> int:
         lines += [f"calibration {g}: {', '.join(items)}" for g, items in d["calibrations"].items()]
         lines.append("engines (--engine):")
         for e in d["engines"]:
+            lomo = e.get("lomo_energy_mape")  # None: fitted on one model's runs
             where = "piep's own runner" if e["gpu"] is None else \
                 f"profile on {e['gpu']}: {e['runs']} runs, tp {e['tp_measured']}, LOMO energy " \
-                f"{e['lomo_energy_mape']:.1f} %"
+                + ("-" if lomo is None else f"{lomo:.1f} %")
             if e.get("host_probe_ref_us"):
                 where += f", host probe {e['host_probe_ref_us']:.1f} us"
             lines.append(f"  {e['name']:11s} {e['version']:8s} {e['description']} ({where})")

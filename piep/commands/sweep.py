@@ -25,11 +25,11 @@ def configure(parser) -> None:
                                 ("--gen-len", [128], "generated tokens")):
         parser.add_argument(flag, type=int, nargs="+", default=default,
                             help=f"{what} (default {default[0]})")
-    from piep.scenario import ENGINE_MODES
+    from piep.scenario import engine_names
     parser.add_argument("--mode", nargs="+", choices=("graph", "eager"), default=None,
                         help="the reference runner's decode (alias of --engine piep-graph|"
                              "piep-eager; default graph)")
-    parser.add_argument("--engine", nargs="+", choices=tuple(ENGINE_MODES), default=None,
+    parser.add_argument("--engine", nargs="+", choices=engine_names(), default=None,
                         help="engines to sweep (default piep-graph)")
     parser.add_argument("--host-probe-us", type=float, default=None, metavar="US",
                         help="hf-eager, hf-static: the launch probe of the host that runs "

@@ -4,6 +4,7 @@ your own runs, or fit an engine profile."""
 from __future__ import annotations
 
 import logging
+import re
 from pathlib import Path
 
 from piep.commands.common import emit
@@ -14,11 +15,19 @@ log = logging.getLogger("piep.train")
 
 def configure(parser) -> None:
     from piep.predict.engines import ENGINE_FITS
+    from piep.scenario import USER_ENGINE_BASES
     parser.add_argument("--gpu", default=DEFAULT_GPU)
-    parser.add_argument("--engine", choices=tuple(ENGINE_FITS),
+    parser.add_argument("--engine", metavar="NAME",
                         help="fit this engine's profile (host terms over piep's module "
-                             "models) on its end-to-end runs: the shipped ones, or yours "
-                             "with --from-measurements")
+                             f"models) on its end-to-end runs: {', '.join(ENGINE_FITS)} on the "
+                             "shipped runs or yours (--from-measurements), or an engine of "
+                             "your own (a name of yours, with --like and --from-measurements)")
+    parser.add_argument("--like", choices=USER_ENGINE_BASES,
+                        help="an engine of your own (vLLM, SGLang, ...: runs you metered with "
+                             "`piep meter`) is priced as this built-in engine: its model tree "
+                             "(KV cache, decode mode) and host path, with terms fitted on your "
+                             "runs; hf-static for CUDA-graph decode over a preallocated cache, "
+                             "hf-eager for eager decode")
     parser.add_argument("--from-measurements", metavar="FILE.jsonl",
                         help="your own end-to-end records (piep.measurement JSONL): refit "
                              "the combiner and the gap terms on top of the shipped model, or "
@@ -32,6 +41,7 @@ def configure(parser) -> None:
 def run(args) -> int:
     from piep.artifacts import writable
     from piep.predict.learned import load_learned, predictor_dir
+    _check_engine(args)
     if args.out:  # before minutes of fitting
         writable(Path(args.out) / "predictor.json", "--out")
     if args.engine:
@@ -63,9 +73,37 @@ def run(args) -> int:
     return 0
 
 
+# an engine of the user's own names a folder of the user data directory
+ENGINE_NAME = re.compile(r"[a-z0-9][a-z0-9._-]{0,63}")
+
+
+def _check_engine(args) -> None:
+    """The engine flags, before anything is read or fitted: one line where they clash."""
+    from piep.errors import ConfigError
+    from piep.predict.engines import ENGINE_FITS
+    from piep.scenario import ENGINE_MODES
+    if args.like and not args.engine:
+        raise ConfigError("--like goes with --engine NAME (the engine of your own it prices)")
+    if not args.engine or args.engine in ENGINE_FITS:
+        if args.like:
+            raise ConfigError(f"--engine {args.engine} is piep's own; --like prices an engine "
+                              f"of yours: give it a name of yours (--engine my-vllm)")
+        return
+    if args.engine in ENGINE_MODES:
+        raise ConfigError(f"{args.engine} is piep's reference runner: `piep train` without "
+                          f"--engine fits it")
+    if not ENGINE_NAME.fullmatch(args.engine):
+        raise ConfigError(f"--engine {args.engine!r}: an engine of your own is named in lower "
+                          f"case letters, digits, '.', '-' and '_' (e.g. vllm-0.11)")
+    if not (args.like and args.from_measurements):
+        raise ConfigError(f"--engine {args.engine} is an engine of your own: fit it on your "
+                          f"runs, priced as a built-in engine: --like hf-static|hf-eager "
+                          f"--from-measurements FILE.jsonl")
+
+
 def _engine(args) -> dict:
     from piep import api
-    from piep.artifacts import read_jsonl
+    from piep.artifacts import parse_jsonl, read_text
     from piep.errors import ConfigError
     from piep.predict.engines import (engine_records, fit_profile, profile_lomo, save_profile,
                                       shipped_profile_dir, user_profile_dir, with_intervals)
@@ -77,8 +115,9 @@ def _engine(args) -> dict:
                           "(pip install lightgbm)")
     if args.from_measurements:
         schema = "piep.serving_measurement" if args.engine == "hf-cb" else "piep.measurement"
-        records = [r for r in read_jsonl(args.from_measurements)
-                   if r.get("schema") == schema and r.get("energy_j") is not None]
+        lines = parse_jsonl(read_text(args.from_measurements), args.from_measurements)
+        records = [r for r in lines if isinstance(r, dict) and r.get("schema") == schema
+                   and r.get("energy_j") is not None]
         out = Path(args.out) if args.out else user_profile_dir(args.gpu, args.engine)
         source = args.from_measurements
     else:
@@ -104,6 +143,8 @@ def _engine(args) -> dict:
                 profile.meta.update({f"{k}_host_probe": hosted.meta[k] for k in
                                      ("lomo_energy_mape", "lomo_time_mape")})
     else:
+        if args.like:  # an engine of the user's own, priced as a built-in one
+            fit["like"] = args.like
         profile = fit_profile(base, records, args.engine, **fit)
         models = {r["model"] for r in records}
         if len(models) >= 2:  # intervals from leave-one-model-out residuals, predicted
@@ -117,9 +158,11 @@ def _engine(args) -> dict:
                                      ("lomo_energy_mape", "lomo_time_mape")})
     path = save_profile(profile, out, source=source,
                         command=f"piep train --gpu {args.gpu} --engine {args.engine}"
+                                + (f" --like {args.like}" if args.like else "")
                                 + (f" --from-measurements {source}" if args.from_measurements
                                    else ""))
     return {"profile": str(path), "engine": profile.name, "version": profile.version,
+            **({"like": profile.like} if profile.like else {}),
             "runs": profile.meta["runs"], "terms": {k: get_term(profile.host, k)
                                                     for k in profile.meta["fitted_terms"]},
             "lomo_energy_mape": profile.meta.get("lomo_energy_mape"),

@@ -24,7 +24,6 @@ import copy
 import functools
 import logging
 import math
-import os
 import statistics
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -32,15 +31,17 @@ from typing import Any
 
 import numpy as np
 
-from piep.artifacts import calibration_dir, read_json, read_records, write_json
+from piep.artifacts import (calibration_dir, read_json, read_records, user_data_dir,
+                            write_json)
 from piep.errors import ArtifactError, ConfigError
 from piep.predict.combiner import Combiner
 from piep.predict.host import TERMS, HostTerms
 from piep.tree.builder import HF_COMPILED_DECODE, past_window
-from piep.scenario import HOST_FITTED, SERVING_ENGINES
+from piep.scenario import (ENGINE_MODES, ENGINE_PROFILE_SCHEMA, HOST_FITTED, SERVING_ENGINES,
+                           USER_ENGINE_BASES, forget_user_engines)
 
 log = logging.getLogger("piep.engines")
-SCHEMA = "piep.engine_profile"
+SCHEMA = ENGINE_PROFILE_SCHEMA
 SCHEMA_VERSION = 1
 # the host terms fitted per engine (the rest stay the reference runner's)
 ENGINE_FITS: dict[str, tuple[str, ...]] = {
@@ -61,14 +62,6 @@ ENGINE_HOST = {"hf-eager": {"queue_ahead": True}}
 # reports/engines.md's ablations
 ENGINE_COMBINER = ("hf-eager", "hf-static")
 COMBINER_PHASE_WEIGHT = 0.5  # each phase's log energy error beside the whole run's
-
-
-def user_data_dir() -> Path:
-    """Where piep writes what users fit ($PIEP_DATA_DIR, else XDG data home)."""
-    if os.environ.get("PIEP_DATA_DIR"):
-        return Path(os.environ["PIEP_DATA_DIR"])
-    base = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
-    return Path(base) / "piep"
 
 
 def shipped_profile_dir(gpu: str, engine: str) -> Path:
@@ -93,6 +86,8 @@ class EngineProfile:
     intervals: dict[str, float] = field(default_factory=dict)       # q90 |log| energy
     time_intervals: dict[str, float] = field(default_factory=dict)
     meta: dict[str, Any] = field(default_factory=dict)
+    # an engine of the user's own: the built-in engine it is priced as (None: a built-in)
+    like: str | None = None
 
     @property
     def measured_tp(self) -> tuple[int, ...]:
@@ -112,7 +107,9 @@ class EngineProfile:
 
     def to_json(self) -> dict[str, Any]:
         """The body of `profile.json` (the envelope is added by `save_profile`)."""
-        return {"engine": {"name": self.name, "version": self.version}, "gpu": self.gpu,
+        engine = {"name": self.name, "version": self.version,
+                  **({"like": self.like} if self.like else {})}
+        return {"engine": engine, "gpu": self.gpu,
                 "terms": self.host.to_dict(),
                 "combiner": None if self.combiner is None else
                 {"W": self.combiner.w.tolist(), "b": self.combiner.b, "tau": self.combiner.tau},
@@ -128,13 +125,15 @@ class EngineProfile:
                    None if comb is None else Combiner(np.asarray(comb["W"], float),
                                                       float(comb["b"]), float(comb["tau"])),
                    doc["intervals"]["energy_log"], doc["intervals"]["time_log"],
-                   doc.get("meta", {}))
+                   doc.get("meta", {}), doc["engine"].get("like"))
 
 
 def save_profile(profile: EngineProfile, folder: Path, **prov: Any) -> Path:
     """Write `folder/profile.json` (enveloped, atomic); returns its path."""
-    return write_json(Path(folder) / "profile.json", SCHEMA, SCHEMA_VERSION,
+    path = write_json(Path(folder) / "profile.json", SCHEMA, SCHEMA_VERSION,
                       profile.to_json(), **prov)
+    forget_user_engines()  # a user's engine may have come or changed
+    return path
 
 
 def load_profile(gpu: str, engine: str) -> EngineProfile | None:
@@ -198,8 +197,10 @@ def profile_hosts(records: list[dict[str, Any]], gpu: str,
     return ref, default_host_s if ref else None
 
 
-def _cases(records: list[dict[str, Any]], gpu, engine: str, on_their_hosts: bool = False):
-    """The runs as training cases; `on_their_hosts`: each with its host probe."""
+def _cases(records: list[dict[str, Any]], gpu, engine: str, on_their_hosts: bool = False,
+           like: str | None = None):
+    """The runs as training cases, their trees built as `like`'s (default: `engine`'s);
+    `on_their_hosts`: each with its host probe."""
     from piep.predict.dataset import unique_e2e
     from piep.predict.train import Case, deployment_of
     for r in records:
@@ -208,7 +209,7 @@ def _cases(records: list[dict[str, Any]], gpu, engine: str, on_their_hosts: bool
             raise ArtifactError(f"a record of engine {got!r} among the runs of {engine!r}")
         r.setdefault("key", "|".join(str(r[k]) for k in ("model", "tp", "pp", "dp", "batch",
                                                          "prompt_len", "gen_len", "mode")))
-    return [Case(r, deployment_of(r, gpu, engine=engine, on_its_host=on_their_hosts))
+    return [Case(r, deployment_of(r, gpu, engine=like or engine, on_its_host=on_their_hosts))
             for r in unique_e2e(records)]
 
 
@@ -226,42 +227,50 @@ def engine_version(records: list[dict[str, Any]], engine: str) -> str:
 def fit_profile(base, records: list[dict[str, Any]], engine: str, *,
                 refit_combiner: bool | None = None, terms: tuple[str, ...] | None = None,
                 host_form: dict[str, Any] | None = None,
-                default_host_s: float | str | None = "typical") -> EngineProfile:
+                default_host_s: float | str | None = "typical",
+                like: str | None = None) -> EngineProfile:
     """Fit `engine`'s host terms (and, with `refit_combiner`, its combiner; by default for
     the engines of `ENGINE_COMBINER`) on its runs, over the module models of `base` (the
     shipped learned predictor). `terms` and `host_form` replace the engine's fitted terms
     (`ENGINE_FITS`) and host path (`ENGINE_HOST`): what the report's ablations fit.
     `default_host_s`: the launch probe of the host a deployment of unknown host is
     predicted for ("typical": `typical_host_s`, a shipped profile's; None: the runs' own
-    host, a user's profile of their own runs)."""
+    host, a user's profile of their own runs). `like`: an engine of the user's own (a
+    name no built-in has), fitted and priced as this built-in one (`USER_ENGINE_BASES`)."""
     from piep.predict.train import TrainingSet, fit_combiner, fit_host_terms
-    if engine not in ENGINE_FITS:
+    recipe = like or engine
+    if like is not None and (like not in USER_ENGINE_BASES or engine in ENGINE_MODES):
+        raise ConfigError(f"--like {like} with --engine {engine}: an engine of your own takes "
+                          f"a name no built-in engine has and is priced as one of "
+                          f"{', '.join(USER_ENGINE_BASES)}")
+    if recipe not in ENGINE_FITS:
         raise ConfigError(f"no fit is defined for engine {engine!r}; engines: "
-                          f"{', '.join(ENGINE_FITS)}")
+                          f"{', '.join(ENGINE_FITS)}, or one of your own priced as "
+                          f"another (--like {'|'.join(USER_ENGINE_BASES)})")
     version = engine_version(records, engine)  # before any fitting
     if refit_combiner is None:
-        refit_combiner = engine in ENGINE_COMBINER
+        refit_combiner = recipe in ENGINE_COMBINER
     ref, default = profile_hosts(records, base.gpu.name, default_host_s) \
-        if engine in HOST_FITTED else (None, None)
-    cases = _cases(records, base.gpu, engine, on_their_hosts=ref is not None)
+        if recipe in HOST_FITTED else (None, None)
+    cases = _cases(records, base.gpu, engine, on_their_hosts=ref is not None, like=like)
     if len(cases) < 3:
         raise ArtifactError(f"fitting {engine} needs at least 3 end-to-end runs with energy, "
                             f"found {len(cases)}")
-    terms = ENGINE_FITS[engine] if terms is None else terms
+    terms = ENGINE_FITS[recipe] if terms is None else terms
     host = copy.deepcopy(base.host)
     host.host_probe_ref_s, host.host_probe_default_s = ref, default
     for name in terms:
         if name in START and not getattr(host, name):
             setattr(host, name, START[name])
-    if engine in HF_COMPILED_DECODE:  # its fused kernels' in-situ time, from its census
+    if recipe in HF_COMPILED_DECODE:  # its fused kernels' in-situ time, from its census
         from piep.predict.census import fused_kernel_estimate
         from piep.predict.train import spec_of_record
         shipped = [r for e in HOST_FITTED if e not in SERVING_ENGINES
                    for r in engine_records(base.gpu.name, e)]
         specs = {r["model"]: spec_of_record(r)  # the censused models' shapes, from runs
                  for r in shipped + records if "shape" in r}
-        host.fused_kernel_s = float(fused_kernel_estimate(base.gpu, engine, specs) or 0.0)
-    for name, value in (ENGINE_HOST.get(engine, {}) if host_form is None
+        host.fused_kernel_s = float(fused_kernel_estimate(base.gpu, recipe, specs) or 0.0)
+    for name, value in (ENGINE_HOST.get(recipe, {}) if host_form is None
                         else host_form).items():
         setattr(host, name, value)
     model = replace(base, host=host)
@@ -278,7 +287,8 @@ def fit_profile(base, records: list[dict[str, Any]], engine: str, *,
                                "fitted_terms": list(terms),
                                **({"fused_kernel_from": "kernel census"} if host.fused_kernel_s
                                   else {}),
-                               "combiner": "refit" if refit_combiner else "reference"})
+                               "combiner": "refit" if refit_combiner else "reference"},
+                         like=like)
 
 
 def profile_lomo(base, records: list[dict[str, Any]], engine: str, *,
@@ -286,7 +296,7 @@ def profile_lomo(base, records: list[dict[str, Any]], engine: str, *,
     """Every run predicted by a profile fitted on the other models' runs of the engine
     (the module models are the shipped ones, fitted on isolated samples); `fit`: the
     keywords of `fit_profile`."""
-    cases = _cases(records, base.gpu, engine)
+    cases = _cases(records, base.gpu, engine, like=fit.get("like"))
     out = []
     for name in sorted({c.rec["model"] for c in cases}):
         out += profile_rows(base, [c.rec for c in cases if c.rec["model"] != name],
@@ -303,7 +313,8 @@ def profile_rows(base, train: list[dict[str, Any]], test: list[dict[str, Any]], 
     prediction without a host probe)."""
     from piep.predict.train import rows_of
     prof = fit_profile(base, train, engine, **fit)
-    return rows_of(_cases(test, base.gpu, engine, on_their_hosts=with_host), prof.apply(base))
+    return rows_of(_cases(test, base.gpu, engine, on_their_hosts=with_host,
+                          like=fit.get("like")), prof.apply(base))
 
 
 def with_intervals(profile: EngineProfile, rows: list[dict[str, Any]]) -> EngineProfile:

@@ -42,7 +42,9 @@ def actions(scn: Scenario, doc: dict[str, Any], predictor: str = "auto") -> list
     if pp > 1:
         cands.append((f"tp={tp * pp}, pp=1 instead of pp={pp}", {"tp": tp * pp, "pp": 1}))
     cands.append((f"batch={batch * 2}", {"batch": batch * 2}))
-    if scn.mode == "eager":  # the same software family, decoding with CUDA graphs
+    # the same software family, decoding with CUDA graphs (an engine of the user's own
+    # has no known twin)
+    if scn.mode == "eager" and scn.engine.like is None:
         graph = "hf-static" if scn.engine.name == "hf-eager" else "piep-graph"
         cands.append((f"{graph} (CUDA-graph decode)", {"engine": graph}))
     if dp > 1:
