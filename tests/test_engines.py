@@ -371,8 +371,17 @@ def test_an_engine_of_your_own_is_fitted_and_priced_as_a_builtin(tmp_path, monke
     assert main(["env", "--json"]) == 0
     listed = {e["name"]: e for e in json.loads(capsys.readouterr().out)["engines"]}
     assert listed["my-vllm"]["like"] == "hf-static"
-    assert main(["env"]) == 0  # the table, fitted on several models or one
+    assert main(["env"]) == 0
     assert "my-vllm" in capsys.readouterr().out
+    # fitted on one model's runs: no leave-one-model-out figure, and env still lists it
+    one = tmp_path / "one.jsonl"
+    one.write_text("".join(json.dumps({**r, "engine": {"name": "one-model", "version": "1"}})
+                           + "\n" for r in runs if r["model"] == "llama-2-7b"))
+    assert main(["train", "--engine", "one-model", "--like", "hf-static",
+                 "--from-measurements", str(one)]) == 0
+    capsys.readouterr()
+    assert main(["env"]) == 0
+    assert "LOMO energy -" in capsys.readouterr().out.split("one-model")[1].splitlines()[0]
 
 
 @pytest.mark.parametrize("argv, needle", [
