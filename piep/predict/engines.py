@@ -37,8 +37,8 @@ from piep.errors import ArtifactError, ConfigError
 from piep.predict.combiner import Combiner
 from piep.predict.host import TERMS, HostTerms
 from piep.tree.builder import HF_COMPILED_DECODE, past_window
-from piep.scenario import (ENGINE_MODES, ENGINE_PROFILE_SCHEMA, HOST_FITTED, SERVING_ENGINES,
-                           USER_ENGINE_BASES, forget_user_engines)
+from piep.scenario import (ENGINE_PROFILE_SCHEMA, HOST_FITTED, SERVING_ENGINES,
+                           USER_ENGINE_BASES, EngineRef, forget_user_engines)
 
 log = logging.getLogger("piep.engines")
 SCHEMA = ENGINE_PROFILE_SCHEMA
@@ -238,11 +238,8 @@ def fit_profile(base, records: list[dict[str, Any]], engine: str, *,
     host, a user's profile of their own runs). `like`: an engine of the user's own (a
     name no built-in has), fitted and priced as this built-in one (`USER_ENGINE_BASES`)."""
     from piep.predict.train import TrainingSet, fit_combiner, fit_host_terms
-    recipe = like or engine
-    if like is not None and (like not in USER_ENGINE_BASES or engine in ENGINE_MODES):
-        raise ConfigError(f"--like {like} with --engine {engine}: an engine of your own takes "
-                          f"a name no built-in engine has and is priced as one of "
-                          f"{', '.join(USER_ENGINE_BASES)}")
+    # a user's engine: validated as every engine reference is
+    recipe = EngineRef(name=engine, like=like).structure if like else engine
     if recipe not in ENGINE_FITS:
         raise ConfigError(f"no fit is defined for engine {engine!r}; engines: "
                           f"{', '.join(ENGINE_FITS)}, or one of your own priced as "
