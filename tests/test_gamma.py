@@ -35,3 +35,22 @@ def test_anderson_darling_small_for_true_model():
     good = anderson_darling(x, lambda v: stats.gamma.cdf(v, 3.0, 0, 2.0))
     bad = anderson_darling(x, lambda v: stats.gamma.cdf(v, 1.0, 0, 2.0))
     assert good < 3 < bad
+
+
+def test_nelder_mead_restarts_a_stalled_search_and_stops_when_it_gains_nothing():
+    """A search cut short (here by its iteration budget, as a simplex shrunk along a flat
+    direction stops) goes on from its best point; once a restart gains nothing, it ends."""
+    from scipy.optimize import minimize, rosen
+
+    from piep.stats.search import nelder_mead
+    x0 = [-1.2, 1.0, 0.8]
+    once = minimize(rosen, x0, method="Nelder-Mead", options={"maxiter": 80})
+    assert list(nelder_mead(rosen, x0, xatol=1e-4, fatol=1e-4, maxiter=80)) == list(once.x)
+    calls = []
+
+    def counted(x):
+        calls.append(1)
+        return rosen(x)
+    best = nelder_mead(counted, x0, xatol=1e-6, fatol=1e-12, maxiter=80, restarts=30)
+    assert rosen(best) < 1e-3 * once.fun
+    assert len(calls) < 31 * 80  # 31 searches of at least 80 steps each: it stopped before

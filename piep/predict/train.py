@@ -209,10 +209,12 @@ def set_term(host: HostTerms, name: str, value: float) -> None:
 
 
 def fit_host_terms(model: LearnedModel, ts: TrainingSet, names: tuple[str, ...], *,
-                   maxiter: int) -> None:
+                   maxiter: int, restarts: int = 0) -> None:
     """Nelder-Mead on the log-time error of `ts` over the host terms `names` (e.g.
-    `host_launch_s`, `time_scale.decode`), started from their current values."""
-    from scipy.optimize import minimize
+    `host_launch_s`, `time_scale.decode`), started from their current values; restarted
+    from its best point up to `restarts` times while that lowers the error
+    (`piep.stats.search`)."""
+    from piep.stats.search import nelder_mead
     host = model.host
     log_space = [n not in _LINEAR_TERMS for n in names]
     x0 = [math.log(get_term(host, n)) if lg else get_term(host, n)
@@ -221,9 +223,8 @@ def fit_host_terms(model: LearnedModel, ts: TrainingSet, names: tuple[str, ...],
     def apply(theta):
         for n, lg, v in zip(names, log_space, theta):
             set_term(host, n, float(math.exp(v)) if lg else float(v))
-    res = minimize(lambda th: (apply(th), _time_error(ts, model))[1], x0, method="Nelder-Mead",
-                   options={"xatol": 0.01, "fatol": 1e-6, "maxiter": maxiter})
-    apply(res.x)
+    apply(nelder_mead(lambda th: (apply(th), _time_error(ts, model))[1], x0, xatol=0.01,
+                      fatol=1e-6, maxiter=maxiter, restarts=restarts))
 
 
 def fit_time_terms(model: LearnedModel, ts: TrainingSet) -> None:
