@@ -36,6 +36,7 @@ DEFAULT_ENGINE = "piep-graph"
 # built-in engine with a fit recipe whose structure it shares (KV cache, decode mode, host
 # path); `piep train --engine NAME --like BASE --from-measurements FILE` fits it
 USER_ENGINE_BASES = ("hf-eager", "hf-static")
+ENGINE_PROFILE_SCHEMA = "piep.engine_profile"  # where a user's engine names what it is like
 ENGINE_DESCRIPTIONS = {
     "piep-graph": "piep reference runner", "piep-eager": "piep reference runner",
     "hf-eager": "transformers generate(), eager, DynamicCache",
@@ -111,9 +112,6 @@ def engine_names() -> tuple[str, ...]:
     """Every engine a prediction may name: the built-in ones, then the user's own (the
     profiles `piep train --engine NAME --like BASE` wrote to the user data directory)."""
     return (*ENGINE_MODES, *user_engines())
-
-
-ENGINE_PROFILE_SCHEMA = "piep.engine_profile"
 
 
 def user_engines() -> dict[str, str]:
