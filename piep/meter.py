@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterator, Sequence
 
 from piep.config import ModelSpec, Parallel, Workload
+from piep.device import clock as host_clock
 from piep.errors import DeviceError
 
 RECORD_SCHEMA, RECORD_VERSION = "piep.measurement", 1
@@ -82,8 +83,8 @@ def _nvml_devices(gpus: Sequence[int] | None) -> list:
 
 @contextmanager
 def window(gpus: Sequence[int] | None = None, *, devices: Sequence | None = None,
-           idle_s: float = 1.0, clock: Callable[[], float] = time.perf_counter,
-           sleep: Callable[[float], None] = time.sleep) -> Iterator[Metered]:
+           idle_s: float = 1.0, clock: Callable[[], float] = host_clock.now,
+           sleep: Callable[[float], None] = host_clock.sleep) -> Iterator[Metered]:
     """Energy and time of the work in the block on `gpus` (NVML indices; default all), or
     on `devices` (objects with `energy_mj()`, e.g. `piep.device.fake.FakeDevice`). Each
     GPU's idle power is read first; the block starts on a counter tick of every GPU and

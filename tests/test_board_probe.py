@@ -1,8 +1,6 @@
 """Boards of one kind draw different power on the same work: every engine run records its
 board's probe (`piep env --board-probe` measures the same on a user's GPU)."""
 
-import time
-
 import pytest
 
 from piep.cli import main
@@ -19,26 +17,20 @@ def test_a_records_board_probe_is_the_mean_of_its_gpus():
 
 def test_env_measures_the_board_probe_on_a_fake_board():
     pytest.importorskip("torch")
+    from _virtual_clock import WorkClock
+
     from piep.commands.common import board_probe_here
     from piep.device.fake import FakeDevice
     from piep.sampling import hf
-
-    class Clock:
-        t0 = time.perf_counter()
-        poll_cost_s = 0.0
-
-        def __call__(self):
-            return time.perf_counter() - self.t0
-
-        def sleep(self, s):
-            time.sleep(max(s, 0))
+    clock = WorkClock()
     hf._gpu_probes.clear()
-    probe = board_probe_here(fake=FakeDevice(lambda t: 540.0, Clock(), tick_s=0.05,
-                                             phase_s=0.01, step_s=0.001),
-                             window_s=0.15, copy_bytes=1 << 20, gemm=(2, 64, 128))
+    with clock.running():
+        probe = board_probe_here(fake=FakeDevice(lambda t: 540.0, clock, tick_s=0.05,
+                                                 phase_s=0.01, step_s=0.001),
+                                 window_s=0.15, copy_bytes=1 << 20, gemm=(2, 64, 128))
     hf._gpu_probes.clear()
-    assert probe["decode_gemm_power_w"] == pytest.approx(540.0, rel=0.1)
-    assert probe["copy_power_w"] == pytest.approx(540.0, rel=0.1)
+    assert probe["decode_gemm_power_w"] == pytest.approx(540.0, rel=0.01)
+    assert probe["copy_power_w"] == pytest.approx(540.0, rel=0.01)
 
 
 def test_env_board_probe_without_a_gpu_is_one_line(capsys):

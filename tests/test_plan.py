@@ -195,22 +195,24 @@ def test_validate_cli_on_fake_device(tmp_path, monkeypatch, capsys):
 
 
 def test_phase_clocks_in_the_background_keep_order_and_restore(tmp_path, plans):
-    import time
+    import threading
     from piep.clocks import PhaseClocks
+    released = threading.Event()
 
     class SlowDevice(FakeClockDevice):
         def set_locked_clocks(self, lo, hi):
-            time.sleep(0.01)  # an NVML call takes milliseconds
+            released.wait(timeout=5)  # an NVML call that lasts until the test lets it end
             super().set_locked_clocks(lo, hi)
     dev = SlowDevice()
     plan = plans[64]
     with PhaseClocks(plan, [dev], dry_run=False, state_dir=tmp_path / "s", background=True,
                      permission_check=lambda: True, min_dwell_s=0.0) as pc:
-        t0 = time.perf_counter()
         for _ in range(3):
             pc.enter("prefill")
             pc.enter("decode")
-        assert time.perf_counter() - t0 < 0.01  # the loop never waited for NVML
+        # the loop never waited for NVML: every phase was entered while the first set hung
+        assert not any(c[0] == "set" for c in dev.calls)
+        released.set()
     sets = [c[2] for c in dev.calls if c[0] == "set"]
     p, d = (plan["applied"]["phase_mhz"][k] for k in ("prefill", "decode"))
     assert sets == [p, d] * 3

@@ -1,6 +1,5 @@
-"""The runner's energy plumbing on one CPU process with a fake NVML counter in real time."""
-
-import time
+"""The runner's energy plumbing on one CPU process with a fake NVML counter, on virtual host
+time that advances with the work (`_virtual_clock`)."""
 
 import pytest
 
@@ -9,35 +8,25 @@ torch = pytest.importorskip("torch")
 from piep.config import ModelSpec, Parallel, Workload  # noqa: E402
 from piep.device.fake import FakeDevice  # noqa: E402
 from piep.sampling.runner import Dist, Hygiene, RankMeter, measure_config  # noqa: E402
+from _virtual_clock import WorkClock  # noqa: E402
 
 TINY = {"model_type": "llama", "hidden_size": 64, "intermediate_size": 176,
         "num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 2,
         "vocab_size": 128, "max_position_embeddings": 256, "hidden_act": "silu"}
 
 
-class RealClock:
-    def __init__(self):
-        self.t0 = time.perf_counter()
-        self.poll_cost_s = 0.0
-
-    def __call__(self):
-        return time.perf_counter() - self.t0
-
-    def sleep(self, s):
-        time.sleep(max(s, 0))
-
-
 def test_constant_power_gives_power_times_time():
-    clock = RealClock()
+    clock = WorkClock()
     fake = FakeDevice(lambda t: 200.0, clock, tick_s=0.05, phase_s=0.01, step_s=0.001)
     meter = RankMeter("cpu", fake=fake)
-    rec = measure_config(ModelSpec.from_hf_config(TINY, name="tiny"), Parallel(),
-                         Workload(batch=2, prompt_len=16, gen_len=8), d=Dist(), device="cpu",
-                         dtype=torch.float32, meter=meter,
-                         hygiene=Hygiene(repeats=2, min_window_s=0.15, idle_s=0.2))
-    assert rec["per_gpu"][0]["idle_power_w"] == pytest.approx(200.0, rel=0.05)
+    with clock.running():
+        rec = measure_config(ModelSpec.from_hf_config(TINY, name="tiny"), Parallel(),
+                             Workload(batch=2, prompt_len=16, gen_len=8), d=Dist(),
+                             device="cpu", dtype=torch.float32, meter=meter,
+                             hygiene=Hygiene(repeats=2, min_window_s=0.15, idle_s=0.2))
+    assert rec["per_gpu"][0]["idle_power_w"] == pytest.approx(200.0, rel=0.01)
     for phase in ("prefill", "decode"):
-        assert rec[phase]["energy_j"] == pytest.approx(200.0 * rec[phase]["time_s"], rel=0.3)
+        assert rec[phase]["energy_j"] == pytest.approx(200.0 * rec[phase]["time_s"], rel=0.01)
     assert rec["energy_j"] == pytest.approx(rec["prefill"]["energy_j"] + rec["decode"]["energy_j"])
     assert len(rec["repeat_energy_j"]) == 2 and rec["spread"] is not None
     assert rec["continuous"]["energy_j"] > 0
@@ -49,13 +38,15 @@ def test_the_gpu_probe_meters_two_fixed_kernels_once_per_gpu():
     board draws 250 W), its time per call, the copy's bandwidth; measured once per GPU and
     process; None without a meter."""
     from piep.sampling import hf
-    clock = RealClock()
+    clock = WorkClock()
     fake = FakeDevice(lambda t: 250.0, clock, tick_s=0.05, phase_s=0.01, step_s=0.001)
     meter = RankMeter("cpu", fake=fake)
     hf._gpu_probes.clear()
-    probe = hf.gpu_probe("cpu", meter, window_s=0.15, copy_bytes=1 << 20, gemm=(2, 64, 128))
-    assert probe["copy_power_w"] == pytest.approx(250.0, rel=0.1)
-    assert probe["decode_gemm_power_w"] == pytest.approx(250.0, rel=0.1)
+    with clock.running():
+        probe = hf.gpu_probe("cpu", meter, window_s=0.15, copy_bytes=1 << 20,
+                             gemm=(2, 64, 128))
+    assert probe["copy_power_w"] == pytest.approx(250.0, rel=0.01)
+    assert probe["decode_gemm_power_w"] == pytest.approx(250.0, rel=0.01)
     assert probe["copy_s"] > 0 and probe["decode_gemm_s"] > 0
     assert probe["copy_gbps"] == pytest.approx(2 * (1 << 20) / probe["copy_s"] / 1e9)
     assert hf.gpu_probe("cpu", meter) is probe  # once per GPU: the second call is free

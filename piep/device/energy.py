@@ -7,10 +7,10 @@ power measured the same way. Nothing polls NVML while the work runs.
 
 from __future__ import annotations
 
-import time
 from dataclasses import asdict, dataclass
 from typing import Any, Callable, Protocol
 
+from piep.device import clock as host_clock
 from piep.errors import DeviceError
 
 
@@ -43,8 +43,8 @@ class Window:
 class TickMeter:
     """Rank-local meter of one GPU. `clock` and `sleep` are injectable for fakes."""
 
-    def __init__(self, counter: EnergyCounter, *, clock: Callable[[], float] = time.perf_counter,
-                 sleep: Callable[[float], None] = time.sleep, poll_interval_s: float = 0.0,
+    def __init__(self, counter: EnergyCounter, *, clock: Callable[[], float] = host_clock.now,
+                 sleep: Callable[[float], None] = host_clock.sleep, poll_interval_s: float = 0.0,
                  tick_timeout_s: float = 1.0, tick_s: float = 0.1):
         self.counter = counter
         self.clock = clock

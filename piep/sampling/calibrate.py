@@ -18,6 +18,7 @@ import torch
 
 from piep.artifacts import append_jsonl, read_jsonl
 from piep.config import Parallel, Workload
+from piep.device import clock
 from piep.errors import PiepError
 from piep.models import synthetic_specs
 from piep.sampling.options import CalibrateOptions
@@ -180,11 +181,11 @@ def run_modules(out: Path, *, budget_s: float, shard: tuple[int, int], repeat_ev
     shapes = [s for i, s in enumerate(module_shapes(kinds=kinds, modes=modes, seed=seed,
                                                     per_kind=per_kind, head_dims=head_dims))
               if i % shard[1] == shard[0]]
-    start = time.monotonic()
+    start = clock.now()
     n = 0
     _host_overhead(out, meter, idle_w, nvml)
     for i, s in enumerate(shapes):
-        if time.monotonic() - start > budget_s:
+        if clock.now() - start > budget_s:
             log.info("budget reached after %d of %d shapes", i, len(shapes))
             break
         if _key(s) in done:
@@ -213,11 +214,11 @@ def _host_overhead(out: Path, meter, idle_w: float, nvml) -> None:
         x.add_(1)
     torch.cuda.synchronize()
     n = 20000
-    t0 = time.perf_counter()
+    t0 = clock.now()
     for _ in range(n):
         x.add_(1)
     torch.cuda.synchronize()
-    per_launch = (time.perf_counter() - t0) / n
+    per_launch = (clock.now() - t0) / n
     reps = max(1, int(1.0 / (per_launch * n)))
 
     def work():
@@ -536,10 +537,10 @@ def _time_calls(op, n: int, d, cuda: bool = True) -> float:
     _sync(cuda)
     d.barrier()
     if not cuda:
-        t0 = time.perf_counter()
+        t0 = clock.now()
         for i in range(n):
             op(i)
-        return (time.perf_counter() - t0) / n
+        return (clock.now() - t0) / n
     s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
     s.record()
     for i in range(n):
@@ -572,10 +573,10 @@ def run_repeat(out: Path, *, shard: tuple[int, int], min_window_s: float,
     from piep.sampling.modules import TINY_KERNEL_S
     shapes = repeat_shapes(under_s=TINY_KERNEL_S if tiny_only else None)
     shapes = [s for i, s in enumerate(shapes) if i % shard[1] == shard[0]]
-    start, n = time.monotonic(), 0
+    start, n = clock.now(), 0
     for rep in (0, 1):
         for s in shapes:
-            if time.monotonic() - start > budget_s:
+            if clock.now() - start > budget_s:
                 return n
             row = sample_shape(s, s["mode"], meter=meter, idle_w=idle_w, device=device,
                                min_window_s=min_window_s, nvml=nvml, captures=captures)

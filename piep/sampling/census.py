@@ -19,16 +19,16 @@ a step's GPU time goes to, against the module models' leaves.
 from __future__ import annotations
 
 import argparse
-import json
 import sys
-import time
 from collections import Counter
 from dataclasses import replace
 from typing import Any
 
 import torch
 
+from piep.artifacts import append_jsonl, writable
 from piep.config import ModelSpec, Parallel, Workload
+from piep.device import clock
 from piep.errors import ConfigError, PiepError
 from piep.sampling.hf import HF_ENGINES, HFGenerate, build_model
 from piep.sampling.runner import Dist, _sync
@@ -141,27 +141,26 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out", required=True)
     args = ap.parse_args(argv)
     device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    try:  # every name and the workload checked before any model is built
+    try:  # every name, the workload and the output checked before any model is built
         specs = [named_spec(name)[0] for name in args.models]
         wl = Workload(batch=args.batch, prompt_len=args.prompt_len, gen_len=args.gen_len)
         _needs_a_decode_step(wl)
+        writable(args.out, "--out")
     except PiepError as exc:
         print(f"census: error: {exc}", file=sys.stderr)
         return 2
-    with open(args.out, "a") as fh:
-        for engine in args.engines:
-            for name, spec in zip(args.models, specs):
-                t0 = time.perf_counter()
-                rec = census(spec, engine, wl, device)
-                rec["wall_s"] = time.perf_counter() - t0
-                fh.write(json.dumps(rec) + "\n")
-                fh.flush()
-                step = rec["decode_step"]
-                print(f"{engine} {name}: prefill {rec['prefill']['per_layer']:.1f}/layer + "
-                      f"{rec['prefill']['outside']:.1f}, decode step "
-                      f"{step['per_layer']:.1f}/layer + {step['outside']:.1f}; decode step "
-                      f"{step['per_layer_us']:.0f} us/layer + {step['outside_us']:.0f} us "
-                      f"({rec['wall_s']:.0f} s)", flush=True)
+    for engine in args.engines:
+        for name, spec in zip(args.models, specs):
+            t0 = clock.now()
+            rec = census(spec, engine, wl, device)
+            rec["wall_s"] = clock.now() - t0
+            append_jsonl(args.out, rec)
+            step = rec["decode_step"]
+            print(f"{engine} {name}: prefill {rec['prefill']['per_layer']:.1f}/layer + "
+                  f"{rec['prefill']['outside']:.1f}, decode step "
+                  f"{step['per_layer']:.1f}/layer + {step['outside']:.1f}; decode step "
+                  f"{step['per_layer_us']:.0f} us/layer + {step['outside_us']:.0f} us "
+                  f"({rec['wall_s']:.0f} s)", flush=True)
     return 0
 
 

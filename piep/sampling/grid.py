@@ -6,12 +6,12 @@ from __future__ import annotations
 import json
 import logging
 import random
-import time
 from pathlib import Path
 from typing import Any, Iterable
 
 from piep.artifacts import append_jsonl, read_jsonl
 from piep.config import ModelSpec, Parallel, Workload
+from piep.device import clock as host_clock
 
 log = logging.getLogger("piep.measure")
 KEY_FIELDS = ("model", "tp", "pp", "dp", "batch", "prompt_len", "gen_len", "mode")
@@ -62,7 +62,7 @@ def parallel_workload(cfg: dict[str, Any]) -> tuple[Parallel, Workload]:
 
 def run_grid(design: list[dict[str, Any]], out: Path, *, budget_s: float, measure_one,
              world: int, rank: int, shard: tuple[int, int] = (0, 1), broadcast=None,
-             clock=time.monotonic) -> int:
+             clock=host_clock.now) -> int:
     """Measure pending configurations until the budget is spent. `measure_one(cfg)` returns
     the record on rank 0. All ranks walk the same list; rank 0 decides when to stop."""
     todo = pending(design, out, world)

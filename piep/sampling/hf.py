@@ -28,6 +28,7 @@ from typing import Any
 import torch
 
 from piep.config import ModelSpec, Parallel, Workload
+from piep.device import clock
 from piep.errors import ConfigError
 from piep.sampling.runner import (Dist, Hygiene, RankMeter, _cpu_model, _driver, _spread, _sync,
                                  record_head)
@@ -66,12 +67,12 @@ def tiny_decode_step_s(device, steps: int = 20) -> float | None:
         out = model(input_ids=ids, use_cache=True)
         cache, tok = out[kw] if kw in out else out[1], out.logits[:, -1:].argmax(-1)
         _sync(device)
-        t0 = time.perf_counter()
+        t0 = clock.now()
         for _ in range(steps):
             out = model(input_ids=tok, use_cache=True, **{kw: cache})
             tok = out.logits[:, -1:].argmax(-1)
         _sync(device)
-    return (time.perf_counter() - t0) / steps
+    return (clock.now() - t0) / steps
 
 
 def host_probe(device) -> dict[str, float]:
@@ -79,20 +80,20 @@ def host_probe(device) -> dict[str, float]:
     tiny kernel (eager host paths scale with both), and where transformers is installed
     a tiny model's eager decode step (recorded to test as a host probe; the profiles use
     the launch time)."""
-    t0 = time.perf_counter()
+    t0 = clock.now()
     acc = 0
     for i in range(200_000):
         acc += i & 7
-    python_s = time.perf_counter() - t0
+    python_s = clock.now() - t0
     x = torch.zeros(16, device=device)
     for _ in range(50):
         x.add_(1.0)
     _sync(device)
     n = 2000
-    t0 = time.perf_counter()
+    t0 = clock.now()
     for _ in range(n):
         x.add_(1.0)
-    launch_s = (time.perf_counter() - t0) / n
+    launch_s = (clock.now() - t0) / n
     _sync(device)
     out = {"python_loop_200k_s": python_s, "launch_add_s": launch_s}
     step = tiny_decode_step_s(device)
@@ -132,11 +133,11 @@ def gpu_probe(device, meter: RankMeter, window_s: float = 1.0,
         for i in range(3):
             op(i)
         _sync(device)
-        t0 = time.perf_counter()
+        t0 = clock.now()
         for i in range(20):
             op(i)
         _sync(device)
-        calls = max(1, math.ceil(window_s / max((time.perf_counter() - t0) / 20, 1e-7)))
+        calls = max(1, math.ceil(window_s / max((clock.now() - t0) / 20, 1e-7)))
 
         def work(op=op, calls=calls):
             for i in range(calls):
@@ -212,7 +213,7 @@ def _random_checkpoint(spec: ModelSpec, d: Dist, device, dtype, seed: int) -> st
     root = Path(os.environ.get("PIEP_CHECKPOINTS", tempfile.gettempdir())) / "piep-ckpt"
     folder = root / f"{spec.name}-{spec.config_hash()}-seed{seed}"
     if d.rank == 0 and not (folder / "config.json").is_file():
-        t0 = time.perf_counter()
+        t0 = clock.now()
         with torch.device(device):
             model = AutoModelForCausalLM.from_config(_hf_config(spec), dtype=dtype)
         tmp = folder.with_name(folder.name + ".tmp")
@@ -221,7 +222,7 @@ def _random_checkpoint(spec: ModelSpec, d: Dist, device, dtype, seed: int) -> st
         del model
         torch.cuda.empty_cache() if torch.cuda.is_available() else None
         log.info("saved random %s weights to %s in %.0f s", spec.name, folder,
-                 time.perf_counter() - t0)
+                 clock.now() - t0)
     d.barrier()
     return str(folder)
 
@@ -294,10 +295,10 @@ def measure_hf(spec: ModelSpec, parallel: Parallel, workload: Workload, *, engin
     compile_s = 0.0
     for i in range(max_warmups):
         d.barrier()
-        t0 = time.perf_counter()
+        t0 = clock.now()
         run.generate()
         _sync(device)
-        times.append(time.perf_counter() - t0)
+        times.append(clock.now() - t0)
         if i == 0:
             compile_s = times[0]
         settled = len(times) >= 2 and abs(times[-1] / times[-2] - 1) < 0.1
@@ -307,10 +308,10 @@ def measure_hf(spec: ModelSpec, parallel: Parallel, workload: Workload, *, engin
     t_call = max(v for v in d.gather(times[-1]))
     reps = max(1, math.ceil(hygiene.min_window_s / max(t_call, 1e-6)))
     d.barrier()
-    t0 = time.perf_counter()
+    t0 = clock.now()
     run.generate(1)
     _sync(device)
-    t_first = max(v for v in d.gather(time.perf_counter() - t0))
+    t_first = max(v for v in d.gather(clock.now() - t0))
     reps_first = max(1, math.ceil(hygiene.min_window_s / max(t_first, 1e-6)))
     idle_w = meter.idle(hygiene.idle_s)
     board, peak_before = probe_outside_peak(device, meter)

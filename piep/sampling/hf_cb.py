@@ -12,6 +12,10 @@ runs; NVML is not polled inside it): host start and end times from the first arr
 packed query tokens Σq, the keys read Σkv, the requests and how many of them decode. The
 host's probes before and after the replay (`host_probes`; the record's `host_probe` is
 their median: one probe alone moved by half from one replay to the next on one host).
+
+The replay keeps wall time (`time.perf_counter`), not `piep.device.clock`: transformers
+stamps each request's tokens on that clock, and arrivals, iterations and tokens must share
+one.
 """
 
 from __future__ import annotations

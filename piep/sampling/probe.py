@@ -15,7 +15,8 @@ from __future__ import annotations
 import argparse
 import json
 import statistics
-import time
+
+from piep.device import clock
 
 
 def _sample_power(devs, seconds: float, every_s: float = 0.25):
@@ -24,11 +25,11 @@ def _sample_power(devs, seconds: float, every_s: float = 0.25):
     meters = [TickMeter(d) for d in devs]
     t0 = [m.wait_tick() for m in meters]
     inst = [[] for _ in devs]
-    end = time.perf_counter() + seconds
-    while time.perf_counter() < end:
+    end = clock.now() + seconds
+    while clock.now() < end:
         for i, d in enumerate(devs):
             inst[i].append(d.power_w())
-        time.sleep(every_s)
+        clock.sleep(every_s)
     t1 = [m.wait_tick() for m in meters]
     out = []
     for i, d in enumerate(devs):
@@ -176,8 +177,8 @@ def main(seconds: float) -> dict | None:
             res["wait_in_allreduce"] = {"power_w": w.energy_j / w.duration_s,
                                         "duration_s": w.duration_s}
         else:
-            time.sleep(0.3)  # rank 1 is waiting for its tick meanwhile
-            time.sleep(2.0)
+            clock.sleep(0.3)  # rank 1 is waiting for its tick meanwhile
+            clock.sleep(2.0)
             dist.all_reduce(t)
             torch.cuda.synchronize()
         d.barrier()
@@ -245,8 +246,8 @@ def cli() -> None:
     doc = nocontext(args.seconds) if args.what == "nocontext" else main(args.seconds)
     if doc is not None:
         doc["command"] = " ".join(__import__("sys").argv)
-        with open(args.out, "w") as fh:
-            json.dump(doc, fh, indent=2)
+        from piep.artifacts import write_text
+        write_text(args.out, json.dumps(doc, indent=2))
 
 
 if __name__ == "__main__":

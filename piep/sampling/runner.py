@@ -24,6 +24,7 @@ import torch.distributed as dist
 
 from piep.meter import model_shape  # noqa: F401  (re-exported: samplers import it here)
 from piep.config import ModelSpec, Parallel, Workload
+from piep.device import clock
 from piep.errors import ConfigError
 from piep.sampling.generate import Generator
 from piep.sampling.model import StageModel, Topology, make_tp_groups
@@ -139,9 +140,9 @@ class RankMeter:
     def window(self, work, before) -> dict[str, Any]:
         if self.meter is None:
             before()
-            t0 = time.perf_counter()
+            t0 = clock.now()
             work()
-            return {"energy_j": None, "duration_s": time.perf_counter() - t0}
+            return {"energy_j": None, "duration_s": clock.now() - t0}
         return self.meter.measure(work, idle_power_w=self.idle_w or 0.0, before=before).to_dict()
 
 
@@ -174,16 +175,16 @@ def measure_config(spec: ModelSpec, parallel: Parallel, workload: Workload, *, d
     d.barrier()
     gen.capture()
     _sync(device)
-    t0 = time.perf_counter()
+    t0 = clock.now()
     gen.prefill()
     _sync(device)
-    t_prefill = time.perf_counter() - t0
+    t_prefill = clock.now() - t0
     gen.check()
     warm = max(1, min(hygiene.warmup_decode_steps, workload.gen_len - 1))
-    t0 = time.perf_counter()
+    t0 = clock.now()
     gen.decode(warm)
     _sync(device)
-    t_step = (time.perf_counter() - t0) / warm
+    t_step = (clock.now() - t0) / warm
     est = d.gather((t_prefill, t_step))
     t_prefill = max(e[0] for e in est)
     t_step = max(e[1] for e in est)
@@ -234,7 +235,7 @@ def measure_config(spec: ModelSpec, parallel: Parallel, workload: Workload, *, d
     if cuda:
         torch.cuda.empty_cache()
     if hygiene.cooldown_s > 0:  # let the board cool before the next configuration
-        time.sleep(hygiene.cooldown_s)
+        clock.sleep(hygiene.cooldown_s)
     if d.rank != 0:
         return None
     return _record(spec, parallel, workload, ranks, k_prefill, k_decode, steps, sdpa,
