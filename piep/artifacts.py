@@ -11,6 +11,8 @@ import io
 import json
 import os
 import platform
+import shutil
+import stat
 import subprocess
 from dataclasses import dataclass
 from functools import lru_cache
@@ -76,17 +78,37 @@ def provenance(**extra: Any) -> dict[str, Any]:
             "host": platform.node(), **extra}
 
 
+def _kind_of(path: Path) -> str | None:
+    """What stands at `path` where it is not a regular file or a folder ("a FIFO", ...),
+    following symlinks; None for a regular file, a folder or nothing."""
+    try:
+        mode = path.stat().st_mode
+    except OSError:  # nothing there, or a dangling symlink (written through to its target)
+        return None
+    for test, kind in ((stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
+                       (stat.S_ISFIFO, "a FIFO"), (stat.S_ISSOCK, "a socket")):
+        if test(mode):
+            return kind
+    return None
+
+
 def writable(path: Path | str, what: str = "output") -> Path:
     """Check, before any long work, that `path` can be written (a file, not a folder; its
-    folder creatable); one clear error otherwise."""
+    folder creatable); one clear error otherwise. What stands there and is not a regular
+    file (a device, a FIFO, a socket) is refused, never replaced."""
     path = Path(path)
     if path.is_dir():
         raise OutputError(f"{what} {path} is a folder; give a file path")
+    kind = _kind_of(path)
+    if kind:
+        raise OutputError(f"{what} {path} is {kind}, not a regular file; piep writes only "
+                          f"regular files (give a file path)")
     parent = path.parent
     for up in [parent, *parent.parents]:
         if up.exists():
             if not up.is_dir():
-                raise OutputError(f"cannot write {path}: {up} is a file, not a folder")
+                raise OutputError(f"cannot write {path}: {up} is {_kind_of(up) or 'a file'}, "
+                                  f"not a folder")
             if not os.access(up, os.W_OK):
                 raise OutputError(f"cannot write {path}: {up} is not writable")
             break
@@ -111,34 +133,77 @@ def _open_for_write(path: Path, mode: str):
     return open(path, mode)
 
 
-_WRITTEN: list[list[Path]] = []  # open all_or_nothing() scopes, innermost last
+@dataclass
+class _Scope:
+    """The files one all_or_nothing() scope wrote, and the backups of those it replaced."""
+    written: list[Path]
+    backups: dict[Path, Path]
+
+
+_SCOPES: list[_Scope] = []  # open all_or_nothing() scopes, innermost last
 
 
 @contextlib.contextmanager
 def all_or_nothing():
-    """Files written atomically inside this scope are removed again if the scope fails, so a
-    command that writes several files leaves all of them or none."""
-    written: list[Path] = []
-    _WRITTEN.append(written)
+    """Files written atomically inside this scope are removed again if the scope fails, and
+    the files they replaced come back, so a command that writes several files leaves all of
+    them or none, and what was there before."""
+    scope = _Scope([], {})
+    _SCOPES.append(scope)
     try:
         yield
     except BaseException:
-        for path in written:
-            path.unlink(missing_ok=True)
+        _SCOPES.pop()
+        for path in reversed(scope.written):
+            backup = scope.backups.pop(path, None)
+            if backup is not None:
+                os.replace(backup, path)
+            else:
+                path.unlink(missing_ok=True)
+        for backup in scope.backups.values():
+            backup.unlink(missing_ok=True)
         raise
-    finally:
-        _WRITTEN.pop()
+    _SCOPES.pop()
+    if _SCOPES:  # a scope inside another: its files are undone if the outer one fails
+        outer = _SCOPES[-1]
+        for path, backup in scope.backups.items():
+            if path in outer.written or path in outer.backups:  # the outer scope's state
+                backup.unlink(missing_ok=True)                  # before it is what counts
+            else:
+                outer.backups[path] = backup
+        outer.written += [p for p in scope.written if p not in outer.written]
+    else:
+        for backup in scope.backups.values():
+            backup.unlink(missing_ok=True)
+
+
+def _keep_backup(path: Path) -> None:
+    """Inside a scope, the file at `path` (about to be replaced) is kept aside, once."""
+    scope = _SCOPES[-1]
+    if path in scope.backups or path in scope.written or not path.is_file():
+        return
+    backup = path.with_name(f".{path.name}.{os.getpid()}.bak")
+    try:
+        os.link(path, backup)  # the old file stays in place until the rename
+    except OSError:
+        shutil.copy2(path, backup)
+    scope.backups[path] = backup
 
 
 def _atomic_write(path: Path, content: str | bytes) -> None:
-    """Temporary file in the same folder, then rename; mode 0666 & ~umask, as open()."""
+    """Temporary file in the same folder, then rename; mode 0666 & ~umask, as open(). A
+    symlink is written through: its target is replaced, the link stays."""
     path = writable(path)
+    if path.is_symlink():
+        path = Path(os.path.realpath(path))
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
         try:
             with _open_for_write(tmp, "wb" if isinstance(content, bytes) else "w") as fh:
                 fh.write(content)
+            if _SCOPES:
+                _keep_backup(path)
             os.replace(tmp, path)
         except BaseException:
             if tmp.exists():
@@ -146,8 +211,8 @@ def _atomic_write(path: Path, content: str | bytes) -> None:
             raise
     except OSError as exc:
         raise OutputError(f"cannot write {path}: {exc.strerror or exc}") from None
-    if _WRITTEN:
-        _WRITTEN[-1].append(path)
+    if _SCOPES and path not in _SCOPES[-1].written:
+        _SCOPES[-1].written.append(path)
 
 
 def save_figure(fig, path: Path | str, dpi: int = 100) -> Path:
@@ -271,7 +336,9 @@ def check_document(doc: Any, where: str = "document") -> dict[str, Any]:
 
 def read_text(path: Path | str) -> str:
     path = Path(path)
-    if not path.is_file():
+    if path.is_dir():
+        raise ArtifactError(f"{path} is a folder; give a file")
+    if not path.exists():
         raise ArtifactError(f"{path}: no such file")
     try:
         return path.read_text()

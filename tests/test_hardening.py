@@ -107,25 +107,138 @@ def test_policy_files_are_an_answer_or_one_line(doc, host, tmp_path):
         assert code == 2 and err.count("\n") == 1, (doc, err)
 
 
-@pytest.mark.parametrize("argv", [
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory):
+    """A few committed runs to fit on (outside the tests' own folders): the reference
+    runner's, and one model's hf-static runs (one model: no leave-one-model-out pass)."""
+    from piep.artifacts import read_jsonl
+    from piep.predict.engines import engine_records
+    folder = tmp_path_factory.mktemp("runs")
+    ref = read_jsonl(Path(__file__).parents[1] / "calibration/h200/e2e/raw/e2e_2gpu.jsonl")[:6]
+    static = [r for r in engine_records("h200", "hf-static") if r["model"] == "llama-2-7b"]
+    for name, rows in (("ref.jsonl", ref), ("static.jsonl", static)):
+        (folder / name).write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return folder
+
+
+def _fill(argv, tmp_path, runs=None):
+    return [a.replace("{tmp}", str(tmp_path)).replace("{runs}", str(runs)) for a in argv]
+
+
+WRITERS = [
     ["plan", "--model", "llama-2-7b", "--out", "{tmp}/plan.json"],
     ["serve", "--model", "llama-3-8b", "--rate", "2", "--requests", "4", "--out", "{tmp}/s"],
     ["tree", "llama-2-7b", "--save", "{tmp}/tree.json"],
     ["report", "--model", "llama-2-7b", "--out", "{tmp}/r"],
-    ["train", "--engine", "hf-static", "--out", "{tmp}/p"],
-], ids=lambda a: a[0])
+    ["train", "--from-measurements", "{runs}/ref.jsonl", "--out", "{tmp}/p"],
+    ["train", "--engine", "hf-static", "--from-measurements", "{runs}/static.jsonl", "--out",
+     "{tmp}/e"],
+]
+
+
+@pytest.mark.parametrize("argv", WRITERS, ids=lambda a: " ".join(a[:2]))
 @pytest.mark.parametrize("fault", [PermissionError(13, "Permission denied"),
                                    OSError(28, "No space left on device")],
                          ids=["permission", "disk-full"])
-def test_write_faults_are_one_line(argv, fault, tmp_path, monkeypatch):
+def test_write_faults_are_one_line(argv, fault, tmp_path, monkeypatch, runs):
     def refuse(path, mode):
         raise fault
     monkeypatch.setattr(artifacts, "_open_for_write", refuse)
-    code, out, err = _run([a.replace("{tmp}", str(tmp_path)) for a in argv])
+    code, out, err = _run(_fill(argv, tmp_path, runs))
     assert code == 2 and "Traceback" not in err
     assert err.count("\n") == 1 and fault.strerror in err, err
     leftovers = [p for p in tmp_path.rglob("*") if p.is_file()]
     assert not leftovers, leftovers  # nothing half-written
+
+
+def test_a_failed_write_leaves_what_was_there(tmp_path, monkeypatch, runs):
+    """A command that writes several files and fails on a later one puts back the files
+    the earlier ones replaced: a folder of a former run, a predictor fitted before."""
+    out = tmp_path / "s"
+    assert _run(["serve", "--model", "llama-3-8b", "--rate", "2", "--requests", "4", "--out",
+                 str(out)])[0] == 0
+    before = {p.name: p.read_bytes() for p in out.iterdir()}
+    predictor = tmp_path / "p"
+    assert _run(_fill(WRITERS[4], tmp_path, runs))[0] == 0
+    fitted = {p.name: p.read_bytes() for p in predictor.iterdir()}
+    opened = []
+
+    def second_fails(path, mode):
+        opened.append(path)
+        if len(opened) == 2:
+            raise OSError(28, "No space left on device")
+        return open(path, mode)
+    monkeypatch.setattr(artifacts, "_open_for_write", second_fails)
+    code, _, err = _run(["serve", "--model", "llama-3-8b", "--rate", "3", "--requests", "6",
+                         "--out", str(out)])
+    assert code == 2 and err.count("\n") == 1
+    assert {p.name: p.read_bytes() for p in out.iterdir()} == before
+    opened.clear()
+    assert _run(_fill(WRITERS[4], tmp_path, runs))[0] == 2
+    assert {p.name: p.read_bytes() for p in predictor.iterdir()} == fitted
+
+
+def _special_files(tmp_path):
+    """A FIFO, and (as root) a character device like /dev/full, in `tmp_path`."""
+    import stat
+    made = {"fifo": tmp_path / "fifo"}
+    os.mkfifo(made["fifo"])
+    if os.geteuid() == 0:
+        made["chardev"] = tmp_path / "full"
+        os.mknod(made["chardev"], 0o600 | stat.S_IFCHR, os.makedev(1, 7))
+    return made
+
+
+TARGETS = [
+    ["tree", "llama-2-7b", "--save", "{target}"],
+    ["plan", "--model", "llama-2-7b", "--out", "{target}"],
+    ["plan", "--model", "llama-2-7b", "--plot", "{target}.png"],
+    ["serve", "--model", "llama-3-8b", "--rate", "2", "--requests", "4", "--plot",
+     "{target}.png"],
+    ["optimize", "--model", "llama-2-7b", "--log", "{target}"],
+    ["serve", "--model", "llama-3-8b", "--rate", "2", "--requests", "4", "--out", "{dir}"],
+    ["report", "--model", "llama-2-7b", "--out", "{dir}"],
+    ["train", "--from-measurements", "{runs}/ref.jsonl", "--out", "{dir}"],
+]
+DIR_FILE = {"serve": "serving.json", "report": "report.json", "train": "predictor.json"}
+
+
+@pytest.mark.parametrize("argv", TARGETS, ids=lambda a: f"{a[0]} {a[-2]}")
+def test_what_is_not_a_regular_file_is_refused_and_left_alone(argv, tmp_path, runs):
+    """`piep tree --save /dev/full` once replaced the device node with a JSON file: a
+    device, a FIFO or a socket where piep would write is refused in one line, untouched."""
+    import stat
+    for kind, node in _special_files(tmp_path).items():
+        folder = tmp_path / f"dir-{kind}"
+        folder.mkdir()
+        target = node
+        if "{dir}" in argv:  # the file a folder output writes first is the special one
+            os.rename(node, folder / DIR_FILE[argv[0]])
+            target = folder / DIR_FILE[argv[0]]
+        elif any(a.endswith("{target}.png") for a in argv):
+            target = node.with_name(node.name + ".png")
+            os.rename(node, target)
+        mode = os.stat(target).st_mode
+        code, out, err = _run([a.replace("{target}.png", str(target))
+                               .replace("{target}", str(target)).replace("{dir}", str(folder))
+                               .replace("{runs}", str(runs)) for a in argv])
+        assert code == 2 and err.count("\n") == 1 and "not a regular file" in err, (kind, err)
+        assert os.stat(target).st_mode == mode and (stat.S_ISFIFO(mode) or stat.S_ISCHR(mode))
+        assert not [p for p in tmp_path.rglob("*") if p.is_file()], kind  # nothing written
+
+
+def test_a_symlink_is_written_through(tmp_path):
+    """An output that is a symlink: its target gets the file, the link stays a link (also
+    a dangling one: the target is created)."""
+    real, link = tmp_path / "real.json", tmp_path / "link.json"
+    real.write_text("{}")
+    link.symlink_to(real)
+    assert _run(["tree", "llama-2-7b", "--save", str(link)])[0] == 0
+    assert link.is_symlink() and json.loads(real.read_text())["schema"] == "piep.model_tree"
+    dangling, missing = tmp_path / "d.json", tmp_path / "sub" / "new.json"
+    dangling.symlink_to(missing)
+    assert _run(["plan", "--model", "llama-2-7b", "--out", str(dangling)])[0] == 0
+    assert dangling.is_symlink() and "applied" in json.loads(missing.read_text())
 
 
 @pytest.mark.parametrize("argv, where", [

@@ -151,11 +151,10 @@ class ClockRuntime:
             path.unlink(missing_ok=True)
 
     def _write_state(self, dev: ClockDevice, sm_mhz: int) -> None:
-        path = self._state_path(dev)
-        tmp = path.with_suffix(".tmp")
-        tmp.write_text(json.dumps({"owner_pid": self.owner_pid, "locked_sm_mhz": sm_mhz,
-                                   "time_unix": time.time()}))
-        os.replace(tmp, path)
+        from piep.artifacts import write_text
+        write_text(self._state_path(dev), json.dumps({"owner_pid": self.owner_pid,
+                                                      "locked_sm_mhz": sm_mhz,
+                                                      "time_unix": time.time()}))
 
     # --- applying -----------------------------------------------------------------------
     def apply(self, sm_mhz: int | None, *, label: str = "") -> bool:

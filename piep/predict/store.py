@@ -9,7 +9,7 @@ from typing import Any
 
 import numpy as np
 
-from piep.artifacts import read_json, read_text, write_json, write_text
+from piep.artifacts import all_or_nothing, read_json, read_text, write_json, write_text
 from piep.gpus import GPU
 from piep.predict.collectives import Collectives
 from piep.predict.combiner import FEATURES as ALPHA_FEATURES
@@ -32,14 +32,20 @@ def _uncurves(doc: dict) -> dict[tuple[str, str], Any]:
 
 
 def save(model: LearnedModel, folder: Path, **prov: Any) -> None:
-    folder.mkdir(parents=True, exist_ok=True)
-    kinds = {}
-    for kind, km in model.modules.kinds.items():
-        write_text(folder / f"{kind}.time.txt", km.time_booster.model_to_string())
-        write_text(folder / f"{kind}.power.txt", km.power_booster.model_to_string())
-        kinds[kind] = {"mean": km.mean.tolist(), "std": km.std.tolist(),
-                       "train_z": km.train_z.round(5).tolist(),
-                       "oor_threshold": km.oor_threshold}
+    """Write the predictor's files into `folder`: every one of them, or (on a failure) none,
+    and a predictor there before stays as it was."""
+    with all_or_nothing():
+        kinds = {}
+        for kind, km in model.modules.kinds.items():
+            write_text(folder / f"{kind}.time.txt", km.time_booster.model_to_string())
+            write_text(folder / f"{kind}.power.txt", km.power_booster.model_to_string())
+            kinds[kind] = {"mean": km.mean.tolist(), "std": km.std.tolist(),
+                           "train_z": km.train_z.round(5).tolist(),
+                           "oor_threshold": km.oor_threshold}
+        _save_document(model, folder, kinds, **prov)
+
+
+def _save_document(model: LearnedModel, folder: Path, kinds: dict, **prov: Any) -> None:
     c = model.collectives
     write_json(folder / "predictor.json", SCHEMA, SCHEMA_VERSION, {
         "gpu": model.gpu.name, "features": list(FEATURES), "kinds": kinds,
