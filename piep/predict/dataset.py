@@ -56,8 +56,9 @@ def unique_e2e(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
             base["time_s"] = statistics.median(r["time_s"] for r in recs)
             for ph in ("prefill", "decode"):
                 base[ph] = dict(base[ph])
-                base[ph]["energy_j"] = statistics.median(r[ph]["energy_j"] for r in recs)
-                base[ph]["time_s"] = statistics.median(r[ph]["time_s"] for r in recs)
+                for key in ("energy_j", "time_s"):  # runs without a phase split have None
+                    known = [r[ph][key] for r in recs if r[ph].get(key) is not None]
+                    base[ph][key] = statistics.median(known) if known else None
         base["n_measurements"] = len(recs)
         out.append(base)
     return out
