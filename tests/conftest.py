@@ -1,9 +1,16 @@
-import pytest
+import os
 
-from piep.config import Parallel, Workload
-from piep.gpus import load_gpu
-from piep.layout import validate
-from piep.models import load_model
+# one intra-op thread for torch, numpy and LightGBM in the tests and the processes they
+# start: the tests' tensors are tiny, and spinning helper threads only compete for the cores
+os.environ.setdefault("OMP_NUM_THREADS", "1")
+
+import pytest  # noqa: E402
+from hypothesis import HealthCheck, settings  # noqa: E402
+
+from piep.config import Parallel, Workload  # noqa: E402
+from piep.gpus import load_gpu  # noqa: E402
+from piep.layout import validate  # noqa: E402
+from piep.models import load_model  # noqa: E402
 
 # test tiers by file (markers; `-m pure`, `-m "replay and not slow"`, ...): the default tier
 # is everything but `gpu` and `slow`; .ci/run runs `slow` (multi-process gloo) after it
@@ -20,13 +27,18 @@ TIERS = {
 }
 _TIER_OF = {name: tier for tier, names in TIERS.items() for name in names}
 
+# property tests draw the same examples on every run and never time out or fail a health
+# check on a loaded machine: what they find does not depend on the machine's speed
+settings.register_profile("piep", derandomize=True, deadline=None, database=None,
+                          suppress_health_check=[HealthCheck.too_slow])
+settings.load_profile("piep")
+
 
 def pytest_collection_modifyitems(items):
     for item in items:
         tier = _TIER_OF.get(item.path.stem)
         if tier:
             item.add_marker(tier)
-
 
 
 @pytest.fixture

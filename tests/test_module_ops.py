@@ -17,11 +17,17 @@ SMALL = ModelSpec(name="small-qwen2", model_type="qwen2", hidden_size=256, num_l
                   vocab_size=1024, qkv_bias=True)
 
 
-def test_every_compute_leaf_has_a_runnable_op(h200):
+def _compiled(s: dict, mode: str) -> bool:
+    """The sampler compiles repeat_kv's copy in a graph-mode decode step (as hf-static
+    compiles its step): seconds of inductor per shape on a CPU."""
+    return s["kind"] == "kv_expand" and mode == "graph" and s["phase"] == "decode"
+
+
+def _leaf_ops(h200, compiled: bool):
     """Every compute and KV-copy leaf of the reference runner's and transformers' engines'
-    trees runs on CPU with the shape the tree gives it."""
+    trees, with the shape the tree gives it, in both modes (those the sampler compiles, or
+    the others)."""
     from piep.tree.nodes import COPY_KINDS
-    kinds = set()
     # (a sliding window the prompt passes: the windowed forms' copies, kv_slide among them)
     windowed = replace(SMALL, sliding_window=8)
     for spec, engine in ((SMALL, None), (SMALL, "hf-eager"), (SMALL, "hf-static"),
@@ -35,22 +41,45 @@ def test_every_compute_leaf_has_a_runnable_op(h200):
             if leaf.kind == "rope":  # the sampler's layout fields (module_shapes adds them)
                 s.update(leaf.attrs["layout"])
             for mode in ("graph", "eager"):
-                op = build_op({**s, "mode": mode}, mode, "cpu", dtype=torch.float32)
-                out = op.fn(0)
-                outs = out if isinstance(out, (tuple, list)) else (out,)
-                assert all(torch.isfinite(o.float()).all() for o in outs)
-                if leaf.kind == "attention":  # the in-situ output: (batch, q_len, heads*d)
-                    assert out.shape == (s["batch"], s["q_len"], s["heads"] * s["head_dim"])
-                if leaf.kind == "sdpa_masked":  # (batch, heads, q_len, d), K/V expanded
-                    assert out.shape == (s["batch"], s["heads"], s["q_len"], s["head_dim"])
-                if leaf.kind in COPY_KINDS:  # K and V, each as the tree's bytes say
-                    assert 2 * sum(o.numel() for o in outs) == leaf.bytes_written
-                if leaf.kind == "rope":  # q and k rotated separately, in (b, heads, t, d)
-                    q, k = out
-                    assert q.shape[1] * q.shape[3] + k.shape[1] * k.shape[3] == s["width"]
-                    assert k.shape[1] * k.shape[3] == s["kv_width"]
-            kinds.add(leaf.kind)
+                if _compiled(s, mode) == compiled:
+                    yield leaf, s, mode
+
+
+def _runs_as_its_leaf(leaf, s: dict, mode: str) -> None:
+    from piep.tree.nodes import COPY_KINDS
+    op = build_op({**s, "mode": mode}, mode, "cpu", dtype=torch.float32)
+    out = op.fn(0)
+    outs = out if isinstance(out, (tuple, list)) else (out,)
+    assert all(torch.isfinite(o.float()).all() for o in outs)
+    if leaf.kind == "attention":  # the in-situ output: (batch, q_len, heads*d)
+        assert out.shape == (s["batch"], s["q_len"], s["heads"] * s["head_dim"])
+    if leaf.kind == "sdpa_masked":  # (batch, heads, q_len, d), K/V expanded
+        assert out.shape == (s["batch"], s["heads"], s["q_len"], s["head_dim"])
+    if leaf.kind in COPY_KINDS:  # K and V, each as the tree's bytes say
+        assert 2 * sum(o.numel() for o in outs) == leaf.bytes_written
+    if leaf.kind == "rope":  # q and k rotated separately, in (b, heads, t, d)
+        q, k = out
+        assert q.shape[1] * q.shape[3] + k.shape[1] * k.shape[3] == s["width"]
+        assert k.shape[1] * k.shape[3] == s["kv_width"]
+
+
+def test_every_compute_leaf_has_a_runnable_op(h200):
+    """Every compute and KV-copy leaf kind runs on CPU with the shape the tree gives it
+    (the compiled copies: the slow tier)."""
+    from piep.tree.nodes import COPY_KINDS
+    kinds = set()
+    for leaf, s, mode in _leaf_ops(h200, compiled=False):
+        _runs_as_its_leaf(leaf, s, mode)
+        kinds.add(leaf.kind)
     assert kinds == set(COMPUTE_KINDS + COPY_KINDS)
+
+
+@pytest.mark.slow
+def test_the_compiled_copies_run_as_their_leaves(h200):
+    ops = list(_leaf_ops(h200, compiled=True))
+    assert ops  # hf-static's decode steps have them
+    for leaf, s, mode in ops:
+        _runs_as_its_leaf(leaf, s, mode)
 
 
 def test_engine_kernel_shapes_are_drawn_not_taken_from_runs():
@@ -81,7 +110,9 @@ def test_drawn_kv_copies_are_priced_with_the_bytes_their_ops_copy():
         s = next(x for x in module_shapes(kinds=(kind,), seed=3, per_kind=4)
                  if x["heads"] != x["kv_heads"] or kind == "kv_expand")
         s = {**s, "batch": 2, "context_len": 16, "tokens": 2}
-        op = build_op(s, s["mode"], "cpu", dtype=torch.float32)
+        # eager: what a compiled graph-mode copy writes is the same (compiling it takes
+        # seconds; the slow tier runs the compiled copies)
+        op = build_op(s, "eager", "cpu", dtype=torch.float32)
         out = op.fn(0)
         assert 2 * sum(o.numel() for o in out) == leaf_from_shape(
             {k: v for k, v in s.items() if k != "mode"}).bytes_written, kind

@@ -55,15 +55,16 @@ def run_worker(tmp_path, cfg, model, prompt, tp, pp, mode, dp=1):
                 "gen_len": GEN}, blob)
     out = tmp_path / f"out_{tp}_{pp}_{mode}"
     n = tp * pp * dp
-    if n == 1:
-        cmd = [sys.executable, str(WORKER)]
+    if n == 1:  # one process: this one
+        from _numerics_worker import main
+        main(str(blob), str(out), tp, pp, mode, dp)
     else:
         cmd = [sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", str(n),
                "--standalone", str(WORKER)]
-    env = {**os.environ, "OMP_NUM_THREADS": "1"}
-    proc = subprocess.run(cmd + [str(blob), str(out), str(tp), str(pp), mode, str(dp)],
-                          capture_output=True, text=True, timeout=600, env=env)
-    assert proc.returncode == 0, proc.stderr[-3000:]
+        env = {**os.environ, "OMP_NUM_THREADS": "1"}
+        proc = subprocess.run(cmd + [str(blob), str(out), str(tp), str(pp), mode, str(dp)],
+                              capture_output=True, text=True, timeout=600, env=env)
+        assert proc.returncode == 0, proc.stderr[-3000:]
     if dp == 1:
         return torch.load(f"{out}.pt")
     parts = [torch.load(f"{out}_dp{i}.pt") for i in range(dp)]
@@ -117,10 +118,9 @@ def test_measure_reads_real_weights_from_safetensors(tmp_path):
               str(folder / "model.safetensors"))
     (folder / "config.json").write_text(cfg.to_json_string())
     out = tmp_path / "m.jsonl"
-    proc = subprocess.run([sys.executable, "-m", "piep", "measure", "--model", str(folder),
-                           "--weights", str(folder), "--dtype", "fp32", "--batch", "1",
-                           "--prompt-len", "8", "--gen-len", "4", "--min-window-s", "0.01",
-                           "--out", str(out)], capture_output=True, text=True, timeout=300)
-    assert proc.returncode == 0, proc.stderr[-2000:]
+    from piep.cli import main
+    assert main(["measure", "--model", str(folder), "--weights", str(folder), "--dtype",
+                 "fp32", "--batch", "1", "--prompt-len", "8", "--gen-len", "4",
+                 "--min-window-s", "0.01", "--idle-s", "0.01", "--out", str(out)]) == 0
     rec = json.loads(out.read_text())
     assert rec["model"] == "ckpt" and rec["gen_len"] == 4 and rec["energy_j"] is None
