@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import re
 import sys
 
 from piep import __version__
@@ -38,9 +39,41 @@ COMMANDS: dict[str, tuple[str, str]] = {
 }
 
 
+class UsageError(Exception):
+    """A flag the command line cannot take: one line, then exit 2."""
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse whose errors are one line naming the flag, the value and the fix (never
+    the usage block)."""
+
+    def __init__(self, *args, **kwargs):
+        kwargs.setdefault("allow_abbrev", False)  # `--allow` is not --allow-uncalibrated
+        super().__init__(*args, **kwargs)
+
+    def error(self, message: str):
+        raise UsageError(f"{self.prog}: error: {message}{_fix(message, self.prog)}")
+
+
+def _fix(message: str, prog: str) -> str:
+    """What to do about an argparse error message."""
+    flag = re.match(r"argument ([^:]+):", message)
+    if re.search(r"expected (one|at least one) argument", message) and flag:
+        return (f" (give it a value; one that starts with '-' is given as "
+                f"{flag.group(1).split('/')[-1]}=VALUE)")
+    if "invalid int value" in message:
+        return " (give a whole number)"
+    if "invalid float value" in message:
+        return " (give a number)"
+    if message.startswith(("the following arguments are required", "unrecognized arguments",
+                           "one of the arguments")) or "not allowed with argument" in message:
+        return f"; `{prog} --help` lists its flags"
+    return ""
+
+
 def build_parser() -> argparse.ArgumentParser:
     import importlib
-    parser = argparse.ArgumentParser(prog="piep", description=__doc__)
+    parser = Parser(prog="piep", description=__doc__)
     parser.add_argument("--version", action="version", version=f"piep {__version__}")
     parser.add_argument("-v", "--verbose", action="store_true", help="debug logs on stderr")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
@@ -63,16 +96,22 @@ def main(argv: list[str] | None = None) -> int:
     verbose = any(a in ("-v", "--verbose") for a in argv)  # before or after the command
     argv = [a for a in argv if a not in ("-v", "--verbose")]
     try:
-        args = parser.parse_args(argv)
-    except SystemExit as exc:  # argparse already printed one usage line
+        args, extra = parser.parse_known_args(argv)
+        if not getattr(args, "command", None):
+            raise UsageError(f"piep: error: give a command: {', '.join(COMMANDS)}; "
+                             "`piep --help` describes them")
+        if extra:
+            parser._subparsers._group_actions[0].choices[args.command].error(
+                f"unrecognized arguments: {' '.join(extra)}")
+    except UsageError as exc:
+        print(exc, file=sys.stderr)
+        return 2
+    except SystemExit as exc:  # --help, --version
         return int(exc.code or 0)
     args.passthrough = passthrough
     args.verbose = verbose
     logging.basicConfig(level=logging.DEBUG if args.verbose else logging.INFO,
                         format="piep: %(message)s", stream=sys.stderr)
-    if not getattr(args, "command", None):
-        parser.print_help(sys.stderr)
-        return 2
     try:
         return int(args.handler(args) or 0)
     except PiepError as exc:

@@ -35,8 +35,11 @@ def add_workload_args(p: argparse.ArgumentParser, *,
     p.add_argument("--batch", type=int, default=1, help="global batch (default 1)")
     p.add_argument("--prompt-len", type=int, default=512, help="prompt tokens (default 512)")
     p.add_argument("--gen-len", type=int, default=128, help="generated tokens (default 128)")
-    p.add_argument("--engine", choices=engines or engine_names(), default=None,
-                   help=f"the engine that runs the model (default {DEFAULT_ENGINE}; "
+    names = engines or engine_names()
+    p.add_argument("--engine", type=_engine_name(names, engines is None), default=None,
+                   metavar="ENGINE",
+                   help=f"the engine that runs the model: {', '.join(names)} "
+                        f"(default {DEFAULT_ENGINE}; "
                         "`piep env` lists the engine profiles; an engine of your own: "
                         "`piep train --engine NAME --like ...`)")
     p.add_argument("--cache-len", type=int, default=None, metavar="N",
@@ -49,6 +52,20 @@ def add_workload_args(p: argparse.ArgumentParser, *,
     p.add_argument("--mode", choices=("graph", "eager"), default=None,
                    help="the reference runner's decode: CUDA-graph replay (piep-graph, the "
                         "default) or eager PyTorch (piep-eager)")
+
+
+def _engine_name(names: tuple[str, ...], priced: bool):
+    """The --engine flag's type: one of `names`, else one line on what an engine is
+    (`priced`: engines a prediction names, the user's own among them)."""
+    def check(value: str) -> str:
+        if value in names:
+            return value
+        how = (f"an engine of your own: meter its runs (piep meter) and fit it (piep train "
+               f"--engine {value} --like hf-static|hf-eager --from-measurements FILE)"
+               if priced else "another engine: meter its runs with `piep meter`")
+        raise argparse.ArgumentTypeError(f"{value!r} is not an engine here ({', '.join(names)});"
+                                         f" {how}")
+    return check
 
 
 def scenario_from_args(args: argparse.Namespace, *, model: str | None = None) -> "Scenario":
