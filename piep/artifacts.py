@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextlib
 import io
 import json
+import math
 import os
 import platform
 import shutil
@@ -253,11 +254,13 @@ OPT_NUM = (int, float, type(None))
 
 @dataclass(frozen=True)
 class Schema:
-    """A document kind: its name, the newest version this piep writes and reads, and the
-    top-level keys (with their types) every document of the kind has."""
+    """A document kind: its name, the newest version this piep writes and reads, the
+    top-level keys (with their types) every document of the kind has, and those of them
+    that are finite and positive where they are numbers (a run's energy and time)."""
     name: str
     version: int
     required: tuple[tuple[str, Any], ...]
+    positive: tuple[str, ...] = ()
 
     def check(self, doc: Any, where: str) -> dict[str, Any]:
         if not isinstance(doc, dict):
@@ -271,6 +274,11 @@ class Schema:
             if not isinstance(doc[key], kind) or (kind == NUM and isinstance(doc[key], bool)):
                 raise ArtifactError(f"{where}: {self.name} {key!r} is "
                                     f"{type(doc[key]).__name__}, not {_type_name(kind)}")
+        for key in self.positive:
+            value = doc.get(key)
+            if isinstance(value, (int, float)) and not (math.isfinite(value) and value > 0):
+                raise ArtifactError(f"{where}: {self.name} {key}={value!r} must be a finite "
+                                    f"number > 0")
         return doc
 
 
@@ -282,8 +290,9 @@ def _type_name(kind) -> str:
 SCHEMAS: dict[str, Schema] = {}
 
 
-def register(name: str, version: int, **required: Any) -> Schema:
-    SCHEMAS[name] = Schema(name, version, tuple(required.items()))
+def register(name: str, version: int, *, positive: tuple[str, ...] = (),
+             **required: Any) -> Schema:
+    SCHEMAS[name] = Schema(name, version, tuple(required.items()), positive)
     return SCHEMAS[name]
 
 
@@ -301,7 +310,7 @@ register("piep.report", 1, prediction=dict, actions=list, figures=dict)
 register("piep.env", 1, piep=str, packages=dict, calibrations=dict)
 register("piep.model_tree", 1, tree=dict, nodes=int)
 register("piep.measurement", 1, **_WORKLOAD, time_s=NUM, prefill=dict, decode=dict,
-         energy_j=OPT_NUM)
+         energy_j=OPT_NUM, positive=("time_s", "energy_j"))
 register("piep.measurement_failure", 1, **_WORKLOAD, key=str, error=str)
 register("piep.module_sample", 1, kind=str, mode=str, time_s=NUM, energy_j=OPT_NUM,
          shape_fields=list)
@@ -322,7 +331,7 @@ register("piep.serving", 1, model=str, engine=str, requests=int, energy_j=NUM, t
          ttft_s=dict, tpot_s=dict, e2e_s=dict, breakdown_j=dict, phase_j=dict,
          per_request=list, flags=list)
 register("piep.serving_measurement", 1, model=str, engine=dict, energy_j=OPT_NUM, time_s=NUM,
-         per_request=list)
+         per_request=list, positive=("time_s", "energy_j"))
 
 
 def check_document(doc: Any, where: str = "document") -> dict[str, Any]:
@@ -374,6 +383,11 @@ def append_jsonl(path: Path | str, record: dict[str, Any]) -> None:
             os.fsync(fh.fileno())
     except OSError as exc:
         raise OutputError(f"cannot append to {path}: {exc.strerror or exc}") from None
+
+
+def read_input_jsonl(path: Path | str) -> list[Any]:
+    """The JSON lines of a file the user gave as input: one that must exist."""
+    return parse_jsonl(read_text(path), str(path))
 
 
 def read_jsonl(path: Path | str) -> list[dict[str, Any]]:

@@ -16,8 +16,14 @@ def parse_candidate(text: str) -> tuple[str, dict[str, Any]]:
     or a bare model (tp=pp=dp=1, the command's engine)."""
     head, sep, engine = text.rpartition(":")
     if not sep or "/" in engine:  # no engine (a path may hold a colon)
-        head, engine = text, ""
-    model, _, layout = head.partition("@")
+        head, sep, engine = text, "", ""
+    if sep and not engine:
+        raise ConfigError(f"candidate {text!r}: no engine after ':'; give one (e.g. "
+                          f":hf-static) or drop the ':'")
+    model, at, layout = head.partition("@")
+    if at and not layout:
+        raise ConfigError(f"candidate {text!r}: no layout after '@'; give one (e.g. @tp2, "
+                          f"@tp2pp2) or drop the '@'")
     degrees: dict[str, Any] = {"tp": 1, "pp": 1, "dp": 1}
     if engine:
         degrees["engine"] = engine

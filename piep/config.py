@@ -37,13 +37,15 @@ ALIASES: dict[str, tuple[str, ...]] = {
     "hidden_act": ("hidden_act", "hidden_activation"),
 }
 REQUIRED = ("hidden_size", "num_layers", "num_heads", "intermediate_size", "vocab_size")
-# model_type -> defaults that the family implies rather than states
+# model_type -> defaults that the family implies rather than states; `moe`: read, so that
+# a mixture of experts is refused by name (piep prices dense decoders only)
 FAMILIES: dict[str, dict[str, Any]] = {
     "llama": {"qkv_bias": None},
     "mistral": {"qkv_bias": False},
     "qwen2": {"qkv_bias": True},  # Qwen2 has q/k/v bias and no key that says so
-    "mixtral": {"qkv_bias": False},
+    "mixtral": {"qkv_bias": False, "moe": True},
 }
+SUPPORTED_FAMILIES = tuple(sorted(k for k, v in FAMILIES.items() if not v.get("moe")))
 GATED_ACTS = ("silu", "swish")
 _FLOAT_KEYS = ("rms_norm_eps", "rope_theta", "initializer_range")
 _BOOL_KEYS = ("attention_bias", "tie_word_embeddings")
@@ -177,7 +179,7 @@ class ModelSpec:
         problems: list[str] = []
         if model_type not in FAMILIES:
             problems.append(f"model_type={model_type!r} is not Llama-family "
-                            f"(supported: {', '.join(sorted(FAMILIES))})")
+                            f"(supported: {', '.join(SUPPORTED_FAMILIES)})")
         values: dict[str, Any] = {}
         for canonical, keys in ALIASES.items():
             for key in keys:
@@ -198,8 +200,10 @@ class ModelSpec:
             if key in values and not isinstance(values[key], bool):
                 problems.append(f"{ALIASES[key][0]}={values[key]!r} must be true or false")
         window = values.get("sliding_window")
-        if window is not None and (isinstance(window, bool) or not isinstance(window, int)):
-            problems.append(f"sliding_window={window!r} must be an integer or null")
+        if window is not None and (isinstance(window, bool) or not isinstance(window, int)
+                                   or window < 0):
+            problems.append(f"sliding_window={window!r} must be a whole number of tokens >= 0 "
+                            f"or null")
         if problems:
             raise ConfigError(f"{name}: not a usable Llama-family config.json: "
                               + "; ".join(problems))

@@ -14,7 +14,7 @@ DEFAULT_GPU = "h200"  # the GPU piep is calibrated on; every command's default
 _FIELDS = ("memory_gib", "bf16_flops", "hbm_bytes_per_s", "link_bytes_per_s",
            "collective_latency_s", "p2p_latency_s", "kernel_gap_graph_s", "kernel_gap_eager_s",
            "idle_power_w", "wait_power_w", "comm_power_w", "compute_power_w", "memory_power_w",
-           "max_power_w", "sm_clock_max_mhz", "sm_clock_min_mhz", "context_gib",
+           "max_power_w", "min_power_limit_w", "sm_clock_max_mhz", "sm_clock_min_mhz", "context_gib",
            "cublas_workspace_gib", "nccl_workspace_gib", "graph_pool_factor")
 
 
@@ -34,7 +34,8 @@ class GPU:
     comm_power_w: float
     compute_power_w: float
     memory_power_w: float
-    max_power_w: float
+    max_power_w: float        # the board's default power limit
+    min_power_limit_w: float  # the lowest power limit the board can be set to
     sm_clock_max_mhz: float
     sm_clock_min_mhz: float
     context_gib: float
@@ -45,6 +46,14 @@ class GPU:
 
     def kernel_gap_s(self, mode: str) -> float:
         return self.kernel_gap_graph_s if mode == "graph" else self.kernel_gap_eager_s
+
+    def check_power_limits(self, limits_w, what: str) -> None:
+        """Power limits this board can be set to (its settable range), else one error."""
+        for w in limits_w:
+            if not self.min_power_limit_w <= w <= self.max_power_w:
+                raise ConfigError(f"{what}={w:g} W is outside the power limits a {self.name} "
+                                  f"board can be set to ({self.min_power_limit_w:.0f}-"
+                                  f"{self.max_power_w:.0f} W)")
 
 
 def known_gpus() -> list[str]:
@@ -97,6 +106,7 @@ def transfer_gpu(name: str) -> tuple[GPU, dict[str, float]]:
         comm_power_w=base.comm_power_w * r["power"],
         compute_power_w=base.compute_power_w * r["power"],
         memory_power_w=base.memory_power_w * r["power"], max_power_w=float(tgt["tdp_w"]),
+        min_power_limit_w=base.min_power_limit_w * r["power"],
         sm_clock_max_mhz=float(tgt["sm_clock_max_mhz"]),
         sources=(("spec_sheet", tgt["source"]), ("reference", ref_name)))
     return gpu, r

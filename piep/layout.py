@@ -135,7 +135,7 @@ def validate(model: ModelSpec, parallel: Parallel, workload: Workload, gpu: GPU,
     if model.is_moe:
         raise ConfigError(f"{model.name} is a mixture of experts ({model.num_experts} experts, "
                           f"{model.experts_per_token} per token): the reference runner and "
-                          f"predictor cover dense decoders only")
+                          f"predictor cover dense decoders only (Llama, Mistral, Qwen2 families)")
     if tp not in valid_tps(model, limit=max(64, tp)):
         why = (f"does not divide num_attention_heads={model.num_heads}" if model.num_heads % tp
                else f"neither divides nor is a multiple of num_key_value_heads="
@@ -151,8 +151,10 @@ def validate(model: ModelSpec, parallel: Parallel, workload: Workload, gpu: GPU,
         raise ConfigError(f"batch={workload.batch} is not divisible by dp={dp}; use a batch "
                           f"that is a multiple of {dp}")
     if workload.context_len > model.max_position:
-        raise ConfigError(f"prompt_len + gen_len = {workload.context_len} exceeds "
-                          f"max_position_embeddings={model.max_position} of {model.name}")
+        what = f"cache_len={workload.cache_len}" if workload.cache_len else \
+            f"prompt_len + gen_len = {workload.context_len}"
+        raise ConfigError(f"{what} exceeds max_position_embeddings={model.max_position} of "
+                          f"{model.name}")
     note = _kv_note(model, tp)
     if host_probe_s is not None and not 5e-7 <= host_probe_s <= 1e-3:
         raise ConfigError(f"host probe {host_probe_s * 1e6:g} us per launch is outside "

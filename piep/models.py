@@ -51,8 +51,22 @@ def _read_config_cached(path_str: str, name: str, mtime_ns: int, size: int) -> M
     return ModelSpec.from_hf_config(config, name=name)
 
 
+def no_shipped_models() -> ConfigError:
+    """The error where the data folder holds no model configs (a wrong PIEP_HOME)."""
+    import os
+    root = model_trees_dir()
+    home = os.environ.get("PIEP_HOME")
+    why = f"PIEP_HOME={home} holds no model_trees/*/config.json" if home else \
+        f"{root} holds no */config.json"
+    return ConfigError(f"no shipped model configs: {why}; point PIEP_HOME at a piep checkout "
+                       f"(or unset it), or give a path to a config.json")
+
+
 def load_model(ref: str) -> ModelSpec:
     """A shipped name (`llama-2-7b`), a path to a config.json, or a model folder."""
+    if not str(ref).strip():
+        raise ConfigError("--model is empty: give a shipped name (`piep models`) or a path to "
+                          "a config.json or a model folder")
     shipped = {m.name: m for m in _shipped(str(model_trees_dir()))}
     key = ref.strip().lower()
     if key in shipped:
@@ -65,6 +79,10 @@ def load_model(ref: str) -> ModelSpec:
         return _read_config(path / "config.json", path.name)
     if path.is_file():
         return _read_config(path, path.parent.name if path.name == "config.json" else path.stem)
+    if path.exists():
+        raise ConfigError(f"{ref} is neither a config.json file nor a model folder")
+    if not names:
+        raise no_shipped_models()
     import difflib
     close = difflib.get_close_matches(key, names, n=5, cutoff=0.3) or names[:5]
     raise ConfigError(f"unknown model {ref!r}: not a shipped name nor a path; closest: "

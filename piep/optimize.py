@@ -46,6 +46,13 @@ class Objective:
             raise ConfigError(f"objective weight {self.weight} must be in [0, 1]")
         if self.kind == "latency" and not self.latency_bound_s:
             raise ConfigError("objective latency needs --latency-bound SECONDS")
+        if self.latency_bound_s is not None and self.kind != "latency":
+            raise ConfigError(f"--latency-bound bounds the latency objective: add --objective "
+                              f"latency (the {self.kind} objective has no bound)")
+        if self.latency_bound_s is not None and not (math.isfinite(self.latency_bound_s)
+                                                     and self.latency_bound_s > 0):
+            raise ConfigError(f"--latency-bound={self.latency_bound_s} must be a number of "
+                              f"seconds > 0")
 
     def value(self, point: dict[str, Any], ref: dict[str, Any]) -> float:
         e, t = point["j_per_token"], point["s_per_token"]
@@ -108,8 +115,7 @@ def offline(scn: Scenario, objective: Objective, *, batches: list[int] | None = 
     batch, gen_len = scn.workload.batch, scn.workload.gen_len
     tp, pp, dp = scn.parallel.tp, scn.parallel.pp, scn.parallel.dp
     limits = sorted(set(power_limits or DEFAULT_POWER_LIMITS), reverse=True)
-    if any(not 0 < x <= fm.power_limit_w for x in limits):
-        raise ConfigError(f"power limits must be in (0, {fm.power_limit_w:.0f}] W")
+    scn.gpu.check_power_limits(limits, "power limit")
     grid = fm.clocks()
     keep = np.unique(np.concatenate([np.arange(len(grid) - 1, -1, -clock_stride), [0]]))
     points, notes, skipped = [], [], []
@@ -368,8 +374,12 @@ def online(scn: Scenario, res: OfflineResult, objective: Objective, opts: Online
 def _measurer(scn: Scenario, opts: OnlineOptions, clocks: Callable[[], Any]):
     """(measure, close): replayed, or the reference runner with device steps."""
     if opts.replay:
-        from piep.artifacts import read_jsonl
-        rows = [r["measured"] for r in read_jsonl(opts.replay) if "measured" in r]
+        from piep.artifacts import read_input_jsonl
+        rows = [r["measured"] for r in read_input_jsonl(opts.replay)
+                if isinstance(r, dict) and isinstance(r.get("measured"), dict)]
+        if not rows:
+            raise ConfigError(f"--replay {opts.replay}: no online steps in it (lines with "
+                              f"'measured', as --log writes them)")
         return ReplayMeasure(rows), lambda: None
     if scn.parallel.world_size != 1:
         raise ConfigError("the online search runs one GPU (tp=pp=dp=1)")

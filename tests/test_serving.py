@@ -167,7 +167,7 @@ def _write(tmp_path, doc, name="q.json"):
     ({"max_batch_tokens": 8.5}, "must be an integer"),
     ({"num_blocks": 9, "kv_memory_share": 0.5}, "not both"),
     ({"host": {"cpu_s": 1}}, "unknown host key(s) cpu_s"),
-    ({"host": {"step_host_s": -1}}, "host.step_host_s=-1 must be >= 0"),
+    ({"host": {"step_host_s": -1}}, "host.step_host_s=-1 must be between 0 and 1"),
     ([1, 2], "give a JSON object"),
 ])
 def test_bad_policy_files_are_one_line(tmp_path, capsys, doc, needle):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import os
+import re
 import subprocess
 from pathlib import Path
 
@@ -43,6 +44,8 @@ def clock_access() -> ClockAccess:
 
 def run(args) -> int:
     from piep.clocks import ClockRuntime, default_state_dir, load_plan
+    if not re.fullmatch(r"\d+(,\d+)*", args.gpus.strip()):
+        raise ConfigError(f"--gpus={args.gpus!r}: give GPU indices, comma separated (e.g. 0,1)")
     state_dir = Path(args.state_dir) if args.state_dir else default_state_dir()
     access = clock_access()
     if args.recover:
@@ -59,6 +62,10 @@ def run(args) -> int:
     plan = load_plan(args.plan)
     if getattr(args, "passthrough", None):
         return _hold(args, plan, state_dir, access)
+    if not args.dry_run:
+        raise ConfigError("--no-dry-run holds the plan's clock around a command: give it after "
+                          "-- (piep apply PLAN --no-dry-run -- CMD ...); without a command, "
+                          "apply only simulates the plan")
     if args.batches < 1:
         raise ConfigError(f"--batches={args.batches} must be >= 1")
     doc = simulate(plan, args.batches, state_dir)

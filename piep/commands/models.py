@@ -12,7 +12,10 @@ def configure(parser) -> None:
 
 
 def run(args) -> int:
+    from piep.models import no_shipped_models
     rows = []
+    if not shipped_models():
+        raise no_shipped_models()
     for m in shipped_models():
         spec = load_model(m.name)
         rows.append({"name": m.name, "model_type": spec.model_type, "params_b": spec.num_params() / 1e9,

@@ -13,12 +13,16 @@ AXES = ("batch", "clock", "power")
 
 
 def _floats(text: str | None, what: str):
-    if not text:
+    """Comma-separated numbers (None where the flag is not given)."""
+    if text is None:
         return None
     try:
         values = [float(x) for x in text.split(",") if x.strip()]
     except ValueError:
         raise ConfigError(f"{what}={text!r}: give comma-separated numbers") from None
+    if not values:
+        raise ConfigError(f"{what} is empty: give comma-separated numbers (or leave the flag "
+                          f"out for its default)")
     if not all(math.isfinite(v) for v in values):
         raise ConfigError(f"{what}={text!r}: give finite numbers")
     return values
@@ -78,10 +82,13 @@ def run(args) -> int:
     objective = Objective(args.objective, args.weight, args.latency_bound)
     batches = _floats(args.batches, "--batches")
     if batches and any(b < 1 or b != int(b) for b in batches):
-        raise ConfigError("--batches must be positive integers")
+        raise ConfigError(f"--batches={args.batches}: batch sizes are whole numbers >= 1")
+    limits = _floats(args.power_limits, "--power-limits")
     scn = scenario_from_args(args)
+    if limits:
+        scn.gpu.check_power_limits(limits, "--power-limits")
     res = offline(scn, objective, batches=[int(b) for b in batches] if batches else None,
-                  power_limits=_floats(args.power_limits, "--power-limits"),
+                  power_limits=limits,
                   clock_stride=args.clock_stride, predictor=args.predictor)
     doc = {"schema": "piep.optimize", "schema_version": 1, "model": args.model,
            "objective": {"kind": objective.kind, "weight": objective.weight,

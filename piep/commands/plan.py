@@ -14,8 +14,12 @@ def parse_fraction(text: str, what: str) -> float:
     except ValueError:
         raise ConfigError(f"{what}={text!r}: give a fraction (0.01) or a percentage (1%)") \
             from None
+    if 1 <= value < 100 and not s.endswith("%"):
+        raise ConfigError(f"{what}={text!r} reads as a fraction ({100 * value:g} %); give "
+                          f"{value / 100:g} or {value:g}% for {value:g} percent")
     if not 0 <= value < 1:
-        raise ConfigError(f"{what}={text!r} must be in [0, 100%)")
+        raise ConfigError(f"{what}={text!r} must be a fraction in [0, 1) or a percentage in "
+                          f"[0%, 100%)")
     return value
 
 
@@ -64,9 +68,8 @@ def run(args) -> int:
         raise ConfigError(f"--dwell-ms={args.dwell_ms} must be a number >= 0")
     scn = scenario_from_args(args)
     dep = scn.deployment
-    if args.power_limit is not None and not 0 < args.power_limit <= dep.gpu.max_power_w:
-        raise ConfigError(f"--power-limit={args.power_limit} must be a power limit in W, "
-                          f"above 0 and at most the GPU's {dep.gpu.max_power_w:.0f} W")
+    if args.power_limit is not None:
+        dep.gpu.check_power_limits([args.power_limit], "--power-limit")
     plan = make_plan(dep, api.cost_model_for(scn, args.predictor),
                      load_freq_model(dep.gpu.name), max_slowdown=max_slowdown,
                      dwell_s=args.dwell_ms / 1e3, power_limit_w=args.power_limit)

@@ -111,6 +111,10 @@ def summary(d: dict, shown: int) -> str:
                                              "tpot_s", "e2e_s"])]
     if d["flags"]:
         lines.append("flags: " + ", ".join(d["flags"]))
+    if "idle_dominated" in d["flags"]:
+        lines.append(f"idle_dominated: {100 * d['phase_j']['idle'] / d['energy_j']:.0f} % of the "
+                     f"energy is the GPUs idle with no request in flight; the per-request "
+                     f"energies carry little of it (raise the rate to price serving)")
     if note := host_note(d.get("engine_ref") or {}):
         lines.append(note)
     return "\n".join(lines)

@@ -103,7 +103,7 @@ def _check_engine(args) -> None:
 
 def _engine(args) -> dict:
     from piep import api
-    from piep.artifacts import parse_jsonl, read_text
+    from piep.artifacts import check_document, read_input_jsonl
     from piep.errors import ConfigError
     from piep.predict.engines import (engine_records, fit_profile, profile_lomo, save_profile,
                                       shipped_profile_dir, user_profile_dir, with_intervals)
@@ -115,9 +115,11 @@ def _engine(args) -> dict:
                           "(pip install lightgbm)")
     if args.from_measurements:
         schema = "piep.serving_measurement" if args.engine == "hf-cb" else "piep.measurement"
-        lines = parse_jsonl(read_text(args.from_measurements), args.from_measurements)
-        records = [r for r in lines if isinstance(r, dict) and r.get("schema") == schema
-                   and r.get("energy_j") is not None]
+        lines = read_input_jsonl(args.from_measurements)
+        records = [check_document(r, f"{args.from_measurements}:{i}")
+                   for i, r in enumerate(lines, 1)
+                   if isinstance(r, dict) and r.get("schema") == schema]
+        records = [r for r in records if r["energy_j"] is not None]
         out = Path(args.out) if args.out else user_profile_dir(args.gpu, args.engine)
         source = args.from_measurements
     else:

@@ -203,20 +203,40 @@ def _cases(records: list[dict[str, Any]], gpu, engine: str, on_their_hosts: bool
     `on_their_hosts`: each with its host probe."""
     from piep.predict.dataset import unique_e2e
     from piep.predict.train import Case, deployment_of
-    for r in records:
-        got = (r.get("engine") or {}).get("name") if isinstance(r.get("engine"), dict) else None
-        if got not in (None, engine):
-            raise ArtifactError(f"a record of engine {got!r} among the runs of {engine!r}")
-        r.setdefault("key", "|".join(str(r[k]) for k in ("model", "tp", "pp", "dp", "batch",
-                                                         "prompt_len", "gen_len", "mode")))
+    _own_runs(records, engine)
     return [Case(r, deployment_of(r, gpu, engine=like or engine, on_its_host=on_their_hosts))
             for r in unique_e2e(records)]
+
+
+def _own_runs(records: list[dict[str, Any]], engine: str) -> None:
+    """Every record is a run of `engine` (or names none); each gets its configuration key."""
+    for r in records:
+        got = record_engine(r)[0]
+        if got not in (None, engine):
+            raise ArtifactError(f"a record of {got!r} among the runs of {engine!r}; "
+                                + ("piep's reference runner is fitted by `piep train "
+                                   "--from-measurements` (no --engine)" if got == REFERENCE
+                                   else "fit each engine on its own runs"))
+        r.setdefault("key", "|".join(str(r[k]) for k in ("model", "tp", "pp", "dp", "batch",
+                                                         "prompt_len", "gen_len", "mode")))
+
+
+REFERENCE = "piep reference runner"  # the `engine` of the reference runner's records
+
+
+def record_engine(rec: dict[str, Any]) -> tuple[str | None, str | None]:
+    """The engine a measurement record names, and its version: an engine's records carry
+    {"name", "version"}, the reference runner's its name alone; (None, None) for none."""
+    engine = rec.get("engine")
+    if isinstance(engine, dict):
+        return engine.get("name"), engine.get("version")
+    return (str(engine), None) if engine else (None, None)
 
 
 def engine_version(records: list[dict[str, Any]], engine: str) -> str:
     """The one version of `engine` its runs were measured with: runs of several versions
     are refused (a profile never mixes them silently)."""
-    versions = sorted({str((r.get("engine") or {}).get("version", "unknown")) for r in records})
+    versions = sorted({str(record_engine(r)[1] or "unknown") for r in records})
     if len(versions) > 1:
         raise ConfigError(f"the runs of {engine} come from {len(versions)} of its versions "
                           f"({', '.join(versions)}): a profile is fitted on one; keep the "
@@ -244,7 +264,8 @@ def fit_profile(base, records: list[dict[str, Any]], engine: str, *,
         raise ConfigError(f"no fit is defined for engine {engine!r}; engines: "
                           f"{', '.join(ENGINE_FITS)}, or one of your own priced as "
                           f"another (--like {'|'.join(USER_ENGINE_BASES)})")
-    version = engine_version(records, engine)  # before any fitting
+    _own_runs(records, engine)  # before any fitting
+    version = engine_version(records, engine)
     if refit_combiner is None:
         refit_combiner = recipe in ENGINE_COMBINER
     ref, default = profile_hosts(records, base.gpu.name, default_host_s) \

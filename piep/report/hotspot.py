@@ -180,10 +180,12 @@ def _figures(out: Path, doc, kinds, lay, measured, wait_samples) -> dict[str, Pa
         plt.close(fig)
     if measured:
         fig, ax = plt.subplots(figsize=(5, 3.5))
-        labels = ["energy_j", "prefill J", "decode J"]
-        pred = [doc["energy_j"], doc["prefill"]["energy_j"], doc["decode"]["energy_j"]]
-        meas = [measured["energy_j"], measured["prefill"]["energy_j"],
-                measured["decode"]["energy_j"]]
+        # the phases a record splits (a metered run may have none)
+        bars = [(label, doc[key]["energy_j"] if key else doc["energy_j"],
+                 (measured.get(key) or {}).get("energy_j") if key else measured["energy_j"])
+                for label, key in (("energy_j", None), ("prefill J", "prefill"),
+                                   ("decode J", "decode"))]
+        labels, pred, meas = zip(*[b for b in bars if isinstance(b[2], (int, float))])
         x = range(len(labels))
         ax.bar([i - 0.2 for i in x], pred, 0.4, label="predicted")
         ax.bar([i + 0.2 for i in x], meas, 0.4, label="measured")

@@ -28,6 +28,9 @@ from piep.serving.trace import Trace, make_trace
 SCHEMA = "piep.serving"
 SCHEMA_VERSION = 1
 GIB = 1024 ** 3
+# flagged idle_dominated: more than this share of the window's energy is the boards idling
+# with no request in flight
+IDLE_DOMINATED = 0.5
 
 
 def kv_blocks(scn: Scenario, block_size: int, memory_share: float) -> int:
@@ -225,6 +228,8 @@ def document(scn: Scenario, trace: Trace, sim: Simulation, costs, policy) -> dic
         flags.append("queueing_on_kv_memory")
     if costs.out_of_range:
         flags.append("out_of_range")
+    if idle_j > IDLE_DOMINATED * energy:  # the answer is mostly the boards between requests
+        flags.append("idle_dominated")
     per_request = [{"id": rid, "energy_j": float(e), "ttft_s": float(a), "tpot_s": float(b),
                     "e2e_s": float(c)}
                    for rid, e, a, b, c in zip(trace.ids, sim.request_j, ttft, tpot, e2e)]

@@ -20,6 +20,11 @@ import numpy as np
 
 from piep.errors import ConfigError
 
+# the longest stream priced: a month of arrivals. Beyond it the window is the boards' idle
+# power over the gaps, not serving (a rate of 1e-9/s or an arrival at 1e12 s priced decades
+# of idle); a longer log is priced in parts
+MAX_SPAN_S = 30 * 86400.0
+
 
 @dataclass(frozen=True)
 class Trace:
@@ -62,6 +67,17 @@ def make_trace(arrival_s, prompt_len, gen_len, ids=None, *, where: str = "trace"
             i = int(np.flatnonzero(bad)[0])
             need = "a finite number >= 0" if name == "arrival_s" else "an integer >= 1"
             raise ConfigError(f"{where}: request {ids[i]}: {name}={float(col[i])!r} must be {need}")
+    seen: dict[str, int] = {}
+    for i, rid in enumerate(ids):
+        if rid in seen:
+            raise ConfigError(f"{where}: requests {seen[rid] + 1} and {i + 1} have the same id "
+                              f"{rid!r}; give each request its own id (or none)")
+        seen[rid] = i
+    span = float(a.max() - a.min())
+    if span > MAX_SPAN_S:
+        raise ConfigError(f"{where}: the arrivals span {span / 86400:.3g} days; piep prices at "
+                          f"most {MAX_SPAN_S / 86400:.0f} days of arrivals (beyond that the "
+                          f"answer is the boards' idle power): raise the rate or split the trace")
     order = np.argsort(a, kind="stable")
     a = a[order] - a[order][0]
     return Trace(tuple(ids[i] for i in order), a, p[order].astype(np.int64),
@@ -110,6 +126,9 @@ def parse_dist(text: str, what: str):
                           f"uniform:LO:HI (positive)")
     if kind == "uniform" and vals[1] < vals[0]:
         raise ConfigError(f"{what}={text!r}: uniform needs LO <= HI")
+    if kind == "lognormal" and len(vals) == 3 and vals[2] < vals[0]:
+        raise ConfigError(f"{what}={text!r}: MAX {vals[2]:g} is below the MEDIAN {vals[0]:g} "
+                          f"(most draws would be cut to MAX); give MAX >= MEDIAN")
 
     def draw(rng: np.random.Generator, n: int) -> np.ndarray:
         if kind == "fixed":
@@ -131,9 +150,11 @@ def poisson_trace(*, rate_per_s: float, requests: int, prompt_len: str, gen_len:
         raise ConfigError(f"--rate={rate_per_s!r} must be a positive number of requests per second")
     if not (isinstance(requests, int) and requests >= 1):
         raise ConfigError(f"--requests={requests!r} must be an integer >= 1")
+    if not (isinstance(seed, int) and 0 <= seed < 2 ** 63):
+        raise ConfigError(f"--seed={seed!r} must be a whole number >= 0")
     rng = np.random.default_rng(seed)
     gaps = rng.exponential(1.0 / rate_per_s, requests)
     gaps[0] = 0.0
     p = parse_dist(prompt_len, "--prompt-len")(rng, requests)
     g = parse_dist(gen_len, "--gen-len")(rng, requests)
-    return make_trace(np.cumsum(gaps), p, g)
+    return make_trace(np.cumsum(gaps), p, g, where=f"--rate {rate_per_s:g} --requests {requests}")
