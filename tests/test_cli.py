@@ -161,3 +161,22 @@ def test_fuzz_configs_and_layouts_never_traceback(tmp_path_factory, layout, conf
     else:
         assert "Traceback" not in err.getvalue()
         assert len(err.getvalue().strip().splitlines()) == 1, err.getvalue()
+
+
+@pytest.mark.parametrize("argv", [
+    ["predict", "--model", "llama-2-7b"], ["compare", "llama-2-7b@tp2", "llama-2-13b"],
+    ["serve", "--model", "llama-2-7b", "--rate", "1", "--requests", "3"],
+    ["plan", "--model", "llama-2-7b"], ["optimize", "--model", "llama-2-7b"],
+    ["sweep", "--model", "llama-2-7b"]], ids=lambda a: a[0])
+def test_every_energy_output_states_its_boundary(capsys, argv):
+    """GPU boards only (not CPU, DRAM, PSU or facility): in the JSON, the human table and
+    the sweep's CSV."""
+    code, out, _ = run(capsys, *argv, "--json")
+    assert code == 0 and json.loads(out)["boundary"] == "gpu_board"
+    code, out, _ = run(capsys, *argv)
+    assert code == 0
+    if argv[0] == "sweep":
+        rows = out.splitlines()
+        assert rows[0].endswith(",energy_boundary") and rows[1].endswith(",gpu_board")
+    else:
+        assert "GPU boards only" in out

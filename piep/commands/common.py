@@ -36,7 +36,7 @@ def add_workload_args(p: argparse.ArgumentParser, *,
     p.add_argument("--prompt-len", type=int, default=512, help="prompt tokens (default 512)")
     p.add_argument("--gen-len", type=int, default=128, help="generated tokens (default 128)")
     names = engines or engine_names()
-    p.add_argument("--engine", type=_engine_name(names, engines is None), default=None,
+    p.add_argument("--engine", type=engine_arg(names, engines is None), default=None,
                    metavar="ENGINE",
                    help=f"the engine that runs the model: {', '.join(names)} "
                         f"(default {DEFAULT_ENGINE}; "
@@ -54,7 +54,7 @@ def add_workload_args(p: argparse.ArgumentParser, *,
                         "default) or eager PyTorch (piep-eager)")
 
 
-def _engine_name(names: tuple[str, ...], priced: bool):
+def engine_arg(names: tuple[str, ...], priced: bool = True):
     """The --engine flag's type: one of `names`, else one line on what an engine is
     (`priced`: engines a prediction names, the user's own among them)."""
     def check(value: str) -> str:

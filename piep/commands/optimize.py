@@ -90,7 +90,8 @@ def run(args) -> int:
     res = offline(scn, objective, batches=[int(b) for b in batches] if batches else None,
                   power_limits=limits,
                   clock_stride=args.clock_stride, predictor=args.predictor)
-    doc = {"schema": "piep.optimize", "schema_version": 1, "model": args.model,
+    doc = {"schema": "piep.optimize", "schema_version": 1, "boundary": "gpu_board",
+           "model": args.model,
            "objective": {"kind": objective.kind, "weight": objective.weight,
                          "latency_bound_s": objective.latency_bound_s},
            "label": "offline: predicted (clock and power-limit effects model-based)",
@@ -149,7 +150,8 @@ def _fmt(p) -> str:
 def _human(doc, n_front: int) -> str:
     g = doc["predicted_gain"]
     lines = [f"objective {doc['objective']['kind']} (weight {doc['objective']['weight']}) over "
-             f"{doc['points']} predicted points [{doc['label']}]",
+             f"{doc['points']} predicted points [{doc['label']}; energy boundary: GPU boards "
+             f"only]",
              f"  default: {_fmt(doc['reference'])}",
              f"  chosen:  {_fmt(doc['chosen'])}",
              f"  predicted gain: {100 * g['energy_per_token']:+.1f} % energy per token, "

@@ -91,7 +91,8 @@ def summary(plan, out=None) -> str:
     a, i = plan["applied"], plan["ideal_bound"]
     lines = [
         f"clock plan for {plan['model']} on {plan['layout']['gpus']}x {plan['gpu']}, batch "
-        f"{plan['workload']['batch']}, {plan['workload']['mode']}  [{plan['label']}]",
+        f"{plan['workload']['batch']}, {plan['workload']['mode']}  [{plan['label']}; energy "
+        f"boundary: GPU boards only]",
         f"  applied (phase level): prefill {a['phase_mhz']['prefill']} MHz, decode "
         f"{a['phase_mhz']['decode']} MHz -> saving {100 * a['saving']:.1f} % "
         f"(band {_band(a['saving_band'])}), slowdown {100 * a['slowdown']:.2f} % "

@@ -5,12 +5,13 @@ from __future__ import annotations
 import csv
 import sys
 
-from piep.commands.common import emit
+from piep.commands.common import emit, engine_arg
 from piep.gpus import DEFAULT_GPU
 
 FIELDS = ("model", "tp", "pp", "dp", "batch", "prompt_len", "gen_len", "mode", "engine",
           "energy_j", "time_s", "j_per_token", "tokens_per_s", "ttft_s", "tpot_s", "flags",
-          "error")
+          "error", "energy_boundary")
+BOUNDARY = "gpu_board"  # what energy_j counts: GPU boards only (not CPU, DRAM, PSU)
 
 
 def configure(parser) -> None:
@@ -29,8 +30,9 @@ def configure(parser) -> None:
     parser.add_argument("--mode", nargs="+", choices=("graph", "eager"), default=None,
                         help="the reference runner's decode (alias of --engine piep-graph|"
                              "piep-eager; default graph)")
-    parser.add_argument("--engine", nargs="+", choices=engine_names(), default=None,
-                        help="engines to sweep (default piep-graph)")
+    parser.add_argument("--engine", nargs="+", type=engine_arg(engine_names()), default=None,
+                        metavar="ENGINE", help=f"engines to sweep: {', '.join(engine_names())} "
+                                               "(default piep-graph)")
     parser.add_argument("--host-probe-us", type=float, default=None, metavar="US",
                         help="hf-eager, hf-static: the launch probe of the host that runs "
                              "them (`piep env --host-probe`); other engines ignore it")
@@ -58,10 +60,11 @@ def run(args) -> int:
         raise ConfigError(f"no point of the grid is valid ({len(rows)} refused); the first: "
                           f"{rows[0]['error']}")
     if args.json:
-        emit(args, {"schema": "piep.sweep", "schema_version": 1, "boundary": "gpu_board",
+        emit(args, {"schema": "piep.sweep", "schema_version": 1, "boundary": BOUNDARY,
                     "rows": rows}, str)
         return 0
     writer = csv.DictWriter(sys.stdout, fieldnames=FIELDS, extrasaction="ignore")
     writer.writeheader()
-    writer.writerows({**r, "flags": ";".join(r.get("flags", []))} for r in rows)
+    writer.writerows({**r, "flags": ";".join(r.get("flags", [])), "energy_boundary": BOUNDARY}
+                     for r in rows)
     return 0

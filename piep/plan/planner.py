@@ -231,6 +231,7 @@ def make_plan(dep: Deployment, cost_model, fm: FreqModel, *, max_slowdown: float
     return {
         "schema": "piep.clock_plan",
         "schema_version": 1,
+        "boundary": "gpu_board",
         "label": "model-based (frequency model + predictor), not measured",
         **deployment_fields(dep),
         "ranks": [{"rank": r, "entries": entries} for r in range(p.world_size)],
