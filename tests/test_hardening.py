@@ -16,32 +16,49 @@ import piep.artifacts as artifacts
 from piep.cli import main
 
 DATA = Path(__file__).with_name("data")
+ROOT = Path(__file__).parents[1]
 ODD = st.one_of(st.sampled_from(["nan", "inf", "-1", "0", "1e9", "x", "", "2", "7", "1,2",
-                                 "lognormal:4:0.5", "uniform:9:3"]),
+                                 "lognormal:4:0.5", "uniform:9:3", "-1,2", "hf-static", "h200",
+                                 "vllm", "latency"]),
                 st.integers(-3, 5000).map(str))
-# command -> (fixed arguments, flags a fuzzer may set)
+# every command -> (fixed arguments, flags a fuzzer may set); {out} is a fresh folder per
+# example (nothing may be written there on an error), {runs} the committed runs below
 COMMANDS = {
     "predict": (["--model", "llama-2-7b"], ["--tp", "--pp", "--dp", "--batch", "--prompt-len",
-                                            "--gen-len", "--modules", "--cache-len"]),
-    "compare": (["llama-2-7b@tp2", "llama-2-13b"], ["--batch", "--prompt-len", "--gen-len"]),
+                                            "--gen-len", "--modules", "--cache-len", "--engine",
+                                            "--host-probe-us", "--gpu", "--mode"]),
+    "compare": (["llama-2-7b@tp2", "llama-2-13b"], ["--batch", "--prompt-len", "--gen-len",
+                                                    "--engine"]),
     "sweep": (["--model", "llama-2-7b"], ["--tp", "--batch", "--gen-len"]),
-    "serve": (["--model", "llama-3-8b"], ["--rate", "--requests", "--prompt-len", "--gen-len",
-                                          "--seed", "--tp", "--requests-shown"]),
-    "plan": (["--model", "llama-2-7b"], ["--batch", "--max-slowdown", "--dwell-ms",
-                                         "--power-limit"]),
-    "optimize": (["--model", "llama-2-7b"], ["--batches", "--power-limits", "--clock-stride",
-                                             "--front", "--weight"]),
-    "tree": (["llama-2-7b"], ["--tp", "--pp", "--batch"]),
+    "serve": (["--model", "llama-3-8b", "--out", "{out}/s"],
+              ["--rate", "--requests", "--prompt-len", "--gen-len", "--seed", "--tp",
+               "--requests-shown", "--host-probe-us"]),
+    "plan": (["--model", "llama-2-7b", "--out", "{out}/plan.json"],
+             ["--batch", "--max-slowdown", "--dwell-ms", "--power-limit"]),
+    "optimize": (["--model", "llama-2-7b", "--log", "{out}/log.jsonl"],
+                 ["--batches", "--power-limits", "--clock-stride", "--front", "--weight",
+                  "--latency-bound", "--objective", "--online-axes"]),
+    "tree": (["llama-2-7b", "--save", "{out}/tree.json"], ["--tp", "--pp", "--batch"]),
+    "report": (["--model", "llama-2-7b", "--out", "{out}/r"], ["--tp", "--batch", "--gen-len"]),
+    "apply": (["{runs}/plan.json"], ["--gpus", "--batches"]),
+    "train": (["--from-measurements", "{runs}/ref.jsonl", "--out", "{out}/p"],
+              ["--gpu", "--engine", "--like"]),
+    "measure": (["--model", "llama-2-7b", "--out", "{out}/m.jsonl"],
+                ["--tp", "--batch", "--prompt-len", "--repeats", "--min-window-s", "--shard",
+                 "--budget-s", "--seed", "--engine"]),
+    "meter": (["--model", "llama-3-8b", "--engine", "vllm", "--engine-version", "1",
+               "--out", "{out}/m.jsonl"], ["--batch", "--prompt-len", "--gen-len", "--tp"]),
+    "calibrate": (["modules", "--out", "{out}/c.jsonl"], ["--budget-s", "--shard", "--per-kind",
+                                                          "--seed", "--min-window-s"]),
+    "env": ([], []),
+    "models": ([], []),
 }
 
 
 def _run(argv):
     out, err = io.StringIO(), io.StringIO()
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        try:
-            code = main(argv)
-        except SystemExit as exc:  # argparse on a value it cannot parse: usage + one line
-            code = exc.code
+        code = main(argv)
     return code, out.getvalue(), err.getvalue()
 
 
@@ -55,27 +72,139 @@ def _finite(value) -> bool:
     return True
 
 
-@settings(max_examples=120, deadline=None, derandomize=True,
-          suppress_health_check=[HealthCheck.too_slow])
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory):
+    """Committed runs to fit on (outside the tests' own folders): the reference runner's,
+    and one model's hf-static runs (one model: no leave-one-model-out pass); a plan file."""
+    from piep.artifacts import read_jsonl
+    from piep.predict.engines import engine_records
+    folder = tmp_path_factory.mktemp("runs")
+    ref = read_jsonl(ROOT / "calibration/h200/e2e/raw/e2e_2gpu.jsonl")[:6]
+    static = [r for r in engine_records("h200", "hf-static") if r["model"] == "llama-2-7b"]
+    for name, rows in (("ref.jsonl", ref), ("static.jsonl", static)):
+        (folder / name).write_text("".join(json.dumps(r) + "\n" for r in rows))
+    assert main(["plan", "--model", "llama-2-7b", "--out", str(folder / "plan.json")]) == 0
+    return folder
+
+
+def _one_line_or_answer(argv, out_dir: Path):
+    """Run `argv`: an answer (valid, finite JSON) or one line on stderr with exit 2 or 3 and
+    nothing written under `out_dir`."""
+    code, out, err = _run([*argv, "--json"])
+    assert "Traceback" not in err, argv
+    if code == 0:
+        assert _finite(json.loads(out)), argv  # valid JSON: no NaN, no Infinity
+    else:
+        assert code in (2, 3), (argv, code, err)
+        assert err.count("\n") == 1 and err.startswith("piep"), (argv, err)
+        assert not [p for p in out_dir.rglob("*") if p.is_file()], argv
+
+
+@settings(max_examples=150)
 @given(command=st.sampled_from(sorted(COMMANDS)), data=st.data())
-def test_every_command_over_odd_values_is_an_answer_or_one_line(command, data):
+def test_every_command_over_odd_values_is_an_answer_or_one_line(command, data, runs):
+    import tempfile
     fixed, flags = COMMANDS[command]
-    chosen = data.draw(st.lists(st.sampled_from(flags), max_size=3, unique=True))
+    chosen = data.draw(st.lists(st.sampled_from(flags), max_size=3, unique=True)) \
+        if flags else []
     argv = [command, *fixed]
     for flag in chosen:
         argv += [flag, data.draw(ODD)]
     if command == "serve" and "--rate" not in chosen:
         argv += ["--rate", "2", "--requests", "5"]
-    code, out, err = _run([*argv, "--json"])
-    assert "Traceback" not in err, argv
-    if code == 0:
-        doc = json.loads(out)  # valid JSON: no NaN, no Infinity
-        assert _finite(doc), argv
-    else:
-        assert code in (2, 3), (argv, code)
-        lines = [line for line in err.strip().splitlines() if not line.startswith("usage:")
-                 and not line.startswith(" ")]
-        assert len(lines) == 1, (argv, err)
+    if command == "meter":
+        argv += ["--", "true"]
+    with tempfile.TemporaryDirectory() as tmp:
+        _one_line_or_answer([a.replace("{out}", tmp).replace("{runs}", str(runs))
+                             for a in argv], Path(tmp))
+
+
+def _inputs(folder: Path) -> None:
+    """The bad inputs of the cases below."""
+    cfg = json.loads((ROOT / "model_trees/llama-2-7b/config.json").read_text())
+    for name, change in (("swa", {"sliding_window": -5}), ("gpt2", {"model_type": "gpt2"})):
+        (folder / name).mkdir()
+        (folder / name / "config.json").write_text(json.dumps({**cfg, **change}))
+    rows = lambda *rs: "".join(json.dumps(r) + "\n" for r in rs)  # noqa: E731
+    (folder / "far.jsonl").write_text(rows({"arrival_s": 0, "prompt_len": 9, "gen_len": 9},
+                                           {"arrival_s": 1e12, "prompt_len": 9, "gen_len": 9}))
+    (folder / "dup.jsonl").write_text(rows({"id": "a", "arrival_s": 0, "prompt_len": 9,
+                                            "gen_len": 9},
+                                           {"id": "a", "arrival_s": 1, "prompt_len": 9,
+                                            "gen_len": 9}))
+    (folder / "policy.json").write_text(json.dumps({"host": {"step_host_s": 1e6}}))
+    rec = json.loads((ROOT / "calibration/h200/e2e/raw/e2e_1gpu_s0.jsonl").open().readline())
+    (folder / "negative.jsonl").write_text(rows({**rec, "time_s": -1}))
+    (folder / "no_energy.jsonl").write_text(rows({k: v for k, v in rec.items()
+                                                  if k != "energy_j"}))
+    (folder / "empty_home").mkdir()
+
+
+MEASURED = ["report", "--model", "qwen2.5-7b", "--batch", "3", "--prompt-len", "133",
+            "--gen-len", "109", "--out", "{out}/r", "--measured"]  # the committed run's shape
+SERVE = ["serve", "--model", "llama-2-7b"]
+
+
+# what the reliability review found accepted, or answered with a traceback or a misleading
+# line: each is refused in one line that says what to do, and writes nothing
+@pytest.mark.parametrize("argv, needle", [
+    ([*SERVE, "--rate", "1", "--requests", "10", "--seed", "-1"], "--seed=-1"),
+    (["train", "--engine", "hf-static", "--from-measurements", "{runs}/ref.jsonl"],
+     "reference runner is fitted by"),
+    (["train", "--engine", "my-eng", "--like", "hf-static", "--from-measurements",
+      "{runs}/ref.jsonl"], "reference runner is fitted by"),
+    ([*MEASURED, "{in}/no_energy.jsonl"], "without 'energy_j'"),
+    ([*MEASURED, "{in}/negative.jsonl"], "time_s=-1 must be a finite number > 0"),
+    (["predict", "--model", "{in}/swa"], "sliding_window=-5"),
+    (["predict", "--model", "{in}/gpt2"], "supported: llama, mistral, qwen2)"),
+    (["predict", "--model", "mixtral-8x7b"], "dense decoders only"),
+    (["compare", "llama-2-7b@"], "no layout after '@'"),
+    (["compare", "llama-2-7b@tp2:"], "no engine after ':'"),
+    (["models", "PIEP_HOME={in}/empty_home"], "PIEP_HOME="),
+    (["predict", "--model", "llama-2-7b", "PIEP_HOME={in}/empty_home"], "PIEP_HOME="),
+    ([*SERVE, "--trace", "{in}/far.jsonl"], "at most 30 days"),
+    ([*SERVE, "--rate", "1e-9", "--requests", "3"], "at most 30 days"),
+    ([*SERVE, "--rate", "1", "--prompt-len", "lognormal:512:0.6:10"], "below the MEDIAN"),
+    ([*SERVE, "--rate", "1", "--policy", "{in}/policy.json"], "host.step_host_s=1000000.0"),
+    ([*SERVE, "--trace", "{in}/dup.jsonl"], "same id 'a'"),
+    (["plan", "--model", "llama-2-7b", "--power-limit", "50"], "(200-700 W)"),
+    (["optimize", "--model", "llama-2-7b", "--latency-bound", "5"], "--objective latency"),
+    (["optimize", "--model", "llama-2-7b", "--batches", ""], "--batches is empty"),
+    (["optimize", "--model", "llama-2-7b", "--batches", "-1,2"], "--batches=VALUE"),
+    (["optimize", "--model", "llama-2-7b", "--batches=-1,2"], "whole numbers >= 1"),
+    (["apply", "{runs}/plan.json", "--gpus", "abc"], "--gpus='abc'"),
+    (["apply", "{runs}/plan.json", "--no-dry-run"], "give it after --"),
+    (["predict", "--model", ""], "--model is empty"),
+    (["predict", "--model", "/dev/null"], "neither a config.json file nor a model folder"),
+    ([*SERVE, "--trace", "{in}"], "is a folder; give a file"),
+    ([*MEASURED, "{in}"], "is a folder; give a file"),
+    (["apply", "{in}"], "is a folder; give a file"),
+    (["train", "--from-measurements", "{in}"], "is a folder; give a file"),
+    (["train", "--from-measurements", "{in}/missing.jsonl"], "no such file"),
+    (["optimize", "--model", "llama-2-7b", "--replay", "{in}/missing.jsonl"], "no such file"),
+    (["predict", "--model", "llama-2-7b", "--cache-len", "100000"], "cache_len=100000"),
+    ([*SERVE, "--rate", "1", "--allow-uncalibrated"], "`piep serve --help` lists its flags"),
+    (["plan", "--model", "llama-2-7b", "--allow-uncalibrated"], "`piep plan --help`"),
+    (["plan", "--model", "llama-2-7b", "--max-slowdown", "5"], "give 0.05 or 5%"),
+    (["predict", "--model", "llama-2-7b", "--engine", "vllm"], "meter its runs (piep meter)"),
+    (["predict", "--model", "llama-2-7b", "--allow"], "unrecognized arguments: --allow"),
+    (["predict"], "required: --model"),
+    ([], "give a command"),
+], ids=lambda v: " ".join(v)[:60] if isinstance(v, list) else None)
+def test_what_was_accepted_or_misread_is_one_line(argv, needle, runs, tmp_path, monkeypatch):
+    inputs, out = tmp_path / "in", tmp_path / "out"
+    inputs.mkdir()
+    out.mkdir()
+    _inputs(inputs)
+    argv = [a.replace("{in}", str(inputs)).replace("{out}", str(out))
+            .replace("{runs}", str(runs)) for a in argv]
+    for a in [a for a in argv if a.startswith("PIEP_HOME=")]:
+        monkeypatch.setenv("PIEP_HOME", a.split("=", 1)[1])
+        argv.remove(a)
+    code, stdout, err = _run(argv)
+    assert code == 2 and stdout == "" and err.count("\n") == 1, err
+    assert needle in err and "Traceback" not in err, err
+    assert not [p for p in out.rglob("*") if p.is_file()]
 
 
 POLICY_VALUES = st.one_of(st.sampled_from([0, 1, 16, 0.5, 0.99, 2, -1, 1e9, 8.5, True, None,
@@ -105,20 +234,6 @@ def test_policy_files_are_an_answer_or_one_line(doc, host, tmp_path):
         assert _finite(answer) and "unvalidated_engine" in answer["flags"], doc
     else:
         assert code == 2 and err.count("\n") == 1, (doc, err)
-
-
-@pytest.fixture(scope="module")
-def runs(tmp_path_factory):
-    """A few committed runs to fit on (outside the tests' own folders): the reference
-    runner's, and one model's hf-static runs (one model: no leave-one-model-out pass)."""
-    from piep.artifacts import read_jsonl
-    from piep.predict.engines import engine_records
-    folder = tmp_path_factory.mktemp("runs")
-    ref = read_jsonl(Path(__file__).parents[1] / "calibration/h200/e2e/raw/e2e_2gpu.jsonl")[:6]
-    static = [r for r in engine_records("h200", "hf-static") if r["model"] == "llama-2-7b"]
-    for name, rows in (("ref.jsonl", ref), ("static.jsonl", static)):
-        (folder / name).write_text("".join(json.dumps(r) + "\n" for r in rows))
-    return folder
 
 
 def _fill(argv, tmp_path, runs=None):
