@@ -218,7 +218,7 @@ HOST = st.dictionaries(st.sampled_from(["step_host_s", "request_host_s", "launch
                        POLICY_VALUES, max_size=2)
 
 
-@settings(max_examples=60, deadline=None, derandomize=True,
+@settings(max_examples=40, deadline=None, derandomize=True,
           suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
 @given(doc=POLICY, host=st.one_of(st.none(), HOST))
 def test_policy_files_are_an_answer_or_one_line(doc, host, tmp_path):
