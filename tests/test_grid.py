@@ -40,7 +40,8 @@ def test_failure_is_recorded_and_not_fatal(tmp_path):
         if cfg["batch"] == 2:
             raise RuntimeError("CUDA out of memory")
         return {"schema": "piep.measurement", **cfg, "energy_j": 1.0, "time_s": 0.1}
-    assert run_grid(cfgs(3), out, budget_s=100, measure_one=one, world=1, rank=0) == 2
+    assert run_grid(cfgs(3), out, budget_s=100, measure_one=one, world=1, rank=0,
+                    clock=lambda: 0.0) == 2
     rows = read_jsonl(out)
     fail = [r for r in rows if r["schema"] == "piep.measurement_failure"]
     assert len(fail) == 1 and "out of memory" in fail[0]["error"]
@@ -52,7 +53,8 @@ def test_shards_are_disjoint(tmp_path):
     for i in range(2):
         got[i] = []
         run_grid(cfgs(6), tmp_path / f"s{i}.jsonl", budget_s=100, world=1, rank=0, shard=(i, 2),
-                 measure_one=lambda c, i=i: got[i].append(c["batch"]) or None)
+                 measure_one=lambda c, i=i: got[i].append(c["batch"]) or None,
+                 clock=lambda: 0.0)
     assert sorted(got[0] + got[1]) == [1, 2, 3, 4, 5, 6] and not set(got[0]) & set(got[1])
     assert not out.exists()
 

@@ -241,3 +241,51 @@ def test_the_reference_host_is_the_pinned_campaigns_not_the_first_file_by_name()
     assert host[0]["file"] != REFERENCE_HOST_FILE  # a later campaign sorts first
     assert reference_host(host)["file"] == REFERENCE_HOST_FILE
     assert reference_host([{"launch_s": 1.0}]) == {"launch_s": 1.0} and reference_host([]) == {}
+
+
+def _tiny_calibration(home, every: int = 6, models=("llama-2-13b", "llama-2-7b", "llama-3-8b")):
+    """A data folder of the shipped configs and a sixth of the committed H200 calibration:
+    every `every`-th module sample (and every host probe), the collectives, wait fits and
+    probe, and `models`' single-GPU end-to-end runs."""
+    import shutil
+    from pathlib import Path
+    src = Path(__file__).parents[1]
+    cal, shipped = home / "calibration" / "h200", src / "calibration" / "h200"
+    (home / "model_trees").symlink_to(src / "model_trees")
+    for part in ("gpu.json", "probe/probe_main.json", "waits/fits.json",
+                 "collectives/collectives.jsonl"):
+        (cal / part).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy(shipped / part, cal / part)
+    (cal / "modules").mkdir()
+    for f in sorted((shipped / "modules").glob("*.jsonl")):
+        rows = [line for line in f.read_text().splitlines() if line.strip()]
+        (cal / "modules" / f.name).write_text("".join(
+            line + "\n" for i, line in enumerate(rows)
+            if i % every == 0 or '"piep.host_overhead"' in line))
+    runs = [json.loads(line) for line in
+            (shipped / "e2e/raw/e2e_1gpu_s0.jsonl").read_text().splitlines() if line.strip()]
+    (cal / "e2e" / "raw").mkdir(parents=True)
+    (cal / "e2e/raw/e2e.jsonl").write_text("".join(json.dumps(r) + "\n" for r in runs
+                                                   if r["model"] in models))
+
+
+def test_piep_train_fits_the_whole_predictor_and_predict_reads_it(tmp_path, monkeypatch,
+                                                                  capsys):
+    """`piep train` end to end on a tiny calibration (module models, host terms, board
+    limit, combiner, leave-one-model-out intervals), written where `predict` reads it."""
+    from piep.cli import main
+    _tiny_calibration(tmp_path)
+    shipped_j = predict("llama-2-7b", batch=4)["energy_j"]
+    monkeypatch.setenv("PIEP_HOME", str(tmp_path))
+    load_learned.cache_clear()
+    try:
+        assert main(["train", "--json"]) == 0
+        doc = json.loads(capsys.readouterr().out)
+        assert doc["predictor"] == str(tmp_path / "calibration/h200/predictor")
+        assert doc["e2e_runs"] == 11 and 0 < doc["module_samples"] < 1000
+        assert set(doc["intervals_energy_log"]) >= {"all"}
+        answer = predict("llama-2-7b", batch=4)  # from the tiny calibration's predictor
+        assert answer["predictor"] == "learned" and answer["energy_j"] > 0
+        assert answer["energy_j"] != pytest.approx(shipped_j, rel=1e-6)
+    finally:
+        load_learned.cache_clear()
