@@ -366,9 +366,12 @@ def read_json(path: Path | str, schema: str) -> dict[str, Any]:
     return check_document(doc, str(path))
 
 
-def read_records(path: Path | str, schema: str) -> list[dict[str, Any]]:
-    """The records of `schema` in a JSONL file, each checked (other lines are skipped)."""
-    return [check_document(r, f"{path}:{i}") for i, r in enumerate(read_jsonl(path), 1)
+def read_records(path: Path | str, schema: str, *,
+                 given: bool = False) -> list[dict[str, Any]]:
+    """The records of `schema` in a JSONL file, each checked (other lines are skipped);
+    `given`: a file the user named, which must exist (else: none yet, an output to resume)."""
+    rows = read_input_jsonl(path) if given else read_jsonl(path)
+    return [check_document(r, f"{path}:{i}") for i, r in enumerate(rows, 1)
             if isinstance(r, dict) and r.get("schema") == schema]
 
 

@@ -82,7 +82,7 @@ def build_parser() -> argparse.ArgumentParser:
         p = sub.add_parser(name, help=help_text, description=help_text)
         mod.configure(p)
         add_json_arg(p)
-        p.set_defaults(handler=mod.run)
+        p.set_defaults(handler=mod.run, subparser=p)
     return parser
 
 
@@ -100,9 +100,8 @@ def main(argv: list[str] | None = None) -> int:
         if not getattr(args, "command", None):
             raise UsageError(f"piep: error: give a command: {', '.join(COMMANDS)}; "
                              "`piep --help` describes them")
-        if extra:
-            parser._subparsers._group_actions[0].choices[args.command].error(
-                f"unrecognized arguments: {' '.join(extra)}")
+        if extra:  # said by the subcommand's parser: its name, its --help
+            args.subparser.error(f"unrecognized arguments: {' '.join(extra)}")
     except UsageError as exc:
         print(exc, file=sys.stderr)
         return 2

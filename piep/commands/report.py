@@ -20,18 +20,17 @@ def configure(parser) -> None:
 def _measured(path: str, scn) -> dict:
     """The measurement of this deployment in `path`, checked: its schema's keys and
     types, a positive energy and time."""
-    from piep.artifacts import check_document, read_input_jsonl
+    from piep.artifacts import read_records
     from piep.errors import ArtifactError
     p, w = scn.parallel, scn.workload
     want = {"tp": p.tp, "pp": p.pp, "dp": p.dp, "batch": w.batch, "prompt_len": w.prompt_len,
             "gen_len": w.gen_len, "mode": scn.mode}
-    for i, rec in enumerate(read_input_jsonl(path), 1):
-        if isinstance(rec, dict) and rec.get("schema") == "piep.measurement" \
-                and all(rec.get(k) == v for k, v in want.items()):
-            check_document(rec, f"{path}:{i}")
+    for rec in read_records(path, "piep.measurement", given=True):
+        if all(rec.get(k) == v for k, v in want.items()):
             if rec["energy_j"] is None:
-                raise ArtifactError(f"{path}:{i}: the record has no energy (energy_j null: a "
-                                    f"run without an energy meter); give one measured on a GPU")
+                raise ArtifactError(f"{path}: the record of this run has no energy (energy_j "
+                                    f"null: a run without an energy meter); give one measured "
+                                    f"on a GPU")
             return rec
     raise ArtifactError(f"{path}: no piep.measurement record with this layout and workload")
 

@@ -103,7 +103,7 @@ def _check_engine(args) -> None:
 
 def _engine(args) -> dict:
     from piep import api
-    from piep.artifacts import check_document, read_input_jsonl
+    from piep.artifacts import read_records
     from piep.errors import ConfigError
     from piep.predict.engines import (engine_records, fit_profile, profile_lomo, save_profile,
                                       shipped_profile_dir, user_profile_dir, with_intervals)
@@ -115,11 +115,8 @@ def _engine(args) -> dict:
                           "(pip install lightgbm)")
     if args.from_measurements:
         schema = "piep.serving_measurement" if args.engine == "hf-cb" else "piep.measurement"
-        lines = read_input_jsonl(args.from_measurements)
-        records = [check_document(r, f"{args.from_measurements}:{i}")
-                   for i, r in enumerate(lines, 1)
-                   if isinstance(r, dict) and r.get("schema") == schema]
-        records = [r for r in records if r["energy_j"] is not None]
+        records = [r for r in read_records(args.from_measurements, schema, given=True)
+                   if r["energy_j"] is not None]
         out = Path(args.out) if args.out else user_profile_dir(args.gpu, args.engine)
         source = args.from_measurements
     else:

@@ -423,7 +423,7 @@ def train_shipped(gpu_name: str = DEFAULT_GPU, progress=None) -> tuple[LearnedMo
 def refit_on_measurements(gpu_name: str, path) -> tuple[LearnedModel, int]:
     """Keep the shipped module models; refit the gap terms and the combiner on a user's
     own end-to-end records (e.g. of their serving engine)."""
-    from piep.artifacts import check_document, read_input_jsonl
+    from piep.artifacts import read_records
     from piep.errors import ArtifactError
     from piep.predict.learned import predictor_dir
     from piep.predict.store import load
@@ -432,9 +432,8 @@ def refit_on_measurements(gpu_name: str, path) -> tuple[LearnedModel, int]:
     model = load(folder, gpu) if (folder / "predictor.json").is_file() else None
     if model is None:
         raise ArtifactError(f"no shipped predictor for {gpu_name}; run `piep train` first")
-    recs = [check_document(r, f"{path}:{i}") for i, r in enumerate(read_input_jsonl(path), 1)
-            if isinstance(r, dict) and r.get("schema") == "piep.measurement"]
-    recs = [r for r in recs if r["energy_j"] is not None]
+    recs = [r for r in read_records(path, "piep.measurement", given=True)
+            if r["energy_j"] is not None]
     if len(recs) < 3:
         raise ArtifactError(f"{path}: needs at least 3 piep.measurement records with energy_j, "
                             f"found {len(recs)}")
