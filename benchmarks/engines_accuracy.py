@@ -19,13 +19,13 @@ sys.path.insert(0, str(ROOT))
 
 from piep.gpus import load_gpu  # noqa: E402
 from piep.layout import Deployment  # noqa: E402
-from piep.predict.engines import (ENGINE_FITS, engine_records, load_profile,  # noqa: E402
+from piep.predict.engines import (engine_records, load_profile,  # noqa: E402
                                   profile_lomo, profile_rows, typical_host_s)
 from piep.predict.learned import load_learned  # noqa: E402
 from piep.predict.pricing import price  # noqa: E402
 from piep.artifacts import read_jsonl  # noqa: E402
 from piep.predict.train import deployment_of, host_probe_of  # noqa: E402
-from piep.scenario import ENGINE_MODES, SERVING_ENGINES  # noqa: E402
+from piep.engines import ENGINES as REGISTRY, names  # noqa: E402
 from piep.tree.builder import ELEMENTWISE  # noqa: E402
 
 sys.path.insert(0, str(ROOT / "benchmarks"))
@@ -46,7 +46,7 @@ def summarize(errs: list[float]) -> str:
 def baseline(records, engine: str, base) -> list[tuple[float, float]]:
     """piep before engine profiles: the reference runner of the same decode mode."""
     gpu = load_gpu("h200")
-    deps = [deployment_of({**r, "mode": ENGINE_MODES[engine]}, gpu) for r in records]
+    deps = [deployment_of({**r, "mode": REGISTRY[engine].decode}, gpu) for r in records]
     priced = price(deps, base)
     return [(_err(priced.energy_j[i], r["energy_j"]), _err(priced.time_s[i], r["time_s"]))
             for i, r in enumerate(records)]
@@ -262,7 +262,7 @@ def window_rows(base) -> list[str]:
     from piep.tree.builder import past_window
     gpu = load_gpu("h200")
     out = []
-    for engine in sorted(set(ENGINE_FITS) - set(SERVING_ENGINES)):
+    for engine in sorted(names(reference=False, serves=False)):
         model = load_profile("h200", engine).apply(base)
         runs = [(r, d) for r in engine_records("h200", engine)
                 if past_window(d := deployment_of(r, gpu, engine=engine, on_its_host=True))]
@@ -399,7 +399,7 @@ ABLATIONS = {
                   {"refit_combiner": False}),
                  (UNHELD, {"host_form": {"queue_ahead": True, **UNHELD_FORM}})),
     "hf-static": (TYPICAL, ("its host time per `generate()` call (`call_host_s`)",
-                   {"terms": tuple(t for t in ENGINE_FITS["hf-static"] if t != "call_host_s")}),
+                   {"terms": tuple(t for t in REGISTRY["hf-static"].fitted_terms if t != "call_host_s")}),
                   ("its fused pointwise kernels (`fused_kernel_s`: priced as eager's)",
                    {"host_form": {"fused_kernel_s": 0.0}}),
                   ("its own combiner (the reference runner's instead)",
@@ -535,9 +535,9 @@ def main() -> int:
              "training set): energy | time |",
              "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     detail, extra, curves, hosts, oor, ablations = [], [], [], [], [], []
-    records_of = [r for e in ENGINE_FITS if e not in SERVING_ENGINES
+    records_of = [r for e in names(reference=False, serves=False)
                   for r in engine_records("h200", e)]
-    for engine in sorted(set(ENGINE_FITS) - set(SERVING_ENGINES)):  # serving: its own report
+    for engine in sorted(names(reference=False, serves=False)):  # serving: its own report
         records = engine_records("h200", engine)
         if not records:
             continue
@@ -555,7 +555,7 @@ def main() -> int:
         de = [_err(r["pred_decode_j"], r["decode_j"]) for r in rows]
         models = sorted({r["model"] for r in rows})
         print(f"{engine}: {len(rows)} runs, {len(models)} models")
-        print(f"  before (piep-{ENGINE_MODES[engine]}): energy {summarize([x for x, _ in before])},"
+        print(f"  before (piep-{REGISTRY[engine].decode}): energy {summarize([x for x, _ in before])},"
               f" time {summarize([y for _, y in before])}")
         print(f"  profile LOMO: energy {summarize(e)}, time {summarize(t)}; prefill energy "
               f"{summarize(pe)}, decode energy {summarize(de)}; with each run's host probe: "

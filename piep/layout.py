@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from piep.config import BF16_BYTES, ModelSpec, Parallel, Workload, divisors
+from piep.engines import Engine, engine as engine_record
 from piep.errors import ConfigError, FitError
 from piep.gpus import GPU
 
@@ -28,6 +29,11 @@ class Deployment:
     # the host that runs the engine: its launch probe (s per `x.add_(1)`); None: the host
     # the engine's profile was calibrated on. Host time scales with it (piep.predict.host)
     host_probe_s: float | None = None
+
+    @property
+    def engine_record(self) -> Engine:
+        """The registry's record of the engine (the reference runner's for None)."""
+        return engine_record(self.engine)
 
     # --- per-rank shapes ---------------------------------------------------------------
     @property

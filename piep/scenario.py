@@ -16,40 +16,20 @@ from typing import Any
 
 from piep.artifacts import read_json, user_data_dir
 from piep.config import ModelSpec, Parallel, Workload
+from piep.engines import DEFAULT_ENGINE, ENGINES, Engine, names, reference_engine
 from piep.errors import ConfigError, PiepError
 from piep.gpus import DEFAULT_GPU, GPU
 from piep.layout import Deployment, validate
 
 log = logging.getLogger("piep.scenario")
-# engine name -> how it decodes: CUDA-graph replay over a static cache ("graph") or
-# eager kernels over the live cache ("eager")
-REFERENCE_ENGINES = {"piep-graph": "graph", "piep-eager": "eager"}  # piep's own runner
-ENGINE_MODES = {**REFERENCE_ENGINES, "hf-eager": "eager", "hf-static": "graph",
-                "hf-cb": "eager"}
-# engines that serve request streams (continuous batching), predicted by `piep serve`
-SERVING_ENGINES = ("hf-cb",)
-# engines whose profile is fitted per host: each run's host time scales with its launch
-# probe over the profile's reference host (`--host-probe-us` predicts for another host)
-HOST_FITTED = ("hf-eager", "hf-static", "hf-cb")
-DEFAULT_ENGINE = "piep-graph"
-# what an engine of a user's own (one piep cannot run: vLLM, SGLang) is priced as: a
-# built-in engine with a fit recipe whose structure it shares (KV cache, decode mode, host
-# path); `piep train --engine NAME --like BASE --from-measurements FILE` fits it
-USER_ENGINE_BASES = ("hf-eager", "hf-static")
 ENGINE_PROFILE_SCHEMA = "piep.engine_profile"  # where a user's engine names what it is like
-ENGINE_DESCRIPTIONS = {
-    "piep-graph": "piep reference runner", "piep-eager": "piep reference runner",
-    "hf-eager": "transformers generate(), eager, DynamicCache",
-    "hf-static": "transformers generate(), static cache, compiled decode (CUDA graphs)",
-    "hf-cb": "transformers continuous batching (paged SDPA, FIFO scheduler)",
-}
 
 
 def describe_engine(name: str, like: str | None = None) -> str:
     """An engine in words: a built-in's description, or what a user's engine is priced as."""
     if like is None:
-        return ENGINE_DESCRIPTIONS.get(name, name)
-    return f"your engine profile, priced as {like} ({ENGINE_DESCRIPTIONS.get(like, like)})"
+        return ENGINES[name].description if name in ENGINES else name
+    return f"your engine profile, priced as {like} ({ENGINES[like].description})"
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -65,22 +45,27 @@ class EngineRef:
     like: str | None = None
 
     def __post_init__(self) -> None:
-        if self.like is None and self.name not in ENGINE_MODES:
+        if self.like is None and self.name not in ENGINES:
             raise ConfigError(f"engine {self.name!r} is not known; engines: "
-                              f"{', '.join(ENGINE_MODES)}")
-        if self.like is not None and (self.like not in USER_ENGINE_BASES
-                                      or self.name in ENGINE_MODES):
+                              f"{', '.join(ENGINES)}")
+        bases = names(like_base=True)
+        if self.like is not None and (self.like not in bases or self.name in ENGINES):
             raise ConfigError(f"engine {self.name!r} priced as {self.like!r}: an engine of "
                               f"your own takes a name no built-in engine has and is priced as "
-                              f"one of {', '.join(USER_ENGINE_BASES)}")
-        if self.host_probe_us is not None and self.structure not in HOST_FITTED:
+                              f"one of {', '.join(bases)}")
+        if self.host_probe_us is not None and not self.record.host_fitted:
             raise ConfigError(f"--host-probe-us applies to engines fitted per host "
-                              f"({', '.join(HOST_FITTED)}), not {self.name}")
+                              f"({', '.join(names(host_fitted=True))}), not {self.name}")
 
     @property
     def structure(self) -> str:
         """The built-in engine whose model tree and host path price this one."""
         return self.like or self.name
+
+    @property
+    def record(self) -> Engine:
+        """The registry's record of the built-in engine that prices this one."""
+        return ENGINES[self.structure]
 
     @property
     def description(self) -> str:
@@ -95,12 +80,12 @@ class EngineRef:
     @property
     def mode(self) -> str:
         """How the engine decodes: "graph" (CUDA-graph replay) or "eager"."""
-        return ENGINE_MODES[self.structure]
+        return self.record.decode
 
     @property
     def is_reference(self) -> bool:
         """piep's own reference runner."""
-        return self.name in REFERENCE_ENGINES
+        return self.like is None and self.record.reference
 
     @property
     def tree_engine(self) -> str | None:
@@ -111,7 +96,7 @@ class EngineRef:
 def engine_names() -> tuple[str, ...]:
     """Every engine a prediction may name: the built-in ones, then the user's own (the
     profiles `piep train --engine NAME --like BASE` wrote to the user data directory)."""
-    return (*ENGINE_MODES, *user_engines())
+    return (*ENGINES, *user_engines())
 
 
 def user_engines() -> dict[str, str]:
@@ -125,14 +110,14 @@ def _user_engines(root: str) -> dict[str, str]:
     out: dict[str, str] = {}
     for path in sorted(Path(root).glob("*/engines/*/profile.json")):
         name = path.parent.name
-        if name in ENGINE_MODES or name in out:
+        if name in ENGINES or name in out:
             continue
         try:
             like = read_json(path, ENGINE_PROFILE_SCHEMA)["engine"].get("like")
         except PiepError as exc:  # one broken file must not hide the others
             log.warning("%s", exc)
             continue
-        if like in USER_ENGINE_BASES:
+        if like in names(like_base=True):
             out[name] = like
     return out
 
@@ -148,14 +133,14 @@ def engine_for(engine: str | None = None, mode: str | None = None,
     of `--engine piep-graph|piep-eager`); both given must agree. `host_probe_us`: the
     launch probe of the host that runs it. A name no built-in engine has is the user's
     own engine, priced as its profile says."""
-    if engine is None or engine in ENGINE_MODES:
+    if engine is None or engine in ENGINES:
         return _engine_for(engine, mode, host_probe_us)
     like = user_engines().get(engine)
     if like is None:
         raise ConfigError(
             f"engine {engine!r} is not known; engines: {', '.join(engine_names())}; an "
             f"engine of your own: meter its runs (piep meter) and fit it (piep train "
-            f"--engine {engine} --like {'|'.join(USER_ENGINE_BASES)} "
+            f"--engine {engine} --like {'|'.join(names(like_base=True))} "
             f"--from-measurements FILE)")
     return _engine_for(engine, mode, host_probe_us, like)
 
@@ -163,18 +148,17 @@ def engine_for(engine: str | None = None, mode: str | None = None,
 @lru_cache(maxsize=64)
 def _engine_for(engine: str | None, mode: str | None, host_probe_us: float | None,
                 like: str | None = None) -> EngineRef:
-    if mode is not None and mode not in REFERENCE_ENGINES.values():
+    if mode is not None and mode not in ("graph", "eager"):
         raise ConfigError(f"mode={mode!r} is not one of graph, eager")
-    by_mode = {m: name for name, m in REFERENCE_ENGINES.items()}
     if engine is None:
-        return EngineRef(name=by_mode[mode or "graph"], host_probe_us=host_probe_us)
+        return EngineRef(name=reference_engine(mode or "graph"), host_probe_us=host_probe_us)
     ref = EngineRef(name=engine, host_probe_us=host_probe_us, like=like)
     if mode is not None and not ref.is_reference:
         raise ConfigError(f"--mode {mode} belongs to piep's reference runner; drop it with "
                           f"--engine {engine}")
     if mode is not None and ref.mode != mode:
         raise ConfigError(f"--engine {engine} runs {ref.mode} decode; drop --mode {mode} or "
-                          f"use --engine {by_mode[mode]}")
+                          f"use --engine {reference_engine(mode)}")
     return ref
 
 
@@ -256,7 +240,7 @@ class Scenario:
         if "engine" in changes or "mode" in changes:
             engine = engine_for(changes.pop("engine", None), changes.pop("mode", None))
             # the same host runs the other engine: its probe goes along where it applies
-            if probe is not None and engine.structure in HOST_FITTED:
+            if probe is not None and engine.record.host_fitted:
                 engine = engine_for(engine.name, None, probe)
         elif probe != engine.host_probe_us:
             engine = engine_for(engine.name, None, probe)

@@ -9,7 +9,8 @@ from piep import api
 from piep.cli import main
 from piep.config import BF16_BYTES
 from piep.errors import ConfigError
-from piep.predict.engines import (ENGINE_FITS, engine_records, fit_profile, load_profile,
+from piep.engines import ENGINES
+from piep.predict.engines import (engine_records, fit_profile, load_profile,
                                   save_profile)
 from piep.predict.learned import load_learned
 from piep.predict.train import get_term
@@ -301,7 +302,7 @@ def test_shipped_profile_is_reproduced_from_its_runs(engine):
     """`piep train --engine NAME` on the committed runs gives the shipped host terms."""
     shipped = load_profile("h200", engine)
     refit = fit_profile(load_learned("h200"), engine_records("h200", engine), engine)
-    for name in ENGINE_FITS[engine]:
+    for name in ENGINES[engine].fitted_terms:
         assert getattr(refit.host, name) == pytest.approx(getattr(shipped.host, name),
                                                           rel=1e-6, abs=1e-12)
     assert refit.meta["runs"] == shipped.meta["runs"] > 5
@@ -416,7 +417,7 @@ def test_shipped_serving_profile_is_reproduced_from_its_traces():
     from piep.serving.fit import fit_cb_profile
     shipped = load_profile("h200", "hf-cb")
     refit = fit_cb_profile(load_learned("h200"), engine_records("h200", "hf-cb"))
-    for name in ENGINE_FITS["hf-cb"]:
+    for name in ENGINES["hf-cb"].fitted_terms:
         assert get_term(refit.host, name) == pytest.approx(get_term(shipped.host, name), rel=1e-6)
 
 

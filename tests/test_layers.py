@@ -10,7 +10,7 @@ PIEP = Path(__file__).resolve().parent.parent / "piep"
 # top-level modules and subpackages of piep by layer (0 lowest)
 LAYERS = {
     0: ("__init__", "errors", "artifacts", "config"),
-    1: ("gpus", "models", "device", "stats"),
+    1: ("gpus", "models", "device", "stats", "engines"),
     2: ("layout", "clocks", "meter"),
     3: ("tree", "scenario"),
     4: ("predict",),
@@ -96,6 +96,23 @@ def test_pynvml_only_in_the_device_seam():
     bad = [str(path) for path, _, name in _imports()
            if name.split(".")[0] == "pynvml" and path.parts[1] != "device"]
     assert not bad, bad
+
+
+# the campaign designs (data: which runs each measurement campaign made) and the harness of
+# transformers' continuous batching (that engine's own measurement) name engines as data
+NAMES_ENGINES = ("piep/engines.py", "piep/sampling/design.py", "piep/sampling/hf_cb.py")
+
+
+def test_only_the_registry_names_an_engine():
+    """Engine facts live in one record each (piep/engines.py): code asks a record what it
+    needs (`engine(name).serves`, `names(host_fitted=True)`), it does not compare names."""
+    from piep.engines import ENGINES
+    found = [f"{path.relative_to(PIEP.parent)}:{node.lineno} {node.value!r}"
+             for path in sorted(PIEP.rglob("*.py"))
+             if str(path.relative_to(PIEP.parent)) not in NAMES_ENGINES
+             for node in ast.walk(ast.parse(path.read_text()))
+             if isinstance(node, ast.Constant) and node.value in ENGINES]
+    assert not found, found
 
 
 def test_the_check_sees_imports_inside_functions():

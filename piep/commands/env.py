@@ -68,10 +68,11 @@ def run(args) -> int:
         folder = root / "calibration" / gpu
         cal[gpu] = sorted(p.name for p in folder.iterdir() if p.is_dir() or p.suffix == ".json")
     from piep.predict.engines import known_profiles
-    from piep.scenario import ENGINE_DESCRIPTIONS, REFERENCE_ENGINES, describe_engine
+    from piep.engines import ENGINES, names
+    from piep.scenario import describe_engine
     engines = [{"name": name, "gpu": None, "version": __version__,
-                "description": ENGINE_DESCRIPTIONS[name], "runs": None}
-               for name in REFERENCE_ENGINES]
+                "description": ENGINES[name].description, "runs": None}
+               for name in names(reference=True)]
     for gpu in known_gpus():
         for name, prof in known_profiles(gpu).items():
             engines.append({"name": name, "gpu": gpu, "version": prof.version,

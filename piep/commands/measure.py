@@ -11,8 +11,8 @@ log = logging.getLogger("piep.measure")
 
 def configure(parser) -> None:
     parser.add_argument("--model", help="shipped name or config.json path (single configuration)")
-    from piep.sampling.options import MEASURED_ENGINES
-    add_deployment_args(parser, model=False, engines=MEASURED_ENGINES)
+    from piep.engines import ENGINES
+    add_deployment_args(parser, model=False, engines=tuple(ENGINES))
     parser.add_argument("--grid", metavar="DESIGN.jsonl",
                         help="measure every configuration of a design file (resumable)")
     parser.add_argument("--out", metavar="FILE.jsonl",
@@ -51,12 +51,14 @@ def configure(parser) -> None:
 
 
 def run(args) -> int:
+    from piep.engines import names
     from piep.errors import ConfigError
     if not args.model and not args.grid:
         raise ConfigError("give --model (one configuration) or --grid DESIGN.jsonl")
-    if (args.engine == "hf-cb") != bool(args.trace):
-        raise ConfigError("--engine hf-cb replays a request trace: give both --engine hf-cb and "
-                          "--trace FILE")
+    serving = names(serves=True)
+    if (args.engine in serving) != bool(args.trace):
+        raise ConfigError(f"--engine {'|'.join(serving)} replays a request trace: give both "
+                          f"--engine {serving[0]} and --trace FILE")
     if args.clock_plan and args.grid:
         raise ConfigError("--clock-plan applies to one configuration (--model), not --grid")
     try:
@@ -78,16 +80,14 @@ def run(args) -> int:
 def _engine(engine: str | None, mode: str | None) -> tuple[str, str]:
     """(engine, reference-runner mode): the transformers engines measured here, or the
     reference runner (whose --mode is an alias of --engine piep-graph|piep-eager)."""
-    from piep.sampling.options import MEASURED_ENGINES
+    from piep.engines import ENGINES
     from piep.scenario import engine_for
-    if engine in MEASURED_ENGINES and not engine.startswith("piep-"):
+    if engine in ENGINES and not ENGINES[engine].reference:
         if mode is not None:
             from piep.errors import ConfigError
             raise ConfigError(f"--mode {mode} belongs to piep's reference runner; drop it "
                               f"with --engine {engine}")
-        return engine, "graph" if engine == "hf-static" else "eager"
-    if engine == "hf-cb":
-        return engine, "eager"
+        return engine, ENGINES[engine].decode
     ref = engine_for(engine, mode)
     return ref.name, ref.mode
 

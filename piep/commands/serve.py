@@ -8,14 +8,15 @@ from piep.report.table import fmt, table
 
 
 def configure(parser) -> None:
-    from piep.scenario import SERVING_ENGINES
+    from piep.engines import ENGINES, names
     parser.add_argument("--model", required=True,
                         help="shipped name (see `piep models`) or path to config.json / folder")
     parser.add_argument("--gpu", default=DEFAULT_GPU, help=f"GPU type (default {DEFAULT_GPU})")
     parser.add_argument("--tp", type=int, default=1, help="tensor parallel degree (default 1)")
-    parser.add_argument("--engine", choices=SERVING_ENGINES, default=SERVING_ENGINES[0],
-                        help="the serving engine (default hf-cb: transformers' continuous "
-                             "batching)")
+    serving = names(serves=True)
+    parser.add_argument("--engine", choices=serving, default=serving[0],
+                        help=f"the serving engine (default {serving[0]}: "
+                             f"{ENGINES[serving[0]].description})")
     src = parser.add_argument_group("requests (a trace, or Poisson arrivals)")
     src.add_argument("--trace", metavar="FILE",
                      help="JSONL or CSV with arrival_s, prompt_len, gen_len[, id]")

@@ -47,11 +47,11 @@ def run(args) -> int:
                    mode=args.mode or [None], engine=args.engine or [None])
     if args.host_probe_us is not None:
         from piep.errors import ConfigError
-        from piep.scenario import HOST_FITTED
-        fitted = [c for c in configs if c.get("engine") in HOST_FITTED]
+        from piep.engines import names
+        fitted = [c for c in configs if c.get("engine") in names(host_fitted=True)]
         if not fitted:
             raise ConfigError(f"--host-probe-us applies to engines fitted per host "
-                              f"({', '.join(HOST_FITTED)}); add one with --engine")
+                              f"({', '.join(names(host_fitted=True))}); add one with --engine")
         for c in fitted:
             c["host_probe_us"] = args.host_probe_us
     rows = sweep(configs, gpu=args.gpu, predictor=args.predictor, progress=True)

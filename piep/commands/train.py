@@ -14,15 +14,14 @@ log = logging.getLogger("piep.train")
 
 
 def configure(parser) -> None:
-    from piep.predict.engines import ENGINE_FITS
-    from piep.scenario import USER_ENGINE_BASES
+    from piep.engines import names
     parser.add_argument("--gpu", default=DEFAULT_GPU)
     parser.add_argument("--engine", metavar="NAME",
                         help="fit this engine's profile (host terms over piep's module "
-                             f"models) on its end-to-end runs: {', '.join(ENGINE_FITS)} on the "
+                             f"models) on its end-to-end runs: {', '.join(names(reference=False))} on the "
                              "shipped runs or yours (--from-measurements), or an engine of "
                              "your own (a name of yours, with --like and --from-measurements)")
-    parser.add_argument("--like", choices=USER_ENGINE_BASES,
+    parser.add_argument("--like", choices=names(like_base=True),
                         help="an engine of your own (vLLM, SGLang, ...: runs you metered with "
                              "`piep meter`) is priced as this built-in engine: its model tree "
                              "(KV cache, decode mode) and host path, with terms fitted on your "
@@ -79,17 +78,16 @@ ENGINE_NAME = re.compile(r"[a-z0-9][a-z0-9._-]{0,63}")
 
 def _check_engine(args) -> None:
     """The engine flags, before anything is read or fitted: one line where they clash."""
+    from piep.engines import ENGINES
     from piep.errors import ConfigError
-    from piep.predict.engines import ENGINE_FITS
-    from piep.scenario import ENGINE_MODES
     if args.like and not args.engine:
         raise ConfigError("--like goes with --engine NAME (the engine of your own it prices)")
-    if not args.engine or args.engine in ENGINE_FITS:
+    if not args.engine or (args.engine in ENGINES and not ENGINES[args.engine].reference):
         if args.like:
             raise ConfigError(f"--engine {args.engine} is piep's own; --like prices an engine "
                               f"of yours: give it a name of yours (--engine my-vllm)")
         return
-    if args.engine in ENGINE_MODES:
+    if args.engine in ENGINES:
         raise ConfigError(f"{args.engine} is piep's reference runner: `piep train` without "
                           f"--engine fits it")
     if not ENGINE_NAME.fullmatch(args.engine):
@@ -104,6 +102,7 @@ def _check_engine(args) -> None:
 def _engine(args) -> dict:
     from piep import api
     from piep.artifacts import read_records
+    from piep.engines import ENGINES
     from piep.errors import ConfigError
     from piep.predict.engines import (engine_records, fit_profile, profile_lomo, save_profile,
                                       shipped_profile_dir, user_profile_dir, with_intervals)
@@ -113,10 +112,10 @@ def _engine(args) -> dict:
     if not isinstance(base, LearnedModel):
         raise ConfigError("an engine profile is fitted over the learned predictor "
                           "(pip install lightgbm)")
+    record = ENGINES[args.like or args.engine]  # what fits it: its own record, or its base's
     if args.from_measurements:
-        schema = "piep.serving_measurement" if args.engine == "hf-cb" else "piep.measurement"
-        records = [r for r in read_records(args.from_measurements, schema, given=True)
-                   if r["energy_j"] is not None]
+        records = [r for r in read_records(args.from_measurements, record.record_schema,
+                                           given=True) if r["energy_j"] is not None]
         out = Path(args.out) if args.out else user_profile_dir(args.gpu, args.engine)
         source = args.from_measurements
     else:
@@ -126,7 +125,7 @@ def _engine(args) -> dict:
     # a shipped profile predicts an unknown host as the calibration machines' typical one;
     # a user's, fitted on their own runs, as the host of those runs
     fit = {"default_host_s": None} if args.from_measurements else {}
-    if args.engine == "hf-cb":  # a serving engine: fitted on replayed request traces
+    if record.serves:  # a serving engine: fitted on replayed request traces
         from piep.serving.fit import fit_cb_profile, held_out_on_hosts
         profile = fit_cb_profile(base, records, **fit)
         if len(records) >= 3:  # intervals from leave-one-shape-out (else -trace-out) residuals

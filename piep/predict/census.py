@@ -37,9 +37,9 @@ def census_deployment(rec: dict[str, Any], spec: ModelSpec, gpu) -> Deployment:
     decode mode)."""
     from piep.config import Parallel, Workload
     from piep.layout import validate
-    from piep.scenario import ENGINE_MODES
+    from piep.engines import engine
     wl = Workload(batch=rec["batch"], prompt_len=rec["prompt_len"], gen_len=rec["gen_len"],
-                  mode=ENGINE_MODES[rec["engine"]])
+                  mode=engine(rec["engine"]).decode)
     return validate(spec, Parallel(), wl, gpu, check_memory=False, engine=rec["engine"])
 
 

@@ -10,7 +10,7 @@ per graph-replayed kernel, per generated token outside the model, per call (hf-s
 generate() setup: ~12 ms), and optionally the combiner; a compiled engine's fused
 pointwise kernels take the in-situ time its kernel census measured
 (`piep.predict.census`). A profile names the engine's version it was measured with.
-Engines fitted per host (`HOST_FITTED`) scale each run's host time by its launch probe
+Engines fitted per host (`host_fitted` in the registry) scale each run's host time by its launch probe
 over the median of the runs' (the profile's reference host, `HostTerms.host_probe_ref_s`).
 
 Shipped profiles live in `calibration/<gpu>/engines/<engine>/profile.json`; a user's own
@@ -36,31 +36,15 @@ from piep.artifacts import (calibration_dir, read_json, read_records, user_data_
 from piep.errors import ArtifactError, ConfigError
 from piep.predict.combiner import Combiner
 from piep.predict.host import TERMS, HostTerms
-from piep.tree.builder import HF_COMPILED_DECODE, past_window
-from piep.scenario import (ENGINE_PROFILE_SCHEMA, HOST_FITTED, SERVING_ENGINES,
-                           USER_ENGINE_BASES, EngineRef, forget_user_engines)
+from piep.engines import ENGINES, engine as engine_record, names as engine_names
+from piep.tree.builder import past_window
+from piep.scenario import ENGINE_PROFILE_SCHEMA, EngineRef, forget_user_engines
 
 log = logging.getLogger("piep.engines")
 SCHEMA = ENGINE_PROFILE_SCHEMA
 SCHEMA_VERSION = 1
-# the host terms fitted per engine (the rest stay the reference runner's)
-ENGINE_FITS: dict[str, tuple[str, ...]] = {
-    "hf-eager": ("host_launch_s", "eager_decode_launch_s", "step_host_s"),
-    "hf-static": ("host_launch_s", "gap_graph_s", "step_host_s", "call_host_s"),
-    # continuous batching: fitted on replayed request traces (piep.serving.fit): the
-    # kernel time scales (attention's on top), host time, the power in host gaps
-    "hf-cb": ("time_scale.prefill", "time_scale.kind:attention", "host_launch_s",
-              "step_host_s", "request_host_s", "launch_gap_w"),
-}
 # where a fit starts a term the reference runner lacks
 START = {"step_host_s": 1e-3, "call_host_s": 1e-2}
-# how an engine's host path works, set before its terms are fitted (piep.predict.host)
-ENGINE_HOST = {"hf-eager": {"queue_ahead": True}}
-# engines whose profile refits the combiner on its own runs (after its host terms): their
-# kernels' energy in situ differs from the reference runner's (a compiled step's fused
-# kernels; eager kernels between host gaps); leave-one-model-out on the shipped runs,
-# reports/engines.md's ablations
-ENGINE_COMBINER = ("hf-eager", "hf-static")
 COMBINER_PHASE_WEIGHT = 0.5  # each phase's log energy error beside the whole run's
 
 
@@ -147,12 +131,12 @@ def load_profile(gpu: str, engine: str) -> EngineProfile | None:
 
 def known_profiles(gpu: str) -> dict[str, EngineProfile]:
     """Every engine with a profile on `gpu` (shipped or the user's), by name."""
-    names = set(ENGINE_FITS)
+    found = set(engine_names(reference=False))
     for root in (calibration_dir(gpu) / "engines", user_data_dir() / gpu / "engines"):
         if root.is_dir():
-            names |= {p.parent.name for p in root.glob("*/profile.json")}
+            found |= {p.parent.name for p in root.glob("*/profile.json")}
     out = {}
-    for name in sorted(names):
+    for name in sorted(found):
         prof = load_profile(gpu, name)
         if prof is not None:
             out[name] = prof
@@ -162,7 +146,7 @@ def known_profiles(gpu: str) -> dict[str, EngineProfile]:
 def engine_records(gpu: str, engine: str) -> list[dict[str, Any]]:
     """The shipped end-to-end runs of an engine (every measurement with energy): batch
     runs, or replayed request traces for a serving engine."""
-    schema = "piep.serving_measurement" if engine in SERVING_ENGINES else "piep.measurement"
+    schema = engine_record(engine).record_schema
     rows = []
     for f in sorted((shipped_profile_dir(gpu, engine) / "raw").glob("*.jsonl")):
         rows += [r for r in read_records(f, schema) if r.get("energy_j") is not None]
@@ -183,7 +167,8 @@ def typical_host_s(gpu: str) -> float | None:
     shipped run of every engine fitted per host (the hosts drift from machine to machine
     and over time; one host for all engines keeps them comparable). A shipped profile
     predicts a deployment of unknown host for it."""
-    return host_reference_s([r for e in HOST_FITTED for r in engine_records(gpu, e)])
+    return host_reference_s([r for e in engine_names(host_fitted=True)
+                             for r in engine_records(gpu, e)])
 
 
 def profile_hosts(records: list[dict[str, Any]], gpu: str,
@@ -249,47 +234,48 @@ def fit_profile(base, records: list[dict[str, Any]], engine: str, *,
                 host_form: dict[str, Any] | None = None,
                 default_host_s: float | str | None = "typical",
                 like: str | None = None) -> EngineProfile:
-    """Fit `engine`'s host terms (and, with `refit_combiner`, its combiner; by default for
-    the engines of `ENGINE_COMBINER`) on its runs, over the module models of `base` (the
-    shipped learned predictor). `terms` and `host_form` replace the engine's fitted terms
-    (`ENGINE_FITS`) and host path (`ENGINE_HOST`): what the report's ablations fit.
+    """Fit `engine`'s host terms (and, with `refit_combiner`, its combiner; by default
+    where its registry record says `refit_combiner`) on its runs, over the module models
+    of `base` (the shipped learned predictor). `terms` and `host_form` replace the
+    record's fitted terms and host path: what the report's ablations fit.
     `default_host_s`: the launch probe of the host a deployment of unknown host is
     predicted for ("typical": `typical_host_s`, a shipped profile's; None: the runs' own
     host, a user's profile of their own runs). `like`: an engine of the user's own (a
-    name no built-in has), fitted and priced as this built-in one (`USER_ENGINE_BASES`)."""
+    name no built-in has), fitted and priced as this built-in one (a `like_base`)."""
     from piep.predict.train import TrainingSet, fit_combiner, fit_host_terms
     # a user's engine: validated as every engine reference is
     recipe = EngineRef(name=engine, like=like).structure if like else engine
-    if recipe not in ENGINE_FITS:
+    fitted = engine_names(reference=False)
+    if recipe not in fitted:
         raise ConfigError(f"no fit is defined for engine {engine!r}; engines: "
-                          f"{', '.join(ENGINE_FITS)}, or one of your own priced as "
-                          f"another (--like {'|'.join(USER_ENGINE_BASES)})")
+                          f"{', '.join(fitted)}, or one of your own priced as "
+                          f"another (--like {'|'.join(engine_names(like_base=True))})")
+    record = ENGINES[recipe]
     _own_runs(records, engine)  # before any fitting
     version = engine_version(records, engine)
     if refit_combiner is None:
-        refit_combiner = recipe in ENGINE_COMBINER
+        refit_combiner = record.refit_combiner
     ref, default = profile_hosts(records, base.gpu.name, default_host_s) \
-        if recipe in HOST_FITTED else (None, None)
+        if record.host_fitted else (None, None)
     cases = _cases(records, base.gpu, engine, on_their_hosts=ref is not None, like=like)
     if len(cases) < 3:
         raise ArtifactError(f"fitting {engine} needs at least 3 end-to-end runs with energy, "
                             f"found {len(cases)}")
-    terms = ENGINE_FITS[recipe] if terms is None else terms
+    terms = record.fitted_terms if terms is None else terms
     host = copy.deepcopy(base.host)
     host.host_probe_ref_s, host.host_probe_default_s = ref, default
     for name in terms:
         if name in START and not getattr(host, name):
             setattr(host, name, START[name])
-    if recipe in HF_COMPILED_DECODE:  # its fused kernels' in-situ time, from its census
+    if record.compiled_decode:  # its fused kernels' in-situ time, from its census
         from piep.predict.census import fused_kernel_estimate
         from piep.predict.train import spec_of_record
-        shipped = [r for e in HOST_FITTED if e not in SERVING_ENGINES
+        shipped = [r for e in engine_names(host_fitted=True, serves=False)
                    for r in engine_records(base.gpu.name, e)]
         specs = {r["model"]: spec_of_record(r)  # the censused models' shapes, from runs
                  for r in shipped + records if "shape" in r}
         host.fused_kernel_s = float(fused_kernel_estimate(base.gpu, recipe, specs) or 0.0)
-    for name, value in (ENGINE_HOST.get(recipe, {}) if host_form is None
-                        else host_form).items():
+    for name, value in (dict(record.host_form) if host_form is None else host_form).items():
         setattr(host, name, value)
     model = replace(base, host=host)
     ts = TrainingSet.build(model, cases)

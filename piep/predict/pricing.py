@@ -20,7 +20,6 @@ from piep.layout import Deployment
 from piep.predict.power import SUSTAINED_S, BoardLimit
 from piep.predict.table import PHASES, LeafTable, TableBuilder
 from piep.predict.timeline import Timeline, lay_out
-from piep.scenario import ENGINE_DESCRIPTIONS
 
 SCHEMA = "piep.prediction"
 SCHEMA_VERSION = 1
@@ -153,7 +152,7 @@ class Priced:
             "schema_version": SCHEMA_VERSION,
             "predictor": self.model.name,
             "boundary": "gpu_board",
-            "engine": ENGINE_DESCRIPTIONS.get(dep.engine or "piep-graph", dep.engine),
+            "engine": dep.engine_record.description,
             **deployment_fields(dep),
             "energy_j": energy_j,
             "time_s": time_s,

@@ -12,6 +12,7 @@ from typing import Any, Callable
 import numpy as np
 
 from piep.config import ModelSpec, Parallel, Workload
+from piep.engines import engine as engine_record
 from piep.gpus import DEFAULT_GPU, GPU, load_gpu
 from piep.layout import Deployment, validate
 from piep.predict.collectives import Collectives
@@ -45,11 +46,10 @@ def deployment_of(rec: dict[str, Any], gpu: GPU, engine: str | None = None,
     """The deployment a measurement record ran (the reference runner's, or `engine`'s:
     its decode mode, whatever the record says); `on_its_host`: with the record's host
     probe."""
-    from piep.scenario import ENGINE_MODES
     return validate(spec_of_record(rec), Parallel(tp=rec["tp"], pp=rec["pp"], dp=rec["dp"]),
                     Workload(batch=rec["batch"], prompt_len=rec["prompt_len"],
                              gen_len=rec["gen_len"],
-                             mode=ENGINE_MODES[engine] if engine else rec["mode"],
+                             mode=engine_record(engine).decode if engine else rec["mode"],
                              cache_len=_cache_len(rec)), gpu,
                     check_memory=False, engine=engine,
                     host_probe_s=host_probe_of(rec) if on_its_host else None)

@@ -42,10 +42,10 @@ def actions(scn: Scenario, doc: dict[str, Any], predictor: str = "auto") -> list
     if pp > 1:
         cands.append((f"tp={tp * pp}, pp=1 instead of pp={pp}", {"tp": tp * pp, "pp": 1}))
     cands.append((f"batch={batch * 2}", {"batch": batch * 2}))
-    # the same software family, decoding with CUDA graphs (an engine of the user's own
-    # has no known twin)
-    if scn.mode == "eager" and scn.engine.like is None:
-        graph = "hf-static" if scn.engine.name == "hf-eager" else "piep-graph"
+    # the same software, decoding with CUDA graphs (an engine of the user's own, or a
+    # serving engine, has no known twin)
+    graph = scn.engine.record.graph_twin if scn.engine.like is None else None
+    if graph:
         cands.append((f"{graph} (CUDA-graph decode)", {"engine": graph}))
     if dp > 1:
         cands.append((f"dp=1 with tp={tp * dp}", {"dp": 1, "tp": tp * dp}))

@@ -134,7 +134,7 @@ def main(argv: list[str] | None = None) -> int:
     from piep.sampling.design import named_spec
     ap = argparse.ArgumentParser(prog="python -m piep.sampling.census")
     ap.add_argument("--models", nargs="+", required=True)
-    ap.add_argument("--engines", nargs="+", default=["hf-eager"], choices=HF_ENGINES)
+    ap.add_argument("--engines", nargs="+", default=[HF_ENGINES[0]], choices=HF_ENGINES)
     ap.add_argument("--batch", type=int, default=4)
     ap.add_argument("--prompt-len", type=int, default=128)
     ap.add_argument("--gen-len", type=int, default=9)

@@ -11,6 +11,7 @@ import torch
 
 from piep.artifacts import append_jsonl
 from piep.config import Parallel, Workload
+from piep.engines import ENGINES
 from piep.errors import ConfigError
 from piep.sampling.grid import load_design, parallel_workload, run_grid, spec_of
 from piep.sampling.hf import HF_ENGINES, build_model, measure_hf
@@ -70,7 +71,7 @@ def measure_main(opts: MeasureOptions) -> dict[str, Any] | None:
         if device.type == "cpu" and opts.device == "auto" and spec.num_params() > 1e9:
             raise ConfigError(f"no CUDA GPU: measuring {spec.name} on the CPU measures no "
                               f"energy and takes minutes; pass --device cpu to do it anyway")
-        if opts.engine == "hf-cb":
+        if ENGINES[opts.engine].serves:  # a request trace replayed
             from piep.sampling.hf_cb import measure_trace
             from piep.serving.trace import read_trace
             traces = [(path, read_trace(path)) for path in opts.trace]  # all valid first

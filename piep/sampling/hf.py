@@ -29,12 +29,13 @@ import torch
 
 from piep.config import ModelSpec, Parallel, Workload
 from piep.device import clock
+from piep.engines import engine as engine_record, names
 from piep.errors import ConfigError
 from piep.sampling.runner import (Dist, Hygiene, RankMeter, _cpu_model, _driver, _spread, _sync,
                                  record_head)
 
 log = logging.getLogger("piep.measure")
-HF_ENGINES = ("hf-eager", "hf-static")
+HF_ENGINES = names(runs_generate=True)  # the engines measured as one generate() call
 
 
 # a decoder small enough that its decode step is all host time (2 layers, ~100 kernels)
@@ -247,7 +248,7 @@ class HFGenerate:
         g = self.workload.gen_len if new_tokens is None else new_tokens
         kw: dict[str, Any] = {"do_sample": False, "max_new_tokens": g, "min_new_tokens": g,
                               "pad_token_id": 0, **extra}
-        if self.engine == "hf-static":
+        if engine_record(self.engine).masked_cache:  # the static cache
             kw["cache_implementation"] = "static"
         with torch.inference_mode():
             self.last = self.model.generate(self.input_ids, attention_mask=self.mask, **kw)
@@ -267,7 +268,7 @@ class HFGenerate:
     def cache_len(self) -> int | None:
         """The static cache's length (the largest P + G of any call on this model)."""
         return getattr(self.model, "_previous_max_cache_length", None) \
-            if self.engine == "hf-static" else None
+            if engine_record(self.engine).masked_cache else None
 
 
 def _dynamo_counts() -> dict[str, int]:
@@ -374,7 +375,7 @@ def _record(spec, parallel, workload, engine, ranks, reps, reps_first) -> dict[s
     time_s, first_s = statistics.median(t_all), statistics.median(t_first)
     steps = workload.gen_len - 1
     rec: dict[str, Any] = {
-        **record_head(spec, parallel, workload, "graph" if engine == "hf-static" else "eager"),
+        **record_head(spec, parallel, workload, engine_record(engine).decode),
         "time_s": time_s,
         "prefill": {"time_s": first_s, "window": "generate(max_new_tokens=1)",
                     "reps_per_window": reps_first},

@@ -6,12 +6,10 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from piep.engines import DEFAULT_ENGINE
 from piep.errors import ConfigError
 from piep.gpus import DEFAULT_GPU
 
-
-# engines `piep measure --engine` runs: piep's reference runner and transformers' generate()
-MEASURED_ENGINES = ("piep-graph", "piep-eager", "hf-eager", "hf-static", "hf-cb")
 
 
 def parse_shard(text: str) -> tuple[int, int]:
@@ -40,7 +38,7 @@ class MeasureOptions:
     prompt_len: int = 512
     gen_len: int = 128
     mode: str = "graph"
-    engine: str = "piep-graph"
+    engine: str = DEFAULT_ENGINE
     repeats: int = 3
     min_window_s: float = 0.5
     idle_s: float = 1.0

@@ -24,8 +24,9 @@ from typing import Any
 
 import numpy as np
 
+from piep.engines import ENGINES, names
 from piep.errors import ArtifactError
-from piep.predict.engines import ENGINE_FITS, EngineProfile, engine_version, profile_hosts
+from piep.predict.engines import EngineProfile, engine_version, profile_hosts
 from piep.predict.train import set_term
 from piep.serving.costs import ATTENTION_KINDS
 from piep.serving.serve import (SchedulerPolicy, document, iteration_grid, paged_cache,
@@ -33,7 +34,8 @@ from piep.serving.serve import (SchedulerPolicy, document, iteration_grid, paged
 from piep.serving.trace import Trace, make_trace
 
 log = logging.getLogger("piep.train")
-FITTED = ENGINE_FITS["hf-cb"]
+SERVING = names(serves=True)[0]  # the serving engine piep replays: continuous batching
+FITTED = ENGINES[SERVING].fitted_terms
 TIME_TERMS = FITTED[:-1]  # the last, the power in host gaps, is fitted on energy
 START = {"time_scale.prefill": 1.0, "time_scale.kind:attention": 1.0, "host_launch_s": 1e-5,
          "step_host_s": 0.03, "request_host_s": 5e-4}
@@ -199,12 +201,12 @@ def _fit_gap_power(model, cases: list[_Case]):
 
 def fit_cb_profile(base, records: list[dict[str, Any]], *, maxiter: int = 400,
                    default_host_s: float | str | None = "typical") -> EngineProfile:
-    """hf-cb's profile fitted on replays (each on its host: the host terms scale with its
+    """The serving engine's profile fitted on replays (each on its host: the host terms scale with its
     launch probe over the replays' median); `default_host_s` as in `fit_profile`."""
     records = [r for r in records if r.get("energy_j")]
-    version = engine_version(records, "hf-cb")  # before any fitting
+    version = engine_version(records, SERVING)  # before any fitting
     if len(records) < 2:
-        raise ArtifactError(f"fitting hf-cb needs at least 2 replayed traces with energy, "
+        raise ArtifactError(f"fitting {SERVING} needs at least 2 replayed traces with energy, "
                             f"found {len(records)}")
     reserved = reserved_gib(records, base)
     ref, default = profile_hosts(records, base.gpu.name, default_host_s)
@@ -212,7 +214,7 @@ def fit_cb_profile(base, records: list[dict[str, Any]], *, maxiter: int = 400,
     cases = _cases(base, records, reserved)
     logged = [c for c in cases if c.iterations is not None]
     fitted = _fit_gap_power(_fit_time(base, logged or cases, maxiter), cases)
-    return EngineProfile("hf-cb", version, base.gpu.name, fitted.host, None,
+    return EngineProfile(SERVING, version, base.gpu.name, fitted.host, None,
                          meta={"runs": len(records), "traces": [r.get("trace") for r in records],
                                "models": sorted({r["model"] for r in records}),
                                "iteration_logs": sum(c.iterations is not None for c in cases),
@@ -244,7 +246,7 @@ def held_out_on_hosts(base, records: list[dict[str, Any]], *, by: str = "model",
     groups = list(dict.fromkeys(key(r) for r in records))
     out: dict[bool, list[dict[str, Any]]] = {h: [] for h in hosts}
     for i, group in enumerate(groups):
-        log.info("hf-cb held out %d/%d: %s", i + 1, len(groups), group)
+        log.info("%s held out %d/%d: %s", SERVING, i + 1, len(groups), group)
         profile = fit_cb_profile(base, [r for r in records if key(r) != group],
                                  maxiter=maxiter, default_host_s=default_host_s)
         model = profile.apply(base)

@@ -19,7 +19,8 @@ import numpy as np
 from piep.config import ModelSpec
 from piep.errors import ConfigError
 from piep.predict.learned import OUT_OF_RANGE_WIDENING
-from piep.scenario import SERVING_ENGINES, Scenario
+from piep.engines import names
+from piep.scenario import Scenario
 from piep.serving.costs import IterationGrid
 from piep.serving.policy import UserPolicy
 from piep.serving.simulate import SchedulerPolicy, Simulation, percentiles, simulate
@@ -100,10 +101,11 @@ def policy_of(scn: Scenario, profile, override: dict[str, float] | None = None
 
 def serving_scenario(model, trace: Trace, **kwargs: Any) -> Scenario:
     """The scenario of a served model: its layout and engine, the longest request."""
-    engine = kwargs.pop("engine", "hf-cb")
-    if engine not in SERVING_ENGINES:
+    serving = names(serves=True)
+    engine = kwargs.pop("engine", serving[0])
+    if engine not in serving:
         raise ConfigError(f"--engine {engine}: piep serve predicts continuous batching "
-                          f"({', '.join(SERVING_ENGINES)})")
+                          f"({', '.join(serving)})")
     if not isinstance(model, ModelSpec):
         from piep.models import load_model
         model = load_model(model)

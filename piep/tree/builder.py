@@ -24,30 +24,6 @@ LAUNCHES = {
 # attention-like leaves: their kernel is set by batch, heads, KV heads, head dim, query
 # length and context (SDPA; the masked SDPA over a static or a gathered paged cache)
 ATTENTION_LIKE = ("attention", "sdpa_masked")
-# engines whose KV cache handling changes the tree (see _layer)
-HF_DYNAMIC_CACHE = ("hf-eager",)
-# engines whose attention reads a whole cache under a mask, K/V expanded to all heads (the
-# static cache; continuous batching's paged SDPA over the gathered keys of an iteration)
-HF_STATIC_CACHE = ("hf-static", "hf-cb")
-# of those, the engines whose prefill is masked too (continuous batching packs prompts and
-# cached keys): hf-static's prefill into an empty static cache runs causal SDPA over the
-# prompt with native GQA (transformers drops the mask; measured: with the masked form its
-# runs' prefill energy was over-predicted by up to 24 %)
-HF_MASKED_PREFILL = ("hf-cb",)
-# engines that gather a paged cache into one tensor per layer and read a packed float mask
-# of queries x keys (continuous batching with paged SDPA)
-HF_PAGED_CACHE = ("hf-cb",)
-# engines that apply a model's sliding window as transformers does (transformers >= 4.56:
-# DynamicSlidingWindowLayer, StaticSlidingWindowLayer, masking_utils): the cache keeps the
-# last `window` keys, and once a call's keys reach the window the causal mask can no longer
-# be dropped, so SDPA runs masked with K/V expanded to every query head (as under a static
-# cache). piep's runner attends the whole context; hf-cb's paged cache keeps every key.
-HF_WINDOWED = ("hf-eager", "hf-static")
-# engines whose decode step is compiled (transformers' static cache: torch.compile): the
-# compiler fuses each chain of pointwise ops (a norm, rope, a residual add, the
-# activation) into one kernel, where eager PyTorch launches several (a kernel census of
-# hf-static's step times ~10 us a layer of such fused kernels against 52-75 us of eager's)
-HF_COMPILED_DECODE = ("hf-static",)
 # the two forms of a windowed engine's attention: before the keys reach the window, and
 # after (a leaf's `attrs["window"]`; a layer holds both, weighted by `window_weights`)
 FULL_CONTEXT, SLIDING = 1, 2
@@ -212,10 +188,10 @@ def _cache_attention(dep: Deployment, phase: str, batch: int, q_len: int, ctx: i
     concatenates to past its window (a strided slice: `kv_slide`; default: every key)."""
     hq, hkv, d = dep.heads_per_rank, dep.kv_heads_per_rank, dep.model.head_dim
     out = []
-    if dep.engine in HF_DYNAMIC_CACHE and phase == "decode":
+    if dep.engine_record.dynamic_cache and phase == "decode":
         kind, keys = ("kv_append", ctx) if append_ctx is None else ("kv_slide", append_ctx)
         out.append(_kv_copy(kind, phase, batch, keys, hkv, hkv, d, extra_out=1))
-    paged = dep.engine in HF_PAGED_CACHE
+    paged = dep.engine_record.paged_cache
     if paged:  # the blocks of every request read out into one K and one V
         out.append(_kv_copy("kv_gather", phase, batch, ctx, hkv, hkv, d))
     if masked and expands_kv(hq, hkv):  # a mask over the cache turns SDPA's native GQA off
@@ -236,7 +212,7 @@ PHASE_INDEX = {"prefill": 0, "decode": 1}
 def window_of(dep: Deployment) -> int | None:
     """The sliding window `dep`'s engine applies (None: every key is attended)."""
     window = dep.model.sliding_window
-    return window if window and dep.engine in HF_WINDOWED else None
+    return window if window and dep.engine_record.applies_window else None
 
 
 def full_context_steps(w, window: int | None) -> int:
@@ -270,8 +246,8 @@ def _layer(dep: Deployment, phase: str, batch: int, q_len: int, ctx: int, count:
     h, t, tp = m.hidden_size, batch * q_len, dep.parallel.tp
     q_out = dep.heads_per_rank * m.head_dim
     kv_out = dep.kv_heads_per_rank * m.head_dim
-    static = dep.engine in HF_STATIC_CACHE and (phase == "decode"
-                                                or dep.engine in HF_MASKED_PREFILL)
+    static = dep.engine_record.masked_cache and (phase == "decode"
+                                                or dep.engine_record.masked_prefill)
     layer = Node("layer", "layer", phase, count=count, tokens=t, ranks=tp)
     layer.add(
         _elementwise("input_norm", "rmsnorm", phase, t, h, reads=1, writes=1, flops_per=4),
@@ -281,7 +257,7 @@ def _layer(dep: Deployment, phase: str, batch: int, q_len: int, ctx: int, count:
         _rope(phase, t, q_out, kv_out, batch, m.head_dim),
     )
     window = window_of(dep)
-    if window is None or (phase == "decode" and dep.engine in HF_STATIC_CACHE):
+    if window is None or (phase == "decode" and dep.engine_record.masked_cache):
         # (a static sliding cache is attended whole, masked, at every step: decode_context)
         layer.add(*_cache_attention(dep, phase, batch, q_len, ctx, static))
     else:
@@ -378,7 +354,7 @@ def _phase(dep: Deployment, phase: str, all_forms: bool = False) -> Node:
     b = dep.replica_batch
     if phase == "prefill":
         # a static cache is attended whole already in the prefill
-        ctx = w.context_len if dep.engine in HF_STATIC_CACHE else w.prompt_len
+        ctx = w.context_len if dep.engine_record.masked_cache else w.prompt_len
         node = Node("prefill", "phase", "prefill", tokens=b * w.prompt_len)
         node.add(*(_stage(dep, i, "prefill", b, w.prompt_len, ctx, all_forms)
                    for i in range(p.pp)))
@@ -388,7 +364,7 @@ def _phase(dep: Deployment, phase: str, all_forms: bool = False) -> Node:
     step = Node("step", "step", "decode", count=max(w.gen_len - 1, 0), tokens=b,
                 context_len=ctx)
     step.add(*(_stage(dep, i, "decode", b, 1, ctx, all_forms) for i in range(p.pp)))
-    if dep.engine in HF_COMPILED_DECODE:
+    if dep.engine_record.compiled_decode:
         _fuse_pointwise(step)
     if step.count:
         node.add(step)
