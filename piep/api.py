@@ -3,6 +3,7 @@ pricing path (`piep.predict.pricing`) for a validated `Scenario`."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass, replace
 from typing import Any
 
 from piep.errors import ConfigError
@@ -43,24 +44,64 @@ def cost_model(gpu: str = DEFAULT_GPU, predictor: str = "auto"):
     return learned
 
 
-def cost_model_for(scn: Scenario, predictor: str = "auto"):
-    """The cost model that answers for a scenario: its GPU's learned predictor (or the
-    roofline), running the scenario's engine through that engine's profile; for a GPU
-    without a calibration, the reference GPU's moved by spec-sheet ratios."""
+@dataclass(frozen=True)
+class Resolved:
+    """A scenario and everything that prices it, resolved once (`resolve`): the cost model
+    (its GPU's learned predictor, or the roofline, running the scenario's engine through
+    that engine's profile; for a GPU without a calibration, the reference GPU's moved by
+    spec-sheet ratios), the engine's profile and what every answer about the scenario
+    names and flags. predict, serve, compare, sweep, report, plan and optimize all price
+    through one."""
+    scenario: Scenario
+    predictor: str
+    cost_model: Any
+    profile: Any                   # the engine's EngineProfile; None: the reference runner
+    calibrated_gpu: str            # the GPU whose calibration prices the scenario
+    engine_ref: dict[str, Any]     # the engine, its version, its host
+    flags: tuple[str, ...]         # what the resolution knows to doubt
+    transfer: dict[str, Any] | None = None  # the spec-sheet transfer, for an uncalibrated GPU
+
+    @property
+    def deployment(self) -> Deployment:
+        """The scenario's validated deployment."""
+        return self.scenario.deployment
+
+    def variant(self, scn: Scenario) -> "Resolved":
+        """The resolution of `scn`: this one's cost model, profile and engine_ref where
+        `scn` runs the same engine on the same GPU (a sweep's points), with its own flags;
+        else resolved anew."""
+        same = self.scenario
+        if (scn.engine, scn.gpu, scn.transfer) != (same.engine, same.gpu, same.transfer):
+            return resolve(scn, self.predictor)
+        kept = tuple(f for f in self.flags if f == "uncalibrated_gpu")
+        return replace(self, scenario=scn, flags=kept + tuple(_profile_flags(scn,
+                                                                             self.profile)))
+
+
+def resolve(scn: Scenario, predictor: str = "auto") -> Resolved:
+    """The one resolution of a scenario: its cost model, engine profile, engine_ref,
+    transfer and flags."""
     from piep.predict.learned import LearnedModel
     calibrated = scn.gpu.name if scn.transfer is None else _reference_gpu()
-    base = cost_model(calibrated, predictor)
-    if isinstance(base, LearnedModel) and not scn.engine.is_reference:
-        base = engine_profile(calibrated, scn.engine.name).apply(base)
-    if scn.transfer is None:
-        return base
-    from piep.predict.transfer import TransferredModel
-    if not isinstance(base, LearnedModel):
-        why = "drop --predictor roofline" if predictor == "roofline" else \
-            "pip install lightgbm, or train it with `piep train`"
-        raise ConfigError(f"spec-sheet transfer moves the learned predictor of {calibrated!r} "
-                          f"to another GPU; {why}")
-    return TransferredModel.build(base, scn.gpu, dict(scn.transfer), calibrated)
+    model = cost_model(calibrated, predictor)
+    profile = None if scn.engine.is_reference else engine_profile(calibrated, scn.engine.name)
+    if isinstance(model, LearnedModel) and profile is not None:
+        model = profile.apply(model)
+    transfer = None
+    if scn.transfer is not None:
+        from piep.predict.transfer import TransferredModel
+        if not isinstance(model, LearnedModel):
+            why = "drop --predictor roofline" if predictor == "roofline" else \
+                "pip install lightgbm, or train it with `piep train`"
+            raise ConfigError(f"spec-sheet transfer moves the learned predictor of "
+                              f"{calibrated!r} to another GPU; {why}")
+        model = TransferredModel.build(model, scn.gpu, dict(scn.transfer), calibrated)
+        transfer = {"reference": calibrated, "ratios": dict(scn.transfer),
+                    "spec_sheet": dict(scn.gpu.sources).get("spec_sheet")}
+    flags = (["uncalibrated_gpu"] if transfer else []) + _profile_flags(scn, profile)
+    return Resolved(scenario=scn, predictor=predictor, cost_model=model, profile=profile,
+                    calibrated_gpu=calibrated, engine_ref=_engine_ref(scn, profile, calibrated),
+                    flags=tuple(flags), transfer=transfer)
 
 
 def _reference_gpu() -> str:
@@ -70,27 +111,36 @@ def _reference_gpu() -> str:
 
 def engine_profile(gpu: str, engine: str):
     """The profile of a non-reference engine on a calibrated GPU, or one clear error."""
+    from piep.engines import ENGINES
     from piep.predict.engines import load_profile
     profile = load_profile(gpu, engine)
     if profile is None:
-        raise ConfigError(f"no profile of engine {engine} for GPU {gpu}: measure it "
-                          f"(piep measure --engine {engine} ...) and fit one (piep train "
-                          f"--engine {engine} --from-measurements FILE)")
+        how = ENGINES[engine].measure if engine in ENGINES else \
+            f"piep meter ... --engine {engine}"
+        raise ConfigError(f"no profile of engine {engine} for GPU {gpu}: measure it ({how}) "
+                          f"and fit one (piep train --engine {engine} --from-measurements "
+                          f"FILE)")
     return profile
 
 
-def engine_fields(scn: Scenario) -> dict[str, Any]:
-    """`engine_ref` ({name, version}) of a document and the flags its engine adds."""
-    from piep import __version__
-    if scn.engine.is_reference:
-        return {"engine_ref": {"name": scn.engine.name, "version": __version__}, "flags": []}
-    gpu = scn.gpu.name if scn.transfer is None else _reference_gpu()
-    profile = engine_profile(gpu, scn.engine.name)
+def _profile_flags(scn: Scenario, profile) -> list[str]:
+    """What an engine's profile did not measure about this scenario."""
+    if profile is None:
+        return []
     flags = []
     if scn.parallel.tp not in profile.measured_tp:
         flags.append("unmeasured_engine_layout")
     if not profile.meta.get("window_measured") and past_window(scn.deployment):
         flags.append("unmeasured_sliding_window")
+    return flags
+
+
+def _engine_ref(scn: Scenario, profile, gpu: str) -> dict[str, Any]:
+    """The engine a document names: its version (piep's for the reference runner, else the
+    one its profile was measured with) and the host its host time is for."""
+    from piep import __version__
+    if profile is None:
+        return {"name": scn.engine.name, "version": __version__}
     ref = {"name": scn.engine.name, "version": profile.version,
            **({"like": scn.engine.like} if scn.engine.like else {})}
     host = profile.host
@@ -108,24 +158,24 @@ def engine_fields(scn: Scenario) -> dict[str, Any]:
     if "host_probe_us" in ref:  # that host's time relative to the profile's
         import numpy as np
         ref["host_factor"] = float(host.host_factor(np.array([1e-6 * ref["host_probe_us"]]))[0])
-    return {"engine_ref": ref, "flags": flags}
+    return ref
 
 
-def predict(model: "str | Scenario", *, predictor: str = "auto", **kwargs: Any) -> dict[str, Any]:
-    """The prediction document of a scenario (or of one built from a model name and
+def predict(model: "str | Scenario | Resolved", *, predictor: str = "auto",
+            **kwargs: Any) -> dict[str, Any]:
+    """The prediction document of a scenario (resolved, or built from a model name and
     keyword fields: gpu, tp, pp, dp, engine/mode, batch, prompt_len, gen_len,
     allow_uncalibrated)."""
     from piep.predict.pricing import price
-    scn = scenario(model, **kwargs)
-    cm = cost_model_for(scn, predictor)
-    priced = price([scn.deployment], cm, detail=True)
-    doc = priced.document(0)
-    extra = engine_fields(scn)
-    doc["engine_ref"] = extra["engine_ref"]
+    res = model if isinstance(model, Resolved) else resolve(scenario(model, **kwargs),
+                                                           predictor)
+    scn = res.scenario
+    doc = price([scn.deployment], res.cost_model, detail=True).document(0)
+    doc["engine_ref"] = res.engine_ref
     doc["engine"] = scn.engine.description  # the tree knows the engine it is priced as
-    doc["flags"] += extra["flags"]
-    if scn.transfer is not None:
-        doc["flags"].insert(0, "uncalibrated_gpu")
-        doc["transfer"] = {"reference": cm.reference, "ratios": dict(scn.transfer),
-                           "spec_sheet": dict(scn.gpu.sources).get("spec_sheet")}
+    # a transfer's flag first, then the pricing's, then what the engine's profile lacks
+    first = [f for f in res.flags if f == "uncalibrated_gpu"]
+    doc["flags"] = first + doc["flags"] + [f for f in res.flags if f not in first]
+    if res.transfer is not None:
+        doc["transfer"] = dict(res.transfer)
     return doc

@@ -111,7 +111,7 @@ def offline(scn: Scenario, objective: Objective, *, batches: list[int] | None = 
     from piep.plan.freq import load_freq_model
     from piep.plan.planner import leaves, peak_phase_power_w, phase_curves, under_limit
     fm = load_freq_model(scn.gpu.name)
-    cm = api.cost_model_for(scn, predictor)
+    cm = api.resolve(scn, predictor).cost_model
     batch, gen_len = scn.workload.batch, scn.workload.gen_len
     tp, pp, dp = scn.parallel.tp, scn.parallel.pp, scn.parallel.dp
     limits = sorted(set(power_limits or DEFAULT_POWER_LIMITS), reverse=True)

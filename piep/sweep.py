@@ -34,7 +34,7 @@ def sweep(configs: list[dict[str, Any]], *, gpu: str = DEFAULT_GPU, predictor: s
     from piep.scenario import Scenario
     builder = TableBuilder()
     gpu_profile = load_gpu(gpu)
-    models: dict[str, Any] = {}  # engine -> cost model (one for both reference modes)
+    resolved: dict[str, Any] = {}  # engine -> a resolution its points are variants of
     rows: list[dict[str, Any]] = []
     for start in range(0, len(configs), CHUNK):
         part = configs[start:start + CHUNK]
@@ -43,19 +43,21 @@ def sweep(configs: list[dict[str, Any]], *, gpu: str = DEFAULT_GPU, predictor: s
             row = dict(cfg)
             try:
                 scn = Scenario.build(gpu=gpu_profile, **cfg)
-                cm = models.get(scn.engine.name)
-                if cm is None:
-                    cm = models[scn.engine.name] = api.cost_model_for(scn, predictor)
+                first = resolved.get(scn.engine.name)
+                res = first.variant(scn) if first else api.resolve(scn, predictor)
+                resolved.setdefault(scn.engine.name, res)
+                cm = res.cost_model  # one object per engine and host: one table each
                 _, deps, valid = by_model.setdefault(id(cm), (cm, [], []))
-                deps.append(scn.deployment)
-                valid.append(row)
+                deps.append(res.deployment)
+                valid.append((row, res.flags))
             except PiepError as exc:
                 row["error"] = str(exc)
             rows.append(row)
         for cm, deps, valid in by_model.values():
             priced = price(deps, cm, builder=builder)
-            for i, row in enumerate(valid):
+            for i, (row, flags) in enumerate(valid):
                 row.update(priced.summary(i))
+                row["flags"] = row["flags"] + list(flags)  # as predict flags the point
         if progress and len(configs) > CHUNK:  # long sweeps say where they are (stderr)
             done = start + len(part)
             if sys.stderr.isatty():

@@ -20,7 +20,7 @@ TIERS = {
     "fake_device": ("test_runtime", "test_energy_meter", "test_runner_energy"),
     "replay": ("test_learned", "test_pricing", "test_engines", "test_report", "test_optimize",
                "test_plan", "test_roofline", "test_transfer", "test_data_invariants",
-               "test_documents", "test_serving", "test_hardening"),
+               "test_documents", "test_serving", "test_hardening", "test_resolve"),
     "gloo": ("test_runner_numerics", "test_collectives_sampler", "test_hf_engine",
              "test_module_ops"),
     "gpu": ("test_gpu",),

@@ -107,7 +107,8 @@ def test_an_engine_at_an_unmeasured_tp_degree_has_a_wider_interval(monkeypatch):
             [OUT_OF_RANGE_WIDENING * h for h in _half_widths(one)])
         assert "tp=2, which none of its runs had" in two["interval"]["level"]
         assert "widened" not in one["interval"]["level"]
-    prof = load_profile("h200", "hf-static")
+    import copy
+    prof = copy.deepcopy(load_profile("h200", "hf-static"))  # the loaded one is read-only
     prof.meta["tp_measured"] = [1, 2]
     monkeypatch.setattr(engines, "load_profile", lambda gpu, engine: prof)
     measured = api.predict("llama-3-8b", engine="hf-static", tp=2, batch=8)

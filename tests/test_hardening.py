@@ -183,7 +183,6 @@ SERVE = ["serve", "--model", "llama-2-7b"]
     (["train", "--from-measurements", "{in}/missing.jsonl"], "no such file"),
     (["optimize", "--model", "llama-2-7b", "--replay", "{in}/missing.jsonl"], "no such file"),
     (["predict", "--model", "llama-2-7b", "--cache-len", "100000"], "cache_len=100000"),
-    ([*SERVE, "--rate", "1", "--allow-uncalibrated"], "`piep serve --help` lists its flags"),
     (["plan", "--model", "llama-2-7b", "--allow-uncalibrated"], "`piep plan --help`"),
     (["plan", "--model", "llama-2-7b", "--max-slowdown", "5"], "give 0.05 or 5%"),
     (["predict", "--model", "llama-2-7b", "--engine", "vllm"], "meter its runs (piep meter)"),

@@ -107,7 +107,8 @@ def test_serve_document_and_cli(tmp_path, capsys):
 
 
 def test_serving_at_an_unmeasured_tp_degree_has_a_wider_band():
-    """hf-cb was replayed at tp=1 alone: at tp=2 the band widens x1.5 in log, flagged."""
+    """hf-cb was replayed at tp=1 alone: at tp=2 the band widens x1.5 in log, flagged as a
+    batch prediction at a tp degree its engine's runs never had is."""
     from piep.predict.learned import OUT_OF_RANGE_WIDENING
     from piep.serving.serve import serve, serving_scenario
     trace = poisson_trace(rate_per_s=2, requests=12, prompt_len="uniform:100:400",
@@ -118,8 +119,8 @@ def test_serving_at_an_unmeasured_tp_degree_has_a_wider_band():
         lo, hi = doc["interval"]["energy_j"]
         assert lo < doc["energy_j"] < hi
         half[tp] = np.log(hi / doc["energy_j"])
-        assert ("extrapolated" in doc["flags"]) == (tp == 2)
-        assert ("tp=2, which none of its replays had" in doc["interval"]["level"]) == (tp == 2)
+        assert ("unmeasured_engine_layout" in doc["flags"]) == (tp == 2)
+        assert ("tp=2, which none of its runs had" in doc["interval"]["level"]) == (tp == 2)
     assert half[2] == pytest.approx(OUT_OF_RANGE_WIDENING * half[1])
 
 

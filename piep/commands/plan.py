@@ -70,7 +70,7 @@ def run(args) -> int:
     dep = scn.deployment
     if args.power_limit is not None:
         dep.gpu.check_power_limits([args.power_limit], "--power-limit")
-    plan = make_plan(dep, api.cost_model_for(scn, args.predictor),
+    plan = make_plan(dep, api.resolve(scn, args.predictor).cost_model,
                      load_freq_model(dep.gpu.name), max_slowdown=max_slowdown,
                      dwell_s=args.dwell_ms / 1e3, power_limit_w=args.power_limit)
     if args.out:
@@ -120,7 +120,7 @@ def plot_plan(scn, plan, path: str, *, predictor: str, power_limit_w: float | No
     from piep import api
     from piep.plan.freq import load_freq_model
     from piep.plan.planner import PHASES, leaves, phase_curves
-    lv = leaves(scn.deployment, api.cost_model_for(scn, predictor))
+    lv = leaves(scn.deployment, api.resolve(scn, predictor).cost_model)
     cv = phase_curves(load_freq_model(scn.gpu.name), lv, power_limit_w)
     fig, axes = plt.subplots(1, 2, figsize=(10, 4))
     for ax, ph, name in zip(axes, (0, 1), PHASES):

@@ -40,6 +40,10 @@ def configure(parser) -> None:
                              "max_requests_per_batch, safety_margin, host: {step_host_s, "
                              "request_host_s, ...}); flagged unvalidated_engine")
     parser.add_argument("--predictor", choices=("auto", "learned", "roofline"), default="auto")
+    parser.add_argument("--allow-uncalibrated", action="store_true",
+                        help="a GPU without calibration: price the stream from its spec sheet "
+                             "(the reference GPU's engine profile and scheduler on its "
+                             "memory), flagged uncalibrated_gpu, fixed x0.5-x2 band")
     parser.add_argument("--out", metavar="DIR", help="also write serving.json and the trace")
     parser.add_argument("--plot", metavar="FILE.png",
                         help="requests in flight and power over the window")
@@ -69,7 +73,8 @@ def run(args) -> int:
         rate_per_s=args.rate, requests=args.requests, prompt_len=args.prompt_len,
         gen_len=args.gen_len, seed=args.seed)
     scn = serving_scenario(args.model, trace, gpu=args.gpu, tp=args.tp, engine=args.engine,
-                           host_probe_us=args.host_probe_us)
+                           host_probe_us=args.host_probe_us,
+                           allow_uncalibrated=args.allow_uncalibrated)
     doc, sim = serve_simulated(scn, trace, predictor=args.predictor, user_policy=policy)
     from piep.artifacts import all_or_nothing, write_json, write_text
     with all_or_nothing():  # serving.json, the trace and the figure: all of them or none
@@ -88,11 +93,13 @@ def run(args) -> int:
 
 def summary(d: dict, shown: int) -> str:
     iv = d.get("interval", {}).get("energy_j")
+    it = d.get("interval", {}).get("time_s")
     lines = [f"{d['model']} on {d['layout']['gpus']}x {d['gpu']}, {d['engine']}: {d['requests']} "
              f"requests, {d['gen_tokens']} generated tokens  [predictor: {d['predictor']}; "
              "energy boundary: GPU boards only]", ""]
     rows = [["energy_j", d["energy_j"], f"[{fmt(iv[0])}, {fmt(iv[1])}]" if iv else ""],
-            ["time_s", d["time_s"], ""], ["j_per_gen_token", d["j_per_gen_token"], ""],
+            ["time_s", d["time_s"], f"[{fmt(it[0])}, {fmt(it[1])}]" if it else ""],
+            ["j_per_gen_token", d["j_per_gen_token"], ""],
             ["tokens_per_j", d["tokens_per_j"], ""]]
     for key in ("ttft_s", "tpot_s", "e2e_s"):
         p = d[key]

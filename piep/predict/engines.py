@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import copy
 import functools
+import json
 import logging
 import math
 import statistics
@@ -31,8 +32,8 @@ from typing import Any
 
 import numpy as np
 
-from piep.artifacts import (calibration_dir, read_json, read_records, user_data_dir,
-                            write_json)
+from piep.artifacts import (calibration_dir, read_json, read_records, read_text,
+                            user_data_dir, write_json)
 from piep.errors import ArtifactError, ConfigError
 from piep.predict.combiner import Combiner
 from piep.predict.host import TERMS, HostTerms
@@ -117,16 +118,27 @@ def save_profile(profile: EngineProfile, folder: Path, **prov: Any) -> Path:
     path = write_json(Path(folder) / "profile.json", SCHEMA, SCHEMA_VERSION,
                       profile.to_json(), **prov)
     forget_user_engines()  # a user's engine may have come or changed
+    _profile_text.cache_clear()  # and a profile read before, within the file clock's tick
     return path
 
 
 def load_profile(gpu: str, engine: str) -> EngineProfile | None:
-    """The user's profile of `engine` on `gpu`, else the shipped one, else None."""
+    """The user's profile of `engine` on `gpu`, else the shipped one, else None (a new
+    object each time; the file is read once while it stays as it is)."""
     for folder in (user_profile_dir(gpu, engine), shipped_profile_dir(gpu, engine)):
         path = folder / "profile.json"
         if path.is_file():
-            return EngineProfile.from_json(read_json(path, SCHEMA))
+            st = path.stat()
+            return EngineProfile.from_json(json.loads(_profile_text(str(path), st.st_mtime_ns,
+                                                                    st.st_size)))
     return None
+
+
+@functools.lru_cache(maxsize=32)
+def _profile_text(path: str, mtime_ns: int, size: int) -> str:
+    """A profile file's text, checked against its schema."""
+    read_json(path, SCHEMA)
+    return read_text(path)
 
 
 def known_profiles(gpu: str) -> dict[str, EngineProfile]:

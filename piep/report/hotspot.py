@@ -261,7 +261,7 @@ def clock_plan(scn: Scenario, predictor: str = "auto") -> dict[str, Any] | None:
     from piep.plan.freq import load_freq_model
     from piep.plan.planner import make_plan
     try:
-        return make_plan(scn.deployment, api.cost_model_for(scn, predictor),
+        return make_plan(scn.deployment, api.resolve(scn, predictor).cost_model,
                          load_freq_model(scn.gpu.name), max_slowdown=0.01)
     except PiepError:
         return None

@@ -18,7 +18,7 @@ import numpy as np
 
 from piep.config import ModelSpec
 from piep.errors import ConfigError
-from piep.predict.learned import OUT_OF_RANGE_WIDENING
+from piep.predict.pricing import flags as pricing_flags
 from piep.engines import names
 from piep.scenario import Scenario
 from piep.serving.costs import IterationGrid
@@ -141,46 +141,40 @@ def serve(scn: Scenario, trace: Trace, *, predictor: str = "auto",
 
 
 def _priced(scn: Scenario, predictor: str, user_policy: UserPolicy | None):
-    """The cost model, engine profile, scheduler policy and iteration costs of a serving
+    """The resolution, cost model, scheduler policy and iteration costs of a serving
     deployment: what every trace on it shares."""
     from piep import api
-    model = api.cost_model_for(scn, predictor)
-    profile = _profile(scn)
-    policy = policy_of(scn, profile, user_policy.scheduler if user_policy else None)
+    res = api.resolve(scn, predictor)
+    model = res.cost_model
+    policy = policy_of(scn, res.profile, user_policy.scheduler if user_policy else None)
     if user_policy and user_policy.host:
         if not hasattr(model, "host"):
             raise ConfigError("--policy host terms need the learned predictor "
                               "(--predictor learned)")
         model = with_host(model, **user_policy.host)
-    return model, profile, policy, iteration_grid(scn, policy).costs(model)
+    return res, model, policy, iteration_grid(scn, policy).costs(model)
 
 
 def serve_simulated(scn: Scenario, trace: Trace, *, predictor: str = "auto",
                     user_policy: UserPolicy | None = None) -> tuple[dict[str, Any], Simulation]:
-    """`serve`'s document and the simulation it summarizes (every iteration)."""
-    from piep import api
-    model, profile, policy, costs = _priced(scn, predictor, user_policy)
+    """`serve`'s document and the simulation it summarizes (every iteration); its flags
+    and interval mean what a batch prediction's do (one resolution, one interval policy)."""
+    res, model, policy, costs = _priced(scn, predictor, user_policy)
     sim = simulate(trace, costs, policy)
     doc = document(scn, trace, sim, costs, policy)
     doc["predictor"] = model.name + (f" + policy {user_policy.name!r}" if user_policy else "")
-    doc["engine_ref"] = api.engine_fields(scn)["engine_ref"]
-    if user_policy:
+    doc["engine_ref"] = res.engine_ref
+    if res.transfer is not None:
+        doc["transfer"] = dict(res.transfer)
+    first = [f for f in res.flags if f == "uncalibrated_gpu"]
+    doc["flags"] = first + doc["flags"] + [f for f in res.flags if f not in first]
+    if user_policy:  # another engine's scheduler: nothing piep measured bounds it
         doc["scheduler"]["policy"] = {"name": user_policy.name, "source": user_policy.source,
                                       "host": user_policy.host}
         doc["flags"].append("unvalidated_engine")
-    unmeasured = scn.parallel.tp not in (profile.measured_tp if profile else (1,))
-    if profile is not None and profile.intervals and user_policy is None:
-        q = profile.intervals.get("all", 0.3)
-        level = (f"90 % band from {profile.meta.get('lomo_runs', '?')} replays predicted "
-                 f"with their {profile.meta.get('held_out', 'model')} held out")
-        if unmeasured:  # as a batch prediction at a tp degree no run had
-            q *= OUT_OF_RANGE_WIDENING
-            level += (f"; widened x{OUT_OF_RANGE_WIDENING} (log): the engine at "
-                      f"tp={scn.parallel.tp}, which none of its replays had")
-        doc["interval"] = {"energy_j": [doc["energy_j"] * math.exp(-q),
-                                        doc["energy_j"] * math.exp(q)], "level": level}
-    if unmeasured:
-        doc["flags"].append("extrapolated")
+    elif hasattr(model, "interval"):
+        doc["interval"] = model.interval(scn.deployment, doc["energy_j"], doc["time_s"],
+                                         far=costs.out_of_range)
     return doc, sim
 
 
@@ -204,12 +198,6 @@ def load_curve(scn: Scenario, trace: Trace, factors=(0.25, 0.5, 1.0, 2.0, 4.0), 
     return out
 
 
-def _profile(scn: Scenario):
-    from piep.predict.engines import load_profile
-    gpu = scn.gpu.name
-    return load_profile(gpu, scn.engine.name)
-
-
 def document(scn: Scenario, trace: Trace, sim: Simulation, costs, policy) -> dict[str, Any]:
     n = len(trace)
     kernel_j = float(sim.it_kernel_j.sum())
@@ -225,11 +213,10 @@ def document(scn: Scenario, trace: Trace, sim: Simulation, costs, policy) -> dic
     steps = np.maximum(trace.gen_len - 1, 0)
     tpot = np.where(steps > 0, (last - first) / np.maximum(steps, 1), 0.0)
     e2e = last - trace.arrival_s
-    flags = [] if trace.was_sorted else ["unsorted_trace"]
+    flags = ([] if trace.was_sorted else ["unsorted_trace"]) \
+        + pricing_flags(scn.deployment, costs.out_of_range)
     if sim.queued_on_memory:
         flags.append("queueing_on_kv_memory")
-    if costs.out_of_range:
-        flags.append("out_of_range")
     if idle_j > IDLE_DOMINATED * energy:  # the answer is mostly the boards between requests
         flags.append("idle_dominated")
     per_request = [{"id": rid, "energy_j": float(e), "ttft_s": float(a), "tpot_s": float(b),
