@@ -36,9 +36,14 @@ trees hold no masked SDPA, moved within 1e-7 relative (the refit of the combiner
 terms on the same runs): new snapshot. Then the engines and serving joined the snapshot
 (predict of hf-eager, hf-static and hf-cb at tp 1 and 2, a static cache longer than the
 call, a host probe, serve at tp 1 and 2, compare and sweep over engines), written by the
-commit of the engine registry after 9,569 numbers of 81 engine documents were found equal
-to those of the commit before it; it also took the one plan band that had moved by 2e-9
-from the previous snapshot (numerical noise, on main before any change).
+commit of the engine registry (b081eed), whose 835 documents equal those of the commit
+before it (c252cc3, priced by this script in a worktree); it also took the one plan band
+that had moved by 2e-9 from the previous snapshot (numerical noise, on main before any
+change). Then one resolution per scenario (`piep.api.resolve`) changed serve and sweep on
+purpose, every energy and time unchanged: serve's band follows the cost model's interval
+policy (widened where the module models extrapolate: serve_tp1 +11 %, serve_tp2 +16 % at
+a band's end; a time band added), serve at tp=2 is flagged unmeasured_engine_layout (was
+extrapolated), sweep rows carry the engine flags predict gives: new snapshot.
 """
 
 from __future__ import annotations
