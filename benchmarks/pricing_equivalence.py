@@ -43,7 +43,11 @@ change). Then one resolution per scenario (`piep.api.resolve`) changed serve and
 purpose, every energy and time unchanged: serve's band follows the cost model's interval
 policy (widened where the module models extrapolate: serve_tp1 +11 %, serve_tp2 +16 % at
 a band's end; a time band added), serve at tp=2 is flagged unmeasured_engine_layout (was
-extrapolated), sweep rows carry the engine flags predict gives: new snapshot.
+extrapolated), sweep rows carry the engine flags predict gives: new snapshot. Then a
+stream's partition at tp > 1: serve's iteration costs carry their collective transfers and
+busy-waiting (serve_tp2: communication 0 -> 250 J, wait 0 -> 583 J out of compute; energy
+unchanged), and serve's phase_j idle / idle_s are named no_request / no_request_s: new
+snapshot.
 """
 
 from __future__ import annotations

@@ -15,8 +15,10 @@ from piep.serving.trace import make_trace, parse_dist, poisson_trace, read_trace
 def _flat(t_iter=0.01, e_iter=1.0, idle_w=100.0):
     """Iterations that cost a fixed time and energy whatever they hold."""
     x = np.log2(np.array([1.0, 2.0 ** 20]))
-    one = lambda v: Curve(x, None, np.full(2, v / 3), np.full(2, e_iter / 3), np.zeros(2))  # noqa: E731
-    att = Curve(x, x, np.full((2, 2), t_iter / 3), np.full((2, 2), e_iter / 3), np.zeros((2, 2)))
+    def one(v):
+        return Curve(x, None, np.full(2, v / 3), np.full(2, e_iter / 3), *np.zeros((3, 2)))
+    att = Curve(x, x, np.full((2, 2), t_iter / 3), np.full((2, 2), e_iter / 3),
+                *np.zeros((3, 2, 2)))
     return IterationCosts(one(t_iter), att, one(t_iter), idle_w, False)
 
 
@@ -90,7 +92,7 @@ def test_serve_document_and_cli(tmp_path, capsys):
     assert doc["energy_j"] == pytest.approx(sum(doc["breakdown_j"].values()))
     assert doc["energy_j"] == pytest.approx(sum(doc["phase_j"].values()))
     attributed = sum(r["energy_j"] for r in doc["per_request"])
-    assert attributed == pytest.approx(doc["energy_j"] - doc["phase_j"]["idle"])
+    assert attributed == pytest.approx(doc["energy_j"] - doc["phase_j"]["no_request"])
     assert doc["j_per_gen_token"] == pytest.approx(doc["energy_j"] / trace.gen_tokens)
     lo, hi = doc["interval"]["energy_j"]
     assert lo < doc["energy_j"] < hi
@@ -313,3 +315,23 @@ def test_the_serving_fit_recovers_an_engine_from_its_iteration_logs():
     assert row["pred_energy_j"] == pytest.approx(row["energy_j"], rel=0.03)
     assert row["pred_time_s"] == pytest.approx(row["time_s"], rel=0.03)
     assert row["pred_tpot_s"] == pytest.approx(row["tpot_s"], rel=0.05)
+
+
+def test_a_stream_at_tp2_carries_its_collectives_and_waits():
+    """The partition means what a batch prediction's does: a stream at tp=2 spends energy
+    in collective transfers and in busy-waiting, on one GPU in neither; the parts add up to
+    the energy; a burst's parts are near a batch prediction's of the same requests (the
+    scheduler's own differences: chunked prefill, iteration host time)."""
+    from piep import api
+    from piep.serving.serve import serve, serving_scenario
+    burst = make_trace([0.0] * 16, [512] * 16, [128] * 16)
+    for tp in (1, 2):
+        doc = serve(serving_scenario("llama-2-13b", burst, tp=tp), burst)
+        parts = doc["breakdown_j"]
+        assert sum(parts.values()) == pytest.approx(doc["energy_j"], rel=1e-12)
+        if tp == 1:
+            assert parts["communication"] == parts["wait"] == 0.0
+            continue
+        batch = api.predict("llama-2-13b", engine="hf-cb", tp=2, batch=16)["breakdown_j"]
+        for key in ("communication", "wait"):
+            assert parts[key] > 0 and parts[key] == pytest.approx(batch[key], rel=0.25)

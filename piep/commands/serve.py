@@ -107,9 +107,9 @@ def summary(d: dict, shown: int) -> str:
     lines.append(table(rows, ["", "value", "interval (90 %) / tail"]))
     lines += ["", "breakdown_j: " + ", ".join(f"{k} {fmt(v)}" for k, v in d["breakdown_j"].items()),
               "phase_j: " + ", ".join(f"{k} {fmt(v)}" for k, v in d["phase_j"].items()),
-              f"idle_j = GPUs waiting on the host inside iterations "
-              f"{fmt(d['breakdown_j']['idle'] - d['phase_j']['idle'])} + no request in flight "
-              f"{fmt(d['phase_j']['idle'])} ({fmt(d['idle_s'])} s)",
+              f"breakdown idle = GPUs waiting on the host inside iterations "
+              f"{fmt(d['breakdown_j']['idle'] - d['phase_j']['no_request'])} + no request in "
+              f"flight {fmt(d['phase_j']['no_request'])} ({fmt(d['no_request_s'])} s)",
               f"iterations {d['iterations']}, {d['mean_requests_per_iteration']:.1f} requests "
               f"per iteration on average"]
     if shown:
@@ -120,9 +120,10 @@ def summary(d: dict, shown: int) -> str:
     if d["flags"]:
         lines.append("flags: " + ", ".join(d["flags"]))
     if "idle_dominated" in d["flags"]:
-        lines.append(f"idle_dominated: {100 * d['phase_j']['idle'] / d['energy_j']:.0f} % of the "
-                     f"energy is the GPUs idle with no request in flight; the per-request "
-                     f"energies carry little of it (raise the rate to price serving)")
+        share = 100 * d["phase_j"]["no_request"] / d["energy_j"]
+        lines.append(f"idle_dominated: {share:.0f} % of the energy is the GPUs idle with no "
+                     f"request in flight; the per-request energies carry little of it (raise "
+                     f"the rate to price serving)")
     if note := host_note(d.get("engine_ref") or {}):
         lines.append(note)
     return "\n".join(lines)

@@ -32,12 +32,15 @@ def _grid(top: float) -> np.ndarray:
 @dataclass(frozen=True)
 class Curve:
     """Time and energy (kernels; launch gaps) of a row group on a log2 grid of its
-    variables (one or two)."""
+    variables (one or two); of the kernels' energy, what collectives move and what
+    ranks spend busy-waiting in them (the partition a batch prediction gives)."""
     x: np.ndarray                 # log2 of the first variable
     y: np.ndarray | None          # log2 of the second, or None
     time_s: np.ndarray
     kernel_j: np.ndarray
     gap_j: np.ndarray
+    comm_j: np.ndarray            # of kernel_j: collective transfers
+    wait_j: np.ndarray            # of kernel_j: busy-waiting in collectives
 
 
 @dataclass(frozen=True)
@@ -83,12 +86,28 @@ class IterationCosts:
         lt = np.log2(np.maximum(np.asarray(tokens, float), 1.0))
         lr = np.log2(np.maximum(np.asarray(requests, float), 1.0))
         lk = np.log2(np.maximum(np.asarray(keys, float), 1.0))
-        out = []
-        for field in ("time_s", "kernel_j", "gap_j"):
-            total = _interp1(self.body, field, lt) + _interp2(self.attention, field, lt, lk) \
-                + _interp1(self.head, field, lr)
-            out.append(total)
-        return out[0], out[1], out[2]
+        time_s, kernel_j, gap_j = (self._sum(f, lt, lr, lk) for f in ("time_s", "kernel_j",
+                                                                       "gap_j"))
+        return time_s, kernel_j, gap_j
+
+    def partition(self, tokens, requests, keys) -> tuple[np.ndarray, np.ndarray]:
+        """(collective transfer J, busy-waiting J) of iterations: the parts of their
+        kernel energy that are communication and wait (zero on one GPU), bounded by it."""
+        lt = np.log2(np.maximum(np.asarray(tokens, float), 1.0))
+        lr = np.log2(np.maximum(np.asarray(requests, float), 1.0))
+        lk = np.log2(np.maximum(np.asarray(keys, float), 1.0))
+        kernel, comm, wait = (self._sum(f, lt, lr, lk) for f in ("kernel_j", "comm_j",
+                                                                  "wait_j"))
+        scale = np.minimum(1.0, kernel / np.maximum(comm + wait, 1e-300))
+        return comm * scale, wait * scale
+
+    def _sum(self, field: str, lt, lr, lk) -> np.ndarray:
+        """A field of the three groups, interpolated and added (a field zero on a group's
+        whole grid stays zero there)."""
+        return sum(f(c, field, *a) if np.any(getattr(c, field)) else np.zeros_like(lt)
+                   for f, c, a in ((_interp1, self.body, (lt,)),
+                                   (_interp2, self.attention, (lt, lk)),
+                                   (_interp1, self.head, (lr,))))
 
 
 def _cell(value: float, n: int) -> tuple[int, float]:
@@ -166,8 +185,9 @@ class IterationGrid:
             n = len(table.deps)
             t = table.count * (prices.time_s + prices.gap_s + prices.wait_s)
             gap_e, kernel_e = weight * e_gap, weight * (e_run + e_wait)
+            comm_e, wait_e = weight * np.where(table.is_comm, e_run, 0.0), weight * e_wait
             per = [np.bincount(table.cfg, weights=np.where(sel, v, 0.0), minlength=n)
-                   for v in (t, kernel_e, gap_e)]
+                   for v in (t, kernel_e, gap_e, comm_e, wait_e)]
             if axes[1] is not None:
                 per = [v.reshape(len(axes[0]), len(axes[1])) for v in per]
             curves.append(Curve(axes[0], axes[1], *per))

@@ -206,6 +206,8 @@ def document(scn: Scenario, trace: Trace, sim: Simulation, costs, policy) -> dic
     energy = kernel_j + gap_j + idle_j
     gen = trace.gen_tokens
     tokens = sim.it_prefill_tokens + sim.it_decode_tokens
+    comm_j, wait_j = (float(v.sum()) for v in costs.partition(tokens, sim.it_requests,
+                                                               sim.it_keys))
     it_e = sim.it_kernel_j + sim.it_gap_j
     prefill_j = float((it_e * sim.it_prefill_tokens / tokens).sum())
     first, last = sim.first_token_s, sim.last_token_s
@@ -233,14 +235,15 @@ def document(scn: Scenario, trace: Trace, sim: Simulation, costs, policy) -> dic
         "j_per_gen_token": energy / gen, "tokens_per_j": gen / energy if energy else 0.0,
         "ttft_s": percentiles(ttft), "tpot_s": percentiles(tpot[steps > 0]),
         "e2e_s": percentiles(e2e),
-        "breakdown_j": {"compute": kernel_j, "communication": 0.0, "wait": 0.0,
-                        "idle": gap_j + idle_j},
+        "breakdown_j": {"compute": kernel_j - comm_j - wait_j, "communication": comm_j,
+                        "wait": wait_j, "idle": gap_j + idle_j},
+        # the window by what the GPUs serve: prompts, generated tokens, or no request at all
         "phase_j": {"prefill": prefill_j, "decode": float(it_e.sum()) - prefill_j,
-                    "idle": idle_j},
+                    "no_request": idle_j},
         "iterations": int(len(sim.it_time_s)),
         "mean_requests_per_iteration": float(sim.it_requests.mean()) if len(sim.it_requests)
         else 0.0,
-        "idle_s": sim.idle_s,
+        "no_request_s": sim.idle_s,
         "scheduler": {"block_size": policy.block_size, "num_blocks": policy.num_blocks,
                       "max_batch_tokens": policy.max_batch_tokens,
                       "safety_margin": policy.safety_margin},
