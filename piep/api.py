@@ -66,6 +66,17 @@ class Resolved:
         """The scenario's validated deployment."""
         return self.scenario.deployment
 
+    def annotate(self, doc: dict[str, Any]) -> dict[str, Any]:
+        """What every document of this resolution carries: its engine_ref, the transfer,
+        and its flags (a transfer's first, then the document's own, then what the engine's
+        profile lacks)."""
+        doc["engine_ref"] = self.engine_ref
+        first = [f for f in self.flags if f == "uncalibrated_gpu"]
+        doc["flags"] = first + doc["flags"] + [f for f in self.flags if f not in first]
+        if self.transfer is not None:
+            doc["transfer"] = dict(self.transfer)
+        return doc
+
     def variant(self, scn: Scenario) -> "Resolved":
         """The resolution of `scn`: this one's cost model, profile and engine_ref where
         `scn` runs the same engine on the same GPU (a sweep's points), with its own flags;
@@ -171,11 +182,5 @@ def predict(model: "str | Scenario | Resolved", *, predictor: str = "auto",
                                                            predictor)
     scn = res.scenario
     doc = price([scn.deployment], res.cost_model, detail=True).document(0)
-    doc["engine_ref"] = res.engine_ref
     doc["engine"] = scn.engine.description  # the tree knows the engine it is priced as
-    # a transfer's flag first, then the pricing's, then what the engine's profile lacks
-    first = [f for f in res.flags if f == "uncalibrated_gpu"]
-    doc["flags"] = first + doc["flags"] + [f for f in res.flags if f not in first]
-    if res.transfer is not None:
-        doc["transfer"] = dict(res.transfer)
-    return doc
+    return res.annotate(doc)

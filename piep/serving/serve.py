@@ -18,8 +18,8 @@ import numpy as np
 
 from piep.config import ModelSpec
 from piep.errors import ConfigError
-from piep.predict.pricing import flags as pricing_flags
 from piep.engines import names
+from piep.predict.pricing import flags as pricing_flags
 from piep.scenario import Scenario
 from piep.serving.costs import IterationGrid
 from piep.serving.policy import UserPolicy
@@ -163,11 +163,7 @@ def serve_simulated(scn: Scenario, trace: Trace, *, predictor: str = "auto",
     sim = simulate(trace, costs, policy)
     doc = document(scn, trace, sim, costs, policy)
     doc["predictor"] = model.name + (f" + policy {user_policy.name!r}" if user_policy else "")
-    doc["engine_ref"] = res.engine_ref
-    if res.transfer is not None:
-        doc["transfer"] = dict(res.transfer)
-    first = [f for f in res.flags if f == "uncalibrated_gpu"]
-    doc["flags"] = first + doc["flags"] + [f for f in res.flags if f not in first]
+    res.annotate(doc)
     if user_policy:  # another engine's scheduler: nothing piep measured bounds it
         doc["scheduler"]["policy"] = {"name": user_policy.name, "source": user_policy.source,
                                       "host": user_policy.host}
