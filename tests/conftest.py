@@ -1,8 +1,12 @@
 import os
+import tempfile
 
 # one intra-op thread for torch, numpy and LightGBM in the tests and the processes they
 # start: the tests' tensors are tiny, and spinning helper threads only compete for the cores
 os.environ.setdefault("OMP_NUM_THREADS", "1")
+# what users fit (predictor refits, engine profiles) goes to a folder of the test session's
+# own: no test writes into the real user data directory or reads a refit found there
+os.environ["PIEP_DATA_DIR"] = tempfile.mkdtemp(prefix="piep-test-data-")
 
 import pytest  # noqa: E402
 from hypothesis import HealthCheck, settings  # noqa: E402

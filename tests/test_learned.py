@@ -289,3 +289,30 @@ def test_piep_train_fits_the_whole_predictor_and_predict_reads_it(tmp_path, monk
         assert answer["energy_j"] != pytest.approx(shipped_j, rel=1e-6)
     finally:
         load_learned.cache_clear()
+
+
+def test_a_users_refit_answers_in_place_of_the_shipped_predictor(tmp_path, monkeypatch,
+                                                                  capsys):
+    """`piep train --from-measurements` writes to the user data directory, and what it
+    wrote answers from then on (it was written and never read: 345.707 J before and after
+    a refit on 12 committed records); the shipped predictor is left as it was."""
+    from piep.artifacts import read_jsonl
+    from piep.cli import main
+    from pathlib import Path
+    runs = read_jsonl(Path(__file__).parents[1] / "calibration/h200/e2e/raw/e2e_1gpu_s0.jsonl")
+    path = tmp_path / "mine.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in runs[:12]))
+    shipped = predict("llama-2-7b")
+    monkeypatch.setenv("PIEP_DATA_DIR", str(tmp_path / "data"))
+    try:
+        assert main(["train", "--from-measurements", str(path), "--json"]) == 0
+        out = json.loads(capsys.readouterr().out)
+        assert out["predictor"] == str(tmp_path / "data" / "h200" / "predictor")
+        mine = predict("llama-2-7b")
+        assert mine["predictor"] == "learned (your refit)"
+        assert mine["energy_j"] != pytest.approx(shipped["energy_j"], rel=1e-6)
+        monkeypatch.delenv("PIEP_DATA_DIR")
+        again = predict("llama-2-7b")
+        assert again["predictor"] == "learned" and again["energy_j"] == shipped["energy_j"]
+    finally:
+        load_learned.cache_clear()

@@ -58,6 +58,19 @@ def _host_probe() -> dict[str, float]:
     return out
 
 
+def _predictors(gpus) -> dict:
+    """Which predictor answers for each GPU: the user's refit, or the shipped one."""
+    from piep.predict.learned import answering_predictor_dir, user_predictor_dir
+    out = {}
+    for gpu in gpus:
+        folder = answering_predictor_dir(gpu)
+        if folder is not None:
+            out[gpu] = {"folder": str(folder), "source": "your refit (piep train "
+                        "--from-measurements)" if folder == user_predictor_dir(gpu)
+                        else "shipped"}
+    return out
+
+
 def run(args) -> int:
     from piep.artifacts import data_root
     from piep.device import list_gpus
@@ -88,7 +101,7 @@ def run(args) -> int:
            "packages": {m: _version(m) for m in ("numpy", "scipy", "lightgbm", "matplotlib",
                                                  "transformers", "torch", "pynvml")},
            "gpus": list_gpus(), "data_root": str(root), "calibrations": cal,
-           "engines": engines}
+           "predictors": _predictors(known_gpus()), "engines": engines}
     if getattr(args, "host_probe", False):
         doc["host_probe"] = _host_probe()
     if getattr(args, "board_probe", False):
@@ -101,6 +114,8 @@ def run(args) -> int:
                                           for g in d["gpus"]) or "none seen"))
         lines.append(f"data: {d['data_root']}")
         lines += [f"calibration {g}: {', '.join(items)}" for g, items in d["calibrations"].items()]
+        lines += [f"predictor {g}: {p['source']} ({p['folder']})"
+                  for g, p in d["predictors"].items()]
         lines.append("engines (--engine):")
         for e in d["engines"]:
             lomo = e.get("lomo_energy_mape")  # None: fitted on one model's runs

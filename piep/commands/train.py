@@ -46,10 +46,10 @@ def run(args) -> int:
     if args.engine:
         doc = _engine(args)
     elif args.from_measurements:
-        from piep.predict.engines import user_data_dir
+        from piep.predict.learned import user_predictor_dir
         from piep.predict.store import save
         from piep.predict.train import refit_on_measurements
-        out = Path(args.out) if args.out else user_data_dir() / args.gpu / "predictor"
+        out = Path(args.out) if args.out else user_predictor_dir(args.gpu)
         model, n = refit_on_measurements(args.gpu, Path(args.from_measurements))
         save(model, out, refit_from=args.from_measurements)
         doc = {"predictor": str(out), "refit_records": n,

@@ -129,21 +129,47 @@ def interval_group(mode: str, parallel) -> str:
 
 
 def predictor_dir(gpu: str) -> Path:
+    """Where the shipped predictor of `gpu` lives (what `piep train` fits)."""
     from piep.artifacts import calibration_dir
     return calibration_dir(gpu) / "predictor"
 
 
-@lru_cache(maxsize=4)
+def user_predictor_dir(gpu: str) -> Path:
+    """Where a user's refit of `gpu`'s predictor goes (`piep train --from-measurements`);
+    it takes precedence over the shipped one."""
+    from piep.artifacts import user_data_dir
+    return user_data_dir() / gpu / "predictor"
+
+
+def answering_predictor_dir(gpu: str) -> Path | None:
+    """The folder of the predictor that answers for `gpu`: the user's refit, else the
+    shipped one; None while neither exists."""
+    for folder in (user_predictor_dir(gpu), predictor_dir(gpu)):
+        if (folder / "predictor.json").is_file():
+            return folder
+    return None
+
+
 def load_learned(gpu: str) -> LearnedModel | None:
-    """The shipped learned predictor for `gpu`, or None while none is trained."""
+    """The learned predictor that answers for `gpu` (the user's refit, else the shipped
+    one), or None while none is trained."""
+    folder = answering_predictor_dir(gpu)
+    return None if folder is None else _load_learned(gpu, str(folder))
+
+
+@lru_cache(maxsize=4)
+def _load_learned(gpu: str, folder: str) -> LearnedModel | None:
     from piep.gpus import load_gpu
     from piep.predict.store import load
-    folder = predictor_dir(gpu)
-    if not (folder / "predictor.json").is_file():
-        return None
     try:
         import lightgbm  # noqa: F401
     except ImportError:
         log.warning("lightgbm is not installed: falling back to the roofline predictor")
         return None
-    return load(folder, load_gpu(gpu))
+    model = load(Path(folder), load_gpu(gpu))
+    if Path(folder) == user_predictor_dir(gpu):
+        model.name = "learned (your refit)"
+    return model
+
+
+load_learned.cache_clear = _load_learned.cache_clear  # after a fit writes a predictor
