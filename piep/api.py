@@ -183,4 +183,5 @@ def predict(model: "str | Scenario | Resolved", *, predictor: str = "auto",
     scn = res.scenario
     doc = price([scn.deployment], res.cost_model, detail=True).document(0)
     doc["engine"] = scn.engine.description  # the tree knows the engine it is priced as
+    doc["scenario"] = scn.to_json()  # the request, as `--scenario FILE.json` reads it
     return res.annotate(doc)

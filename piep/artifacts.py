@@ -302,6 +302,8 @@ register("piep.prediction", 1, model=str, gpu=str, layout=dict, workload=dict, p
          energy_j=NUM, time_s=NUM, prefill=dict, decode=dict, j_per_token=NUM, per_gpu=list,
          interval=dict, breakdown_j=dict, modules=list, flags=list)
 register("piep.comparison", 1, workload=dict, candidates=list, recommendation=dict)
+register("piep.scenario", 1, model=(str, dict), gpu=str, layout=dict, engine=dict,
+         workload=dict)
 register("piep.sweep", 1, rows=list)
 register("piep.clock_plan", 1, ranks=list, applied=dict, ideal_bound=dict, constraints=dict,
          default=dict)

@@ -265,6 +265,67 @@ class Scenario:
         engine = "" if self.engine.name == DEFAULT_ENGINE else f":{self.engine.name}"
         return f"{self.model.name}@tp{p.tp}pp{p.pp}dp{p.dp}{engine}"
 
+    def to_json(self) -> dict[str, Any]:
+        """The scenario as a document (`--scenario FILE.json` reads it back): a shipped
+        model by name, any other by its config."""
+        from piep.models import shipped_models
+        shipped = {m.name for m in shipped_models()}
+        m = self.model
+        model: Any = m.name if m.name in shipped and _shipped_spec(m.name) == m else \
+            {"name": m.name, "config": m.to_hf_config()}
+        p, w, e = self.parallel, self.workload, self.engine
+        return {"schema": SCENARIO_SCHEMA, "schema_version": 1, "model": model,
+                "gpu": self.gpu.name, "allow_uncalibrated": self.transfer is not None,
+                "layout": {"tp": p.tp, "pp": p.pp, "dp": p.dp},
+                "engine": {"name": e.name, "host_probe_us": e.host_probe_us},
+                "workload": {"batch": w.batch, "prompt_len": w.prompt_len,
+                             "gen_len": w.gen_len, "cache_len": w.cache_len}}
+
+    @classmethod
+    def from_json(cls, doc: Any, where: str = "scenario") -> "Scenario":
+        """A scenario document (`to_json`), checked: one line names what is wrong."""
+        if not isinstance(doc, dict):
+            raise ConfigError(f"{where}: a scenario is a JSON object (as `piep predict "
+                              f"--json` gives under 'scenario')")
+        parts = {"model": None, "gpu": str, "allow_uncalibrated": bool, "layout": dict,
+                 "engine": dict, "workload": dict, "schema": str, "schema_version": int}
+        unknown = sorted(set(doc) - set(parts))
+        if unknown:
+            raise ConfigError(f"{where}: unknown key(s) {', '.join(unknown)}; a scenario has "
+                              f"{', '.join(k for k in parts if not k.startswith('schema'))}")
+        if doc.get("schema", SCENARIO_SCHEMA) != SCENARIO_SCHEMA:
+            raise ConfigError(f"{where}: schema {doc['schema']!r} is not {SCENARIO_SCHEMA!r}")
+        for key, kind in parts.items():
+            if key in doc and kind is not None and not isinstance(doc[key], kind):
+                raise ConfigError(f"{where}: {key} must be {kind.__name__}")
+        fields = {"layout": ("tp", "pp", "dp"), "engine": ("name", "host_probe_us"),
+                  "workload": ("batch", "prompt_len", "gen_len", "cache_len")}
+        values: dict[str, Any] = {}
+        for part, keys in fields.items():
+            bad = sorted(set(doc.get(part, {})) - set(keys))
+            if bad:
+                raise ConfigError(f"{where}: {part} has unknown key(s) {', '.join(bad)}; "
+                                  f"it takes {', '.join(keys)}")
+            for key, value in doc.get(part, {}).items():
+                values["engine" if (part, key) == ("engine", "name") else key] = value
+        model = doc.get("model")
+        if isinstance(model, dict):
+            if set(model) != {"name", "config"}:
+                raise ConfigError(f"{where}: model is a shipped name or {{name, config}}")
+            model = ModelSpec.from_hf_config(model["config"], name=str(model["name"]))
+        elif not isinstance(model, str):
+            raise ConfigError(f"{where}: model is missing (a shipped name or {{name, config}})")
+        return cls.build(model, gpu=doc.get("gpu", DEFAULT_GPU),
+                         allow_uncalibrated=doc.get("allow_uncalibrated", False), **values)
+
+
+SCENARIO_SCHEMA = "piep.scenario"
+
+
+def _shipped_spec(name: str) -> ModelSpec:
+    from piep.models import load_model
+    return load_model(name)
+
 
 def gpu_profile(name: str, allow_uncalibrated: bool = False) -> tuple[GPU, dict | None]:
     """(GPU profile, spec-sheet ratios or None): the calibration, or with

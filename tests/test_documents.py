@@ -77,7 +77,7 @@ def test_every_schema_is_exercised_somewhere():
     committed = {doc["schema"] for _, doc in _committed()}
     written = {"piep.prediction", "piep.comparison", "piep.sweep", "piep.clock_plan",
                "piep.optimize", "piep.env", "piep.model_tree", "piep.measurement_failure",
-               "piep.serving"}
+               "piep.serving", "piep.scenario"}
     assert set(SCHEMAS) <= committed | written
 
 

@@ -26,7 +26,8 @@ ODD = st.one_of(st.sampled_from(["nan", "inf", "-1", "0", "1e9", "x", "", "2", "
 COMMANDS = {
     "predict": (["--model", "llama-2-7b"], ["--tp", "--pp", "--dp", "--batch", "--prompt-len",
                                             "--gen-len", "--modules", "--cache-len", "--engine",
-                                            "--host-probe-us", "--gpu", "--mode"]),
+                                            "--host-probe-us", "--gpu", "--mode",
+                                            "--scenario"]),
     "compare": (["llama-2-7b@tp2", "llama-2-13b"], ["--batch", "--prompt-len", "--gen-len",
                                                     "--engine"]),
     "sweep": (["--model", "llama-2-7b"], ["--tp", "--batch", "--gen-len"]),
@@ -187,7 +188,8 @@ SERVE = ["serve", "--model", "llama-2-7b"]
     (["plan", "--model", "llama-2-7b", "--max-slowdown", "5"], "give 0.05 or 5%"),
     (["predict", "--model", "llama-2-7b", "--engine", "vllm"], "meter its runs (piep meter)"),
     (["predict", "--model", "llama-2-7b", "--allow"], "unrecognized arguments: --allow"),
-    (["predict"], "required: --model"),
+    (["predict"], "give --model (a shipped name or a config path) or --scenario"),
+    (["predict", "--scenario", "{in}/policy.json"], "unknown key(s) host"),
     ([], "give a command"),
 ], ids=lambda v: " ".join(v)[:60] if isinstance(v, list) else None)
 def test_what_was_accepted_or_misread_is_one_line(argv, needle, runs, tmp_path, monkeypatch):

@@ -100,3 +100,44 @@ def test_a_variant_keeps_the_cost_model_and_recomputes_the_flags():
     assert "unmeasured_engine_layout" in two.flags and not res.flags
     other = res.variant(res.scenario.replace(engine="hf-eager"))
     assert other.cost_model is not res.cost_model and other.profile.name == "hf-eager"
+
+
+@pytest.mark.parametrize("argv", [
+    ["--model", "llama-2-7b", "--tp", "2", "--batch", "16", "--engine", "hf-static",
+     "--host-probe-us", "9"],
+    ["--model", "mistral-7b", "--gpu", "h100", "--allow-uncalibrated", "--mode", "eager"],
+    ["--model", "{config}", "--cache-len", "4000", "--engine", "hf-static"]],
+    ids=["engine-host", "uncalibrated", "own-config"])
+def test_a_scenario_file_asks_what_its_flags_asked(argv, tmp_path, capsys):
+    """`--scenario FILE.json` (the 'scenario' of a prediction) is the whole request: the
+    same answer; a flag beside it changes its field."""
+    import dataclasses
+    from piep.models import load_model
+    spec = dataclasses.replace(load_model("llama-3-8b"), name="mine", num_layers=8)
+    (tmp_path / "config.json").write_text(json.dumps(spec.to_hf_config()))
+    argv = [a.replace("{config}", str(tmp_path / "config.json")) for a in argv]
+    assert main(["predict", *argv, "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    path = tmp_path / "scenario.json"
+    path.write_text(json.dumps(doc["scenario"]))
+    assert main(["predict", "--scenario", str(path), "--json"]) == 0
+    again = json.loads(capsys.readouterr().out)
+    assert again["energy_j"] == doc["energy_j"] and again["flags"] == doc["flags"]
+    assert again["scenario"] == doc["scenario"]
+    assert main(["predict", "--scenario", str(path), "--batch", "2", "--json"]) == 0
+    two = json.loads(capsys.readouterr().out)
+    assert two["workload"]["batch"] == 2 and two["engine_ref"] == doc["engine_ref"]
+
+
+@pytest.mark.parametrize("doc, needle", [
+    ([], "a JSON object"), ({"gpu": "h200"}, "model is missing"),
+    ({"model": "llama-2-7b", "workload": {"batch": 2, "beams": 3}}, "unknown key(s) beams"),
+    ({"model": "llama-2-7b", "layout": {"tp": 3}}, "tp=3 does not divide"),
+    ({"model": {"name": "x"}}, "{name, config}"), ({"model": "llama-2-7b", "x": 1},
+                                                   "unknown key(s) x")])
+def test_a_bad_scenario_file_is_one_line(doc, needle, tmp_path, capsys):
+    path = tmp_path / "s.json"
+    path.write_text(json.dumps(doc))
+    assert main(["predict", "--scenario", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and needle in err, err

@@ -18,8 +18,11 @@ if TYPE_CHECKING:
 def add_deployment_args(p: argparse.ArgumentParser, *, model: bool = True,
                         engines: tuple[str, ...] | None = None) -> None:
     if model:
-        p.add_argument("--model", required=True,
+        p.add_argument("--model",
                        help="shipped name (see `piep models`) or path to config.json / folder")
+        p.add_argument("--scenario", metavar="FILE.json",
+                       help="the whole request as one file (the 'scenario' of `piep predict "
+                            "--json`); flags given beside it change its fields")
     p.add_argument("--gpu", default=DEFAULT_GPU, help=f"GPU type (default {DEFAULT_GPU})")
     p.add_argument("--tp", type=int, default=1, help="tensor parallel degree (default 1)")
     p.add_argument("--pp", type=int, default=1, help="pipeline parallel degree (default 1)")
@@ -68,14 +71,30 @@ def engine_arg(names: tuple[str, ...], priced: bool = True):
     return check
 
 
+# the flags that describe a scenario (Scenario.build's fields of the same names)
+SCENARIO_FLAGS = ("gpu", "tp", "pp", "dp", "engine", "mode", "batch", "prompt_len", "gen_len",
+                  "cache_len", "host_probe_us")
+
+
 def scenario_from_args(args: argparse.Namespace, *, model: str | None = None) -> "Scenario":
-    """The validated scenario of the deployment and workload flags."""
+    """The validated scenario of the deployment and workload flags, or of `--scenario
+    FILE.json` with the flags given beside it (those not at their defaults) changing it."""
+    from piep.errors import ConfigError
     from piep.scenario import Scenario
-    return Scenario.build(model or args.model, gpu=args.gpu, tp=args.tp, pp=args.pp,
-                          dp=args.dp, engine=args.engine, mode=args.mode, batch=args.batch,
-                          prompt_len=args.prompt_len, gen_len=args.gen_len,
-                          cache_len=args.cache_len, host_probe_us=args.host_probe_us,
-                          allow_uncalibrated=getattr(args, "allow_uncalibrated", False))
+    flags = {k: getattr(args, k) for k in SCENARIO_FLAGS}
+    uncalibrated = getattr(args, "allow_uncalibrated", False)
+    model = model if model is not None else getattr(args, "model", None)
+    if getattr(args, "scenario", None):
+        from piep.artifacts import load_json
+        base = Scenario.from_json(load_json(args.scenario), args.scenario)
+        given = {k: v for k, v in flags.items() if v != args.subparser.get_default(k)}
+        if "gpu" in given and uncalibrated:
+            given["allow_uncalibrated"] = True
+        return base.replace(**given, **({"model": model} if model is not None else {}))
+    if model is None:
+        raise ConfigError("give --model (a shipped name or a config path) or --scenario "
+                          "FILE.json")
+    return Scenario.build(model, allow_uncalibrated=uncalibrated, **flags)
 
 
 def host_probe_here(gpu: int = 0, repeats: int = 1) -> dict[str, float] | None:

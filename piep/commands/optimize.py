@@ -91,7 +91,7 @@ def run(args) -> int:
                   power_limits=limits,
                   clock_stride=args.clock_stride, predictor=args.predictor)
     doc = {"schema": "piep.optimize", "schema_version": 1, "boundary": "gpu_board",
-           "model": args.model,
+           "model": scn.model.name,
            "objective": {"kind": objective.kind, "weight": objective.weight,
                          "latency_bound_s": objective.latency_bound_s},
            "label": "offline: predicted (clock and power-limit effects model-based)",
