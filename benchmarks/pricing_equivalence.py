@@ -47,7 +47,10 @@ extrapolated), sweep rows carry the engine flags predict gives: new snapshot. Th
 stream's partition at tp > 1: serve's iteration costs carry their collective transfers and
 busy-waiting (serve_tp2: communication 0 -> 250 J, wait 0 -> 583 J out of compute; energy
 unchanged), and serve's phase_j idle / idle_s are named no_request / no_request_s: new
-snapshot.
+snapshot. Then a serving engine's batch priced as the stream of its requests (`predict
+--engine hf-cb` = `serve` of B requests at t=0, on purpose): hf-cb_tp1 10,968 -> 6,641 J,
+hf-cb_tp2 15,809 -> 11,444 J, the hf-cb rows of sweep_engines and compare_engines alike
+(and their flags: the stream's); every other document unchanged: new snapshot.
 """
 
 from __future__ import annotations

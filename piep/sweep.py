@@ -46,6 +46,10 @@ def sweep(configs: list[dict[str, Any]], *, gpu: str = DEFAULT_GPU, predictor: s
                 first = resolved.get(scn.engine.name)
                 res = first.variant(scn) if first else api.resolve(scn, predictor)
                 resolved.setdefault(scn.engine.name, res)
+                if scn.engine.record.serves:  # a stream: priced by its scheduler, alone
+                    row.update(_summary(api.predict(res)))
+                    rows.append(row)
+                    continue
                 cm = res.cost_model  # one object per engine and host: one table each
                 _, deps, valid = by_model.setdefault(id(cm), (cm, [], []))
                 deps.append(res.deployment)
@@ -66,3 +70,11 @@ def sweep(configs: list[dict[str, Any]], *, gpu: str = DEFAULT_GPU, predictor: s
             else:
                 log.info("sweep %d/%d", done, len(configs))
     return rows
+
+
+def _summary(doc: dict[str, Any]) -> dict[str, Any]:
+    """A sweep row's fields of a prediction document (`Priced.summary`'s)."""
+    return {"energy_j": doc["energy_j"], "time_s": doc["time_s"],
+            "j_per_token": doc["j_per_token"], "tokens_per_s": doc["tokens_per_s"],
+            "ttft_s": doc["prefill"]["time_s"], "tpot_s": doc["decode"]["tpot_s"],
+            "predictor": doc["predictor"], "flags": doc["flags"]}

@@ -141,3 +141,33 @@ def test_a_bad_scenario_file_is_one_line(doc, needle, tmp_path, capsys):
     assert main(["predict", "--scenario", str(path)]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and needle in err, err
+
+
+@pytest.mark.parametrize("tp", [1, 2])
+def test_a_serving_engines_batch_is_the_stream_of_its_requests(tp):
+    """Continuous batching has no static batch: `predict --engine hf-cb --batch B` is
+    `serve` of B requests arriving at once - the same energy, time, TTFT, partition, flags
+    and interval - and a sweep's point is the same prediction."""
+    from piep.serving.trace import make_trace
+    from piep.sweep import sweep
+    burst = make_trace([0.0] * 6, [300] * 6, [40] * 6)
+    stream = serve(serving_scenario("mistral-7b", burst, tp=tp), burst)
+    doc = api.predict("mistral-7b", engine="hf-cb", tp=tp, batch=6, prompt_len=300,
+                      gen_len=40)
+    assert doc["energy_j"] == stream["energy_j"] and doc["time_s"] == stream["time_s"]
+    assert doc["prefill"]["time_s"] == stream["ttft_s"]["p99"]
+    assert doc["prefill"]["energy_j"] == stream["phase_j"]["prefill"]
+    assert doc["breakdown_j"] == stream["breakdown_j"] and doc["flags"] == stream["flags"]
+    assert doc["interval"] == stream["interval"] and "stream" in doc["priced_as"]
+    assert sum(m["energy_j"] for m in doc["modules"]) == pytest.approx(doc["energy_j"])
+    (row,) = sweep([{"model": "mistral-7b", "engine": "hf-cb", "tp": tp, "batch": 6,
+                     "prompt_len": 300, "gen_len": 40}])
+    assert row["energy_j"] == doc["energy_j"] and row["flags"] == doc["flags"]
+
+
+def test_replicas_of_a_serving_engine_each_serve_their_share():
+    one = api.predict("mistral-7b", engine="hf-cb", batch=4, prompt_len=300, gen_len=40)
+    two = api.predict("mistral-7b", engine="hf-cb", dp=2, batch=8, prompt_len=300,
+                      gen_len=40)
+    assert two["energy_j"] == pytest.approx(2 * one["energy_j"])
+    assert two["time_s"] == pytest.approx(one["time_s"])

@@ -320,8 +320,7 @@ def test_the_serving_fit_recovers_an_engine_from_its_iteration_logs():
 def test_a_stream_at_tp2_carries_its_collectives_and_waits():
     """The partition means what a batch prediction's does: a stream at tp=2 spends energy
     in collective transfers and in busy-waiting, on one GPU in neither; the parts add up to
-    the energy; a burst's parts are near a batch prediction's of the same requests (the
-    scheduler's own differences: chunked prefill, iteration host time)."""
+    the energy; a burst's parts are a batch prediction's of the same requests."""
     from piep import api
     from piep.serving.serve import serve, serving_scenario
     burst = make_trace([0.0] * 16, [512] * 16, [128] * 16)
@@ -333,5 +332,4 @@ def test_a_stream_at_tp2_carries_its_collectives_and_waits():
             assert parts["communication"] == parts["wait"] == 0.0
             continue
         batch = api.predict("llama-2-13b", engine="hf-cb", tp=2, batch=16)["breakdown_j"]
-        for key in ("communication", "wait"):
-            assert parts[key] > 0 and parts[key] == pytest.approx(batch[key], rel=0.25)
+        assert parts["communication"] > 0 and parts["wait"] > 0 and parts == batch

@@ -41,6 +41,7 @@ def summary(doc: dict, top: int = 8) -> str:
             ["tokens per s", doc["tokens_per_s"], "", ""],
         ], ["", "value", "90 % low", "90 % high"]),
         f"interval: {iv['level']}",
+        *([f"priced as {doc['priced_as']}"] if doc.get("priced_as") else []),
         "",
         "breakdown (J): " + ", ".join(f"{k} {fmt(v)}" for k, v in doc["breakdown_j"].items()),
         "per GPU: " + _per_gpu(doc["per_gpu"]),

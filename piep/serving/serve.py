@@ -20,6 +20,7 @@ from piep.config import ModelSpec
 from piep.errors import ConfigError
 from piep.engines import names
 from piep.predict.pricing import flags as pricing_flags
+from piep.resolve import Resolved, resolve
 from piep.scenario import Scenario
 from piep.serving.costs import IterationGrid
 from piep.serving.policy import UserPolicy
@@ -140,11 +141,11 @@ def serve(scn: Scenario, trace: Trace, *, predictor: str = "auto",
     return serve_simulated(scn, trace, predictor=predictor, user_policy=user_policy)[0]
 
 
-def _priced(scn: Scenario, predictor: str, user_policy: UserPolicy | None):
-    """The resolution, cost model, scheduler policy and iteration costs of a serving
-    deployment: what every trace on it shares."""
-    from piep import api
-    res = api.resolve(scn, predictor)
+def _priced(scn: Scenario, predictor: str, user_policy: UserPolicy | None,
+            res: Resolved | None = None):
+    """The resolution (`res`, else resolved here), cost model, scheduler policy and
+    iteration costs of a serving deployment: what every trace on it shares."""
+    res = res or resolve(scn, predictor)
     model = res.cost_model
     policy = policy_of(scn, res.profile, user_policy.scheduler if user_policy else None)
     if user_policy and user_policy.host:
@@ -172,6 +173,44 @@ def serve_simulated(scn: Scenario, trace: Trace, *, predictor: str = "auto",
         doc["interval"] = model.interval(scn.deployment, doc["energy_j"], doc["time_s"],
                                          far=costs.out_of_range)
     return doc, sim
+
+
+def batch_as_stream(res: Resolved) -> dict[str, Any]:
+    """The prediction document of a serving engine's batch (`piep predict --engine hf-cb`):
+    continuous batching has no static batch, so its B prompts arrive at once and its
+    scheduler runs them, each of dp replicas serving its share; `piep serve` of the same
+    requests gives the same energy, time, TTFT and partition. TTFT is the time every
+    prompt has its first token; per-module energies and times are the batch tree's
+    attribution scaled to the stream's (a model attribution, as always)."""
+    from piep.predict.pricing import price
+    scn = res.scenario
+    w, p = scn.workload, scn.parallel
+    n = w.batch // p.dp  # one replica's requests; the iteration costs count every replica
+    trace = make_trace(np.zeros(n), np.full(n, w.prompt_len), np.full(n, w.gen_len),
+                       where="the batch")
+    _, model, policy, costs = _priced(scn, res.predictor, None, res)
+    sim = simulate(trace, costs, policy)
+    stream = document(scn, trace, sim, costs, policy)
+    batch = price([scn.deployment], res.cost_model, detail=True).document(0)
+    energy, time_s = stream["energy_j"], stream["time_s"]
+    ttft = float(np.max(sim.first_token_s))
+    steps = max(w.gen_len - 1, 0)
+    e_scale, t_scale = energy / batch["energy_j"], time_s / batch["time_s"]
+    return {**batch, "predictor": model.name, "energy_j": energy, "time_s": time_s,
+            "prefill": {"energy_j": stream["phase_j"]["prefill"], "time_s": ttft},
+            "decode": {"energy_j": stream["phase_j"]["decode"], "time_s": time_s - ttft,
+                       "tpot_s": (time_s - ttft) / steps if steps else 0.0},
+            "j_per_token": energy / (w.batch * w.gen_len),
+            "tokens_per_s": w.batch * w.gen_len / time_s,
+            "per_gpu": [{**g, "power_w_mean": energy / p.world_size / time_s}
+                        for g in batch["per_gpu"]],
+            "interval": model.interval(scn.deployment, energy, time_s, far=costs.out_of_range),
+            "breakdown_j": stream["breakdown_j"],
+            "modules": [{**m, "energy_j": m["energy_j"] * e_scale,
+                         "time_s": m["time_s"] * t_scale} for m in batch["modules"]],
+            "flags": stream["flags"], "scheduler": stream["scheduler"],
+            "priced_as": "a request stream: the batch's requests arrive at once and the "
+                         "engine's scheduler runs them (piep serve prices the same)"}
 
 
 def load_curve(scn: Scenario, trace: Trace, factors=(0.25, 0.5, 1.0, 2.0, 4.0), *,
