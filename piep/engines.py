@@ -75,7 +75,7 @@ class Engine:
     measure: str = ""
 
 
-_ENGINES = (
+ENGINES: dict[str, Engine] = {e.name: e for e in (
     Engine(name="piep-graph", description="piep reference runner", decode="graph",
            reference=True,
            measure="piep measure --model M ... (CUDA-graph decode over a static cache)"),
@@ -102,8 +102,7 @@ _ENGINES = (
                          "step_host_s", "request_host_s", "launch_gap_w"),
            host_fitted=True, serves=True, record_schema="piep.serving_measurement",
            measure="piep measure --engine hf-cb --trace TRACE.jsonl"),
-)
-ENGINES: dict[str, Engine] = {e.name: e for e in _ENGINES}
+)}
 DEFAULT_ENGINE = "piep-graph"
 
 
@@ -119,10 +118,10 @@ def engine(name: str | None) -> Engine:
 
 def names(**properties: object) -> tuple[str, ...]:
     """The built-in engines whose record has these values (e.g. `serves=True`), in order."""
-    return tuple(e.name for e in _ENGINES
+    return tuple(e.name for e in ENGINES.values()
                  if all(getattr(e, k) == v for k, v in properties.items()))
 
 
 def reference_engine(decode: str) -> str:
     """The reference runner's engine of a decode mode ("graph" or "eager")."""
-    return next(e.name for e in _ENGINES if e.reference and e.decode == decode)
+    return next(e.name for e in ENGINES.values() if e.reference and e.decode == decode)

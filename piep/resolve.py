@@ -85,9 +85,7 @@ class Resolved:
         same = self.scenario
         if (scn.engine, scn.gpu, scn.transfer) != (same.engine, same.gpu, same.transfer):
             return resolve(scn, self.predictor)
-        kept = tuple(f for f in self.flags if f == "uncalibrated_gpu")
-        return replace(self, scenario=scn, flags=kept + tuple(_profile_flags(scn,
-                                                                             self.profile)))
+        return replace(self, scenario=scn, flags=_flags(scn, self.profile, self.transfer))
 
 
 def resolve(scn: Scenario, predictor: str = "auto") -> Resolved:
@@ -110,10 +108,9 @@ def resolve(scn: Scenario, predictor: str = "auto") -> Resolved:
         model = TransferredModel.build(model, scn.gpu, dict(scn.transfer), calibrated)
         transfer = {"reference": calibrated, "ratios": dict(scn.transfer),
                     "spec_sheet": dict(scn.gpu.sources).get("spec_sheet")}
-    flags = (["uncalibrated_gpu"] if transfer else []) + _profile_flags(scn, profile)
     return Resolved(scenario=scn, predictor=predictor, cost_model=model, profile=profile,
                     calibrated_gpu=calibrated, engine_ref=_engine_ref(scn, profile, calibrated),
-                    flags=tuple(flags), transfer=transfer)
+                    flags=_flags(scn, profile, transfer), transfer=transfer)
 
 
 def _reference_gpu() -> str:
@@ -135,16 +132,17 @@ def engine_profile(gpu: str, engine: str):
     return profile
 
 
-def _profile_flags(scn: Scenario, profile) -> list[str]:
-    """What an engine's profile did not measure about this scenario."""
+def _flags(scn: Scenario, profile, transfer) -> tuple[str, ...]:
+    """What the resolution knows to doubt: a spec-sheet transfer, and what the engine's
+    profile did not measure about this scenario."""
+    flags = ["uncalibrated_gpu"] if transfer else []
     if profile is None:
-        return []
-    flags = []
+        return tuple(flags)
     if scn.parallel.tp not in profile.measured_tp:
         flags.append("unmeasured_engine_layout")
     if not profile.meta.get("window_measured") and past_window(scn.deployment):
         flags.append("unmeasured_sliding_window")
-    return flags
+    return tuple(flags)
 
 
 def _engine_ref(scn: Scenario, profile, gpu: str) -> dict[str, Any]:

@@ -137,12 +137,16 @@ def engine_for(engine: str | None = None, mode: str | None = None,
         return _engine_for(engine, mode, host_probe_us)
     like = user_engines().get(engine)
     if like is None:
-        raise ConfigError(
-            f"engine {engine!r} is not known; engines: {', '.join(engine_names())}; an "
-            f"engine of your own: meter its runs (piep meter) and fit it (piep train "
+        raise ConfigError(f"engine {engine!r} is not known; engines: "
+                          f"{', '.join(engine_names())}; {own_engine_hint(engine)}")
+    return _engine_for(engine, mode, host_probe_us, like)
+
+
+def own_engine_hint(engine: str) -> str:
+    """How an engine piep cannot run becomes one it prices."""
+    return (f"an engine of your own: meter its runs (piep meter) and fit it (piep train "
             f"--engine {engine} --like {'|'.join(names(like_base=True))} "
             f"--from-measurements FILE)")
-    return _engine_for(engine, mode, host_probe_us, like)
 
 
 @lru_cache(maxsize=64)

@@ -63,9 +63,9 @@ def engine_arg(names: tuple[str, ...], priced: bool = True):
     def check(value: str) -> str:
         if value in names:
             return value
-        how = (f"an engine of your own: meter its runs (piep meter) and fit it (piep train "
-               f"--engine {value} --like hf-static|hf-eager --from-measurements FILE)"
-               if priced else "another engine: meter its runs with `piep meter`")
+        from piep.scenario import own_engine_hint
+        how = own_engine_hint(value) if priced else \
+            "another engine: meter its runs with `piep meter`"
         raise argparse.ArgumentTypeError(f"{value!r} is not an engine here ({', '.join(names)});"
                                          f" {how}")
     return check
