@@ -50,7 +50,14 @@ unchanged), and serve's phase_j idle / idle_s are named no_request / no_request_
 snapshot. Then a serving engine's batch priced as the stream of its requests (`predict
 --engine hf-cb` = `serve` of B requests at t=0, on purpose): hf-cb_tp1 10,968 -> 6,641 J,
 hf-cb_tp2 15,809 -> 11,444 J, the hf-cb rows of sweep_engines and compare_engines alike
-(and their flags: the stream's); every other document unchanged: new snapshot.
+(and their flags: the stream's); every other document unchanged: new snapshot. Then
+schema v2 of every answer (`piep.results`: one name per quantity): j_per_token and
+j_per_gen_token are j_per_output_token, tokens_per_s output_tokens_per_s, gen_tokens
+output_tokens, serve's phase_j and no_request_s its prefill / decode / no_request, a flat
+row's ttft_s / tpot_s its ttft_p50_s / tpot_p50_s, optimize's request_latency_s e2e_p50_s;
+tokens_per_j and decode.tpot_s went; requests, J per request and per-request latencies
+were added. Compared under the new names (`_as_v2`), all 835 documents equal the previous
+snapshot to 0.0: new snapshot.
 """
 
 from __future__ import annotations
@@ -197,6 +204,43 @@ def _without_noise(doc: dict) -> dict:
 GONE = {"cli/request_rate": "predict --request-rate went: piep serve answers request streams"}
 
 
+# schema v2 (piep.results): one name per quantity. Old documents are read under the new
+# names; a quantity that is new (per-request latencies of a batch, J per request) or gone
+# (tokens_per_j, the reciprocal of J per output token) is not compared
+RENAMED = {"j_per_token": "j_per_output_token", "j_per_gen_token": "j_per_output_token",
+           "tokens_per_s": "output_tokens_per_s", "gen_tokens": "output_tokens",
+           "s_per_token": "s_per_output_token", "request_latency_s": "e2e_p50_s"}
+FLAT = {"ttft_s": "ttft_p50_s", "tpot_s": "tpot_p50_s"}  # a scalar latency: its median
+
+
+def _as_v2(doc, request: bool = False):
+    """A document of schema v1 under the names of v2 (`request`: a row of one request,
+    whose latencies keep their names)."""
+    if isinstance(doc, list):
+        return [_as_v2(x, request) for x in doc]
+    if not isinstance(doc, dict):
+        return doc
+    out = {}
+    for k, v in doc.items():
+        if k == "tokens_per_j":
+            continue
+        if k == "phase_j" and isinstance(v, dict):  # serve: {prefill, decode, no_request}
+            for phase, energy in v.items():
+                out.setdefault(phase, {})["energy_j"] = energy
+            continue
+        if k == "no_request_s":
+            out.setdefault("no_request", {})["time_s"] = v
+            continue
+        if k == "decode" and isinstance(v, dict):  # its TPOT is the request's, tpot_s
+            out[k] = {kk: vv for kk, vv in v.items() if kk != "tpot_s"}
+            continue
+        if k in FLAT and not isinstance(v, dict) and not request:
+            out[FLAT[k]] = v
+            continue
+        out[RENAMED.get(k, k)] = _as_v2(v, k == "per_request")
+    return out
+
+
 def compare(old: dict[str, dict], new: dict[str, dict]) -> float:
     groups: dict[str, list] = {}
     for name, why in GONE.items():
@@ -207,7 +251,7 @@ def compare(old: dict[str, dict], new: dict[str, dict]) -> float:
         if name not in old or name not in new:
             worst.append((math.inf, f"{name}: missing on one side"))
             continue
-        _diff(_without_noise(old[name]), new[name], name, worst)
+        _diff(_without_noise(_as_v2(old[name])), new[name], name, worst)
     overall = 0.0
     for group, worst in groups.items():
         top = max(worst, default=(0.0, ""))

@@ -13,7 +13,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from piep.serving.serve import serve, serving_scenario  # noqa: E402
-from piep.serving.trace import poisson_trace  # noqa: E402
+from piep.trace import poisson_trace  # noqa: E402
 
 
 def main() -> int:
@@ -22,7 +22,7 @@ def main() -> int:
                           gen_len="lognormal:64:0.5:512", seed=0)
     scn = serving_scenario("llama-3-8b", trace)
     t0 = time.perf_counter()
-    doc = serve(scn, trace)
+    doc = serve(scn)
     dt = time.perf_counter() - t0
     print(f"{n:,} requests ({trace.gen_tokens:,} generated tokens, {trace.arrival_s[-1]:.0f} s of "
           f"arrivals): {doc['iterations']:,} iterations, {doc['mean_requests_per_iteration']:.0f} "

@@ -28,7 +28,7 @@ def main() -> int:
     from piep.resolve import resolve
     from piep.scenario import Scenario
     from piep.serving.serve import serve, serving_scenario
-    from piep.serving.trace import make_trace
+    from piep.trace import make_trace
     rows = []
     for rec in engine_records("h200", "hf-cb"):
         req = rec["per_request"]
@@ -38,7 +38,7 @@ def main() -> int:
         prompts, gens = [r["prompt_len"] for r in req], [r["gen_len"] for r in req]
         trace = make_trace([0.0] * len(req), prompts, gens)
         spec = spec_of_record(rec)  # its shape (some are in no public list)
-        stream = serve(serving_scenario(spec, trace), trace)
+        stream = serve(serving_scenario(spec, trace))
         scn = Scenario.build(spec, engine="hf-cb", batch=len(req),
                              prompt_len=round(statistics.mean(prompts)),
                              gen_len=round(statistics.mean(gens)))

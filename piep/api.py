@@ -12,6 +12,20 @@ from piep.resolve import (PREDICTORS, Resolved, cost_model, deployment, engine_p
 from piep.scenario import Scenario
 
 
+def serve(model: "str | Scenario | Resolved", *, predictor: str = "auto",
+          user_policy: Any = None, **kwargs: Any) -> dict[str, Any]:
+    """The serving document of a scenario's requests (a stream, or a batch arriving at
+    once) under its engine's continuous batching; built from a model name and keyword
+    fields (trace=..., gpu, tp, engine, ...) when not given."""
+    from piep.serving.serve import serve as serve_scenario
+    if isinstance(model, str):
+        from piep.engines import names
+        kwargs.setdefault("engine", names(serves=True)[0])
+    if not isinstance(model, Resolved):
+        model = scenario(model, **kwargs)
+    return serve_scenario(model, predictor=predictor, user_policy=user_policy)
+
+
 def predict(model: "str | Scenario | Resolved", *, predictor: str = "auto",
             **kwargs: Any) -> dict[str, Any]:
     """The prediction document of a scenario (resolved, or built from a model name and
@@ -21,6 +35,10 @@ def predict(model: "str | Scenario | Resolved", *, predictor: str = "auto",
     res = model if isinstance(model, Resolved) else resolve(scenario(model, **kwargs),
                                                            predictor)
     scn = res.scenario
+    if scn.is_stream:
+        from piep.errors import ConfigError
+        raise ConfigError("a stream of requests is served, not predicted as a batch: piep "
+                          "serve --scenario FILE (piep.api.serve)")
     if scn.engine.record.serves:  # continuous batching: the batch is a stream
         from piep.serving.serve import batch_as_stream
         doc = batch_as_stream(res)

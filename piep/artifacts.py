@@ -298,17 +298,20 @@ def register(name: str, version: int, *, positive: tuple[str, ...] = (),
 
 _WORKLOAD = dict(model=str, tp=int, pp=int, dp=int, batch=int, prompt_len=int, gen_len=int,
                  mode=str)
-register("piep.prediction", 1, model=str, gpu=str, layout=dict, workload=dict, predictor=str,
-         energy_j=NUM, time_s=NUM, prefill=dict, decode=dict, j_per_token=NUM, per_gpu=list,
-         interval=dict, breakdown_j=dict, modules=list, flags=list)
-register("piep.comparison", 1, workload=dict, candidates=list, recommendation=dict)
+# what a prediction of a batch and a served stream both state, named as piep.results names it
+_OUTCOME = dict(requests=int, output_tokens=int, energy_j=NUM, time_s=NUM,
+                j_per_output_token=NUM, j_per_request=NUM, ttft_s=dict, tpot_s=dict, e2e_s=dict,
+                prefill=dict, decode=dict, no_request=dict, breakdown_j=dict, flags=list)
+register("piep.prediction", 2, model=str, gpu=str, layout=dict, workload=dict, predictor=str,
+         per_gpu=list, interval=dict, modules=list, **_OUTCOME)
+register("piep.comparison", 2, workload=dict, candidates=list, recommendation=dict)
 register("piep.scenario", 1, model=(str, dict), gpu=str, layout=dict, engine=dict,
          workload=dict)
 register("piep.sweep", 1, rows=list)
 register("piep.clock_plan", 1, ranks=list, applied=dict, ideal_bound=dict, constraints=dict,
          default=dict)
-register("piep.optimize", 1, reference=dict, chosen=dict, front=list, predicted_gain=dict)
-register("piep.report", 1, prediction=dict, actions=list, figures=dict)
+register("piep.optimize", 2, reference=dict, chosen=dict, front=list, predicted_gain=dict)
+register("piep.report", 2, prediction=dict, actions=list, figures=dict)
 register("piep.env", 1, piep=str, packages=dict, calibrations=dict)
 register("piep.model_tree", 1, tree=dict, nodes=int)
 register("piep.measurement", 1, **_WORKLOAD, time_s=NUM, prefill=dict, decode=dict,
@@ -329,9 +332,7 @@ register("piep.learned_predictor", 1, gpu=str, kinds=dict, comm=dict, terms=dict
 register("piep.engine_profile", 1, engine=dict, gpu=str, terms=dict, intervals=dict)
 register("piep.gpu_profile", 1, values=dict)
 register("piep.spec_sheets", 1, reference=str, gpus=dict)
-register("piep.serving", 1, model=str, engine=str, requests=int, energy_j=NUM, time_s=NUM,
-         ttft_s=dict, tpot_s=dict, e2e_s=dict, breakdown_j=dict, phase_j=dict,
-         per_request=list, flags=list)
+register("piep.serving", 2, model=str, engine=str, per_request=list, **_OUTCOME)
 register("piep.serving_measurement", 1, model=str, engine=dict, energy_j=OPT_NUM, time_s=NUM,
          per_request=list, positive=("time_s", "energy_j"))
 

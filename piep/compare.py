@@ -6,6 +6,7 @@ import re
 from typing import Any
 
 from piep.errors import ConfigError
+from piep.results import flat
 from piep.scenario import Scenario
 
 _LAYOUT = re.compile(r"^(?:(tp|pp|dp)(\d+))+$")
@@ -57,20 +58,17 @@ def compare(candidates: list[str], base: Scenario, *, predictor: str = "auto") -
         doc = api.predict(scn, predictor=predictor)
         used = max(g["memory_gib"] for g in doc["per_gpu"])
         rows.append({"candidate": cand, "model": doc["model"], "gpus": doc["layout"]["gpus"],
-                     "energy_j": doc["energy_j"], "time_s": doc["time_s"],
-                     "ttft_s": doc["prefill"]["time_s"], "tpot_s": doc["decode"]["tpot_s"],
-                     "j_per_token": doc["j_per_token"], "tokens_per_j": 1 / doc["j_per_token"],
-                     "memory_gib_per_gpu": used,
+                     **flat(doc), "memory_gib_per_gpu": used,
                      "memory_headroom_gib": scn.gpu.memory_gib - used,
                      "predictor": doc["predictor"], "flags": doc["flags"],
                      "interval_energy_j": doc["interval"]["energy_j"]})
     recs = {
         "latency": min(rows, key=lambda r: r["time_s"])["candidate"],
-        "energy": min(rows, key=lambda r: r["j_per_token"])["candidate"],
+        "energy": min(rows, key=lambda r: r["j_per_output_token"])["candidate"],
         "memory": max(rows, key=lambda r: r["memory_headroom_gib"])["candidate"],
     }
     w = base.workload
-    return {"schema": "piep.comparison", "schema_version": 1, "boundary": "gpu_board",
+    return {"schema": "piep.comparison", "schema_version": 2, "boundary": "gpu_board",
             "workload": {"batch": w.batch, "prompt_len": w.prompt_len, "gen_len": w.gen_len,
                          "mode": base.mode},
             "candidates": rows, "recommendation": recs}

@@ -55,12 +55,13 @@ class Objective:
                               f"seconds > 0")
 
     def value(self, point: dict[str, Any], ref: dict[str, Any]) -> float:
-        e, t = point["j_per_token"], point["s_per_token"]
+        e, t = point["j_per_output_token"], point["s_per_output_token"]
         if self.kind == "eds":
-            return self.weight * e / ref["j_per_token"] + (1 - self.weight) * t / ref["s_per_token"]
+            return self.weight * e / ref["j_per_output_token"] \
+                + (1 - self.weight) * t / ref["s_per_output_token"]
         if self.kind == "zeus":
             return self.weight * e + (1 - self.weight) * self.p_max_w * t
-        return e if point["request_latency_s"] <= self.latency_bound_s * (1 + 1e-9) else math.inf
+        return e if point["e2e_p50_s"] <= self.latency_bound_s * (1 + 1e-9) else math.inf
 
 
 def _point(batch: int, limit: float, clock: float | None, energy: float, time: float,
@@ -68,18 +69,19 @@ def _point(batch: int, limit: float, clock: float | None, energy: float, time: f
     energy, time, ttft = float(energy), float(time), float(ttft)
     return {"batch": batch, "power_limit_w": float(limit),
             "sm_mhz": None if clock is None else float(clock), "energy_j": energy,
-            "time_s": time, "ttft_s": ttft, "request_latency_s": time,
-            "j_per_token": energy / (batch * gen_len), "s_per_token": time / gen_len, **extra}
+            "time_s": time, "ttft_p50_s": ttft, "e2e_p50_s": time,
+            "j_per_output_token": energy / (batch * gen_len),
+            "s_per_output_token": time / gen_len, **extra}
 
 
 def pareto(points: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Points not dominated in (j_per_token, s_per_token), by energy."""
-    pts = sorted(points, key=lambda p: (p["j_per_token"], p["s_per_token"]))
+    """Points not dominated in (j_per_output_token, s_per_output_token), by energy."""
+    pts = sorted(points, key=lambda p: (p["j_per_output_token"], p["s_per_output_token"]))
     front, best_t = [], math.inf
     for p in pts:
-        if p["s_per_token"] < best_t - 1e-15:
+        if p["s_per_output_token"] < best_t - 1e-15:
             front.append(p)
-            best_t = p["s_per_token"]
+            best_t = p["s_per_output_token"]
     return front
 
 
@@ -98,8 +100,8 @@ class OfflineResult:
 
     def gain(self) -> dict[str, float]:
         r, c = self.reference, self.chosen
-        return {"energy_per_token": c["j_per_token"] / r["j_per_token"] - 1,
-                "time_per_token": c["s_per_token"] / r["s_per_token"] - 1}
+        return {"energy_per_token": c["j_per_output_token"] / r["j_per_output_token"] - 1,
+                "time_per_token": c["s_per_output_token"] / r["s_per_output_token"] - 1}
 
 
 def offline(scn: Scenario, objective: Objective, *, batches: list[int] | None = None,
@@ -155,7 +157,7 @@ def offline(scn: Scenario, objective: Objective, *, batches: list[int] | None = 
     feasible = [p for p in points if math.isfinite(p["objective"])]
     if not feasible:
         raise ConfigError(f"no point meets the latency bound {objective.latency_bound_s} s; "
-                          f"the fastest predicted is {min(p['request_latency_s'] for p in points):.3f} s")
+                          f"the fastest predicted is {min(p['e2e_p50_s'] for p in points):.3f} s")
     chosen = min(feasible, key=_rank)
     notes += skipped
     return OfflineResult(ref, chosen, points, pareto(points), _dedupe(notes))
@@ -164,7 +166,7 @@ def offline(scn: Scenario, objective: Objective, *, batches: list[int] | None = 
 def _rank(p: dict[str, Any]) -> tuple:
     """Best objective; on a tie the least intrusive point (highest limit, default clock)."""
     return (round(float(p["objective"]), 12), -p["power_limit_w"],
-            p["sm_mhz"] is not None, p["j_per_token"])
+            p["sm_mhz"] is not None, p["j_per_output_token"])
 
 
 def restricted_optimum(result: OfflineResult, axes: list[str]) -> dict[str, Any]:
@@ -249,10 +251,10 @@ def online_search(start: dict[str, Any], reference: dict[str, Any], measure: Mea
         pass
     return {"best": best, "best_measured": {**best_m, **_per_token(best_m)},
             "best_objective": best_s, "reference_measured": ref_m,
-            "measured_gain": {"energy_per_token": _per_token(best_m)["j_per_token"]
-                              / ref_m["j_per_token"] - 1,
-                              "time_per_token": _per_token(best_m)["s_per_token"]
-                              / ref_m["s_per_token"] - 1},
+            "measured_gain": {"energy_per_token": _per_token(best_m)["j_per_output_token"]
+                              / ref_m["j_per_output_token"] - 1,
+                              "time_per_token": _per_token(best_m)["s_per_output_token"]
+                              / ref_m["s_per_output_token"] - 1},
             "steps": [s.__dict__ for s in steps], "measurements": len(cache)}
 
 
@@ -261,8 +263,8 @@ class _Budget(Exception):
 
 
 def _per_token(m: dict[str, Any]) -> dict[str, float]:
-    return {"j_per_token": m["energy_j"] / (m["batch"] * m["gen_len"]),
-            "s_per_token": m["time_s"] / m["gen_len"], "request_latency_s": m["time_s"]}
+    return {"j_per_output_token": m["energy_j"] / (m["batch"] * m["gen_len"]),
+            "s_per_output_token": m["time_s"] / m["gen_len"], "e2e_p50_s": m["time_s"]}
 
 
 def _record(steps, log, point, measured, value, accepted, axis) -> None:

@@ -14,12 +14,15 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from piep.artifacts import read_json, user_data_dir
 from piep.config import ModelSpec, Parallel, Workload
 from piep.engines import DEFAULT_ENGINE, ENGINES, Engine, names, reference_engine
 from piep.errors import ConfigError, PiepError
 from piep.gpus import DEFAULT_GPU, GPU
 from piep.layout import Deployment, validate
+from piep.trace import Trace, make_trace
 
 log = logging.getLogger("piep.scenario")
 ENGINE_PROFILE_SCHEMA = "piep.engine_profile"  # where a user's engine names what it is like
@@ -177,14 +180,28 @@ class Batch:
     cache_len: int | None = None
 
 
+@dataclass(frozen=True, kw_only=True, eq=False)
+class Stream:
+    """Requests arriving over time (a `Trace`), for an engine that serves them as they come
+    (continuous batching). A batch is the stream of its requests all arriving at 0
+    (`Scenario.requests`)."""
+    trace: Trace
+
+    @property
+    def longest(self) -> int:
+        """The index of the request with the most tokens (prompt + generated)."""
+        return int(np.argmax(self.trace.prompt_len + self.trace.gen_len))
+
+
 @dataclass(frozen=True, kw_only=True)
 class Scenario:
-    """Model, GPU, layout, engine and a batch workload, validated at construction."""
+    """Model, GPU, layout, engine and a workload (a batch, or a stream of requests),
+    validated at construction."""
     model: ModelSpec
     gpu: GPU
     parallel: Parallel = field(default_factory=Parallel)
     engine: EngineRef = field(default_factory=EngineRef)
-    workload: Batch = field(default_factory=Batch)
+    workload: Batch | Stream = field(default_factory=Batch)
     # spec-sheet ratios when the GPU has no calibration of its own (flagged)
     transfer: tuple[tuple[str, float], ...] | None = None
     deployment: Deployment = field(init=False, repr=False, compare=False)
@@ -192,6 +209,8 @@ class Scenario:
 
     def __post_init__(self) -> None:
         w = self.workload
+        if isinstance(w, Stream):
+            w = self._stream_batch(w)
         if w.cache_len is not None and self.engine.mode != "graph":
             raise ConfigError(f"cache_len applies to static-cache engines; {self.engine.name} "
                               f"keeps a live cache of prompt + generated tokens")
@@ -207,27 +226,64 @@ class Scenario:
                        host_probe_s=self.engine.host_probe_s)
         object.__setattr__(self, "deployment", dep)
 
+    def _stream_batch(self, stream: Stream) -> Batch:
+        """What a stream's deployment is validated with: its longest request alone."""
+        serving = names(serves=True)
+        if not self.engine.record.serves:
+            raise ConfigError(f"a stream of requests is priced for an engine that serves "
+                              f"them as they come ({', '.join(serving)}), not "
+                              f"{self.engine.name}; price a batch of it with --batch")
+        if self.parallel.dp > 1:
+            raise ConfigError("a stream is priced on one replica (dp=1): give each "
+                              "replica its share of the requests")
+        t, i = stream.trace, stream.longest
+        total = int(t.prompt_len[i] + t.gen_len[i])
+        if total > self.model.max_position:
+            raise ConfigError(f"request {t.ids[i]}: prompt_len + gen_len = {total} exceeds "
+                              f"max_position_embeddings={self.model.max_position} of "
+                              f"{self.model.name}")
+        return Batch(batch=1, prompt_len=int(t.prompt_len[i]), gen_len=int(t.gen_len[i]))
+
+    @property
+    def is_stream(self) -> bool:
+        """The workload is a stream of requests (else a batch)."""
+        return isinstance(self.workload, Stream)
+
+    def requests(self) -> Trace:
+        """The requests one replica serves: the stream, or its share of the batch
+        arriving at once."""
+        if isinstance(self.workload, Stream):
+            return self.workload.trace
+        n = self.workload.batch // self.parallel.dp
+        w = self.workload
+        return make_trace(np.zeros(n), np.full(n, w.prompt_len), np.full(n, w.gen_len),
+                          where="the batch")
+
     @classmethod
     def build(cls, model: str | ModelSpec, *, gpu: str | GPU = DEFAULT_GPU, tp: int = 1,
               pp: int = 1, dp: int = 1, engine: str | None = None, mode: str | None = None,
               batch: int = 1, prompt_len: int = 512, gen_len: int = 128,
               cache_len: int | None = None, allow_uncalibrated: bool = False,
-              check_memory: bool = True, host_probe_us: float | None = None) -> "Scenario":
-        """From names and numbers: a shipped model name or config path, a GPU name."""
+              check_memory: bool = True, host_probe_us: float | None = None,
+              trace: Trace | None = None) -> "Scenario":
+        """From names and numbers: a shipped model name or config path, a GPU name; with
+        `trace`, a stream of those requests instead of a batch."""
         from piep.models import load_model
         spec = model if isinstance(model, ModelSpec) else load_model(model)
         profile, ratios = (gpu, None) if isinstance(gpu, GPU) else \
             gpu_profile(gpu, allow_uncalibrated)
         return cls(model=spec, gpu=profile, parallel=Parallel(tp=tp, pp=pp, dp=dp),
                    engine=engine_for(engine, mode, host_probe_us),
-                   workload=Batch(batch=batch, prompt_len=prompt_len, gen_len=gen_len,
-                                  cache_len=cache_len),
+                   workload=Stream(trace=trace) if trace is not None else
+                   Batch(batch=batch, prompt_len=prompt_len, gen_len=gen_len,
+                         cache_len=cache_len),
                    transfer=tuple(sorted(ratios.items())) if ratios else None,
                    check_memory=check_memory)
 
     def replace(self, **changes: Any) -> "Scenario":
         """A variant: any of model, gpu, tp, pp, dp, engine, mode, batch, prompt_len,
-        gen_len, cache_len, host_probe_us; validated again."""
+        gen_len, cache_len, host_probe_us, trace (a stream instead of a batch); validated
+        again."""
         from piep.models import load_model
         model = changes.pop("model", self.model)
         gpu, transfer = self.gpu, self.transfer
@@ -248,10 +304,18 @@ class Scenario:
                 engine = engine_for(engine.name, None, probe)
         elif probe != engine.host_probe_us:
             engine = engine_for(engine.name, None, probe)
-        workload = Batch(batch=changes.pop("batch", w.batch),
-                         prompt_len=changes.pop("prompt_len", w.prompt_len),
-                         gen_len=changes.pop("gen_len", w.gen_len),
-                         cache_len=changes.pop("cache_len", w.cache_len))
+        workload: Batch | Stream
+        batch_keys = {"batch", "prompt_len", "gen_len", "cache_len"} & set(changes)
+        if "trace" in changes:
+            workload = Stream(trace=changes.pop("trace"))
+        elif isinstance(w, Stream) and not batch_keys:
+            workload = w
+        else:
+            b = w if isinstance(w, Batch) else Batch()
+            workload = Batch(batch=changes.pop("batch", b.batch),
+                             prompt_len=changes.pop("prompt_len", b.prompt_len),
+                             gen_len=changes.pop("gen_len", b.gen_len),
+                             cache_len=changes.pop("cache_len", b.cache_len))
         if changes:
             raise TypeError(f"Scenario.replace() got unknown fields {sorted(changes)}")
         return Scenario(model=load_model(model) if isinstance(model, str) else model, gpu=gpu,
@@ -282,8 +346,9 @@ class Scenario:
                 "gpu": self.gpu.name, "allow_uncalibrated": self.transfer is not None,
                 "layout": {"tp": p.tp, "pp": p.pp, "dp": p.dp},
                 "engine": {"name": e.name, "host_probe_us": e.host_probe_us},
-                "workload": {"batch": w.batch, "prompt_len": w.prompt_len,
-                             "gen_len": w.gen_len, "cache_len": w.cache_len}}
+                "workload": {"requests": w.trace.rows()} if isinstance(w, Stream) else
+                {"batch": w.batch, "prompt_len": w.prompt_len, "gen_len": w.gen_len,
+                 "cache_len": w.cache_len}}
 
     @classmethod
     def from_json(cls, doc: Any, where: str = "scenario") -> "Scenario":
@@ -303,7 +368,7 @@ class Scenario:
             if key in doc and kind is not None and not isinstance(doc[key], kind):
                 raise ConfigError(f"{where}: {key} must be {kind.__name__}")
         fields = {"layout": ("tp", "pp", "dp"), "engine": ("name", "host_probe_us"),
-                  "workload": ("batch", "prompt_len", "gen_len", "cache_len")}
+                  "workload": ("batch", "prompt_len", "gen_len", "cache_len", "requests")}
         values: dict[str, Any] = {}
         for part, keys in fields.items():
             bad = sorted(set(doc.get(part, {})) - set(keys))
@@ -312,6 +377,11 @@ class Scenario:
                                   f"it takes {', '.join(keys)}")
             for key, value in doc.get(part, {}).items():
                 values["engine" if (part, key) == ("engine", "name") else key] = value
+        if "requests" in values:
+            values["trace"] = _requests(values.pop("requests"), f"{where}: workload.requests")
+            if {"batch", "prompt_len", "gen_len", "cache_len"} & set(values):
+                raise ConfigError(f"{where}: a workload is a batch (batch, prompt_len, "
+                                  f"gen_len) or a stream (requests), not both")
         model = doc.get("model")
         if isinstance(model, dict):
             if set(model) != {"name", "config"}:
@@ -324,6 +394,22 @@ class Scenario:
 
 
 SCENARIO_SCHEMA = "piep.scenario"
+
+
+def _requests(rows: Any, where: str) -> Trace:
+    """A stream's requests from scenario rows: arrival_s, prompt_len, gen_len[, id]."""
+    if not isinstance(rows, list) or not all(isinstance(r, dict) for r in rows):
+        raise ConfigError(f"{where} is a list of {{arrival_s, prompt_len, gen_len[, id]}}")
+    for k, r in enumerate(rows):
+        missing = [f for f in ("arrival_s", "prompt_len", "gen_len") if f not in r]
+        if missing:
+            raise ConfigError(f"{where}[{k}] lacks {', '.join(missing)}")
+    ids = [str(r.get("id", k)) for k, r in enumerate(rows)]
+    try:
+        return make_trace([r["arrival_s"] for r in rows], [r["prompt_len"] for r in rows],
+                          [r["gen_len"] for r in rows], ids, where=where)
+    except (TypeError, ValueError) as exc:
+        raise ConfigError(f"{where}: {exc}") from None
 
 
 def _shipped_spec(name: str) -> ModelSpec:

@@ -74,7 +74,5 @@ def sweep(configs: list[dict[str, Any]], *, gpu: str = DEFAULT_GPU, predictor: s
 
 def _summary(doc: dict[str, Any]) -> dict[str, Any]:
     """A sweep row's fields of a prediction document (`Priced.summary`'s)."""
-    return {"energy_j": doc["energy_j"], "time_s": doc["time_s"],
-            "j_per_token": doc["j_per_token"], "tokens_per_s": doc["tokens_per_s"],
-            "ttft_s": doc["prefill"]["time_s"], "tpot_s": doc["decode"]["tpot_s"],
-            "predictor": doc["predictor"], "flags": doc["flags"]}
+    from piep.results import flat
+    return {**flat(doc), "predictor": doc["predictor"], "flags": doc["flags"]}

@@ -84,7 +84,7 @@ def test_compare_recommends(capsys):
     doc = json.loads(out)
     assert [c["candidate"] for c in doc["candidates"]] == ["llama-2-7b@tp2", "llama-2-13b@tp1"]
     assert set(doc["recommendation"]) == {"latency", "energy", "memory"}
-    best = min(doc["candidates"], key=lambda c: c["j_per_token"])["candidate"]
+    best = min(doc["candidates"], key=lambda c: c["j_per_output_token"])["candidate"]
     assert doc["recommendation"]["energy"] == best
 
 

@@ -20,8 +20,8 @@ def eds():
 
 
 def test_objectives():
-    ref = {"j_per_token": 2.0, "s_per_token": 0.01, "request_latency_s": 1.0}
-    p = {"j_per_token": 1.0, "s_per_token": 0.02, "request_latency_s": 2.0}
+    ref = {"j_per_output_token": 2.0, "s_per_output_token": 0.01, "e2e_p50_s": 1.0}
+    p = {"j_per_output_token": 1.0, "s_per_output_token": 0.02, "e2e_p50_s": 2.0}
     assert Objective("eds", 0.5).value(ref, ref) == pytest.approx(1.0)
     assert Objective("eds", 0.5).value(p, ref) == pytest.approx(0.5 * 0.5 + 0.5 * 2.0)
     assert Objective("zeus", 0.25, p_max_w=700).value(p, ref) == pytest.approx(
@@ -42,8 +42,8 @@ def test_offline_reference_chosen_and_front(eds):
     assert eds.chosen["objective"] < 1.0
     front = eds.front
     for p in eds.points:  # nothing beats a front point on both axes
-        assert not any(q["j_per_token"] < p["j_per_token"] - 1e-12
-                       and q["s_per_token"] < p["s_per_token"] - 1e-12 for q in front
+        assert not any(q["j_per_output_token"] < p["j_per_output_token"] - 1e-12
+                       and q["s_per_output_token"] < p["s_per_output_token"] - 1e-12 for q in front
                        if p in front)
     assert pareto(front) == front
 
@@ -60,7 +60,7 @@ def test_power_limit_that_cannot_bind_is_said_and_changes_nothing(eds):
 def test_latency_objective_respects_the_bound():
     res = offline(scenario("llama-2-7b"), Objective("latency", latency_bound_s=1.2),
                   batches=[1, 4, 16, 64])
-    assert res.chosen["request_latency_s"] <= 1.2
+    assert res.chosen["e2e_p50_s"] <= 1.2
     with pytest.raises(ConfigError, match="latency bound"):
         offline(scenario("llama-2-7b"), Objective("latency", latency_bound_s=0.01), batches=[1, 2])
 

@@ -42,7 +42,7 @@ def test_numbers_equal_the_prediction(report):
     doc = api.predict(scn)
     assert data["prediction"]["energy_j"] == pytest.approx(doc["energy_j"])
     md = (out / "report.md").read_text()
-    assert f"{doc['energy_j']:.1f}" in md and f"{doc['j_per_token']:.4f}" in md
+    assert f"{doc['energy_j']:.1f}" in md and f"{doc['j_per_output_token']:.4f}" in md
     assert sum(k["energy_j"] for k in data["by_kind"]) == pytest.approx(doc["energy_j"])
 
 
@@ -57,9 +57,9 @@ def test_each_action_gain_is_a_difference_of_two_predictions(report):
     md = (out / "report.md").read_text()
     for a in deltas:
         alt = api.predict(scn.replace(**a["delta"]))
-        gain = alt["j_per_token"] / doc["j_per_token"] - 1
+        gain = alt["j_per_output_token"] / doc["j_per_output_token"] - 1
         assert a["energy_per_token_change"] == pytest.approx(gain)
-        assert f"{100 * gain:+.1f} % energy per token" in md
+        assert f"{100 * gain:+.1f} % energy per output token" in md
         if gain > 0:
             assert f"{a['text']}  **(costs energy)**" in md
 

@@ -11,7 +11,7 @@ from piep.cli import main
 from piep.predict.learned import OUT_OF_RANGE_WIDENING
 from piep.scenario import Scenario
 from piep.serving.serve import serve, serving_scenario
-from piep.serving.trace import poisson_trace
+from piep.trace import poisson_trace
 
 TRACE = poisson_trace(rate_per_s=2, requests=12, prompt_len="uniform:100:400",
                       gen_len="uniform:16:48", seed=3)
@@ -42,10 +42,10 @@ def test_serve_resolves_as_predict_does(tp, gpu):
     same doubts as a batch prediction of the engine, and its band is the same policy."""
     scn = serving_scenario("llama-3-8b", TRACE, tp=tp, gpu=gpu, allow_uncalibrated=True)
     res = api.resolve(scn)
-    doc = serve(scn, TRACE)
+    doc = serve(scn)
     assert res.profile is not None and res.profile.name == "hf-cb"
     assert set(res.flags) <= set(doc["flags"])
-    batch = api.predict(scn)  # the same deployment as a batch: the same doubts
+    batch = api.predict(scn.replace(batch=4))  # the same deployment as a batch: the same doubts
     assert {f for f in batch["flags"] if f in ("uncalibrated_gpu", "unmeasured_engine_layout")} \
         == {f for f in doc["flags"] if f in ("uncalibrated_gpu", "unmeasured_engine_layout")}
     want = res.cost_model.interval(scn.deployment, doc["energy_j"], doc["time_s"],
@@ -56,8 +56,8 @@ def test_serve_resolves_as_predict_does(tp, gpu):
 
 
 def test_serving_at_tp2_widens_its_band_as_a_batch_prediction_does():
-    one = serve(serving_scenario("llama-3-8b", TRACE), TRACE)
-    two = serve(serving_scenario("llama-3-8b", TRACE, tp=2), TRACE)
+    one = serve(serving_scenario("llama-3-8b", TRACE))
+    two = serve(serving_scenario("llama-3-8b", TRACE, tp=2))
     width = [math.log(d["interval"]["energy_j"][1] / d["energy_j"]) for d in (one, two)]
     assert width[1] == pytest.approx(OUT_OF_RANGE_WIDENING * width[0])
 
@@ -148,15 +148,18 @@ def test_a_serving_engines_batch_is_the_stream_of_its_requests(tp):
     """Continuous batching has no static batch: `predict --engine hf-cb --batch B` is
     `serve` of B requests arriving at once - the same energy, time, TTFT, partition, flags
     and interval - and a sweep's point is the same prediction."""
-    from piep.serving.trace import make_trace
+    from piep.trace import make_trace
     from piep.sweep import sweep
     burst = make_trace([0.0] * 6, [300] * 6, [40] * 6)
-    stream = serve(serving_scenario("mistral-7b", burst, tp=tp), burst)
+    stream = serve(serving_scenario("mistral-7b", burst, tp=tp))
     doc = api.predict("mistral-7b", engine="hf-cb", tp=tp, batch=6, prompt_len=300,
                       gen_len=40)
     assert doc["energy_j"] == stream["energy_j"] and doc["time_s"] == stream["time_s"]
     assert doc["prefill"]["time_s"] == stream["ttft_s"]["p99"]
-    assert doc["prefill"]["energy_j"] == stream["phase_j"]["prefill"]
+    assert doc["prefill"]["energy_j"] == stream["prefill"]["energy_j"]
+    for key in ("ttft_s", "tpot_s", "e2e_s", "j_per_output_token", "j_per_request",
+                "no_request"):
+        assert doc[key] == stream[key], key
     assert doc["breakdown_j"] == stream["breakdown_j"] and doc["flags"] == stream["flags"]
     assert doc["interval"] == stream["interval"] and "stream" in doc["priced_as"]
     assert sum(m["energy_j"] for m in doc["modules"]) == pytest.approx(doc["energy_j"])

@@ -8,7 +8,7 @@ from piep.predict.roofline import RooflineModel
 def test_prediction_schema_and_partition(make_dep):
     doc = predict("llama-2-7b", tp=2, batch=16, predictor="roofline")
     for key in ("schema", "schema_version", "predictor", "boundary", "engine", "energy_j",
-                "time_s", "prefill", "decode", "j_per_token", "tokens_per_s", "per_gpu",
+                "time_s", "prefill", "decode", "j_per_output_token", "output_tokens_per_s", "per_gpu",
                 "interval", "breakdown_j", "modules", "flags"):
         assert key in doc
     assert doc["schema"] == "piep.prediction" and doc["predictor"] == "roofline"
@@ -18,7 +18,9 @@ def test_prediction_schema_and_partition(make_dep):
     assert sum(m["energy_j"] for m in doc["modules"]) == pytest.approx(doc["energy_j"])
     assert doc["prefill"]["energy_j"] + doc["decode"]["energy_j"] == pytest.approx(doc["energy_j"])
     assert doc["prefill"]["time_s"] + doc["decode"]["time_s"] == pytest.approx(doc["time_s"])
-    assert doc["j_per_token"] == pytest.approx(doc["energy_j"] / (16 * 128))
+    assert doc["j_per_output_token"] == pytest.approx(doc["energy_j"] / (16 * 128))
+    assert doc["j_per_request"] == pytest.approx(doc["energy_j"] / 16)
+    assert doc["ttft_s"]["p99"] == doc["prefill"]["time_s"] and doc["e2e_s"]["p50"] == doc["time_s"]
     assert len(doc["per_gpu"]) == 2
     lo, hi = doc["interval"]["energy_j"]
     assert lo < doc["energy_j"] < hi
@@ -46,4 +48,4 @@ def test_decode_time_is_weight_bandwidth_bound(make_dep):
     doc = evaluate(dep, RooflineModel())
     weights = dep.model.num_params() * 2
     floor = weights / dep.gpu.hbm_bytes_per_s
-    assert floor < doc["decode"]["tpot_s"] < 2 * floor
+    assert floor < doc["tpot_s"]["p50"] < 2 * floor

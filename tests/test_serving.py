@@ -9,7 +9,7 @@ from piep.cli import main
 from piep.errors import ConfigError
 from piep.serving.costs import Curve, IterationCosts
 from piep.serving.simulate import SchedulerPolicy, simulate
-from piep.serving.trace import make_trace, parse_dist, poisson_trace, read_trace
+from piep.trace import make_trace, parse_dist, poisson_trace, read_trace
 
 
 def _flat(t_iter=0.01, e_iter=1.0, idle_w=100.0):
@@ -90,10 +90,13 @@ def test_serve_document_and_cli(tmp_path, capsys):
     assert doc["schema"] == "piep.serving" and doc["requests"] == 40
     assert doc["engine_ref"]["name"] == "hf-cb"
     assert doc["energy_j"] == pytest.approx(sum(doc["breakdown_j"].values()))
-    assert doc["energy_j"] == pytest.approx(sum(doc["phase_j"].values()))
+    phases = ("prefill", "decode", "no_request")
+    assert doc["energy_j"] == pytest.approx(sum(doc[k]["energy_j"] for k in phases))
+    assert doc["time_s"] == pytest.approx(sum(doc[k]["time_s"] for k in phases))
     attributed = sum(r["energy_j"] for r in doc["per_request"])
-    assert attributed == pytest.approx(doc["energy_j"] - doc["phase_j"]["no_request"])
-    assert doc["j_per_gen_token"] == pytest.approx(doc["energy_j"] / trace.gen_tokens)
+    assert attributed == pytest.approx(doc["energy_j"] - doc["no_request"]["energy_j"])
+    assert doc["j_per_output_token"] == pytest.approx(doc["energy_j"] / trace.gen_tokens)
+    assert doc["j_per_request"] == pytest.approx(doc["energy_j"] / 40)
     lo, hi = doc["interval"]["energy_j"]
     assert lo < doc["energy_j"] < hi
     assert doc["ttft_s"]["p50"] <= doc["ttft_s"]["p99"] <= doc["e2e_s"]["p99"]
@@ -101,10 +104,10 @@ def test_serve_document_and_cli(tmp_path, capsys):
 
     # the same requests arriving 10x faster share iterations: less energy per token
     from piep.serving.serve import serve, serving_scenario
-    slow = serve(serving_scenario("llama-3-8b", trace), trace)
+    slow = serve(serving_scenario("llama-3-8b", trace))
     fast_trace = make_trace(trace.arrival_s / 10, trace.prompt_len, trace.gen_len)
-    fast = serve(serving_scenario("llama-3-8b", fast_trace), fast_trace)
-    assert fast["j_per_gen_token"] < slow["j_per_gen_token"]
+    fast = serve(serving_scenario("llama-3-8b", fast_trace))
+    assert fast["j_per_output_token"] < slow["j_per_output_token"]
     assert fast["mean_requests_per_iteration"] > slow["mean_requests_per_iteration"]
 
 
@@ -117,7 +120,7 @@ def test_serving_at_an_unmeasured_tp_degree_has_a_wider_band():
                           gen_len="uniform:16:48", seed=3)
     half = {}
     for tp in (1, 2):
-        doc = serve(serving_scenario("llama-3-8b", trace, tp=tp), trace)
+        doc = serve(serving_scenario("llama-3-8b", trace, tp=tp))
         lo, hi = doc["interval"]["energy_j"]
         assert lo < doc["energy_j"] < hi
         half[tp] = np.log(hi / doc["energy_j"])
@@ -141,18 +144,18 @@ def test_a_user_policy_replaces_the_scheduler_and_host_time_and_is_flagged(tmp_p
     trace = poisson_trace(rate_per_s=20, requests=60, prompt_len="lognormal:512:0.5:2048",
                           gen_len="uniform:16:64", seed=3)
     scn = serving_scenario("llama-3-8b", trace)
-    base = serve(scn, trace)
+    base = serve(scn)
     path = tmp_path / "p.json"
     path.write_text(json.dumps({"name": "tight", "num_blocks": 200, "block_size": 16,
                                 "max_batch_tokens": 512, "host": {"step_host_s": 0.0}}))
-    doc = serve(scn, trace, user_policy=read_policy(path))
+    doc = serve(scn, user_policy=read_policy(path))
     assert "unvalidated_engine" in doc["flags"] and "unvalidated_engine" not in base["flags"]
     assert "interval" not in doc and "interval" in base  # hf-cb's band says nothing here
     assert doc["scheduler"]["num_blocks"] == 200 and doc["scheduler"]["block_size"] == 16
     assert doc["scheduler"]["policy"]["name"] == "tight"
     assert "queueing_on_kv_memory" in doc["flags"]  # 3,200 KV slots hold few requests
     # no host time per step: decode steps are shorter than under hf-cb's profile
-    free = serve(scn, trace, user_policy=read_policy(_write(tmp_path, {"host": {
+    free = serve(scn, user_policy=read_policy(_write(tmp_path, {"host": {
         "step_host_s": 0.0}})))
     assert free["tpot_s"]["p50"] < base["tpot_s"]["p50"]
 
@@ -185,15 +188,15 @@ def test_load_curve_rescales_the_same_requests():
     trace = poisson_trace(rate_per_s=4, requests=40, prompt_len="lognormal:256:0.5:1024",
                           gen_len="uniform:16:64", seed=5)
     scn = serving_scenario("llama-3-8b", trace)
-    curve = load_curve(scn, trace, factors=(0.5, 1.0, 4.0))
+    curve = load_curve(scn, factors=(0.5, 1.0, 4.0))
     rates = [p["rate_per_s"] for p in curve]
     assert rates[1] == pytest.approx((len(trace) - 1) / trace.arrival_s.max())
     assert rates[0] == pytest.approx(rates[1] / 2) and rates[2] == pytest.approx(4 * rates[1])
     # more load shares iterations: more requests per iteration, fewer joules per token
     assert curve[2]["requests_per_iteration"] > curve[0]["requests_per_iteration"]
-    assert curve[2]["j_per_gen_token"] < curve[0]["j_per_gen_token"]
+    assert curve[2]["j_per_output_token"] < curve[0]["j_per_output_token"]
     burst = make_trace([0, 0, 0], [64, 64, 64], [8, 8, 8])
-    assert load_curve(serving_scenario("llama-3-8b", burst), burst) == []
+    assert load_curve(serving_scenario("llama-3-8b", burst)) == []
 
 
 def test_trace_rows_are_checked_one_by_one(tmp_path, capsys):
@@ -203,7 +206,7 @@ def test_trace_rows_are_checked_one_by_one(tmp_path, capsys):
     assert t.ids == ("b", "c", "a") and not t.was_sorted  # stable: b before c
     assert make_trace([0, 0, 1], [4, 4, 4], [2, 2, 2]).was_sorted
     from piep.serving.serve import serve, serving_scenario
-    assert "unsorted_trace" in serve(serving_scenario("llama-2-7b", t), t)["flags"]
+    assert "unsorted_trace" in serve(serving_scenario("llama-2-7b", t))["flags"]
     # the longest prompt and the longest generation may sit in different requests
     ok = make_trace([0, 1], [3000, 30], [3, 2000])
     serving_scenario("llama-2-7b", ok)
@@ -325,7 +328,7 @@ def test_a_stream_at_tp2_carries_its_collectives_and_waits():
     from piep.serving.serve import serve, serving_scenario
     burst = make_trace([0.0] * 16, [512] * 16, [128] * 16)
     for tp in (1, 2):
-        doc = serve(serving_scenario("llama-2-13b", burst, tp=tp), burst)
+        doc = serve(serving_scenario("llama-2-13b", burst, tp=tp))
         parts = doc["breakdown_j"]
         assert sum(parts.values()) == pytest.approx(doc["energy_j"], rel=1e-12)
         if tp == 1:

@@ -158,3 +158,37 @@ def host_note(ref: dict) -> str | None:
     return (f"host: {ref['name']}'s host time is for {whose} (launch probe "
             f"{ref.get('host_probe_us', ref['host_probe_ref_us']):.1f} us); for yours: "
             "`piep env --host-probe` there, then --host-probe-us")
+
+
+def outcome_lines(doc: dict) -> list[str]:
+    """What a prediction and a served stream both state, as tables: energy, time and the
+    per-token and per-request figures with their 90 % interval, the latencies over the
+    requests, and where the energy goes (by phase; by compute, communication, wait,
+    idle)."""
+    from piep.report.table import fmt, table
+    from piep.results import label
+    iv = doc.get("interval") or {}
+    e_iv, t_iv = iv.get("energy_j"), iv.get("time_s")
+
+    def scaled(band, by):  # an energy band per token or request
+        return [None, None] if band is None else [band[0] / by, band[1] / by]
+    rows = [[label("energy_j"), doc["energy_j"], *(e_iv or [None, None])],
+            [label("time_s"), doc["time_s"], *(t_iv or [None, None])],
+            [label("j_per_output_token"), doc["j_per_output_token"],
+             *scaled(e_iv, doc["output_tokens"])],
+            [label("j_per_request"), doc["j_per_request"], *scaled(e_iv, doc["requests"])],
+            [label("output_tokens_per_s"), doc["output_tokens_per_s"], None, None]]
+    latency = [[label(k), *(doc[k][q] for q in ("p50", "p90", "p99"))]
+               for k in ("ttft_s", "tpot_s", "e2e_s")]
+    lines = [table(rows, ["", "value", "90 % low", "90 % high"])]
+    if iv.get("level"):
+        lines.append(f"interval: {iv['level']}")
+    lines += ["", table(latency, ["latency over the requests", "p50", "p90", "p99"]),
+              "per token: output tokens, the prefill's first included (prompt tokens not "
+              "counted)", "",
+              "phases (J): " + ", ".join(
+                  f"{k.replace('_', ' ')} {fmt(doc[k]['energy_j'])} ({fmt(doc[k]['time_s'])} s)"
+                  for k in ("prefill", "decode", "no_request")),
+              "breakdown (J): " + ", ".join(f"{k} {fmt(v)}"
+                                            for k, v in doc["breakdown_j"].items())]
+    return lines

@@ -27,8 +27,8 @@ def run(args) -> int:
     doc = compare(args.candidates, base, predictor=args.predictor)
 
     def human(d):
-        keys = ["candidate", "gpus", "energy_j", "time_s", "ttft_s", "tpot_s", "j_per_token",
-                "tokens_per_j", "memory_headroom_gib"]
+        keys = ["candidate", "gpus", "energy_j", "time_s", "ttft_p50_s", "tpot_p50_s",
+                "j_per_output_token", "j_per_request", "memory_headroom_gib"]
         body = table([[r[k] for k in keys] for r in d["candidates"]], keys)
         rec = "\n".join(f"best for {goal}: {cand}" for goal, cand in d["recommendation"].items())
         return f"{body}\n\n{rec}\n(energy boundary: GPU boards only)"

@@ -90,7 +90,7 @@ def run(args) -> int:
     res = offline(scn, objective, batches=[int(b) for b in batches] if batches else None,
                   power_limits=limits,
                   clock_stride=args.clock_stride, predictor=args.predictor)
-    doc = {"schema": "piep.optimize", "schema_version": 1, "boundary": "gpu_board",
+    doc = {"schema": "piep.optimize", "schema_version": 2, "boundary": "gpu_board",
            "model": scn.model.name,
            "objective": {"kind": objective.kind, "weight": objective.weight,
                          "latency_bound_s": objective.latency_bound_s},
@@ -122,14 +122,14 @@ def _plot(res, path: Path) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
     fig, ax = plt.subplots(figsize=(6.5, 4.5))
-    xs = [1e3 * p["s_per_token"] for p in res.points]
-    ys = [p["j_per_token"] for p in res.points]
+    xs = [1e3 * p["s_per_output_token"] for p in res.points]
+    ys = [p["j_per_output_token"] for p in res.points]
     ax.scatter(xs, ys, s=6, c="lightgrey", label="all points")
     f = res.front
-    ax.plot([1e3 * p["s_per_token"] for p in f], [p["j_per_token"] for p in f], "o-", ms=3,
+    ax.plot([1e3 * p["s_per_output_token"] for p in f], [p["j_per_output_token"] for p in f], "o-", ms=3,
             label="Pareto front")
     for name, p, m in (("default", res.reference, "s"), ("chosen", res.chosen, "*")):
-        ax.plot(1e3 * p["s_per_token"], p["j_per_token"], m, ms=11, label=name)
+        ax.plot(1e3 * p["s_per_output_token"], p["j_per_output_token"], m, ms=11, label=name)
     ax.set_xlabel("time per generated token (ms, per request)")
     ax.set_ylabel("energy per generated token (J)")
     ax.set_yscale("log")
@@ -143,8 +143,9 @@ def _plot(res, path: Path) -> None:
 def _fmt(p) -> str:
     clock = "default" if p["sm_mhz"] is None else f"{p['sm_mhz']:.0f} MHz"
     return (f"batch {p['batch']:>4}, limit {p['power_limit_w']:.0f} W, SM {clock:>9}: "
-            f"{p['j_per_token']:.4f} J/token, {1e3 * p['s_per_token']:.3f} ms/token, "
-            f"request {p['request_latency_s']:.3f} s")
+            f"{p['j_per_output_token']:.4f} J per output token, "
+            f"{1e3 * p['s_per_output_token']:.3f} ms per output token, "
+            f"request {p['e2e_p50_s']:.3f} s")
 
 
 def _human(doc, n_front: int) -> str:
@@ -154,8 +155,8 @@ def _human(doc, n_front: int) -> str:
              f"only]",
              f"  default: {_fmt(doc['reference'])}",
              f"  chosen:  {_fmt(doc['chosen'])}",
-             f"  predicted gain: {100 * g['energy_per_token']:+.1f} % energy per token, "
-             f"{100 * g['time_per_token']:+.1f} % time per token",
+             f"  predicted gain: {100 * g['energy_per_token']:+.1f} % energy per output token, "
+             f"{100 * g['time_per_token']:+.1f} % time per output token",
              f"Pareto front ({len(doc['front'])} points; {min(n_front, len(doc['front']))} shown):"]
     front = doc["front"]
     step = max(1, len(front) // max(n_front, 1))
@@ -170,5 +171,5 @@ def _human(doc, n_front: int) -> str:
                   f"measurements): best batch {o['best']['batch']}, limit "
                   f"{o['best']['power_limit_w']:.0f} W, SM {o['best']['sm_mhz'] or 'default'}",
                   f"  measured gain over the default: {100 * mg['energy_per_token']:+.1f} % "
-                  f"energy per token, {100 * mg['time_per_token']:+.1f} % time per token"]
+                  f"energy per token, {100 * mg['time_per_token']:+.1f} % time per output token"]
     return "\n".join(lines)

@@ -57,7 +57,7 @@ def run(args) -> int:
 
     from piep.artifacts import write_text
     from piep.plan.freq import load_freq_model
-    from piep.plan.planner import make_plan
+    from piep.plan.planner import plan_for
     from piep.artifacts import figure_path, writable
     if args.out:
         writable(args.out, "--out")
@@ -70,9 +70,9 @@ def run(args) -> int:
     dep = scn.deployment
     if args.power_limit is not None:
         dep.gpu.check_power_limits([args.power_limit], "--power-limit")
-    plan = make_plan(dep, api.resolve(scn, args.predictor).cost_model,
-                     load_freq_model(dep.gpu.name), max_slowdown=max_slowdown,
-                     dwell_s=args.dwell_ms / 1e3, power_limit_w=args.power_limit)
+    plan = plan_for(api.resolve(scn, args.predictor), load_freq_model(dep.gpu.name),
+                    max_slowdown=max_slowdown, dwell_s=args.dwell_ms / 1e3,
+                    power_limit_w=args.power_limit)
     if args.out:
         write_text(args.out, json.dumps(plan, indent=2) + "\n")
     if args.plot:

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import argparse
 
-from piep.commands.common import add_deployment_args, emit, host_note, scenario_from_args
+from piep.commands.common import (add_deployment_args, emit, host_note, outcome_lines,
+                                  scenario_from_args)
 from piep.report.table import fmt, table
 
 
@@ -23,27 +24,13 @@ def configure(parser) -> None:
 
 def summary(doc: dict, top: int = 8) -> str:
     w, lay = doc["workload"], doc["layout"]
-    iv = doc["interval"]
     lines = [
         f"{doc['model']} on {lay['gpus']}x {doc['gpu']} (tp={lay['tp']} pp={lay['pp']} "
         f"dp={lay['dp']}), batch {w['batch']}, prompt {w['prompt_len']}, gen {w['gen_len']}, "
         f"{w['mode']}  [predictor: {doc['predictor']}; energy boundary: GPU boards only]",
         "",
-        table([
-            ["energy (J)", doc["energy_j"], fmt(iv["energy_j"][0]), fmt(iv["energy_j"][1])],
-            ["time (s)", doc["time_s"], fmt(iv["time_s"][0]), fmt(iv["time_s"][1])],
-            ["prefill energy (J)", doc["prefill"]["energy_j"], "", ""],
-            ["prefill time = TTFT (s)", doc["prefill"]["time_s"], "", ""],
-            ["decode energy (J)", doc["decode"]["energy_j"], "", ""],
-            ["decode time (s)", doc["decode"]["time_s"], "", ""],
-            ["TPOT (ms)", 1e3 * doc["decode"]["tpot_s"], "", ""],
-            ["energy per token (J)", doc["j_per_token"], "", ""],
-            ["tokens per s", doc["tokens_per_s"], "", ""],
-        ], ["", "value", "90 % low", "90 % high"]),
-        f"interval: {iv['level']}",
+        *outcome_lines(doc),
         *([f"priced as {doc['priced_as']}"] if doc.get("priced_as") else []),
-        "",
-        "breakdown (J): " + ", ".join(f"{k} {fmt(v)}" for k, v in doc["breakdown_j"].items()),
         "per GPU: " + _per_gpu(doc["per_gpu"]),
     ]
     if top:

@@ -2,19 +2,23 @@
 
 from __future__ import annotations
 
-from piep.commands.common import emit, host_note
+from piep.commands.common import emit, host_note, outcome_lines
 from piep.gpus import DEFAULT_GPU
 from piep.report.table import fmt, table
 
 
 def configure(parser) -> None:
     from piep.engines import ENGINES, names
-    parser.add_argument("--model", required=True,
+    parser.add_argument("--model",
                         help="shipped name (see `piep models`) or path to config.json / folder")
+    parser.add_argument("--scenario", metavar="FILE.json",
+                        help="the whole request as one file (the 'scenario' of `piep serve "
+                             "--json`: a stream of requests, or a batch arriving at once); "
+                             "flags given beside it change its fields")
     parser.add_argument("--gpu", default=DEFAULT_GPU, help=f"GPU type (default {DEFAULT_GPU})")
     parser.add_argument("--tp", type=int, default=1, help="tensor parallel degree (default 1)")
     serving = names(serves=True)
-    parser.add_argument("--engine", choices=serving, default=serving[0],
+    parser.add_argument("--engine", choices=serving, default=None,
                         help=f"the serving engine (default {serving[0]}: "
                              f"{ENGINES[serving[0]].description})")
     src = parser.add_argument_group("requests (a trace, or Poisson arrivals)")
@@ -54,11 +58,7 @@ def configure(parser) -> None:
 def run(args) -> int:
     from piep.errors import ConfigError
     from piep.serving.policy import read_policy
-    from piep.serving.serve import load_curve, serve_simulated, serving_scenario
-    from piep.serving.trace import poisson_trace, read_trace
-    if bool(args.trace) == (args.rate is not None):
-        raise ConfigError("give --trace FILE or --rate R (with --requests, --prompt-len, "
-                          "--gen-len, --seed)")
+    from piep.serving.serve import load_curve, serve_simulated
     if args.requests_shown < 0:
         raise ConfigError(f"--requests-shown={args.requests_shown} must be >= 0")
     from pathlib import Path
@@ -69,49 +69,64 @@ def run(args) -> int:
     if args.out:
         writable(Path(args.out) / "serving.json", "--out")
     policy = read_policy(args.policy) if args.policy else None
-    trace = read_trace(args.trace) if args.trace else poisson_trace(
-        rate_per_s=args.rate, requests=args.requests, prompt_len=args.prompt_len,
-        gen_len=args.gen_len, seed=args.seed)
-    scn = serving_scenario(args.model, trace, gpu=args.gpu, tp=args.tp, engine=args.engine,
-                           host_probe_us=args.host_probe_us,
-                           allow_uncalibrated=args.allow_uncalibrated)
-    doc, sim = serve_simulated(scn, trace, predictor=args.predictor, user_policy=policy)
+    scn = _scenario(args)
+    doc, sim = serve_simulated(scn, predictor=args.predictor, user_policy=policy)
     from piep.artifacts import all_or_nothing, write_json, write_text
     with all_or_nothing():  # serving.json, the trace and the figure: all of them or none
         if args.out:
             body = {k: v for k, v in doc.items() if k not in ("schema", "schema_version")}
             write_json(Path(args.out) / "serving.json", doc["schema"], doc["schema_version"],
                        body, command="piep serve")
-            write_text(Path(args.out) / "trace.jsonl", trace.to_jsonl())
+            write_text(Path(args.out) / "trace.jsonl", scn.requests().to_jsonl())
         if args.plot:
-            curve = load_curve(scn, trace, predictor=args.predictor, user_policy=policy)
+            curve = load_curve(scn, predictor=args.predictor, user_policy=policy)
             _plot(scn, sim, doc, curve, args.plot)
             doc["plot"] = args.plot
     emit(args, doc, lambda d: summary(d, args.requests_shown))
     return 0
 
 
+def _scenario(args):
+    """The served scenario: --scenario FILE.json with the flags given beside it, or the
+    model, layout and engine flags with --trace or --rate."""
+    from piep.engines import names
+    from piep.errors import ConfigError
+    from piep.scenario import Scenario
+    from piep.trace import poisson_trace, read_trace
+    if args.trace and args.rate is not None:
+        raise ConfigError("give --trace FILE or --rate R, not both")
+    trace = read_trace(args.trace) if args.trace else None if args.rate is None else \
+        poisson_trace(rate_per_s=args.rate, requests=args.requests, prompt_len=args.prompt_len,
+                      gen_len=args.gen_len, seed=args.seed)
+    flags = {k: getattr(args, k) for k in ("gpu", "tp", "engine", "host_probe_us")}
+    serving = names(serves=True)
+    if args.scenario:
+        from piep.artifacts import load_json
+        base = Scenario.from_json(load_json(args.scenario), args.scenario)
+        given = {k: v for k, v in flags.items() if v != args.subparser.get_default(k)}
+        if "gpu" in given and args.allow_uncalibrated:
+            given["allow_uncalibrated"] = True
+        return base.replace(**given, **({"model": args.model} if args.model else {}),
+                            **({"trace": trace} if trace is not None else {}))
+    if not args.model:
+        raise ConfigError("give --model (a shipped name or a config path) or --scenario "
+                          "FILE.json")
+    if trace is None:
+        raise ConfigError("give --trace FILE or --rate R (with --requests, --prompt-len, "
+                          "--gen-len, --seed), or --scenario FILE.json")
+    return Scenario.build(args.model, trace=trace, allow_uncalibrated=args.allow_uncalibrated,
+                          **{**flags, "engine": args.engine or serving[0]})
+
+
 def summary(d: dict, shown: int) -> str:
-    iv = d.get("interval", {}).get("energy_j")
-    it = d.get("interval", {}).get("time_s")
     lines = [f"{d['model']} on {d['layout']['gpus']}x {d['gpu']}, {d['engine']}: {d['requests']} "
-             f"requests, {d['gen_tokens']} generated tokens  [predictor: {d['predictor']}; "
-             "energy boundary: GPU boards only]", ""]
-    rows = [["energy_j", d["energy_j"], f"[{fmt(iv[0])}, {fmt(iv[1])}]" if iv else ""],
-            ["time_s", d["time_s"], f"[{fmt(it[0])}, {fmt(it[1])}]" if it else ""],
-            ["j_per_gen_token", d["j_per_gen_token"], ""],
-            ["tokens_per_j", d["tokens_per_j"], ""]]
-    for key in ("ttft_s", "tpot_s", "e2e_s"):
-        p = d[key]
-        rows.append([f"{key} p50 / p90 / p99", fmt(p["p50"]), f"{fmt(p['p90'])} / {fmt(p['p99'])}"])
-    lines.append(table(rows, ["", "value", "interval (90 %) / tail"]))
-    lines += ["", "breakdown_j: " + ", ".join(f"{k} {fmt(v)}" for k, v in d["breakdown_j"].items()),
-              "phase_j: " + ", ".join(f"{k} {fmt(v)}" for k, v in d["phase_j"].items()),
-              f"breakdown idle = GPUs waiting on the host inside iterations "
-              f"{fmt(d['breakdown_j']['idle'] - d['phase_j']['no_request'])} + no request in "
-              f"flight {fmt(d['phase_j']['no_request'])} ({fmt(d['no_request_s'])} s)",
-              f"iterations {d['iterations']}, {d['mean_requests_per_iteration']:.1f} requests "
-              f"per iteration on average"]
+             f"requests, {d['output_tokens']} output tokens  [predictor: {d['predictor']}; "
+             "energy boundary: GPU boards only]", "", *outcome_lines(d),
+             f"breakdown idle = GPUs waiting on the host inside iterations "
+             f"{fmt(d['breakdown_j']['idle'] - d['no_request']['energy_j'])} + no request in "
+             f"flight {fmt(d['no_request']['energy_j'])}",
+             f"iterations {d['iterations']}, {d['mean_requests_per_iteration']:.1f} requests "
+             f"per iteration on average"]
     if shown:
         top = sorted(d["per_request"], key=lambda r: -r["energy_j"])[:shown]
         lines += ["", table([[r["id"], r["energy_j"], r["ttft_s"], r["tpot_s"], r["e2e_s"]]
@@ -120,7 +135,7 @@ def summary(d: dict, shown: int) -> str:
     if d["flags"]:
         lines.append("flags: " + ", ".join(d["flags"]))
     if "idle_dominated" in d["flags"]:
-        share = 100 * d["phase_j"]["no_request"] / d["energy_j"]
+        share = 100 * d["no_request"]["energy_j"] / d["energy_j"]
         lines.append(f"idle_dominated: {share:.0f} % of the energy is the GPUs idle with no "
                      f"request in flight; the per-request energies carry little of it (raise "
                      f"the rate to price serving)")
@@ -154,9 +169,9 @@ def _plot(scn, sim, doc, curve, path) -> None:
     c.set_ylabel("requests")
     if curve:
         rate = [p["rate_per_s"] for p in curve]
-        d.plot(rate, [p["j_per_gen_token"] for p in curve], "o-")
+        d.plot(rate, [p["j_per_output_token"] for p in curve], "o-")
         here = next(p for p in curve if p["factor"] == 1.0)
-        d.plot([here["rate_per_s"]], [here["j_per_gen_token"]], "r*", ms=12,
+        d.plot([here["rate_per_s"]], [here["j_per_output_token"]], "r*", ms=12,
                label="this trace")
         d.set_xscale("log")
         d.minorticks_off()
@@ -166,7 +181,7 @@ def _plot(scn, sim, doc, curve, path) -> None:
     else:
         d.text(0.5, 0.5, "all requests arrive at once:\nno rate to vary", ha="center",
                va="center", transform=d.transAxes)
-    d.set_ylabel("J per generated token")
+    d.set_ylabel("J per output token")
     fig.tight_layout()
     from piep.artifacts import save_figure
     save_figure(fig, path, dpi=110)

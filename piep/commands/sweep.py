@@ -9,8 +9,9 @@ from piep.commands.common import emit, engine_arg
 from piep.gpus import DEFAULT_GPU
 
 FIELDS = ("model", "tp", "pp", "dp", "batch", "prompt_len", "gen_len", "mode", "engine",
-          "energy_j", "time_s", "j_per_token", "tokens_per_s", "ttft_s", "tpot_s", "flags",
-          "error", "energy_boundary")
+          "requests", "output_tokens", "energy_j", "time_s", "j_per_output_token",
+          "j_per_request", "output_tokens_per_s", "ttft_p50_s", "tpot_p50_s", "e2e_p50_s",
+          "flags", "error", "energy_boundary")
 BOUNDARY = "gpu_board"  # what energy_j counts: GPU boards only (not CPU, DRAM, PSU)
 
 

@@ -258,3 +258,18 @@ def make_plan(dep: Deployment, cost_model, fm: FreqModel, *, max_slowdown: float
                         "time_weighted_mhz": float((used * clocks).sum() / used.sum())},
         "provenance": provenance(predictor=cost_model.name, freq_model=fm.to_json()),
     }
+
+
+def plan_for(res, fm: FreqModel, **options: Any) -> dict[str, Any]:
+    """The clock plan of a resolved scenario (`make_plan`'s options); its predictor
+    baseline is the scenario's prediction (a serving engine's: the stream of its
+    requests, while its clocks are chosen on its static batch's modules, noted)."""
+    plan = make_plan(res.deployment, res.cost_model, fm, **options)
+    if res.scenario.engine.record.serves:
+        from piep import api
+        doc = api.predict(res)
+        plan["default"].update(predictor_energy_j=doc["energy_j"], predictor_time_s=doc["time_s"])
+        plan["notes"].append("a serving engine: the clocks are chosen on the modules of its "
+                             "batch run as a static batch; the predictor baseline is the "
+                             "batch as a stream of requests")
+    return plan

@@ -20,9 +20,10 @@ from piep.layout import Deployment
 from piep.predict.power import SUSTAINED_S, BoardLimit
 from piep.predict.table import PHASES, LeafTable, TableBuilder
 from piep.predict.timeline import Timeline, lay_out
+from piep.results import Summary
 
 SCHEMA = "piep.prediction"
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2  # 2: one name per quantity (piep.results), latencies per request
 CATEGORIES = ("compute", "communication", "wait", "idle")
 
 
@@ -112,30 +113,23 @@ class Priced:
 
     def summary(self, i: int) -> dict[str, Any]:
         """The fields of a sweep row."""
-        dep = self.table.deps[i]
-        w = dep.workload
-        time_s = float(self.time_s[i])
-        gen_tokens = w.batch * w.gen_len
-        steps = max(w.gen_len - 1, 0)
-        energy = float(self.energy_j[i])
-        return {"energy_j": energy, "time_s": time_s, "j_per_token": energy / gen_tokens,
-                "tokens_per_s": gen_tokens / time_s if time_s else 0.0,
-                "ttft_s": float(self.phase_time_s[i, 0]),
-                "tpot_s": float(self.phase_time_s[i, 1]) / steps if steps else 0.0,
-                "predictor": self.model.name, "flags": self.flags(i)}
+        return {**self.outcome(i).row(), "predictor": self.model.name, "flags": self.flags(i)}
+
+    def outcome(self, i: int) -> Summary:
+        """Deployment i's energy, time and latencies, request by request."""
+        w = self.table.deps[i].workload
+        return Summary.batch(float(self.energy_j[i]), float(self.time_s[i]), requests=w.batch,
+                             gen_len=w.gen_len, prefill_s=float(self.phase_time_s[i, 0]))
 
     def document(self, i: int) -> dict[str, Any]:
         """The prediction document of deployment i (`piep predict --json`)."""
         dep = self.table.deps[i]
-        w, p = dep.workload, dep.parallel
+        p = dep.parallel
         modules = self.modules(i)
         energy_j, time_s = float(self.energy_j[i]), float(self.time_s[i])
-        gen_tokens = w.batch * w.gen_len
-        steps = max(w.gen_len - 1, 0)
         phases = {name: {"energy_j": float(self.phase_energy_j[i, ph]),
                          "time_s": float(self.phase_time_s[i, ph])}
                   for ph, name in enumerate(PHASES)}
-        phases["decode"]["tpot_s"] = phases["decode"]["time_s"] / steps if steps else 0.0
         stage_e = self.stage_energy_j[i, :p.pp]
         scale = energy_j / (p.dp * stage_e.sum() * p.tp) if stage_e.sum() else 1.0
         mem = dep.memory_items_gib()
@@ -154,12 +148,8 @@ class Priced:
             "boundary": "gpu_board",
             "engine": dep.engine_record.description,
             **deployment_fields(dep),
-            "energy_j": energy_j,
-            "time_s": time_s,
-            "prefill": phases["prefill"],
-            "decode": phases["decode"],
-            "j_per_token": energy_j / gen_tokens,
-            "tokens_per_s": gen_tokens / time_s if time_s else 0.0,
+            **self.outcome(i).to_json(),
+            **phases, "no_request": {"energy_j": 0.0, "time_s": 0.0},
             "per_gpu": [dict(g) for g in per_gpu],
             "interval": self.model.interval(dep, energy_j, time_s, far=bool(oor)),
             "breakdown_j": {k: float(v) for k, v in zip(CATEGORIES, self.breakdown_j[i])},

@@ -54,17 +54,17 @@ def actions(scn: Scenario, doc: dict[str, Any], predictor: str = "auto") -> list
         alt = _predict(scn, predictor, **change)
         if alt is None:
             continue
-        d_jpt = alt["j_per_token"] / doc["j_per_token"] - 1
+        d_jpt = alt["j_per_output_token"] / doc["j_per_output_token"] - 1
         d_time = alt["time_s"] / doc["time_s"] - 1
-        d_tpot = alt["decode"]["tpot_s"] / doc["decode"]["tpot_s"] - 1 \
-            if doc["decode"]["tpot_s"] else 0.0
+        tpot, alt_tpot = doc["tpot_s"]["p50"], alt["tpot_s"]["p50"]
+        d_tpot = alt_tpot / tpot - 1 if tpot and alt_tpot is not None else 0.0
         out.append({"change": label, "delta": change,
-                    "j_per_token": [doc["j_per_token"], alt["j_per_token"]],
+                    "j_per_output_token": [doc["j_per_output_token"], alt["j_per_output_token"]],
                     "time_s": [doc["time_s"], alt["time_s"]],
-                    "tpot_s": [doc["decode"]["tpot_s"], alt["decode"]["tpot_s"]],
+                    "tpot_p50_s": [tpot, alt_tpot],
                     "energy_per_token_change": d_jpt, "time_change": d_time,
                     "tpot_change": d_tpot,
-                    "text": f"{label}: {100 * d_jpt:+.1f} % energy per token, "
+                    "text": f"{label}: {100 * d_jpt:+.1f} % energy per output token, "
                             f"{100 * d_tpot:+.1f} % TPOT, {100 * d_time:+.1f} % total time"})
     return out
 
@@ -90,7 +90,7 @@ def layouts(scn: Scenario, predictor: str = "auto") -> list[dict[str, Any]]:
             continue
         b = d["breakdown_j"]
         rows.append({"layout": f"tp{tp}pp{pp}", "gpus": tp * pp, "energy_j": d["energy_j"],
-                     "time_s": d["time_s"], "j_per_token": d["j_per_token"],
+                     "time_s": d["time_s"], "j_per_output_token": d["j_per_output_token"],
                      "comm_share": (b["communication"] + b["wait"]) / d["energy_j"]})
     return rows
 
@@ -249,7 +249,7 @@ def build_report(scn: Scenario, out: Path, *, predictor: str = "auto",
                 "clock_plan": plan,
                 "pareto": pareto(lay), "measured": measured, "comparison": comparison,
                 "figures": {k: str(p.relative_to(out)) for k, p in figs.items()}}
-        write_json(out / "report.json", "piep.report", 1, data)
+        write_json(out / "report.json", "piep.report", 2, data)
         write_text(out / "report.md", render_markdown(data))
         write_text(out / "report.html", render_html(data, out))
     return data
@@ -259,10 +259,10 @@ def clock_plan(scn: Scenario, predictor: str = "auto") -> dict[str, Any] | None:
     """The 1 %-slowdown clock plan of the deployment (None where no frequency model)."""
     from piep import api
     from piep.plan.freq import load_freq_model
-    from piep.plan.planner import make_plan
+    from piep.plan.planner import plan_for
     try:
-        return make_plan(scn.deployment, api.resolve(scn, predictor).cost_model,
-                         load_freq_model(scn.gpu.name), max_slowdown=0.01)
+        return plan_for(api.resolve(scn, predictor), load_freq_model(scn.gpu.name),
+                        max_slowdown=0.01)
     except PiepError:
         return None
 
@@ -293,9 +293,10 @@ def _headline(doc) -> list[tuple[str, str]]:
     return [("energy (J, all GPUs)", f"{doc['energy_j']:.1f}  [{iv['energy_j'][0]:.1f}, "
                                       f"{iv['energy_j'][1]:.1f}]"),
             ("time (s)", f"{doc['time_s']:.3f}  [{iv['time_s'][0]:.3f}, {iv['time_s'][1]:.3f}]"),
-            ("J per generated token", f"{doc['j_per_token']:.4f}"),
-            ("TTFT (s) / TPOT (ms)", f"{doc['prefill']['time_s']:.3f} / "
-                                     f"{1000 * doc['decode']['tpot_s']:.2f}"),
+            ("J per output token", f"{doc['j_per_output_token']:.4f}"),
+            ("J per request", f"{doc['j_per_request']:.1f}"),
+            ("TTFT (s) / TPOT (ms), p50", f"{doc['ttft_s']['p50']:.3f} / "
+                                          f"{1000 * (doc['tpot_s']['p50'] or 0):.2f}"),
             ("prefill / decode energy (J)", f"{doc['prefill']['energy_j']:.1f} / "
                                             f"{doc['decode']['energy_j']:.1f}"),
             ("breakdown (J)", ", ".join(f"{k} {v:.1f}" for k, v in doc["breakdown_j"].items())),
@@ -326,18 +327,20 @@ def render_markdown(data: dict[str, Any]) -> str:
     lines += ["", f"Raw module sum (before the combiner): {doc['modules_raw_sum_j']:.1f} J.", ""]
     if data["layouts"]:
         lines += ["## Other layouts (same workload)", "",
-                  "| layout | GPUs | energy_j | time_s | J/token | comm+wait share % |",
+                  "| layout | GPUs | energy_j | time_s | J per output token | comm+wait share % |",
                   "|---|---|---|---|---|---|"]
         lines += [f"| {r['layout']} | {r['gpus']} | {r['energy_j']:.1f} | {r['time_s']:.3f} | "
-                  f"{r['j_per_token']:.4f} | {100 * r['comm_share']:.1f} |" for r in data["layouts"]]
+                  f"{r['j_per_output_token']:.4f} | {100 * r['comm_share']:.1f} |"
+                  for r in data["layouts"]]
         lines += ["", f"Pareto front (energy vs time): {', '.join(data['pareto'])}", ""]
     if data.get("comparison"):
         c = data["comparison"]
         lines += ["## Comparison (same workload)", "",
-                  "| candidate | GPUs | energy_j | time_s | J/token | TPOT ms | headroom GiB |",
+                  "| candidate | GPUs | energy_j | time_s | J per output token | TPOT ms p50 "
+                  "| headroom GiB |",
                   "|---|---|---|---|---|---|---|"]
         lines += [f"| {r['candidate']} | {r['gpus']} | {r['energy_j']:.1f} | {r['time_s']:.3f} | "
-                  f"{r['j_per_token']:.4f} | {1000 * r['tpot_s']:.2f} | "
+                  f"{r['j_per_output_token']:.4f} | {1000 * (r['tpot_p50_s'] or 0):.2f} | "
                   f"{r['memory_headroom_gib']:.1f} |" for r in c["candidates"]]
         lines += ["", "Best for " + "; ".join(f"{g}: {k}" for g, k in c["recommendation"].items())
                   + ".", ""]

@@ -73,7 +73,7 @@ def measure_main(opts: MeasureOptions) -> dict[str, Any] | None:
                               f"energy and takes minutes; pass --device cpu to do it anyway")
         if ENGINES[opts.engine].serves:  # a request trace replayed
             from piep.sampling.hf_cb import measure_trace
-            from piep.serving.trace import read_trace
+            from piep.trace import read_trace
             traces = [(path, read_trace(path)) for path in opts.trace]  # all valid first
             model = build_model(spec, Parallel(), d, device, dtype, opts.weights, opts.seed)
             recs = []

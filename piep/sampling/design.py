@@ -192,7 +192,7 @@ def estimate_wall_s(pred: dict[str, Any], *, repeats: int = 3, min_window_s: flo
     """Seconds the runner spends on a configuration (build, warm-up, windows, ticks)."""
     pre, dec = pred["prefill"]["time_s"], pred["decode"]["time_s"]
     windows = repeats * (max(min_window_s, pre) + max(min_window_s, dec) + 0.2)
-    return 2.5 + pre + 8 * pred["decode"]["tpot_s"] + windows + pre + dec + 0.2
+    return 2.5 + pre + 8 * pred["tpot_s"]["p50"] + windows + pre + dec + 0.2
 
 
 def build_design(*, seed: int = 0, draws: int = 8, max_time_s: float = 3.0, block: int = 24,
@@ -257,7 +257,7 @@ def _engine_row(name: str, engine: str, dep, roof, inline: dict | None) -> dict[
     warm-ups, windows, the prefill windows; 10 s of setup)."""
     spec, wl = dep.model, dep.workload
     pred = prediction(dep, roof)
-    step = max(pred["decode"]["tpot_s"], HF_LAYER_STEP_S[engine] * spec.num_layers)
+    step = max(pred["tpot_s"]["p50"], HF_LAYER_STEP_S[engine] * spec.num_layers)
     t_gen = pred["prefill"]["time_s"] + step * max(wl.gen_len - 1, 0)
     return {"model": name, "engine": engine, "tp": dep.parallel.tp, "pp": 1, "dp": 1,
             "batch": wl.batch, "prompt_len": wl.prompt_len, "gen_len": wl.gen_len,
@@ -563,7 +563,7 @@ CB_UNLISTED = ("piep-unlisted-9b", "piep-unlisted-hd64", "piep-unlisted-mha5b",
 
 def write_cb_traces() -> int:
     from piep.artifacts import write_text
-    from piep.serving.trace import poisson_trace
+    from piep.trace import poisson_trace
     root = Path("calibration/h200/engines/hf-cb")
     traces = {**CB_TRACES, **CB_TRACES_LOADS, **CB_TRACES_BLIND, **CB_TRACES_BLIND3,
               **CB_TRACES_BLIND4}

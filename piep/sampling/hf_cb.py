@@ -33,7 +33,7 @@ from piep.errors import DeviceError
 from piep.sampling.hf import host_probe, median_probe
 from piep.sampling.runner import (Dist, Hygiene, RankMeter, _cpu_model, _driver, _sync,
                                   model_shape)
-from piep.serving.trace import Trace
+from piep.trace import Trace
 
 log = logging.getLogger("piep.measure")
 SCHEMA = "piep.serving_measurement"

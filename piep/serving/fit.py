@@ -31,7 +31,7 @@ from piep.predict.train import set_term
 from piep.serving.costs import ATTENTION_KINDS
 from piep.serving.serve import (SchedulerPolicy, document, iteration_grid, paged_cache,
                                 policy_of, run, with_host)
-from piep.serving.trace import Trace, make_trace
+from piep.trace import Trace, make_trace
 
 log = logging.getLogger("piep.train")
 SERVING = names(serves=True)[0]  # the serving engine piep replays: continuous batching

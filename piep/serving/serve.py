@@ -16,19 +16,19 @@ from typing import Any
 
 import numpy as np
 
-from piep.config import ModelSpec
 from piep.errors import ConfigError
 from piep.engines import names
 from piep.predict.pricing import flags as pricing_flags
 from piep.resolve import Resolved, resolve
+from piep.results import Summary
 from piep.scenario import Scenario
 from piep.serving.costs import IterationGrid
 from piep.serving.policy import UserPolicy
-from piep.serving.simulate import SchedulerPolicy, Simulation, percentiles, simulate
-from piep.serving.trace import Trace, make_trace
+from piep.serving.simulate import SchedulerPolicy, Simulation, simulate
+from piep.trace import Trace, make_trace
 
 SCHEMA = "piep.serving"
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2  # 2: one name per quantity (piep.results), prefill/decode/no_request
 GIB = 1024 ** 3
 # flagged idle_dominated: more than this share of the window's energy is the boards idling
 # with no request in flight
@@ -101,23 +101,10 @@ def policy_of(scn: Scenario, profile, override: dict[str, float] | None = None
 
 
 def serving_scenario(model, trace: Trace, **kwargs: Any) -> Scenario:
-    """The scenario of a served model: its layout and engine, the longest request."""
-    serving = names(serves=True)
-    engine = kwargs.pop("engine", serving[0])
-    if engine not in serving:
-        raise ConfigError(f"--engine {engine}: piep serve predicts continuous batching "
-                          f"({', '.join(serving)})")
-    if not isinstance(model, ModelSpec):
-        from piep.models import load_model
-        model = load_model(model)
-    total = trace.prompt_len + trace.gen_len
-    i = int(np.argmax(total))
-    if total[i] > model.max_position:
-        raise ConfigError(f"request {trace.ids[i]}: prompt_len + gen_len = {int(total[i])} "
-                          f"exceeds max_position_embeddings={model.max_position} of "
-                          f"{model.name}")
-    return Scenario.build(model, engine=engine, batch=1, prompt_len=int(trace.prompt_len[i]),
-                          gen_len=int(trace.gen_len[i]), **kwargs)
+    """The scenario of `trace` served on a model (a name, a config path or a spec): its
+    layout and engine (default: the first serving engine) as keyword fields."""
+    kwargs.setdefault("engine", names(serves=True)[0])
+    return Scenario.build(model, trace=trace, **kwargs)
 
 
 def iteration_grid(scn: Scenario, policy: SchedulerPolicy) -> IterationGrid:
@@ -134,37 +121,56 @@ def run(scn: Scenario, trace: Trace, model, policy: SchedulerPolicy,
     return simulate(trace, costs, policy), costs
 
 
-def serve(scn: Scenario, trace: Trace, *, predictor: str = "auto",
+def serve(scn: "Scenario | Resolved", *, predictor: str = "auto",
           user_policy: UserPolicy | None = None) -> dict[str, Any]:
-    """The serving document of `trace` on `scn`'s deployment and engine; `user_policy`
-    (another engine's scheduler and host time) replaces parts of the profile, flagged."""
-    return serve_simulated(scn, trace, predictor=predictor, user_policy=user_policy)[0]
+    """The serving document of a scenario's requests (its stream, or its batch arriving at
+    once) on its deployment and engine; `user_policy` (another engine's scheduler and host
+    time) replaces parts of the profile, flagged."""
+    return serve_simulated(scn, predictor=predictor, user_policy=user_policy)[0]
 
 
-def _priced(scn: Scenario, predictor: str, user_policy: UserPolicy | None,
-            res: Resolved | None = None):
-    """The resolution (`res`, else resolved here), cost model, scheduler policy and
-    iteration costs of a serving deployment: what every trace on it shares."""
-    res = res or resolve(scn, predictor)
-    model = res.cost_model
+def _priced(res: Resolved, user_policy: UserPolicy | None):
+    """The cost model, scheduler policy and iteration costs of a resolved serving
+    deployment: what every trace on it shares."""
+    scn, model = res.scenario, res.cost_model
     policy = policy_of(scn, res.profile, user_policy.scheduler if user_policy else None)
     if user_policy and user_policy.host:
         if not hasattr(model, "host"):
             raise ConfigError("--policy host terms need the learned predictor "
                               "(--predictor learned)")
         model = with_host(model, **user_policy.host)
-    return res, model, policy, iteration_grid(scn, policy).costs(model)
+    return model, policy, iteration_grid(scn, policy).costs(model)
 
 
-def serve_simulated(scn: Scenario, trace: Trace, *, predictor: str = "auto",
+def _resolved(scn: "Scenario | Resolved", predictor: str) -> Resolved:
+    res = scn if isinstance(scn, Resolved) else resolve(scn, predictor)
+    if not res.scenario.engine.record.serves:
+        raise ConfigError(f"--engine {res.scenario.engine.name}: piep serve predicts "
+                          f"continuous batching ({', '.join(names(serves=True))})")
+    return res
+
+
+def serve_simulated(scn: "Scenario | Resolved", *, predictor: str = "auto",
                     user_policy: UserPolicy | None = None) -> tuple[dict[str, Any], Simulation]:
     """`serve`'s document and the simulation it summarizes (every iteration); its flags
     and interval mean what a batch prediction's do (one resolution, one interval policy)."""
-    res, model, policy, costs = _priced(scn, predictor, user_policy)
+    res = _resolved(scn, predictor)
+    doc, sim = _simulated(res, user_policy)
+    res.annotate(doc)
+    doc["scenario"] = res.scenario.to_json()
+    return doc, sim
+
+
+def _simulated(res: Resolved, user_policy: UserPolicy | None = None
+               ) -> tuple[dict[str, Any], Simulation]:
+    """The scenario's requests through its engine's scheduler: the document before the
+    resolution annotates it, and the simulation."""
+    scn = res.scenario
+    model, policy, costs = _priced(res, user_policy)
+    trace = scn.requests()
     sim = simulate(trace, costs, policy)
     doc = document(scn, trace, sim, costs, policy)
     doc["predictor"] = model.name + (f" + policy {user_policy.name!r}" if user_policy else "")
-    res.annotate(doc)
     if user_policy:  # another engine's scheduler: nothing piep measured bounds it
         doc["scheduler"]["policy"] = {"name": user_policy.name, "source": user_policy.source,
                                       "host": user_policy.host}
@@ -179,77 +185,80 @@ def batch_as_stream(res: Resolved) -> dict[str, Any]:
     """The prediction document of a serving engine's batch (`piep predict --engine hf-cb`):
     continuous batching has no static batch, so its B prompts arrive at once and its
     scheduler runs them, each of dp replicas serving its share; `piep serve` of the same
-    requests gives the same energy, time, TTFT and partition. TTFT is the time every
-    prompt has its first token; per-module energies and times are the batch tree's
-    attribution scaled to the stream's (a model attribution, as always)."""
+    requests gives the same energy, time, latencies and partition. The prefill's time is
+    until every prompt has its first token; per-module energies and times are the batch
+    tree's attribution scaled to the stream's (a model attribution, as always)."""
     from piep.predict.pricing import price
     scn = res.scenario
-    w, p = scn.workload, scn.parallel
-    n = w.batch // p.dp  # one replica's requests; the iteration costs count every replica
-    trace = make_trace(np.zeros(n), np.full(n, w.prompt_len), np.full(n, w.gen_len),
-                       where="the batch")
-    _, model, policy, costs = _priced(scn, res.predictor, None, res)
-    sim = simulate(trace, costs, policy)
-    stream = document(scn, trace, sim, costs, policy)
+    p = scn.parallel
+    stream, sim = _simulated(res)
     batch = price([scn.deployment], res.cost_model, detail=True).document(0)
     energy, time_s = stream["energy_j"], stream["time_s"]
     ttft = float(np.max(sim.first_token_s))
-    steps = max(w.gen_len - 1, 0)
     e_scale, t_scale = energy / batch["energy_j"], time_s / batch["time_s"]
-    return {**batch, "predictor": model.name, "energy_j": energy, "time_s": time_s,
-            "prefill": {"energy_j": stream["phase_j"]["prefill"], "time_s": ttft},
-            "decode": {"energy_j": stream["phase_j"]["decode"], "time_s": time_s - ttft,
-                       "tpot_s": (time_s - ttft) / steps if steps else 0.0},
-            "j_per_token": energy / (w.batch * w.gen_len),
-            "tokens_per_s": w.batch * w.gen_len / time_s,
-            "per_gpu": [{**g, "power_w_mean": energy / p.world_size / time_s}
-                        for g in batch["per_gpu"]],
-            "interval": model.interval(scn.deployment, energy, time_s, far=costs.out_of_range),
-            "breakdown_j": stream["breakdown_j"],
-            "modules": [{**m, "energy_j": m["energy_j"] * e_scale,
-                         "time_s": m["time_s"] * t_scale} for m in batch["modules"]],
-            "flags": stream["flags"], "scheduler": stream["scheduler"],
-            "priced_as": "a request stream: the batch's requests arrive at once and the "
-                         "engine's scheduler runs them (piep serve prices the same)"}
+    return {**batch, **{k: stream[k] for k in SHARED},
+           "requests": batch["requests"], "output_tokens": batch["output_tokens"],
+           "j_per_output_token": energy / batch["output_tokens"],
+           "j_per_request": energy / batch["requests"],
+           "output_tokens_per_s": batch["output_tokens"] / time_s,
+           "prefill": {"energy_j": stream["prefill"]["energy_j"], "time_s": ttft},
+           "decode": {"energy_j": stream["decode"]["energy_j"], "time_s": time_s - ttft},
+           "per_gpu": [{**g, "power_w_mean": energy / p.world_size / time_s}
+                       for g in batch["per_gpu"]],
+           "modules": [{**m, "energy_j": m["energy_j"] * e_scale,
+                        "time_s": m["time_s"] * t_scale} for m in batch["modules"]],
+           "priced_as": "a request stream: the batch's requests arrive at once and the "
+                        "engine's scheduler runs them (piep serve prices the same)"}
 
 
-def load_curve(scn: Scenario, trace: Trace, factors=(0.25, 0.5, 1.0, 2.0, 4.0), *,
+# what a serving engine's batch takes from the stream its requests make
+SHARED = ("predictor", "energy_j", "time_s", "ttft_s", "tpot_s", "e2e_s", "breakdown_j",
+          "no_request", "interval", "flags", "scheduler")
+
+
+def load_curve(scn: "Scenario | Resolved", factors=(0.25, 0.5, 1.0, 2.0, 4.0), *,
                predictor: str = "auto", user_policy: UserPolicy | None = None
                ) -> list[dict[str, float]]:
-    """The same requests arriving `factor` times as fast: J per generated token, median
+    """The same requests arriving `factor` times as fast: J per output token, median
     TPOT and requests per iteration at each load (empty for a burst: no rate to scale)."""
+    res = _resolved(scn, predictor)
+    trace = res.scenario.requests()
     span = float(trace.arrival_s.max() - trace.arrival_s.min()) if len(trace) else 0.0
     if span <= 0:
         return []
-    _, _, policy, costs = _priced(scn, predictor, user_policy)  # the same for every load
+    _, policy, costs = _priced(res, user_policy)  # the same for every load
     out = []
     for f in factors:
         t = make_trace(trace.arrival_s / f, trace.prompt_len, trace.gen_len, ids=trace.ids)
-        doc = document(scn, t, simulate(t, costs, policy), costs, policy)
+        doc = document(res.scenario, t, simulate(t, costs, policy), costs, policy)
         out.append({"factor": f, "rate_per_s": (len(t) - 1) / (span / f),
-                    "j_per_gen_token": doc["j_per_gen_token"],
+                    "j_per_output_token": doc["j_per_output_token"],
                     "tpot_p50_s": doc["tpot_s"]["p50"],
                     "requests_per_iteration": doc["mean_requests_per_iteration"]})
     return out
 
 
+def outcome(trace: Trace, sim: Simulation, energy_j: float) -> Summary:
+    """The stream's energy, window and latencies, request by request."""
+    steps = trace.gen_len - 1
+    first, last = sim.first_token_s, sim.last_token_s
+    tpot = np.where(steps > 0, (last - first) / np.maximum(steps, 1), np.nan)
+    return Summary(energy_j, sim.end_s, trace.gen_tokens, first - trace.arrival_s, tpot,
+                   last - trace.arrival_s)
+
+
 def document(scn: Scenario, trace: Trace, sim: Simulation, costs, policy) -> dict[str, Any]:
-    n = len(trace)
     kernel_j = float(sim.it_kernel_j.sum())
     gap_j = float(sim.it_gap_j.sum())
     idle_j = sim.idle_s * costs.idle_power_w
     energy = kernel_j + gap_j + idle_j
-    gen = trace.gen_tokens
     tokens = sim.it_prefill_tokens + sim.it_decode_tokens
     comm_j, wait_j = (float(v.sum()) for v in costs.partition(tokens, sim.it_requests,
                                                                sim.it_keys))
     it_e = sim.it_kernel_j + sim.it_gap_j
-    prefill_j = float((it_e * sim.it_prefill_tokens / tokens).sum())
-    first, last = sim.first_token_s, sim.last_token_s
-    ttft = first - trace.arrival_s
-    steps = np.maximum(trace.gen_len - 1, 0)
-    tpot = np.where(steps > 0, (last - first) / np.maximum(steps, 1), 0.0)
-    e2e = last - trace.arrival_s
+    share = sim.it_prefill_tokens / tokens  # each iteration's prefill by its tokens
+    prefill_j, prefill_s = float((it_e * share).sum()), float((sim.it_time_s * share).sum())
+    out = outcome(trace, sim, energy)
     flags = ([] if trace.was_sorted else ["unsorted_trace"]) \
         + pricing_flags(scn.deployment, costs.out_of_range)
     if sim.queued_on_memory:
@@ -258,27 +267,26 @@ def document(scn: Scenario, trace: Trace, sim: Simulation, costs, policy) -> dic
         flags.append("idle_dominated")
     per_request = [{"id": rid, "energy_j": float(e), "ttft_s": float(a), "tpot_s": float(b),
                     "e2e_s": float(c)}
-                   for rid, e, a, b, c in zip(trace.ids, sim.request_j, ttft, tpot, e2e)]
+                   for rid, e, a, b, c in zip(trace.ids, sim.request_j, out.ttft_s,
+                                              np.nan_to_num(out.tpot_s), out.e2e_s)]
     p = scn.parallel
     return {
         "schema": SCHEMA, "schema_version": SCHEMA_VERSION, "boundary": "gpu_board",
         "model": scn.model.name, "gpu": scn.gpu.name,
         "layout": {"tp": p.tp, "pp": p.pp, "dp": p.dp, "gpus": p.world_size},
         "engine": scn.engine.name,
-        "requests": n, "gen_tokens": gen,
-        "energy_j": energy, "time_s": sim.end_s,
-        "j_per_gen_token": energy / gen, "tokens_per_j": gen / energy if energy else 0.0,
-        "ttft_s": percentiles(ttft), "tpot_s": percentiles(tpot[steps > 0]),
-        "e2e_s": percentiles(e2e),
+        **out.to_json(),
         "breakdown_j": {"compute": kernel_j - comm_j - wait_j, "communication": comm_j,
                         "wait": wait_j, "idle": gap_j + idle_j},
-        # the window by what the GPUs serve: prompts, generated tokens, or no request at all
-        "phase_j": {"prefill": prefill_j, "decode": float(it_e.sum()) - prefill_j,
-                    "no_request": idle_j},
+        # the window by what the GPUs serve: prompts (by their share of each iteration's
+        # tokens), generated tokens, or no request at all
+        "prefill": {"energy_j": prefill_j, "time_s": prefill_s},
+        "decode": {"energy_j": float(it_e.sum()) - prefill_j,
+                   "time_s": float(sim.it_time_s.sum()) - prefill_s},
+        "no_request": {"energy_j": idle_j, "time_s": sim.idle_s},
         "iterations": int(len(sim.it_time_s)),
         "mean_requests_per_iteration": float(sim.it_requests.mean()) if len(sim.it_requests)
         else 0.0,
-        "no_request_s": sim.idle_s,
         "scheduler": {"block_size": policy.block_size, "num_blocks": policy.num_blocks,
                       "max_batch_tokens": policy.max_batch_tokens,
                       "safety_margin": policy.safety_margin},

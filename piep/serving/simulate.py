@@ -19,7 +19,7 @@ import numpy as np
 
 from piep.errors import ConfigError
 from piep.serving.costs import IterationCosts
-from piep.serving.trace import Trace
+from piep.trace import Trace
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -174,13 +174,3 @@ def simulate(trace: Trace, costs: IterationCosts, policy: SchedulerPolicy) -> Si
     a = np.array(its, dtype=float).reshape(-1, 8)
     return Simulation(a[:, 0], a[:, 1], a[:, 2], a[:, 3], a[:, 4], a[:, 5], a[:, 6], a[:, 7],
                       first, last, energy, float(np.nanmax(last)), idle, held)
-
-
-def percentiles(values: np.ndarray) -> dict[str, float | None]:
-    """p50/p90/p99 of the finite values; None (JSON null) where there are none (TPOT of
-    requests that generate one token only)."""
-    v = np.asarray(values, float)
-    v = v[np.isfinite(v)]
-    if not len(v):
-        return {"p50": None, "p90": None, "p99": None}
-    return {f"p{q}": float(np.percentile(v, q)) for q in (50, 90, 99)}

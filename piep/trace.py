@@ -40,13 +40,16 @@ class Trace:
 
     @property
     def gen_tokens(self) -> int:
+        """Output tokens of every request (the prefill's first included)."""
         return int(self.gen_len.sum())
 
     def rows(self) -> list[dict]:
+        """The requests as rows: id, arrival_s, prompt_len, gen_len."""
         return [{"id": i, "arrival_s": float(a), "prompt_len": int(p), "gen_len": int(g)}
                 for i, a, p, g in zip(self.ids, self.arrival_s, self.prompt_len, self.gen_len)]
 
     def to_jsonl(self) -> str:
+        """The rows as JSONL (what --trace reads back)."""
         return "".join(json.dumps(r) + "\n" for r in self.rows())
 
 

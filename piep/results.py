@@ -1,0 +1,102 @@
+"""The quantities every answer names, one name each, and the summary that a batch
+prediction and a served stream share (`Summary`, written by one serializer).
+
+Output tokens are the tokens the model generates, the first one (which the prefill
+produces) included; prompt tokens are not counted. A per-token figure divides by output
+tokens. TTFT is a request's time from its arrival to its first token, TPOT the mean time
+between its later tokens, e2e its time from arrival to its last token; each is given as
+p50/p90/p99 over the requests (every request of a static batch has the same).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+# name: (label in tables, meaning), the words `piep predict`, `serve`, `compare`, `sweep`,
+# `report` and `optimize` use for them
+QUANTITIES: dict[str, tuple[str, str]] = {
+    "energy_j": ("energy (J)", "all GPU boards of the deployment over the window"),
+    "time_s": ("time (s)", "the window: first arrival to the last output token"),
+    "requests": ("requests", "prompts answered (a batch's size)"),
+    "output_tokens": ("output tokens", "tokens generated, the prefill's first token included"),
+    "j_per_output_token": ("J per output token", "energy / output tokens (prompt tokens not "
+                                                 "counted)"),
+    "j_per_request": ("J per request", "energy / requests"),
+    "output_tokens_per_s": ("output tokens per s", "output tokens / time"),
+    "ttft_s": ("TTFT (s)", "time to first token: a request's arrival to its first token"),
+    "tpot_s": ("TPOT (s)", "time per output token after the first, per request"),
+    "e2e_s": ("e2e (s)", "a request's arrival to its last token"),
+}
+# the scalar a flat row (compare, sweep CSV) gives of a latency: its median over requests
+MEDIAN = {"ttft_s": "ttft_p50_s", "tpot_s": "tpot_p50_s", "e2e_s": "e2e_p50_s"}
+
+
+def label(name: str) -> str:
+    """The words a table heads a quantity with."""
+    return QUANTITIES[name][0]
+
+
+def percentiles(values) -> dict[str, float | None]:
+    """p50/p90/p99 of the finite values; None (JSON null) where there are none (TPOT of
+    requests that generate one token only)."""
+    v = np.asarray(values, float)
+    v = v[np.isfinite(v)]
+    if not len(v):
+        return {"p50": None, "p90": None, "p99": None}
+    return {f"p{q}": float(np.percentile(v, q)) for q in (50, 90, 99)}
+
+
+@dataclass(frozen=True)
+class Summary:
+    """What every answer about a workload states, request by request: energy and time of
+    the window, output tokens, and each request's TTFT, TPOT (NaN: one output token only)
+    and e2e."""
+    energy_j: float
+    time_s: float
+    output_tokens: int
+    ttft_s: np.ndarray
+    tpot_s: np.ndarray
+    e2e_s: np.ndarray
+
+    @classmethod
+    def batch(cls, energy_j: float, time_s: float, *, requests: int, gen_len: int,
+              prefill_s: float) -> "Summary":
+        """A static batch: every request arrives at 0, has its first token when the
+        prefill ends and its last when the batch does."""
+        steps = max(gen_len - 1, 0)
+        tpot = (time_s - prefill_s) / steps if steps else float("nan")
+        return cls(energy_j, time_s, requests * gen_len, np.full(requests, prefill_s),
+                   np.full(requests, tpot), np.full(requests, time_s))
+
+    @property
+    def requests(self) -> int:
+        """How many requests the summary is of."""
+        return len(self.e2e_s)
+
+    def to_json(self) -> dict[str, object]:
+        """The summary's fields, named as `QUANTITIES` names them."""
+        e, n, tokens = self.energy_j, self.requests, self.output_tokens
+        return {"requests": n, "output_tokens": tokens, "energy_j": e, "time_s": self.time_s,
+                "j_per_output_token": e / tokens if tokens else 0.0,
+                "j_per_request": e / n if n else 0.0,
+                "output_tokens_per_s": tokens / self.time_s if self.time_s else 0.0,
+                "ttft_s": percentiles(self.ttft_s), "tpot_s": percentiles(self.tpot_s),
+                "e2e_s": percentiles(self.e2e_s)}
+
+    def row(self) -> dict[str, object]:
+        """The summary as a flat row (latencies by their medians)."""
+        return flat(self.to_json())
+
+
+def flat(doc: dict[str, object]) -> dict[str, object]:
+    """A document's summary fields as a flat row: each latency by its median
+    (`ttft_p50_s`, ...), the rest as they are."""
+    out = {}
+    for key in QUANTITIES:
+        if key in MEDIAN:
+            out[MEDIAN[key]] = doc[key]["p50"]
+        elif key in doc:
+            out[key] = doc[key]
+    return out

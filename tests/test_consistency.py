@@ -1,0 +1,108 @@
+"""One answer per question, over a grid: every engine at tp 1 and 2, a batch and the same
+requests arriving at once, on the calibrated GPU and on a spec-sheet one.
+
+* A serving engine's batch is the stream of its requests: `predict` and `serve` give the
+  same energy, time, latencies, partition, flags and interval, exactly (tolerance 0).
+* A generate() engine has no server: `serve` refuses it in one line, naming the engines
+  that serve; its answers carry the same names (piep.results) as a stream's.
+* compare's row, a sweep's point, report's prediction and plan's predictor baseline are
+  predict's answer to the last bit.
+"""
+
+import json
+
+import pytest
+
+from piep import api
+from piep.engines import ENGINES, names
+from piep.errors import ConfigError
+from piep.results import QUANTITIES, flat
+from piep.scenario import Scenario
+from piep.trace import make_trace
+
+MODEL, PROMPT, GEN = "llama-3-8b", 300, 40
+SHARED = ("energy_j", "time_s", "requests", "output_tokens", "j_per_output_token",
+          "j_per_request", "output_tokens_per_s", "ttft_s", "tpot_s", "e2e_s", "breakdown_j",
+          "no_request", "flags", "interval")
+GRID = [(engine, tp, batch, gpu) for engine in ENGINES for tp in (1, 2) for batch in (1, 6)
+        for gpu in ("h200", "h100")]
+
+
+def _scenario(engine, tp, batch, gpu, **extra) -> Scenario:
+    return Scenario.build(MODEL, engine=engine, tp=tp, batch=batch, prompt_len=PROMPT,
+                          gen_len=GEN, gpu=gpu, allow_uncalibrated=True, **extra)
+
+
+@pytest.mark.parametrize("engine, tp, batch, gpu", GRID,
+                         ids=[f"{e}-tp{t}-b{b}-{g}" for e, t, b, g in GRID])
+def test_one_answer_per_question(engine, tp, batch, gpu):
+    scn = _scenario(engine, tp, batch, gpu)
+    res = api.resolve(scn)
+    doc = api.predict(res)
+    for key in QUANTITIES:  # every answer names the same quantities the same way
+        assert key in doc, key
+    assert doc["j_per_output_token"] == pytest.approx(doc["energy_j"] / (batch * GEN))
+    assert doc["j_per_request"] == pytest.approx(doc["energy_j"] / batch)
+    assert sum(doc["breakdown_j"].values()) == pytest.approx(doc["energy_j"])
+    phases = sum(doc[k]["energy_j"] for k in ("prefill", "decode", "no_request"))
+    assert phases == pytest.approx(doc["energy_j"])
+    assert (gpu != "h200") == ("uncalibrated_gpu" in doc["flags"])
+    burst = make_trace([0.0] * batch, [PROMPT] * batch, [GEN] * batch)
+    if ENGINES[engine].serves:
+        stream = api.serve(MODEL, trace=burst, engine=engine, tp=tp, gpu=gpu,
+                           allow_uncalibrated=True)
+        assert {k: doc[k] for k in SHARED} == {k: stream[k] for k in SHARED}
+        assert doc["prefill"]["energy_j"] == stream["prefill"]["energy_j"]
+        assert "stream" in doc["priced_as"]
+        assert api.serve(scn) == stream | {"scenario": scn.to_json()}  # the batch, served
+    else:
+        with pytest.raises(ConfigError, match=names(serves=True)[0]):
+            api.serve(scn)
+        assert "priced_as" not in doc
+    if gpu == "h200":
+        _baselines_equal_predict(res, doc)
+
+
+def _baselines_equal_predict(res, doc) -> None:
+    from piep.compare import compare
+    from piep.plan.freq import load_freq_model
+    from piep.plan.planner import plan_for
+    from piep.sweep import sweep
+    scn = res.scenario
+    (row,) = compare([scn.label()], scn)["candidates"]
+    assert {k: row[k] for k in flat(doc)} == flat(doc) and row["flags"] == doc["flags"]
+    p, w = scn.parallel, scn.workload
+    (point,) = sweep([{"model": MODEL, "engine": scn.engine.name, "tp": p.tp,
+                       "batch": w.batch, "prompt_len": PROMPT, "gen_len": GEN}])
+    assert {k: point[k] for k in flat(doc)} == flat(doc) and point["flags"] == doc["flags"]
+    plan = plan_for(res, load_freq_model("h200"))
+    assert plan["default"]["predictor_energy_j"] == doc["energy_j"]
+    assert plan["default"]["predictor_time_s"] == doc["time_s"]
+
+
+def test_a_stream_is_a_scenario(tmp_path, capsys):
+    """A stream is a workload: its scenario file (`serve --json`'s 'scenario') asks again
+    what was asked; predict refuses it in one line; a generate() engine cannot serve it."""
+    from piep.cli import main
+    trace = make_trace([0.0, 0.5, 0.7], [200, 400, 100], [30, 10, 50], ids=["a", "b", "c"])
+    doc = api.serve(MODEL, trace=trace)
+    assert doc["requests"] == 3 and doc["scenario"]["workload"]["requests"][1]["id"] == "b"
+    path = tmp_path / "stream.json"
+    path.write_text(json.dumps(doc["scenario"]))
+    assert main(["serve", "--scenario", str(path), "--json"]) == 0
+    again = json.loads(capsys.readouterr().out)
+    assert again["energy_j"] == doc["energy_j"] and again["per_request"] == doc["per_request"]
+    assert main(["serve", "--scenario", str(path), "--tp", "2", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["layout"]["tp"] == 2
+    assert main(["predict", "--scenario", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "piep serve --scenario" in err
+    with pytest.raises(ConfigError, match="serves"):
+        Scenario.build(MODEL, trace=trace, engine="hf-static")
+    with pytest.raises(ConfigError, match="request b"):
+        Scenario.build(MODEL, engine="hf-cb",
+                       trace=make_trace([0, 1], [10, 9000], [5, 5], ids=["a", "b"]))
+    bad = dict(doc["scenario"], workload={"requests": [{"arrival_s": 0, "prompt_len": 5}]})
+    path.write_text(json.dumps(bad))
+    assert main(["serve", "--scenario", str(path)]) == 2
+    assert "lacks gen_len" in capsys.readouterr().err
