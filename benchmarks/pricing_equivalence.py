@@ -57,7 +57,14 @@ output_tokens, serve's phase_j and no_request_s its prefill / decode / no_reques
 row's ttft_s / tpot_s its ttft_p50_s / tpot_p50_s, optimize's request_latency_s e2e_p50_s;
 tokens_per_j and decode.tpot_s went; requests, J per request and per-request latencies
 were added. Compared under the new names (`_as_v2`), all 835 documents equal the previous
-snapshot to 0.0: new snapshot.
+snapshot to 0.0: new snapshot. Then hf-eager and hf-static at tp=2 from the supplied runs
+of another harness (transformers' tensor-parallel path: host time per sharded call and
+per compiled step, the power of the gaps they add; `piep.fit.tp_path`): the tp=2
+documents of these engines changed on purpose and lost their unmeasured_engine_layout
+flag (hf-eager_tp2, mistral-7b b8 p2000 g300: 3,285 J / 8.51 s -> 6,139 J / 15.94 s;
+hf-static_tp2: 2,811 J / 3.42 s -> 3,370 J / 4.76 s; the tp=2 rows of sweep_engines and
+the tp=2 candidate of compare_engines alike); every tp=1 and every other document
+unchanged: new snapshot.
 """
 
 from __future__ import annotations

@@ -321,6 +321,7 @@ register("piep.module_sample", 1, kind=str, mode=str, time_s=NUM, energy_j=OPT_N
          shape_fields=list)
 register("piep.collective_sample", 1, kind=str, mode=str, size_bytes=int, time_s=NUM)
 register("piep.host_overhead", 1, launch_gap_power_w=NUM)
+register("piep.tp_census", 1, per_layer=dict, outside_layers=dict, world_size=int)
 register("piep.kernel_census", 1, model=str, engine=str, prefill=dict, decode_step=dict)
 register("piep.insitu", 1, model=str, kind=str, phase=str, device_time_s_per_call=NUM)
 register("piep.wait_samples", 1, collective=str, phase=str, mode=str, size_bytes=int,

@@ -71,6 +71,9 @@ class Engine:
     record_schema: str = "piep.measurement"
     # the same software decoding with CUDA graphs, for an eager engine (None: none known)
     graph_twin: str | None = None
+    # at tp > 1 runs transformers' tensor-parallel path (`tp_plan="auto"`), whose terms
+    # runs of another harness fit (piep.fit.tp_path)
+    tp_path: bool = False
     # how its runs are measured
     measure: str = ""
 
@@ -85,14 +88,14 @@ ENGINES: dict[str, Engine] = {e.name: e for e in (
            decode="eager", dynamic_cache=True, applies_window=True,
            fitted_terms=("host_launch_s", "eager_decode_launch_s", "step_host_s"),
            host_form=(("queue_ahead", True),), refit_combiner=True, host_fitted=True,
-           like_base=True, runs_generate=True, graph_twin="hf-static",
+           like_base=True, runs_generate=True, graph_twin="hf-static", tp_path=True,
            measure="piep measure --engine hf-eager --grid DESIGN.jsonl"),
     Engine(name="hf-static",
            description="transformers generate(), static cache, compiled decode (CUDA graphs)",
            decode="graph", masked_cache=True, applies_window=True, compiled_decode=True,
            fitted_terms=("host_launch_s", "gap_graph_s", "step_host_s", "call_host_s"),
            refit_combiner=True, host_fitted=True, like_base=True, runs_generate=True,
-           measure="piep measure --engine hf-static --grid DESIGN.jsonl"),
+           tp_path=True, measure="piep measure --engine hf-static --grid DESIGN.jsonl"),
     # continuous batching: fitted on replayed request traces (piep.serving.fit): the kernel
     # time scales (attention's on top), host time, the power in host gaps
     Engine(name="hf-cb",

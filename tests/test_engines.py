@@ -83,8 +83,8 @@ def test_engine_predictions_name_engine_and_version():
                                                               / host.host_probe_ref_s)}
     assert "static cache" in doc["engine"] and "hf-static" in doc["predictor"]
     assert "unmeasured_engine_layout" not in doc["flags"]
-    tp2 = api.predict("llama-3-8b", engine="hf-static", tp=2, batch=8)
-    assert "unmeasured_engine_layout" in tp2["flags"]
+    tp4 = api.predict("llama-3-8b", engine="hf-static", tp=4, batch=8)
+    assert "unmeasured_engine_layout" in tp4["flags"]
     ref = api.predict("llama-3-8b", batch=8)
     assert ref["engine_ref"]["name"] == "piep-graph"
 
@@ -94,27 +94,26 @@ def _half_widths(doc):
 
 
 def test_an_engine_at_an_unmeasured_tp_degree_has_a_wider_interval(monkeypatch):
-    """No run of the shipped hf engines had tp=2: their tp=2 predictions are flagged and
-    their 90 % band is the measured degree's widened x1.5 in log; a profile whose runs had
-    tp=2 keeps its band there."""
+    """No run of the shipped hf engines had tp=4: their tp=4 predictions are flagged and
+    their 90 % band is the measured degrees' widened x1.5 in log (beside the x1.5 of
+    collectives beyond 2 GPUs); a profile whose runs had tp=4 keeps only the latter."""
     from piep.predict import engines
-    from piep.predict.learned import OUT_OF_RANGE_WIDENING
+    from piep.predict.learned import OUT_OF_RANGE_WIDENING as W
     for engine in ("hf-eager", "hf-static"):
-        one = api.predict("llama-3-8b", engine=engine, batch=8)
-        two = api.predict("llama-3-8b", engine=engine, tp=2, batch=8)
+        one = api.predict("llama-3-8b", engine=engine, tp=2, batch=8)
+        two = api.predict("llama-3-8b", engine=engine, tp=4, batch=8)
         assert "unmeasured_engine_layout" in two["flags"]
-        assert _half_widths(two) == pytest.approx(
-            [OUT_OF_RANGE_WIDENING * h for h in _half_widths(one)])
-        assert "tp=2, which none of its runs had" in two["interval"]["level"]
+        assert _half_widths(two) == pytest.approx([W * W * h for h in _half_widths(one)])
+        assert "tp=4, which none of its runs had" in two["interval"]["level"]
         assert "widened" not in one["interval"]["level"]
     import copy
     prof = copy.deepcopy(load_profile("h200", "hf-static"))  # the loaded one is read-only
-    prof.meta["tp_measured"] = [1, 2]
+    prof.meta["tp_measured"] = [1, 2, 4]
     monkeypatch.setattr(engines, "load_profile", lambda gpu, engine: prof)
-    measured = api.predict("llama-3-8b", engine="hf-static", tp=2, batch=8)
+    measured = api.predict("llama-3-8b", engine="hf-static", tp=4, batch=8)
     assert "unmeasured_engine_layout" not in measured["flags"]
-    assert "widened" not in measured["interval"]["level"]
-    assert _half_widths(measured) == pytest.approx(_half_widths(one))
+    assert "which none of its runs had" not in measured["interval"]["level"]
+    assert _half_widths(measured) == pytest.approx([W * h for h in _half_widths(one)])
 
 
 def test_engine_flags_at_the_edge(capsys):

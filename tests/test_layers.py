@@ -15,7 +15,7 @@ LAYERS = {
     3: ("tree", "scenario"),
     4: ("predict",),
     5: ("resolve",),
-    6: ("api", "plan", "sampling", "compare", "sweep", "serving"),
+    6: ("api", "plan", "sampling", "compare", "sweep", "serving", "fit"),
     7: ("optimize", "report"),
     8: ("commands",),
     9: ("cli", "__main__"),

@@ -18,8 +18,9 @@ TRACE = poisson_trace(rate_per_s=2, requests=12, prompt_len="uniform:100:400",
 
 
 @pytest.mark.parametrize("engine, tp, gpu", [
-    ("hf-static", 1, "h200"), ("hf-static", 2, "h200"), ("hf-eager", 2, "h200"),
-    ("piep-graph", 2, "h200"), ("hf-static", 1, "h100"), ("piep-eager", 1, "a100")])
+    ("hf-static", 1, "h200"), ("hf-static", 4, "h200"), ("hf-eager", 4, "h200"),
+    ("hf-eager", 2, "h200"), ("piep-graph", 2, "h200"), ("hf-static", 1, "h100"),
+    ("piep-eager", 1, "a100")])
 def test_predict_and_sweep_carry_the_resolutions_flags(engine, tp, gpu):
     scn = Scenario.build("llama-3-8b", engine=engine, tp=tp, gpu=gpu, batch=8,
                          allow_uncalibrated=True)
@@ -27,7 +28,8 @@ def test_predict_and_sweep_carry_the_resolutions_flags(engine, tp, gpu):
     doc = api.predict(res)
     assert set(res.flags) <= set(doc["flags"])
     assert ("uncalibrated_gpu" in res.flags) == (gpu != "h200") == ("transfer" in doc)
-    assert ("unmeasured_engine_layout" in res.flags) == (tp == 2 and engine != "piep-graph")
+    # the transformers engines were measured at tp 1 and 2 (tp=2 from another harness)
+    assert ("unmeasured_engine_layout" in res.flags) == (tp == 4)
     if gpu == "h200":  # a sweep's point is the same prediction, with the same flags
         from piep.sweep import sweep
         (row,) = sweep([{"model": "llama-3-8b", "engine": engine, "tp": tp, "batch": 8}])
@@ -95,7 +97,7 @@ def test_compare_report_and_plan_price_as_predict_does(tmp_path):
 
 def test_a_variant_keeps_the_cost_model_and_recomputes_the_flags():
     res = api.resolve(Scenario.build("llama-3-8b", engine="hf-static", batch=8))
-    two = res.variant(res.scenario.replace(tp=2))
+    two = res.variant(res.scenario.replace(tp=4))
     assert two.cost_model is res.cost_model and two.profile is res.profile
     assert "unmeasured_engine_layout" in two.flags and not res.flags
     other = res.variant(res.scenario.replace(engine="hf-eager"))

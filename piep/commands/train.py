@@ -99,6 +99,45 @@ def _check_engine(args) -> None:
                           f"--from-measurements FILE.jsonl")
 
 
+def _tp_path(args) -> dict:
+    """Runs of another harness (`piep.fit.foreign`): the tensor-parallel path of the
+    engine's current profile (yours, else the shipped one) fitted on them."""
+    from piep.errors import ConfigError
+    from piep.fit.foreign import load_foreign
+    from piep.fit.tp_path import Pricer, with_tp_path
+    from piep.predict.engines import save_profile, shipped_profile_dir, user_profile_dir
+    from piep.resolve import engine_profile
+    from piep.engines import names
+    paths = names(tp_path=True)
+    if args.engine not in paths or args.like:
+        raise ConfigError(f"{args.from_measurements}: runs of another harness (no piep schema) "
+                          f"fit the tensor-parallel path of {' and '.join(paths)}; "
+                          f"other engines are fitted on piep's records (piep meter / measure)")
+    runs = load_foreign(args.from_measurements)
+    base = engine_profile(args.gpu, args.engine)
+    profile = with_tp_path(base, runs, Pricer(args.gpu), args.from_measurements)
+    out = Path(args.out) if args.out else user_profile_dir(args.gpu, args.engine)
+    # the profile it was fitted on top of, and how that was made
+    for folder in (user_profile_dir(args.gpu, args.engine),
+                   shipped_profile_dir(args.gpu, args.engine)):
+        if (folder / "profile.json").is_file():
+            from piep.artifacts import read_json
+            prov = read_json(folder / "profile.json", "piep.engine_profile") \
+                .get("provenance", {})
+            profile.meta["tp_path"]["on_top_of"] = prov.get("on_top_of") or {
+                k: prov.get(k) for k in ("command", "git", "source")}
+            break
+    path = save_profile(profile, out, source=args.from_measurements,
+                        command=f"piep train --gpu {args.gpu} --engine {args.engine} "
+                                f"--from-measurements {args.from_measurements}")
+    tp = profile.meta["tp_path"]
+    return {"profile": str(path), "engine": profile.name, "version": profile.version,
+            "runs": len(runs), "tp_measured": profile.meta["tp_measured"],
+            "terms": tp["terms"], "harness_probe_us": tp["harness_probe_us"],
+            "leave_one_run_out_energy_mape": tp.get("energy_mape"),
+            "leave_one_run_out_time_mape": tp.get("time_mape")}
+
+
 def _engine(args) -> dict:
     from piep import api
     from piep.artifacts import read_records
@@ -113,6 +152,9 @@ def _engine(args) -> dict:
         raise ConfigError("an engine profile is fitted over the learned predictor "
                           "(pip install lightgbm)")
     record = ENGINES[args.like or args.engine]  # what fits it: its own record, or its base's
+    from piep.fit.foreign import is_foreign
+    if args.from_measurements and is_foreign(args.from_measurements):
+        return _tp_path(args)
     if args.from_measurements:
         records = [r for r in read_records(args.from_measurements, record.record_schema,
                                            given=True) if r["energy_j"] is not None]
@@ -154,6 +196,12 @@ def _engine(args) -> dict:
                                                               **fit))
                 profile.meta.update({f"{k}_host_probe": hosted.meta[k] for k in
                                      ("lomo_energy_mape", "lomo_time_mape")})
+    if not args.from_measurements and not args.like:  # the shipped tensor-parallel runs
+        from piep.fit.tp_path import Pricer, shipped_runs, with_tp_path
+        runs = shipped_runs(args.gpu)
+        if any(r.engine == args.engine and r.tp > 1 for r in runs):
+            profile = with_tp_path(profile, runs, Pricer(args.gpu),
+                                   f"calibration/{args.gpu}/engines/tp2")
     path = save_profile(profile, out, source=source,
                         command=f"piep train --gpu {args.gpu} --engine {args.engine}"
                                 + (f" --like {args.like}" if args.like else "")

@@ -152,7 +152,7 @@ class LeafArrays:
     tp: int = 1
     dp: int = 1
     pp: int = 1
-    idle_w: float = 0.0
+    idle_w: "float | np.ndarray" = 0.0  # board power in each leaf's launch gap
     wait_w: float = 0.0
     hide_gaps: tuple[bool, bool] = (False, False)  # per phase (table.hides_host_gaps)
     limit: BoardLimit = BoardLimit()  # how the board holds its power limit over a phase
@@ -177,7 +177,8 @@ def leaf_arrays(priced: Priced, i: int = 0) -> LeafArrays:
                       t.count[rows], p.time_s[rows], p.power_w[rows], p.gap_s[rows],
                       p.wait_s[rows], np.where(comm, 0.0, tf / top), np.where(comm, 1.0, tb / top),
                       np.where(comm, 0.0, nbytes), comm, tp=dep.parallel.tp, dp=dep.parallel.dp,
-                      pp=dep.parallel.pp, idle_w=p.idle_w, wait_w=p.wait_w,
+                      pp=dep.parallel.pp, wait_w=p.wait_w,
+                      idle_w=p.idle_w if p.gap_w is None else p.gap_w[rows],
                       hide_gaps=(bool(seg.hide_gaps[2 * i]), bool(seg.hide_gaps[2 * i + 1])),
                       limit=p.limit, limit_w=gpu.max_power_w)
 
@@ -214,7 +215,7 @@ def response(fm: FreqModel, leaves: LeafArrays, clocks: np.ndarray,
     v2 = (fm.voltage(lock) / fm.voltage(f0)) ** 2
     e_wait = t_wait * (fm.v("p_static_w") + (leaves.wait_w - fm.v("p_static_w")) * v2 * lock / f0)
     t = t_run + leaves.gap[:, None] + t_wait
-    e = e_run + leaves.gap[:, None] * leaves.idle_w + e_wait
+    e = e_run + leaves.gap[:, None] * np.reshape(leaves.idle_w, (-1, 1)) + e_wait
     return t, e
 
 

@@ -13,6 +13,12 @@
   per pointwise leaf, no isolated sample) take a fixed in-situ time each plus their bytes
   at HBM bandwidth (`fused_kernel_s`, from an engine's kernel census).
 * An engine's generation loop: host time per generated token outside the model.
+* transformers' tensor-parallel path (`tp_plan="auto"`, tp > 1): host time per call of a
+  sharded module (`tp_call_host_s`: the layout conversions and collectives its hooks add,
+  DTensor dispatch; in eager code) and per compiled decode step (`tp_step_host_s`). Which
+  modules it shards and the collectives it issues are structure (the model tree's
+  all-reduce after each rowwise projection, the gathered logits; counted by
+  `piep.sampling.tp_census`).
 * The board power of the GPU in launch gaps, while busy-polling, and during collectives
   that were not sampled with their energy.
 * How the board holds its power limit over a phase (`piep.predict.power`).
@@ -30,7 +36,8 @@ TERMS = ("gap_graph_s", "host_launch_s", "eager_decode_launch_s", "launch_gap_w"
          "busy_wait_w", "comm_w", "time_scale", "decode_batch_exponent", "step_host_s",
          "request_host_s", "call_host_s", "host_probe_ref_s", "host_probe_default_s",
          "queue_ahead",
-         "fused_kernel_s", "burst_power_ratio", "burst_s", "power_stretch_exponent")
+         "fused_kernel_s", "burst_power_ratio", "burst_s", "power_stretch_exponent",
+         "tp_call_host_s", "tp_step_host_s", "tp_gap_w")
 KIND_SCALE = "kind:"  # time_scale keys per row kind
 
 
@@ -72,6 +79,13 @@ class HostTerms:
     burst_power_ratio: float = 1.0
     burst_s: float = 0.5
     power_stretch_exponent: float = 1.0
+    # transformers' tensor-parallel path at tp > 1 (see the module doc): host time per
+    # sharded module call in eager code, and per decode step of a compiled step
+    tp_call_host_s: float = 0.0
+    tp_step_host_s: float = 0.0
+    # board power in the launch gaps these add (the GPU waits on its host between short
+    # kernels and collectives; None: launch_gap_w)
+    tp_gap_w: float | None = None
 
     def board_limit(self) -> BoardLimit:
         """How these terms' board holds its power limit over a phase."""
@@ -116,7 +130,8 @@ class HostTerms:
     def gap_s(self, launches: np.ndarray, time_s: np.ndarray, decode: np.ndarray,
               eager: np.ndarray, host_factor: np.ndarray | float = 1.0, *,
               count: np.ndarray | None = None, group: np.ndarray | None = None,
-              sliding: np.ndarray | None = None) -> np.ndarray:
+              sliding: np.ndarray | None = None,
+              sharded: np.ndarray | None = None) -> np.ndarray:
         """Launch gap after one call: in eager code the GPU idles while the host issues
         the call's kernels beyond its run time (`host_factor`: that host's time relative
         to the calibration host's); in graph replay a fixed gap per kernel. With
@@ -124,9 +139,13 @@ class HostTerms:
         calls per row) is the host's issue time beyond the group's busy time, shared
         among its rows by their issue time; `sliding`, the share of a row's calls made in
         steps past a sliding window: those steps are a group of their own (the GPU
-        busier there than the host, the host busier before)."""
+        busier there than the host, the host busier before); `sharded`, the rows that are
+        calls of a module the tensor-parallel path shards (their issue time adds
+        `tp_call_host_s`)."""
         issue = launches * np.where(decode, self.eager_decode_launch_s,
                                     self.host_launch_s) * host_factor
+        if sharded is not None and self.tp_call_host_s:
+            issue = issue + np.where(sharded, self.tp_call_host_s, 0.0) * host_factor
         graph = launches * self.gap_graph_s
         if not (self.queue_ahead and group is not None):
             return np.where(eager, np.maximum(0.0, issue - time_s), graph)

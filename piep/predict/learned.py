@@ -27,7 +27,7 @@ from piep.predict.combiner import Combiner
 from piep.predict.host import HostTerms
 from piep.predict.module_models import ModuleModels, ModuleOutputs, priced_power_w
 from piep.predict.pricing import Prices
-from piep.predict.table import KIND_ID, LeafTable
+from piep.predict.table import KIND_ID, SHARDED_KIND_IDS, LeafTable
 from piep.predict.timeline import stage_keys
 
 log = logging.getLogger("piep.predict")
@@ -86,6 +86,23 @@ class LearnedModel:
             else None
         gap = host.gap_s(table.launches, t + wait, decode, eager, factor, count=table.count,
                          group=group, sliding=table.sliding)
+        gap_w = None
+        split = table.tp[table.cfg] > 1
+        if (host.tp_call_host_s or host.tp_step_host_s) and split.any():
+            # transformers' tensor-parallel path: host time per sharded module call and
+            # per compiled step, in gaps of their own board power
+            sharded = split & np.isin(table.kind_id, SHARDED_KIND_IDS)
+            tp_gap = host.gap_s(table.launches, t + wait, decode, eager, factor,
+                                count=table.count, group=group, sliding=table.sliding,
+                                sharded=sharded) - gap
+            tp_gap = tp_gap + np.where(split & decode & ~mode_eager
+                                       & (table.kind_id == KIND_ID["sampling"]),
+                                       host.tp_step_host_s * factor, 0.0)
+            tp_w = host.launch_gap_w if host.tp_gap_w is None else host.tp_gap_w
+            total = gap + tp_gap
+            gap_w = np.where(total > 0, (gap * host.launch_gap_w + tp_gap * tp_w)
+                             / np.where(total > 0, total, 1.0), host.launch_gap_w)
+            gap = total
         if host.step_host_s or host.request_host_s:  # per step (and request), beside sampling
             per_step = (host.step_host_s + host.request_host_s * table.q["tokens"]) * factor
             gap = gap + np.where(table.kind_id == KIND_ID["sampling"], per_step, 0.0)
@@ -96,7 +113,8 @@ class LearnedModel:
         return Prices(
             time_s=t, power_w=power, gap_s=gap, wait_s=wait,
             out_of_range=mo.out_of_range & ~cm, alpha=alpha, segment_alpha=segment_alpha,
-            idle_w=host.launch_gap_w, wait_w=host.busy_wait_w, limit=host.board_limit())
+            idle_w=host.launch_gap_w, wait_w=host.busy_wait_w, limit=host.board_limit(),
+            gap_w=gap_w)
 
     def interval(self, dep: Deployment, energy_j: float, time_s: float, *,
                  far: bool = False) -> dict[str, Any]:

@@ -40,6 +40,13 @@ class Prices:
     idle_w: float             # board power in launch gaps and between batches
     wait_w: float             # board power busy-polling
     limit: BoardLimit = BoardLimit()  # how the board holds its power limit over a phase
+    # per row, the board power in its launch gap where it is not `idle_w` (a gap of
+    # transformers' tensor-parallel path); None: idle_w everywhere
+    gap_w: np.ndarray | None = None
+
+    def gap_power_w(self) -> "np.ndarray | float":
+        """The board power in each row's launch gap."""
+        return self.idle_w if self.gap_w is None else self.gap_w
 
 
 class CostModel(Protocol):
@@ -193,7 +200,8 @@ def price(deps: Sequence[Deployment], model: CostModel, *, builder: TableBuilder
 def row_energies(table: LeafTable, p: Prices) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Per row, all its calls on one GPU: energy running, in launch gaps, busy-waiting."""
     count = table.count
-    return count * p.time_s * p.power_w, count * p.gap_s * p.idle_w, count * p.wait_s * p.wait_w
+    return (count * p.time_s * p.power_w, count * p.gap_s * p.gap_power_w(),
+            count * p.wait_s * p.wait_w)
 
 
 def partition(table: LeafTable, p: Prices, model: CostModel, *,

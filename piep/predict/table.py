@@ -32,6 +32,13 @@ from piep.tree.nodes import COMM_KINDS, COMPUTE_KINDS, COPY_KINDS
 # leaf kinds by index (`LeafTable.kind_id`); the combiner also prices pipeline waits
 KINDS = COMPUTE_KINDS + COMM_KINDS + COPY_KINDS + ("pipeline_wait",)
 KIND_ID = {k: i for i, k in enumerate(KINDS)}
+# the modules transformers' tensor-parallel plan shards in a Llama-family model
+# (LlamaConfig.base_model_tp_plan: q/k/v/gate/up colwise, o/down rowwise, each rowwise one
+# followed by an all-reduce; LlamaForCausalLM._tp_plan: lm_head colwise with its logits
+# gathered); counted by piep.sampling.tp_census: 7 a layer and one outside
+SHARDED_KINDS = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj",
+                 "lm_head")
+SHARDED_KIND_IDS = np.array([KIND_ID[k] for k in SHARDED_KINDS])
 
 PHASES = ("prefill", "decode")
 QUANT = ("flops", "bytes_read", "bytes_written", "comm_bytes", "tokens", "context_len",

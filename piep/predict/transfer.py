@@ -35,7 +35,8 @@ class TransferredModel:
         return replace(p, time_s=np.where(table.is_comm, p.time_s / self.ratios["link"],
                                           p.time_s),
                        power_w=p.power_w * power, idle_w=p.idle_w * power,
-                       wait_w=p.wait_w * power)
+                       wait_w=p.wait_w * power,
+                       gap_w=None if p.gap_w is None else p.gap_w * power)
 
     def interval(self, dep: Deployment, energy_j: float, time_s: float, *,
                  far: bool = False) -> dict[str, Any]:
