@@ -9,11 +9,12 @@ from typing import Any
 
 from piep.resolve import (PREDICTORS, Resolved, cost_model, deployment, engine_profile,  # noqa: F401
                           resolve, scenario)
+from piep.flags import explain
 from piep.scenario import Scenario
 
 
 def serve(model: "str | Scenario | Resolved", *, predictor: str = "auto",
-          user_policy: Any = None, **kwargs: Any) -> dict[str, Any]:
+          user_policy: Any = None, hosts: bool = True, **kwargs: Any) -> dict[str, Any]:
     """The serving document of a scenario's requests (a stream, or a batch arriving at
     once) under its engine's continuous batching; built from a model name and keyword
     fields (trace=..., gpu, tp, engine, ...) when not given."""
@@ -23,14 +24,15 @@ def serve(model: "str | Scenario | Resolved", *, predictor: str = "auto",
         kwargs.setdefault("engine", names(serves=True)[0])
     if not isinstance(model, Resolved):
         model = scenario(model, **kwargs)
-    return serve_scenario(model, predictor=predictor, user_policy=user_policy)
+    return serve_scenario(model, predictor=predictor, user_policy=user_policy, hosts=hosts)
 
 
 def predict(model: "str | Scenario | Resolved", *, predictor: str = "auto",
-            **kwargs: Any) -> dict[str, Any]:
+            hosts: bool = True, **kwargs: Any) -> dict[str, Any]:
     """The prediction document of a scenario (resolved, or built from a model name and
     keyword fields: gpu, tp, pp, dp, engine/mode, batch, prompt_len, gen_len,
-    allow_uncalibrated)."""
+    allow_uncalibrated); with `hosts`, how far it moves between the fastest and slowest
+    hosts of the engine's calibration (an engine fitted per host, no probe given)."""
     from piep.predict.pricing import price
     res = model if isinstance(model, Resolved) else resolve(scenario(model, **kwargs),
                                                            predictor)
@@ -42,8 +44,20 @@ def predict(model: "str | Scenario | Resolved", *, predictor: str = "auto",
     if scn.engine.record.serves:  # continuous batching: the batch is a stream
         from piep.serving.serve import batch_as_stream
         doc = batch_as_stream(res)
+
+        def answer(r):
+            d = batch_as_stream(r)
+            return d["energy_j"], d["time_s"]
     else:
         doc = price([scn.deployment], res.cost_model, detail=True).document(0)
+
+        def answer(r):
+            p = price([r.deployment], r.cost_model)
+            return p.energy_j[0], p.time_s[0]
     doc["engine"] = scn.engine.description  # the tree knows the engine it is priced as
     doc["scenario"] = scn.to_json()  # the request, as `--scenario FILE.json` reads it
-    return res.annotate(doc)
+    if hosts and (dependence := res.host_dependence(answer)):
+        doc["host_dependence"] = dependence
+    res.annotate(doc)
+    doc["flag_notes"] = explain(doc["flags"])
+    return doc

@@ -6,7 +6,8 @@ import re
 from typing import Any
 
 from piep.errors import ConfigError
-from piep.results import flat
+from piep.engines import DEFAULT_ENGINE
+from piep.results import clear_best, flat
 from piep.scenario import Scenario
 
 _LAYOUT = re.compile(r"^(?:(tp|pp|dp)(\d+))+$")
@@ -50,25 +51,52 @@ def candidate_scenarios(candidates: list[str], base: Scenario) -> list[Scenario]
 
 
 def compare(candidates: list[str], base: Scenario, *, predictor: str = "auto") -> dict[str, Any]:
-    """Predict every candidate on the base's workload; the best per goal (latency, energy
-    per token, memory headroom)."""
+    """Predict every candidate on the base's workload; per goal (energy, latency, memory
+    headroom) the clear best, or no winner where the candidates differ by less than the
+    uncertainty of the difference (`piep.results.clear_best`)."""
     from piep import api
     rows = []
     for cand, scn in zip(candidates, candidate_scenarios(candidates, base)):
-        doc = api.predict(scn, predictor=predictor)
+        doc = api.predict(scn, predictor=predictor, hosts=False)
         used = max(g["memory_gib"] for g in doc["per_gpu"])
-        rows.append({"candidate": cand, "model": doc["model"], "gpus": doc["layout"]["gpus"],
+        label = cand if ":" in cand or scn.engine.name == DEFAULT_ENGINE \
+            else f"{cand}:{scn.engine.name}"  # the row names its engine
+        rows.append({"candidate": label, "model": doc["model"], "gpus": doc["layout"]["gpus"],
                      **flat(doc), "memory_gib_per_gpu": used,
                      "memory_headroom_gib": scn.gpu.memory_gib - used,
                      "predictor": doc["predictor"], "flags": doc["flags"],
-                     "interval_energy_j": doc["interval"]["energy_j"]})
-    recs = {
-        "latency": min(rows, key=lambda r: r["time_s"])["candidate"],
-        "energy": min(rows, key=lambda r: r["j_per_output_token"])["candidate"],
-        "memory": max(rows, key=lambda r: r["memory_headroom_gib"])["candidate"],
-    }
+                     "interval_energy_j": doc["interval"]["energy_j"],
+                     "interval_time_s": doc["interval"]["time_s"]})
+    decisions = {
+        "energy": clear_best([(r["candidate"], r["energy_j"], r["interval_energy_j"])
+                              for r in rows], what="energy (J, all GPUs)"),
+        "latency": clear_best([(r["candidate"], r["time_s"], r["interval_time_s"])
+                               for r in rows], what="time (s)"),
+        "memory": _most_headroom(rows)}
     w = base.workload
     return {"schema": "piep.comparison", "schema_version": 2, "boundary": "gpu_board",
             "workload": {"batch": w.batch, "prompt_len": w.prompt_len, "gen_len": w.gen_len,
                          "mode": base.mode},
-            "candidates": rows, "recommendation": recs}
+            "candidates": rows,
+            "recommendation": {goal: d["best"] for goal, d in decisions.items()},
+            "decisions": decisions}
+
+
+def _most_headroom(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """Memory is computed, not predicted (exact): the most memory left on a candidate's
+    fullest GPU; a layout over more GPUs leaves more on each. Ties (within 0.05 GiB) are
+    stated."""
+    ranked = sorted(rows, key=lambda r: -r["memory_headroom_gib"])
+    best = ranked[0]
+    tied = [r["candidate"] for r in ranked[1:]
+            if best["memory_headroom_gib"] - r["memory_headroom_gib"] < 0.05]
+    what = "memory left on the fullest GPU (per GPU: a layout over more GPUs leaves more)"
+    if tied:
+        return {"best": None, "within": [best["candidate"], *tied],
+                "why": f"no clear winner: {', '.join([best['candidate'], *tied])} tie in {what}, "
+                       f"{best['memory_headroom_gib']:.1f} GiB"}
+    return {"best": best["candidate"],
+            "why": f"{best['candidate']} has the most {what}: "
+                   f"{best['memory_headroom_gib']:.1f} GiB"
+                   + (f", {best['memory_headroom_gib'] - ranked[1]['memory_headroom_gib']:.1f} "
+                      f"GiB more than {ranked[1]['candidate']}" if len(ranked) > 1 else "")}

@@ -78,6 +78,25 @@ class Resolved:
             doc["transfer"] = dict(self.transfer)
         return doc
 
+    def host_dependence(self, answer) -> dict[str, Any] | None:
+        """How far an answer of an engine fitted per host moves between the fastest and
+        slowest hosts its profile's runs saw (their launch probes), where the user gave
+        no probe: `answer(resolved)` -> (energy_j, time_s) at each; None otherwise."""
+        scn, profile = self.scenario, self.profile
+        if profile is None or scn.engine.host_probe_us is not None \
+                or not profile.host.host_probe_ref_s:
+            return None
+        hosts = profile.meta.get("host_probe_range_us")
+        if not hosts:
+            return None
+        out = [answer(resolve(scn.replace(host_probe_us=float(p)), self.predictor))
+               for p in hosts]
+        return {"probe_us": list(hosts), "energy_j": [float(e) for e, _ in out],
+                "time_s": [float(t) for _, t in out],
+                "priced_for_probe_us": self.engine_ref.get("host_probe_us"),
+                "measure": "piep env --host-probe (on that host)",
+                "flag": "--host-probe-us"}
+
     def variant(self, scn: Scenario) -> "Resolved":
         """The resolution of `scn`: this one's cost model, profile and engine_ref where
         `scn` runs the same engine on the same GPU (a sweep's points), with its own flags;

@@ -10,6 +10,7 @@ p50/p90/p99 over the requests (every request of a static batch has the same).
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -100,3 +101,49 @@ def flat(doc: dict[str, object]) -> dict[str, object]:
         elif key in doc:
             out[key] = doc[key]
     return out
+
+
+def clear_best(options: list[tuple[str, float, "list[float] | None"]], *, what: str,
+               unit: str = "") -> dict[str, object]:
+    """The option with the lowest value when it is lower than every other beyond the
+    uncertainty of their difference, else no winner, with why. `options`: (label, value,
+    90 % interval or None: exact). The difference of two predictions is taken in log;
+    its uncertainty is their 90 % half-widths on the facing sides added in quadrature
+    (the lower option's upper half, the other's lower half), as if their errors were
+    independent: predictions of one predictor share part of their error, so this is the
+    cautious side."""
+    ranked = sorted(options, key=lambda o: o[1])
+    best, rest = ranked[0], ranked[1:]
+    if not rest:
+        return {"best": best[0], "why": f"the only candidate ({what})"}
+
+    def half(o, upper: bool) -> float:
+        band = o[2]
+        if not band or o[1] <= 0:
+            return 0.0
+        return math.log(band[1] / o[1]) if upper else math.log(o[1] / band[0])
+    close = []
+    for o in rest:
+        d = math.log(o[1] / best[1]) if best[1] > 0 else math.inf
+        q = math.hypot(half(best, True), half(o, False))
+        if d <= q:
+            close.append((o, d, q))
+    gap = 100 * (rest[0][1] / best[1] - 1) if best[1] else 0.0
+    if not close:
+        q = math.hypot(half(best, True), half(rest[0], False))
+        return {"best": best[0], "difference_pct": gap,
+                "uncertainty_pct": 100 * (math.exp(q) - 1),
+                "why": f"{best[0]} is lowest in {what}, {gap:.1f} % below {rest[0][0]} "
+                       f"(beyond the {100 * (math.exp(q) - 1):.1f} % uncertainty of the "
+                       f"difference)"}
+    o, d, q = close[0]
+    if d == 0:
+        why = (f"no clear winner: {best[0]} and {o[0]} tie in {what} "
+               f"({best[1]:.4g}{unit} each)")
+    else:
+        why = (f"no clear winner in {what}: {best[0]} is {100 * (math.exp(d) - 1):.1f} % below "
+               f"{o[0]}, within the {100 * (math.exp(q) - 1):.1f} % uncertainty of the "
+               f"difference (both 90 % intervals, errors taken as independent)")
+    return {"best": None, "within": [best[0]] + [c[0][0] for c in close],
+            "difference_pct": 100 * (math.exp(d) - 1),
+            "uncertainty_pct": 100 * (math.exp(q) - 1), "why": why}

@@ -47,7 +47,7 @@ def sweep(configs: list[dict[str, Any]], *, gpu: str = DEFAULT_GPU, predictor: s
                 res = first.variant(scn) if first else api.resolve(scn, predictor)
                 resolved.setdefault(scn.engine.name, res)
                 if scn.engine.record.serves:  # a stream: priced by its scheduler, alone
-                    row.update(_summary(api.predict(res)))
+                    row.update(_summary(api.predict(res, hosts=False)))
                     rows.append(row)
                     continue
                 cm = res.cost_model  # one object per engine and host: one table each

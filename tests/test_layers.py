@@ -14,7 +14,7 @@ LAYERS = {
     2: ("layout", "clocks", "meter"),
     3: ("tree", "scenario"),
     4: ("predict",),
-    5: ("resolve",),
+    5: ("resolve", "flags"),
     6: ("api", "plan", "sampling", "compare", "sweep", "serving", "fit"),
     7: ("optimize", "report"),
     8: ("commands",),

@@ -9,6 +9,7 @@ import sys
 from typing import TYPE_CHECKING, Any, Callable
 
 from piep.gpus import DEFAULT_GPU
+from piep.report.table import fmt
 from piep.scenario import DEFAULT_ENGINE
 
 if TYPE_CHECKING:
@@ -148,16 +149,23 @@ def options_from_args(cls: type, args: argparse.Namespace, **values: Any) -> Any
     return cls(**values)
 
 
-def host_note(ref: dict) -> str | None:
-    """The line that says which host a prediction's host time is for (`ref`: the
-    document's engine_ref), where the user gave no host probe."""
+def host_note(doc: dict) -> str | None:
+    """The lines that say which host an answer's host time is for and how far the answer
+    moves between the fastest and slowest hosts of the engine's calibration, where the
+    user gave no host probe; and the command that measures theirs."""
+    ref = doc.get("engine_ref") or {}
     if not ref.get("host_probe_ref_us") or ref.get("host_probe_source") == "given":
         return None
     whose = "a typical host of the calibration machines" \
         if ref.get("host_probe_source") == "default" else "the profile's host"
-    return (f"host: {ref['name']}'s host time is for {whose} (launch probe "
-            f"{ref.get('host_probe_us', ref['host_probe_ref_us']):.1f} us); for yours: "
-            "`piep env --host-probe` there, then --host-probe-us")
+    line = (f"host: {ref['name']} waits on its host; this answer is for {whose} (launch "
+            f"probe {ref.get('host_probe_us', ref['host_probe_ref_us']):.1f} us)")
+    dep = doc.get("host_dependence")
+    if dep:
+        (fast, slow), (e0, e1), (t0, t1) = dep["probe_us"], dep["energy_j"], dep["time_s"]
+        line += (f"; on the fastest and slowest hosts the calibration saw ({fast:.1f} and "
+                 f"{slow:.1f} us) it is {fmt(e0)} and {fmt(e1)} J, {fmt(t0)} and {fmt(t1)} s")
+    return line + ". For yours: `piep env --host-probe` on it, then --host-probe-us US"
 
 
 def outcome_lines(doc: dict) -> list[str]:
@@ -192,3 +200,9 @@ def outcome_lines(doc: dict) -> list[str]:
               "breakdown (J): " + ", ".join(f"{k} {fmt(v)}"
                                             for k, v in doc["breakdown_j"].items())]
     return lines
+
+
+def flag_lines(flags) -> list[str]:
+    """Each distinct flag's registered meaning, as lines under a human table."""
+    from piep.flags import lines
+    return lines(flags)

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from piep.commands.common import add_workload_args, emit
+from piep.commands.common import add_workload_args, emit, flag_lines
 from piep.gpus import DEFAULT_GPU
-from piep.report.table import table
+from piep.report.table import fmt, table
 
 
 def configure(parser) -> None:
@@ -27,10 +27,17 @@ def run(args) -> int:
     doc = compare(args.candidates, base, predictor=args.predictor)
 
     def human(d):
-        keys = ["candidate", "gpus", "energy_j", "time_s", "ttft_p50_s", "tpot_p50_s",
-                "j_per_output_token", "j_per_request", "memory_headroom_gib"]
-        body = table([[r[k] for k in keys] for r in d["candidates"]], keys)
-        rec = "\n".join(f"best for {goal}: {cand}" for goal, cand in d["recommendation"].items())
-        return f"{body}\n\n{rec}\n(energy boundary: GPU boards only)"
+        def band(v):
+            return f"[{fmt(v[0])}, {fmt(v[1])}]"
+        rows = [[r["candidate"], r["gpus"], r["energy_j"], band(r["interval_energy_j"]),
+                 r["time_s"], band(r["interval_time_s"]), r["j_per_output_token"],
+                 r["ttft_p50_s"], r["tpot_p50_s"], r["memory_headroom_gib"],
+                 ", ".join(r["flags"]) or "-"] for r in d["candidates"]]
+        body = table(rows, ["candidate", "gpus", "energy_j", "90 %", "time_s", "90 %",
+                            "J per output token", "TTFT p50", "TPOT p50",
+                            "headroom GiB/GPU", "flags"])
+        rec = "\n".join(f"{goal}: {dec['why']}" for goal, dec in d["decisions"].items())
+        flags = flag_lines(f for r in d["candidates"] for f in r["flags"])
+        return "\n".join([body, "", rec, *flags, "(energy boundary: GPU boards only)"])
     emit(args, doc, human)
     return 0

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import argparse
 
-from piep.commands.common import (add_deployment_args, emit, host_note, outcome_lines,
-                                  scenario_from_args)
+from piep.commands.common import (add_deployment_args, emit, flag_lines, host_note,
+                                  outcome_lines, scenario_from_args)
 from piep.report.table import fmt, table
 
 
@@ -38,14 +38,12 @@ def summary(doc: dict, top: int = 8) -> str:
                  m["time_s"]] for m in doc["modules"][:top]]
         lines += ["", table(rows, ["module (attributed)", "kind", "energy_j", "share_%",
                                    "time_s"])]
-    if doc["flags"]:
-        lines.append("flags: " + ", ".join(doc["flags"]))
-    if note := host_note(doc.get("engine_ref") or {}):
-        lines.append(note)
+    lines += flag_lines(doc["flags"])
     if doc.get("out_of_range_kinds"):
-        lines.append("out_of_range: the module models extrapolate for "
-                     + ", ".join(doc["out_of_range_kinds"])
-                     + " (shapes far from the isolated samples; wider uncertainty)")
+        lines.append("  out_of_range here: the module models extrapolate for "
+                     + ", ".join(doc["out_of_range_kinds"]))
+    if note := host_note(doc):
+        lines.append(note)
     return "\n".join(lines)
 
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from piep.commands.common import emit, host_note, outcome_lines
+from piep.commands.common import emit, flag_lines, host_note, outcome_lines
 from piep.gpus import DEFAULT_GPU
 from piep.report.table import fmt, table
 
@@ -132,14 +132,8 @@ def summary(d: dict, shown: int) -> str:
         lines += ["", table([[r["id"], r["energy_j"], r["ttft_s"], r["tpot_s"], r["e2e_s"]]
                              for r in top], ["request (most energy)", "energy_j", "ttft_s",
                                              "tpot_s", "e2e_s"])]
-    if d["flags"]:
-        lines.append("flags: " + ", ".join(d["flags"]))
-    if "idle_dominated" in d["flags"]:
-        share = 100 * d["no_request"]["energy_j"] / d["energy_j"]
-        lines.append(f"idle_dominated: {share:.0f} % of the energy is the GPUs idle with no "
-                     f"request in flight; the per-request energies carry little of it (raise "
-                     f"the rate to price serving)")
-    if note := host_note(d.get("engine_ref") or {}):
+    lines += flag_lines(d["flags"])
+    if note := host_note(d):
         lines.append(note)
     return "\n".join(lines)
 

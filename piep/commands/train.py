@@ -143,8 +143,9 @@ def _engine(args) -> dict:
     from piep.artifacts import read_records
     from piep.engines import ENGINES
     from piep.errors import ConfigError
-    from piep.predict.engines import (engine_records, fit_profile, profile_lomo, save_profile,
-                                      shipped_profile_dir, user_profile_dir, with_intervals)
+    from piep.predict.engines import (engine_records, fit_profile, host_probe_range_us,
+                                      profile_lomo, save_profile, shipped_profile_dir,
+                                      user_profile_dir, with_intervals)
     from piep.predict.learned import LearnedModel
     from piep.predict.train import get_term
     base = api.cost_model(args.gpu, "learned")
@@ -196,6 +197,8 @@ def _engine(args) -> dict:
                                                               **fit))
                 profile.meta.update({f"{k}_host_probe": hosted.meta[k] for k in
                                      ("lomo_energy_mape", "lomo_time_mape")})
+    if (hosts := host_probe_range_us(records)) is not None:
+        profile.meta["host_probe_range_us"] = hosts
     if not args.from_measurements and not args.like:  # the shipped tensor-parallel runs
         from piep.fit.tp_path import Pricer, shipped_runs, with_tp_path
         runs = shipped_runs(args.gpu)

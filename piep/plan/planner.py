@@ -267,7 +267,7 @@ def plan_for(res, fm: FreqModel, **options: Any) -> dict[str, Any]:
     plan = make_plan(res.deployment, res.cost_model, fm, **options)
     if res.scenario.engine.record.serves:
         from piep import api
-        doc = api.predict(res)
+        doc = api.predict(res, hosts=False)
         plan["default"].update(predictor_energy_j=doc["energy_j"], predictor_time_s=doc["time_s"])
         plan["notes"].append("a serving engine: the clocks are chosen on the modules of its "
                              "batch run as a static batch; the predictor baseline is the "

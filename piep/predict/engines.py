@@ -352,3 +352,11 @@ def with_intervals(profile: EngineProfile, rows: list[dict[str, Any]]) -> Engine
             "lomo_time_mape": 100 * statistics.mean(abs(r["pred_time_s"] / r["time_s"] - 1)
                                                     for r in rows)}
     return replace(profile, intervals={"all": qe}, time_intervals={"all": qt}, meta=meta)
+
+
+def host_probe_range_us(records: list[dict[str, Any]]) -> list[float] | None:
+    """The fastest and slowest hosts among a profile's runs (launch probes, us): how far
+    an answer fitted per host may move with the host that runs it."""
+    from piep.predict.train import host_probe_of
+    probes = [p for r in records if (p := host_probe_of(r))]
+    return [1e6 * min(probes), 1e6 * max(probes)] if probes else None

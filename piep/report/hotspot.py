@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from piep.errors import PiepError
+from piep.results import clear_best
 from piep.scenario import Scenario
 
 KIND_GROUPS = {"allreduce": "communication", "allgather": "communication", "p2p": "communication",
@@ -25,7 +26,8 @@ def _predict(scn: Scenario, predictor: str, **change) -> dict[str, Any] | None:
     """The prediction of a variant of the scenario, or None where the variant is refused."""
     from piep import api
     try:
-        return api.predict(scn.replace(**change) if change else scn, predictor=predictor)
+        return api.predict(scn.replace(**change) if change else scn, predictor=predictor,
+                           hosts=False)
     except PiepError:
         return None
 
@@ -55,6 +57,9 @@ def actions(scn: Scenario, doc: dict[str, Any], predictor: str = "auto") -> list
         if alt is None:
             continue
         d_jpt = alt["j_per_output_token"] / doc["j_per_output_token"] - 1
+        clear = clear_best([(label, alt["j_per_output_token"], _per_token_band(alt)),
+                            ("now", doc["j_per_output_token"], _per_token_band(doc))],
+                           what="energy per output token")
         d_time = alt["time_s"] / doc["time_s"] - 1
         tpot, alt_tpot = doc["tpot_s"]["p50"], alt["tpot_s"]["p50"]
         d_tpot = alt_tpot / tpot - 1 if tpot and alt_tpot is not None else 0.0
@@ -63,7 +68,8 @@ def actions(scn: Scenario, doc: dict[str, Any], predictor: str = "auto") -> list
                     "time_s": [doc["time_s"], alt["time_s"]],
                     "tpot_p50_s": [tpot, alt_tpot],
                     "energy_per_token_change": d_jpt, "time_change": d_time,
-                    "tpot_change": d_tpot,
+                    "tpot_change": d_tpot, "clear": clear["best"] == label,
+                    "why": clear["why"],
                     "text": f"{label}: {100 * d_jpt:+.1f} % energy per output token, "
                             f"{100 * d_tpot:+.1f} % TPOT, {100 * d_time:+.1f} % total time"})
     return out
@@ -73,12 +79,19 @@ TOP_ACTIONS = 3
 
 
 def split_actions(cands: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-    """The (at most 3) changes that save energy, best first, and every other change tried;
-    a change that costs energy is never listed as an action."""
+    """The (at most 3) changes that save energy beyond the uncertainty of the difference
+    (`clear`; a model-based change is judged by its own band), best first, and every other
+    change tried; a change that costs energy, or whose saving lies within the
+    uncertainty, is never listed as an action."""
     cands = sorted(cands, key=lambda a: a["energy_per_token_change"])
-    saving = [a for a in cands if a["energy_per_token_change"] < 0]
+    saving = [a for a in cands if a["energy_per_token_change"] < 0 and a.get("clear", True)]
     top = saving[:TOP_ACTIONS]
     return top, [a for a in cands if a not in top]
+
+
+def _per_token_band(doc: dict[str, Any]) -> list[float]:
+    """A prediction's 90 % energy interval per output token."""
+    return [e / doc["output_tokens"] for e in doc["interval"]["energy_j"]]
 
 
 def layouts(scn: Scenario, predictor: str = "auto") -> list[dict[str, Any]]:
@@ -235,6 +248,8 @@ def build_report(scn: Scenario, out: Path, *, predictor: str = "auto",
         acts.append({"change": "SM clock plan", "delta": {"sm_mhz": a["phase_mhz"]},
                      "energy_per_token_change": -a["saving"], "time_change": a["slowdown"],
                      "model_based": True,
+                     # its band: a saving whose smaller end still saves
+                     "clear": a["saving_band"][0] > 0,
                      "text": f"SM clock plan (prefill {a['phase_mhz']['prefill']} MHz, decode "
                              f"{a['phase_mhz']['decode']} MHz): {-100 * a['saving']:+.1f} % "
                              f"energy (band {-100 * a['saving_band'][1]:+.1f} to "
@@ -318,7 +333,9 @@ def render_markdown(data: dict[str, Any]) -> str:
     if data.get("other_changes"):
         lines += ["", "Also tried (no saving, or not in the top 3):", ""]
         lines += [f"* {a['text']}" + ("  **(costs energy)**" if a["energy_per_token_change"] > 0
-                                      else "") for a in data["other_changes"]]
+                                      else "  (within the uncertainty: " + a["why"] + ")"
+                                      if not a.get("clear", True) else "")
+                  for a in data["other_changes"]]
     lines += ["", *_plan_lines(data.get("clock_plan"))]
     lines += ["## Module hotspots (attributed energy, all GPUs)", "",
               "| kind | phase | group | energy_j | share % | time_s |", "|---|---|---|---|---|---|"]

@@ -11,7 +11,11 @@ def fmt(value: Any) -> str:
     if isinstance(value, float):
         if value == 0:
             return "0"
-        if abs(value) >= 1e5 or abs(value) < 1e-3:
+        if abs(value) >= 1e12 or abs(value) < 1e-6:
+            return f"{value:.3g}"
+        if abs(value) >= 1e5:  # large: whole numbers, never an exponent beside 83,334.8
+            return f"{value:,.0f}"
+        if abs(value) < 0.1:  # small (a TPOT in s): three significant digits
             return f"{value:.3g}"
         return f"{value:,.3f}" if abs(value) < 10 else f"{value:,.1f}"
     return str(value)

@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 
 from piep.errors import ConfigError
+from piep.flags import IDLE_DOMINATED, explain
 from piep.engines import names
 from piep.predict.pricing import flags as pricing_flags
 from piep.resolve import Resolved, resolve
@@ -30,9 +31,6 @@ from piep.trace import Trace, make_trace
 SCHEMA = "piep.serving"
 SCHEMA_VERSION = 2  # 2: one name per quantity (piep.results), prefill/decode/no_request
 GIB = 1024 ** 3
-# flagged idle_dominated: more than this share of the window's energy is the boards idling
-# with no request in flight
-IDLE_DOMINATED = 0.5
 
 
 def kv_blocks(scn: Scenario, block_size: int, memory_share: float) -> int:
@@ -122,11 +120,12 @@ def run(scn: Scenario, trace: Trace, model, policy: SchedulerPolicy,
 
 
 def serve(scn: "Scenario | Resolved", *, predictor: str = "auto",
-          user_policy: UserPolicy | None = None) -> dict[str, Any]:
+          user_policy: UserPolicy | None = None, hosts: bool = True) -> dict[str, Any]:
     """The serving document of a scenario's requests (its stream, or its batch arriving at
     once) on its deployment and engine; `user_policy` (another engine's scheduler and host
-    time) replaces parts of the profile, flagged."""
-    return serve_simulated(scn, predictor=predictor, user_policy=user_policy)[0]
+    time) replaces parts of the profile, flagged; with `hosts`, how far the answer moves
+    between the fastest and slowest hosts of the engine's calibration."""
+    return serve_simulated(scn, predictor=predictor, user_policy=user_policy, hosts=hosts)[0]
 
 
 def _priced(res: Resolved, user_policy: UserPolicy | None):
@@ -151,14 +150,28 @@ def _resolved(scn: "Scenario | Resolved", predictor: str) -> Resolved:
 
 
 def serve_simulated(scn: "Scenario | Resolved", *, predictor: str = "auto",
-                    user_policy: UserPolicy | None = None) -> tuple[dict[str, Any], Simulation]:
+                    user_policy: UserPolicy | None = None,
+                    hosts: bool = True) -> tuple[dict[str, Any], Simulation]:
     """`serve`'s document and the simulation it summarizes (every iteration); its flags
     and interval mean what a batch prediction's do (one resolution, one interval policy)."""
     res = _resolved(scn, predictor)
     doc, sim = _simulated(res, user_policy)
     res.annotate(doc)
     doc["scenario"] = res.scenario.to_json()
+    if user_policy is None and hosts:
+        if len(sim.it_time_s) <= HOST_RANGE_ITERATIONS:
+            def answer(r):
+                d = _simulated(r)[0]
+                return d["energy_j"], d["time_s"]
+            if dependence := res.host_dependence(answer):
+                doc["host_dependence"] = dependence
+    doc["flag_notes"] = explain(doc["flags"])
     return doc, sim
+
+
+# serve prices a stream again on the fastest and slowest calibration hosts up to this many
+# scheduler iterations (beyond it the document says only which host it is for)
+HOST_RANGE_ITERATIONS = 20_000
 
 
 def _simulated(res: Resolved, user_policy: UserPolicy | None = None

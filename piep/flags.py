@@ -1,0 +1,117 @@
+"""What every flag of an answer means, how much it widened the answer's interval, and what
+would remove it: one registered meaning per flag, given in JSON (`flag_notes`) and printed
+under the human tables."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Iterable
+
+from piep.predict.learned import OUT_OF_RANGE_WIDENING
+from piep.predict.power import SUSTAINED_S
+from piep.predict.transfer import BAND
+
+# serve flags idle_dominated where more than this share of the energy is the boards idle
+# with no request in flight
+IDLE_DOMINATED = 0.5
+W = OUT_OF_RANGE_WIDENING
+
+
+@dataclass(frozen=True)
+class Flag:
+    """A flag's registered meaning."""
+    name: str
+    meaning: str
+    widening: str   # what it did to the interval ("none": nothing)
+    remedy: str     # what would remove it
+
+    def to_json(self) -> dict[str, str]:
+        """The flag as `flag_notes` gives it."""
+        return {"flag": self.name, "meaning": self.meaning, "widening": self.widening,
+                "remedy": self.remedy}
+
+
+FLAGS: dict[str, Flag] = {f.name: f for f in (
+    Flag("out_of_range",
+         "some leaves lie far from the isolated module samples the module models were fitted "
+         "on (standardized distance to the nearest sample beyond 1.5x the samples' 95th "
+         "percentile nearest-neighbour distance); `out_of_range_kinds` names their kinds",
+         f"x{W} in log on energy and time (not measured: a chosen factor)",
+         "sample those shapes (piep calibrate) and retrain (piep train)"),
+    Flag("extrapolated",
+         "more than 2 GPUs: the collective and wait models were measured on 2 GPUs only",
+         f"x{W} in log (not measured)",
+         "measure the collectives on as many GPUs (piep calibrate on a larger machine)"),
+    Flag("unmeasured_engine_layout",
+         "the engine's profile has no run at this tensor-parallel degree; its host terms are "
+         "those of the degrees it measured",
+         f"x{W} in log (not measured)",
+         "meter runs at this degree (piep measure --engine E --tp N, or runs of your own "
+         "harness with piep train --engine E --from-measurements) and refit"),
+    Flag("unmeasured_sliding_window",
+         "the prompt and generated tokens run past the model's sliding window, which the "
+         "engine's profile never measured", "none",
+         "meter runs past the window and refit the engine's profile"),
+    Flag("uncalibrated_gpu",
+         "no calibration of this GPU: the reference GPU's predictor moved by spec-sheet "
+         "ratios (calibration/spec_sheets.json)",
+         f"a fixed x{BAND[0]}-x{BAND[1]} band (not validated on this GPU)",
+         "calibrate the GPU (piep calibrate, then piep train --gpu NAME)"),
+    Flag("power_capped",
+         f"a phase of {SUSTAINED_S:g} s or more would draw more than the board's power limit: "
+         "it is priced at the limit, its clock (and time) stretched", "none",
+         "none needed: the board does this; a lower batch or clock plan draws less"),
+    Flag("short_window_power",
+         f"a phase shorter than {SUSTAINED_S:g} s averages above the board's power limit: the "
+         "board's controller lags its limit over short windows (measured on H200 prefills: "
+         "up to ~1.07x the 700 W limit; priced up to the fitted burst ratio, 743 W per GPU "
+         "on H200), so a short prefill can read above 700 W", "none",
+         "none needed: a measurement of the same window reads the same"),
+    Flag("unsorted_trace",
+         "the trace's rows were not in arrival order; they were sorted", "none",
+         "sort the trace by arrival_s"),
+    Flag("queueing_on_kv_memory",
+         "requests waited for KV-cache blocks: the scheduler's memory, not its token budget, "
+         "bounded the batch", "none",
+         "fewer or shorter requests in flight, more GPUs (tp), or a smaller model"),
+    Flag("idle_dominated",
+         f"more than {IDLE_DOMINATED:.0%} of the energy is the boards idle with no request in "
+         "flight: per-request energies carry little of it", "none",
+         "raise the arrival rate (or price the busy part of the trace)"),
+    Flag("unvalidated_engine",
+         "another engine's scheduler and host time (--policy): nothing piep measured bounds it",
+         "no interval", "fit the engine on its own metered runs (piep train --engine NAME)"),
+    Flag("short_window",
+         "a measured window shorter than the NVML energy counter's resolution allows; its "
+         "energy is less certain", "none", "measure a longer window (more repeats)"),
+)}
+NOTE = "note: "  # a free-text note of the deployment (a flag of its own words)
+
+
+def explain(flags: Iterable[str]) -> list[dict[str, str]]:
+    """The registered meaning of each distinct flag, in the order first given (a note
+    explains itself)."""
+    out, seen = [], set()
+    for f in flags:
+        if f in seen:
+            continue
+        seen.add(f)
+        if f.startswith(NOTE):
+            out.append({"flag": f, "meaning": f[len(NOTE):], "widening": "none",
+                        "remedy": "none"})
+        else:
+            out.append(FLAGS[f].to_json())
+    return out
+
+
+def lines(flags: Iterable[str]) -> list[str]:
+    """The flags' meanings as lines under a human table."""
+    out = []
+    for note in explain(flags):
+        if note["flag"].startswith(NOTE):
+            out.append(f"* {note['flag']}")
+            continue
+        extra = "" if note["widening"] == "none" else f" Interval: {note['widening']}."
+        out.append(f"* {note['flag']}: {note['meaning']}.{extra} To remove it: "
+                   f"{note['remedy']}.")
+    return (["flags:"] + out) if out else []

@@ -1,0 +1,133 @@
+"""Answers a user can trust: a choice is named only outside the uncertainty of the
+difference, every flag carries its registered meaning (JSON and human), and an answer that
+depends on the host says by how much."""
+
+import ast
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from piep import api
+from piep.cli import main
+from piep.compare import compare
+from piep.flags import FLAGS, explain
+from piep.results import clear_best
+from piep.scenario import Scenario
+
+PIEP = Path(__file__).resolve().parent.parent / "piep"
+
+
+def test_a_winner_only_outside_the_uncertainty_of_the_difference():
+    clear = clear_best([("a", 100.0, [90.0, 110.0]), ("b", 130.0, [120.0, 140.0])], what="e")
+    assert clear["best"] == "a" and "beyond" in clear["why"]
+    close = clear_best([("a", 100.0, [90.0, 110.0]), ("b", 105.0, [95.0, 115.0])], what="e")
+    assert close["best"] is None and close["within"] == ["a", "b"]
+    assert "no clear winner" in close["why"]
+    tie = clear_best([("a", 1.0, None), ("b", 1.0, None)], what="e")
+    assert tie["best"] is None and "tie" in tie["why"]
+    # the winner must be clear against every other option, not only the runner-up
+    three = clear_best([("a", 100.0, [99.0, 101.0]), ("b", 150.0, [149.0, 151.0]),
+                        ("c", 103.0, [60.0, 200.0])], what="e")
+    assert three["best"] is None and "c" in three["within"]
+
+
+def test_compare_says_no_clear_winner_and_keeps_each_rows_engine(capsys):
+    base = Scenario.build("llama-2-7b", engine="hf-static")
+    same = compare(["llama-2-7b@tp1", "llama-2-7b@tp1dp1"], base)
+    assert same["recommendation"]["energy"] is None
+    assert "tie" in same["decisions"]["energy"]["why"]
+    assert [r["candidate"] for r in same["candidates"]] == ["llama-2-7b@tp1:hf-static",
+                                                            "llama-2-7b@tp1dp1:hf-static"]
+    far = compare(["llama-2-7b", "llama-3-70b@tp2"], Scenario.build("llama-2-7b"))
+    assert far["recommendation"]["energy"] == "llama-2-7b"
+    for row in far["candidates"]:  # every row: its interval and its flags
+        assert row["interval_energy_j"][0] < row["energy_j"] < row["interval_energy_j"][1]
+        assert "flags" in row
+    assert main(["compare", "llama-2-7b@tp1", "llama-2-7b@tp1dp1"]) == 0
+    out = capsys.readouterr().out
+    assert "no clear winner" in out and "per GPU" in out
+
+
+# (engine, batch): the supplied harness's llama-2-7b at tp=2 (J)
+MEASURED_7B_TP2 = {("hf-eager", 1): 1778.04, ("hf-eager", 16): 2442.47,
+                   ("hf-static", 1): 624.93, ("hf-static", 16): 988.39}
+
+
+@pytest.mark.parametrize("engine, batch", list(MEASURED_7B_TP2))
+def test_the_headline_comparison_ranks_as_the_measurements_imply(engine, batch):
+    """7B on two GPUs or 13B on one, under transformers: piep's choice agrees with the
+    supplied tp=2 measurement against the 13B at tp=1 (predicted, inside its band), or it
+    names none; where the measured gap is wide (eager: tp=2 is slow in transformers), it
+    names the 13B."""
+    seven, thirteen = f"llama-2-7b@tp2:{engine}", f"llama-2-13b@tp1:{engine}"
+    doc = compare([seven, thirteen], Scenario.build("llama-2-7b", engine=engine, tp=2,
+                                                    batch=batch))
+    other = next(r for r in doc["candidates"] if r["candidate"] == thirteen)
+    implied = seven if MEASURED_7B_TP2[engine, batch] < other["energy_j"] else thirteen
+    best = doc["decisions"]["energy"]["best"]
+    assert best in (None, implied), doc["decisions"]["energy"]["why"]
+    if engine == "hf-eager":
+        assert best == thirteen
+
+
+def test_a_reports_actions_save_beyond_the_uncertainty(tmp_path):
+    from piep.report.hotspot import build_report
+    data = build_report(Scenario.build("llama-2-7b", batch=8), tmp_path / "r")
+    assert data["actions"] and all(a.get("clear", True) for a in data["actions"])
+    assert all(a["energy_per_token_change"] < 0 for a in data["actions"])
+
+
+def _emitted_flags() -> set[str]:
+    """Every flag name piep's code puts on an answer: string constants in the functions
+    that build flag lists."""
+    found = set()
+    for path in PIEP.rglob("*.py"):
+        text = path.read_text()
+        for node in ast.walk(ast.parse(text)):
+            if isinstance(node, ast.Call) and getattr(node.func, "attr", "") == "append" \
+                    and getattr(node.func.value, "id", "") == "flags":
+                found |= {a.value for a in node.args if isinstance(a, ast.Constant)}
+        # a one-flag list literal (not a subscript: those follow a name or a bracket)
+        for m in re.finditer(r'(?:\(|(?<![=!<>])= |else |: )\["([a-z_]+)"\]', text):
+            found.add(m.group(1))
+    return found
+
+
+def test_every_flag_piep_raises_has_a_registered_meaning():
+    emitted = _emitted_flags()
+    assert {"out_of_range", "unmeasured_engine_layout", "idle_dominated"} <= emitted
+    assert emitted <= set(FLAGS), sorted(emitted - set(FLAGS))
+    for flag in FLAGS.values():
+        assert flag.meaning and flag.widening and flag.remedy
+    assert explain(["note: x", "out_of_range", "out_of_range"])[0]["meaning"] == "x"
+
+
+def test_flags_are_explained_in_json_and_under_the_tables(capsys):
+    argv = ["predict", "--model", "llama-2-7b", "--engine", "hf-cb", "--tp", "4",
+            "--batch", "4"]
+    assert main([*argv, "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert [n["flag"] for n in doc["flag_notes"]] == list(dict.fromkeys(doc["flags"]))
+    assert "unmeasured_engine_layout" in doc["flags"]
+    assert main(argv) == 0
+    out = capsys.readouterr().out
+    for note in doc["flag_notes"]:
+        assert f"* {note['flag']}: {note['meaning']}" in out
+    assert "743 W" not in out or "short_window_power" in out
+
+
+def test_an_answer_that_waits_on_its_host_says_by_how_much(capsys):
+    doc = api.predict("llama-2-7b", engine="hf-eager", batch=4)
+    dep = doc["host_dependence"]
+    fast, slow = dep["probe_us"]
+    assert fast < doc["engine_ref"]["host_probe_us"] < slow
+    assert dep["time_s"][0] < doc["time_s"] < dep["time_s"][1]
+    given = api.predict("llama-2-7b", engine="hf-eager", batch=4, host_probe_us=fast)
+    assert given["time_s"] == pytest.approx(dep["time_s"][0], rel=1e-9)
+    assert "host_dependence" not in given  # the user named the host
+    assert "host_dependence" not in api.predict("llama-2-7b", batch=4)  # piep's own runner
+    assert main(["predict", "--model", "llama-2-7b", "--engine", "hf-eager"]) == 0
+    out = capsys.readouterr().out
+    assert "fastest and slowest hosts" in out and "piep env --host-probe" in out
