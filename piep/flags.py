@@ -64,8 +64,8 @@ FLAGS: dict[str, Flag] = {f.name: f for f in (
     Flag("short_window_power",
          f"a phase shorter than {SUSTAINED_S:g} s averages above the board's power limit: the "
          "board's controller lags its limit over short windows (measured on H200 prefills: "
-         "up to ~1.07x the 700 W limit; priced up to the fitted burst ratio, 743 W per GPU "
-         "on H200), so a short prefill can read above 700 W", "none",
+         "up to ~1.07x the 700 W limit; priced up to the predictor's fitted burst ratio "
+         "times the limit), so a short prefill can read above 700 W", "none",
          "none needed: a measurement of the same window reads the same"),
     Flag("unsorted_trace",
          "the trace's rows were not in arrival order; they were sorted", "none",

@@ -1,0 +1,40 @@
+"""The README is for users: short, with real sample output; every figure in it is what
+its report states now (benchmarks/docs.py makes them), the generated docs are current,
+and every link leads somewhere."""
+
+import re
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "benchmarks"))
+
+import docs  # noqa: E402  (benchmarks/docs.py)
+
+
+def test_the_readme_is_short_and_starts_with_the_two_commands():
+    text = (ROOT / "README.md").read_text()
+    assert len(text.splitlines()) <= 150
+    fence = text.index("```bash")
+    block = text[fence:text.index("```", fence + 3)]
+    assert "pip install -e . && piep predict" in block
+    assert 'python -m pytest -q -m "not gpu and not slow"' in block
+
+
+def test_every_generated_part_is_what_the_script_makes_now():
+    """A figure in the README that differs from its report (or sample output that differs
+    from piep's output) fails here: run `python benchmarks/docs.py --write`."""
+    text = (ROOT / "README.md").read_text()
+    made = docs.blocks()
+    assert set(m.group(1) for m in docs.MARK.finditer(text)) == set(made)
+    assert docs.stale(text, made) == []
+    for name, make in docs.GENERATED_DOCS.items():
+        assert (ROOT / name).read_text() == make(), name
+
+
+def test_every_link_leads_somewhere():
+    for path in [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]:
+        for target in re.findall(r"\]\(([^)#]+)\)", path.read_text()):
+            if target.startswith("http"):
+                continue
+            assert (path.parent / target).exists(), f"{path.name}: {target}"
