@@ -467,6 +467,8 @@ load levels, saturated and burst traces alone, blind replays, repeat spread) in
 """
     REPORT.parent.mkdir(parents=True, exist_ok=True)
     REPORT.write_text(text)
+    import interval_coverage  # the coverage of every interval piep prints, appended
+    interval_coverage.write()
     print(f"graph LOMO energy MAPE {head_e:.2f} %  time MAPE {head_t:.2f} %")
     print(f"roofline refit energy {refit_e:.2f} %  time {refit_t:.2f} %")
     print(f"coverage energy {cov_e:.1f} %  time {cov_t:.1f} %")

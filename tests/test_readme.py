@@ -38,3 +38,8 @@ def test_every_link_leads_somewhere():
             if target.startswith("http"):
                 continue
             assert (path.parent / target).exists(), f"{path.name}: {target}"
+
+
+def test_the_coverage_table_in_the_accuracy_report_is_current():
+    import interval_coverage
+    assert interval_coverage.table() in (ROOT / "reports" / "accuracy.md").read_text()
