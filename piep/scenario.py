@@ -12,9 +12,7 @@ import logging
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
-from typing import Any
-
-import numpy as np
+from typing import TYPE_CHECKING, Any
 
 from piep.artifacts import read_json, user_data_dir
 from piep.config import ModelSpec, Parallel, Workload
@@ -22,7 +20,9 @@ from piep.engines import DEFAULT_ENGINE, ENGINES, Engine, names, reference_engin
 from piep.errors import ConfigError, PiepError
 from piep.gpus import DEFAULT_GPU, GPU
 from piep.layout import Deployment, validate
-from piep.trace import Trace, make_trace
+
+if TYPE_CHECKING:  # numpy and the trace module load when a stream is asked for
+    from piep.trace import Trace
 
 log = logging.getLogger("piep.scenario")
 ENGINE_PROFILE_SCHEMA = "piep.engine_profile"  # where a user's engine names what it is like
@@ -185,11 +185,12 @@ class Stream:
     """Requests arriving over time (a `Trace`), for an engine that serves them as they come
     (continuous batching). A batch is the stream of its requests all arriving at 0
     (`Scenario.requests`)."""
-    trace: Trace
+    trace: "Trace"
 
     @property
     def longest(self) -> int:
         """The index of the request with the most tokens (prompt + generated)."""
+        import numpy as np
         return int(np.argmax(self.trace.prompt_len + self.trace.gen_len))
 
 
@@ -249,11 +250,14 @@ class Scenario:
         """The workload is a stream of requests (else a batch)."""
         return isinstance(self.workload, Stream)
 
-    def requests(self) -> Trace:
+    def requests(self) -> "Trace":
         """The requests one replica serves: the stream, or its share of the batch
         arriving at once."""
         if isinstance(self.workload, Stream):
             return self.workload.trace
+        import numpy as np
+
+        from piep.trace import make_trace
         n = self.workload.batch // self.parallel.dp
         w = self.workload
         return make_trace(np.zeros(n), np.full(n, w.prompt_len), np.full(n, w.gen_len),
@@ -265,7 +269,7 @@ class Scenario:
               batch: int = 1, prompt_len: int = 512, gen_len: int = 128,
               cache_len: int | None = None, allow_uncalibrated: bool = False,
               check_memory: bool = True, host_probe_us: float | None = None,
-              trace: Trace | None = None) -> "Scenario":
+              trace: "Trace | None" = None) -> "Scenario":
         """From names and numbers: a shipped model name or config path, a GPU name; with
         `trace`, a stream of those requests instead of a batch."""
         from piep.models import load_model
@@ -396,8 +400,9 @@ class Scenario:
 SCENARIO_SCHEMA = "piep.scenario"
 
 
-def _requests(rows: Any, where: str) -> Trace:
+def _requests(rows: Any, where: str) -> "Trace":
     """A stream's requests from scenario rows: arrival_s, prompt_len, gen_len[, id]."""
+    from piep.trace import make_trace
     if not isinstance(rows, list) or not all(isinstance(r, dict) for r in rows):
         raise ConfigError(f"{where} is a list of {{arrival_s, prompt_len, gen_len[, id]}}")
     for k, r in enumerate(rows):

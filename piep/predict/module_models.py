@@ -10,7 +10,7 @@ feature space) are flagged `out_of_range`.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -48,7 +48,6 @@ class KindModel:
     std: np.ndarray
     train_z: np.ndarray
     oor_threshold: float
-    _tree: Any = field(default=None, repr=False)
 
     def predict(self, x: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         threads = 2 if len(x) > 256 else 1
@@ -57,19 +56,24 @@ class KindModel:
         return log_ratio, power, self.out_of_range(x)
 
     def out_of_range(self, x: np.ndarray) -> np.ndarray:
-        """Standardized distance to the nearest training sample above the threshold. A
-        k-d tree stops at the threshold: most leaves lie close to a sample, so the query
-        is far cheaper than all pairwise distances (the training set grows)."""
+        """Standardized distance to the nearest training sample above the threshold (a
+        search over the samples in chunks of leaves: no spatial index to import or build,
+        bounded memory)."""
         if len(self.train_z) == 0:
             return np.ones(len(x), dtype=bool)
-        if self._tree is None:
-            from scipy.spatial import cKDTree
-            self._tree = cKDTree(self.train_z)
         # a feature constant over the samples (eager decode where only graph decode was
         # sampled) cannot split the GBDTs, so it does not make a leaf far from them
         z = (x - self.mean) / np.where(self.std > CONSTANT_STD, self.std, np.inf)
-        d, _ = self._tree.query(z, k=1, distance_upper_bound=self.oor_threshold * (1 + 1e-9))
-        return ~np.isfinite(d) | (d > self.oor_threshold)
+        near = np.empty(len(z))
+        step = max(1, OOR_CHUNK // len(self.train_z))
+        for i in range(0, len(z), step):
+            diff = z[i:i + step, None, :] - self.train_z[None, :, :]
+            near[i:i + step] = (diff * diff).sum(-1).min(1)
+        return ~(np.sqrt(near) <= self.oor_threshold)
+
+
+# leaves x samples compared at once by the range test (memory: 16 features x 8 bytes each)
+OOR_CHUNK = 1 << 16
 
 
 def _fit_kind(x: np.ndarray, log_ratio: np.ndarray, power: np.ndarray,
