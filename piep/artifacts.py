@@ -321,6 +321,12 @@ register("piep.module_sample", 1, kind=str, mode=str, time_s=NUM, energy_j=OPT_N
          shape_fields=list)
 register("piep.collective_sample", 1, kind=str, mode=str, size_bytes=int, time_s=NUM)
 register("piep.host_overhead", 1, launch_gap_power_w=NUM)
+# the lab's campaigns (calibration/<gpu>/designs/)
+register("piep.design_shapes", 1, shapes=dict)
+register("piep.engine_designs", 1, drawn=dict, listed=dict)
+register("piep.serving_designs", 1, traces=dict, unlisted_shapes=list)
+register("piep.e2e_designs", 1, designs=dict, layouts=dict, one_gpu_models=list,
+         two_gpu=dict)
 register("piep.tp_census", 1, per_layer=dict, outside_layers=dict, world_size=int)
 register("piep.kernel_census", 1, model=str, engine=str, prefill=dict, decode_step=dict)
 register("piep.insitu", 1, model=str, kind=str, phase=str, device_time_s_per_call=NUM)
