@@ -16,7 +16,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from piep.gpus import load_gpu  # noqa: E402
-from piep.plan import fit  # noqa: E402
+from piep.fit import freq as fit  # noqa: E402
 from piep.plan.freq import freq_model_path  # noqa: E402
 
 OUT = ROOT / "calibration" / "h200" / "dvfs"
@@ -125,7 +125,7 @@ def main() -> None:
         "# H200 frequency model (model-based; clocks cannot be set on our GPUs)",
         "",
         "Regenerate: `python benchmarks/dvfs_fit.py` (writes `freq_model.json`, this file, "
-        "`figures/response.png`). Model: `piep/plan/freq.py`; fit: `piep/plan/fit.py`.",
+        "`figures/response.png`). Model: `piep/plan/freq.py`; fit: `piep/fit/freq.py`.",
         "",
         "## Parameters",
         "",

@@ -31,7 +31,7 @@ from engines_blind import device_calls  # noqa: E402
 
 from piep.predict.engines import engine_records  # noqa: E402
 from piep.predict.learned import load_learned  # noqa: E402
-from piep.serving.fit import held_out  # noqa: E402
+from piep.fit.serving import held_out  # noqa: E402
 
 REPORT = ROOT / "reports" / "serving.md"
 KEYS = (("energy_j", "energy"), ("active_j", "active energy"), ("time_s", "window time"),
@@ -128,7 +128,7 @@ def main() -> int:
                      f"{r['pred_energy_j']:.0f} | {r['time_s']:.2f} | {r['pred_time_s']:.2f} | "
                      f"{r['tpot_s']:.4f} | {r['pred_tpot_s']:.4f} | {r['e2e_s']:.2f} | "
                      f"{r['pred_e2e_s']:.2f} |")
-    lines += ["", "What is fitted (`piep.serving.fit`): the engine's KV blocks come from a "
+    lines += ["", "What is fitted (`piep.fit.serving`): the engine's KV blocks come from a "
               "model of its memory handler (weights, K/V pages, the packed attention mask), "
               "with the memory it reserves read off the blocks each replay reports; the "
               "kernel time scales (all kernels, and the paged attention and K/V gather on "

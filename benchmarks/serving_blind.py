@@ -52,7 +52,7 @@ SETS = {  # file, shapes, trace files
 PROBED_FROM = "4"
 PROBE_GRID_US = (6.0, 7.0, 8.0, 9.0, 10.0, 11.0, 12.0)
 # a predictions file's keys, and the names the rows of a blind test give them (those of
-# `piep.serving.fit.case_row`)
+# `piep.fit.serving.case_row`)
 FILE_KEYS = ("energy_j", "time_s", "tpot_p50_s", "e2e_p50_s")
 KEYS = ("energy_j", "time_s", "tpot_s", "e2e_s")
 
@@ -113,7 +113,7 @@ def write(which: str) -> int:
 def measured() -> dict[tuple[str, str], dict]:
     """(model, trace file name) -> the measured quantities of the replay."""
     from piep.predict.train import host_probe_of
-    from piep.serving.fit import observed
+    from piep.fit.serving import observed
     out = {}
     for f in sorted((CB / "raw").glob("*.jsonl")):
         for rec in read_jsonl(f):

@@ -96,7 +96,7 @@ ENGINES: dict[str, Engine] = {e.name: e for e in (
            fitted_terms=("host_launch_s", "gap_graph_s", "step_host_s", "call_host_s"),
            refit_combiner=True, host_fitted=True, like_base=True, runs_generate=True,
            tp_path=True, measure="piep measure --engine hf-static --grid DESIGN.jsonl"),
-    # continuous batching: fitted on replayed request traces (piep.serving.fit): the kernel
+    # continuous batching: fitted on replayed request traces (piep.fit.serving): the kernel
     # time scales (attention's on top), host time, the power in host gaps
     Engine(name="hf-cb",
            description="transformers continuous batching (paged SDPA, FIFO scheduler)",

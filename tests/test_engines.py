@@ -414,7 +414,7 @@ def test_engines_of_your_own_at_the_edge(tmp_path, monkeypatch, capsys, argv, ne
 @pytest.mark.slow
 def test_shipped_serving_profile_is_reproduced_from_its_traces():
     """`piep train --engine hf-cb` on the committed replays gives the shipped host terms."""
-    from piep.serving.fit import fit_cb_profile
+    from piep.fit.serving import fit_cb_profile
     shipped = load_profile("h200", "hf-cb")
     refit = fit_cb_profile(load_learned("h200"), engine_records("h200", "hf-cb"))
     for name in ENGINES["hf-cb"].fitted_terms:
@@ -645,7 +645,7 @@ def test_an_engine_combiner_holds_the_prefill_decode_split(monkeypatch):
 def test_held_out_serving_rows_on_both_hosts_share_their_fits():
     """One held-out fit per group serves the predictions without a host probe and with
     each replay's: the same rows as two separate held-out passes give."""
-    from piep.serving.fit import held_out, held_out_on_hosts
+    from piep.fit.serving import held_out, held_out_on_hosts
     records = engine_records("h200", "hf-cb")
     few = [r for r in records if r["model"] == "llama-2-7b"][:2] + \
         [r for r in records if r["model"] == "qwen2.5-7b"][:2]

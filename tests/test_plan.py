@@ -9,12 +9,12 @@ from piep import api
 from piep.cli import main
 from piep.device.fake import FakeClockDevice
 from piep.gpus import load_gpu
-from piep.plan import fit
+from piep.fit import freq as fit
 from piep.plan.freq import load_freq_model, response
 from piep.clocks import clock_for
 from piep.plan.planner import leaves, make_plan, phase_curves
 from piep.clocks import ClockRuntime
-from piep.plan.validate import ModelKernels, sweep
+from piep.fit.freq_check import ModelKernels, sweep
 
 
 @pytest.fixture(scope="module")

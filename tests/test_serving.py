@@ -231,7 +231,7 @@ def test_the_engines_kv_blocks_are_those_its_replays_reported():
     ~6 GiB less free memory than the model leaves, +8.9 % blocks), and a larger reserve or
     a smaller memory share leaves fewer blocks."""
     from piep.predict.engines import engine_records, load_profile
-    from piep.serving.fit import _scenario
+    from piep.fit.serving import _scenario
     from piep.serving.serve import paged_cache, policy_of
     profile = load_profile("h200", "hf-cb")
     seen, off = {}, set()
@@ -266,7 +266,7 @@ def _replay_of(model, trace, base, name="llama-2-7b"):
     `trace` with `model` (what a replay on a GPU running exactly that model would log)."""
     from piep.models import load_model
     from piep.sampling.runner import model_shape
-    from piep.serving.fit import SCHEDULER, _policy
+    from piep.fit.serving import SCHEDULER, _policy
     from piep.serving.serve import document, iteration_grid, serving_scenario
     spec = load_model(name)
     scn = serving_scenario(spec, trace, gpu=base.gpu, check_memory=False)
@@ -299,7 +299,7 @@ def test_the_serving_fit_recovers_an_engine_from_its_iteration_logs():
     waiting for the host) are fitted back: iteration times and window energies of a trace
     the fit never saw come out as the known engine gives them."""
     from piep.predict.learned import load_learned
-    from piep.serving.fit import _cases, _with_terms, case_row, fit_cb_profile
+    from piep.fit.serving import _cases, _with_terms, case_row, fit_cb_profile
     base = load_learned("h200")
     truth = _with_terms(base, {"time_scale.prefill": 1.1, "time_scale.kind:attention": 1.8,
                                "host_launch_s": 2e-5, "step_host_s": 0.03,

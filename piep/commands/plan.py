@@ -46,7 +46,7 @@ def configure(parser) -> None:
 def run(args) -> int:
     if args.validate:
         from piep.commands.apply import clock_access
-        from piep.plan.validate import validate_clocks
+        from piep.fit.freq_check import validate_clocks
         doc = validate_clocks(args.gpu, clock_access(), args.validate_out)
         emit(args, doc, lambda d: f"refit on {len(d['sweep'])} points: "
                                   f"v_ratio {d['v_ratio']:.3f}, f_mem_sat {d['f_mem_sat_mhz']:.0f}"

@@ -44,7 +44,9 @@ def run(args) -> int:
     if args.out:  # before minutes of fitting
         writable(Path(args.out) / "predictor.json", "--out")
     if args.engine:
-        doc = _engine(args)
+        from piep.fit.train import engine_profile
+        doc = engine_profile(gpu=args.gpu, engine=args.engine, like=args.like,
+                             from_measurements=args.from_measurements, out=args.out)
     elif args.from_measurements:
         from piep.predict.learned import user_predictor_dir
         from piep.predict.store import save
@@ -97,122 +99,3 @@ def _check_engine(args) -> None:
         raise ConfigError(f"--engine {args.engine} is an engine of your own: fit it on your "
                           f"runs, priced as a built-in engine: --like hf-static|hf-eager "
                           f"--from-measurements FILE.jsonl")
-
-
-def _tp_path(args) -> dict:
-    """Runs of another harness (`piep.fit.foreign`): the tensor-parallel path of the
-    engine's current profile (yours, else the shipped one) fitted on them."""
-    from piep.errors import ConfigError
-    from piep.fit.foreign import load_foreign
-    from piep.fit.tp_path import Pricer, with_tp_path
-    from piep.predict.engines import save_profile, shipped_profile_dir, user_profile_dir
-    from piep.resolve import engine_profile
-    from piep.engines import names
-    paths = names(tp_path=True)
-    if args.engine not in paths or args.like:
-        raise ConfigError(f"{args.from_measurements}: runs of another harness (no piep schema) "
-                          f"fit the tensor-parallel path of {' and '.join(paths)}; "
-                          f"other engines are fitted on piep's records (piep meter / measure)")
-    runs = load_foreign(args.from_measurements)
-    base = engine_profile(args.gpu, args.engine)
-    profile = with_tp_path(base, runs, Pricer(args.gpu), args.from_measurements)
-    out = Path(args.out) if args.out else user_profile_dir(args.gpu, args.engine)
-    # the profile it was fitted on top of, and how that was made
-    for folder in (user_profile_dir(args.gpu, args.engine),
-                   shipped_profile_dir(args.gpu, args.engine)):
-        if (folder / "profile.json").is_file():
-            from piep.artifacts import read_json
-            prov = read_json(folder / "profile.json", "piep.engine_profile") \
-                .get("provenance", {})
-            profile.meta["tp_path"]["on_top_of"] = prov.get("on_top_of") or {
-                k: prov.get(k) for k in ("command", "git", "source")}
-            break
-    path = save_profile(profile, out, source=args.from_measurements,
-                        command=f"piep train --gpu {args.gpu} --engine {args.engine} "
-                                f"--from-measurements {args.from_measurements}")
-    tp = profile.meta["tp_path"]
-    return {"profile": str(path), "engine": profile.name, "version": profile.version,
-            "runs": len(runs), "tp_measured": profile.meta["tp_measured"],
-            "terms": tp["terms"], "harness_probe_us": tp["harness_probe_us"],
-            "leave_one_run_out_energy_mape": tp.get("energy_mape"),
-            "leave_one_run_out_time_mape": tp.get("time_mape")}
-
-
-def _engine(args) -> dict:
-    from piep import api
-    from piep.artifacts import read_records
-    from piep.engines import ENGINES
-    from piep.errors import ConfigError
-    from piep.predict.engines import (engine_records, fit_profile, host_probe_range_us,
-                                      profile_lomo, save_profile, shipped_profile_dir,
-                                      user_profile_dir, with_intervals)
-    from piep.predict.learned import LearnedModel
-    from piep.predict.train import get_term
-    base = api.cost_model(args.gpu, "learned")
-    if not isinstance(base, LearnedModel):
-        raise ConfigError("an engine profile is fitted over the learned predictor "
-                          "(pip install lightgbm)")
-    record = ENGINES[args.like or args.engine]  # what fits it: its own record, or its base's
-    from piep.fit.foreign import is_foreign
-    if args.from_measurements and is_foreign(args.from_measurements):
-        return _tp_path(args)
-    if args.from_measurements:
-        records = [r for r in read_records(args.from_measurements, record.record_schema,
-                                           given=True) if r["energy_j"] is not None]
-        out = Path(args.out) if args.out else user_profile_dir(args.gpu, args.engine)
-        source = args.from_measurements
-    else:
-        records = engine_records(args.gpu, args.engine)
-        out = Path(args.out) if args.out else shipped_profile_dir(args.gpu, args.engine)
-        source = f"calibration/{args.gpu}/engines/{args.engine}/raw"
-    # a shipped profile predicts an unknown host as the calibration machines' typical one;
-    # a user's, fitted on their own runs, as the host of those runs
-    fit = {"default_host_s": None} if args.from_measurements else {}
-    if record.serves:  # a serving engine: fitted on replayed request traces
-        from piep.serving.fit import fit_cb_profile, held_out_on_hosts
-        profile = fit_cb_profile(base, records, **fit)
-        if len(records) >= 3:  # intervals from leave-one-shape-out (else -trace-out) residuals
-            by = "model" if len({r["model"] for r in records}) >= 2 else "trace"
-            # predicted without a host probe, and with each replay's (same held-out fits)
-            rows = held_out_on_hosts(base, records, by=by, **fit,
-                                     hosts=(False, True) if profile.host.host_probe_ref_s
-                                     else (False,))
-            profile = with_intervals(profile, rows[False])
-            profile.meta["held_out"] = by
-            if True in rows:
-                hosted = with_intervals(profile, rows[True])
-                profile.meta.update({f"{k}_host_probe": hosted.meta[k] for k in
-                                     ("lomo_energy_mape", "lomo_time_mape")})
-    else:
-        if args.like:  # an engine of the user's own, priced as a built-in one
-            fit["like"] = args.like
-        profile = fit_profile(base, records, args.engine, **fit)
-        models = {r["model"] for r in records}
-        if len(models) >= 2:  # intervals from leave-one-model-out residuals, predicted
-            # as a user without a host probe would (on the profile's default host)
-            profile = with_intervals(profile, profile_lomo(base, records, args.engine,
-                                                           with_host=False, **fit))
-            if profile.host.host_probe_ref_s:  # and with each run's host probe
-                hosted = with_intervals(profile, profile_lomo(base, records, args.engine,
-                                                              **fit))
-                profile.meta.update({f"{k}_host_probe": hosted.meta[k] for k in
-                                     ("lomo_energy_mape", "lomo_time_mape")})
-    if (hosts := host_probe_range_us(records)) is not None:
-        profile.meta["host_probe_range_us"] = hosts
-    if not args.from_measurements and not args.like:  # the shipped tensor-parallel runs
-        from piep.fit.tp_path import Pricer, shipped_runs, with_tp_path
-        runs = shipped_runs(args.gpu)
-        if any(r.engine == args.engine and r.tp > 1 for r in runs):
-            profile = with_tp_path(profile, runs, Pricer(args.gpu),
-                                   f"calibration/{args.gpu}/engines/tp2")
-    path = save_profile(profile, out, source=source,
-                        command=f"piep train --gpu {args.gpu} --engine {args.engine}"
-                                + (f" --like {args.like}" if args.like else "")
-                                + (f" --from-measurements {source}" if args.from_measurements
-                                   else ""))
-    return {"profile": str(path), "engine": profile.name, "version": profile.version,
-            **({"like": profile.like} if profile.like else {}),
-            "runs": profile.meta["runs"], "terms": {k: get_term(profile.host, k)
-                                                    for k in profile.meta["fitted_terms"]},
-            "lomo_energy_mape": profile.meta.get("lomo_energy_mape"),
-            "lomo_time_mape": profile.meta.get("lomo_time_mape")}

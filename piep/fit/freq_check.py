@@ -12,7 +12,7 @@ import numpy as np
 
 from piep.clocks import ClockAccess
 from piep.errors import ConfigError
-from piep.plan.fit import refit_from_sweep, single_leaf
+from piep.fit.freq import refit_from_sweep, single_leaf
 from piep.plan.freq import FreqModel, _at, freq_model_path, load_freq_model, write_freq_model
 
 KINDS = ("compute", "memory")

@@ -1,0 +1,133 @@
+"""`piep train`'s work: fit an engine's profile on its runs (piep's records, or runs of
+another harness that fit its tensor-parallel path), save it, and say what was fitted.
+The command parses and prints; this is where the fits are put together."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+
+def tp_path(*, gpu: str, engine: str, from_measurements: str, out: str | None = None,
+            like: str | None = None) -> dict[str, Any]:
+    """Runs of another harness (`piep.fit.foreign`): the tensor-parallel path of the
+    engine's current profile (yours, else the shipped one) fitted on them."""
+    from piep.errors import ConfigError
+    from piep.fit.foreign import load_foreign
+    from piep.fit.tp_path import Pricer, with_tp_path
+    from piep.predict.engines import save_profile, shipped_profile_dir, user_profile_dir
+    from piep.resolve import engine_profile as current_profile
+    from piep.engines import names
+    paths = names(tp_path=True)
+    if engine not in paths or like:
+        raise ConfigError(f"{from_measurements}: runs of another harness (no piep schema) "
+                          f"fit the tensor-parallel path of {' and '.join(paths)}; "
+                          f"other engines are fitted on piep's records (piep meter / measure)")
+    runs = load_foreign(from_measurements)
+    base = current_profile(gpu, engine)
+    profile = with_tp_path(base, runs, Pricer(gpu), from_measurements)
+    out = Path(out) if out else user_profile_dir(gpu, engine)
+    # the profile it was fitted on top of, and how that was made
+    for folder in (user_profile_dir(gpu, engine),
+                   shipped_profile_dir(gpu, engine)):
+        if (folder / "profile.json").is_file():
+            from piep.artifacts import read_json
+            prov = read_json(folder / "profile.json", "piep.engine_profile") \
+                .get("provenance", {})
+            profile.meta["tp_path"]["on_top_of"] = prov.get("on_top_of") or {
+                k: prov.get(k) for k in ("command", "git", "source")}
+            break
+    path = save_profile(profile, out, source=from_measurements,
+                        command=f"piep train --gpu {gpu} --engine {engine} "
+                                f"--from-measurements {from_measurements}")
+    tp = profile.meta["tp_path"]
+    return {"profile": str(path), "engine": profile.name, "version": profile.version,
+            "runs": len(runs), "tp_measured": profile.meta["tp_measured"],
+            "terms": tp["terms"], "harness_probe_us": tp["harness_probe_us"],
+            "leave_one_run_out_energy_mape": tp.get("energy_mape"),
+            "leave_one_run_out_time_mape": tp.get("time_mape")}
+
+
+def engine_profile(*, gpu: str, engine: str, like: str | None = None,
+                   from_measurements: str | None = None,
+                   out: str | None = None) -> dict[str, Any]:
+    """Fit an engine's profile (on the shipped runs, or yours), save it (yours to the user
+    data directory unless `out`) and say what was fitted."""
+    from piep import api
+    from piep.artifacts import read_records
+    from piep.engines import ENGINES
+    from piep.errors import ConfigError
+    from piep.predict.engines import (engine_records, fit_profile, host_probe_range_us,
+                                      profile_lomo, save_profile, shipped_profile_dir,
+                                      user_profile_dir, with_intervals)
+    from piep.predict.learned import LearnedModel
+    from piep.predict.train import get_term
+    base = api.cost_model(gpu, "learned")
+    if not isinstance(base, LearnedModel):
+        raise ConfigError("an engine profile is fitted over the learned predictor "
+                          "(pip install lightgbm)")
+    record = ENGINES[like or engine]  # what fits it: its own record, or its base's
+    from piep.fit.foreign import is_foreign
+    if from_measurements and is_foreign(from_measurements):
+        return tp_path(gpu=gpu, engine=engine, from_measurements=from_measurements,
+                       out=out, like=like)
+    if from_measurements:
+        records = [r for r in read_records(from_measurements, record.record_schema,
+                                           given=True) if r["energy_j"] is not None]
+        out = Path(out) if out else user_profile_dir(gpu, engine)
+        source = from_measurements
+    else:
+        records = engine_records(gpu, engine)
+        out = Path(out) if out else shipped_profile_dir(gpu, engine)
+        source = f"calibration/{gpu}/engines/{engine}/raw"
+    # a shipped profile predicts an unknown host as the calibration machines' typical one;
+    # a user's, fitted on their own runs, as the host of those runs
+    fit = {"default_host_s": None} if from_measurements else {}
+    if record.serves:  # a serving engine: fitted on replayed request traces
+        from piep.fit.serving import fit_cb_profile, held_out_on_hosts
+        profile = fit_cb_profile(base, records, **fit)
+        if len(records) >= 3:  # intervals from leave-one-shape-out (else -trace-out) residuals
+            by = "model" if len({r["model"] for r in records}) >= 2 else "trace"
+            # predicted without a host probe, and with each replay's (same held-out fits)
+            rows = held_out_on_hosts(base, records, by=by, **fit,
+                                     hosts=(False, True) if profile.host.host_probe_ref_s
+                                     else (False,))
+            profile = with_intervals(profile, rows[False])
+            profile.meta["held_out"] = by
+            if True in rows:
+                hosted = with_intervals(profile, rows[True])
+                profile.meta.update({f"{k}_host_probe": hosted.meta[k] for k in
+                                     ("lomo_energy_mape", "lomo_time_mape")})
+    else:
+        if like:  # an engine of the user's own, priced as a built-in one
+            fit["like"] = like
+        profile = fit_profile(base, records, engine, **fit)
+        models = {r["model"] for r in records}
+        if len(models) >= 2:  # intervals from leave-one-model-out residuals, predicted
+            # as a user without a host probe would (on the profile's default host)
+            profile = with_intervals(profile, profile_lomo(base, records, engine,
+                                                           with_host=False, **fit))
+            if profile.host.host_probe_ref_s:  # and with each run's host probe
+                hosted = with_intervals(profile, profile_lomo(base, records, engine,
+                                                              **fit))
+                profile.meta.update({f"{k}_host_probe": hosted.meta[k] for k in
+                                     ("lomo_energy_mape", "lomo_time_mape")})
+    if (hosts := host_probe_range_us(records)) is not None:
+        profile.meta["host_probe_range_us"] = hosts
+    if not from_measurements and not like:  # the shipped tensor-parallel runs
+        from piep.fit.tp_path import Pricer, shipped_runs, with_tp_path
+        runs = shipped_runs(gpu)
+        if any(r.engine == engine and r.tp > 1 for r in runs):
+            profile = with_tp_path(profile, runs, Pricer(gpu),
+                                   f"calibration/{gpu}/engines/tp2")
+    path = save_profile(profile, out, source=source,
+                        command=f"piep train --gpu {gpu} --engine {engine}"
+                                + (f" --like {like}" if like else "")
+                                + (f" --from-measurements {source}" if from_measurements
+                                   else ""))
+    return {"profile": str(path), "engine": profile.name, "version": profile.version,
+            **({"like": profile.like} if profile.like else {}),
+            "runs": profile.meta["runs"], "terms": {k: get_term(profile.host, k)
+                                                    for k in profile.meta["fitted_terms"]},
+            "lomo_energy_mape": profile.meta.get("lomo_energy_mape"),
+            "lomo_time_mape": profile.meta.get("lomo_time_mape")}
