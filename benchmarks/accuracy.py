@@ -25,15 +25,13 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from piep.gpus import load_gpu  # noqa: E402
-from piep.predict.dataset import (load_calibration, module_repeat_pairs,  # noqa: E402,F401
-                                  repeat_check_pairs)
+from piep.fit.dataset import load_calibration, module_repeat_pairs, repeat_check_pairs  # noqa: E402,F401
 from piep.predict.module_models import (fit_module_models, is_fitted, model_group,  # noqa: E402
                                         priced_power_w, sample_leaf)
 from piep.predict.pricing import price  # noqa: E402
 from piep.predict.roofline import RooflineModel  # noqa: E402
 from piep.predict.features import base_time_s, leaf_features  # noqa: E402
-from piep.predict.train import (Case, cases, conformal, fit, leave_one_model_out,  # noqa: E402
-                                rows_of)
+from piep.fit.predictor import Case, cases, conformal, fit, leave_one_model_out, rows_of  # noqa: E402
 
 REPORT = ROOT / "reports" / "accuracy.md"
 FIGS = ROOT / "reports" / "figures"

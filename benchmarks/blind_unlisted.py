@@ -28,7 +28,7 @@ from piep.artifacts import read_jsonl  # noqa: E402
 from piep.gpus import load_gpu  # noqa: E402
 from piep.predict.pricing import price  # noqa: E402
 from piep.predict.store import load  # noqa: E402
-from piep.predict.train import deployment_of  # noqa: E402
+from piep.records import deployment_of  # noqa: E402
 
 CAL = ROOT / "calibration" / "h200"
 TESTS = {  # name -> (measured runs, predictor trained before them)

@@ -19,12 +19,12 @@ sys.path.insert(0, str(ROOT))
 
 from piep.gpus import load_gpu  # noqa: E402
 from piep.layout import Deployment  # noqa: E402
-from piep.predict.engines import (engine_records, load_profile,  # noqa: E402
-                                  profile_lomo, profile_rows, typical_host_s)
+from piep.fit.engines import engine_records, profile_lomo, profile_rows, typical_host_s  # noqa: E402
+from piep.predict.engines import load_profile  # noqa: E402
 from piep.predict.learned import load_learned  # noqa: E402
 from piep.predict.pricing import price  # noqa: E402
 from piep.artifacts import read_jsonl  # noqa: E402
-from piep.predict.train import deployment_of, host_probe_of  # noqa: E402
+from piep.records import deployment_of, host_probe_of  # noqa: E402
 from piep.engines import ENGINES as REGISTRY, names  # noqa: E402
 from piep.tree.builder import ELEMENTWISE  # noqa: E402
 
@@ -290,7 +290,7 @@ def window_rows(base) -> list[str]:
 
 def census_records(name: str) -> list[tuple[dict, Deployment]]:
     """The records of a census file, each with the deployment it measured."""
-    from piep.predict import census
+    from piep.fit import census
     from piep.sampling.design import named_spec
     gpu = load_gpu("h200")
     return [(c, census.census_deployment(c, named_spec(c["model"])[0], gpu))
@@ -369,7 +369,7 @@ def census_time_text(rows: list[str], ranges: dict[str, tuple[float, float]]) ->
             "cache's strided concatenation), which piep prices from call 35's module samples "
             "of both. Under hf-static the compiled step fuses each pointwise chain into one "
             "triton kernel: piep's tree holds them as fused leaves, one kernel each, at the "
-            "in-situ time the census measured (`fused_kernel_s`, `piep.predict.census`: the "
+            "in-situ time the census measured (`fused_kernel_s`, `piep.fit.census`: the "
             "compiler's kernels of a layer other than the K/V expansion, less their bytes at "
             "HBM bandwidth, per fused leaf; priced as eager's before, 28-75 us a layer too "
             f"much). Over hf-static's rows piep now prices {e0:+.0f}..{e1:+.0f} us a layer "
@@ -445,7 +445,7 @@ def board_effect(records, engine: str, hosted) -> str | None:
     decode-GEMM probe power over a reference board fitted on the other boards' runs (the
     median of probe x predicted / measured; leave one board out)."""
     from collections import defaultdict
-    from piep.predict.train import board_probe_of
+    from piep.records import board_probe_of
     boards = defaultdict(set)
     for r in records:
         if board_probe_of(r):
@@ -474,8 +474,9 @@ def strict_lomo(records, engine: str, with_host: bool = False) -> list[dict]:
     predictor refitted without that model's reference-runner runs and without the module
     samples of kernel shapes only it has (`exclusive_filter`), then the engine's profile
     fitted on the other models' engine runs over it."""
-    from piep.predict.dataset import load_calibration
-    from piep.predict.train import cases, exclusive_filter, fit, spec_of_record
+    from piep.fit.dataset import load_calibration
+    from piep.fit.predictor import cases, exclusive_filter, fit
+    from piep.records import spec_of_record
     gpu = load_gpu("h200")
     cal = load_calibration("h200")
     ref_cases = cases(cal, gpu)

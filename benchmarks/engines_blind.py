@@ -57,7 +57,7 @@ sys.path.insert(0, str(ROOT))
 
 from piep import api  # noqa: E402
 from piep.artifacts import git_hash, read_jsonl, write_text  # noqa: E402
-from piep.predict.train import board_probe_of  # noqa: E402
+from piep.records import board_probe_of  # noqa: E402
 from piep.sampling.grid import config_key, spec_of  # noqa: E402
 from serving_blind import PROBE_GRID_US, at_probe  # noqa: E402
 

@@ -17,7 +17,8 @@ sys.path.insert(0, str(ROOT))
 
 def main() -> int:
     from piep.engines import names
-    from piep.predict.engines import engine_records, host_probe_range_us, shipped_profile_dir
+    from piep.fit.engines import engine_records, host_probe_range_us
+    from piep.predict.engines import shipped_profile_dir
     for engine in names(host_fitted=True):
         hosts = host_probe_range_us(engine_records("h200", engine))
         print(f"{engine}: launch probes {hosts[0]:.2f}-{hosts[1]:.2f} us")

@@ -144,9 +144,9 @@ def e2e_docs() -> dict[str, dict]:
     roofline (the records name shapes that no shipped config has)."""
     from piep.api import cost_model
     from piep.gpus import load_gpu
-    from piep.predict.dataset import load_calibration, unique_e2e
+    from piep.fit.dataset import load_calibration, unique_e2e
     from piep.predict.pricing import price
-    from piep.predict.train import deployment_of
+    from piep.records import deployment_of
     gpu = load_gpu("h200")
     recs = unique_e2e(load_calibration("h200").e2e)
     deps = [deployment_of(rec, gpu) for rec in recs]

@@ -29,7 +29,7 @@ from serving_blind import OUT as BLIND1, OUT2 as BLIND2, OUT3 as BLIND3, OUT4 as
 from serving_blind import blind_rows  # noqa: E402
 from engines_blind import device_calls  # noqa: E402
 
-from piep.predict.engines import engine_records  # noqa: E402
+from piep.fit.engines import engine_records  # noqa: E402
 from piep.predict.learned import load_learned  # noqa: E402
 from piep.fit.serving import held_out  # noqa: E402
 

@@ -112,7 +112,7 @@ def write(which: str) -> int:
 
 def measured() -> dict[tuple[str, str], dict]:
     """(model, trace file name) -> the measured quantities of the replay."""
-    from piep.predict.train import host_probe_of
+    from piep.records import host_probe_of
     from piep.fit.serving import observed
     out = {}
     for f in sorted((CB / "raw").glob("*.jsonl")):

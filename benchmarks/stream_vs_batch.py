@@ -22,9 +22,9 @@ sys.path.insert(0, str(ROOT))
 
 
 def main() -> int:
-    from piep.predict.engines import engine_records
+    from piep.fit.engines import engine_records
     from piep.predict.pricing import price
-    from piep.predict.train import spec_of_record
+    from piep.records import spec_of_record
     from piep.resolve import resolve
     from piep.scenario import Scenario
     from piep.serving.serve import serve, serving_scenario

@@ -5,8 +5,8 @@ import statistics
 import pytest
 
 from piep.gpus import load_gpu
-from piep.predict.dataset import load_calibration
-from piep.predict.train import deployment_of
+from piep.fit.dataset import load_calibration
+from piep.records import deployment_of
 from piep.tree import build_tree
 
 GPU = load_gpu("h200")

@@ -10,10 +10,10 @@ from piep.cli import main
 from piep.config import BF16_BYTES
 from piep.errors import ConfigError
 from piep.engines import ENGINES
-from piep.predict.engines import (engine_records, fit_profile, load_profile,
-                                  save_profile)
+from piep.fit.engines import engine_records, fit_profile
+from piep.predict.engines import load_profile, save_profile
 from piep.predict.learned import load_learned
-from piep.predict.train import get_term
+from piep.fit.predictor import get_term
 from piep.tree import build_tree
 from piep.tree.builder import ELEMENTWISE
 
@@ -218,8 +218,8 @@ def test_the_host_factor_is_the_probe_over_the_reference():
 
 
 def test_the_typical_host_is_the_median_launch_probe_of_every_shipped_run():
-    from piep.predict.engines import engine_records, typical_host_s
-    from piep.predict.train import host_probe_of
+    from piep.fit.engines import engine_records, typical_host_s
+    from piep.records import host_probe_of
     probes = sorted(host_probe_of(r) for e in ("hf-eager", "hf-static", "hf-cb")
                     for r in engine_records("h200", e) if host_probe_of(r))
     assert len(probes) > 100
@@ -267,8 +267,8 @@ def test_a_profile_is_fitted_per_host():
     """Each run's host time is its launch probe over the runs' median: the fit recovers
     one set of host terms from runs on hosts of different speed."""
     import numpy as np
-    from piep.predict.engines import host_reference_s
-    from piep.predict.train import deployment_of
+    from piep.fit.engines import host_reference_s
+    from piep.records import deployment_of
     recs = engine_records("h200", "hf-eager")
     ref = host_reference_s(recs)
     assert ref == pytest.approx(float(np.median([r["host_probe"]["launch_add_s"]
@@ -595,7 +595,7 @@ def test_fused_leaves_take_the_fused_kernel_time():
 def test_the_fused_kernel_time_comes_from_the_census(tmp_path, monkeypatch):
     """One layer's fused kernels (compiler-generated, not the K/V expansion) less the
     bytes of the layer's fused leaves at HBM bandwidth, per fused leaf."""
-    from piep.predict import census
+    from piep.fit import census
     from piep.predict.table import TableBuilder
     rec = {"schema": census.SCHEMA, "schema_version": 1, "model": "llama-3-8b",
            "engine": "hf-static", "batch": 16, "prompt_len": 512, "gen_len": 9, "prefill": {},
@@ -625,8 +625,8 @@ def test_an_engine_combiner_holds_the_prefill_decode_split(monkeypatch):
     the whole run's: in sample, the phases err less than with the whole run alone, and
     the reference runner's combiner is not the one shipped."""
     import math
-    import piep.predict.engines as engines
-    from piep.predict.train import rows_of
+    import piep.fit.engines as engines
+    from piep.fit.predictor import rows_of
     base = load_learned("h200")
     records = engine_records("h200", "hf-static")
     err = {}

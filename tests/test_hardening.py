@@ -78,7 +78,7 @@ def runs(tmp_path_factory):
     """Committed runs to fit on (outside the tests' own folders): the reference runner's,
     and one model's hf-static runs (one model: no leave-one-model-out pass); a plan file."""
     from piep.artifacts import read_jsonl
-    from piep.predict.engines import engine_records
+    from piep.fit.engines import engine_records
     folder = tmp_path_factory.mktemp("runs")
     ref = read_jsonl(ROOT / "calibration/h200/e2e/raw/e2e_2gpu.jsonl")[:6]
     static = [r for r in engine_records("h200", "hf-static") if r["model"] == "llama-2-7b"]

@@ -110,7 +110,7 @@ def test_an_hf_mode_calibrated_as_if_it_were_foreign(tmp_path, monkeypatch, caps
     the committed hf-eager runs' energy and time), fit a profile from the records, and the
     user's profile answers `predict --engine`: under the engine's own name, or under a name
     of the user's own priced as hf-eager (`--like`)."""
-    from piep.predict.engines import engine_records
+    from piep.fit.engines import engine_records
     # one model's runs (no leave-one-model-out pass: `piep train`'s plumbing is the test)
     runs = [r for r in engine_records("h200", "hf-eager") if r["model"] == "qwen2.5-7b"]
     out = tmp_path / "metered.jsonl"
@@ -121,7 +121,7 @@ def test_an_hf_mode_calibrated_as_if_it_were_foreign(tmp_path, monkeypatch, caps
             span.append(clock())
             clock.sleep(r["time_s"])
             span.append(clock())
-        from piep.predict.train import spec_of_record
+        from piep.records import spec_of_record
         meter.append(out, meter.record(spec_of_record(r), engine=engine,
                                        engine_version="5.17.0", batch=r["batch"],
                                        prompt_len=r["prompt_len"], gen_len=r["gen_len"],

@@ -230,7 +230,8 @@ def test_the_engines_kv_blocks_are_those_its_replays_reported():
     but for the largest model (mistral-small-24b, 44 GiB of weights: the engine found
     ~6 GiB less free memory than the model leaves, +8.9 % blocks), and a larger reserve or
     a smaller memory share leaves fewer blocks."""
-    from piep.predict.engines import engine_records, load_profile
+    from piep.fit.engines import engine_records
+    from piep.predict.engines import load_profile
     from piep.fit.serving import _scenario
     from piep.serving.serve import paged_cache, policy_of
     profile = load_profile("h200", "hf-cb")

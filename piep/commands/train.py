@@ -50,7 +50,7 @@ def run(args) -> int:
     elif args.from_measurements:
         from piep.predict.learned import user_predictor_dir
         from piep.predict.store import save
-        from piep.predict.train import refit_on_measurements
+        from piep.fit.predictor import refit_on_measurements
         out = Path(args.out) if args.out else user_predictor_dir(args.gpu)
         model, n = refit_on_measurements(args.gpu, Path(args.from_measurements))
         save(model, out, refit_from=args.from_measurements)
@@ -59,7 +59,7 @@ def run(args) -> int:
                "gap_graph_s": model.host.gap_graph_s}
     else:
         from piep.predict.store import save
-        from piep.predict.train import train_shipped
+        from piep.fit.predictor import train_shipped
         out = Path(args.out) if args.out else predictor_dir(args.gpu)
 
         def progress(i, n, name):

@@ -1,6 +1,8 @@
-"""Fitting: what piep learns from measurements. Here: the tensor-parallel path of the
-transformers engines from runs of another harness (`tp_path`, `foreign`), the serving
-profile from replayed request traces (`serving`), the frequency model and its check on a
-clock sweep (`freq`, `freq_check`). Still outside it: the predictor's training
-(piep.predict.train, dataset, census) and the engine-profile fits (piep.predict.engines).
+"""Fitting: what piep learns from measurements, in one room. The learned predictor's
+training (`predictor`, on the calibration `dataset`; the kernel `census` of an engine), the
+engine-profile fits (`engines`), the serving profile from replayed request traces
+(`serving`), the tensor-parallel path from runs of another harness (`tp_path`, `foreign`),
+the frequency model and its check on a clock sweep (`freq`, `freq_check`), and `piep
+train`'s orchestration (`train`). piep.predict keeps what a prediction reads; piep.records
+reads what a measurement record says.
 """

@@ -26,8 +26,9 @@ import numpy as np
 
 from piep.engines import ENGINES, names
 from piep.errors import ArtifactError
-from piep.predict.engines import EngineProfile, engine_version, profile_hosts
-from piep.predict.train import set_term
+from piep.predict.engines import EngineProfile
+from piep.fit.engines import engine_version, profile_hosts
+from piep.fit.predictor import set_term
 from piep.serving.costs import ATTENTION_KINDS
 from piep.serving.serve import (SchedulerPolicy, document, iteration_grid, paged_cache,
                                 policy_of, run, with_host)
@@ -84,7 +85,7 @@ def _spec(rec: dict[str, Any]):
     is its (the record's shape lacks a sliding window), else the record's shape."""
     from piep.errors import ConfigError
     from piep.models import load_model
-    from piep.predict.train import spec_of_record
+    from piep.records import spec_of_record
     try:
         shipped = load_model(rec["model"])
     except ConfigError:
@@ -94,7 +95,7 @@ def _spec(rec: dict[str, Any]):
 
 def _scenario(rec: dict[str, Any], base, on_its_host: bool = False):
     """The replay's scenario; `on_its_host`: with the host probe it recorded."""
-    from piep.predict.train import host_probe_of
+    from piep.records import host_probe_of
     from piep.serving.serve import serving_scenario
     probe = host_probe_of(rec) if on_its_host else None
     return serving_scenario(_spec(rec), record_trace(rec), gpu=base.gpu, check_memory=False,

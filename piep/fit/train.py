@@ -57,11 +57,11 @@ def engine_profile(*, gpu: str, engine: str, like: str | None = None,
     from piep.artifacts import read_records
     from piep.engines import ENGINES
     from piep.errors import ConfigError
-    from piep.predict.engines import (engine_records, fit_profile, host_probe_range_us,
-                                      profile_lomo, save_profile, shipped_profile_dir,
-                                      user_profile_dir, with_intervals)
+    from piep.fit.engines import (engine_records, fit_profile, host_probe_range_us,
+                                  profile_lomo, with_intervals)
+    from piep.predict.engines import save_profile, shipped_profile_dir, user_profile_dir
     from piep.predict.learned import LearnedModel
-    from piep.predict.train import get_term
+    from piep.fit.predictor import get_term
     base = api.cost_model(gpu, "learned")
     if not isinstance(base, LearnedModel):
         raise ConfigError("an engine profile is fitted over the learned predictor "

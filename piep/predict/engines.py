@@ -9,7 +9,7 @@ fitted on end-to-end runs of the engine: host time per kernel launch (prefill, d
 per graph-replayed kernel, per generated token outside the model, per call (hf-static's
 generate() setup: ~12 ms), and optionally the combiner; a compiled engine's fused
 pointwise kernels take the in-situ time its kernel census measured
-(`piep.predict.census`). A profile names the engine's version it was measured with.
+(`piep.fit.census`). A profile names the engine's version it was measured with.
 Engines fitted per host (`host_fitted` in the registry) scale each run's host time by its launch probe
 over the median of the runs' (the profile's reference host, `HostTerms.host_probe_ref_s`).
 
@@ -24,29 +24,22 @@ import copy
 import functools
 import json
 import logging
-import math
-import statistics
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from piep.artifacts import (calibration_dir, read_json, read_records, read_text,
+from piep.artifacts import (calibration_dir, read_json, read_text,
                             user_data_dir, write_json)
-from piep.errors import ArtifactError, ConfigError
 from piep.predict.combiner import Combiner
 from piep.predict.host import TERMS, HostTerms
-from piep.engines import ENGINES, engine as engine_record, names as engine_names
-from piep.tree.builder import past_window
-from piep.scenario import ENGINE_PROFILE_SCHEMA, EngineRef, forget_user_engines
+from piep.engines import names as engine_names
+from piep.scenario import ENGINE_PROFILE_SCHEMA, forget_user_engines
 
 log = logging.getLogger("piep.engines")
 SCHEMA = ENGINE_PROFILE_SCHEMA
 SCHEMA_VERSION = 1
-# where a fit starts a term the reference runner lacks
-START = {"step_host_s": 1e-3, "call_host_s": 1e-2}
-COMBINER_PHASE_WEIGHT = 0.5  # each phase's log energy error beside the whole run's
 
 
 def shipped_profile_dir(gpu: str, engine: str) -> Path:
@@ -153,210 +146,3 @@ def known_profiles(gpu: str) -> dict[str, EngineProfile]:
         if prof is not None:
             out[name] = prof
     return out
-
-
-def engine_records(gpu: str, engine: str) -> list[dict[str, Any]]:
-    """The shipped end-to-end runs of an engine (every measurement with energy): batch
-    runs, or replayed request traces for a serving engine."""
-    schema = engine_record(engine).record_schema
-    rows = []
-    for f in sorted((shipped_profile_dir(gpu, engine) / "raw").glob("*.jsonl")):
-        rows += [r for r in read_records(f, schema) if r.get("energy_j") is not None]
-    return rows
-
-
-# --- fitting -----------------------------------------------------------------------------
-def host_reference_s(records: list[dict[str, Any]]) -> float | None:
-    """The calibration host of a set of runs: the median of their host probes."""
-    from piep.predict.train import host_probe_of
-    probes = [p for r in records if (p := host_probe_of(r))]
-    return statistics.median(probes) if probes else None
-
-
-@functools.lru_cache(maxsize=None)  # every fold of a leave-one-out fit asks for it
-def typical_host_s(gpu: str) -> float | None:
-    """The typical host of a GPU's calibration machines: the median launch probe of every
-    shipped run of every engine fitted per host (the hosts drift from machine to machine
-    and over time; one host for all engines keeps them comparable). A shipped profile
-    predicts a deployment of unknown host for it."""
-    return host_reference_s([r for e in engine_names(host_fitted=True)
-                             for r in engine_records(gpu, e)])
-
-
-def profile_hosts(records: list[dict[str, Any]], gpu: str,
-                  default_host_s: float | str | None) -> tuple[float | None, float | None]:
-    """(reference, default) launch probes of a profile fitted per host on `records`: their
-    median, and the host a deployment of unknown probe is predicted for ("typical":
-    `typical_host_s`; None: the reference itself); (None, None) without probes."""
-    ref = host_reference_s(records)
-    if default_host_s == "typical":
-        default_host_s = typical_host_s(gpu)
-    return ref, default_host_s if ref else None
-
-
-def _cases(records: list[dict[str, Any]], gpu, engine: str, on_their_hosts: bool = False,
-           like: str | None = None):
-    """The runs as training cases, their trees built as `like`'s (default: `engine`'s);
-    `on_their_hosts`: each with its host probe."""
-    from piep.predict.dataset import unique_e2e
-    from piep.predict.train import Case, deployment_of
-    _own_runs(records, engine)
-    return [Case(r, deployment_of(r, gpu, engine=like or engine, on_its_host=on_their_hosts))
-            for r in unique_e2e(records)]
-
-
-def _own_runs(records: list[dict[str, Any]], engine: str) -> None:
-    """Every record is a run of `engine` (or names none); each gets its configuration key."""
-    for r in records:
-        got = record_engine(r)[0]
-        if got not in (None, engine):
-            raise ArtifactError(f"a record of {got!r} among the runs of {engine!r}; "
-                                + ("piep's reference runner is fitted by `piep train "
-                                   "--from-measurements` (no --engine)" if got == REFERENCE
-                                   else "fit each engine on its own runs"))
-        r.setdefault("key", "|".join(str(r[k]) for k in ("model", "tp", "pp", "dp", "batch",
-                                                         "prompt_len", "gen_len", "mode")))
-
-
-REFERENCE = "piep reference runner"  # the `engine` of the reference runner's records
-
-
-def record_engine(rec: dict[str, Any]) -> tuple[str | None, str | None]:
-    """The engine a measurement record names, and its version: an engine's records carry
-    {"name", "version"}, the reference runner's its name alone; (None, None) for none."""
-    engine = rec.get("engine")
-    if isinstance(engine, dict):
-        return engine.get("name"), engine.get("version")
-    return (str(engine), None) if engine else (None, None)
-
-
-def engine_version(records: list[dict[str, Any]], engine: str) -> str:
-    """The one version of `engine` its runs were measured with: runs of several versions
-    are refused (a profile never mixes them silently)."""
-    versions = sorted({str(record_engine(r)[1] or "unknown") for r in records})
-    if len(versions) > 1:
-        raise ConfigError(f"the runs of {engine} come from {len(versions)} of its versions "
-                          f"({', '.join(versions)}): a profile is fitted on one; keep the "
-                          "runs of one version (each record's engine.version)")
-    return versions[0] if versions else "unknown"
-
-
-def fit_profile(base, records: list[dict[str, Any]], engine: str, *,
-                refit_combiner: bool | None = None, terms: tuple[str, ...] | None = None,
-                host_form: dict[str, Any] | None = None,
-                default_host_s: float | str | None = "typical",
-                like: str | None = None) -> EngineProfile:
-    """Fit `engine`'s host terms (and, with `refit_combiner`, its combiner; by default
-    where its registry record says `refit_combiner`) on its runs, over the module models
-    of `base` (the shipped learned predictor). `terms` and `host_form` replace the
-    record's fitted terms and host path: what the report's ablations fit.
-    `default_host_s`: the launch probe of the host a deployment of unknown host is
-    predicted for ("typical": `typical_host_s`, a shipped profile's; None: the runs' own
-    host, a user's profile of their own runs). `like`: an engine of the user's own (a
-    name no built-in has), fitted and priced as this built-in one (a `like_base`)."""
-    from piep.predict.train import TrainingSet, fit_combiner, fit_host_terms
-    # a user's engine: validated as every engine reference is
-    recipe = EngineRef(name=engine, like=like).structure if like else engine
-    fitted = engine_names(reference=False)
-    if recipe not in fitted:
-        raise ConfigError(f"no fit is defined for engine {engine!r}; engines: "
-                          f"{', '.join(fitted)}, or one of your own priced as "
-                          f"another (--like {'|'.join(engine_names(like_base=True))})")
-    record = ENGINES[recipe]
-    _own_runs(records, engine)  # before any fitting
-    version = engine_version(records, engine)
-    if refit_combiner is None:
-        refit_combiner = record.refit_combiner
-    ref, default = profile_hosts(records, base.gpu.name, default_host_s) \
-        if record.host_fitted else (None, None)
-    cases = _cases(records, base.gpu, engine, on_their_hosts=ref is not None, like=like)
-    if len(cases) < 3:
-        raise ArtifactError(f"fitting {engine} needs at least 3 end-to-end runs with energy, "
-                            f"found {len(cases)}")
-    terms = record.fitted_terms if terms is None else terms
-    host = copy.deepcopy(base.host)
-    host.host_probe_ref_s, host.host_probe_default_s = ref, default
-    for name in terms:
-        if name in START and not getattr(host, name):
-            setattr(host, name, START[name])
-    if record.compiled_decode:  # its fused kernels' in-situ time, from its census
-        from piep.predict.census import fused_kernel_estimate
-        from piep.predict.train import spec_of_record
-        shipped = [r for e in engine_names(host_fitted=True, serves=False)
-                   for r in engine_records(base.gpu.name, e)]
-        specs = {r["model"]: spec_of_record(r)  # the censused models' shapes, from runs
-                 for r in shipped + records if "shape" in r}
-        host.fused_kernel_s = float(fused_kernel_estimate(base.gpu, recipe, specs) or 0.0)
-    for name, value in (dict(record.host_form) if host_form is None else host_form).items():
-        setattr(host, name, value)
-    model = replace(base, host=host)
-    ts = TrainingSet.build(model, cases)
-    # an engine's host terms trade off along flat directions (per call against per launch):
-    # a single search stopped where hf-static's per-call time had run down to 0.06 ms; the
-    # restarted one stops at a lower error. The reference runner's fit keeps one search: its
-    # flat terms (the graph gap, the burst window) ran to their bounds when restarted
-    fit_host_terms(model, ts, terms, maxiter=400, restarts=3)
-    if refit_combiner:  # the prefill/decode split of its runs held too
-        fit_combiner(model, ts, phase_weight=COMBINER_PHASE_WEIGHT)
-    return EngineProfile(engine, version, base.gpu.name, model.host,
-                         model.combiner if refit_combiner else None,
-                         meta={"runs": len(cases), "models": sorted({c.rec["model"]
-                                                                     for c in cases}),
-                               "tp_measured": sorted({c.rec["tp"] for c in cases}),
-                               "window_measured": any(past_window(c.dep) for c in cases),
-                               "fitted_terms": list(terms),
-                               **({"fused_kernel_from": "kernel census"} if host.fused_kernel_s
-                                  else {}),
-                               "combiner": "refit" if refit_combiner else "reference"},
-                         like=like)
-
-
-def profile_lomo(base, records: list[dict[str, Any]], engine: str, *,
-                 with_host: bool = True, **fit: Any) -> list[dict[str, Any]]:
-    """Every run predicted by a profile fitted on the other models' runs of the engine
-    (the module models are the shipped ones, fitted on isolated samples); `fit`: the
-    keywords of `fit_profile`."""
-    cases = _cases(records, base.gpu, engine, like=fit.get("like"))
-    out = []
-    for name in sorted({c.rec["model"] for c in cases}):
-        out += profile_rows(base, [c.rec for c in cases if c.rec["model"] != name],
-                            [c.rec for c in cases if c.rec["model"] == name], engine,
-                            with_host=with_host, **fit)
-    return out
-
-
-def profile_rows(base, train: list[dict[str, Any]], test: list[dict[str, Any]], engine: str,
-                 *, with_host: bool = True, **fit: Any) -> list[dict[str, Any]]:
-    """The runs `test` predicted by a profile of `engine` fitted on the runs `train`
-    (`fit`: the keywords of `fit_profile`): each on its own host (its probe over the
-    profile's reference), or with `with_host=False` on the profile's reference host (a
-    prediction without a host probe)."""
-    from piep.predict.train import rows_of
-    prof = fit_profile(base, train, engine, **fit)
-    return rows_of(_cases(test, base.gpu, engine, on_their_hosts=with_host,
-                          like=fit.get("like")), prof.apply(base))
-
-
-def with_intervals(profile: EngineProfile, rows: list[dict[str, Any]]) -> EngineProfile:
-    """The 90 % split-conformal half-widths of |log(pred/measured)| over LOMO rows, pooled
-    (an engine has too few runs per layout to split them)."""
-    def q(values):
-        v = sorted(values)
-        k = min(len(v) - 1, math.ceil((len(v) + 1) * 0.9) - 1)
-        return v[k]
-    qe = q([abs(math.log(r["pred_energy_j"] / r["energy_j"])) for r in rows])
-    qt = q([abs(math.log(r["pred_time_s"] / r["time_s"])) for r in rows])
-    meta = {**profile.meta, "lomo_runs": len(rows),
-            "lomo_energy_mape": 100 * statistics.mean(abs(r["pred_energy_j"] / r["energy_j"] - 1)
-                                                      for r in rows),
-            "lomo_time_mape": 100 * statistics.mean(abs(r["pred_time_s"] / r["time_s"] - 1)
-                                                    for r in rows)}
-    return replace(profile, intervals={"all": qe}, time_intervals={"all": qt}, meta=meta)
-
-
-def host_probe_range_us(records: list[dict[str, Any]]) -> list[float] | None:
-    """The fastest and slowest hosts among a profile's runs (launch probes, us): how far
-    an answer fitted per host may move with the host that runs it."""
-    from piep.predict.train import host_probe_of
-    probes = [p for r in records if (p := host_probe_of(r))]
-    return [1e6 * min(probes), 1e6 * max(probes)] if probes else None

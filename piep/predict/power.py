@@ -7,7 +7,7 @@ the H200 (prefills of the reference runner and of transformers' engines): a phas
 under ~0.5 s averages up to ~1.07x the 700 W limit (the controller lags its limit over
 short windows), a phase of 1 s or more stays at the limit, and the clock a phase settles
 at stretches its time by a power of its kernels' excess over the burst power. The three
-numbers are fitted on the reference runner's end-to-end runs (`piep.predict.train`).
+numbers are fitted on the reference runner's end-to-end runs (`piep.fit.predictor`).
 """
 
 from __future__ import annotations
