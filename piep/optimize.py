@@ -160,7 +160,49 @@ def offline(scn: Scenario, objective: Objective, *, batches: list[int] | None = 
                           f"the fastest predicted is {min(p['e2e_p50_s'] for p in points):.3f} s")
     chosen = min(feasible, key=_rank)
     notes += skipped
+    if chosen is not ref:
+        clear, why = _clear_gain(scn, cm, fm, obj, chosen, ref, grid, predictor)
+        if not clear:  # inside the uncertainty: the default stays
+            notes.append(f"no clear gain: {why}; the default configuration is kept")
+            chosen = ref
     return OfflineResult(ref, chosen, points, pareto(points), _dedupe(notes))
+
+
+def _clear_gain(scn: Scenario, cm, fm, obj: Objective, chosen: dict[str, Any],
+                ref: dict[str, Any], grid: np.ndarray, predictor: str) -> tuple[bool, str]:
+    """Whether `chosen` beats the reference beyond the uncertainty: under every corner of
+    the frequency model's bands (a clock or power-limit gain is model-based), and, where
+    the batch changes, with an energy per output token lower beyond the predictor's
+    intervals (`piep.results.clear_best`)."""
+    from piep.plan.planner import leaves, phase_curves, under_limit
+    from piep.results import clear_best
+    gen_len = scn.workload.gen_len
+    lvs = {b: leaves(scn.replace(batch=b).deployment, cm)
+           for b in {chosen["batch"], ref["batch"]}}
+
+    def at(model, p):
+        lv = lvs[p["batch"]]
+        cv = under_limit(phase_curves(model, lv), lv, model, p["power_limit_w"])
+        j = len(grid) - 1 if p["sm_mhz"] is None else int(np.argmin(abs(grid - p["sm_mhz"])))
+        return _point(p["batch"], p["power_limit_w"], p["sm_mhz"], cv.energy_j[:, j].sum(),
+                      cv.time_s[:, j].sum(), cv.time_s[0, j], gen_len)
+    for corner in fm.corners():
+        c_ref = at(corner, ref)
+        if not obj.value(at(corner, chosen), c_ref) < obj.value(c_ref, c_ref):
+            return False, ("at an end of the frequency model's bands the chosen point "
+                           "does not beat the default")
+    if chosen["batch"] != ref["batch"]:
+        from piep import api
+        docs = [api.predict(scn.replace(batch=p["batch"]), predictor=predictor, hosts=False)
+                for p in (chosen, ref)]
+        best = clear_best([(name, d["j_per_output_token"],
+                            [e / d["output_tokens"] for e in d["interval"]["energy_j"]])
+                           for name, d in zip(("chosen", "default"), docs)],
+                          what="energy per output token")
+        if best["best"] != "chosen":
+            return False, best["why"].replace("chosen", f"batch {chosen['batch']}") \
+                .replace("default", f"batch {ref['batch']}")
+    return True, "beyond the uncertainty"
 
 
 def _rank(p: dict[str, Any]) -> tuple:

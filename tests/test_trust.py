@@ -131,3 +131,18 @@ def test_an_answer_that_waits_on_its_host_says_by_how_much(capsys):
     assert main(["predict", "--model", "llama-2-7b", "--engine", "hf-eager"]) == 0
     out = capsys.readouterr().out
     assert "fastest and slowest hosts" in out and "piep env --host-probe" in out
+
+
+def test_optimize_keeps_the_default_where_its_gain_is_inside_the_uncertainty():
+    from piep.optimize import Objective, offline
+    scn = Scenario.build("llama-2-7b", batch=8)
+    # batch 9 beats batch 8 by a few % of energy per token: inside the predictor's
+    # intervals, so the default batch stays (the clock axis held at its default)
+    res = offline(scn, Objective("eds", 1.0), batches=[8, 9], power_limits=[700.0],
+                  clock_stride=10_000)
+    assert res.chosen is res.reference
+    assert any(n.startswith("no clear gain") for n in res.notes)
+    # a gain far beyond the uncertainty is kept
+    wide = offline(scn, Objective("eds", 1.0), batches=[8, 64], power_limits=[700.0],
+                   clock_stride=10_000)
+    assert wide.chosen["batch"] == 64
