@@ -64,7 +64,9 @@ documents of these engines changed on purpose and lost their unmeasured_engine_l
 flag (hf-eager_tp2, mistral-7b b8 p2000 g300: 3,285 J / 8.51 s -> 6,139 J / 15.94 s;
 hf-static_tp2: 2,811 J / 3.42 s -> 3,370 J / 4.76 s; the tp=2 rows of sweep_engines and
 the tp=2 candidate of compare_engines alike); every tp=1 and every other document
-unchanged: new snapshot.
+unchanged: new snapshot. Then keys were added, every number the same: flag_notes (each
+flag's registered meaning), host_dependence (an engine fitted per host on the fastest and
+slowest hosts of its runs), compare's decisions and interval_time_s: new snapshot.
 """
 
 from __future__ import annotations
