@@ -10,6 +10,7 @@ from typing import Any
 from piep.resolve import (PREDICTORS, Resolved, cost_model, deployment, engine_profile,  # noqa: F401
                           resolve, scenario)
 from piep.flags import explain
+from piep.results import Prediction
 from piep.scenario import Scenario
 
 
@@ -29,10 +30,20 @@ def serve(model: "str | Scenario | Resolved", *, predictor: str = "auto",
 
 def predict(model: "str | Scenario | Resolved", *, predictor: str = "auto",
             hosts: bool = True, **kwargs: Any) -> dict[str, Any]:
-    """The prediction document of a scenario (resolved, or built from a model name and
-    keyword fields: gpu, tp, pp, dp, engine/mode, batch, prompt_len, gen_len,
-    allow_uncalibrated); with `hosts`, how far it moves between the fastest and slowest
-    hosts of the engine's calibration (an engine fitted per host, no probe given)."""
+    """The prediction document of a scenario (`prediction`'s, as `piep predict --json`
+    writes it)."""
+    return prediction(model, predictor=predictor, hosts=hosts, **kwargs).to_json()
+
+
+def prediction(model: "str | Scenario | Resolved", *, predictor: str = "auto",
+               hosts: bool = True, **kwargs: Any) -> Prediction:
+    """The prediction of a scenario (resolved, or built from a model name and keyword
+    fields: gpu, tp, pp, dp, engine/mode, batch, prompt_len, gen_len,
+    allow_uncalibrated), built here once; with `hosts`, how far it moves between the
+    fastest and slowest hosts of the engine's calibration (an engine fitted per host, no
+    probe given)."""
+    from dataclasses import replace
+
     from piep.predict.pricing import price
     res = model if isinstance(model, Resolved) else resolve(scenario(model, **kwargs),
                                                            predictor)
@@ -43,21 +54,25 @@ def predict(model: "str | Scenario | Resolved", *, predictor: str = "auto",
                           "serve --scenario FILE (piep.api.serve)")
     if scn.engine.record.serves:  # continuous batching: the batch is a stream
         from piep.serving.serve import batch_as_stream
-        doc = batch_as_stream(res)
 
-        def answer(r):
-            d = batch_as_stream(r)
-            return d["energy_j"], d["time_s"]
+        def priced(r):
+            return batch_as_stream(r)
     else:
-        doc = price([scn.deployment], res.cost_model, detail=True).document(0)
+        def priced(r):
+            return price([r.deployment], r.cost_model, detail=True).prediction(0)
+    pred = priced(res)
+    flags = res.merged_flags(pred.flags)
 
-        def answer(r):
-            p = price([r.deployment], r.cost_model)
-            return p.energy_j[0], p.time_s[0]
-    doc["engine"] = scn.engine.description  # the tree knows the engine it is priced as
-    doc["scenario"] = scn.to_json()  # the request, as `--scenario FILE.json` reads it
-    if hosts and (dependence := res.host_dependence(answer)):
-        doc["host_dependence"] = dependence
-    res.annotate(doc)
-    doc["flag_notes"] = explain(doc["flags"])
-    return doc
+    def answer(r):  # energy and time on another host (no module attribution needed)
+        if r.scenario.engine.record.serves:
+            o = priced(r).outcome
+            return o.energy_j, o.time_s
+        p = price([r.deployment], r.cost_model)
+        return float(p.energy_j[0]), float(p.time_s[0])
+    return replace(
+        pred, engine=scn.engine.description,  # the tree knows the engine it is priced as
+        scenario=scn.to_json(),  # the request, as `--scenario FILE.json` reads it
+        host_dependence=res.host_dependence(answer) if hosts else None,
+        engine_ref=res.engine_ref, flags=tuple(flags),
+        transfer=None if res.transfer is None else dict(res.transfer),
+        flag_notes=explain(flags))

@@ -72,11 +72,16 @@ class Resolved:
         and its flags (a transfer's first, then the document's own, then what the engine's
         profile lacks)."""
         doc["engine_ref"] = self.engine_ref
-        first = [f for f in self.flags if f == "uncalibrated_gpu"]
-        doc["flags"] = first + doc["flags"] + [f for f in self.flags if f not in first]
+        doc["flags"] = self.merged_flags(doc["flags"])
         if self.transfer is not None:
             doc["transfer"] = dict(self.transfer)
         return doc
+
+    def merged_flags(self, own) -> list[str]:
+        """An answer's flags: a transfer's first, then the answer's own, then what the
+        engine's profile lacks."""
+        first = [f for f in self.flags if f == "uncalibrated_gpu"]
+        return first + list(own) + [f for f in self.flags if f not in first]
 
     def host_dependence(self, answer) -> dict[str, Any] | None:
         """How far an answer of an engine fitted per host moves between the fastest and

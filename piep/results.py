@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -60,6 +61,8 @@ class Summary:
     ttft_s: np.ndarray
     tpot_s: np.ndarray
     e2e_s: np.ndarray
+    # the requests above are one replica's of this many alike (a batch over dp replicas)
+    replicas: int = 1
 
     @classmethod
     def batch(cls, energy_j: float, time_s: float, *, requests: int, gen_len: int,
@@ -73,8 +76,8 @@ class Summary:
 
     @property
     def requests(self) -> int:
-        """How many requests the summary is of."""
-        return len(self.e2e_s)
+        """How many requests the summary is of (every replica's)."""
+        return len(self.e2e_s) * self.replicas
 
     def to_json(self) -> dict[str, object]:
         """The summary's fields, named as `QUANTITIES` names them."""
@@ -147,3 +150,96 @@ def clear_best(options: list[tuple[str, float, "list[float] | None"]], *, what: 
     return {"best": None, "within": [best[0]] + [c[0][0] for c in close],
             "difference_pct": 100 * (math.exp(d) - 1),
             "uncertainty_pct": 100 * (math.exp(q) - 1), "why": why}
+
+
+# 2: one name per quantity (QUANTITIES), latencies per request
+PREDICTION_SCHEMA, PREDICTION_VERSION = "piep.prediction", 2
+
+
+@dataclass(frozen=True)
+class Prediction:
+    """A batch priced: what `piep predict` answers (schema piep.prediction), built once
+    (`piep.api.prediction`) and written by one serializer (`to_json`). Its requests,
+    energy, time and latencies are `outcome`'s; `phases` splits the window (prefill,
+    decode, no request); `flag_notes` explain `flags` (piep.flags)."""
+    predictor: str
+    engine: str                         # the engine in words
+    deployment: dict[str, Any]          # model, gpu, layout, workload
+    outcome: Summary
+    phases: dict[str, dict[str, float]]  # prefill, decode, no_request: energy_j, time_s
+    per_gpu: list[dict[str, Any]]
+    interval: dict[str, Any]
+    breakdown_j: dict[str, float]       # compute, communication, wait, idle
+    modules: list[dict[str, Any]]
+    modules_raw_sum_j: float
+    flags: tuple[str, ...]
+    out_of_range_kinds: tuple[str, ...]
+    scheduler: dict[str, Any] | None = None   # a serving engine's batch: its scheduler
+    priced_as: str | None = None              # ... and how it was priced
+    scenario: dict[str, Any] | None = None    # the request, as --scenario FILE.json reads
+    host_dependence: dict[str, Any] | None = None
+    engine_ref: dict[str, Any] | None = None  # the engine, its version, its host
+    transfer: dict[str, Any] | None = None    # a spec-sheet GPU's transfer
+    flag_notes: list[dict[str, str]] | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        """The prediction document (`piep predict --json`)."""
+        doc: dict[str, Any] = {
+            "schema": PREDICTION_SCHEMA, "schema_version": PREDICTION_VERSION,
+            "predictor": self.predictor, "boundary": "gpu_board", "engine": self.engine,
+            **self.deployment, **self.outcome.to_json(),
+            **{k: dict(v) for k, v in self.phases.items()},
+            "per_gpu": [dict(g) for g in self.per_gpu], "interval": self.interval,
+            "breakdown_j": dict(self.breakdown_j), "modules": list(self.modules),
+            "modules_raw_sum_j": self.modules_raw_sum_j, "flags": list(self.flags),
+            "out_of_range_kinds": list(self.out_of_range_kinds)}
+        optional = {"scheduler": self.scheduler, "priced_as": self.priced_as,
+                    "scenario": self.scenario, "host_dependence": self.host_dependence,
+                    "engine_ref": self.engine_ref, "transfer": self.transfer,
+                    "flag_notes": self.flag_notes}
+        doc.update({k: v for k, v in optional.items() if v is not None})
+        return doc
+
+
+SERVING_SCHEMA, SERVING_VERSION = "piep.serving", 2
+
+
+@dataclass(frozen=True)
+class ServingResult:
+    """A stream of requests served: what `piep serve` answers (schema piep.serving),
+    built once (`piep.serving.serve`) and written by one serializer (`to_json`). Its
+    quantities are named as a prediction's (`outcome`, `phases`, `breakdown_j`)."""
+    deployment: dict[str, Any]          # model, gpu, layout, engine (its name)
+    outcome: Summary
+    breakdown_j: dict[str, float]
+    phases: dict[str, dict[str, float]]
+    iterations: int
+    mean_requests_per_iteration: float
+    scheduler: dict[str, Any]
+    per_request: list[dict[str, Any]]
+    flags: tuple[str, ...]
+    predictor: str | None = None
+    engine_ref: dict[str, Any] | None = None
+    transfer: dict[str, Any] | None = None
+    interval: dict[str, Any] | None = None
+    scenario: dict[str, Any] | None = None
+    host_dependence: dict[str, Any] | None = None
+    flag_notes: list[dict[str, str]] | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        """The serving document (`piep serve --json`)."""
+        doc: dict[str, Any] = {
+            "schema": SERVING_SCHEMA, "schema_version": SERVING_VERSION,
+            "boundary": "gpu_board", **self.deployment, **self.outcome.to_json(),
+            "breakdown_j": dict(self.breakdown_j),
+            **{k: dict(v) for k, v in self.phases.items()},
+            "iterations": self.iterations,
+            "mean_requests_per_iteration": self.mean_requests_per_iteration,
+            "scheduler": dict(self.scheduler), "per_request": list(self.per_request),
+            "flags": list(self.flags)}
+        optional = {"predictor": self.predictor, "engine_ref": self.engine_ref,
+                    "transfer": self.transfer, "interval": self.interval,
+                    "scenario": self.scenario, "host_dependence": self.host_dependence,
+                    "flag_notes": self.flag_notes}
+        doc.update({k: v for k, v in optional.items() if v is not None})
+        return doc

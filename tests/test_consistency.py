@@ -107,3 +107,24 @@ def test_a_stream_is_a_scenario(tmp_path, capsys):
     path.write_text(json.dumps(bad))
     assert main(["serve", "--scenario", str(path)]) == 2
     assert "lacks gen_len" in capsys.readouterr().err
+
+
+def test_answers_are_typed_and_written_by_one_serializer():
+    """A prediction and a served stream are typed results (piep.results) built once; the
+    documents are their `to_json`, under the registered schemas."""
+    from piep.artifacts import check_document
+    from piep.results import Prediction, ServingResult
+    from piep.serving.serve import served
+    pred = api.prediction(MODEL, engine="hf-static", tp=2, batch=4)
+    assert isinstance(pred, Prediction) and pred.outcome.requests == 4
+    assert pred.to_json() == api.predict(MODEL, engine="hf-static", tp=2, batch=4)
+    check_document(pred.to_json(), "prediction")
+    trace = make_trace([0.0, 0.2, 0.9], [100, 300, 200], [20, 40, 10])
+    result, _ = served(Scenario.build(MODEL, engine="hf-cb", trace=trace))
+    assert isinstance(result, ServingResult) and result.outcome.requests == 3
+    assert result.to_json() == api.serve(MODEL, trace=trace)
+    check_document(result.to_json(), "serving")
+    # a serving engine's batch over dp replicas counts every replica's requests
+    two = api.prediction(MODEL, engine="hf-cb", dp=2, batch=6)
+    assert two.outcome.requests == 6 and two.to_json()["j_per_request"] == \
+        pytest.approx(two.outcome.energy_j / 6)

@@ -20,10 +20,8 @@ from piep.layout import Deployment
 from piep.predict.power import SUSTAINED_S, BoardLimit
 from piep.predict.table import PHASES, LeafTable, TableBuilder
 from piep.predict.timeline import Timeline, lay_out
-from piep.results import Summary
+from piep.results import Prediction, Summary
 
-SCHEMA = "piep.prediction"
-SCHEMA_VERSION = 2  # 2: one name per quantity (piep.results), latencies per request
 CATEGORIES = ("compute", "communication", "wait", "idle")
 
 
@@ -130,13 +128,17 @@ class Priced:
 
     def document(self, i: int) -> dict[str, Any]:
         """The prediction document of deployment i (`piep predict --json`)."""
+        return self.prediction(i).to_json()
+
+    def prediction(self, i: int) -> Prediction:
+        """The prediction of deployment i (needs a table built with detail)."""
         dep = self.table.deps[i]
         p = dep.parallel
-        modules = self.modules(i)
         energy_j, time_s = float(self.energy_j[i]), float(self.time_s[i])
         phases = {name: {"energy_j": float(self.phase_energy_j[i, ph]),
                          "time_s": float(self.phase_time_s[i, ph])}
                   for ph, name in enumerate(PHASES)}
+        phases["no_request"] = {"energy_j": 0.0, "time_s": 0.0}
         stage_e = self.stage_energy_j[i, :p.pp]
         scale = energy_j / (p.dp * stage_e.sum() * p.tp) if stage_e.sum() else 1.0
         mem = dep.memory_items_gib()
@@ -148,23 +150,14 @@ class Priced:
                 per_gpu += [{"stage": stage, "power_w_mean": float(power),
                              "memory_gib": mem[pos]["total"]}] * p.tp
         oor = self.out_of_range_kinds(i)
-        return {
-            "schema": SCHEMA,
-            "schema_version": SCHEMA_VERSION,
-            "predictor": self.model.name,
-            "boundary": "gpu_board",
-            "engine": dep.engine_record.description,
-            **deployment_fields(dep),
-            **self.outcome(i).to_json(),
-            **phases, "no_request": {"energy_j": 0.0, "time_s": 0.0},
-            "per_gpu": [dict(g) for g in per_gpu],
-            "interval": self.model.interval(dep, energy_j, time_s, far=bool(oor)),
-            "breakdown_j": {k: float(v) for k, v in zip(CATEGORIES, self.breakdown_j[i])},
-            "modules": modules,
-            "modules_raw_sum_j": float(self.raw_j[i]),
-            "flags": self.flags(i),
-            "out_of_range_kinds": oor,
-        }
+        return Prediction(
+            predictor=self.model.name, engine=dep.engine_record.description,
+            deployment=deployment_fields(dep), outcome=self.outcome(i), phases=phases,
+            per_gpu=[dict(g) for g in per_gpu],
+            interval=self.model.interval(dep, energy_j, time_s, far=bool(oor)),
+            breakdown_j={k: float(v) for k, v in zip(CATEGORIES, self.breakdown_j[i])},
+            modules=self.modules(i), modules_raw_sum_j=float(self.raw_j[i]),
+            flags=tuple(self.flags(i)), out_of_range_kinds=tuple(oor))
 
 
 def flags(dep: Deployment, out_of_range: bool, *, power_capped: bool = False,

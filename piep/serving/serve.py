@@ -21,15 +21,13 @@ from piep.flags import IDLE_DOMINATED, explain
 from piep.engines import names
 from piep.predict.pricing import flags as pricing_flags
 from piep.resolve import Resolved, resolve
-from piep.results import Summary
+from piep.results import Prediction, ServingResult, Summary
 from piep.scenario import Scenario
 from piep.serving.costs import IterationGrid
 from piep.serving.policy import UserPolicy
 from piep.serving.simulate import SchedulerPolicy, Simulation, simulate
 from piep.trace import Trace, make_trace
 
-SCHEMA = "piep.serving"
-SCHEMA_VERSION = 2  # 2: one name per quantity (piep.results), prefill/decode/no_request
 GIB = 1024 ** 3
 
 
@@ -154,19 +152,49 @@ def serve_simulated(scn: "Scenario | Resolved", *, predictor: str = "auto",
                     hosts: bool = True) -> tuple[dict[str, Any], Simulation]:
     """`serve`'s document and the simulation it summarizes (every iteration); its flags
     and interval mean what a batch prediction's do (one resolution, one interval policy)."""
+    result, sim = served(scn, predictor=predictor, user_policy=user_policy, hosts=hosts)
+    return result.to_json(), sim
+
+
+def served(scn: "Scenario | Resolved", *, predictor: str = "auto",
+           user_policy: UserPolicy | None = None,
+           hosts: bool = True) -> tuple[ServingResult, Simulation]:
+    """The serving result of a scenario's requests, built here once, and its simulation."""
     res = _resolved(scn, predictor)
-    doc, sim = _simulated(res, user_policy)
-    res.annotate(doc)
-    doc["scenario"] = res.scenario.to_json()
-    if user_policy is None and hosts:
-        if len(sim.it_time_s) <= HOST_RANGE_ITERATIONS:
-            def answer(r):
-                d = _simulated(r)[0]
-                return d["energy_j"], d["time_s"]
-            if dependence := res.host_dependence(answer):
-                doc["host_dependence"] = dependence
-    doc["flag_notes"] = explain(doc["flags"])
-    return doc, sim
+    result, sim = _simulated(res, user_policy)
+    flags = res.merged_flags(result.flags) + (["unvalidated_engine"] if user_policy else [])
+    dependence = None
+    if user_policy is None and hosts and len(sim.it_time_s) <= HOST_RANGE_ITERATIONS:
+        def answer(r):
+            o = _simulated(r)[0].outcome
+            return o.energy_j, o.time_s
+        dependence = res.host_dependence(answer)
+    return replace(result, engine_ref=res.engine_ref, flags=tuple(flags),
+                   transfer=None if res.transfer is None else dict(res.transfer),
+                   scenario=res.scenario.to_json(), host_dependence=dependence,
+                   flag_notes=explain(flags)), sim
+
+
+def _simulated(res: Resolved, user_policy: UserPolicy | None = None
+               ) -> tuple[ServingResult, Simulation]:
+    """The scenario's requests through its engine's scheduler: the result before the
+    resolution completes it, and the simulation."""
+    scn = res.scenario
+    model, policy, costs = _priced(res, user_policy)
+    trace = scn.requests()
+    sim = simulate(trace, costs, policy)
+    result = serving_result(scn, trace, sim, costs, policy)
+    result = replace(result, predictor=model.name + (f" + policy {user_policy.name!r}"
+                                                     if user_policy else ""))
+    if user_policy:  # another engine's scheduler: nothing piep measured bounds it
+        result = replace(result, scheduler={**result.scheduler, "policy": {
+                             "name": user_policy.name, "source": user_policy.source,
+                             "host": user_policy.host}})
+    elif hasattr(model, "interval"):
+        result = replace(result, interval=model.interval(
+            scn.deployment, result.outcome.energy_j, result.outcome.time_s,
+            far=costs.out_of_range))
+    return result, sim
 
 
 # serve prices a stream again on the fastest and slowest calibration hosts up to this many
@@ -174,28 +202,8 @@ def serve_simulated(scn: "Scenario | Resolved", *, predictor: str = "auto",
 HOST_RANGE_ITERATIONS = 20_000
 
 
-def _simulated(res: Resolved, user_policy: UserPolicy | None = None
-               ) -> tuple[dict[str, Any], Simulation]:
-    """The scenario's requests through its engine's scheduler: the document before the
-    resolution annotates it, and the simulation."""
-    scn = res.scenario
-    model, policy, costs = _priced(res, user_policy)
-    trace = scn.requests()
-    sim = simulate(trace, costs, policy)
-    doc = document(scn, trace, sim, costs, policy)
-    doc["predictor"] = model.name + (f" + policy {user_policy.name!r}" if user_policy else "")
-    if user_policy:  # another engine's scheduler: nothing piep measured bounds it
-        doc["scheduler"]["policy"] = {"name": user_policy.name, "source": user_policy.source,
-                                      "host": user_policy.host}
-        doc["flags"].append("unvalidated_engine")
-    elif hasattr(model, "interval"):
-        doc["interval"] = model.interval(scn.deployment, doc["energy_j"], doc["time_s"],
-                                         far=costs.out_of_range)
-    return doc, sim
-
-
-def batch_as_stream(res: Resolved) -> dict[str, Any]:
-    """The prediction document of a serving engine's batch (`piep predict --engine hf-cb`):
+def batch_as_stream(res: Resolved) -> Prediction:
+    """The prediction of a serving engine's batch (`piep predict --engine hf-cb`):
     continuous batching has no static batch, so its B prompts arrive at once and its
     scheduler runs them, each of dp replicas serving its share; `piep serve` of the same
     requests gives the same energy, time, latencies and partition. The prefill's time is
@@ -204,29 +212,26 @@ def batch_as_stream(res: Resolved) -> dict[str, Any]:
     from piep.predict.pricing import price
     scn = res.scenario
     p = scn.parallel
-    stream, sim = _simulated(res)
-    batch = price([scn.deployment], res.cost_model, detail=True).document(0)
+    result, sim = _simulated(res)
+    stream = result.to_json()
+    batch = price([scn.deployment], res.cost_model, detail=True).prediction(0)
     energy, time_s = stream["energy_j"], stream["time_s"]
     ttft = float(np.max(sim.first_token_s))
-    e_scale, t_scale = energy / batch["energy_j"], time_s / batch["time_s"]
-    return {**batch, **{k: stream[k] for k in SHARED},
-           "requests": batch["requests"], "output_tokens": batch["output_tokens"],
-           "j_per_output_token": energy / batch["output_tokens"],
-           "j_per_request": energy / batch["requests"],
-           "output_tokens_per_s": batch["output_tokens"] / time_s,
-           "prefill": {"energy_j": stream["prefill"]["energy_j"], "time_s": ttft},
-           "decode": {"energy_j": stream["decode"]["energy_j"], "time_s": time_s - ttft},
-           "per_gpu": [{**g, "power_w_mean": energy / p.world_size / time_s}
-                       for g in batch["per_gpu"]],
-           "modules": [{**m, "energy_j": m["energy_j"] * e_scale,
-                        "time_s": m["time_s"] * t_scale} for m in batch["modules"]],
-           "priced_as": "a request stream: the batch's requests arrive at once and the "
-                        "engine's scheduler runs them (piep serve prices the same)"}
-
-
-# what a serving engine's batch takes from the stream its requests make
-SHARED = ("predictor", "energy_j", "time_s", "ttft_s", "tpot_s", "e2e_s", "breakdown_j",
-          "no_request", "interval", "flags", "scheduler")
+    e_scale, t_scale = energy / batch.outcome.energy_j, time_s / batch.outcome.time_s
+    one = outcome(scn.requests(), sim, energy)  # one replica's requests
+    return replace(
+        batch, predictor=stream["predictor"],
+        outcome=replace(one, output_tokens=batch.outcome.output_tokens, replicas=p.dp),
+        phases={"prefill": {"energy_j": stream["prefill"]["energy_j"], "time_s": ttft},
+                "decode": {"energy_j": stream["decode"]["energy_j"], "time_s": time_s - ttft},
+                "no_request": dict(stream["no_request"])},
+        per_gpu=[{**g, "power_w_mean": energy / p.world_size / time_s} for g in batch.per_gpu],
+        interval=stream["interval"], breakdown_j=stream["breakdown_j"],
+        modules=[{**m, "energy_j": m["energy_j"] * e_scale, "time_s": m["time_s"] * t_scale}
+                 for m in batch.modules],
+        flags=tuple(stream["flags"]), scheduler=stream["scheduler"],
+        priced_as="a request stream: the batch's requests arrive at once and the engine's "
+                  "scheduler runs them (piep serve prices the same)")
 
 
 def load_curve(scn: "Scenario | Resolved", factors=(0.25, 0.5, 1.0, 2.0, 4.0), *,
@@ -261,6 +266,13 @@ def outcome(trace: Trace, sim: Simulation, energy_j: float) -> Summary:
 
 
 def document(scn: Scenario, trace: Trace, sim: Simulation, costs, policy) -> dict[str, Any]:
+    """The serving document of a simulated stream, before a resolution completes it."""
+    return serving_result(scn, trace, sim, costs, policy).to_json()
+
+
+def serving_result(scn: Scenario, trace: Trace, sim: Simulation, costs,
+                   policy) -> ServingResult:
+    """What a simulated stream comes to: its outcome, partition, scheduler, requests."""
     kernel_j = float(sim.it_kernel_j.sum())
     gap_j = float(sim.it_gap_j.sum())
     idle_j = sim.idle_s * costs.idle_power_w
@@ -283,29 +295,26 @@ def document(scn: Scenario, trace: Trace, sim: Simulation, costs, policy) -> dic
                    for rid, e, a, b, c in zip(trace.ids, sim.request_j, out.ttft_s,
                                               np.nan_to_num(out.tpot_s), out.e2e_s)]
     p = scn.parallel
-    return {
-        "schema": SCHEMA, "schema_version": SCHEMA_VERSION, "boundary": "gpu_board",
-        "model": scn.model.name, "gpu": scn.gpu.name,
-        "layout": {"tp": p.tp, "pp": p.pp, "dp": p.dp, "gpus": p.world_size},
-        "engine": scn.engine.name,
-        **out.to_json(),
-        "breakdown_j": {"compute": kernel_j - comm_j - wait_j, "communication": comm_j,
-                        "wait": wait_j, "idle": gap_j + idle_j},
+    return ServingResult(
+        deployment={"model": scn.model.name, "gpu": scn.gpu.name,
+                    "layout": {"tp": p.tp, "pp": p.pp, "dp": p.dp, "gpus": p.world_size},
+                    "engine": scn.engine.name},
+        outcome=out,
+        breakdown_j={"compute": kernel_j - comm_j - wait_j, "communication": comm_j,
+                     "wait": wait_j, "idle": gap_j + idle_j},
         # the window by what the GPUs serve: prompts (by their share of each iteration's
         # tokens), generated tokens, or no request at all
-        "prefill": {"energy_j": prefill_j, "time_s": prefill_s},
-        "decode": {"energy_j": float(it_e.sum()) - prefill_j,
-                   "time_s": float(sim.it_time_s.sum()) - prefill_s},
-        "no_request": {"energy_j": idle_j, "time_s": sim.idle_s},
-        "iterations": int(len(sim.it_time_s)),
-        "mean_requests_per_iteration": float(sim.it_requests.mean()) if len(sim.it_requests)
+        phases={"prefill": {"energy_j": prefill_j, "time_s": prefill_s},
+                "decode": {"energy_j": float(it_e.sum()) - prefill_j,
+                           "time_s": float(sim.it_time_s.sum()) - prefill_s},
+                "no_request": {"energy_j": idle_j, "time_s": sim.idle_s}},
+        iterations=int(len(sim.it_time_s)),
+        mean_requests_per_iteration=float(sim.it_requests.mean()) if len(sim.it_requests)
         else 0.0,
-        "scheduler": {"block_size": policy.block_size, "num_blocks": policy.num_blocks,
-                      "max_batch_tokens": policy.max_batch_tokens,
-                      "safety_margin": policy.safety_margin},
-        "per_request": per_request,
-        "flags": flags,
-    }
+        scheduler={"block_size": policy.block_size, "num_blocks": policy.num_blocks,
+                   "max_batch_tokens": policy.max_batch_tokens,
+                   "safety_margin": policy.safety_margin},
+        per_request=per_request, flags=tuple(flags))
 
 
 def with_host(model, **terms: float):
