@@ -61,7 +61,7 @@ def decode_powers() -> dict[int, float]:
 
 
 def measured_decode_powers() -> dict[str, str]:
-    from piep.fit.dataset import load_calibration, unique_e2e
+    from piep.dataset import load_calibration, unique_e2e
     out = {}
     for mode in ("graph", "eager"):
         p = [r["decode"]["energy_j"] / r["decode"]["time_s"] / r["tp"]

@@ -146,7 +146,7 @@ def e2e_docs() -> dict[str, dict]:
     roofline (the records name shapes that no shipped config has)."""
     from piep.api import cost_model
     from piep.gpus import load_gpu
-    from piep.fit.dataset import load_calibration, unique_e2e
+    from piep.dataset import load_calibration, unique_e2e
     from piep.predict.pricing import price
     from piep.records import deployment_of
     gpu = load_gpu("h200")

@@ -62,6 +62,18 @@ def user_data_dir() -> Path:
     return Path(base) / "piep"
 
 
+def fitted(gpu: str, *parts: str) -> Path | None:
+    """A fitted artifact of `gpu` (`parts` under its folder: a predictor's predictor.json,
+    an engine's profile.json, the frequency model): the user's own fit where there is one
+    (the user data directory), else the shipped one (calibration/<gpu>/); None where
+    neither exists. Every fitted artifact a prediction reads is looked up here."""
+    for root in (user_data_dir() / gpu, calibration_dir(gpu)):
+        path = root.joinpath(*parts)
+        if path.is_file():
+            return path
+    return None
+
+
 def git_hash() -> str | None:
     """The commit of this code; $PIEP_GIT_COMMIT where the copy has no .git (device runs)."""
     if os.environ.get("PIEP_GIT_COMMIT"):

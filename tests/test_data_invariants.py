@@ -5,7 +5,7 @@ import statistics
 import pytest
 
 from piep.gpus import load_gpu
-from piep.fit.dataset import load_calibration
+from piep.dataset import load_calibration
 from piep.records import deployment_of
 from piep.tree import build_tree
 

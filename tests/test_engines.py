@@ -388,7 +388,9 @@ def test_an_engine_of_your_own_is_fitted_and_priced_as_a_builtin(tmp_path, monke
                  "--from-measurements", str(one)]) == 0
     capsys.readouterr()
     assert main(["env"]) == 0
-    assert "LOMO energy -" in capsys.readouterr().out.split("one-model")[1].splitlines()[0]
+    (line,) = [x for x in capsys.readouterr().out.splitlines()
+               if x.startswith("  one-model")]
+    assert "LOMO energy -" in line
 
 
 @pytest.mark.parametrize("argv, needle", [

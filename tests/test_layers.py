@@ -12,7 +12,7 @@ LAYERS = {
     0: ("__init__", "errors", "artifacts", "config"),
     1: ("gpus", "models", "device", "stats", "engines", "trace", "results"),
     2: ("layout", "clocks", "meter"),
-    3: ("tree", "scenario", "records"),
+    3: ("tree", "scenario", "records", "dataset"),
     4: ("predict",),
     5: ("resolve", "flags"),
     6: ("api", "plan", "sampling", "compare", "sweep", "serving", "fit"),
@@ -119,3 +119,21 @@ def test_the_check_sees_imports_inside_functions():
     """The walker reads function bodies: the CLI's commands are imported lazily there."""
     lazy = [(p, n) for p, src, n in _imports() if src == "commands" and n == "piep.api"]
     assert lazy
+
+
+# the lab's design functions estimate a run's time with the roofline (so that a design fits
+# the device budget); committed device scripts run them as `python -m piep.sampling.design`
+LAB_READS_THE_PREDICTOR = ("piep/sampling/design.py",)
+
+
+def test_the_roles_of_lab_fitting_and_prediction():
+    """The predictor never imports fitting; fitting never imports the lab; the lab never
+    imports fitting, the simulator or the answers (and the predictor only to size its
+    designs); only the command line imports fitting."""
+    edges = [(str(path), src, dst) for path, src, dst in _piep_edges()]
+    assert not [e for e in edges if e[1] == "predict" and e[2] == "fit"]
+    assert not [e for e in edges if e[1] == "fit" and e[2] == "sampling"]
+    assert not [e for e in edges if e[1] == "sampling"
+                and (e[2] in ("fit", "serving", "resolve", "api")
+                     or (e[2] == "predict" and e[0] not in LAB_READS_THE_PREDICTOR))]
+    assert not [e for e in edges if e[2] == "fit" and e[1] not in ("fit", "commands")]

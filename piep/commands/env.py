@@ -71,6 +71,27 @@ def _predictors(gpus) -> dict:
     return out
 
 
+def _fitted(gpus) -> dict:
+    """Every fitted artifact a prediction reads, per GPU, and whose it is: the user's own
+    (the user data directory) or the shipped one (piep.artifacts.fitted looks them up)."""
+    from piep.artifacts import fitted, user_data_dir
+    from piep.predict.engines import known_profiles
+    out = {}
+    for gpu in gpus:
+        parts = {"predictor": ("predictor", "predictor.json"),
+                 "frequency model": ("dvfs", "freq_model.json"),
+                 **{f"engine {name}": ("engines", name, "profile.json")
+                    for name in known_profiles(gpu)}}
+        found = {}
+        for what, where in parts.items():
+            path = fitted(gpu, *where)
+            if path is not None:
+                mine = user_data_dir() in path.parents
+                found[what] = {"path": str(path), "source": "yours" if mine else "shipped"}
+        out[gpu] = found
+    return out
+
+
 def run(args) -> int:
     from piep.artifacts import data_root
     from piep.device import list_gpus
@@ -101,7 +122,8 @@ def run(args) -> int:
            "packages": {m: _version(m) for m in ("numpy", "scipy", "lightgbm", "matplotlib",
                                                  "transformers", "torch", "pynvml")},
            "gpus": list_gpus(), "data_root": str(root), "calibrations": cal,
-           "predictors": _predictors(known_gpus()), "engines": engines}
+           "predictors": _predictors(known_gpus()), "engines": engines,
+           "fitted": _fitted(known_gpus())}
     if getattr(args, "host_probe", False):
         doc["host_probe"] = _host_probe()
     if getattr(args, "board_probe", False):
@@ -116,6 +138,9 @@ def run(args) -> int:
         lines += [f"calibration {g}: {', '.join(items)}" for g, items in d["calibrations"].items()]
         lines += [f"predictor {g}: {p['source']} ({p['folder']})"
                   for g, p in d["predictors"].items()]
+        for g, items in d["fitted"].items():
+            lines.append(f"fitted for {g} (what predictions read): " + ", ".join(
+                f"{what} {i['source']}" for what, i in items.items()))
         lines.append("engines (--engine):")
         for e in d["engines"]:
             lomo = e.get("lomo_energy_mape")  # None: fitted on one model's runs

@@ -40,7 +40,9 @@ def configure(parser) -> None:
                         help="sweep SM clocks on this machine's GPUs (needs root), measure "
                              "reference kernels and refit the frequency model")
     parser.add_argument("--validate-out", metavar="MODEL.json",
-                        help="with --validate: where the refit frequency model goes")
+                        help="with --validate: where the refit frequency model goes (default: the "
+                             "user data directory, where it then answers in place of the "
+                             "shipped model)")
 
 
 def run(args) -> int:

@@ -68,7 +68,7 @@ def _cases(records: list[dict[str, Any]], gpu, engine: str, on_their_hosts: bool
            like: str | None = None):
     """The runs as training cases, their trees built as `like`'s (default: `engine`'s);
     `on_their_hosts`: each with its host probe."""
-    from piep.fit.dataset import unique_e2e
+    from piep.dataset import unique_e2e
     from piep.fit.predictor import Case
     from piep.records import deployment_of
     _own_runs(records, engine)

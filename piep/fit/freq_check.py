@@ -13,7 +13,7 @@ import numpy as np
 from piep.clocks import ClockAccess
 from piep.errors import ConfigError
 from piep.fit.freq import refit_from_sweep, single_leaf
-from piep.plan.freq import FreqModel, _at, freq_model_path, load_freq_model, write_freq_model
+from piep.plan.freq import FreqModel, _at, load_freq_model, user_freq_model_path, write_freq_model
 
 KINDS = ("compute", "memory")
 # reference kernels: 8192^3 bf16 GEMM; 1 GiB device copy (read + write)
@@ -96,7 +96,8 @@ def validate_clocks(gpu: str, access: ClockAccess, out: str | None = None) -> di
     clocks = fm.clocks()[::8]
     rows = sweep(runtime, measure, clocks)
     refit = refit_from_sweep(fm, rows)
-    path = Path(out) if out else freq_model_path(gpu).with_name("freq_model.validated.json")
+    # a refit on your clock sweep goes to the user data directory, where it then answers
+    path = Path(out) if out else user_freq_model_path(gpu)
     write_freq_model(path, refit, sweep=rows)
     return {"out": str(path), "sweep": rows, "v_ratio": refit.v("v_ratio"),
             "f_mem_sat_mhz": refit.v("f_mem_sat_mhz"), "failures": runtime.failures}

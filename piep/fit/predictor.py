@@ -17,7 +17,7 @@ from piep.layout import Deployment
 from piep.predict.collectives import Collectives
 from piep.predict.combiner import FEATURES as ALPHA_FEATURES
 from piep.predict.combiner import Combiner
-from piep.fit.dataset import Calibration, reference_host, unique_e2e
+from piep.dataset import Calibration, reference_host, unique_e2e
 from piep.predict.host import HostTerms
 from piep.predict.learned import LearnedModel, interval_group
 from piep.predict.module_models import ModuleModels, ModuleOutputs, fit_module_models
@@ -355,7 +355,7 @@ def conformal(rows: list[dict[str, Any]], level: float = 0.9) -> tuple[dict, dic
 
 def train_shipped(gpu_name: str = DEFAULT_GPU, progress=None) -> tuple[LearnedModel, list[dict]]:
     """Fit on every run; intervals from leave-one-model-out residuals."""
-    from piep.fit.dataset import load_calibration
+    from piep.dataset import load_calibration
     gpu = load_gpu(gpu_name)
     cal = load_calibration(gpu_name)
     if not cal.modules or not cal.e2e:

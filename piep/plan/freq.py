@@ -116,14 +116,24 @@ def from_json(doc: dict[str, Any]) -> FreqModel:
 
 
 def freq_model_path(gpu: str) -> Path:
+    """Where the shipped frequency model of `gpu` lives."""
     return calibration_dir(gpu) / "dvfs" / "freq_model.json"
 
 
+def user_freq_model_path(gpu: str) -> Path:
+    """Where a user's refit of the frequency model goes (`piep plan --validate`); it
+    answers in place of the shipped one."""
+    from piep.artifacts import user_data_dir
+    return user_data_dir() / gpu / "dvfs" / "freq_model.json"
+
+
 def load_freq_model(gpu: str) -> FreqModel:
-    path = freq_model_path(gpu)
-    if not path.is_file():
-        raise ConfigError(f"no frequency model for GPU {gpu!r} ({path}); run "
-                          f"`python benchmarks/dvfs_fit.py` to fit one")
+    """The frequency model that answers for `gpu`: the user's refit, else the shipped."""
+    from piep.artifacts import fitted
+    path = fitted(gpu, "dvfs", "freq_model.json")
+    if path is None:
+        raise ConfigError(f"no frequency model for GPU {gpu!r} ({freq_model_path(gpu)}); "
+                          f"run `python benchmarks/dvfs_fit.py` to fit one")
     return from_json(read_json(path, SCHEMA))
 
 

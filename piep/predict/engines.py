@@ -30,7 +30,7 @@ from typing import Any
 
 import numpy as np
 
-from piep.artifacts import (calibration_dir, read_json, read_text,
+from piep.artifacts import (calibration_dir, fitted, read_json, read_text,
                             user_data_dir, write_json)
 from piep.predict.combiner import Combiner
 from piep.predict.host import TERMS, HostTerms
@@ -118,13 +118,12 @@ def save_profile(profile: EngineProfile, folder: Path, **prov: Any) -> Path:
 def load_profile(gpu: str, engine: str) -> EngineProfile | None:
     """The user's profile of `engine` on `gpu`, else the shipped one, else None (a new
     object each time; the file is read once while it stays as it is)."""
-    for folder in (user_profile_dir(gpu, engine), shipped_profile_dir(gpu, engine)):
-        path = folder / "profile.json"
-        if path.is_file():
-            st = path.stat()
-            return EngineProfile.from_json(json.loads(_profile_text(str(path), st.st_mtime_ns,
-                                                                    st.st_size)))
-    return None
+    path = fitted(gpu, "engines", engine, "profile.json")
+    if path is None:
+        return None
+    st = path.stat()
+    return EngineProfile.from_json(json.loads(_profile_text(str(path), st.st_mtime_ns,
+                                                            st.st_size)))
 
 
 @functools.lru_cache(maxsize=32)

@@ -162,10 +162,9 @@ def user_predictor_dir(gpu: str) -> Path:
 def answering_predictor_dir(gpu: str) -> Path | None:
     """The folder of the predictor that answers for `gpu`: the user's refit, else the
     shipped one; None while neither exists."""
-    for folder in (user_predictor_dir(gpu), predictor_dir(gpu)):
-        if (folder / "predictor.json").is_file():
-            return folder
-    return None
+    from piep.artifacts import fitted
+    path = fitted(gpu, "predictor", "predictor.json")
+    return None if path is None else path.parent
 
 
 def load_learned(gpu: str) -> LearnedModel | None:

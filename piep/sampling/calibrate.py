@@ -553,7 +553,7 @@ def _time_calls(op, n: int, d, cuda: bool = True) -> float:
 def repeat_shapes(gpu: str = DEFAULT_GPU, *, under_s: float | None = None) -> list[dict[str, Any]]:
     """The shapes the first campaign measured twice (the repeat check's set); with
     `under_s`, only those of which some measured pair ran shorter calls than that."""
-    from piep.fit.dataset import load_calibration, module_repeat_pairs
+    from piep.dataset import load_calibration, module_repeat_pairs
 
     def key(r):
         return repr(sorted((k, r[k]) for k in r["shape_fields"]))
