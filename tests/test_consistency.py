@@ -103,6 +103,14 @@ def test_a_stream_is_a_scenario(tmp_path, capsys):
     with pytest.raises(ConfigError, match="request b"):
         Scenario.build(MODEL, engine="hf-cb",
                        trace=make_trace([0, 1], [10, 9000], [5, 5], ids=["a", "b"]))
+    # a batch scenario of piep's own runner, served: one line saying which engine serves
+    static = tmp_path / "batch.json"
+    static.write_text(json.dumps(api.predict(MODEL, batch=2)["scenario"]))
+    assert main(["serve", "--scenario", str(static)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "give --engine hf-cb" in err
+    assert main(["serve", "--scenario", str(static), "--engine", "hf-cb", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["requests"] == 2
     bad = dict(doc["scenario"], workload={"requests": [{"arrival_s": 0, "prompt_len": 5}]})
     path.write_text(json.dumps(bad))
     assert main(["serve", "--scenario", str(path)]) == 2

@@ -142,8 +142,10 @@ def _priced(res: Resolved, user_policy: UserPolicy | None):
 def _resolved(scn: "Scenario | Resolved", predictor: str) -> Resolved:
     res = scn if isinstance(scn, Resolved) else resolve(scn, predictor)
     if not res.scenario.engine.record.serves:
+        serving = names(serves=True)
         raise ConfigError(f"--engine {res.scenario.engine.name}: piep serve predicts "
-                          f"continuous batching ({', '.join(names(serves=True))})")
+                          f"continuous batching ({', '.join(serving)}); give --engine "
+                          f"{serving[0]}")
     return res
 
 
