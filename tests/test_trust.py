@@ -146,3 +146,22 @@ def test_optimize_keeps_the_default_where_its_gain_is_inside_the_uncertainty():
     wide = offline(scn, Objective("eds", 1.0), batches=[8, 64], power_limits=[700.0],
                    clock_stride=10_000)
     assert wide.chosen["batch"] == 64
+
+
+def test_compare_takes_the_workload_as_a_scenario_file(tmp_path, capsys):
+    """`compare --scenario FILE.json`: the file's GPU, engine and workload, the candidates'
+    models and layouts; the same answer as the flags; a stream is refused in one line."""
+    doc = api.predict("llama-2-7b", engine="hf-static", batch=16)
+    path = tmp_path / "scenario.json"
+    path.write_text(json.dumps(doc["scenario"]))
+    argv = ["compare", "llama-2-7b@tp2", "llama-2-13b@tp1"]
+    assert main([*argv, "--scenario", str(path), "--json"]) == 0
+    from_file = json.loads(capsys.readouterr().out)
+    assert main([*argv, "--engine", "hf-static", "--batch", "16", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["candidates"] == from_file["candidates"]
+    from piep.trace import make_trace
+    stream = api.serve("llama-2-7b", trace=make_trace([0.0, 1.0], [100, 100], [10, 10]))
+    path.write_text(json.dumps(stream["scenario"]))
+    assert main([*argv, "--scenario", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "piep serve --scenario" in err

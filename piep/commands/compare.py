@@ -11,6 +11,10 @@ def configure(parser) -> None:
     parser.add_argument("candidates", nargs="+", metavar="MODEL@LAYOUT",
                         help="e.g. llama-2-7b@tp2 llama-2-13b@tp1 llama-3-70b@tp2pp2")
     parser.add_argument("--gpu", default=DEFAULT_GPU)
+    parser.add_argument("--scenario", metavar="FILE.json",
+                        help="the GPU, engine and workload as one file (the 'scenario' of "
+                             "`piep predict --json`); the candidates give model and layout, "
+                             "flags given beside it change its fields")
     add_workload_args(parser)
     parser.add_argument("--predictor", choices=("auto", "learned", "roofline"), default="auto")
 
@@ -20,10 +24,19 @@ def run(args) -> int:
     from piep.scenario import Scenario
     model, fields = parse_candidate(args.candidates[0])
     fields.pop("engine", None)  # the base carries the command's engine; candidates may not
-    base = Scenario.build(model, gpu=args.gpu, engine=args.engine, mode=args.mode,
-                          batch=args.batch, prompt_len=args.prompt_len, gen_len=args.gen_len,
-                          cache_len=args.cache_len, host_probe_us=args.host_probe_us,
-                          **fields)
+    flags = {k: getattr(args, k) for k in ("gpu", "engine", "mode", "batch", "prompt_len",
+                                          "gen_len", "cache_len", "host_probe_us")}
+    if args.scenario:
+        from piep.artifacts import load_json
+        from piep.errors import ConfigError
+        given = {k: v for k, v in flags.items() if v != args.subparser.get_default(k)}
+        base = Scenario.from_json(load_json(args.scenario), args.scenario)
+        if base.is_stream:
+            raise ConfigError(f"{args.scenario}: compare prices a batch on each candidate; a "
+                              f"stream of requests is served (piep serve --scenario)")
+        base = base.replace(model=model, **fields, **given)
+    else:
+        base = Scenario.build(model, **flags, **fields)
     doc = compare(args.candidates, base, predictor=args.predictor)
 
     def human(d):
