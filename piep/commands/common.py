@@ -86,16 +86,30 @@ def scenario_from_args(args: argparse.Namespace, *, model: str | None = None) ->
     uncalibrated = getattr(args, "allow_uncalibrated", False)
     model = model if model is not None else getattr(args, "model", None)
     if getattr(args, "scenario", None):
-        from piep.artifacts import load_json
-        base = Scenario.from_json(load_json(args.scenario), args.scenario)
-        given = {k: v for k, v in flags.items() if v != args.subparser.get_default(k)}
-        if "gpu" in given and uncalibrated:
-            given["allow_uncalibrated"] = True
-        return base.replace(**given, **({"model": model} if model is not None else {}))
+        return scenario_file(args, SCENARIO_FLAGS,
+                             **({"model": model} if model is not None else {}))
     if model is None:
         raise ConfigError("give --model (a shipped name or a config path) or --scenario "
                           "FILE.json")
     return Scenario.build(model, allow_uncalibrated=uncalibrated, **flags)
+
+
+def scenario_file(args: argparse.Namespace, flags: tuple[str, ...], *,
+                  stream_refused: str | None = None, **changes: Any) -> "Scenario":
+    """`--scenario FILE.json` with the flags among `flags` given beside it (those not at
+    their defaults) and `changes` changing its fields; `stream_refused`: why the command
+    refuses a file holding a stream of requests."""
+    from piep.artifacts import load_json
+    from piep.errors import ConfigError
+    from piep.scenario import Scenario
+    base = Scenario.from_json(load_json(args.scenario), args.scenario)
+    if stream_refused and base.is_stream:
+        raise ConfigError(f"{args.scenario}: {stream_refused}")
+    given = {k: getattr(args, k) for k in flags
+             if getattr(args, k) != args.subparser.get_default(k)}
+    if "gpu" in given and getattr(args, "allow_uncalibrated", False):
+        given["allow_uncalibrated"] = True
+    return base.replace(**given, **changes)
 
 
 def host_probe_here(gpu: int = 0, repeats: int = 1) -> dict[str, float] | None:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from piep.commands.common import add_workload_args, emit, flag_lines
+from piep.commands.common import add_workload_args, emit, flag_lines, scenario_file
 from piep.gpus import DEFAULT_GPU
 from piep.report.table import fmt, table
 
@@ -24,19 +24,15 @@ def run(args) -> int:
     from piep.scenario import Scenario
     model, fields = parse_candidate(args.candidates[0])
     fields.pop("engine", None)  # the base carries the command's engine; candidates may not
-    flags = {k: getattr(args, k) for k in ("gpu", "engine", "mode", "batch", "prompt_len",
-                                          "gen_len", "cache_len", "host_probe_us")}
+    names = ("gpu", "engine", "mode", "batch", "prompt_len", "gen_len", "cache_len",
+             "host_probe_us")
     if args.scenario:
-        from piep.artifacts import load_json
-        from piep.errors import ConfigError
-        given = {k: v for k, v in flags.items() if v != args.subparser.get_default(k)}
-        base = Scenario.from_json(load_json(args.scenario), args.scenario)
-        if base.is_stream:
-            raise ConfigError(f"{args.scenario}: compare prices a batch on each candidate; a "
-                              f"stream of requests is served (piep serve --scenario)")
-        base = base.replace(model=model, **fields, **given)
+        base = scenario_file(args, names, model=model, **fields,
+                             stream_refused="compare prices a batch on each candidate; a "
+                                            "stream of requests is served (piep serve "
+                                            "--scenario)")
     else:
-        base = Scenario.build(model, **flags, **fields)
+        base = Scenario.build(model, **{k: getattr(args, k) for k in names}, **fields)
     doc = compare(args.candidates, base, predictor=args.predictor)
 
     def human(d):

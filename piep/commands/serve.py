@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from piep.commands.common import emit, flag_lines, host_note, outcome_lines
+from piep.commands.common import emit, flag_lines, host_note, outcome_lines, scenario_file
 from piep.gpus import DEFAULT_GPU
 from piep.report.table import fmt, table
 
@@ -98,24 +98,19 @@ def _scenario(args):
     trace = read_trace(args.trace) if args.trace else None if args.rate is None else \
         poisson_trace(rate_per_s=args.rate, requests=args.requests, prompt_len=args.prompt_len,
                       gen_len=args.gen_len, seed=args.seed)
-    flags = {k: getattr(args, k) for k in ("gpu", "tp", "engine", "host_probe_us")}
-    serving = names(serves=True)
+    names_ = ("gpu", "tp", "engine", "host_probe_us")
     if args.scenario:
-        from piep.artifacts import load_json
-        base = Scenario.from_json(load_json(args.scenario), args.scenario)
-        given = {k: v for k, v in flags.items() if v != args.subparser.get_default(k)}
-        if "gpu" in given and args.allow_uncalibrated:
-            given["allow_uncalibrated"] = True
-        return base.replace(**given, **({"model": args.model} if args.model else {}),
-                            **({"trace": trace} if trace is not None else {}))
+        return scenario_file(args, names_, **({"model": args.model} if args.model else {}),
+                             **({"trace": trace} if trace is not None else {}))
     if not args.model:
         raise ConfigError("give --model (a shipped name or a config path) or --scenario "
                           "FILE.json")
     if trace is None:
         raise ConfigError("give --trace FILE or --rate R (with --requests, --prompt-len, "
                           "--gen-len, --seed), or --scenario FILE.json")
+    flags = {k: getattr(args, k) for k in names_}
     return Scenario.build(args.model, trace=trace, allow_uncalibrated=args.allow_uncalibrated,
-                          **{**flags, "engine": args.engine or serving[0]})
+                          **{**flags, "engine": args.engine or names(serves=True)[0]})
 
 
 def summary(d: dict, shown: int) -> str:
