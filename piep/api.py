@@ -64,8 +64,9 @@ def prediction(model: "str | Scenario | Resolved", *, predictor: str = "auto",
     flags = res.merged_flags(pred.flags)
 
     def answer(r):  # energy and time on another host (no module attribution needed)
-        if r.scenario.engine.record.serves:
-            o = priced(r).outcome
+        if r.scenario.engine.record.serves:  # the stream alone, not the batch's tree
+            from piep.serving.serve import served
+            o = served(r, hosts=False)[0].outcome
             return o.energy_j, o.time_s
         p = price([r.deployment], r.cost_model)
         return float(p.energy_j[0]), float(p.time_s[0])

@@ -165,12 +165,13 @@ def fit(runs: Sequence[ForeignRun], priced: Pricer, probe_us: float | None = Non
     return TPFit(terms_of(res.x), probe, tuple(r.label for r, _ in pairs))
 
 
-def leave_one_out(runs: Sequence[ForeignRun], priced: Pricer,
-                  probe_us: float | None = None) -> list[dict[str, Any]]:
-    """Each tp>1 run predicted by terms fitted without it (its tp=1 twin kept): its
+def leave_one_out(runs: Sequence[ForeignRun], priced: Pricer, probe_us: float | None = None,
+                  everything: TPFit | None = None) -> list[dict[str, Any]]:
+    """Each tp>1 run predicted by terms fitted without it (its tp=1 twin kept), each fit
+    started from the fit on every run (`everything`, fitted here if not given): its
     energy and time, through its increment and absolute at the harness's probe."""
     probe = probe_us if probe_us is not None else harness_probe_us(runs, priced)
-    everything = fit(runs, priced, probe)
+    everything = everything or fit(runs, priced, probe)
     rows = []
     for run, one in twins(runs):
         rest = [r for r in runs if r is not run]
@@ -204,7 +205,7 @@ def with_tp_path(profile, runs: Sequence[ForeignRun], priced: Pricer, source: st
     priced.profiles[profile.name] = profile
     probe = harness_probe_us(runs, priced)
     fitted = fit(runs, priced, probe)
-    rows = leave_one_out(runs, priced, probe)
+    rows = leave_one_out(runs, priced, probe, fitted)
     host = copy.deepcopy(profile.host)
     for k, v in fitted.terms.items():
         setattr(host, k, v)
