@@ -49,7 +49,8 @@ def _pct(cell: str) -> str:
     return f"{m.group(1)} %"
 
 
-def _line(report: str, pattern: str) -> re.Match:
+def report_match(report: str, pattern: str) -> re.Match:
+    """The first match of `pattern` in a report file (its figure), or exit naming both."""
     text = (ROOT / report).read_text()
     m = re.search(pattern, text)
     if not m:
@@ -73,7 +74,7 @@ def accuracy_table() -> str:
                      f"leave one model out, profile refit ({cells[1]} runs, {cells[2]} models)",
                      _pct(cells[5]), _pct(cells[6]), "reports/engines.md"))
     for engine in ("hf-eager", "hf-static"):
-        m = _line("reports/engines_tp2.md",
+        m = report_match("reports/engines_tp2.md",
                   rf"\* {engine}: energy ([\d.]+) %, time ([\d.]+) % \((\d+) runs\)")
         rows.append((f"transformers generate(), {engine}, tp=2",
                      f"leave one run out, another harness ({m.group(3)} runs, llama-2-7b)",

@@ -16,14 +16,9 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
+from docs import report_match  # noqa: E402  (benchmarks/docs.py)
+
 BEGIN, END = "<!-- coverage: benchmarks/interval_coverage.py -->", "<!-- end coverage -->"
-
-
-def _find(report: str, pattern: str) -> re.Match:
-    m = re.search(pattern, (ROOT / report).read_text(), re.S)
-    if not m:
-        raise SystemExit(f"{report}: no {pattern!r}")
-    return m
 
 
 def _blind_serving() -> list[tuple[str, int, int]]:
@@ -44,13 +39,13 @@ def _blind_serving() -> list[tuple[str, int, int]]:
 
 def table() -> str:
     """The coverage table (Markdown)."""
-    ref = _find("reports/accuracy.md", r"coverage when each model's interval is sized without "
+    ref = report_match("reports/accuracy.md", r"coverage when each model's interval is sized without "
                 r"its own residuals: energy\s+([\d.]+) %, time ([\d.]+) % \((\d+) runs\)")
     rows = [("piep's reference runner", "leave one model out, each interval sized without "
              "the model's own residuals", f"{ref.group(1)} %", f"{ref.group(2)} %",
              ref.group(3), "reports/accuracy.md")]
     for engine in ("hf-eager", "hf-static"):
-        m = _find("reports/engines.md", rf"\| {engine} \| (\d+) % \|[^\n]*\| (\d+) \| [\d.]+ \| "
+        m = report_match("reports/engines.md", rf"\| {engine} \| (\d+) % \|[^\n]*\| (\d+) \| [\d.]+ \| "
                   r"[\d.]+ \| [\d.]+ \|")
         rows.append((f"{engine}, tp=1", "leave one model out, cross-conformal", f"{m.group(1)} %",
                      "not measured", m.group(2), "reports/engines.md"))
@@ -67,7 +62,7 @@ def table() -> str:
                      "existed", f"{inside}/{n} ({100 * inside / n:.0f} %)", "not recorded",
                      str(n), "calibration/h200/engines/hf-cb/predictions_blind*.jsonl"))
     inside, n = sum(s[1] for s in sets), sum(s[2] for s in sets)
-    call49 = _find("reports/serving.md", r"\| blind: predicted before call 49[^|]*\| \d+ \| "
+    call49 = report_match("reports/serving.md", r"\| blind: predicted before call 49[^|]*\| \d+ \| "
                    r"([\d.]+) %")
     rows.append(("piep serve, every blind set", "", f"{inside}/{n} ({100 * inside / n:.0f} %)",
                  "", str(n), "benchmarks/serving_blind.py"))
