@@ -9,7 +9,11 @@
   (`calibration/h200/predictor_blind_hd/`);
 * the 4- and 8-GPU design (`raw/e2e_x4*.jsonl`, `raw/e2e_x8*.jsonl`, issue 17; not yet
   measured), with the predictor frozen in `calibration/h200/predictor_blind_x4x8/` whose
-  predictions were committed first (`e2e/predictions_x4x8.jsonl`).
+  predictions were committed first (`e2e/predictions_x4x8.jsonl`);
+* device call 57 (`raw/e2e_s57_mha.jsonl`: llama-2-7b, llama-2-13b, vicuna-33b at small
+  batches, the default workload first), with the predictor of commit 511eb80
+  (`calibration/h200/predictor_blind_mha/`), predictions committed first
+  (`e2e/predictions_mha.jsonl`).
 
 The predictors are kept as committed copies, so the tests stay reproducible after
 retraining. Prints every run and the MAPE by mode.
@@ -36,6 +40,9 @@ TESTS = {  # name -> (measured runs, predictor trained before them)
     "call 13: head dims 64, 96": ("e2e_s3_hd.jsonl", "predictor_blind_hd"),
     # issue 17: 4 and 8 GPUs, predicted before the runs (e2e/predictions_x4x8.jsonl)
     "4 and 8 GPUs": ("e2e_x[48]*.jsonl", "predictor_blind_x4x8"),
+    # issue 33: MHA models at small batches, piep's default workload first (device call 57;
+    # predicted before the runs: e2e/predictions_mha.jsonl)
+    "call 57: MHA at small batches": ("e2e_s57_mha.jsonl", "predictor_blind_mha"),
 }
 
 

@@ -144,7 +144,7 @@ How they were made (device logs in `logs/`, scripts in `../device/`):
   llama-3-70b, qwen2.5-32b, llama-2-13b and `piep-unlisted-20b` (a shape in no public
   list), run by `calibration/h200/device/multi_gpu.sh 4` / `8`; their blind predictions, made by
   the frozen `calibration/h200/predictor_blind_x4x8/` before any run, are in
-  `predictions_x4x8.jsonl` (`python benchmarks/x4x8_predictions.py`).
+  `predictions_x4x8.jsonl` (`python benchmarks/blind_predictions.py x4x8`).
 * `design.jsonl` was drawn by `python -m piep.sampling.design` in session 1 (Latin-hypercube over log batch 1-64,
   prompt 128-2048, gen 32-512 per model x layout x mode, kept where the memory fit
   leaves 15 % and the roofline says the run lasts < 3 s, so that the budget covers many

@@ -122,3 +122,18 @@ def test_rotation_covers_four_l2(make_dep):
     from piep.sampling.modules import ROTATE_BYTES, _copies
     assert _copies(10 * 2 ** 20) * 10 * 2 ** 20 >= ROTATE_BYTES
     assert _copies(1e9) == 1
+
+
+def test_module_shapes_drawn_from_the_models_and_layouts_asked():
+    """`calibrate modules --models M --tp N`: attention of those models' heads per rank
+    only (llama-2-7b: 32 heads, llama-2-13b: 40; at tp 1 and 2), the draw unchanged
+    otherwise (every shipped dense model's and synthetic shape's heads)."""
+    from piep.sampling.calibrate import module_shapes
+    asked = module_shapes(kinds=("attention",), seed=61, per_kind=4,
+                          models=("llama-2-7b", "llama-2-13b"), tps=(1, 2))
+    assert {(s["heads"], s["kv_heads"]) for s in asked} <= {(32, 32), (16, 16), (40, 40),
+                                                            (20, 20)}
+    assert {s["phase"] for s in asked} == {"prefill", "decode"}
+    every = module_shapes(kinds=("attention",), seed=61, per_kind=4)
+    assert {(s["heads"], s["kv_heads"]) for s in every} - {(32, 32), (16, 16), (40, 40),
+                                                           (20, 20)}

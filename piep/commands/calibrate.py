@@ -17,7 +17,13 @@ def configure(parser) -> None:
     parser.add_argument("--samples", help="wait samples JSONL (for fit)")
     parser.add_argument("--budget-s", type=float, default=float("inf"))
     parser.add_argument("--shard", default="0/1", metavar="I/N")
-    parser.add_argument("--models", nargs="+", default=["llama-2-7b", "llama-3-8b"])
+    parser.add_argument("--models", nargs="+",
+                        help="waits: the models decoded (default llama-2-7b llama-3-8b); "
+                             "modules: draw shapes only from these models' trees (default "
+                             "every shipped dense model and the synthetic shapes)")
+    parser.add_argument("--tp", type=int, nargs="+", dest="tps", metavar="N",
+                        help="modules: draw shapes only from layouts of these tensor parallel "
+                             "degrees (default 1 2 4 8)")
     parser.add_argument("--kinds", nargs="+", help="modules: only these node kinds; "
                         "collectives: only these of allreduce, allgather, p2p")
     parser.add_argument("--sizes-from", type=int, default=0, metavar="BYTES",
@@ -60,7 +66,8 @@ def run(args) -> int:
         from piep.sampling.calibrate import main
         from piep.sampling.options import CalibrateOptions
         tup = (lambda v: tuple(v) if v else None)  # noqa: E731
-        opts = options_from_args(CalibrateOptions, args, models=tuple(args.models),
+        opts = options_from_args(CalibrateOptions, args, models=tup(args.models),
+                                 tps=tup(args.tps),
                                  kinds=tup(args.kinds), modes=tup(args.modes),
                                  head_dims=tup(args.head_dims))
         opts.shard_index  # a bad --shard fails here

@@ -28,9 +28,13 @@ log = logging.getLogger("piep.calibrate")
 
 def module_shapes(*, seed: int = 0, per_kind: int = 28, kinds: tuple[str, ...] | None = None,
                   modes: tuple[str, ...] | None = None,
-                  head_dims: tuple[int, ...] | None = None) -> list[dict[str, Any]]:
-    """Unique leaf shapes from trees of many deployments, stratified per (kind, phase);
-    the kernels only transformers' engines run (`ENGINE_KERNELS`) are drawn by
+                  head_dims: tuple[int, ...] | None = None,
+                  models: tuple[str, ...] | None = None,
+                  tps: tuple[int, ...] | None = None) -> list[dict[str, Any]]:
+    """Unique leaf shapes from trees of many deployments (of `models` when given, else of
+    every shipped dense model and the synthetic shapes; at tp `tps`, default 1, 2, 4, 8),
+    stratified per (kind, phase); the
+    kernels only transformers' engines run (`ENGINE_KERNELS`) are drawn by
     `engine_kernel_shapes` instead."""
     engine_kinds = tuple(k for k in kinds or () if k in ENGINE_KERNELS)
     if engine_kinds:
@@ -38,7 +42,8 @@ def module_shapes(*, seed: int = 0, per_kind: int = 28, kinds: tuple[str, ...] |
         drawn = engine_kernel_shapes(engine_kinds, seed=seed, per_kind=per_kind,
                                      head_dims=head_dims, modes=modes)
         return drawn + (module_shapes(seed=seed, per_kind=per_kind, kinds=rest, modes=modes,
-                                      head_dims=head_dims) if rest else [])
+                                      head_dims=head_dims, models=models, tps=tps)
+                        if rest else [])
     from piep.gpus import load_gpu
     from piep.layout import Deployment
     from piep.models import load_model, shipped_models
@@ -46,11 +51,14 @@ def module_shapes(*, seed: int = 0, per_kind: int = 28, kinds: tuple[str, ...] |
     from piep.tree import build_tree
     rng = random.Random(seed)
     gpu = load_gpu(DEFAULT_GPU)
-    specs = [load_model(m.name) for m in shipped_models()]
-    specs = [s for s in specs if not s.is_moe] + synthetic_specs()
+    if models:
+        specs = [load_model(m) for m in models]
+    else:
+        specs = [load_model(m.name) for m in shipped_models()]
+        specs = [s for s in specs if not s.is_moe] + synthetic_specs()
     pool: dict[tuple, dict[str, dict[str, Any]]] = {}
     for spec in specs:
-        for tp in (1, 2, 4, 8):
+        for tp in tps or (1, 2, 4, 8):
             if spec.num_heads % tp or (spec.num_kv_heads % tp and tp % spec.num_kv_heads):
                 continue
             for batch in (1, 2, 4, 8, 16, 32, 64):
@@ -173,13 +181,16 @@ def _key(s: dict[str, Any]) -> str:
 def run_modules(out: Path, *, budget_s: float, shard: tuple[int, int], repeat_every: int = 10,
                 min_window_s: float = 0.3, kinds: tuple[str, ...] | None = None,
                 modes: tuple[str, ...] | None = None, seed: int = 0,
-                per_kind: int = 28, head_dims: tuple[int, ...] | None = None) -> int:
+                per_kind: int = 28, head_dims: tuple[int, ...] | None = None,
+                models: tuple[str, ...] | None = None,
+                tps: tuple[int, ...] | None = None) -> int:
     from piep.sampling.modules import sample_shape
     device, nvml, meter, idle_w = _gpu_meter()
     done = {_key({k: v for k, v in r.items() if k in r.get("shape_fields", [])})
             for r in read_jsonl(out)}
     shapes = [s for i, s in enumerate(module_shapes(kinds=kinds, modes=modes, seed=seed,
-                                                    per_kind=per_kind, head_dims=head_dims))
+                                                    per_kind=per_kind, head_dims=head_dims,
+                                                    models=models, tps=tps))
               if i % shard[1] == shard[0]]
     start = clock.now()
     n = 0
@@ -599,7 +610,8 @@ def main(what: str, opts: CalibrateOptions) -> dict[str, Any] | None:
                                        modes=opts.modes,
                                        repeat_every=opts.repeat_every, seed=opts.seed,
                                        per_kind=opts.per_kind,
-                                       head_dims=opts.head_dims)}
+                                       head_dims=opts.head_dims, models=opts.models,
+                                       tps=opts.tps)}
     if what == "repeat":
         return {"samples": run_repeat(Path(opts.out), shard=(i, n),
                                       min_window_s=opts.min_window_s, budget_s=opts.budget_s,
@@ -623,7 +635,7 @@ def main(what: str, opts: CalibrateOptions) -> dict[str, Any] | None:
             os._exit(0)
         return {"out": opts.out}
     if what == "waits":
-        run_waits(Path(opts.out), models=list(opts.models), workloads=[
+        run_waits(Path(opts.out), models=list(opts.wait_models), workloads=[
             {"batch": 1, "prompt_len": 512}, {"batch": 16, "prompt_len": 256}])
         return None
     if what == "insitu":

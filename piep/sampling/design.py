@@ -87,7 +87,12 @@ def estimate_wall_s(pred: dict[str, Any], *, repeats: int = 3, min_window_s: flo
 def build_design(*, seed: int = 0, draws: int = 8, max_time_s: float = 3.0, block: int = 24,
                  eager_share: float = 0.25, memory_margin: float = 0.85,
                  layouts: tuple[str, ...] | None = None,
-                 models: tuple[str, ...] | None = None) -> list[dict[str, Any]]:
+                 models: tuple[str, ...] | None = None,
+                 runs: tuple[dict[str, Any], ...] = ()) -> list[dict[str, Any]]:
+    """Configurations drawn per (model, layout): batch, prompt and generation lengths by
+    Latin hypercube, a share in eager mode, those that fit the GPU and run for at most
+    `max_time_s`; `runs` (model, layout, batch, prompt_len, gen_len, mode) come first, as
+    listed."""
     rng = random.Random(seed)
     gpu = load_gpu(DEFAULT_GPU)
     roof = RooflineModel()
@@ -98,6 +103,9 @@ def build_design(*, seed: int = 0, draws: int = 8, max_time_s: float = 3.0, bloc
         plan = [(m, "tp1") for m in _e2e("one_gpu_models")]
         plan += [(m, lay) for lay, ms in _e2e("two_gpu").items() for m in ms]
     plan = [(m, lay) for m, lay in plan if lay in layouts]
+    listed = [_design_row(r["model"], r["layout"], Workload(
+        batch=r["batch"], prompt_len=r["prompt_len"], gen_len=r["gen_len"], mode=r["mode"]),
+        gpu, roof)[0] for r in runs]
     out = []
     for name, lay in plan:
         spec, inline = named_spec(name)
@@ -109,24 +117,32 @@ def build_design(*, seed: int = 0, draws: int = 8, max_time_s: float = 3.0, bloc
             batch = max(dp, int(round(b / dp)) * dp)
             mode = "eager" if rng.random() < eager_share else "graph"
             wl = Workload(batch=batch, prompt_len=int(round(p)), gen_len=int(round(g)), mode=mode)
-            dep = _fitting(spec, Parallel(tp=tp, pp=pp, dp=dp), wl, gpu, memory_margin)
-            if dep is None:
+            if _fitting(spec, Parallel(tp=tp, pp=pp, dp=dp), wl, gpu, memory_margin) is None:
                 continue
-            pred = prediction(dep, roof)
-            if pred["time_s"] > max_time_s:
+            cfg, time_s = _design_row(name, lay, wl, gpu, roof)
+            if time_s > max_time_s:
                 continue
-            cfg = {"model": name, "tp": tp, "pp": pp, "dp": dp, "batch": wl.batch,
-                   "prompt_len": wl.prompt_len, "gen_len": wl.gen_len, "mode": mode,
-                   "layout": lay, "estimated_s": round(estimate_wall_s(pred), 2),
-                   "roofline_time_s": round(pred["time_s"], 4)}
-            if inline:
-                cfg["config"] = inline
             out.append(cfg)
     # random order (SPEC §3); graph first, then eager, within blocks of `block` so that a
     # budget cut still leaves some eager points
     rng.shuffle(out)
     order = sorted(range(len(out)), key=lambda i: (i // block, out[i]["mode"] != "graph", i))
-    return [out[i] for i in order]
+    return listed + [out[i] for i in order]
+
+
+def _design_row(name: str, lay: str, wl: Workload, gpu, roof) -> tuple[dict[str, Any], float]:
+    """One configuration of a design (the run, its estimated wall time and roofline time)
+    and its roofline time unrounded."""
+    spec, inline = named_spec(name)
+    tp, pp, dp = _e2e("layouts")[lay]
+    pred = prediction(validate(spec, Parallel(tp=tp, pp=pp, dp=dp), wl, gpu), roof)
+    cfg = {"model": name, "tp": tp, "pp": pp, "dp": dp, "batch": wl.batch,
+           "prompt_len": wl.prompt_len, "gen_len": wl.gen_len, "mode": wl.mode,
+           "layout": lay, "estimated_s": round(estimate_wall_s(pred), 2),
+           "roofline_time_s": round(pred["time_s"], 4)}
+    if inline:
+        cfg["config"] = inline
+    return cfg, pred["time_s"]
 
 
 def write_design(path: Path, **kwargs) -> int:
@@ -240,8 +256,10 @@ def write_cb_traces() -> int:
 
 
 def e2e_designs() -> dict[str, dict[str, Any]]:
-    """The reference runner's designs: design file -> build_design's arguments."""
-    return {name: {k: tuple(v) if isinstance(v, list) else v for k, v in kw.items()}
+    """The reference runner's designs: design file -> build_design's arguments (a design's
+    `why` is for its readers)."""
+    return {name: {k: tuple(v) if isinstance(v, list) else v for k, v in kw.items()
+                   if k != "why"}
             for name, kw in _e2e("designs").items()}
 
 

@@ -64,7 +64,8 @@ class CalibrateOptions:
     samples: str | None = None
     budget_s: float = math.inf
     shard: str = "0/1"
-    models: tuple[str, ...] = ("llama-2-7b", "llama-3-8b")
+    models: tuple[str, ...] | None = None  # see `wait_models`
+    tps: tuple[int, ...] | None = None  # modules: the tp degrees drawn from (default 1-8)
     kinds: tuple[str, ...] | None = None
     sizes_from: int = 0
     reduce_op: str = "sum"
@@ -80,3 +81,8 @@ class CalibrateOptions:
     @property
     def shard_index(self) -> tuple[int, int]:
         return parse_shard(self.shard)
+
+    @property
+    def wait_models(self) -> tuple[str, ...]:
+        """The models whose tp=N decoding `calibrate waits` times."""
+        return self.models or ("llama-2-7b", "llama-3-8b")
