@@ -126,7 +126,7 @@ def resolve(scn: Scenario, predictor: str = "auto") -> Resolved:
         from piep.predict.transfer import TransferredModel
         if not isinstance(model, LearnedModel):
             why = "drop --predictor roofline" if predictor == "roofline" else \
-                "pip install lightgbm, or train it with `piep train`"
+                "train it with `piep train`"
             raise ConfigError(f"spec-sheet transfer moves the learned predictor of "
                               f"{calibrated!r} to another GPU; {why}")
         model = TransferredModel.build(model, scn.gpu, dict(scn.transfer), calibrated)

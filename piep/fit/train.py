@@ -64,8 +64,8 @@ def engine_profile(*, gpu: str, engine: str, like: str | None = None,
     from piep.fit.predictor import get_term
     base = api.cost_model(gpu, "learned")
     if not isinstance(base, LearnedModel):
-        raise ConfigError("an engine profile is fitted over the learned predictor "
-                          "(pip install lightgbm)")
+        raise ConfigError(f"an engine profile is fitted over the learned predictor; none "
+                          f"is trained for {gpu}: piep train --gpu {gpu}")
     record = ENGINES[like or engine]  # what fits it: its own record, or its base's
     from piep.fit.foreign import is_foreign
     if from_measurements and is_foreign(from_measurements):

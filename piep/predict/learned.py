@@ -178,11 +178,6 @@ def load_learned(gpu: str) -> LearnedModel | None:
 def _load_learned(gpu: str, folder: str) -> LearnedModel | None:
     from piep.gpus import load_gpu
     from piep.predict.store import load
-    try:
-        import lightgbm  # noqa: F401
-    except ImportError:
-        log.warning("lightgbm is not installed: falling back to the roofline predictor")
-        return None
     model = load(Path(folder), load_gpu(gpu))
     if Path(folder) == user_predictor_dir(gpu):
         model.name = "learned (your refit)"

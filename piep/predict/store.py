@@ -59,13 +59,15 @@ def _save_document(model: LearnedModel, folder: Path, kinds: dict, **prov: Any) 
 
 
 def load(folder: Path, gpu: GPU) -> LearnedModel:
-    import lightgbm as lgb
+    """The predictor in `folder`; its module models evaluated by `piep.predict.gbdt` (the
+    same numbers as LightGBM's, without importing it)."""
+    from piep.predict.gbdt import Forest
     doc = read_json(folder / "predictor.json", SCHEMA)
     kinds = {}
     for kind, k in doc["kinds"].items():
         kinds[kind] = KindModel(
-            lgb.Booster(model_str=read_text(folder / f"{kind}.time.txt")),
-            lgb.Booster(model_str=read_text(folder / f"{kind}.power.txt")),
+            Forest(read_text(folder / f"{kind}.time.txt")),
+            Forest(read_text(folder / f"{kind}.power.txt")),
             np.asarray(k["mean"]), np.asarray(k["std"]), np.asarray(k["train_z"]),
             float(k["oor_threshold"]))
     comm = doc["comm"]

@@ -1,0 +1,105 @@
+"""LightGBM's text models evaluated with numpy: a prediction needs no LightGBM (its import
+is most of a `piep predict`'s start), and gives LightGBM's numbers bit for bit.
+
+A model is LightGBM's text format (`Booster.model_to_string()`): per tree the split
+feature, threshold, decision type, children and leaf values of every node. A row goes left
+where its feature is <= the threshold (a missing value: the node's default direction); the
+prediction is the leaf values added tree after tree in double precision, as LightGBM adds
+them. Regression only (one output per row, no categorical splits, no linear leaves): what
+piep's module models are; anything else is refused when the text is read.
+"""
+
+from __future__ import annotations
+
+from functools import cached_property
+
+import numpy as np
+
+DEFAULT_LEFT = 2     # decision_type bit: a missing value goes left
+MISSING_SHIFT = 2    # decision_type bits 2-3: what counts as missing (0 none, 1 zero, 2 NaN)
+ZERO = 1e-35         # LightGBM's kZeroThreshold
+
+
+class Forest:
+    """A LightGBM regression model read from its text, evaluated on many rows at once."""
+
+    def __init__(self, text: str):
+        self.text = text
+        head = text[:text.find("\nTree=")]
+        header = dict(line.partition("=")[::2] for line in head.splitlines())
+        if header.get("num_class", "1") != "1" or header.get("num_tree_per_iteration",
+                                                               "1") != "1":
+            raise ValueError("only single-output LightGBM models are evaluated here")
+        if not header.get("objective", "").startswith("regression"):
+            raise ValueError(f"LightGBM objective {header.get('objective')!r}: only "
+                             "regression models are evaluated here")
+        self.num_features = int(header["max_feature_idx"]) + 1
+
+    @cached_property
+    def _nodes(self) -> "_Nodes":
+        """Every tree's nodes in one table, read on the first prediction (a prediction
+        reads a few of the module models' groups)."""
+        return _Nodes(self.text[:self.text.find("\nend of trees")])
+
+    def model_to_string(self) -> str:
+        """The text it was read from (as a LightGBM Booster writes itself)."""
+        return self.text
+
+    def predict(self, x: np.ndarray, num_threads: int | None = None) -> np.ndarray:
+        """One prediction per row of `x` (`num_threads` is LightGBM's, unused here)."""
+        x = np.asarray(x, dtype=np.float64)
+        if x.ndim != 2 or x.shape[1] != self.num_features:
+            raise ValueError(f"rows of {self.num_features} features expected, got shape "
+                             f"{x.shape}")
+        m = self._nodes
+        node = np.broadcast_to(m.roots, (len(x), len(m.roots))).copy()
+        rows = np.arange(len(x))[:, None]
+        while True:
+            inner = node >= 0
+            if not inner.any():
+                break
+            r, t = np.nonzero(inner)
+            n = node[r, t]
+            v = x[rows[r, 0], m.feature[n]]
+            miss = m.missing[n]
+            nan = np.isnan(v)
+            v = np.where(nan & (miss != 2), 0.0, v)  # NaN is zero unless NaN is missing
+            missing = ((miss == 1) & (np.abs(v) <= ZERO)) | ((miss == 2) & nan)
+            go_left = np.where(missing, m.default_left[n], v <= m.threshold[n])
+            node[r, t] = np.where(go_left, m.left[n], m.right[n])
+        values = m.leaf_value[-1 - node]
+        # tree after tree, left to right, as LightGBM adds them (a cumulative sum is a
+        # sequential one; a plain sum would pair them up and round otherwise)
+        return np.cumsum(values, axis=1)[:, -1] if values.shape[1] else np.zeros(len(x))
+
+
+class _Nodes:
+    """The nodes of every tree of a model in one table: split feature, threshold, children
+    (a leaf: -1 - its row in the leaf table), default direction and missing-value kind;
+    the leaf values; each tree's root (a node, or a leaf for a tree of one leaf)."""
+
+    def __init__(self, trees: str):
+        if _field(trees, "num_cat", int).any() or _field(trees, "is_linear", int).any():
+            raise ValueError("categorical splits and linear leaves are not evaluated here")
+        leaves = _field(trees, "num_leaves", int)
+        nodes = leaves - 1
+        first_node, first_leaf = np.cumsum(nodes) - nodes, np.cumsum(leaves) - leaves
+        node0, leaf0 = np.repeat(first_node, nodes), np.repeat(first_leaf, nodes)
+        kind = _field(trees, "decision_type", int)
+        self.feature = _field(trees, "split_feature", int)
+        self.threshold = _field(trees, "threshold", float)
+        self.left, self.right = (np.where(c >= 0, c + node0, c - leaf0) for c in (
+            _field(trees, "left_child", int), _field(trees, "right_child", int)))
+        self.default_left = (kind & DEFAULT_LEFT).astype(bool)
+        self.missing = (kind >> MISSING_SHIFT) & 3
+        self.leaf_value = _field(trees, "leaf_value", float)
+        self.roots = np.where(nodes > 0, first_node, -1 - first_leaf)
+        if not (len(self.feature) == len(self.threshold) == len(kind) == nodes.sum()
+                and len(self.leaf_value) == leaves.sum()):
+            raise ValueError("a LightGBM text model whose trees do not add up")
+
+
+def _field(trees: str, name: str, kind) -> np.ndarray:
+    """One field of every tree, its values end to end (tree after tree)."""
+    values = " ".join(p[:p.find("\n")] for p in trees.split(f"\n{name}=")[1:]).split()
+    return np.array([kind(v) for v in values], dtype=np.float64 if kind is float else np.intp)

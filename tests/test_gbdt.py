@@ -1,0 +1,59 @@
+"""The numpy evaluator of LightGBM's text models (piep.predict.gbdt) gives LightGBM's own
+predictions bit for bit: on every shipped module model, and on models whose splits send
+missing values (NaN, or zero as missing) their default way."""
+
+import json
+from pathlib import Path
+
+import lightgbm as lgb
+import numpy as np
+import pytest
+
+from piep.predict.gbdt import Forest
+
+PREDICTOR = Path(__file__).resolve().parent.parent / "calibration" / "h200" / "predictor"
+
+
+def _same(text: str, x: np.ndarray) -> None:
+    expected = lgb.Booster(model_str=text).predict(x)
+    got = Forest(text).predict(x)
+    assert got.dtype == np.float64 and np.array_equal(got, expected)
+
+
+@pytest.mark.parametrize("path", sorted(PREDICTOR.glob("*.txt")), ids=lambda p: p.name)
+def test_every_shipped_module_model_predicts_as_lightgbm(path):
+    kind = path.name.rsplit(".", 2)[0]
+    k = json.loads((PREDICTOR / "predictor.json").read_text())["kinds"][kind]
+    mean, std = np.asarray(k["mean"]), np.asarray(k["std"])
+    near = np.asarray(k["train_z"]) * std + mean  # the samples it was fitted on
+    rng = np.random.default_rng(0)
+    _same(path.read_text(), np.vstack([near, near + rng.normal(0, 1, near.shape) * std,
+                                       rng.normal(0, 3, (200, len(mean)))]))
+
+
+@pytest.mark.parametrize("params", [{}, {"zero_as_missing": True}], ids=["nan", "zero"])
+def test_missing_values_go_the_default_way(params):
+    rng = np.random.default_rng(1)
+    x = rng.normal(size=(400, 3))
+    y = 2 * x[:, 0] + np.where(x[:, 1] > 0, 1.0, -1.0) + rng.normal(0, 0.1, 400)
+    x[rng.random(400) < 0.2, 0] = np.nan
+    x[rng.random(400) < 0.2, 1] = 0.0
+    booster = lgb.train({"objective": "regression", "verbose": -1, "num_leaves": 7,
+                         "min_data_in_leaf": 5, **params}, lgb.Dataset(x, y), 20)
+    test = rng.normal(size=(300, 3))
+    test[::3, 0] = np.nan
+    test[1::3, 1] = 0.0
+    test[2::5, 2] = np.nan
+    _same(booster.model_to_string(), test)
+
+
+def test_a_tree_of_one_leaf_and_other_models_refused():
+    x = np.ones((30, 2))
+    flat = lgb.train({"objective": "regression", "verbose": -1}, lgb.Dataset(x, np.ones(30)), 3)
+    _same(flat.model_to_string(), np.zeros((4, 2)))
+    binary = lgb.train({"objective": "binary", "verbose": -1},
+                       lgb.Dataset(np.arange(60.0).reshape(30, 2), np.arange(30) % 2), 2)
+    with pytest.raises(ValueError, match="regression"):
+        Forest(binary.model_to_string())
+    with pytest.raises(ValueError, match="2 features"):
+        Forest(flat.model_to_string()).predict(np.zeros((3, 5)))
