@@ -53,7 +53,7 @@ def run(args) -> int:
     if args.what == "fit":
         if not args.samples:
             raise ConfigError("calibrate fit needs --samples WAITS.jsonl")
-        from piep.sampling.calibrate import fit_all
+        from piep.fit.waits import fit_all
         from pathlib import Path
         doc = {"fits": len(fit_all(Path(args.samples), Path(args.out))), "out": args.out}
     else:

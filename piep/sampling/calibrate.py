@@ -380,24 +380,6 @@ def run_insitu(out: Path, *, decode_steps: int = 16) -> None:
         torch.cuda.empty_cache()
 
 
-def fit_all(samples: Path, out: Path) -> list[dict[str, Any]]:
-    """Gamma fit per (collective, bytes, group size, phase, mode) of the raw samples."""
-    from piep.artifacts import write_json
-    from piep.stats.gamma import fit_waits
-    fits = []
-    for r in read_jsonl(samples):
-        if r.get("schema") != "piep.wait_samples":
-            continue
-        waits = [w for rank in r["waits_s"] for w in rank]
-        durations = sorted(min(x) for x in zip(*r["durations_ms"]))
-        fit = fit_waits(waits)
-        fits.append({k: r[k] for k in ("model", "collective", "group_size", "phase", "mode",
-                                       "size_bytes", "batch", "prompt_len")}
-                    | {"fit": fit, "transfer_ms_median": durations[len(durations) // 2]})
-    write_json(out, "piep.wait_fits", 1, {"fits": fits}, source=str(samples))
-    return fits
-
-
 # 4 KiB .. 1 GiB, 2x apart (at 8x apart, interpolating between the points missed the
 # sizes between them by 33-48 %)
 COLLECTIVE_SIZES = tuple(2 ** k for k in range(12, 31))
@@ -641,7 +623,5 @@ def main(what: str, opts: CalibrateOptions) -> dict[str, Any] | None:
     if what == "insitu":
         run_insitu(Path(opts.out))
         return {"out": opts.out}
-    if what == "fit":
-        return {"fits": len(fit_all(Path(opts.samples), Path(opts.out)))}
-    return None
+    return None  # `calibrate fit` is fitting, not measuring: piep.fit.waits
 
