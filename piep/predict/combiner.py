@@ -49,7 +49,13 @@ class Combiner:
                 self.features(table.kind_id, table.decode, table.mode_eager, table.q["tokens"]),
                 self.features(np.full(len(seg), KIND_ID["pipeline_wait"]), seg.phase == 1,
                               table.eager[seg.cfg], seg.tokens))
-        return self.weights(f[0]), self.weights(f[1])
+        # and the alphas, while this combiner prices it (a fit of host terms re-prices one
+        # table hundreds of times with the same combiner)
+        key = (self.w.tobytes(), self.b, self.tau)
+        cached = table.derived.get("alphas")
+        if cached is None or cached[0] != key:
+            cached = table.derived["alphas"] = (key, self.weights(f[0]), self.weights(f[1]))
+        return cached[1], cached[2]
 
     def weights(self, f: np.ndarray) -> np.ndarray:
         """alpha of feature rows."""

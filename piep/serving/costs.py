@@ -145,7 +145,7 @@ class IterationGrid:
     the module models' outputs)."""
     dep: Deployment
     tables: tuple                 # body, attention, head: (table, rows of the group, shape)
-    modules: dict = None          # table index -> the module models' outputs
+    cache: dict = None  # computed once per grid: the module models' outputs, groups' rows
 
     @classmethod
     def build(cls, dep: Deployment, *, max_tokens: int, max_requests: int,
@@ -173,7 +173,7 @@ class IterationGrid:
         dep = replace(self.dep, host_probe_s=probe_s)
         tables = tuple((replace(t, deps=[dep] * len(t.deps)), sel, axes)
                        for t, sel, axes in self.tables)
-        return IterationGrid(dep, tables, self.modules)
+        return IterationGrid(dep, tables, self.cache)
 
     def costs(self, model) -> IterationCosts:
         curves, oor = [], False
@@ -186,7 +186,8 @@ class IterationGrid:
             t = table.count * (prices.time_s + prices.gap_s + prices.wait_s)
             gap_e, kernel_e = weight * e_gap, weight * (e_run + e_wait)
             comm_e, wait_e = weight * np.where(table.is_comm, e_run, 0.0), weight * e_wait
-            per = [np.bincount(table.cfg, weights=np.where(sel, v, 0.0), minlength=n)
+            rows, cfg = self._selected(i)  # the group's rows, in table order
+            per = [np.bincount(cfg, weights=v[rows], minlength=n)
                    for v in (t, kernel_e, gap_e, comm_e, wait_e)]
             if axes[1] is not None:
                 per = [v.reshape(len(axes[0]), len(axes[1])) for v in per]
@@ -195,14 +196,24 @@ class IterationGrid:
         idle = self._price(model, 3)
         return IterationCosts(*curves, idle.idle_w * self.dep.parallel.world_size, oor)
 
+    def _selected(self, i: int) -> tuple[np.ndarray, np.ndarray]:
+        """The rows of table `i`'s group and their deployments (their sums add the same
+        numbers in the same order as over every row with the others zeroed)."""
+        key = ("rows", i)
+        if key not in self.cache:
+            table, sel, _ = self.tables[i]
+            rows = np.flatnonzero(sel)
+            self.cache[key] = (rows, table.cfg[rows])
+        return self.cache[key]
+
     def _price(self, model, i: int):
         from piep.predict.learned import LearnedModel
         table = self.tables[i][0]
         if isinstance(model, LearnedModel):
             key = (i, id(model.modules))  # one grid may be priced by several predictors
-            mo = self.modules.get(key)
+            mo = self.cache.get(key)
             if mo is None:
-                mo = self.modules[key] = model.modules.predict(table, model.gpu)
+                mo = self.cache[key] = model.modules.predict(table, model.gpu)
             return model.price(table, mo)
         return model.price(table)
 
