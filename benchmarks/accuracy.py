@@ -391,7 +391,13 @@ unlisted shapes of head dim 64 and 96 (until then every training run and module 
 had head dim 128; the head-dim-64 runs are flagged `out_of_range`), with the predictor of
 commit 6e0a191. Both are evaluated with today's engine code (the priced-power bound has
 changed since: with the code of their own commits they gave 3.8 / 3.9 % and 2.5 / 6.3 %,
-`git checkout f633baf && python benchmarks/blind_unlisted.py`). Graph runs:
+`git checkout f633baf && python benchmarks/blind_unlisted.py`). Device call 57: MHA models
+(llama-2-7b, llama-2-13b, vicuna-33b) at batches 1-14, piep's default workload first, with
+the predictor of commit 511eb80, whose attention had no sample of 32 query and 32 KV heads
+near batch 1 (the default workload was flagged `out_of_range`); time was right, energy
+high by 8-16 % at batches 1-4. Part of that is the board: call 57's board read 6 % less
+than another on the default workload, and the board spread on identical runs is in
+`boards.md` (`python benchmarks/boards.py`). Graph runs:
 
 {md_table(blind, ["blind test", "predictor", "n", "energy MAPE %", "time MAPE %"])}
 

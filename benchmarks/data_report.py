@@ -139,6 +139,9 @@ How they were made (device logs in `logs/`, scripts in `../device/`):
   `reports/accuracy.md` (predicted before they were measured). `run13.sh` measured
   `design_headdim.jsonl` (head dims 64 and 96, the second blind test) ->
   `raw/e2e_s3_hd.jsonl`.
+* Session 17: `run57.sh` measured `design_mha.jsonl` (MHA models at small batches, piep's
+  default workload first) -> `raw/e2e_s57_mha.jsonl`: a blind test (predictions committed
+  before, `predictions_mha.jsonl`, by the frozen `../predictor_blind_mha/`).
 * Ready, not yet run (issue 17, needs a 4- or 8-GPU machine): `design_x4.jsonl` (tp4, pp4,
   tp2xpp2, tp2xdp2, dp4) and `design_x8.jsonl` (tp8, tp4xpp2, tp4xdp2, tp2xpp2xdp2) over
   llama-3-70b, qwen2.5-32b, llama-2-13b and `piep-unlisted-20b` (a shape in no public
@@ -319,7 +322,9 @@ head dims 64, 80, 96, `device/run13.sh`), `modules_small_s{{0,1}}.jsonl` (embedd
 residual, sampling, rmsnorm, draw seed 3, `device/run14.sh`); transformers' own kernels:
 `modules_engines_s0.jsonl` (masked SDPA, the KV-cache copies, `device/run23.sh`),
 `modules_kv_expand_v2.jsonl` (repeat_kv compiled, `device/run24.sh`),
-`modules_engines_s7.jsonl` (`device/run28.sh`), `modules_eager_copies_s35.jsonl` (repeat_kv
+`modules_engines_s7.jsonl` (`device/run28.sh`), `modules_mha_s61.jsonl` (attention with as many
+K/V heads as query heads, 16-40 per GPU, from llama-2-7b's and -13b's trees at tp 1-2,
+draw seed 61, `device/run57.sh`), `modules_eager_copies_s35.jsonl` (repeat_kv
 eager and the sliding cache's strided concatenation, `kv_slide`, `device/run35.sh`). The
 reference runner's fitted host time per kernel starts from the launch probe of
 `modules_eager_v3.jsonl` (`piep.dataset.REFERENCE_HOST_FILE`). Logs:
@@ -556,7 +561,7 @@ def overview_report() -> None:
          "CUDA graphs, busy-poll / GEMM / copy power", "`device/run1.sh`"),
         ("`e2e/`", f"end-to-end runs of piep's reference runner: {len(cal.e2e)} records, "
          f"{len(e2e)} configurations, {len({r['model'] for r in e2e})} model shapes",
-         "`device/run1.sh` .. `run13.sh`"),
+         "`device/run1.sh` .. `run13.sh`, `run57.sh`"),
         ("`modules/`", f"isolated module samples ({len(cal.modules)} in use) and host launch "
          "overhead; the repeat check", "`piep calibrate modules`, `repeat`"),
         ("`collectives/`", f"AllReduce / AllGather / send-recv in isolation with their energy "
@@ -570,8 +575,11 @@ def overview_report() -> None:
          f"traces ({served} requests); designs, traces, blind predictions, and each engine's "
          "profile", "`piep measure --engine`; `piep train --engine`"),
         ("`predictor/`", "the trained learned predictor (LightGBM text + JSON)", "`piep train`"),
-        ("`predictor_blind/`, `predictor_blind_hd/`", "the predictors shipped before two blind "
-         "tests, kept to reproduce them", "copies"),
+        ("`predictor_blind*/`", "the predictors shipped before four blind tests (device calls "
+         "12, 13, 57; the 4- and 8-GPU design), kept to reproduce them", "copies; "
+         "`python benchmarks/blind_predictions.py SET`"),
+        ("`boards/`", "the same runs and kernels measured again on another board (device call "
+         "58)", "`device/run58.sh`; `python benchmarks/boards.py`"),
         ("`dvfs/`", "the frequency model, the literature it is fitted to, clock plans run in "
          "dry-run", "`python benchmarks/dvfs_fit.py`; `piep measure --clock-plan`"),
         ("`optimize/`", "the online batch-axis search on H200, step by step",

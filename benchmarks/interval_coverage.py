@@ -45,16 +45,22 @@ def table() -> str:
              "the model's own residuals", f"{ref.group(1)} %", f"{ref.group(2)} %",
              ref.group(3), "reports/accuracy.md")]
     for engine in ("hf-eager", "hf-static"):
-        m = report_match("reports/engines.md", rf"\| {engine} \| (\d+) % \|[^\n]*\| (\d+) \| [\d.]+ \| "
-                  r"[\d.]+ \| [\d.]+ \|")
+        m = report_match("reports/engines.md", rf"\| {engine} \| (\d+) % \| (\d+) % \|[^\n]*\| "
+                         r"(\d+) \| [\d.]+ \| [\d.]+ \| [\d.]+ \|")
         rows.append((f"{engine}, tp=1", "leave one model out, cross-conformal", f"{m.group(1)} %",
-                     "not measured", m.group(2), "reports/engines.md"))
+                     f"{m.group(2)} %", m.group(3), "reports/engines.md"))
     tp2 = (ROOT / "reports/engines_tp2.md").read_text()
     runs = re.findall(r"^\| hf-\w+ tp2 b\d+ \|.*\| (yes|NO), (yes|NO) \|$", tp2, re.M)
     rows.append(("hf-eager, hf-static, tp=2", "none: the interval is sized on these runs' "
                  "leave-one-run-out errors", f"{sum(e == 'yes' for e, _ in runs)}/{len(runs)} "
                  "(in sample)", f"{sum(t == 'yes' for _, t in runs)}/{len(runs)} (in sample)",
                  str(len(runs)), "reports/engines_tp2.md"))
+    m = report_match("reports/serving.md", r"cross-conformal: each replay, predicted at its "
+                     r"own host probe, [^:]*: energy (\d+) %, window time (\d+) % \((\d+) "
+                     r"replays\)")
+    rows.append(("piep serve (hf-cb)", "leave one shape out, cross-conformal, each replay at "
+                 "its host probe", f"{m.group(1)} %", f"{m.group(2)} %", m.group(3),
+                 "reports/serving.md"))
     sets = _blind_serving()
     for name, inside, n in sets:
         note = " (the profile form shipped now: fitted per host)" if name == sets[-1][0] else ""

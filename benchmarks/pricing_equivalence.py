@@ -66,7 +66,18 @@ hf-static_tp2: 2,811 J / 3.42 s -> 3,370 J / 4.76 s; the tp=2 rows of sweep_engi
 the tp=2 candidate of compare_engines alike); every tp=1 and every other document
 unchanged: new snapshot. Then keys were added, every number the same: flag_notes (each
 flag's registered meaning), host_dependence (an engine fitted per host on the fastest and
-slowest hosts of its runs), compare's decisions and interval_time_s: new snapshot.
+slowest hosts of its runs), compare's decisions and interval_time_s: new snapshot. Then
+device calls 57-58 (issue 33): 97 attention samples of MHA heads (llama-2-7b and -13b at
+tp 1-2; piep's default workload was flagged out_of_range) and 9 reference-runner runs of
+MHA models at small batches joined the calibration (their module file brought one more
+launch-gap probe: median 121.40 -> 121.51 W). The predictor was retrained (the attention
+GBDTs, host, combiner and power-limit terms; every other module model bit-identical) and
+the engine profiles refitted over it: reference-runner energies moved by a median 0.9 %
+(at most 11 %, llama-2-7b pp2 b31 p152 g329, whose MHA attention was extrapolated), the
+default workload 345.7 J / 0.930 s -> 338.6 J / 0.909 s without its out_of_range flag; the
+engines' documents within 1.6 %; 9 new e2e/ documents: new snapshot. The numpy evaluator
+of the module models (`piep.predict.gbdt`) and the caches of the serving fit changed no
+number (checked against LightGBM and against the uncached fit).
 """
 
 from __future__ import annotations

@@ -211,10 +211,7 @@ def profile_rows(base, train: list[dict[str, Any]], test: list[dict[str, Any]], 
 def with_intervals(profile: EngineProfile, rows: list[dict[str, Any]]) -> EngineProfile:
     """The 90 % split-conformal half-widths of |log(pred/measured)| over LOMO rows, pooled
     (an engine has too few runs per layout to split them)."""
-    def q(values):
-        v = sorted(values)
-        k = min(len(v) - 1, math.ceil((len(v) + 1) * 0.9) - 1)
-        return v[k]
+    from piep.stats.conformal import band as q
     qe = q([abs(math.log(r["pred_energy_j"] / r["energy_j"])) for r in rows])
     qt = q([abs(math.log(r["pred_time_s"] / r["time_s"])) for r in rows])
     meta = {**profile.meta, "lomo_runs": len(rows),

@@ -337,10 +337,10 @@ def rows_of(cases_: list[Case], model) -> list[dict[str, Any]]:
 
 def conformal(rows: list[dict[str, Any]], level: float = 0.9) -> tuple[dict, dict]:
     """q-quantile of |log(pred/measured)| per (mode, layout) group, pooled where small."""
+    from piep.stats.conformal import band
+
     def q(values):
-        v = sorted(values)
-        k = min(len(v) - 1, math.ceil((len(v) + 1) * level) - 1)
-        return v[k]
+        return band(values, level)
     groups: dict[str, list[dict[str, Any]]] = {}
     for r in rows:
         groups.setdefault(f"{r['mode']}/{r['layout']}", []).append(r)
