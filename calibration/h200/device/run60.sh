@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
 # Device call 60 (nvidia-h200), session 17 (issue 35): a quick one-GPU calibration from
 # scratch, to check the simulated recipe of reports/calibration_cost.md (a 15-minute recipe
-# (a second draw, for the spread between quick calibrations; also pooled with call 59)
 # of module samples and single-GPU runs): (1) module samples, a fresh stratified draw
 # (seed 71, 8 per kind and phase, attention 2x) -> modules_quick_s71.jsonl; (2) the
 # reference runner on design_quick2.jsonl (single-GPU runs of the shipped models at random)
 # -> e2e_s60_quick.jsonl. Timestamps in the log give the device minutes each took.
+# (a second draw, for the spread between quick calibrations; also pooled with call 59)
 # Read-only on the GPU.
 set -uo pipefail
 export PYTHONUNBUFFERED=1 PYTHONPATH=$PWD PIEP_GIT_COMMIT=${PIEP_GIT_COMMIT:-unknown}
