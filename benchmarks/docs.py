@@ -165,7 +165,8 @@ def blocks() -> dict[str, str]:
     }
 
 
-BLOCK_FILES = ("README.md", "docs/method.md", "docs/engines.md", "docs/serving.md")  # files with generated blocks
+# the files with generated blocks
+BLOCK_FILES = ("README.md", "docs/method.md", "docs/engines.md", "docs/serving.md")
 
 
 def flags_doc() -> str:

@@ -75,9 +75,9 @@ GBDTs, host, combiner and power-limit terms; every other module model bit-identi
 the engine profiles refitted over it: reference-runner energies moved by a median 0.9 %
 (at most 11 %, llama-2-7b pp2 b31 p152 g329, whose MHA attention was extrapolated), the
 default workload 345.7 J / 0.930 s -> 338.6 J / 0.909 s without its out_of_range flag; the
-engines' documents within 1.6 %; 9 new e2e/ documents: new snapshot. The numpy evaluator
-of the module models (`piep.predict.gbdt`) and the caches of the serving fit changed no
-number (checked against LightGBM and against the uncached fit).
+engines' documents within 1.6 %; the 9 new runs add 18 e2e/ documents (835 -> 853): new
+snapshot. The numpy evaluator of the module models (`piep.predict.gbdt`) and the caches of
+the serving fit changed no number (checked against LightGBM and the uncached fit).
 """
 
 from __future__ import annotations
