@@ -77,7 +77,11 @@ the engine profiles refitted over it: reference-runner energies moved by a media
 default workload 345.7 J / 0.930 s -> 338.6 J / 0.909 s without its out_of_range flag; the
 engines' documents within 1.6 %; the 9 new runs add 18 e2e/ documents (835 -> 853): new
 snapshot. The numpy evaluator of the module models (`piep.predict.gbdt`) and the caches of
-the serving fit changed no number (checked against LightGBM and the uncached fit).
+the serving fit changed no number (checked against LightGBM and the uncached fit). The
+tp=2 paths of hf-eager and hf-static were then refit as shipped before, `piep train --engine
+E --from-measurements` the supplied runs on top of the refit profiles (tp=2 documents of
+hf-static's tp=2 documents within 1.7 %, the sweep's within 0.7 %, compare's decision
+text): new snapshot.
 """
 
 from __future__ import annotations
