@@ -23,6 +23,8 @@ class Calibration:
     wait_fits: list[dict[str, Any]]
     files: list[Path] = field(default_factory=list)
     collective_samples: list[dict[str, Any]] = field(default_factory=list)
+    # the module samples' training features, kept between fits on subsets of them
+    feature_cache: dict = field(default_factory=dict, repr=False, compare=False)
 
     def data_hash(self) -> str:
         h = hashlib.sha256()

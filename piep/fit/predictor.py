@@ -281,7 +281,8 @@ def fit(cal: Calibration, gpu: GPU, train: list[Case], *,
                       if cal.host else gpu.idle_power_w,
                       busy_wait_w=gpu.wait_power_w, comm_w=gpu.comm_power_w,
                       **BOARD_LIMIT_START)
-    model = LearnedModel(gpu, ModuleModels(fit_module_models(samples, gpu)), comm, terms)
+    model = LearnedModel(gpu, ModuleModels(fit_module_models(samples, gpu, cal.feature_cache)),
+                         comm, terms)
     ts = TrainingSet.build(model, train)
     fit_time_terms(model, ts)
     fit_combiner(model, ts)  # the board limit is fitted on combiner-weighted energies
