@@ -34,7 +34,7 @@ sys.path.insert(0, str(ROOT))
 
 from piep.artifacts import write_text  # noqa: E402
 from piep.dataset import load_calibration  # noqa: E402
-from piep.fit.predictor import cases, exclusive_filter, fit, rows_of  # noqa: E402
+from piep.fit.predictor import cases, leave_one_model_out  # noqa: E402
 from piep.gpus import load_gpu  # noqa: E402
 
 BUDGETS_MIN = (5, 10, 15, 30)
@@ -60,22 +60,24 @@ def sample_costs(modules: list[dict]) -> list[float]:
     return [typical if c != c else c for c in cost]
 
 
-def recipe(modules, costs, runs, minutes: float, rng: random.Random):
-    """(module samples, end-to-end cases) a recipe of `minutes` draws."""
+def recipe(modules, costs, runs, minutes: float, rng: random.Random,
+           module_share: float = MODULE_SHARE):
+    """(module samples, end-to-end cases) a recipe of `minutes` draws, `module_share` of
+    them on module samples."""
     groups: dict[tuple, list[int]] = defaultdict(list)
     for i, r in enumerate(modules):
         groups[(r["kind"], r["phase"], r["mode"])].append(i)
     for g in groups.values():
         rng.shuffle(g)
     order = sorted(groups)
-    budget, chosen = MODULE_SHARE * minutes * 60, []
+    budget, chosen = module_share * minutes * 60, []
     while budget > 0 and any(groups.values()):
         for g in order:
             if groups[g] and budget > 0:
                 i = groups[g].pop()
                 chosen.append(modules[i])
                 budget -= costs[i]
-    budget += (1 - MODULE_SHARE) * minutes * 60
+    budget += (1 - module_share) * minutes * 60
     by_model: dict[str, list] = defaultdict(list)  # one run of each model, then again
     for c in runs:
         if c.rec["gpus"] == 1:
@@ -95,16 +97,10 @@ def recipe(modules, costs, runs, minutes: float, rng: random.Random):
 
 
 def lomo(cal, gpu, all_cases, train_cases, modules) -> list[dict]:
-    """Every run predicted by a predictor that saw none of its model's runs and none of
-    the samples of kernel shapes only its model has."""
-    sub = replace(cal, modules=modules)
-    out = []
-    for name in sorted({c.rec["model"] for c in all_cases}):
-        held = [c for c in all_cases if c.rec["model"] == name]
-        train = [c for c in train_cases if c.rec["model"] != name]
-        model = fit(sub, gpu, train, module_filter=exclusive_filter(held[0].dep.model, gpu))
-        out += rows_of(held, model)
-    return out
+    """Every run predicted leave one model out, fitted on `modules` and on the other
+    models' runs among `train_cases`."""
+    return leave_one_model_out(replace(cal, modules=modules), gpu, all_cases,
+                               train_cases=train_cases)
 
 
 QUICK = ROOT / "calibration" / "h200" / "quick"  # quick recipes measured from scratch
@@ -152,10 +148,9 @@ def mape(rows, key: str, mode: str | None = None, layout: str | None = None) -> 
 
 
 def main(argv: list[str]) -> int:
-    global MODULE_SHARE
     draws = int(argv[argv.index("--draws") + 1]) if "--draws" in argv else 2
-    if "--module-share" in argv:
-        MODULE_SHARE = float(argv[argv.index("--module-share") + 1])
+    share = float(argv[argv.index("--module-share") + 1]) if "--module-share" in argv \
+        else MODULE_SHARE
     gpu = load_gpu("h200")
     cal = load_calibration("h200")
     all_cases = cases(cal, gpu)
@@ -171,7 +166,8 @@ def main(argv: list[str]) -> int:
     for minutes in BUDGETS_MIN:
         got = []
         for d in range(draws):
-            mods, runs = recipe(cal.modules, costs, all_cases, minutes, random.Random(d))
+            mods, runs = recipe(cal.modules, costs, all_cases, minutes, random.Random(d),
+                                share)
             rows = lomo(cal, gpu, all_cases, runs, mods)
             got.append((len(mods), len(runs), mape(rows, "energy_j", "graph"),
                         mape(rows, "time_s", "graph"), mape(rows, "energy_j", "eager"),
@@ -218,7 +214,7 @@ def main(argv: list[str]) -> int:
               f"multi-GPU runs to fit on, while the full calibration's tp / pp / dp runs "
               f"train the layouts they are then scored on; the one-GPU column compares like "
               f"with like. Each recipe spends "
-              f"{100 * MODULE_SHARE:.0f} % of its minutes on module samples and the rest on "
+              f"{100 * share:.0f} % of its minutes on module samples and the rest on "
               f"single-GPU end-to-end runs; collectives and waits are the shipped ones. The "
               f"last rows are quick calibrations measured from scratch (`calibration/h200/"
               f"quick/`, `device/run59.sh`, `run60.sh`: a fresh stratified draw of module samples, then "

@@ -295,14 +295,17 @@ def fit(cal: Calibration, gpu: GPU, train: list[Case], *,
 
 # --- evaluation -------------------------------------------------------------------------
 def leave_one_model_out(cal: Calibration, gpu: GPU, all_cases: list[Case], *,
-                        strict_modules: bool = True, progress=None) -> list[dict[str, Any]]:
+                        strict_modules: bool = True, progress=None,
+                        train_cases: list[Case] | None = None) -> list[dict[str, Any]]:
     """Predict every run with a predictor that saw no end-to-end run of its model (and,
-    with `strict_modules`, no module sample of a kernel shape only that model has)."""
+    with `strict_modules`, no module sample of a kernel shape only that model has), fitted
+    on the other models' runs among `train_cases` (default: every run)."""
     models = sorted({c.rec["model"] for c in all_cases})
     out = []
     for i, name in enumerate(models):
         held = [c for c in all_cases if c.rec["model"] == name]
-        train = [c for c in all_cases if c.rec["model"] != name]
+        train = [c for c in (all_cases if train_cases is None else train_cases)
+                 if c.rec["model"] != name]
         filt = exclusive_filter(held[0].dep.model, gpu) if strict_modules else None
         model = fit(cal, gpu, train, module_filter=filt)
         out += rows_of(held, model)

@@ -243,7 +243,7 @@ class ModuleModels:
         decode = np.asarray(table.decode, dtype=int)
         column = 2 * decode + np.asarray(table.mode_eager, dtype=int)
         gid = np.where(table.is_comm, -1, group_of[table.kind_id, column])
-        for i in np.flatnonzero(np.bincount(gid[gid >= 0], minlength=0)):  # groups used
+        for i in np.flatnonzero(np.bincount(gid[gid >= 0])):  # the groups in use
             g, sel = names[i], gid == i
             if g not in self.kinds and g.split(".")[0] in COPY_KINDS:  # the copy rate
                 t[sel] = nbytes[sel] / gpu.hbm_bytes_per_s + _features.KERNEL_FLOOR_S

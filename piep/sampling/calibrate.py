@@ -33,8 +33,8 @@ def module_shapes(*, seed: int = 0, per_kind: int = 28, kinds: tuple[str, ...] |
                   tps: tuple[int, ...] | None = None) -> list[dict[str, Any]]:
     """Unique leaf shapes from trees of many deployments (of `models` when given, else of
     every shipped dense model and the synthetic shapes; at tp `tps`, default 1, 2, 4, 8),
-    stratified per (kind, phase); the
-    kernels only transformers' engines run (`ENGINE_KERNELS`) are drawn by
+    stratified per (kind, phase); the kernels only transformers' engines run
+    (`ENGINE_KERNELS`) are drawn by
     `engine_kernel_shapes` instead."""
     engine_kinds = tuple(k for k in kinds or () if k in ENGINE_KERNELS)
     if engine_kinds:

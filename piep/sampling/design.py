@@ -103,9 +103,14 @@ def build_design(*, seed: int = 0, draws: int = 8, max_time_s: float = 3.0, bloc
         plan = [(m, "tp1") for m in _e2e("one_gpu_models")]
         plan += [(m, lay) for lay, ms in _e2e("two_gpu").items() for m in ms]
     plan = [(m, lay) for m, lay in plan if lay in layouts]
-    listed = [_design_row(r["model"], r["layout"], Workload(
-        batch=r["batch"], prompt_len=r["prompt_len"], gen_len=r["gen_len"], mode=r["mode"]),
-        gpu, roof)[0] for r in runs]
+    listed = []
+    for r in runs:
+        spec, inline = named_spec(r["model"])
+        tp, pp, dp = _e2e("layouts")[r["layout"]]
+        dep = validate(spec, Parallel(tp=tp, pp=pp, dp=dp), Workload(
+            batch=r["batch"], prompt_len=r["prompt_len"], gen_len=r["gen_len"],
+            mode=r["mode"]), gpu)
+        listed.append(_design_row(r["model"], r["layout"], dep, roof, inline)[0])
     out = []
     for name, lay in plan:
         spec, inline = named_spec(name)
@@ -117,9 +122,10 @@ def build_design(*, seed: int = 0, draws: int = 8, max_time_s: float = 3.0, bloc
             batch = max(dp, int(round(b / dp)) * dp)
             mode = "eager" if rng.random() < eager_share else "graph"
             wl = Workload(batch=batch, prompt_len=int(round(p)), gen_len=int(round(g)), mode=mode)
-            if _fitting(spec, Parallel(tp=tp, pp=pp, dp=dp), wl, gpu, memory_margin) is None:
+            dep = _fitting(spec, Parallel(tp=tp, pp=pp, dp=dp), wl, gpu, memory_margin)
+            if dep is None:
                 continue
-            cfg, time_s = _design_row(name, lay, wl, gpu, roof)
+            cfg, time_s = _design_row(name, lay, dep, roof, inline)
             if time_s > max_time_s:
                 continue
             out.append(cfg)
@@ -130,13 +136,13 @@ def build_design(*, seed: int = 0, draws: int = 8, max_time_s: float = 3.0, bloc
     return listed + [out[i] for i in order]
 
 
-def _design_row(name: str, lay: str, wl: Workload, gpu, roof) -> tuple[dict[str, Any], float]:
-    """One configuration of a design (the run, its estimated wall time and roofline time)
-    and its roofline time unrounded."""
-    spec, inline = named_spec(name)
-    tp, pp, dp = _e2e("layouts")[lay]
-    pred = prediction(validate(spec, Parallel(tp=tp, pp=pp, dp=dp), wl, gpu), roof)
-    cfg = {"model": name, "tp": tp, "pp": pp, "dp": dp, "batch": wl.batch,
+def _design_row(name: str, lay: str, dep, roof, inline: dict | None
+                ) -> tuple[dict[str, Any], float]:
+    """One configuration of a design (the run of `dep`, its estimated wall time and
+    roofline time) and its roofline time unrounded."""
+    pred = prediction(dep, roof)
+    p, wl = dep.parallel, dep.workload
+    cfg = {"model": name, "tp": p.tp, "pp": p.pp, "dp": p.dp, "batch": wl.batch,
            "prompt_len": wl.prompt_len, "gen_len": wl.gen_len, "mode": wl.mode,
            "layout": lay, "estimated_s": round(estimate_wall_s(pred), 2),
            "roofline_time_s": round(pred["time_s"], 4)}
