@@ -69,17 +69,17 @@ def roofline_baselines(all_cases: list[Case]) -> list[dict]:
     """The roofline as shipped, and refit: per-mode energy and time factors fitted on the
     training folds (median measured/predicted), applied to the held-out model."""
     priced = price([c.dep for c in all_cases], RooflineModel())
-    preds = {c.rec["key"]: {"energy_j": float(priced.energy_j[i]),
+    preds = {c.run.key: {"energy_j": float(priced.energy_j[i]),
                             "time_s": float(priced.time_s[i])}
              for i, c in enumerate(all_cases)}
     rows = []
     for c in all_cases:
-        train = [d for d in all_cases if d.rec["model"] != c.rec["model"]
-                 and d.rec["mode"] == c.rec["mode"]]
-        fe = statistics.median(d.energy_j / preds[d.rec["key"]]["energy_j"] for d in train)
-        ft = statistics.median(d.time_s / preds[d.rec["key"]]["time_s"] for d in train)
-        p = preds[c.rec["key"]]
-        rows.append({"mode": c.rec["mode"], "layout": _layout(c), "energy_j": c.energy_j,
+        train = [d for d in all_cases if d.run.model != c.run.model
+                 and d.run.mode == c.run.mode]
+        fe = statistics.median(d.energy_j / preds[d.run.key]["energy_j"] for d in train)
+        ft = statistics.median(d.time_s / preds[d.run.key]["time_s"] for d in train)
+        p = preds[c.run.key]
+        rows.append({"mode": c.run.mode, "layout": _layout(c), "energy_j": c.energy_j,
                      "time_s": c.time_s, "roof_e": p["energy_j"], "roof_t": p["time_s"],
                      "refit_e": p["energy_j"] * fe, "refit_t": p["time_s"] * ft})
     return rows
@@ -94,10 +94,10 @@ def held_out_ranges(cal, gpu, all_cases) -> list[list]:
     """Train on the lower part of a workload axis, predict the upper part (extrapolation)."""
     out = []
     for axis in ("batch", "prompt_len", "gen_len"):
-        values = sorted(c.rec[axis] for c in all_cases)
+        values = sorted(getattr(c.run, axis) for c in all_cases)
         cut = values[int(len(values) * 0.7)]
-        train = [c for c in all_cases if c.rec[axis] < cut]
-        test = [c for c in all_cases if c.rec[axis] >= cut]
+        train = [c for c in all_cases if getattr(c.run, axis) < cut]
+        test = [c for c in all_cases if getattr(c.run, axis) >= cut]
         rows = rows_of(test, fit(cal, gpu, train))
         graph = [r for r in rows if r["mode"] == "graph"]
         out.append([f"{axis} >= {cut} (trained below)", len(graph),

@@ -32,7 +32,7 @@ from piep.artifacts import read_jsonl  # noqa: E402
 from piep.gpus import load_gpu  # noqa: E402
 from piep.predict.pricing import price  # noqa: E402
 from piep.predict.store import load  # noqa: E402
-from piep.records import deployment_of  # noqa: E402
+from piep.records import Measurement  # noqa: E402
 
 CAL = ROOT / "calibration" / "h200"
 TESTS = {  # name -> (measured runs, predictor trained before them)
@@ -55,7 +55,8 @@ def predict_runs(name: str):
             if r.get("schema") == "piep.measurement"]
     if not recs:
         return
-    priced = price([deployment_of(r, gpu) for r in recs], model, detail=True)
+    priced = price([Measurement.from_json(r).deployment(gpu) for r in recs], model,
+                   detail=True)
     for i, r in enumerate(recs):
         yield r, priced.document(i)
 

@@ -99,9 +99,10 @@ def bias_by_board(runs: list[dict]) -> list[tuple[str, int, float, str]]:
     from piep.predict.learned import predictor_dir
     from piep.predict.pricing import price
     from piep.predict.store import load
-    from piep.records import deployment_of
+    from piep.records import Measurement
     gpu = load_gpu("h200")  # the shipped predictor, not a user's refit
-    priced = price([deployment_of(r, gpu) for r in runs], load(predictor_dir("h200"), gpu))
+    priced = price([Measurement.from_json(r).deployment(gpu) for r in runs],
+                   load(predictor_dir("h200"), gpu))
     by: dict[str, list] = defaultdict(list)
     for i, r in enumerate(runs):
         by[board(r)].append((priced.energy_j[i] / r["energy_j"] - 1, r["file"]))

@@ -80,8 +80,8 @@ def recipe(modules, costs, runs, minutes: float, rng: random.Random,
     budget += (1 - module_share) * minutes * 60
     by_model: dict[str, list] = defaultdict(list)  # one run of each model, then again
     for c in runs:
-        if c.rec["gpus"] == 1:
-            by_model[c.rec["model"]].append(c)
+        if c.run.gpus == 1:
+            by_model[c.run.model].append(c)
     for v in by_model.values():
         rng.shuffle(v)
     models = sorted(by_model)
@@ -92,7 +92,7 @@ def recipe(modules, costs, runs, minutes: float, rng: random.Random,
             if by_model[m] and budget > 0:
                 c = by_model[m].pop()
                 picked.append(c)
-                budget -= c.rec.get("wall_s") or 10.0
+                budget -= c.run.wall_s or 10.0
     return chosen, picked
 
 
@@ -119,9 +119,9 @@ def from_scratch(cal, gpu, all_cases, calls: tuple[int, ...]
     collectives and waits), pooled."""
     import re
     from piep.artifacts import read_jsonl
-    from piep.dataset import latest_ops, unique_e2e
+    from piep.dataset import latest_ops
     from piep.fit.predictor import Case
-    from piep.records import deployment_of
+    from piep.records import Measurement, merge_repeats
     modules, host, recs, minutes = [], [], [], 0.0
     for call in calls:
         mod_file, e2e_file = QUICK_RUNS[call]
@@ -129,13 +129,13 @@ def from_scratch(cal, gpu, all_cases, calls: tuple[int, ...]
         modules += [r for r in rows if r.get("schema") == "piep.module_sample"
                     and "error" not in r and r.get("energy_j") is not None]
         host += [{**r, "file": mod_file} for r in rows if r.get("schema") == "piep.host_overhead"]
-        recs += [r for r in read_jsonl(QUICK / e2e_file)
+        recs += [Measurement.from_json(r, e2e_file) for r in read_jsonl(QUICK / e2e_file)
                  if r.get("schema") == "piep.measurement" and r.get("energy_j") is not None]
         log = (DEVICE / f"run{call}.log").read_text()
         start = int(re.search(r"modules start (\d+)", log).group(1))
         end = int(re.search(r"e2e rc=\d+ end (\d+)", log).group(1))
         minutes += (end - start) / 60
-    runs = [Case(r, deployment_of(r, gpu)) for r in unique_e2e(recs)]
+    runs = [Case(m, m.deployment(gpu)) for m in merge_repeats(recs)]
     modules = latest_ops(modules)
     return minutes, len(modules), len(runs), lomo(replace(cal, host=host), gpu, all_cases,
                                                   runs, modules)
@@ -155,7 +155,7 @@ def main(argv: list[str]) -> int:
     cal = load_calibration("h200")
     all_cases = cases(cal, gpu)
     costs = sample_costs(cal.modules)
-    full_min = (sum(costs) + sum(c.rec.get("wall_s") or 0.0 for c in all_cases)) / 60
+    full_min = (sum(costs) + sum(c.run.wall_s or 0.0 for c in all_cases)) / 60
     print(f"full calibration: {len(cal.modules)} module samples ({sum(costs) / 60:.0f} min), "
           f"{len(all_cases)} end-to-end runs ({full_min - sum(costs) / 60:.0f} min)", flush=True)
     full = lomo(cal, gpu, all_cases, all_cases, cal.modules)

@@ -19,7 +19,8 @@ import numpy as np  # noqa: E402
 
 from piep.artifacts import load_json, read_jsonl  # noqa: E402
 from piep.models import SYNTHETIC  # noqa: E402
-from piep.dataset import (load_calibration, module_repeat_pairs, repeat_check_pairs, unique_e2e)  # noqa: E402
+from piep.dataset import load_calibration, module_repeat_pairs, repeat_check_pairs  # noqa: E402
+from piep.records import merge_repeats  # noqa: E402
 
 CAL = ROOT / "calibration" / "h200"
 
@@ -34,7 +35,7 @@ def _plt():
 def e2e_report() -> None:
     cal = load_calibration("h200")
     raw = cal.e2e
-    rows = unique_e2e(raw)
+    rows = [m.to_json() for m in merge_repeats(raw)]  # the report reads the records' own fields
     figs = CAL / "e2e" / "figures"
     figs.mkdir(parents=True, exist_ok=True)
     plt = _plt()
@@ -548,19 +549,19 @@ def overview_report() -> None:
     from piep.artifacts import read_jsonl
     from piep.fit.engines import engine_records
     cal = load_calibration("h200")
-    e2e = unique_e2e(cal.e2e)
+    e2e = merge_repeats(cal.e2e)
     scripts = sorted(CAL.glob("device/run*.sh"), key=lambda p: int(p.stem[3:]))
     insitu = sum(len(read_jsonl(p)) for p in CAL.glob("insitu/*.jsonl"))
     waits = sum(len(read_jsonl(p)) for p in CAL.glob("waits/*.jsonl"))
     engines = {e: engine_records("h200", e) for e in ("hf-eager", "hf-static", "hf-cb")}
-    served = sum(r["requests"] for r in engines["hf-cb"])
+    served = sum(len(r.requests) for r in engines["hf-cb"])
     rows = [
         ("`gpu.json`", "GPU constants for the roofline and memory fit, each with its source "
          "(measured, or assumed)", "by hand from `probe/`"),
         ("`probe/`", "idle power with and without a CUDA context, counter tick period, NCCL in "
          "CUDA graphs, busy-poll / GEMM / copy power", "`device/run1.sh`"),
         ("`e2e/`", f"end-to-end runs of piep's reference runner: {len(cal.e2e)} records, "
-         f"{len(e2e)} configurations, {len({r['model'] for r in e2e})} model shapes",
+         f"{len(e2e)} configurations, {len({r.model for r in e2e})} model shapes",
          "`device/run1.sh` .. `run13.sh`, `run57.sh`"),
         ("`modules/`", f"isolated module samples ({len(cal.modules)} in use) and host launch "
          "overhead; the repeat check", "`piep calibrate modules`, `repeat`"),

@@ -61,13 +61,14 @@ def decode_powers() -> dict[int, float]:
 
 
 def measured_decode_powers() -> dict[str, str]:
-    from piep.dataset import load_calibration, unique_e2e
+    from piep.config import Parallel
+    from piep.dataset import load_calibration
+    from piep.records import merge_repeats
     out = {}
     for mode in ("graph", "eager"):
-        p = [r["decode"]["energy_j"] / r["decode"]["time_s"] / r["tp"]
-             for r in unique_e2e(load_calibration("h200").e2e)
-             if r["mode"] == mode and r["tp"] == r["pp"] == r["dp"] == 1
-             and r["decode"]["time_s"] > 0]
+        p = [r.decode.energy_j / r.decode.time_s
+             for r in merge_repeats(load_calibration("h200").e2e)
+             if r.mode == mode and r.parallel == Parallel() and r.decode.time_s > 0]
         out[mode] = f"{min(p):.0f}-{max(p):.0f} W ({len(p)} runs)" if p else "none"
     return out
 

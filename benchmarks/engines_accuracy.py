@@ -10,6 +10,7 @@ ones, fitted on isolated samples). Energy and time MAPE, range, prefill and deco
 
 from __future__ import annotations
 
+import dataclasses
 import statistics
 import sys
 from pathlib import Path
@@ -24,7 +25,7 @@ from piep.predict.engines import load_profile  # noqa: E402
 from piep.predict.learned import load_learned  # noqa: E402
 from piep.predict.pricing import price  # noqa: E402
 from piep.artifacts import read_jsonl  # noqa: E402
-from piep.records import deployment_of, host_probe_of  # noqa: E402
+from piep.records import read_runs  # noqa: E402
 from piep.engines import ENGINES as REGISTRY, names  # noqa: E402
 from piep.stats.conformal import cross_coverage  # noqa: E402
 from piep.tree.builder import ELEMENTWISE  # noqa: E402
@@ -47,9 +48,10 @@ def summarize(errs: list[float]) -> str:
 def baseline(records, engine: str, base) -> list[tuple[float, float]]:
     """piep before engine profiles: the reference runner of the same decode mode."""
     gpu = load_gpu("h200")
-    deps = [deployment_of({**r, "mode": REGISTRY[engine].decode}, gpu) for r in records]
+    deps = [dataclasses.replace(r, mode=REGISTRY[engine].decode).deployment(gpu)
+            for r in records]
     priced = price(deps, base)
-    return [(_err(priced.energy_j[i], r["energy_j"]), _err(priced.time_s[i], r["time_s"]))
+    return [(_err(priced.energy_j[i], r.energy_j), _err(priced.time_s[i], r.time_s))
             for i, r in enumerate(records)]
 
 
@@ -57,6 +59,7 @@ def cost(records) -> dict[str, float]:
     """What calibrating the engine took, from the committed records: measured windows
     (every repeat of the whole call and of the prefill call), first calls (load of the
     compiled graph or the first kernels), and the wall time of every configuration."""
+    records = [r.doc for r in records]  # what the sampler logged of each run
     windows = sum(r["time_s"] * r["repeats"] * r.get("reps_per_window", 1)
                   + r["prefill"]["time_s"] * r["repeats"] * r["prefill"].get("reps_per_window", 1)
                   for r in records)
@@ -118,20 +121,20 @@ def probe_rows(base, engine: str = "hf-eager") -> list[str]:
     ref = model.host.host_probe_ref_s
     probes = ("launch_add_s", "tiny_decode_step_s", "python_loop_200k_s")
     recs = [r for r in engine_records("h200", engine)
-            if all((r.get("host_probe") or {}).get(p) for p in probes)]
+            if all((r.doc.get("host_probe") or {}).get(p) for p in probes)]
     if len(recs) < 3:
         return []
-    deps = [deployment_of(r, gpu, engine=engine) for r in recs]
-    implied = [math.log(implied_host_factor(model, d, r["time_s"])) for d, r in zip(deps, recs)]
+    deps = [r.deployment(gpu, engine=engine) for r in recs]
+    implied = [math.log(implied_host_factor(model, d, r.time_s)) for d, r in zip(deps, recs)]
     level = statistics.median(implied)
 
     def left(factors):  # time MAPE with these log host factors
         priced = price([replace_probe(d, math.exp(f) * ref) for d, f in zip(deps, factors)],
                        model).time_s
-        return 100 * statistics.mean(abs(p / r["time_s"] - 1) for p, r in zip(priced, recs))
+        return 100 * statistics.mean(abs(p / r.time_s - 1) for p, r in zip(priced, recs))
     out = [f"| none | {len(recs)} | - | {left([level] * len(recs)):.1f} % |"]
     for name in probes:
-        logs = [math.log(r["host_probe"][name]) for r in recs]
+        logs = [math.log(r.doc["host_probe"][name]) for r in recs]
         x = [v - statistics.median(logs) + level for v in logs]
         out.append(f"| {name} | {len(recs)} | {statistics.correlation(x, implied):.2f} | "
                    f"{left(x):.1f} % |")
@@ -146,7 +149,7 @@ def board_rows(engine: str = "hf-static") -> tuple[list[str], dict[str, list[flo
     prefill energy."""
     by_key: dict[str, list[dict]] = {}
     for r in engine_records("h200", engine):
-        by_key.setdefault(r["key"], []).append(r)
+        by_key.setdefault(r.key, []).append(r.doc)
     rows, spread = [], {"power": [], "energy": [], "time": [], "prefill": []}
     for recs in by_key.values():
         boards = {r["per_gpu"][0]["uuid"] for r in recs}
@@ -208,36 +211,35 @@ def probe_spread(records) -> float:
     """The largest ratio of a run's slowest to its fastest launch probe (runs probed
     beside every window)."""
     return max(max(p) / min(p) for r in records
-               if len(p := [x["launch_add_s"] for x in r.get("host_probes", [])]) >= 3)
+               if len(p := [x["launch_add_s"] for x in r.doc.get("host_probes", [])]) >= 3)
 
 
 def replicate_rows(base, engine: str = "hf-eager") -> list[str]:
     """Runs measured on several device calls (`design_replicates.jsonl`): each later
     measurement's change of time against the first, beside the change of the host's launch
     probe and the change the shipped profile predicts from the two probes."""
-    from piep.artifacts import read_records
     from piep.predict.engines import shipped_profile_dir
     from piep.sampling.grid import config_key
     folder = shipped_profile_dir("h200", engine)
     keys = {config_key(r) for r in read_jsonl(folder / "design_replicates.jsonl")}
-    seen: dict[str, list[tuple[str, dict]]] = {}
+    seen: dict[str, list[tuple[str, object]]] = {}
     for f in sorted((folder / "raw").glob("call*.jsonl")):  # in call order
-        for r in read_records(f, "piep.measurement"):
-            if r["key"] in keys:
-                seen.setdefault(r["key"], []).append((f.stem[4:6], r))
+        for r in read_runs(f, "piep.measurement"):
+            if r.key in keys:
+                seen.setdefault(r.key, []).append((f.stem[4:6], r))
     model = load_profile("h200", engine).apply(base)
     gpu = load_gpu("h200")
     out = []
-    for key, runs in sorted(seen.items(), key=lambda kv: kv[1][0][1]["model"]):
+    for key, runs in sorted(seen.items(), key=lambda kv: kv[1][0][1].model):
         (call0, old), later = runs[0], runs[1:]
         for call, new in later:
-            pred = price([deployment_of(r, gpu, engine=engine, on_its_host=True)
+            pred = price([r.deployment(gpu, engine=engine, on_its_host=True)
                           for r in (old, new)], model).time_s
-            out.append(f"| {old['model']} | {old['batch']} | {old['prompt_len']} | "
-                       f"{old['gen_len']} | {call0} -> {call} | {old['time_s']:.3f} | "
-                       f"{new['time_s']:.3f} | {new['time_s'] / old['time_s']:.2f} | "
-                       f"{1e6 * host_probe_of(old):.1f} -> {1e6 * host_probe_of(new):.1f} | "
-                       f"{host_probe_of(new) / host_probe_of(old):.2f} | "
+            out.append(f"| {old.model} | {old.batch} | {old.prompt_len} | "
+                       f"{old.gen_len} | {call0} -> {call} | {old.time_s:.3f} | "
+                       f"{new.time_s:.3f} | {new.time_s / old.time_s:.2f} | "
+                       f"{1e6 * old.host_probe_s:.1f} -> {1e6 * new.host_probe_s:.1f} | "
+                       f"{new.host_probe_s / old.host_probe_s:.2f} | "
                        f"{pred[1] / pred[0]:.2f} |")
     return out
 
@@ -253,7 +255,7 @@ def window_rows(base) -> list[str]:
     for engine in sorted(names(reference=False, serves=False)):
         model = load_profile("h200", engine).apply(base)
         runs = [(r, d) for r in engine_records("h200", engine)
-                if past_window(d := deployment_of(r, gpu, engine=engine, on_its_host=True))]
+                if past_window(d := r.deployment(gpu, engine=engine, on_its_host=True))]
         if not runs:
             continue
         kept = price([d for _, d in runs], model)
@@ -261,12 +263,12 @@ def window_rows(base) -> list[str]:
                       for _, d in runs], model)
         errs = []
         for i, (r, d) in enumerate(runs):
-            e = [_err(p.energy_j[i], r["energy_j"]) for p in (kept, full)]
-            t = [_err(p.time_s[i], r["time_s"]) for p in (kept, full)]
-            pe = [_err(p.phase_energy_j[i, 0], r["prefill"]["energy_j"]) for p in (kept, full)]
+            e = [_err(p.energy_j[i], r.energy_j) for p in (kept, full)]
+            t = [_err(p.time_s[i], r.time_s) for p in (kept, full)]
+            pe = [_err(p.phase_energy_j[i, 0], r.prefill.energy_j) for p in (kept, full)]
             errs.append((e, t))
-            out.append(f"| {engine} | {r['model']} | {r['batch']} | {r['prompt_len']} | "
-                       f"{r['gen_len']} | {d.model.sliding_window} | "
+            out.append(f"| {engine} | {r.model} | {r.batch} | {r.prompt_len} | "
+                       f"{r.gen_len} | {d.model.sliding_window} | "
                        + " | ".join(f"{100 * a:+.1f} % / {100 * b:+.1f} %" for a, b in (e, t, pe))
                        + " |")
         mape = [[100 * statistics.mean(abs(x[k][j]) for x in errs) for j in (0, 1)]
@@ -401,8 +403,8 @@ def ablation(base, records, engine: str, rows, hosted, what: str, undone: dict) 
     """Leave-one-model-out (without and with each run's probe) and the last blind set
     (fitted on the runs before it) of the profile as shipped and with its choice `what`
     undone (`undone`: the keywords of `fit_profile` that undo it)."""
-    before = [r for r in records if r.get("design") != LAST_BLIND]
-    after = [r for r in records if r.get("design") == LAST_BLIND]
+    before = [r for r in records if r.doc.get("design") != LAST_BLIND]
+    after = [r for r in records if r.doc.get("design") == LAST_BLIND]
 
     def mape(rs, key):
         return 100 * statistics.mean(abs(_err(r[f"pred_{key}"], r[key])) for r in rs)
@@ -433,11 +435,10 @@ def board_effect(records, engine: str, hosted) -> str | None:
     decode-GEMM probe power over a reference board fitted on the other boards' runs (the
     median of probe x predicted / measured; leave one board out)."""
     from collections import defaultdict
-    from piep.records import board_probe_of
     boards = defaultdict(set)
     for r in records:
-        if board_probe_of(r):
-            boards[r["key"]].add((r["per_gpu"][0].get("uuid"), board_probe_of(r)))
+        if r.board_probe_w:
+            boards[r.key].add((r.doc["per_gpu"][0].get("uuid"), r.board_probe_w))
     rows = [(r, *next(iter(boards[r["key"]]))) for r in hosted if len(boards[r["key"]]) == 1]
     if not rows:
         return None
@@ -464,16 +465,15 @@ def strict_lomo(records, engine: str, with_host: bool = False) -> list[dict]:
     fitted on the other models' engine runs over it."""
     from piep.dataset import load_calibration
     from piep.fit.predictor import cases, exclusive_filter, fit
-    from piep.records import spec_of_record
     gpu = load_gpu("h200")
     cal = load_calibration("h200")
     ref_cases = cases(cal, gpu)
     out = []
-    for name in sorted({r["model"] for r in records}):
-        held = [r for r in records if r["model"] == name]
-        base = fit(cal, gpu, [c for c in ref_cases if c.rec["model"] != name],
-                   module_filter=exclusive_filter(spec_of_record(held[0]), gpu))
-        out += profile_rows(base, [r for r in records if r["model"] != name], held, engine,
+    for name in sorted({r.model for r in records}):
+        held = [r for r in records if r.model == name]
+        base = fit(cal, gpu, [c for c in ref_cases if c.run.model != name],
+                   module_filter=exclusive_filter(held[0].spec, gpu))
+        out += profile_rows(base, [r for r in records if r.model != name], held, engine,
                             with_host=with_host)
     return out
 
@@ -504,9 +504,10 @@ def calibration_curve(base, records, engine: str, sizes=(5, 10, 20, 30, 40), dra
 def probe_range(blind_set: int) -> str:
     """The host launch probes of a blind set's measured runs, as 'a-b us'."""
     _, _, files = SETS[blind_set]
-    probes = [1e6 * host_probe_of(r) for e in ("hf-eager", "hf-static") for f in files
-              if (ENGINES / e / f).exists() for r in read_jsonl(ENGINES / e / f)
-              if r.get("energy_j") and host_probe_of(r) is not None]
+    probes = [1e6 * r.host_probe_s for e in ("hf-eager", "hf-static") for f in files
+              if (ENGINES / e / f).exists() for r in read_runs(ENGINES / e / f,
+                                                                "piep.measurement")
+              if r.energy_j and r.host_probe_s is not None]
     return f"launch probes of {min(probes):.1f}-{max(probes):.1f} us" if probes else "no probe"
 
 

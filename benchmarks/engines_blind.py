@@ -57,7 +57,7 @@ sys.path.insert(0, str(ROOT))
 
 from piep import api  # noqa: E402
 from piep.artifacts import git_hash, read_jsonl, write_text  # noqa: E402
-from piep.records import board_probe_of  # noqa: E402
+from piep.records import Measurement  # noqa: E402
 from piep.sampling.grid import config_key, spec_of  # noqa: E402
 from serving_blind import PROBE_GRID_US, at_probe  # noqa: E402
 
@@ -202,7 +202,7 @@ def blind_summary(engines=("hf-static", "hf-eager"), verbose: bool = False,
             given = [] if "by_probe_us" not in p else [("blind hosted", {
                 k: at_probe(p["by_probe_us"], 1e6 * m["host_probe"]["launch_add_s"], k)
                 for k in ("energy_j", "time_s")})]
-            board = board_probe_of(m)
+            board = Measurement.from_json(m).board_probe_w
             if given and p.get("board_probe_ref_w") and board:  # and on the run's board
                 given.append(("blind boarded", {
                     "energy_j": given[0][1]["energy_j"] * board / p["board_probe_ref_w"],

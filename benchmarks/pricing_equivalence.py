@@ -161,17 +161,17 @@ def e2e_docs() -> dict[str, dict]:
     roofline (the records name shapes that no shipped config has)."""
     from piep.api import cost_model
     from piep.gpus import load_gpu
-    from piep.dataset import load_calibration, unique_e2e
+    from piep.dataset import load_calibration
     from piep.predict.pricing import price
-    from piep.records import deployment_of
+    from piep.records import merge_repeats
     gpu = load_gpu("h200")
-    recs = unique_e2e(load_calibration("h200").e2e)
-    deps = [deployment_of(rec, gpu) for rec in recs]
+    recs = merge_repeats(load_calibration("h200").e2e)
+    deps = [m.deployment(gpu) for m in recs]
     out = {}
     for predictor in ("learned", "roofline"):
         priced = price(deps, cost_model("h200", predictor), detail=True)
         for i, rec in enumerate(recs):
-            out[f"e2e/{predictor}/{rec['key']}"] = priced.document(i)
+            out[f"e2e/{predictor}/{rec.key}"] = priced.document(i)
     return out
 
 

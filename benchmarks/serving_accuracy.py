@@ -45,7 +45,8 @@ CLASSES = {"idle-heavy (night, low, light)": ("night", "low", "light"),
 
 
 def name(row) -> str:
-    return Path(row["trace"]).stem
+    """The trace file's name of a replay (or of a result row)."""
+    return Path(row["trace"] if isinstance(row, dict) else row.trace).stem
 
 
 def mape(rows, key) -> str:
@@ -60,12 +61,12 @@ def repeats(records) -> list[str]:
     """The replays of one (model, trace) measured more than once: their energy spread."""
     by: dict[tuple, list] = {}
     for r in records:
-        by.setdefault((r["model"], name(r)), []).append(r)
+        by.setdefault((r.model, name(r)), []).append(r)
     out = []
     for (model, trace), rs in by.items():
         if len(rs) > 1:
-            e = [r["energy_j"] for r in rs]
-            t = [r["time_s"] for r in rs]
+            e = [r.energy_j for r in rs]
+            t = [r.time_s for r in rs]
             out.append(f"{model} {trace}: energy {', '.join(f'{v:.0f}' for v in e)} J "
                        f"({100 * (max(e) / min(e) - 1):.1f} % apart), time "
                        f"{', '.join(f'{v:.2f}' for v in t)} s")
@@ -75,7 +76,7 @@ def repeats(records) -> list[str]:
 def main() -> int:
     base = load_learned("h200")
     records = engine_records("h200", "hf-cb")
-    shapes = sorted({r["model"] for r in records})
+    shapes = sorted({r.model for r in records})
     loads = {name(r) for r in records}
     print(f"{len(records)} replays, {len(shapes)} shapes, {len(loads)} load levels: fitting "
           f"{len(shapes) + len(loads)} held-out profiles...")

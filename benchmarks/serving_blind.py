@@ -112,15 +112,15 @@ def write(which: str) -> int:
 
 def measured() -> dict[tuple[str, str], dict]:
     """(model, trace file name) -> the measured quantities of the replay."""
-    from piep.records import host_probe_of
     from piep.fit.serving import observed
+    from piep.records import read_runs
     out = {}
     for f in sorted((CB / "raw").glob("*.jsonl")):
-        for rec in read_jsonl(f):
+        for rec in read_runs(f, "piep.serving_measurement"):
             e, tpot, e2e = observed(rec)
-            probe = host_probe_of(rec)
-            out[(rec["model"], Path(rec["trace"]).name)] = {
-                "energy_j": e, "time_s": rec["time_s"], "tpot_s": tpot, "e2e_s": e2e,
+            probe = rec.host_probe_s
+            out[(rec.model, Path(rec.trace).name)] = {
+                "energy_j": e, "time_s": rec.time_s, "tpot_s": tpot, "e2e_s": e2e,
                 "probe_us": None if probe is None else 1e6 * probe}
     return out
 

@@ -24,28 +24,27 @@ sys.path.insert(0, str(ROOT))
 def main() -> int:
     from piep.fit.engines import engine_records
     from piep.predict.pricing import price
-    from piep.records import spec_of_record
     from piep.resolve import resolve
     from piep.scenario import Scenario
     from piep.serving.serve import serve, serving_scenario
     from piep.trace import make_trace
     rows = []
     for rec in engine_records("h200", "hf-cb"):
-        req = rec["per_request"]
-        arrivals = [r["arrival_s"] for r in req]
+        req = rec.requests
+        arrivals = [r.arrival_s for r in req]
         if max(arrivals) - min(arrivals) > 1e-3:
             continue
-        prompts, gens = [r["prompt_len"] for r in req], [r["gen_len"] for r in req]
+        prompts, gens = [r.prompt_len for r in req], [r.gen_len for r in req]
         trace = make_trace([0.0] * len(req), prompts, gens)
-        spec = spec_of_record(rec)  # its shape (some are in no public list)
+        spec = rec.spec  # its shape (some are in no public list)
         stream = serve(serving_scenario(spec, trace))
         scn = Scenario.build(spec, engine="hf-cb", batch=len(req),
                              prompt_len=round(statistics.mean(prompts)),
                              gen_len=round(statistics.mean(gens)))
         tree = price([scn.deployment], resolve(scn).cost_model).summary(0)
-        rows.append((rec["model"], Path(rec.get("trace", "?")).stem, len(req),
-                     rec["energy_j"], stream["energy_j"], tree["energy_j"],
-                     rec["time_s"], stream["time_s"], tree["time_s"]))
+        rows.append((rec.model, Path(rec.trace or "?").stem, len(req),
+                     rec.energy_j, stream["energy_j"], tree["energy_j"],
+                     rec.time_s, stream["time_s"], tree["time_s"]))
     print("| model | trace | requests | measured J | stream | tree | measured s | stream | "
           "tree |")
     print("|---|---|---|---|---|---|---|---|---|")

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import hashlib
-import statistics
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -11,6 +10,7 @@ from typing import Any
 from piep.artifacts import calibration_dir, check_document, load_json, read_json, read_jsonl
 from piep.errors import ArtifactError
 from piep.gpus import DEFAULT_GPU
+from piep.records import Measurement
 
 
 @dataclass
@@ -18,7 +18,7 @@ class Calibration:
     gpu: str
     modules: list[dict[str, Any]]
     host: list[dict[str, Any]]
-    e2e: list[dict[str, Any]]
+    e2e: list[Measurement]  # every end-to-end run (repeats not merged)
     collectives: list[dict[str, Any]]
     wait_fits: list[dict[str, Any]]
     files: list[Path] = field(default_factory=list)
@@ -44,28 +44,6 @@ def _jsonl(folder: Path, pattern: str, files: list[Path]) -> list[dict[str, Any]
     return rows
 
 
-def unique_e2e(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """One record per configuration: repeated measurements (other processes, other calls)
-    are merged by the median of their energy and time."""
-    by_key: dict[str, list[dict[str, Any]]] = {}
-    for r in rows:
-        by_key.setdefault(r["key"], []).append(r)
-    out = []
-    for recs in by_key.values():
-        base = dict(recs[0])
-        if len(recs) > 1:
-            base["energy_j"] = statistics.median(r["energy_j"] for r in recs)
-            base["time_s"] = statistics.median(r["time_s"] for r in recs)
-            for ph in ("prefill", "decode"):
-                base[ph] = dict(base[ph])
-                for key in ("energy_j", "time_s"):  # runs without a phase split have None
-                    known = [r[ph][key] for r in recs if r[ph].get(key) is not None]
-                    base[ph][key] = statistics.median(known) if known else None
-        base["n_measurements"] = len(recs)
-        out.append(base)
-    return out
-
-
 def load_calibration(gpu: str = DEFAULT_GPU, root: Path | None = None) -> Calibration:
     root = Path(root) if root else calibration_dir(gpu)
     if not root.is_dir():
@@ -78,7 +56,8 @@ def load_calibration(gpu: str = DEFAULT_GPU, root: Path | None = None) -> Calibr
         host += [{**r, "file": f.name} for r in rows if r.get("schema") == "piep.host_overhead"]
     modules = latest_ops([r for r in raw if r.get("schema") == "piep.module_sample"
                           and "error" not in r and r.get("energy_j") is not None])
-    e2e = [r for r in _jsonl(root / "e2e" / "raw", "*.jsonl", files)
+    e2e = [Measurement.from_json(r, f"{root}/e2e/raw")
+           for r in _jsonl(root / "e2e" / "raw", "*.jsonl", files)
            if r.get("schema") == "piep.measurement" and r.get("energy_j") is not None]
     collectives: list[dict[str, Any]] = []
     probe = root / "probe" / "probe_main.json"

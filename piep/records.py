@@ -1,60 +1,316 @@
-"""What a measurement record says, read one way everywhere: the model shape it ran, its
-deployment, the host and board it ran on (their probes), the static cache it kept. Records
-are what the lab writes (piep.sampling, piep.meter) and the fits read (piep.fit)."""
+"""What the lab writes and the fits read, typed once at the boundary.
+
+A `Measurement` is one end-to-end run (the reference runner's, or an engine's `generate()`
+call), a `ServingReplay` one request trace replayed by a serving engine. Each is read from
+its JSON record by `from_json`, which names every missing or malformed field in one line,
+and gives back the record as written by `to_json`. The fits (piep.fit) read their fields,
+never the record's keys; records of another harness (a model, a layout, lengths, energy
+and time, no `schema`) load through the same types.
+"""
 
 from __future__ import annotations
 
-from typing import Any
+import math
+import statistics
+from dataclasses import dataclass, field, replace
+from typing import Any, Mapping
 
 from piep.config import ModelSpec, Parallel, Workload
 from piep.engines import engine as engine_record
+from piep.errors import ConfigError
 from piep.gpus import GPU
 from piep.layout import Deployment, validate
 
+HOST_PROBE = "launch_add_s"  # the probe host time scales with (time per tiny launch)
+BOARD_PROBE = "decode_gemm_power_w"  # a board's probe: a decode-like GEMM's power
+REFERENCE = "piep reference runner"  # the `engine` of the reference runner's records
 
-def spec_of_record(rec: dict[str, Any]) -> ModelSpec:
-    s = rec["shape"]
-    return ModelSpec(name=rec["model"], model_type="llama", hidden_size=s["hidden"],
+
+def spec_of_shape(model: str, s: Mapping[str, Any]) -> ModelSpec:
+    """The model shape a record states (its `shape`)."""
+    return ModelSpec(name=model, model_type="llama", hidden_size=s["hidden"],
                      num_layers=s["layers"], num_heads=s["heads"], num_kv_heads=s["kv_heads"],
                      head_dim=s["head_dim"], intermediate_size=s["ffn"], vocab_size=s["vocab"],
                      qkv_bias=bool(s.get("qkv_bias")), sliding_window=s.get("sliding_window"),
                      max_position=1 << 20)
 
 
-def deployment_of(rec: dict[str, Any], gpu: GPU, engine: str | None = None,
-                  on_its_host: bool = False) -> Deployment:
-    """The deployment a measurement record ran (the reference runner's, or `engine`'s:
-    its decode mode, whatever the record says); `on_its_host`: with the record's host
-    probe."""
-    return validate(spec_of_record(rec), Parallel(tp=rec["tp"], pp=rec["pp"], dp=rec["dp"]),
-                    Workload(batch=rec["batch"], prompt_len=rec["prompt_len"],
-                             gen_len=rec["gen_len"],
-                             mode=engine_record(engine).decode if engine else rec["mode"],
-                             cache_len=cache_len_of(rec)), gpu,
-                    check_memory=False, engine=engine,
-                    host_probe_s=host_probe_of(rec) if on_its_host else None)
+SHAPE_FIELDS = ("hidden", "layers", "heads", "kv_heads", "head_dim", "ffn", "vocab")
 
 
-HOST_PROBE = "launch_add_s"  # the probe host time scales with (time per tiny launch)
+def _spec(doc: Mapping[str, Any], where: str) -> ModelSpec:
+    """A record's model: its stated shape, else the shipped config of its name."""
+    shape = doc.get("shape")
+    if isinstance(shape, dict):
+        missing = [k for k in SHAPE_FIELDS if not isinstance(shape.get(k), int)]
+        if missing:
+            raise ConfigError(f"{where}: shape lacks {', '.join(missing)} (a shape states "
+                              f"{', '.join(SHAPE_FIELDS)})")
+        return spec_of_shape(str(doc["model"]), shape)
+    from piep.models import load_model
+    try:
+        return load_model(str(doc["model"]))
+    except ConfigError:
+        raise ConfigError(f"{where}: model {doc['model']!r} is no shipped config and the "
+                          f"record has no `shape` ({', '.join(SHAPE_FIELDS)})") from None
 
 
-def host_probe_of(rec: dict[str, Any]) -> float | None:
-    """A record's host probe (s per launch), if it carries one."""
-    return (rec.get("host_probe") or {}).get(HOST_PROBE)
+def _need(doc: Any, where: str, ints: tuple[str, ...], nums: tuple[str, ...],
+          strs: tuple[str, ...] = ("model",)) -> None:
+    """One line naming every field of `doc` missing or of the wrong type."""
+    if not isinstance(doc, Mapping):
+        raise ConfigError(f"{where}: a record is a JSON object")
+    missing = [k for k in strs + ints + nums if doc.get(k) is None]
+    if missing:
+        raise ConfigError(f"{where}: lacks {', '.join(missing)} (a record states "
+                          f"{', '.join(strs + ints + nums)})")
+    wrong = [k for k in ints if isinstance(doc[k], bool) or not isinstance(doc[k], int)
+             or doc[k] < 1]
+    wrong += [k for k in nums if isinstance(doc[k], bool) or not isinstance(doc[k], (int, float))
+              or not math.isfinite(doc[k]) or doc[k] <= 0]
+    if wrong:
+        raise ConfigError(f"{where}: {', '.join(f'{k}={doc[k]!r}' for k in wrong)}: lengths "
+                          f"and degrees are integers >= 1, energy and time numbers > 0")
 
 
-BOARD_PROBE = "decode_gemm_power_w"  # a board's probe: a decode-like GEMM's power
+def _engine(doc: Mapping[str, Any]) -> tuple[str | None, str | None]:
+    """The engine a record names, and its version: an engine's records carry {"name",
+    "version"}, the reference runner's its name alone; (None, None) for none."""
+    engine = doc.get("engine")
+    if isinstance(engine, dict):
+        return engine.get("name"), engine.get("version")
+    return (str(engine), None) if engine else (None, None)
 
 
-def board_probe_of(rec: dict[str, Any]) -> float | None:
-    """A record's board probe (W; the mean over its GPUs), if every GPU of it carries one."""
-    probes = [(g.get("gpu_probe") or {}).get(BOARD_PROBE) for g in rec.get("per_gpu") or []]
+def _host_probe(doc: Mapping[str, Any]) -> float | None:
+    return (doc.get("host_probe") or {}).get(HOST_PROBE)
+
+
+def _board_probe(doc: Mapping[str, Any]) -> float | None:
+    """The mean board probe over the record's GPUs, if every GPU of it carries one."""
+    probes = [(g.get("gpu_probe") or {}).get(BOARD_PROBE) for g in doc.get("per_gpu") or []]
     return sum(probes) / len(probes) if probes and None not in probes else None
 
 
-def cache_len_of(rec: dict[str, Any]) -> int | None:
-    """A static cache larger than the run's prompt + gen (kept from an earlier call)."""
-    n = rec.get("static_cache_len")
-    # transformers sizes the cache at prompt + gen - 1 slots (the last token is never
-    # written back); piep's cache holds prompt + gen
-    return n + 1 if n and n + 1 > rec["prompt_len"] + rec["gen_len"] else None
+@dataclass(frozen=True)
+class Phase:
+    """What was measured of one phase (prefill, decode); None where a run has no split."""
+    energy_j: float | None = None
+    time_s: float | None = None
+
+    @classmethod
+    def from_json(cls, doc: Any) -> "Phase":
+        doc = doc if isinstance(doc, Mapping) else {}
+        return cls(doc.get("energy_j"), doc.get("time_s"))
+
+
+@dataclass(frozen=True)
+class Measurement:
+    """One measured end-to-end run: a batch of `batch` prompts of `prompt_len` tokens, each
+    generating `gen_len`, on a layout, with its energy and time (whole run and phases),
+    the engine that ran it and the probes of its host and board."""
+    key: str                     # the configuration (repeats of it share the key)
+    model: str
+    spec: ModelSpec
+    parallel: Parallel
+    batch: int
+    prompt_len: int
+    gen_len: int
+    mode: str                    # the decode mode it ran (graph, eager, ...)
+    energy_j: float | None
+    time_s: float
+    prefill: Phase = Phase()
+    decode: Phase = Phase()
+    engine: str | None = None    # None: unnamed (taken as the engine being fitted)
+    engine_version: str | None = None
+    host_probe_s: float | None = None   # its host's time per tiny launch
+    board_probe_w: float | None = None  # its boards' decode-GEMM power
+    static_cache_len: int | None = None  # a static cache kept from an earlier call
+    gpus: int = 1
+    wall_s: float | None = None  # device seconds it took
+    n_measurements: int = 1      # repeats merged into it (`merge_repeats`)
+    doc: Mapping[str, Any] = field(default_factory=dict, compare=False, repr=False)
+
+    INTS = ("tp", "batch", "prompt_len", "gen_len")
+    NUMS = ("time_s",)
+
+    @classmethod
+    def from_json(cls, doc: Any, where: str = "record", *,
+                  mode: str | None = None) -> "Measurement":
+        """A record, checked (one line names what is missing or wrong); `mode`: the decode
+        mode of a record that states none (its engine's)."""
+        _need(doc, where, cls.INTS, cls.NUMS)
+        if doc.get("mode") is None and mode is None:
+            raise ConfigError(f"{where}: lacks mode (eager, graph, ...)")
+        energy = doc.get("energy_j")
+        if energy is not None and not (isinstance(energy, (int, float)) and energy > 0):
+            raise ConfigError(f"{where}: energy_j={energy!r} must be a number > 0 (or null)")
+        try:
+            parallel = Parallel(tp=doc["tp"], pp=doc.get("pp", 1), dp=doc.get("dp", 1))
+        except ConfigError as exc:
+            raise ConfigError(f"{where}: {exc}") from None
+        mode = doc.get("mode") or mode
+        key = doc.get("key") or "|".join(str(v) for v in (
+            doc["model"], parallel.tp, parallel.pp, parallel.dp, doc["batch"],
+            doc["prompt_len"], doc["gen_len"], mode))
+        name, version = _engine(doc)
+        return cls(key=key, model=str(doc["model"]), spec=_spec(doc, where), parallel=parallel,
+                   batch=doc["batch"], prompt_len=doc["prompt_len"], gen_len=doc["gen_len"],
+                   mode=mode, energy_j=energy, time_s=doc["time_s"],
+                   prefill=Phase.from_json(doc.get("prefill")),
+                   decode=Phase.from_json(doc.get("decode")), engine=name,
+                   engine_version=version, host_probe_s=_host_probe(doc),
+                   board_probe_w=_board_probe(doc), static_cache_len=doc.get("static_cache_len"),
+                   gpus=doc.get("gpus") or parallel.world_size, wall_s=doc.get("wall_s"),
+                   n_measurements=doc.get("n_measurements", 1), doc=doc)
+
+    def to_json(self) -> dict[str, Any]:
+        """The record as written (with merged repeats: their medians)."""
+        out = dict(self.doc)
+        out.update(energy_j=self.energy_j, time_s=self.time_s, key=self.key,
+                   prefill={**(out.get("prefill") or {}), "energy_j": self.prefill.energy_j,
+                            "time_s": self.prefill.time_s},
+                   decode={**(out.get("decode") or {}), "energy_j": self.decode.energy_j,
+                           "time_s": self.decode.time_s})
+        if self.n_measurements > 1:
+            out["n_measurements"] = self.n_measurements
+        return out
+
+    def phase(self, name: str) -> Phase:
+        return self.prefill if name == "prefill" else self.decode
+
+    @property
+    def cache_len(self) -> int | None:
+        """A static cache larger than the run's prompt + gen (kept from an earlier call)."""
+        n = self.static_cache_len
+        # transformers sizes the cache at prompt + gen - 1 slots (the last token is never
+        # written back); piep's cache holds prompt + gen
+        return n + 1 if n and n + 1 > self.prompt_len + self.gen_len else None
+
+    def deployment(self, gpu: GPU, engine: str | None = None,
+                   on_its_host: bool = False) -> Deployment:
+        """The deployment it ran (the reference runner's, or `engine`'s: its decode mode,
+        whatever the record says); `on_its_host`: with its host probe."""
+        return validate(self.spec, self.parallel,
+                        Workload(batch=self.batch, prompt_len=self.prompt_len,
+                                 gen_len=self.gen_len,
+                                 mode=engine_record(engine).decode if engine else self.mode,
+                                 cache_len=self.cache_len), gpu,
+                        check_memory=False, engine=engine,
+                        host_probe_s=self.host_probe_s if on_its_host else None)
+
+
+def _median_known(values) -> float | None:
+    known = [v for v in values if v is not None]
+    return statistics.median(known) if known else None
+
+
+def merge_repeats(runs: list[Measurement]) -> list[Measurement]:
+    """One measurement per configuration, in order of first appearance: repeats (other
+    processes, other calls) merged by the median of their energy and time (the rest, the
+    probes included, is the first's)."""
+    by_key: dict[str, list[Measurement]] = {}
+    for m in runs:
+        by_key.setdefault(m.key, []).append(m)
+    out = []
+    for ms in by_key.values():
+        first = ms[0]
+        if len(ms) > 1:
+            phases = {ph: Phase(_median_known(m.phase(ph).energy_j for m in ms),
+                                _median_known(m.phase(ph).time_s for m in ms))
+                      for ph in ("prefill", "decode")}
+            first = replace(first, energy_j=statistics.median(m.energy_j for m in ms),
+                            time_s=statistics.median(m.time_s for m in ms), **phases)
+        out.append(replace(first, n_measurements=len(ms)))
+    return out
+
+
+@dataclass(frozen=True)
+class Request:
+    """One request of a replayed trace: when it arrived, its lengths, what was timed."""
+    id: str
+    arrival_s: float
+    prompt_len: int
+    gen_len: int
+    ttft_s: float | None = None
+    tpot_s: float | None = None
+    e2e_s: float | None = None
+
+
+@dataclass(frozen=True)
+class IterationLog:
+    """The engine's own log of its scheduler iterations (columns, one entry each)."""
+    q_tokens: tuple[float, ...]
+    kv_tokens: tuple[float, ...]
+    requests: tuple[float, ...]
+    t_start_s: tuple[float, ...]
+    t_end_s: tuple[float, ...]
+
+
+@dataclass(frozen=True)
+class ServingReplay:
+    """A request trace replayed by a serving engine: the window's energy and time, each
+    request's timings, the engine's iteration log and cache size where it gave them."""
+    model: str
+    spec: ModelSpec
+    config_hash: str | None
+    tp: int
+    engine: str | None
+    engine_version: str | None
+    energy_j: float | None
+    time_s: float
+    requests: tuple[Request, ...]
+    trace: str | None            # the trace file it replayed (None: not stated)
+    idle_power_w: float | None = None   # the boards' idle power before the window
+    iterations: IterationLog | None = None
+    cache_blocks: int | None = None     # the KV-cache blocks the engine allocated
+    host_probe_s: float | None = None
+    board_probe_w: float | None = None
+    doc: Mapping[str, Any] = field(default_factory=dict, compare=False, repr=False)
+
+    REQUEST_FIELDS = ("id", "arrival_s", "prompt_len", "gen_len")
+
+    @classmethod
+    def from_json(cls, doc: Any, where: str = "record") -> "ServingReplay":
+        _need(doc, where, ("tp",), ("time_s",))
+        rows = doc.get("per_request")
+        if not isinstance(rows, list) or not rows:
+            raise ConfigError(f"{where}: lacks per_request (a row per request: "
+                              f"{', '.join(cls.REQUEST_FIELDS)}, ttft_s, tpot_s, e2e_s)")
+        requests = []
+        for i, r in enumerate(rows):
+            missing = [k for k in cls.REQUEST_FIELDS
+                       if not isinstance(r, Mapping) or r.get(k) is None]
+            if missing:
+                raise ConfigError(f"{where}: per_request[{i}] lacks {', '.join(missing)}")
+            requests.append(Request(str(r["id"]), r["arrival_s"], r["prompt_len"], r["gen_len"],
+                                    r.get("ttft_s"), r.get("tpot_s"), r.get("e2e_s")))
+        it = doc.get("iterations") or {}
+        log = IterationLog(*(tuple(it[k]) for k in ("q_tokens", "kv_tokens", "requests",
+                                                      "t_start_s", "t_end_s"))) \
+            if it.get("q_tokens") else None
+        name, version = _engine(doc)
+        return cls(model=str(doc["model"]), spec=_spec(doc, where),
+                   config_hash=doc.get("config_hash"), tp=doc["tp"], engine=name,
+                   engine_version=version, energy_j=doc.get("energy_j"), time_s=doc["time_s"],
+                   requests=tuple(requests), trace=doc.get("trace"),
+                   idle_power_w=doc.get("idle_power_w"), iterations=log,
+                   cache_blocks=(doc.get("cb_config") or {}).get("cache_num_blocks"),
+                   host_probe_s=_host_probe(doc), board_probe_w=_board_probe(doc), doc=doc)
+
+    def to_json(self) -> dict[str, Any]:
+        """The record as written."""
+        return dict(self.doc)
+
+
+def read_runs(path, schema: str, *, given: bool = False) -> list:
+    """The records of `schema` in a JSONL file (other lines are skipped), each checked and
+    typed: piep.measurement as `Measurement`s, piep.serving_measurement as
+    `ServingReplay`s; `given`: a file the user named, which must exist."""
+    from piep.artifacts import check_document, read_input_jsonl, read_jsonl
+    kind = ServingReplay if schema == "piep.serving_measurement" else Measurement
+    out = []
+    for i, r in enumerate(read_input_jsonl(path) if given else read_jsonl(path), 1):
+        if isinstance(r, dict) and r.get("schema") == schema:
+            out.append(kind.from_json(check_document(r, f"{path}:{i}"), f"{path}:{i}"))
+    return out

@@ -4,15 +4,20 @@ board's probe (`piep env --board-probe` measures the same on a user's GPU)."""
 import pytest
 
 from piep.cli import main
-from piep.records import board_probe_of
+from piep.records import Measurement
 
 
 def test_a_records_board_probe_is_the_mean_of_its_gpus():
+    run = {"model": "llama-2-7b", "tp": 2, "batch": 1, "prompt_len": 8, "gen_len": 8,
+           "mode": "graph", "time_s": 1.0, "energy_j": 100.0}
     probe = {"gpu_probe": {"decode_gemm_power_w": 550.0}}
-    assert board_probe_of({"per_gpu": [probe, {"gpu_probe": {"decode_gemm_power_w": 570.0}}]}) \
+
+    def board(per_gpu):
+        return Measurement.from_json({**run, **per_gpu}).board_probe_w
+    assert board({"per_gpu": [probe, {"gpu_probe": {"decode_gemm_power_w": 570.0}}]}) \
         == pytest.approx(560.0)
-    assert board_probe_of({"per_gpu": [probe, {"gpu_probe": None}]}) is None
-    assert board_probe_of({}) is None
+    assert board({"per_gpu": [probe, {"gpu_probe": None}]}) is None
+    assert board({}) is None
 
 
 def test_env_measures_the_board_probe_on_a_fake_board():

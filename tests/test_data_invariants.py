@@ -6,12 +6,12 @@ import pytest
 
 from piep.gpus import load_gpu
 from piep.dataset import load_calibration
-from piep.records import deployment_of
+from piep.records import Measurement
 from piep.tree import build_tree
 
 GPU = load_gpu("h200")
 CAL = load_calibration("h200")
-RECORDS = CAL.e2e
+RECORDS = [m.doc for m in CAL.e2e]  # the records as the runner wrote them
 IDLE_NO_CONTEXT_W = 75.0  # probe: 77.7-77.9 W without a context; nothing runs below it
 MEMORY_TOLERANCE = 0.30   # memory fit (without fixed overheads) vs torch's peak reserved
 
@@ -39,7 +39,7 @@ def test_record_invariants(rec):
     if rec["mode"] == "graph" and "continuous" in rec:
         assert rec["continuous"]["energy_j"] == pytest.approx(rec["energy_j"], rel=0.05)
     # time is at least the roofline lower bound of the compute kernels of one replica
-    dep = deployment_of(rec, GPU)
+    dep = Measurement.from_json(rec).deployment(GPU)
     bound = {"prefill": 0.0, "decode": 0.0}
     for path, mult, leaf in build_tree(dep).leaves():
         if not leaf.is_comm:

@@ -219,9 +219,8 @@ def test_the_host_factor_is_the_probe_over_the_reference():
 
 def test_the_typical_host_is_the_median_launch_probe_of_every_shipped_run():
     from piep.fit.engines import engine_records, typical_host_s
-    from piep.records import host_probe_of
-    probes = sorted(host_probe_of(r) for e in ("hf-eager", "hf-static", "hf-cb")
-                    for r in engine_records("h200", e) if host_probe_of(r))
+    probes = sorted(r.host_probe_s for e in ("hf-eager", "hf-static", "hf-cb")
+                    for r in engine_records("h200", e) if r.host_probe_s)
     assert len(probes) > 100
     assert typical_host_s("h200") == pytest.approx(float(np.median(probes)))
 
@@ -229,8 +228,8 @@ def test_the_typical_host_is_the_median_launch_probe_of_every_shipped_run():
 def test_a_profile_without_host_probes_refuses_a_host(tmp_path, monkeypatch, capsys):
     """Runs without a host probe (e.g. metered from another engine's process) give a
     profile without a host reference: a host probe is refused in one line."""
-    recs = [{k: v for k, v in r.items() if k not in ("host_probe", "host_probes")}
-            for r in engine_records("h200", "hf-eager") if r["model"] != "qwen2.5-32b"][:12]
+    recs = [{k: v for k, v in r.doc.items() if k not in ("host_probe", "host_probes")}
+            for r in engine_records("h200", "hf-eager") if r.model != "qwen2.5-32b"][:12]
     runs = tmp_path / "runs.jsonl"
     runs.write_text("".join(json.dumps(r) + "\n" for r in recs))
     monkeypatch.setenv("PIEP_DATA_DIR", str(tmp_path / "data"))
@@ -268,17 +267,16 @@ def test_a_profile_is_fitted_per_host():
     one set of host terms from runs on hosts of different speed."""
     import numpy as np
     from piep.fit.engines import host_reference_s
-    from piep.records import deployment_of
     recs = engine_records("h200", "hf-eager")
     ref = host_reference_s(recs)
-    assert ref == pytest.approx(float(np.median([r["host_probe"]["launch_add_s"]
+    assert ref == pytest.approx(float(np.median([r.doc["host_probe"]["launch_add_s"]
                                                  for r in recs])))
     assert load_profile("h200", "hf-eager").host.host_probe_ref_s == pytest.approx(ref)
-    slow = max(recs, key=lambda r: r["host_probe"]["launch_add_s"])
+    slow = max(recs, key=lambda r: r.host_probe_s)
     gpu = load_learned("h200").gpu
-    on_host = deployment_of(slow, gpu, "hf-eager", on_its_host=True)
-    assert on_host.host_probe_s == slow["host_probe"]["launch_add_s"]
-    assert deployment_of(slow, gpu, "hf-eager").host_probe_s is None
+    on_host = slow.deployment(gpu, "hf-eager", on_its_host=True)
+    assert on_host.host_probe_s == slow.doc["host_probe"]["launch_add_s"]
+    assert slow.deployment(gpu, "hf-eager").host_probe_s is None
     host = load_profile("h200", "hf-eager").host
     assert float(host.host_factor(np.array([on_host.host_probe_s]))[0]) > 1.2
     assert float(host.host_factor(np.array([np.nan]))[0]) == pytest.approx(
@@ -326,14 +324,14 @@ def test_train_engine_from_own_measurements(tmp_path, monkeypatch, capsys):
     monkeypatch.setenv("PIEP_DATA_DIR", str(tmp_path / "data"))
     # three models' runs: the fit and both leave-one-model-out passes, in a few seconds
     recs = [r for r in engine_records("h200", "hf-static")
-            if r["model"] in ("llama-2-7b", "llama-3-8b", "qwen2.5-7b")]
+            if r.model in ("llama-2-7b", "llama-3-8b", "qwen2.5-7b")]
     path = tmp_path / "mine.jsonl"
-    path.write_text("".join(json.dumps(r) + "\n" for r in recs))
+    path.write_text("".join(json.dumps(r.to_json()) + "\n" for r in recs))
     assert main(["train", "--engine", "hf-static", "--from-measurements", str(path),
                  "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
     assert out["profile"].startswith(str(tmp_path / "data"))
-    assert out["runs"] == len({r["key"] for r in recs})
+    assert out["runs"] == len({r.key for r in recs})
     assert np.isfinite(out["lomo_energy_mape"])
     # runs with host probes: the profile is fitted per host and keeps both figures
     mine = load_profile("h200", "hf-static")
@@ -348,16 +346,17 @@ def test_an_engine_of_your_own_is_fitted_and_priced_as_a_builtin(tmp_path, monke
     predict, compare and sweep under the user's name, listed by `piep env`."""
     monkeypatch.setenv("PIEP_DATA_DIR", str(tmp_path / "data"))
     models = ("llama-2-7b", "llama-3-8b")  # two: a leave-one-model-out pass, quickly
-    runs = [r for r in engine_records("h200", "hf-static") if r["model"] in models]
+    runs = [r for r in engine_records("h200", "hf-static") if r.model in models]
     path = tmp_path / "mine.jsonl"
-    path.write_text("".join(json.dumps({**r, "engine": {"name": "my-vllm", "version": "0.11"}})
+    path.write_text("".join(json.dumps({**r.to_json(), "engine": {"name": "my-vllm",
+                                                                  "version": "0.11"}})
                             + "\n" for r in runs))
     assert main(["train", "--engine", "my-vllm", "--like", "hf-static", "--from-measurements",
                  str(path), "--json"]) == 0
     fitted = json.loads(capsys.readouterr().out)
     assert fitted["like"] == "hf-static" and fitted["version"] == "0.11"
     mine = load_profile("h200", "my-vllm")
-    twin = fit_profile(load_learned("h200"), [dict(r) for r in runs], "hf-static",
+    twin = fit_profile(load_learned("h200"), runs, "hf-static",
                        default_host_s=None)
     assert mine.like == "hf-static" and mine.host.to_dict() == twin.host.to_dict()
     doc = api.predict("llama-3-8b", engine="my-vllm", batch=8)
@@ -382,8 +381,9 @@ def test_an_engine_of_your_own_is_fitted_and_priced_as_a_builtin(tmp_path, monke
     assert "my-vllm" in capsys.readouterr().out
     # fitted on one model's runs: no leave-one-model-out figure, and env still lists it
     one = tmp_path / "one.jsonl"
-    one.write_text("".join(json.dumps({**r, "engine": {"name": "one-model", "version": "1"}})
-                           + "\n" for r in runs if r["model"] == "llama-2-7b"))
+    one.write_text("".join(json.dumps({**r.to_json(), "engine": {"name": "one-model",
+                                                                 "version": "1"}})
+                           + "\n" for r in runs if r.model == "llama-2-7b"))
     assert main(["train", "--engine", "one-model", "--like", "hf-static",
                  "--from-measurements", str(one)]) == 0
     capsys.readouterr()
@@ -461,7 +461,7 @@ def test_env_host_probe_reports_the_median_of_its_probes(monkeypatch, capsys):
 def test_runs_of_two_library_versions_are_refused_before_fitting(tmp_path, monkeypatch,
                                                                 capsys):
     monkeypatch.setenv("PIEP_DATA_DIR", str(tmp_path / "data"))
-    recs = engine_records("h200", "hf-static")
+    recs = [r.to_json() for r in engine_records("h200", "hf-static")]
     for r in recs[:3]:
         r["engine"] = {**r["engine"], "version": "0.0.1"}
     path = tmp_path / "mixed.jsonl"
@@ -649,8 +649,8 @@ def test_held_out_serving_rows_on_both_hosts_share_their_fits():
     each replay's: the same rows as two separate held-out passes give."""
     from piep.fit.serving import held_out, held_out_on_hosts
     records = engine_records("h200", "hf-cb")
-    few = [r for r in records if r["model"] == "llama-2-7b"][:2] + \
-        [r for r in records if r["model"] == "qwen2.5-7b"][:2]
+    few = [r for r in records if r.model == "llama-2-7b"][:2] + \
+        [r for r in records if r.model == "qwen2.5-7b"][:2]
     base = load_learned("h200")
     both = held_out_on_hosts(base, few, by="model", maxiter=20)
     for on_host in (False, True):

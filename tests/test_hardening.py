@@ -81,7 +81,7 @@ def runs(tmp_path_factory):
     from piep.fit.engines import engine_records
     folder = tmp_path_factory.mktemp("runs")
     ref = read_jsonl(ROOT / "calibration/h200/e2e/raw/e2e_2gpu.jsonl")[:6]
-    static = [r for r in engine_records("h200", "hf-static") if r["model"] == "llama-2-7b"]
+    static = [r.doc for r in engine_records("h200", "hf-static") if r.model == "llama-2-7b"]
     for name, rows in (("ref.jsonl", ref), ("static.jsonl", static)):
         (folder / name).write_text("".join(json.dumps(r) + "\n" for r in rows))
     assert main(["plan", "--model", "llama-2-7b", "--out", str(folder / "plan.json")]) == 0

@@ -87,11 +87,11 @@ def test_shipped_artifacts_carry_provenance():
 def test_refit_on_own_measurements(tmp_path):
     from piep.dataset import load_calibration
     from piep.fit.predictor import refit_on_measurements
-    recs = [r for r in load_calibration("h200").e2e if r["model"] == "llama-2-7b"][:6]
+    recs = [r for r in load_calibration("h200").e2e if r.model == "llama-2-7b"][:6]
     path = tmp_path / "mine.jsonl"
-    path.write_text("".join(json.dumps(r) + "\n" for r in recs))
+    path.write_text("".join(json.dumps(r.to_json()) + "\n" for r in recs))
     model, n = refit_on_measurements("h200", path)
-    assert n == len({r["key"] for r in recs}) and model.meta["refit_records"] == n
+    assert n == len({r.key for r in recs}) and model.meta["refit_records"] == n
     assert model is not load_learned("h200")  # the shipped predictor is left alone
 
 

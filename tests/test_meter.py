@@ -112,26 +112,25 @@ def test_an_hf_mode_calibrated_as_if_it_were_foreign(tmp_path, monkeypatch, caps
     of the user's own priced as hf-eager (`--like`)."""
     from piep.fit.engines import engine_records
     # one model's runs (no leave-one-model-out pass: `piep train`'s plumbing is the test)
-    runs = [r for r in engine_records("h200", "hf-eager") if r["model"] == "qwen2.5-7b"]
+    runs = [r for r in engine_records("h200", "hf-eager") if r.model == "qwen2.5-7b"]
     out = tmp_path / "metered.jsonl"
     for r in runs:
         clock = FakeClock()
-        devs, span = _fake_gpus(clock, busy_w=r["energy_j"] / r["time_s"] + 100.0, n=1)
+        devs, span = _fake_gpus(clock, busy_w=r.energy_j / r.time_s + 100.0, n=1)
         with meter.window(devices=devs, clock=clock, sleep=clock.sleep) as w:
             span.append(clock())
-            clock.sleep(r["time_s"])
+            clock.sleep(r.time_s)
             span.append(clock())
-        from piep.records import spec_of_record
-        meter.append(out, meter.record(spec_of_record(r), engine=engine,
-                                       engine_version="5.17.0", batch=r["batch"],
-                                       prompt_len=r["prompt_len"], gen_len=r["gen_len"],
+        meter.append(out, meter.record(r.spec, engine=engine,
+                                       engine_version="5.17.0", batch=r.batch,
+                                       prompt_len=r.prompt_len, gen_len=r.gen_len,
                                        whole=w))
-        assert w.energy_j == pytest.approx(r["energy_j"] + 100.0 * r["time_s"], rel=0.02)
+        assert w.energy_j == pytest.approx(r.energy_j + 100.0 * r.time_s, rel=0.02)
     monkeypatch.setenv("PIEP_DATA_DIR", str(tmp_path / "data"))
     assert main(["train", "--engine", engine, *(["--like", like] if like else []),
                  "--from-measurements", str(out), "--json"]) == 0
     fitted = json.loads(capsys.readouterr().out)
-    configs = {(r["model"], r["batch"], r["prompt_len"], r["gen_len"]) for r in runs}
+    configs = {(r.model, r.batch, r.prompt_len, r.gen_len) for r in runs}
     assert len(runs) > len(configs)  # repeated configurations, merged (no phase split here)
     assert fitted["profile"].startswith(str(tmp_path / "data"))
     assert fitted["runs"] == len(configs)

@@ -237,13 +237,13 @@ def test_the_engines_kv_blocks_are_those_its_replays_reported():
     profile = load_profile("h200", "hf-cb")
     seen, off = {}, set()
     for rec in engine_records("h200", "hf-cb"):
-        blocks = rec["cb_config"]["cache_num_blocks"]
+        blocks = rec.cache_blocks
         scn = _scenario(rec, profile)
         got = policy_of(scn, profile).num_blocks
-        assert got == pytest.approx(blocks, rel=0.1), rec["model"]
+        assert got == pytest.approx(blocks, rel=0.1), rec.model
         if got != pytest.approx(blocks, rel=0.01):
-            off.add(rec["model"])
-        seen[rec["model"]] = scn
+            off.add(rec.model)
+        seen[rec.model] = scn
     assert off <= {"mistral-small-24b"}
     assert len(seen) >= 10
     scn = seen["llama-2-7b"]
@@ -263,7 +263,7 @@ def test_kind_time_scales_apply_to_their_rows_only():
 
 
 def _replay_of(model, trace, base, name="llama-2-7b"):
-    """A serving record as `piep measure --engine hf-cb` writes it, made by simulating
+    """A serving record as `piep measure --engine hf-cb` writes it (typed), made by simulating
     `trace` with `model` (what a replay on a GPU running exactly that model would log)."""
     from piep.models import load_model
     from piep.sampling.runner import model_shape
@@ -276,7 +276,9 @@ def _replay_of(model, trace, base, name="llama-2-7b"):
     sim = simulate(trace, costs, policy)
     doc = document(scn, trace, sim, costs, policy)
     q = sim.it_prefill_tokens + sim.it_decode_tokens
-    return {"schema": "piep.serving_measurement", "schema_version": 1, "model": name,
+    from piep.records import ServingReplay
+    return ServingReplay.from_json({
+            "schema": "piep.serving_measurement", "schema_version": 1, "model": name,
             "config_hash": spec.config_hash(), "shape": model_shape(spec), "tp": 1,
             "engine": {"name": "hf-cb", "version": "test"}, "energy_j": doc["energy_j"],
             "time_s": doc["time_s"], "idle_power_w": 120.0, "trace": "synthetic",
@@ -291,7 +293,7 @@ def _replay_of(model, trace, base, name="llama-2-7b"):
                            "t_end_s": (sim.it_start_s + sim.it_time_s).tolist(),
                            "q_tokens": q.tolist(), "kv_tokens": (sim.it_keys - q).tolist(),
                            "requests": sim.it_requests.tolist(),
-                           "decode_requests": sim.it_decode_tokens.tolist()}}
+                           "decode_requests": sim.it_decode_tokens.tolist()}})
 
 
 @pytest.mark.slow

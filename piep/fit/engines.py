@@ -12,10 +12,10 @@ import statistics
 from dataclasses import replace
 from typing import Any
 
-from piep.artifacts import read_records
 from piep.errors import ArtifactError, ConfigError
 from piep.engines import ENGINES, engine as engine_record, names as engine_names
 from piep.predict.engines import EngineProfile, shipped_profile_dir
+from piep.records import REFERENCE, Measurement, merge_repeats, read_runs
 from piep.scenario import EngineRef
 from piep.tree.builder import past_window
 
@@ -25,21 +25,21 @@ START = {"step_host_s": 1e-3, "call_host_s": 1e-2}
 COMBINER_PHASE_WEIGHT = 0.5  # each phase's log energy error beside the whole run's
 
 
-def engine_records(gpu: str, engine: str) -> list[dict[str, Any]]:
+def engine_records(gpu: str, engine: str) -> list:
     """The shipped end-to-end runs of an engine (every measurement with energy): batch
-    runs, or replayed request traces for a serving engine."""
+    runs (`Measurement`s), or replayed request traces for a serving engine
+    (`ServingReplay`s)."""
     schema = engine_record(engine).record_schema
     rows = []
     for f in sorted((shipped_profile_dir(gpu, engine) / "raw").glob("*.jsonl")):
-        rows += [r for r in read_records(f, schema) if r.get("energy_j") is not None]
+        rows += [r for r in read_runs(f, schema) if r.energy_j is not None]
     return rows
 
 
 # --- fitting -----------------------------------------------------------------------------
-def host_reference_s(records: list[dict[str, Any]]) -> float | None:
+def host_reference_s(records: list) -> float | None:
     """The calibration host of a set of runs: the median of their host probes."""
-    from piep.records import host_probe_of
-    probes = [p for r in records if (p := host_probe_of(r))]
+    probes = [r.host_probe_s for r in records if r.host_probe_s]
     return statistics.median(probes) if probes else None
 
 
@@ -53,7 +53,7 @@ def typical_host_s(gpu: str) -> float | None:
                              for r in engine_records(gpu, e)])
 
 
-def profile_hosts(records: list[dict[str, Any]], gpu: str,
+def profile_hosts(records: list, gpu: str,
                   default_host_s: float | str | None) -> tuple[float | None, float | None]:
     """(reference, default) launch probes of a profile fitted per host on `records`: their
     median, and the host a deployment of unknown probe is predicted for ("typical":
@@ -64,47 +64,30 @@ def profile_hosts(records: list[dict[str, Any]], gpu: str,
     return ref, default_host_s if ref else None
 
 
-def _cases(records: list[dict[str, Any]], gpu, engine: str, on_their_hosts: bool = False,
+def _cases(records: list[Measurement], gpu, engine: str, on_their_hosts: bool = False,
            like: str | None = None):
-    """The runs as training cases, their trees built as `like`'s (default: `engine`'s);
-    `on_their_hosts`: each with its host probe."""
-    from piep.dataset import unique_e2e
+    """The runs as training cases (repeats merged), their trees built as `like`'s (default:
+    `engine`'s); `on_their_hosts`: each with its host probe."""
     from piep.fit.predictor import Case
-    from piep.records import deployment_of
     _own_runs(records, engine)
-    return [Case(r, deployment_of(r, gpu, engine=like or engine, on_its_host=on_their_hosts))
-            for r in unique_e2e(records)]
+    return [Case(m, m.deployment(gpu, engine=like or engine, on_its_host=on_their_hosts))
+            for m in merge_repeats(records)]
 
 
-def _own_runs(records: list[dict[str, Any]], engine: str) -> None:
-    """Every record is a run of `engine` (or names none); each gets its configuration key."""
+def _own_runs(records: list, engine: str) -> None:
+    """Every record is a run of `engine` (or names none)."""
     for r in records:
-        got = record_engine(r)[0]
-        if got not in (None, engine):
-            raise ArtifactError(f"a record of {got!r} among the runs of {engine!r}; "
+        if r.engine not in (None, engine):
+            raise ArtifactError(f"a record of {r.engine!r} among the runs of {engine!r}; "
                                 + ("piep's reference runner is fitted by `piep train "
-                                   "--from-measurements` (no --engine)" if got == REFERENCE
+                                   "--from-measurements` (no --engine)" if r.engine == REFERENCE
                                    else "fit each engine on its own runs"))
-        r.setdefault("key", "|".join(str(r[k]) for k in ("model", "tp", "pp", "dp", "batch",
-                                                         "prompt_len", "gen_len", "mode")))
 
 
-REFERENCE = "piep reference runner"  # the `engine` of the reference runner's records
-
-
-def record_engine(rec: dict[str, Any]) -> tuple[str | None, str | None]:
-    """The engine a measurement record names, and its version: an engine's records carry
-    {"name", "version"}, the reference runner's its name alone; (None, None) for none."""
-    engine = rec.get("engine")
-    if isinstance(engine, dict):
-        return engine.get("name"), engine.get("version")
-    return (str(engine), None) if engine else (None, None)
-
-
-def engine_version(records: list[dict[str, Any]], engine: str) -> str:
+def engine_version(records: list, engine: str) -> str:
     """The one version of `engine` its runs were measured with: runs of several versions
     are refused (a profile never mixes them silently)."""
-    versions = sorted({str(record_engine(r)[1] or "unknown") for r in records})
+    versions = sorted({str(r.engine_version or "unknown") for r in records})
     if len(versions) > 1:
         raise ConfigError(f"the runs of {engine} come from {len(versions)} of its versions "
                           f"({', '.join(versions)}): a profile is fitted on one; keep the "
@@ -112,7 +95,7 @@ def engine_version(records: list[dict[str, Any]], engine: str) -> str:
     return versions[0] if versions else "unknown"
 
 
-def fit_profile(base, records: list[dict[str, Any]], engine: str, *,
+def fit_profile(base, records: list[Measurement], engine: str, *,
                 refit_combiner: bool | None = None, terms: tuple[str, ...] | None = None,
                 host_form: dict[str, Any] | None = None,
                 default_host_s: float | str | None = "typical",
@@ -152,11 +135,9 @@ def fit_profile(base, records: list[dict[str, Any]], engine: str, *,
             setattr(host, name, START[name])
     if record.compiled_decode:  # its fused kernels' in-situ time, from its census
         from piep.fit.census import fused_kernel_estimate
-        from piep.records import spec_of_record
         shipped = [r for e in engine_names(host_fitted=True, serves=False)
                    for r in engine_records(base.gpu.name, e)]
-        specs = {r["model"]: spec_of_record(r)  # the censused models' shapes, from runs
-                 for r in shipped + records if "shape" in r}
+        specs = {r.model: r.spec for r in shipped + records}  # the censused models' shapes
         host.fused_kernel_s = float(fused_kernel_estimate(base.gpu, recipe, specs) or 0.0)
     for name, value in (dict(record.host_form) if host_form is None else host_form).items():
         setattr(host, name, value)
@@ -171,9 +152,9 @@ def fit_profile(base, records: list[dict[str, Any]], engine: str, *,
         fit_combiner(model, ts, phase_weight=COMBINER_PHASE_WEIGHT)
     return EngineProfile(engine, version, base.gpu.name, model.host,
                          model.combiner if refit_combiner else None,
-                         meta={"runs": len(cases), "models": sorted({c.rec["model"]
+                         meta={"runs": len(cases), "models": sorted({c.run.model
                                                                      for c in cases}),
-                               "tp_measured": sorted({c.rec["tp"] for c in cases}),
+                               "tp_measured": sorted({c.run.parallel.tp for c in cases}),
                                "window_measured": any(past_window(c.dep) for c in cases),
                                "fitted_terms": list(terms),
                                **({"fused_kernel_from": "kernel census"} if host.fused_kernel_s
@@ -182,21 +163,21 @@ def fit_profile(base, records: list[dict[str, Any]], engine: str, *,
                          like=like)
 
 
-def profile_lomo(base, records: list[dict[str, Any]], engine: str, *,
+def profile_lomo(base, records: list[Measurement], engine: str, *,
                  with_host: bool = True, **fit: Any) -> list[dict[str, Any]]:
     """Every run predicted by a profile fitted on the other models' runs of the engine
     (the module models are the shipped ones, fitted on isolated samples); `fit`: the
     keywords of `fit_profile`."""
     cases = _cases(records, base.gpu, engine, like=fit.get("like"))
     out = []
-    for name in sorted({c.rec["model"] for c in cases}):
-        out += profile_rows(base, [c.rec for c in cases if c.rec["model"] != name],
-                            [c.rec for c in cases if c.rec["model"] == name], engine,
+    for name in sorted({c.run.model for c in cases}):
+        out += profile_rows(base, [c.run for c in cases if c.run.model != name],
+                            [c.run for c in cases if c.run.model == name], engine,
                             with_host=with_host, **fit)
     return out
 
 
-def profile_rows(base, train: list[dict[str, Any]], test: list[dict[str, Any]], engine: str,
+def profile_rows(base, train: list[Measurement], test: list[Measurement], engine: str,
                  *, with_host: bool = True, **fit: Any) -> list[dict[str, Any]]:
     """The runs `test` predicted by a profile of `engine` fitted on the runs `train`
     (`fit`: the keywords of `fit_profile`): each on its own host (its probe over the
@@ -222,9 +203,8 @@ def with_intervals(profile: EngineProfile, rows: list[dict[str, Any]]) -> Engine
     return replace(profile, intervals={"all": qe}, time_intervals={"all": qt}, meta=meta)
 
 
-def host_probe_range_us(records: list[dict[str, Any]]) -> list[float] | None:
+def host_probe_range_us(records: list) -> list[float] | None:
     """The fastest and slowest hosts among a profile's runs (launch probes, us): how far
     an answer fitted per host may move with the host that runs it."""
-    from piep.records import host_probe_of
-    probes = [p for r in records if (p := host_probe_of(r))]
+    probes = [r.host_probe_s for r in records if r.host_probe_s]
     return [1e6 * min(probes), 1e6 * max(probes)] if probes else None

@@ -17,7 +17,7 @@ from piep.layout import Deployment
 from piep.predict.collectives import Collectives
 from piep.predict.combiner import FEATURES as ALPHA_FEATURES
 from piep.predict.combiner import Combiner
-from piep.dataset import Calibration, reference_host, unique_e2e
+from piep.dataset import Calibration, reference_host
 from piep.predict.host import HostTerms
 from piep.predict.learned import LearnedModel, interval_group
 from piep.predict.module_models import ModuleModels, ModuleOutputs, fit_module_models
@@ -26,7 +26,7 @@ from piep.predict.table import KIND_ID, PHASES, LeafTable, TableBuilder, select
 from piep.tree import build_tree
 from piep.tree.builder import LINEAR_KINDS, shape_key
 from piep.tree.nodes import COMPUTE_KINDS
-from piep.records import board_probe_of, deployment_of, host_probe_of, spec_of_record  # noqa: F401
+from piep.records import Measurement, merge_repeats
 
 log = logging.getLogger("piep.train")
 ALPHA_RIDGE = 0.05
@@ -34,23 +34,22 @@ ALPHA_RIDGE = 0.05
 
 @dataclass
 class Case:
-    rec: dict[str, Any]
+    """A measured run and the deployment it is priced as."""
+    run: Measurement
     dep: Deployment
 
     @property
     def energy_j(self) -> float:
-        return self.rec["energy_j"]
+        return self.run.energy_j
 
     @property
     def time_s(self) -> float:
-        return self.rec["time_s"]
+        return self.run.time_s
 
 
 def cases(cal: Calibration, gpu: GPU) -> list[Case]:
-    out = []
-    for rec in unique_e2e(cal.e2e):
-        out.append(Case(rec, deployment_of(rec, gpu)))
-    return out
+    """The reference runner's runs (repeats merged), each as it ran."""
+    return [Case(m, m.deployment(gpu)) for m in merge_repeats(cal.e2e)]
 
 
 # --- which module samples belong to a model alone (for leave-one-model-out) -----------
@@ -122,8 +121,8 @@ class TrainingSet:
 def measured_phases(cases_: list[Case], key: str) -> np.ndarray:
     """Each case's measured `key` (energy_j, time_s) of prefill and decode, (cases, 2);
     NaN where the run has no phase split."""
-    return np.array([[np.nan if (c.rec.get(name) or {}).get(key) is None else c.rec[name][key]
-                      for name in PHASES] for c in cases_], float)
+    values = [[getattr(c.run.phase(name), key) for name in PHASES] for c in cases_]
+    return np.array([[np.nan if v is None else v for v in row] for row in values], float)
 
 
 def _time_error(ts: TrainingSet, model: LearnedModel) -> float:
@@ -300,12 +299,12 @@ def leave_one_model_out(cal: Calibration, gpu: GPU, all_cases: list[Case], *,
     """Predict every run with a predictor that saw no end-to-end run of its model (and,
     with `strict_modules`, no module sample of a kernel shape only that model has), fitted
     on the other models' runs among `train_cases` (default: every run)."""
-    models = sorted({c.rec["model"] for c in all_cases})
+    models = sorted({c.run.model for c in all_cases})
     out = []
     for i, name in enumerate(models):
-        held = [c for c in all_cases if c.rec["model"] == name]
+        held = [c for c in all_cases if c.run.model == name]
         train = [c for c in (all_cases if train_cases is None else train_cases)
-                 if c.rec["model"] != name]
+                 if c.run.model != name]
         filt = exclusive_filter(held[0].dep.model, gpu) if strict_modules else None
         model = fit(cal, gpu, train, module_filter=filt)
         out += rows_of(held, model)
@@ -321,19 +320,19 @@ def rows_of(cases_: list[Case], model) -> list[dict[str, Any]]:
         priced.table.is_comm, 0.0, priced.row_energy_j), minlength=len(cases_))
     out = []
     for i, c in enumerate(cases_):
-        r = c.rec
+        r = c.run
         out.append({
-            "model": r["model"], "key": r["key"], "mode": r["mode"],
-            "layout": interval_group(r["mode"], c.dep.parallel).split("/")[1],
-            "tp": r["tp"], "pp": r["pp"], "dp": r["dp"], "batch": r["batch"],
-            "prompt_len": r["prompt_len"], "gen_len": r["gen_len"],
-            "energy_j": r["energy_j"], "time_s": r["time_s"],
+            "model": r.model, "key": r.key, "mode": r.mode,
+            "layout": interval_group(r.mode, c.dep.parallel).split("/")[1],
+            "tp": r.parallel.tp, "pp": r.parallel.pp, "dp": r.parallel.dp, "batch": r.batch,
+            "prompt_len": r.prompt_len, "gen_len": r.gen_len,
+            "energy_j": r.energy_j, "time_s": r.time_s,
             "pred_energy_j": float(priced.energy_j[i]), "pred_time_s": float(priced.time_s[i]),
             "pred_raw_j": float(priced.raw_j[i]),
             "pred_prefill_j": float(priced.phase_energy_j[i, 0]),
-            "prefill_j": r["prefill"]["energy_j"],
+            "prefill_j": r.prefill.energy_j,
             "pred_decode_j": float(priced.phase_energy_j[i, 1]),
-            "decode_j": r["decode"]["energy_j"],
+            "decode_j": r.decode.energy_j,
             "pred_compute_only_j": float(compute_only[i]),
             "flags": priced.summary(i)["flags"]})
     return out
@@ -379,24 +378,21 @@ def train_shipped(gpu_name: str = DEFAULT_GPU, progress=None) -> tuple[LearnedMo
 def refit_on_measurements(gpu_name: str, path) -> tuple[LearnedModel, int]:
     """Keep the shipped module models; refit the gap terms and the combiner on a user's
     own end-to-end records (e.g. of their serving engine)."""
-    from piep.artifacts import read_records
     from piep.errors import ArtifactError
     from piep.predict.learned import predictor_dir
+    from piep.records import read_runs
     from piep.predict.store import load
     gpu = load_gpu(gpu_name)
     folder = predictor_dir(gpu_name)
     model = load(folder, gpu) if (folder / "predictor.json").is_file() else None
     if model is None:
         raise ArtifactError(f"no shipped predictor for {gpu_name}; run `piep train` first")
-    recs = [r for r in read_records(path, "piep.measurement", given=True)
-            if r["energy_j"] is not None]
-    if len(recs) < 3:
+    runs = [m for m in read_runs(path, "piep.measurement", given=True)
+            if m.energy_j is not None]
+    if len(runs) < 3:
         raise ArtifactError(f"{path}: needs at least 3 piep.measurement records with energy_j, "
-                            f"found {len(recs)}")
-    for r in recs:
-        r.setdefault("key", "|".join(str(r[k]) for k in ("model", "tp", "pp", "dp", "batch",
-                                                          "prompt_len", "gen_len", "mode")))
-    train = [Case(rec, deployment_of(rec, gpu)) for rec in unique_e2e(recs)]
+                            f"found {len(runs)}")
+    train = [Case(m, m.deployment(gpu)) for m in merge_repeats(runs)]
     ts = TrainingSet.build(model, train)
     fit_time_terms(model, ts)
     fit_combiner(model, ts)

@@ -29,6 +29,7 @@ from piep.errors import ArtifactError
 from piep.predict.engines import EngineProfile
 from piep.fit.engines import engine_version, profile_hosts
 from piep.fit.predictor import set_term
+from piep.records import ServingReplay
 from piep.serving.costs import ATTENTION_KINDS
 from piep.serving.serve import (SchedulerPolicy, document, iteration_grid, paged_cache,
                                 policy_of, run, with_host)
@@ -44,19 +45,19 @@ SCHEDULER = {"block_size": 256, "max_requests_per_batch": 1024, "safety_margin":
              "memory_percent": 0.9}  # transformers 5.17's defaults (greedy: no processors)
 
 
-def record_trace(rec: dict[str, Any]) -> Trace:
-    """The trace a serving measurement replayed (its per-request rows)."""
-    rows = rec["per_request"]
-    return make_trace([r["arrival_s"] for r in rows], [r["prompt_len"] for r in rows],
-                      [r["gen_len"] for r in rows], [r["id"] for r in rows],
-                      where=f"record of {rec.get('trace', 'a trace')}")
+def record_trace(rep: ServingReplay) -> Trace:
+    """The trace a replay ran (its requests)."""
+    rows = rep.requests
+    return make_trace([r.arrival_s for r in rows], [r.prompt_len for r in rows],
+                      [r.gen_len for r in rows], [r.id for r in rows],
+                      where=f"record of {rep.trace or 'a trace'}")
 
 
-def observed(rec: dict[str, Any]) -> tuple[float, float, float]:
+def observed(rep: ServingReplay) -> tuple[float, float, float]:
     """(window energy, median TPOT, median end-to-end latency) of a measured replay."""
-    pr = rec["per_request"]
-    return (rec["energy_j"], statistics.median(r["tpot_s"] for r in pr if r["gen_len"] > 1),
-            statistics.median(r["e2e_s"] for r in pr))
+    pr = rep.requests
+    return (rep.energy_j, statistics.median(r.tpot_s for r in pr if r.gen_len > 1),
+            statistics.median(r.e2e_s for r in pr))
 
 
 def predicted(case: "_Case", sim, costs) -> tuple[float, float, float]:
@@ -66,39 +67,37 @@ def predicted(case: "_Case", sim, costs) -> tuple[float, float, float]:
 
 
 class _Case:
-    def __init__(self, rec, scn, policy, grid):
-        self.rec, self.scn, self.policy, self.grid = rec, scn, policy, grid
-        self.trace = record_trace(rec)
-        self.meas = observed(rec)
-        it = rec.get("iterations") or {}
-        if it.get("q_tokens"):
-            q = np.asarray(it["q_tokens"], float)
-            self.iterations = (q, np.asarray(it["requests"], float),
-                               np.asarray(it["kv_tokens"], float) + q,  # keys incl. the new
-                               np.asarray(it["t_end_s"]) - np.asarray(it["t_start_s"]))
+    def __init__(self, rep: ServingReplay, scn, policy, grid):
+        self.rep, self.scn, self.policy, self.grid = rep, scn, policy, grid
+        self.trace = record_trace(rep)
+        self.meas = observed(rep)
+        it = rep.iterations
+        if it is not None:
+            q = np.asarray(it.q_tokens, float)
+            self.iterations = (q, np.asarray(it.requests, float),
+                               np.asarray(it.kv_tokens, float) + q,  # keys incl. the new
+                               np.asarray(it.t_end_s) - np.asarray(it.t_start_s))
         else:
             self.iterations = None
 
 
-def _spec(rec: dict[str, Any]):
+def _spec(rep: ServingReplay):
     """The replayed model: the shipped config of that name where the record's config hash
     is its (the record's shape lacks a sliding window), else the record's shape."""
     from piep.errors import ConfigError
     from piep.models import load_model
-    from piep.records import spec_of_record
     try:
-        shipped = load_model(rec["model"])
+        shipped = load_model(rep.model)
     except ConfigError:
-        return spec_of_record(rec)
-    return shipped if shipped.config_hash() == rec.get("config_hash") else spec_of_record(rec)
+        return rep.spec
+    return shipped if shipped.config_hash() == rep.config_hash else rep.spec
 
 
-def _scenario(rec: dict[str, Any], base, on_its_host: bool = False):
+def _scenario(rep: ServingReplay, base, on_its_host: bool = False):
     """The replay's scenario; `on_its_host`: with the host probe it recorded."""
-    from piep.records import host_probe_of
     from piep.serving.serve import serving_scenario
-    probe = host_probe_of(rec) if on_its_host else None
-    return serving_scenario(_spec(rec), record_trace(rec), gpu=base.gpu, check_memory=False,
+    probe = rep.host_probe_s if on_its_host else None
+    return serving_scenario(_spec(rep), record_trace(rep), gpu=base.gpu, check_memory=False,
                             host_probe_us=None if probe is None else 1e6 * probe)
 
 
@@ -107,7 +106,7 @@ def _policy(scn, reserved_gib: float) -> SchedulerPolicy:
     return policy_of(scn, None, {**SCHEDULER, "reserved_gib": reserved_gib})
 
 
-def _cases(base, records: list[dict[str, Any]], reserved_gib: float,
+def _cases(base, records: list[ServingReplay], reserved_gib: float,
            on_their_hosts: bool = True) -> list[_Case]:
     out, grids = [], {}
     for rec in records:
@@ -120,13 +119,13 @@ def _cases(base, records: list[dict[str, Any]], reserved_gib: float,
     return out
 
 
-def reserved_gib(records: list[dict[str, Any]], base) -> float:
+def reserved_gib(records: list[ServingReplay], base) -> float:
     """The memory the engine holds beyond the weights before sizing its cache (median
     over the replays of the value that reproduces the blocks each reported)."""
     grid = np.arange(0.0, 8.0, 0.02)
     found = []
     for rec in records:
-        blocks = (rec.get("cb_config") or {}).get("cache_num_blocks")
+        blocks = rec.cache_blocks
         if not blocks:
             continue
         scn = _scenario(rec, base)
@@ -200,11 +199,11 @@ def _fit_gap_power(model, cases: list[_Case]):
     return _with_terms(model, {"launch_gap_w": float(ps[int(np.argmin(errs))])})
 
 
-def fit_cb_profile(base, records: list[dict[str, Any]], *, maxiter: int = 400,
+def fit_cb_profile(base, records: list[ServingReplay], *, maxiter: int = 400,
                    default_host_s: float | str | None = "typical") -> EngineProfile:
     """The serving engine's profile fitted on replays (each on its host: the host terms scale with its
     launch probe over the replays' median); `default_host_s` as in `fit_profile`."""
-    records = [r for r in records if r.get("energy_j")]
+    records = [r for r in records if r.energy_j]
     version = engine_version(records, SERVING)  # before any fitting
     if len(records) < 2:
         raise ArtifactError(f"fitting {SERVING} needs at least 2 replayed traces with energy, "
@@ -216,15 +215,15 @@ def fit_cb_profile(base, records: list[dict[str, Any]], *, maxiter: int = 400,
     logged = [c for c in cases if c.iterations is not None]
     fitted = _fit_gap_power(_fit_time(base, logged or cases, maxiter), cases)
     return EngineProfile(SERVING, version, base.gpu.name, fitted.host, None,
-                         meta={"runs": len(records), "traces": [r.get("trace") for r in records],
-                               "models": sorted({r["model"] for r in records}),
+                         meta={"runs": len(records), "traces": [r.trace for r in records],
+                               "models": sorted({r.model for r in records}),
                                "iteration_logs": sum(c.iterations is not None for c in cases),
                                "tp_measured": [1], "fitted_terms": list(FITTED),
                                "combiner": "reference",
                                "scheduler": {**SCHEDULER, "reserved_gib": reserved}})
 
 
-def held_out(base, records: list[dict[str, Any]], *, by: str = "model", maxiter: int = 400,
+def held_out(base, records: list[ServingReplay], *, by: str = "model", maxiter: int = 400,
              with_host: bool = True, default_host_s: float | str | None = "typical"
              ) -> list[dict[str, Any]]:
     """Each replay predicted by a profile fitted without its group: `by="model"` leaves
@@ -235,14 +234,14 @@ def held_out(base, records: list[dict[str, Any]], *, by: str = "model", maxiter:
                              default_host_s=default_host_s)[with_host]
 
 
-def held_out_on_hosts(base, records: list[dict[str, Any]], *, by: str = "model",
+def held_out_on_hosts(base, records: list[ServingReplay], *, by: str = "model",
                       maxiter: int = 400, hosts: tuple[bool, ...] = (False, True),
                       default_host_s: float | str | None = "typical"
                       ) -> dict[bool, list[dict[str, Any]]]:
     """`held_out` for each of `hosts` (True: each replay on its host; False: on the
     profile's default host) from the same held-out fits (one fit per group)."""
-    records = [r for r in records if r.get("energy_j")]
-    key = {"model": lambda r: r["model"], "load": lambda r: Path(r.get("trace", "")).name,
+    records = [r for r in records if r.energy_j]
+    key = {"model": lambda r: r.model, "load": lambda r: Path(r.trace or "").name,
            "trace": id}[by]
     groups = list(dict.fromkeys(key(r) for r in records))
     out: dict[bool, list[dict[str, Any]]] = {h: [] for h in hosts}
@@ -263,14 +262,14 @@ def case_row(case: _Case, model) -> dict[str, Any]:
     measured idle power, p50 TTFT, TPOT and end-to-end latency)."""
     sim, costs = run(case.scn, case.trace, model, case.policy, case.grid)
     doc = document(case.scn, case.trace, sim, costs, case.policy)
-    rec, pr = case.rec, case.rec["per_request"]
-    idle_w = rec.get("idle_power_w") or 0.0
-    return {"model": rec["model"], "trace": rec.get("trace"), "requests": len(case.trace),
-            "energy_j": rec["energy_j"], "pred_energy_j": doc["energy_j"],
-            "time_s": rec["time_s"], "pred_time_s": doc["time_s"],
-            "active_j": rec["energy_j"] - idle_w * rec["time_s"],
+    rep = case.rep
+    idle_w = rep.idle_power_w or 0.0
+    return {"model": rep.model, "trace": rep.trace, "requests": len(case.trace),
+            "energy_j": rep.energy_j, "pred_energy_j": doc["energy_j"],
+            "time_s": rep.time_s, "pred_time_s": doc["time_s"],
+            "active_j": rep.energy_j - idle_w * rep.time_s,
             "pred_active_j": doc["energy_j"] - idle_w * doc["time_s"],
-            "ttft_s": statistics.median(r["ttft_s"] for r in pr),
+            "ttft_s": statistics.median(r.ttft_s for r in rep.requests),
             "pred_ttft_s": doc["ttft_s"]["p50"],
             "tpot_s": case.meas[1], "pred_tpot_s": doc["tpot_s"]["p50"],
             "e2e_s": case.meas[2], "pred_e2e_s": doc["e2e_s"]["p50"],

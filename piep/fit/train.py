@@ -54,7 +54,6 @@ def engine_profile(*, gpu: str, engine: str, like: str | None = None,
     """Fit an engine's profile (on the shipped runs, or yours), save it (yours to the user
     data directory unless `out`) and say what was fitted."""
     from piep import api
-    from piep.artifacts import read_records
     from piep.engines import ENGINES
     from piep.errors import ConfigError
     from piep.fit.engines import (engine_records, fit_profile, host_probe_range_us,
@@ -62,6 +61,7 @@ def engine_profile(*, gpu: str, engine: str, like: str | None = None,
     from piep.predict.engines import save_profile, shipped_profile_dir, user_profile_dir
     from piep.predict.learned import LearnedModel
     from piep.fit.predictor import get_term
+    from piep.records import read_runs
     base = api.cost_model(gpu, "learned")
     if not isinstance(base, LearnedModel):
         raise ConfigError(f"an engine profile is fitted over the learned predictor; none "
@@ -72,8 +72,8 @@ def engine_profile(*, gpu: str, engine: str, like: str | None = None,
         return tp_path(gpu=gpu, engine=engine, from_measurements=from_measurements,
                        out=out, like=like)
     if from_measurements:
-        records = [r for r in read_records(from_measurements, record.record_schema,
-                                           given=True) if r["energy_j"] is not None]
+        records = [r for r in read_runs(from_measurements, record.record_schema, given=True)
+                   if r.energy_j is not None]
         out = Path(out) if out else user_profile_dir(gpu, engine)
         source = from_measurements
     else:
@@ -87,7 +87,7 @@ def engine_profile(*, gpu: str, engine: str, like: str | None = None,
         from piep.fit.serving import fit_cb_profile, held_out_on_hosts
         profile = fit_cb_profile(base, records, **fit)
         if len(records) >= 3:  # intervals from leave-one-shape-out (else -trace-out) residuals
-            by = "model" if len({r["model"] for r in records}) >= 2 else "trace"
+            by = "model" if len({r.model for r in records}) >= 2 else "trace"
             # predicted without a host probe, and with each replay's (same held-out fits)
             rows = held_out_on_hosts(base, records, by=by, **fit,
                                      hosts=(False, True) if profile.host.host_probe_ref_s
@@ -102,7 +102,7 @@ def engine_profile(*, gpu: str, engine: str, like: str | None = None,
         if like:  # an engine of the user's own, priced as a built-in one
             fit["like"] = like
         profile = fit_profile(base, records, engine, **fit)
-        models = {r["model"] for r in records}
+        models = {r.model for r in records}
         if len(models) >= 2:  # intervals from leave-one-model-out residuals, predicted
             # as a user without a host probe would (on the profile's default host)
             profile = with_intervals(profile, profile_lomo(base, records, engine,
