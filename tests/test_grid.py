@@ -69,3 +69,14 @@ def test_design_covers_the_space():
     assert min(r["batch"] for r in rows) <= 2 and max(r["batch"] for r in rows) >= 32
     assert all(r["batch"] % r["dp"] == 0 for r in rows)
     json.dumps(rows)
+
+
+def test_a_grid_resumes_past_the_runners_own_records(tmp_path):
+    """The reference runner's records name it ("piep reference runner"): they count as
+    done, so a resumed grid measures only what is left (it re-measured every run)."""
+    out = tmp_path / "runs.jsonl"
+    rows = [{"model": "m", "tp": 1, "pp": 1, "dp": 1, "batch": b, "prompt_len": 8,
+             "gen_len": 8, "mode": "graph"} for b in (1, 2, 3)]
+    out.write_text(json.dumps({"schema": "piep.measurement", **rows[0],
+                               "engine": "piep reference runner"}) + "\n")
+    assert [c["batch"] for c in pending(rows, out, world=1)] == [2, 3]

@@ -24,7 +24,8 @@ def config_key(cfg: dict[str, Any]) -> str:
     engine = cfg.get("engine")
     if isinstance(engine, dict):
         engine = engine.get("name")
-    return f"{key}|{engine}" if engine and not str(engine).startswith("piep-") else key
+    # the runner's own records name it ("piep reference runner"): the key of its design row
+    return f"{key}|{engine}" if engine and not str(engine).startswith("piep") else key
 
 
 def spec_of(cfg: dict[str, Any]) -> ModelSpec:
