@@ -51,7 +51,17 @@ def _trees(root: Path) -> Path:
 
 
 def calibration_dir(gpu: str) -> Path:
-    return data_root() / "calibration" / gpu
+    """A GPU's calibration: the shipped one, else one of the user's own (`piep calibrate
+    gpu --name`, in the user data directory)."""
+    shipped = data_root() / "calibration" / gpu
+    if not shipped.is_dir() and user_calibration_dir(gpu).is_dir():
+        return user_calibration_dir(gpu)
+    return shipped
+
+
+def user_calibration_dir(gpu: str) -> Path:
+    """Where `piep calibrate gpu --name GPU` writes the calibration of a GPU of the user's."""
+    return user_data_dir() / "calibration" / gpu
 
 
 def user_data_dir() -> Path:
@@ -332,7 +342,10 @@ register("piep.measurement_failure", 1, **_WORKLOAD, key=str, error=str)
 register("piep.module_sample", 1, kind=str, mode=str, time_s=NUM, energy_j=OPT_NUM,
          shape_fields=list)
 register("piep.collective_sample", 1, kind=str, mode=str, size_bytes=int, time_s=NUM)
+register("piep.module_failure", 1, kind=str, mode=str, shape_fields=list, error=str)
 register("piep.host_overhead", 1, launch_gap_power_w=NUM)
+register("piep.gpu_calibration", 1, recipe=dict, device=dict, reference=str, spent_s=NUM,
+         done=bool)
 # the lab's campaigns (calibration/<gpu>/designs/)
 register("piep.design_shapes", 1, shapes=dict)
 register("piep.engine_designs", 1, drawn=dict, listed=dict)

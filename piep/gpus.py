@@ -57,8 +57,9 @@ class GPU:
 
 
 def known_gpus() -> list[str]:
-    root = calibration_dir("x").parent
-    return sorted(p.parent.name for p in root.glob("*/gpu.json"))
+    from piep.artifacts import user_calibration_dir
+    roots = (calibration_dir("x").parent, user_calibration_dir("x").parent)
+    return sorted({p.parent.name for root in roots for p in root.glob("*/gpu.json")})
 
 
 @lru_cache(maxsize=8)

@@ -77,7 +77,8 @@ def test_every_schema_is_exercised_somewhere():
     committed = {doc["schema"] for _, doc in _committed()}
     written = {"piep.prediction", "piep.comparison", "piep.sweep", "piep.clock_plan",
                "piep.optimize", "piep.env", "piep.model_tree", "piep.measurement_failure",
-               "piep.serving", "piep.scenario"}
+               "piep.serving", "piep.scenario", "piep.gpu_calibration",
+               "piep.module_failure"}
     assert set(SCHEMAS) <= committed | written
 
 

@@ -1,4 +1,5 @@
-"""`piep calibrate`: module samples, waiting-time samples and their Gamma fits (GPU)."""
+"""`piep calibrate`: a GPU of your own in one command; module samples, waiting-time samples
+and their Gamma fits (GPU)."""
 
 from __future__ import annotations
 
@@ -6,14 +7,23 @@ from piep.commands.common import emit, options_from_args
 
 
 def configure(parser) -> None:
-    parser.add_argument("what", choices=("modules", "repeat", "collectives", "waits", "insitu",
-                                         "fit"),
-                        help="modules: isolated node kinds (1 GPU); repeat: re-measure the "
+    parser.add_argument("what", choices=("gpu", "modules", "repeat", "collectives", "waits",
+                                         "insitu", "fit"),
+                        help="gpu: calibrate this machine's GPU 0 under a name of yours "
+                             "(--name; module samples and end-to-end runs, resumable; then "
+                             "`piep train --gpu NAME`); "
+                             "modules: isolated node kinds (1 GPU); repeat: re-measure the "
                              "repeat-check shapes twice; collectives: AllReduce/AllGather/"
                              "send-recv in isolation with energy (torchrun); waits: AllReduce "
                              "waiting times in real tp=N decoding (torchrun); insitu: module "
                              "kernel times inside real eager runs (profiler); fit: Gamma fits")
-    parser.add_argument("--out", required=True, help="output JSONL (modules, waits) or JSON (fit)")
+    parser.add_argument("--out", help="output JSONL (modules, waits) or JSON (fit); gpu: "
+                        "none (it writes to the user data directory's calibration/NAME)")
+    parser.add_argument("--name", help="gpu: the name your calibration answers to "
+                        "(`--gpu NAME` everywhere), e.g. h100-sxm")
+    parser.add_argument("--minutes", type=float, default=15.0,
+                        help="gpu: device minutes the recipe plans (default 15; 60 %% module "
+                             "samples, the rest end-to-end runs)")
     parser.add_argument("--samples", help="wait samples JSONL (for fit)")
     parser.add_argument("--budget-s", type=float, default=float("inf"))
     parser.add_argument("--shard", default="0/1", metavar="I/N")
@@ -50,7 +60,11 @@ def configure(parser) -> None:
 
 def run(args) -> int:
     from piep.errors import ConfigError
-    if args.what == "fit":
+    if args.what == "gpu":
+        doc = _gpu(args)
+    elif not args.out:
+        raise ConfigError(f"calibrate {args.what} needs --out FILE")
+    elif args.what == "fit":
         if not args.samples:
             raise ConfigError("calibrate fit needs --samples WAITS.jsonl")
         from piep.fit.waits import fit_all
@@ -75,3 +89,43 @@ def run(args) -> int:
     if doc is not None:
         emit(args, doc, lambda d: ", ".join(f"{k}: {v}" for k, v in d.items()))
     return 0
+
+
+def _gpu(args) -> dict:
+    """`calibrate gpu`: the name checked (before torch is imported), then the calibration
+    with a line of progress on stderr."""
+    from piep.errors import ConfigError
+    from piep.sampling.options import check_gpu_name
+    if not args.name:
+        raise ConfigError("calibrate gpu needs --name NAME (what `--gpu NAME` will answer to)")
+    check_gpu_name(args.name)
+    if not args.minutes > 0:
+        raise ConfigError(f"--minutes {args.minutes}: give a number of minutes > 0")
+    try:
+        import torch
+    except ImportError:
+        raise ConfigError("`piep calibrate` needs torch: pip install 'piep[gpu]'") from None
+    if not torch.cuda.is_available():
+        raise ConfigError("`piep calibrate gpu` needs a CUDA GPU (it measures GPU 0)")
+    from piep.sampling.gpu_calibration import Bench, Recipe, calibrate_gpu
+    return calibrate_gpu(args.name, Bench.cuda(), recipe=Recipe(minutes=args.minutes),
+                         budget_s=args.budget_s, progress=ProgressLine())
+
+
+class ProgressLine:
+    """One line on stderr, rewritten in place on a terminal (else a line per 5 %)."""
+
+    def __init__(self):
+        import sys
+        self.stream, self.last = sys.stderr, -1
+
+    def __call__(self, p: dict) -> None:
+        share = p["done_s"] / max(p["total_s"], 1e-9)
+        line = (f"[{p['index']:>4}/{p['tasks']}] {100 * share:3.0f} %  "
+                f"~{p['left_s'] / 60:.1f} min left  {p['task']}")
+        if self.stream.isatty():
+            self.stream.write("\r" + line.ljust(78)[:120])
+            self.stream.flush()
+        elif int(20 * share) > self.last:
+            self.last = int(20 * share)
+            self.stream.write(line + "\n")

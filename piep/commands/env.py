@@ -93,13 +93,13 @@ def _fitted(gpus) -> dict:
 
 
 def run(args) -> int:
-    from piep.artifacts import data_root
+    from piep.artifacts import calibration_dir, data_root
     from piep.device import list_gpus
     from piep.gpus import known_gpus
     root = data_root()
     cal = {}
-    for gpu in known_gpus():
-        folder = root / "calibration" / gpu
+    for gpu in known_gpus():  # shipped, or the user's own (`piep calibrate gpu`)
+        folder = calibration_dir(gpu)
         cal[gpu] = sorted(p.name for p in folder.iterdir() if p.is_dir() or p.suffix == ".json")
     from piep.predict.engines import known_profiles
     from piep.engines import ENGINES, names

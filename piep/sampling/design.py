@@ -88,13 +88,13 @@ def build_design(*, seed: int = 0, draws: int = 8, max_time_s: float = 3.0, bloc
                  eager_share: float = 0.25, memory_margin: float = 0.85,
                  layouts: tuple[str, ...] | None = None,
                  models: tuple[str, ...] | None = None,
-                 runs: tuple[dict[str, Any], ...] = ()) -> list[dict[str, Any]]:
+                 runs: tuple[dict[str, Any], ...] = (), gpu=None) -> list[dict[str, Any]]:
     """Configurations drawn per (model, layout): batch, prompt and generation lengths by
     Latin hypercube, a share in eager mode, those that fit the GPU and run for at most
     `max_time_s`; `runs` (model, layout, batch, prompt_len, gen_len, mode) come first, as
-    listed."""
+    listed; `gpu`: the GPU whose memory they must fit (default the shipped one)."""
     rng = random.Random(seed)
-    gpu = load_gpu(DEFAULT_GPU)
+    gpu = gpu or load_gpu(DEFAULT_GPU)
     roof = RooflineModel()
     layouts = tuple(layouts or _e2e("layouts"))
     if models:

@@ -197,11 +197,15 @@ def _rope_op(s: dict[str, Any], rnd) -> Op:
                                    split_heads(ks[i], kv // d, d), cos, sin), n, 0)
 
 
-def time_op(op: Op, mode: str, *, target_s: float = 0.004) -> tuple[Callable[[], None], float, int]:
+def time_op(op: Op, mode: str, *, target_s: float = 0.004,
+            device=None) -> tuple[Callable[[], None], float, int]:
     """Returns (replay, seconds per call, calls per replay): enough calls captured in a
     CUDA graph that one replay lasts ~`target_s`. Eager-mode ops are captured too: their
     kernels are the eager ones, and the host's launch gaps are the predictor's own term
-    (timing an eager loop here would count this sampler's Python overhead instead)."""
+    (timing an eager loop here would count this sampler's Python overhead instead). On a
+    CPU device (tests), a replay is a loop of eager calls timed on the host clock."""
+    if device is not None and torch.device(device).type != "cuda":
+        return _time_on_host(op, target_s)
     for i in range(min(op.n_rot, 3)):
         op.fn(i)
     torch.cuda.synchronize()
@@ -234,6 +238,23 @@ def time_op(op: Op, mode: str, *, target_s: float = 0.004) -> tuple[Callable[[],
     return replay, s.elapsed_time(e) / 1000 / (3 * calls), calls
 
 
+def _time_on_host(op: Op, target_s: float) -> tuple[Callable[[], None], float, int]:
+    from piep.device import clock
+    op.fn(0)  # warm-up
+    t0 = clock.now()
+    for i in range(op.n_rot):
+        op.fn(i)
+    rough = max((clock.now() - t0) / op.n_rot, 1e-6)
+    calls = op.n_rot * max(1, round(max(op.n_rot, min(4096, int(target_s / rough))) / op.n_rot))
+
+    def replay():
+        for i in range(calls):
+            op.fn(i % op.n_rot)
+    t0 = clock.now()
+    replay()
+    return replay, (clock.now() - t0) / calls, calls
+
+
 TINY_KERNEL_S = 20e-6  # below this, a call's duration varies between graph captures
 
 
@@ -261,13 +282,15 @@ def _sample_once(s: dict[str, Any], mode: str, *, meter, idle_w: float, device,
     gen = torch.Generator(device=device)
     gen.manual_seed(seed)
     op = build_op(s, mode, device, gen=gen)
-    replay, per_call_s, calls = time_op(op, mode)
+    replay, per_call_s, calls = time_op(op, mode, device=device)
     reps = max(1, math.ceil(min_window_s / max(per_call_s * calls, 1e-6)))
+    cuda = torch.device(device).type == "cuda"
 
     def work():
         for _ in range(reps):
             replay()
-        torch.cuda.synchronize()
+        if cuda:
+            torch.cuda.synchronize()
     w = meter.measure(work, idle_power_w=idle_w)
     snap = nvml.snapshot() if nvml is not None else {}
     n_calls = reps * calls
