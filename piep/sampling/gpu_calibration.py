@@ -41,9 +41,10 @@ STATE = "calibrate.json"
 # what one GPU cannot measure, copied from the reference calibration
 REUSED = ("probe/probe_main.json", "waits/fits.json", "collectives")
 MEASURED = ("memory_gib", "idle_power_w")  # the gpu.json values measured here
-# device seconds per module sample (device call 59: 361 samples in 300 s, model trees'
-# shapes at 0.3 s windows, builds and captures included): the plan's estimate
-MODULE_S = 0.83
+# device seconds per module sample, the plan's estimate: device call 59 took 361 samples of
+# the model trees' shapes (0.3 s windows, builds and captures included) in 200 s
+# (calibration/h200/device/run59.log: modules start 1796309255, end 1796309455)
+MODULE_S = 0.55
 
 
 @dataclass(frozen=True)
@@ -52,8 +53,8 @@ class Recipe:
     minutes: float = 15.0        # device minutes planned
     module_share: float = 0.6    # of them on module samples, the rest on end-to-end runs
     seed: int = 70
-    per_kind: int = 10           # module shapes per (kind, phase), attention 2x
-    run_draws: int = 5           # end-to-end runs drawn per model (those that fit)
+    per_kind: int = 40           # module shapes drawn per (kind, phase), attention 2x, and
+    run_draws: int = 12          # runs per model (those that fit): pools the plan cuts
     max_run_s: float = 1.5       # longest run (roofline), as the quick designs
     min_window_s: float = 0.3    # module samples' energy windows
     models: tuple[str, ...] | None = None  # draw from these models only (default: shipped)
