@@ -34,8 +34,8 @@ def _plt():
 
 def e2e_report() -> None:
     cal = load_calibration("h200")
-    raw = cal.e2e
-    rows = [m.to_json() for m in merge_repeats(raw)]  # the report reads the records' own fields
+    raw = [m.doc for m in cal.e2e]  # the records as the runner wrote them
+    rows = [m.to_json() for m in merge_repeats(cal.e2e)]  # the report reads the records' own fields
     figs = CAL / "e2e" / "figures"
     figs.mkdir(parents=True, exist_ok=True)
     plt = _plt()
@@ -581,6 +581,10 @@ def overview_report() -> None:
          "`python benchmarks/blind_predictions.py SET`"),
         ("`boards/`", "the same runs and kernels measured again on another board (device call "
          "58)", "`device/run58.sh`; `python benchmarks/boards.py`"),
+        ("`quick/`, `quick15/`", "quick calibrations from scratch: device calls 59-60 (module "
+         "samples, then single-GPU runs), and the folder `piep calibrate gpu --name "
+         "h200-quick15 --minutes 15` left (calls 62-63, the second resuming the first)",
+         "`device/run59.sh`, `run60.sh`, `run61.sh`; `python benchmarks/calibration_cost.py`"),
         ("`dvfs/`", "the frequency model, the literature it is fitted to, clock plans run in "
          "dry-run", "`python benchmarks/dvfs_fit.py`; `piep measure --clock-plan`"),
         ("`optimize/`", "the online batch-axis search on H200, step by step",
