@@ -166,7 +166,8 @@ def blocks() -> dict[str, str]:
 
 
 # the files with generated blocks
-BLOCK_FILES = ("README.md", "docs/method.md", "docs/engines.md", "docs/serving.md")
+BLOCK_FILES = ("README.md", "docs/commands.md", "docs/method.md", "docs/engines.md",
+               "docs/serving.md")
 
 
 def flags_doc() -> str:

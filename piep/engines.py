@@ -104,6 +104,7 @@ ENGINES: dict[str, Engine] = {e.name: e for e in (
            fitted_terms=("time_scale.prefill", "time_scale.kind:attention", "host_launch_s",
                          "step_host_s", "request_host_s", "launch_gap_w"),
            host_fitted=True, serves=True, record_schema="piep.serving_measurement",
+           like_base=True,
            measure="piep measure --engine hf-cb --trace TRACE.jsonl"),
 )}
 DEFAULT_ENGINE = "piep-graph"

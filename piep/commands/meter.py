@@ -1,6 +1,7 @@
 """`piep meter -- CMD`: the energy of a command on this machine's GPUs, as a measurement
 record of a foreign engine (one window around the command; `--prefill-cmd` adds the
-prefill split)."""
+prefill split); with `--serving-result FILE`, a serving benchmark's run (vLLM's or
+SGLang's result file, piep.bench_results) as a replayed trace."""
 
 from __future__ import annotations
 
@@ -16,10 +17,20 @@ def configure(parser) -> None:
                         help="shipped name or config.json the command runs")
     parser.add_argument("--engine", required=True, help="the engine's name (e.g. vllm)")
     parser.add_argument("--engine-version", required=True, help="its version")
-    parser.add_argument("--batch", type=int, required=True, help="prompts in the call")
-    parser.add_argument("--prompt-len", type=int, required=True, help="tokens per prompt")
-    parser.add_argument("--gen-len", type=int, required=True,
+    parser.add_argument("--batch", type=int, help="prompts in the call")
+    parser.add_argument("--prompt-len", type=int, help="tokens per prompt")
+    parser.add_argument("--gen-len", type=int,
                         help="new tokens per prompt (the prefill's included)")
+    parser.add_argument("--serving-result", metavar="FILE",
+                        help="a serving benchmark's result file, written by the command "
+                             "(`vllm bench serve --save-result --save-detailed`, SGLang's "
+                             "`bench_serving --output-file F --output-details`): the record "
+                             "is that run replayed (its requests and timings), its energy "
+                             "the window around the command (or, without a command, the "
+                             "file's own gpu_energy_j); no --batch/--prompt-len/--gen-len")
+    parser.add_argument("--run", type=int, default=-1, metavar="N",
+                        help="with --serving-result: which run of the file (1 = first; "
+                             "default the last)")
     parser.add_argument("--tp", type=int, default=1, help="tensor parallel degree")
     parser.add_argument("--mode", choices=("eager", "graph"), default="eager",
                         help="how the engine decodes (default eager)")
@@ -47,6 +58,11 @@ def _metered(cmd: list[str], gpus):
 def run(args) -> int:
     from piep.meter import append, record
     cmd = list(args.passthrough)
+    if args.serving_result:
+        return _serving(args, cmd)
+    if None in (args.batch, args.prompt_len, args.gen_len):
+        raise ConfigError("give --batch, --prompt-len and --gen-len of the metered call (or "
+                          "--serving-result FILE for a serving benchmark)")
     if not cmd:
         raise ConfigError("give the command to meter after --: piep meter ... -- CMD ARGS")
     if min(args.batch, args.prompt_len, args.gen_len, args.tp) < 1:
@@ -68,4 +84,41 @@ def run(args) -> int:
                 + (" (shorter than a counter tick: not trusted alone)" if r["flags"] else "")
                 + f" -> {args.out}")
     emit(args, rec, human)
+    return 0
+
+
+def _serving(args, cmd: list[str]) -> int:
+    """A serving benchmark's run as a replay: metered around `cmd` (which writes the result
+    file), or read with the file's own energy."""
+    from pathlib import Path
+    from piep.bench_results import replay_record
+    from piep.meter import append
+    if args.tp < 1 or args.run == 0:
+        raise ConfigError("--tp is a positive integer; --run counts from 1 (or -1, the last)")
+    run_index = args.run - 1 if args.run > 0 else args.run
+    window = None
+    if cmd:
+        before = Path(args.serving_result).stat().st_mtime if Path(
+            args.serving_result).exists() else None
+        whole = _metered(cmd, args.gpus)
+        if not Path(args.serving_result).exists() or \
+                Path(args.serving_result).stat().st_mtime == before:
+            raise ConfigError(f"`{shlex.join(cmd)}` wrote no {args.serving_result}: give the "
+                              f"file the benchmark saves its result to; nothing written")
+        idle_w = sum(g["idle_power_w"] for g in whole.per_gpu)
+        window = {"energy_j": whole.energy_j, "time_s": whole.time_s, "idle_power_w": idle_w,
+                  "command": shlex.join(cmd)}
+    rec = replay_record(args.serving_result, model=args.model, engine=args.engine,
+                        engine_version=args.engine_version, tp=args.tp, run_index=run_index,
+                        energy_j=window and window["energy_j"], window=window)
+    if window is not None:  # the command's start-up and tear-down at idle power
+        outside = max(window["time_s"] - rec["time_s"], 0.0)
+        rec["energy_j"] = window["energy_j"] - window["idle_power_w"] * outside
+        rec["idle_power_w"] = window["idle_power_w"]
+        window["outside_s"] = outside
+    append(args.out, rec)
+    emit(args, rec, lambda r: (f"{r['model']} on {r['engine']['name']} "
+                               f"{r['engine']['version']}: {r['requests']} requests "
+                               f"({r['failed_requests']} failed, left out), "
+                               f"{r['energy_j']:.1f} J over {r['time_s']:.2f} s -> {args.out}"))
     return 0

@@ -18,9 +18,11 @@ def configure(parser) -> None:
     parser.add_argument("--gpu", default=DEFAULT_GPU, help=f"GPU type (default {DEFAULT_GPU})")
     parser.add_argument("--tp", type=int, default=1, help="tensor parallel degree (default 1)")
     serving = names(serves=True)
-    parser.add_argument("--engine", choices=serving, default=None,
+    parser.add_argument("--engine", default=None, metavar="NAME",
                         help=f"the serving engine (default {serving[0]}: "
-                             f"{ENGINES[serving[0]].description})")
+                             f"{ENGINES[serving[0]].description}; or one of your own, "
+                             f"fitted on its benchmarks: piep train --engine NAME --like "
+                             f"{serving[0]})")
     src = parser.add_argument_group("requests (a trace, or Poisson arrivals)")
     src.add_argument("--trace", metavar="FILE",
                      help="JSONL or CSV with arrival_s, prompt_len, gen_len[, id]")

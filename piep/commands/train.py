@@ -26,7 +26,8 @@ def configure(parser) -> None:
                              "`piep meter`) is priced as this built-in engine: its model tree "
                              "(KV cache, decode mode) and host path, with terms fitted on your "
                              "runs; hf-static for CUDA-graph decode over a preallocated cache, "
-                             "hf-eager for eager decode")
+                             "hf-eager for eager decode, hf-cb for a serving engine's "
+                             "replayed benchmarks (`piep meter --serving-result`)")
     parser.add_argument("--from-measurements", metavar="FILE.jsonl",
                         help="your own end-to-end records (piep.measurement JSONL): refit "
                              "the combiner and the gap terms on top of the shipped model, or "
@@ -80,7 +81,7 @@ ENGINE_NAME = re.compile(r"[a-z0-9][a-z0-9._-]{0,63}")
 
 def _check_engine(args) -> None:
     """The engine flags, before anything is read or fitted: one line where they clash."""
-    from piep.engines import ENGINES
+    from piep.engines import ENGINES, names
     from piep.errors import ConfigError
     if args.like and not args.engine:
         raise ConfigError("--like goes with --engine NAME (the engine of your own it prices)")
@@ -97,5 +98,5 @@ def _check_engine(args) -> None:
                           f"case letters, digits, '.', '-' and '_' (e.g. vllm-0.11)")
     if not (args.like and args.from_measurements):
         raise ConfigError(f"--engine {args.engine} is an engine of your own: fit it on your "
-                          f"runs, priced as a built-in engine: --like hf-static|hf-eager "
-                          f"--from-measurements FILE.jsonl")
+                          f"runs, priced as a built-in engine: --like "
+                          f"{'|'.join(names(like_base=True))} --from-measurements FILE.jsonl")

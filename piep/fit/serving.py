@@ -168,6 +168,35 @@ def _time_error(model, cases: list[_Case]) -> float:
     return float(np.mean(errs))
 
 
+def _joint_error(model, cases: list[_Case]) -> float:
+    """Mean over replays of the squared log errors of median TPOT, median end-to-end
+    latency and window energy (replays without an iteration log: a benchmark's)."""
+    errs = []
+    for c in cases:
+        sim, costs = run(c.scn, c.trace, model, c.policy, c.grid)
+        energy, tpot, e2e = predicted(c, sim, costs)
+        errs.append((math.log(tpot / c.meas[1]) ** 2 + math.log(e2e / c.meas[2]) ** 2
+                     + math.log(energy / c.meas[0]) ** 2) / 3)
+    return float(np.mean(errs))
+
+
+def _fit_time_and_energy(base, cases: list[_Case], maxiter: int):
+    """Time terms and the power in host gaps together: without an iteration log, latency
+    alone does not split a replay's time into kernels (at their power) and host gaps (at
+    the gap power); its window energy does."""
+    from scipy.optimize import minimize
+    names_ = (*TIME_TERMS, "launch_gap_w")
+    x0 = [math.log(START[k]) for k in TIME_TERMS] + [math.log(base.host.launch_gap_w)]
+
+    def model_of(theta):
+        return _with_terms(base, {k: float(math.exp(v)) for k, v in zip(names_, theta)})
+    simplex = np.vstack([x0, np.asarray(x0) + 0.3 * np.eye(len(x0))])
+    res = minimize(lambda th: _joint_error(model_of(th), cases), x0, method="Nelder-Mead",
+                   options={"xatol": 0.005, "fatol": 1e-7, "maxiter": maxiter,
+                            "initial_simplex": simplex})
+    return model_of(res.x)
+
+
 def _fit_time(base, cases: list[_Case], maxiter: int):
     from scipy.optimize import minimize
     x0 = [math.log(START[k]) for k in TIME_TERMS]
@@ -200,27 +229,33 @@ def _fit_gap_power(model, cases: list[_Case]):
 
 
 def fit_cb_profile(base, records: list[ServingReplay], *, maxiter: int = 400,
-                   default_host_s: float | str | None = "typical") -> EngineProfile:
-    """The serving engine's profile fitted on replays (each on its host: the host terms scale with its
-    launch probe over the replays' median); `default_host_s` as in `fit_profile`."""
+                   default_host_s: float | str | None = "typical", name: str = SERVING,
+                   like: str | None = None) -> EngineProfile:
+    """The serving engine's profile fitted on replays (each on its host: the host terms
+    scale with its launch probe over the replays' median); `default_host_s` as in
+    `fit_profile`; `name` and `like`: an engine of the user's own (vLLM, SGLang), fitted
+    on its benchmark's replays and priced as continuous batching."""
     records = [r for r in records if r.energy_j]
-    version = engine_version(records, SERVING)  # before any fitting
+    version = engine_version(records, name)  # before any fitting
     if len(records) < 2:
-        raise ArtifactError(f"fitting {SERVING} needs at least 2 replayed traces with energy, "
+        raise ArtifactError(f"fitting {name} needs at least 2 replayed traces with energy, "
                             f"found {len(records)}")
     reserved = reserved_gib(records, base)
     ref, default = profile_hosts(records, base.gpu.name, default_host_s)
     base = with_host(base, host_probe_ref_s=ref, host_probe_default_s=default)
     cases = _cases(base, records, reserved)
     logged = [c for c in cases if c.iterations is not None]
-    fitted = _fit_gap_power(_fit_time(base, logged or cases, maxiter), cases)
-    return EngineProfile(SERVING, version, base.gpu.name, fitted.host, None,
+    timed = _fit_time(base, logged, maxiter) if logged else \
+        _fit_time_and_energy(base, cases, maxiter)
+    fitted = _fit_gap_power(timed, cases)
+    return EngineProfile(name, version, base.gpu.name, fitted.host, None,
                          meta={"runs": len(records), "traces": [r.trace for r in records],
                                "models": sorted({r.model for r in records}),
                                "iteration_logs": sum(c.iterations is not None for c in cases),
                                "tp_measured": [1], "fitted_terms": list(FITTED),
                                "combiner": "reference",
-                               "scheduler": {**SCHEDULER, "reserved_gib": reserved}})
+                               "scheduler": {**SCHEDULER, "reserved_gib": reserved}},
+                         like=like)
 
 
 def held_out(base, records: list[ServingReplay], *, by: str = "model", maxiter: int = 400,

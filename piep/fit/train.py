@@ -85,7 +85,7 @@ def engine_profile(*, gpu: str, engine: str, like: str | None = None,
     fit = {"default_host_s": None} if from_measurements else {}
     if record.serves:  # a serving engine: fitted on replayed request traces
         from piep.fit.serving import fit_cb_profile, held_out_on_hosts
-        profile = fit_cb_profile(base, records, **fit)
+        profile = fit_cb_profile(base, records, name=engine, like=like, **fit)
         if len(records) >= 3:  # intervals from leave-one-shape-out (else -trace-out) residuals
             by = "model" if len({r.model for r in records}) >= 2 else "trace"
             # predicted without a host probe, and with each replay's (same held-out fits)

@@ -1,0 +1,159 @@
+"""Serving benchmarks of other engines, read as piep replays (`piep meter --serving-result`).
+
+Two result files are read, in the formats their code writes (looked up in their sources):
+
+* vLLM, `vllm bench serve --save-result --save-detailed` (vllm/benchmarks/serve.py): one
+  JSON object per run (one per line with `--append-result`). Read: `model_id`,
+  `request_rate` ("inf" or a number), `max_concurrency`, `duration` (s, first request
+  sent to last token), and per request `input_lens`, `output_lens`, `ttfts` (s), `itls`
+  (s, one list per request), `latencies` (s), `start_times` (s, the client's clock) and
+  `errors`; `gpu_energy_j` where vLLM metered the GPUs itself. Without `--save-detailed`
+  the per-request lists are dropped and the file cannot be read.
+* SGLang, `python -m sglang.bench_serving --output-file F.jsonl --output-details`
+  (sglang/bench_serving.py): one JSON line per run with `backend`, `dataset_name`,
+  `request_rate`, `max_concurrency`, `duration`, and per request `input_lens`,
+  `output_lens`, `ttfts`, `itls`, `errors`. It writes no send times: only a run at
+  `--request-rate inf` (every request sent at once) gives its arrivals.
+
+A request that failed (an error, or no output token) is left out, and counted. A run
+under `max_concurrency` is refused: `piep serve` simulates an open stream of arrivals, not
+a client that holds back requests.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+from piep.errors import ConfigError
+
+PER_REQUEST = ("input_lens", "output_lens", "ttfts", "itls")
+DETAIL_FLAG = {"vllm": "--save-detailed", "sglang": "--output-details"}
+
+
+def read_runs(path: str | Path) -> list[dict[str, Any]]:
+    """The runs of a result file: one JSON object, or one per line."""
+    from piep.artifacts import read_text
+    text = read_text(path).strip()
+    if not text:
+        raise ConfigError(f"{path}: empty")
+    try:
+        doc = json.loads(text)
+        runs = doc if isinstance(doc, list) else [doc]
+    except json.JSONDecodeError:
+        runs = []
+        for i, line in enumerate(text.splitlines(), 1):
+            if line.strip():
+                try:
+                    runs.append(json.loads(line))
+                except json.JSONDecodeError as exc:
+                    raise ConfigError(f"{path}:{i}: not JSON ({exc.msg})") from None
+    if not all(isinstance(r, dict) for r in runs):
+        raise ConfigError(f"{path}: a benchmark result is a JSON object per run")
+    return runs
+
+
+def result_format(run: dict[str, Any], where: str) -> str:
+    """vllm or sglang, from the keys each writes."""
+    if "model_id" in run or "endpoint_type" in run or "start_times" in run:
+        return "vllm"
+    if "dataset_name" in run or "total_output_tokens_retokenized" in run:
+        return "sglang"
+    raise ConfigError(f"{where}: neither a vLLM result (`vllm bench serve --save-result "
+                      f"--save-detailed`: model_id, duration, input_lens, ...) nor an SGLang "
+                      f"one (`sglang.bench_serving --output-file F --output-details`: "
+                      f"dataset_name, duration, input_lens, ...)")
+
+
+def _rate(value: Any) -> float:
+    if value in (None, "inf", "Infinity"):
+        return math.inf
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        return math.nan
+
+
+def requests_of(run: dict[str, Any], where: str) -> tuple[list[dict[str, Any]], int, str]:
+    """(the served requests as a replay's rows, requests left out as failed, format)."""
+    fmt = result_format(run, where)
+    missing = [k for k in ("duration", *PER_REQUEST) if run.get(k) is None]
+    if missing:
+        raise ConfigError(f"{where}: {fmt} result without {', '.join(missing)}: run the "
+                          f"benchmark with {DETAIL_FLAG[fmt]} (its per-request timings)")
+    if run.get("max_concurrency") not in (None, 0):
+        raise ConfigError(f"{where}: max_concurrency={run['max_concurrency']}: piep serve "
+                          f"simulates an open stream of arrivals; run the benchmark without "
+                          f"--max-concurrency")
+    n = len(run["input_lens"])
+    lists = {k: run[k] for k in PER_REQUEST}
+    if run.get("start_times") is not None:
+        lists["start_times"] = run["start_times"]
+    elif math.isinf(_rate(run.get("request_rate"))):
+        lists["start_times"] = [0.0] * n  # every request sent at once
+    else:
+        raise ConfigError(f"{where}: {fmt} result without start_times at request_rate="
+                          f"{run.get('request_rate')}: its arrivals are unknown; "
+                          + ("a vLLM that writes start_times (--save-detailed)" if fmt == "vllm"
+                             else "run SGLang's benchmark at --request-rate inf"))
+    if run.get("latencies") is not None:
+        lists["latencies"] = run["latencies"]
+    bad = [k for k, v in lists.items() if not isinstance(v, list) or len(v) != n]
+    if bad:
+        raise ConfigError(f"{where}: {', '.join(bad)} do not hold one entry per request "
+                          f"({n} input_lens)")
+    errors = run.get("errors") or [""] * n
+    t0 = min(lists["start_times"])
+    rows, failed = [], 0
+    for i in range(n):
+        out, ttft = lists["output_lens"][i], lists["ttfts"][i]
+        if (errors[i] if i < len(errors) else "") or not out or ttft is None or ttft <= 0:
+            failed += 1
+            continue
+        itl = lists["itls"][i] or []
+        e2e = lists["latencies"][i] if "latencies" in lists else ttft + sum(itl)
+        rows.append({"id": str(i), "arrival_s": float(lists["start_times"][i] - t0),
+                     "prompt_len": int(lists["input_lens"][i]), "gen_len": int(out),
+                     "ttft_s": float(ttft), "e2e_s": float(e2e),
+                     "tpot_s": float((e2e - ttft) / (out - 1)) if out > 1 else None})
+    if not rows:
+        raise ConfigError(f"{where}: every request failed ({failed})")
+    return rows, failed, fmt
+
+
+def replay_record(path: str | Path, *, model, engine: str, engine_version: str,
+                  tp: int = 1, run_index: int = -1, energy_j: float | None = None,
+                  window: dict[str, Any] | None = None) -> dict[str, Any]:
+    """A piep.serving_measurement record of one run of a result file (default its last):
+    the requests and their timings from the file; energy `energy_j` (a piep meter window
+    around the benchmark, idle-corrected to its duration), else the file's own
+    `gpu_energy_j`. `model`: a name or config.json piep reads, or a ModelSpec."""
+    from piep.config import ModelSpec
+    from piep.meter import model_shape
+    from piep.models import load_model
+    runs = read_runs(path)
+    if not -len(runs) <= run_index < len(runs):
+        raise ConfigError(f"{path}: --run {run_index}: the file holds {len(runs)} runs")
+    where = f"{path} (run {run_index % len(runs) + 1} of {len(runs)})"
+    run = runs[run_index]
+    rows, failed, fmt = requests_of(run, where)
+    if energy_j is None:
+        energy_j = run.get("gpu_energy_j")
+    if energy_j is None:
+        raise ConfigError(f"{where}: no energy: run the benchmark under `piep meter "
+                          f"--serving-result {path} ... -- CMD`, or a vLLM that meters its "
+                          f"GPUs (gpu_energy_j)")
+    spec = model if isinstance(model, ModelSpec) else load_model(model)
+    return {"schema": "piep.serving_measurement", "schema_version": 1,
+            "boundary": "gpu_board", "model": spec.name, "config_hash": spec.config_hash(),
+            "shape": model_shape(spec), "tp": tp, "gpus": tp,
+            "engine": {"name": engine, "version": engine_version},
+            "requests": len(rows), "failed_requests": failed,
+            "gen_tokens": sum(r["gen_len"] for r in rows),
+            "energy_j": float(energy_j), "time_s": float(run["duration"]),
+            "per_request": rows, "trace": f"{Path(path).name}#{run_index % len(runs) + 1}",
+            "benchmark": {"format": fmt, "backend": run.get("backend"),
+                          "request_rate": run.get("request_rate")},
+            **({"window": window} if window else {"window": {"source": "gpu_energy_j"}})}

@@ -1,0 +1,160 @@
+"""A serving engine piep cannot run, from its own benchmark: vLLM's and SGLang's result files
+(fixtures written from the formats their code writes) read as replays, `piep meter
+--serving-result` around the benchmark command, and an engine of one's own fitted `--like
+hf-cb` on them that `piep serve --engine NAME` then answers for."""
+
+import json
+import sys
+
+import pytest
+
+from piep.bench_results import read_runs, replay_record, requests_of
+from piep.cli import main
+from piep.errors import ConfigError
+from piep.trace import poisson_trace
+
+REQUESTS = {"input_lens": [100, 200, 50], "output_lens": [10, 0, 1],
+            "ttfts": [0.05, 0.0, 0.04], "itls": [[0.01] * 9, [], []],
+            "latencies": [0.14, 0.0, 0.04], "start_times": [1000.5, 1000.0, 1000.7],
+            "errors": ["", "timeout", ""]}
+
+
+def _vllm(**over):
+    """A result as `vllm bench serve --save-result --save-detailed` writes it."""
+    return {"date": "20261203-101500", "endpoint_type": "vllm", "backend": "vllm",
+            "label": None, "model_id": "meta-llama/Llama-2-7b-hf", "num_prompts": 3,
+            "request_rate": 2.0, "burstiness": 1.0, "max_concurrency": None,
+            "duration": 0.9, "completed": 2, "failed": 1, "total_input_tokens": 150,
+            "total_output_tokens": 11, "mean_ttft_ms": 45.0, **REQUESTS, **over}
+
+
+def _sglang(**over):
+    """A line as `python -m sglang.bench_serving --output-file F --output-details` writes."""
+    rest = {k: v for k, v in REQUESTS.items() if k not in ("latencies", "start_times")}
+    return {"backend": "sglang", "dataset_name": "random", "request_rate": float("inf"),
+            "max_concurrency": None, "random_input_len": 128, "duration": 0.5,
+            "completed": 2, "total_output_tokens_retokenized": 11, **rest, **over}
+
+
+def test_a_vllm_result_is_read_as_a_replay():
+    rows, failed, fmt = requests_of(_vllm(), "r.json")
+    assert fmt == "vllm" and failed == 1
+    assert [r["arrival_s"] for r in rows] == pytest.approx([0.5, 0.7])  # from the first sent
+    first = rows[0]
+    assert (first["prompt_len"], first["gen_len"], first["e2e_s"]) == (100, 10, 0.14)
+    assert first["tpot_s"] == pytest.approx((0.14 - 0.05) / 9)
+    assert rows[1]["tpot_s"] is None  # one token: no time per output token
+
+
+def test_an_sglang_result_at_an_infinite_rate_is_a_burst(tmp_path):
+    path = tmp_path / "sglang.jsonl"
+    path.write_text(json.dumps(_sglang(request_rate=1.0)) + "\n" + json.dumps(_sglang()) + "\n")
+    assert len(read_runs(path)) == 2
+    rec = replay_record(path, model="llama-2-7b", engine="sglang", engine_version="0.4",
+                        energy_j=80.0)  # the last run
+    assert [r["arrival_s"] for r in rec["per_request"]] == [0.0, 0.0]
+    assert rec["per_request"][0]["e2e_s"] == pytest.approx(0.05 + 9 * 0.01)
+    assert rec["trace"] == "sglang.jsonl#2" and rec["failed_requests"] == 1
+    with pytest.raises(ConfigError, match=r"run 1 of 2\): sglang result without start_times"):
+        replay_record(path, model="llama-2-7b", engine="sglang", engine_version="0.4",
+                      energy_j=80.0, run_index=0)
+
+
+@pytest.mark.parametrize("doc, needle", [
+    ({k: v for k, v in _vllm().items() if k not in REQUESTS}, "run the benchmark with "
+     "--save-detailed"),
+    (_vllm(max_concurrency=8), "without --max-concurrency"),
+    (_vllm(ttfts=[0.1]), "do not hold one entry per request"),
+    (_vllm(errors=["x", "y", "z"]), "every request failed"),
+    ({"duration": 1.0}, "neither a vLLM result"),
+    (_vllm(), "no energy"),
+])
+def test_a_result_that_cannot_be_replayed_is_one_line(tmp_path, doc, needle):
+    path = tmp_path / "r.json"
+    path.write_text(json.dumps(doc))
+    with pytest.raises(ConfigError, match=needle) as err:
+        replay_record(path, model="llama-2-7b", engine="vllm", engine_version="0.11")
+    assert "\n" not in str(err.value)
+
+
+def test_the_meter_wraps_a_benchmark_and_keeps_its_duration(tmp_path, monkeypatch, capsys):
+    """The window around the command (1 s at 300 W, idle 100 W) holds the benchmark's
+    0.9 s: the start-up outside it is taken off at idle power."""
+    import piep.commands.meter as cmd
+    from test_meter import _fake_window
+    monkeypatch.setattr(cmd, "_window", _fake_window)
+    result, out = tmp_path / "result.json", tmp_path / "replays.jsonl"
+    write = f"import json; json.dump({_vllm()!r}, open({str(result)!r}, 'w'))"
+    args = ["meter", "--serving-result", str(result), "--model", "llama-2-7b", "--engine",
+            "vllm", "--engine-version", "0.11", "--out", str(out)]
+    assert main(args + ["--", sys.executable, "-c", write]) == 0
+    rec = json.loads(out.read_text())
+    window = rec["window"]
+    assert window["outside_s"] == pytest.approx(window["time_s"] - 0.9)
+    assert rec["energy_j"] == pytest.approx(window["energy_j"] - 100.0 * window["outside_s"])
+    assert rec["schema"] == "piep.serving_measurement" and len(rec["per_request"]) == 2
+    capsys.readouterr()
+    assert main(args + ["--", sys.executable, "-c", "pass"]) == 2  # wrote no new result
+    assert "wrote no" in capsys.readouterr().err
+    assert len(out.read_text().splitlines()) == 1
+
+
+def _simulated_vllm(truth, trace, base) -> dict:
+    """What `vllm bench serve` would save of `trace` served by an engine that is exactly
+    `truth` (piep's simulator with known terms), with vLLM's own energy metering."""
+    from piep.fit.serving import _policy
+    from piep.serving.serve import document, iteration_grid, serving_scenario
+    from piep.serving.simulate import simulate
+    scn = serving_scenario("llama-2-7b", trace, gpu=base.gpu, check_memory=False)
+    policy = _policy(scn, 1.3)
+    costs = iteration_grid(scn, policy).costs(truth)
+    sim = simulate(trace, costs, policy)
+    doc = document(scn, trace, sim, costs, policy)
+    rq = doc["per_request"]
+    return _vllm(duration=doc["time_s"], gpu_energy_j=doc["energy_j"],
+                 input_lens=[int(p) for p in trace.prompt_len],
+                 output_lens=[int(g) for g in trace.gen_len],
+                 ttfts=[r["ttft_s"] for r in rq], latencies=[r["e2e_s"] for r in rq],
+                 itls=[[r["tpot_s"]] * (int(g) - 1) for r, g in zip(rq, trace.gen_len)],
+                 start_times=[500.0 + float(a) for a in trace.arrival_s],
+                 errors=[""] * len(rq), completed=len(rq), failed=0)
+
+
+@pytest.mark.slow
+def test_a_serving_engine_of_your_own_is_fitted_from_its_benchmarks(tmp_path, monkeypatch,
+                                                                    capsys):
+    """Benchmarks of an engine that is exactly known (slow attention, 30 ms per iteration,
+    90 W while the host works) at two rates, fitted `--like hf-cb`: `piep serve --engine
+    NAME` then predicts a third rate as the engine serves it."""
+    from piep.fit.serving import _with_terms
+    from piep.predict.learned import load_learned
+    monkeypatch.setenv("PIEP_DATA_DIR", str(tmp_path / "data"))
+    base = load_learned("h200")
+    truth = _with_terms(base, {"time_scale.prefill": 1.1, "time_scale.kind:attention": 1.8,
+                               "host_launch_s": 2e-5, "step_host_s": 0.03,
+                               "request_host_s": 4e-4, "launch_gap_w": 90.0})
+    replays = tmp_path / "replays.jsonl"
+    for rate, seed in ((2.0, 1), (20.0, 2)):
+        result = tmp_path / f"vllm_{rate}.json"
+        result.write_text(json.dumps(_simulated_vllm(truth, poisson_trace(
+            rate_per_s=rate, requests=60, seed=seed, prompt_len="lognormal:300:0.6:2000",
+            gen_len="lognormal:60:0.5:200"), base)))
+        assert main(["meter", "--serving-result", str(result), "--model", "llama-2-7b",
+                     "--engine", "my-vllm", "--engine-version", "0.11", "--out",
+                     str(replays)]) == 0
+    capsys.readouterr()
+    assert main(["train", "--engine", "my-vllm", "--like", "hf-cb", "--from-measurements",
+                 str(replays), "--json"]) == 0
+    fitted = json.loads(capsys.readouterr().out)
+    assert fitted["like"] == "hf-cb" and fitted["version"] == "0.11"
+    test = poisson_trace(rate_per_s=6.0, requests=80, seed=3,
+                         prompt_len="lognormal:500:0.5:2000", gen_len="lognormal:80:0.5:200")
+    seen = _simulated_vllm(truth, test, base)
+    trace = tmp_path / "test.jsonl"
+    trace.write_text(test.to_jsonl())
+    assert main(["serve", "--model", "llama-2-7b", "--engine", "my-vllm", "--trace",
+                 str(trace), "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["engine"] == "my-vllm" or doc["engine_ref"]["name"] == "my-vllm"
+    assert doc["energy_j"] == pytest.approx(seen["gpu_energy_j"], rel=0.05)
+    assert doc["time_s"] == pytest.approx(seen["duration"], rel=0.05)
