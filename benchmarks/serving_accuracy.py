@@ -151,7 +151,10 @@ def main() -> int:
               "continuous batching depends on the host: its host terms are fitted per host "
               "(each replay's launch probe); a prediction for an unknown host assumes the "
               "calibration machines' typical one (`serve --host-probe-us` gives yours)."]
-    REPORT.write_text("\n".join(lines) + "\n")
+    from serving_foreign import BEGIN  # its section, written by serving_foreign.py, is kept
+    old = REPORT.read_text() if REPORT.exists() else ""
+    kept = "\n" + old[old.index(BEGIN):] if BEGIN in old else ""
+    REPORT.write_text("\n".join(lines) + "\n" + kept)
     print(f"wrote {REPORT}")
     return 0
 
