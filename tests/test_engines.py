@@ -394,7 +394,7 @@ def test_an_engine_of_your_own_is_fitted_and_priced_as_a_builtin(tmp_path, monke
 
 
 @pytest.mark.parametrize("argv, needle", [
-    (["train", "--engine", "my-vllm"], "--like hf-static|hf-eager --from-measurements"),
+    (["train", "--engine", "my-vllm"], "--like hf-eager|hf-static|hf-cb --from-measurements"),
     (["train", "--engine", "hf-static", "--like", "hf-eager"], "is piep's own"),
     (["train", "--like", "hf-eager"], "--like goes with --engine"),
     (["train", "--engine", "piep-graph"], "reference runner"),

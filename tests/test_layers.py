@@ -12,7 +12,7 @@ LAYERS = {
     0: ("__init__", "errors", "artifacts", "config"),
     1: ("gpus", "models", "device", "stats", "engines", "trace", "results"),
     2: ("layout", "clocks", "meter"),
-    3: ("tree", "scenario", "records", "dataset"),
+    3: ("tree", "scenario", "records", "bench_results", "dataset"),
     4: ("predict",),
     5: ("resolve", "flags"),
     6: ("api", "plan", "sampling", "compare", "sweep", "serving", "fit"),
