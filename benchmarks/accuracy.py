@@ -119,7 +119,7 @@ def module_cv(cal, gpu, folds: int = 5, kernel_only: bool = False) -> list[list]
     rows = [r for r in cal.modules if is_fitted(r)]
 
     def key(r) -> str:
-        return repr(sorted((k, r[k]) for k in r["shape_fields"]
+        return repr(sorted((k, v) for k, v in r.shape.items()
                            if not (kernel_only and k in WORKLOAD_FIELDS)))
     shapes = sorted({key(r) for r in rows})
     rng = np.random.default_rng(0)
@@ -132,16 +132,16 @@ def module_cv(cal, gpu, folds: int = 5, kernel_only: bool = False) -> list[list]
         test = [r for r, f in zip(rows, fold_of) if f == k]
         models = fit_module_models(train, gpu)
         for r in test:
-            group = model_group(r["kind"], r["phase"] == "decode", r["mode"] == "eager")
+            group = model_group(r.kind, r.phase == "decode", r.mode == "eager")
             if group not in models:
                 continue
             leaf = sample_leaf(r)
-            x = np.asarray([leaf_features(leaf, gpu, r["mode"])])
+            x = np.asarray([leaf_features(leaf, gpu, r.mode)])
             lr, p, _ = models[group].predict(x)
             p = priced_power_w(p, floor_w, gpu)  # the bounds the predictor applies
             t = base_time_s(leaf, gpu) * math.exp(lr[0])
-            errs.setdefault(r["kind"], []).append((abs(t * p[0] / r["energy_j"] - 1),
-                                                   abs(t / r["time_s"] - 1)))
+            errs.setdefault(r.kind, []).append((abs(t * p[0] / r.energy_j - 1),
+                                                abs(t / r.time_s - 1)))
     return [[k, len(v), 100 * statistics.mean(e for e, _ in v),
              100 * statistics.mean(t for _, t in v)] for k, v in sorted(errs.items())]
 
@@ -201,7 +201,7 @@ def blind_rows() -> list[list]:
 
 def repeat_agreement(cal) -> tuple[int, float, float]:
     """Module samples measured twice back to back: relative energy difference."""
-    diffs = [abs(b["energy_j"] / a["energy_j"] - 1) for a, b in repeat_check_pairs(cal.modules)]
+    diffs = [abs(b.energy_j / a.energy_j - 1) for a, b in repeat_check_pairs(cal.modules)]
     return len(diffs), 100 * statistics.median(diffs), 100 * max(diffs)
 
 
@@ -318,7 +318,7 @@ def main() -> int:
     ranges = held_out_ranges(cal, gpu, all_cases)
     per_kind = module_cv(cal, gpu)
     by_kernel = {k: row for k, *row in module_cv(cal, gpu, kernel_only=True)}
-    n_vocab = len({r["vocab"] for r in cal.modules if r["kind"] == "sampling"})
+    n_vocab = len({r.shape["vocab"] for r in cal.modules if r.kind == "sampling"})
     per_kind = [[*row, *by_kernel.get(row[0], [None, None, None])[1:]] for row in per_kind]
     n_rep, rep_med, rep_max = repeat_agreement(cal)
     coll = collective_loo(cal)

@@ -41,18 +41,18 @@ BUDGETS_MIN = (5, 10, 15, 30)
 MODULE_SHARE = 0.6  # of a recipe's minutes, for module samples (the rest: end-to-end runs)
 
 
-def sample_costs(modules: list[dict]) -> list[float]:
+def sample_costs(modules: list) -> list[float]:
     """Seconds each module sample took on the device: the time since the previous sample
     on its GPU (its window, capture and warm-up); a campaign's first at the median."""
     by_file: dict[str, list[int]] = defaultdict(list)
     for i, r in enumerate(modules):
-        by_file[r.get("gpu_uuid", "")].append(i)
+        by_file[r.doc.get("gpu_uuid", "")].append(i)
     cost = [float("nan")] * len(modules)
     gaps = []
     for idx in by_file.values():
-        idx = sorted(idx, key=lambda i: modules[i].get("time_unix", 0.0))
+        idx = sorted(idx, key=lambda i: modules[i].time_unix or 0.0)
         for a, b in zip(idx, idx[1:]):
-            gap = modules[b].get("time_unix", 0.0) - modules[a].get("time_unix", 0.0)
+            gap = (modules[b].time_unix or 0.0) - (modules[a].time_unix or 0.0)
             if 0 < gap < 60:  # a longer gap is a pause between campaigns, not a sample
                 cost[b] = gap
                 gaps.append(gap)
@@ -66,7 +66,7 @@ def recipe(modules, costs, runs, minutes: float, rng: random.Random,
     them on module samples."""
     groups: dict[tuple, list[int]] = defaultdict(list)
     for i, r in enumerate(modules):
-        groups[(r["kind"], r["phase"], r["mode"])].append(i)
+        groups[(r.kind, r.phase, r.mode)].append(i)
     for g in groups.values():
         rng.shuffle(g)
     order = sorted(groups)
@@ -121,12 +121,13 @@ def from_scratch(cal, gpu, all_cases, calls: tuple[int, ...]
     from piep.artifacts import read_jsonl
     from piep.dataset import latest_ops
     from piep.fit.predictor import Case
-    from piep.records import Measurement, merge_repeats
+    from piep.records import Measurement, ModuleSample, merge_repeats
     modules, host, recs, minutes = [], [], [], 0.0
     for call in calls:
         mod_file, e2e_file = QUICK_RUNS[call]
         rows = read_jsonl(QUICK / mod_file)
-        modules += [r for r in rows if r.get("schema") == "piep.module_sample"
+        modules += [ModuleSample.from_json(r, mod_file) for r in rows
+                    if r.get("schema") == "piep.module_sample"
                     and "error" not in r and r.get("energy_j") is not None]
         host += [{**r, "file": mod_file} for r in rows if r.get("schema") == "piep.host_overhead"]
         recs += [Measurement.from_json(r, e2e_file) for r in read_jsonl(QUICK / e2e_file)

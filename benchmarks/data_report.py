@@ -283,24 +283,24 @@ def _pair_stats(pairs) -> str:
             f"median {100 * statistics.median(t):.2f} %, max {100 * max(t):.2f} %")
 
 
-def repeat_protocol(m) -> tuple[list, str]:
-    pairs = repeat_check_pairs(m)
+def repeat_protocol(samples) -> tuple[list, str]:
+    pairs = [(a.doc, b.doc) for a, b in repeat_check_pairs(samples)]
     return pairs, _pair_stats(pairs)
 
 
 def modules_report() -> None:
     cal = load_calibration("h200")
-    m = cal.modules
+    m = [s.doc for s in cal.modules]  # the samples as the sampler wrote them
     counts: dict[tuple[str, str, str], int] = {}
     for r in m:
         counts[(r["kind"], r["phase"], r["mode"])] = counts.get((r["kind"], r["phase"], r["mode"]), 0) + 1
     lin = [r for r in m if "d_in" in r]
     att = [r for r in m if r["kind"] == "attention"]
-    pairs = module_repeat_pairs(m)
+    pairs = [(a.doc, b.doc) for a, b in module_repeat_pairs(cal.modules)]
     first = [(a, b) for a, b in pairs if not a.get("check")]
     plain = [(a, b) for a, b in pairs if a.get("check") == "repeat" and not a.get("captures")]
     tiny = [(a, b) for a, b in pairs if a.get("captures")]
-    final, final_text = repeat_protocol(m)
+    final, final_text = repeat_protocol(cal.modules)
     worst = sorted(final, key=lambda p: -abs(p[1]["energy_j"] / p[0]["energy_j"] - 1))[:3]
     worst_text = "; ".join(f"{a['kind']} {a['phase']} tokens {a['tokens']} "
                            f"({a['time_s'] * 1e6:.1f} us/call): "

@@ -63,7 +63,7 @@ def main() -> int:
     for group in sorted(own):
         subset = SimpleNamespace(  # the group's samples alone (module_cv's folds over them)
             modules=[r for r in cal.modules if mm.model_group(
-                r["kind"], r["phase"] == "decode", r["mode"] == "eager") == group],
+                r.kind, r.phase == "decode", r.mode == "eager") == group],
             host=cal.host)
         x, base = decode_grid(group, gpu)
         for label, fits in (("shared", {}), ("its own", own)):

@@ -10,13 +10,13 @@ from typing import Any
 from piep.artifacts import calibration_dir, check_document, load_json, read_json, read_jsonl
 from piep.errors import ArtifactError
 from piep.gpus import DEFAULT_GPU
-from piep.records import Measurement
+from piep.records import Measurement, ModuleSample
 
 
 @dataclass
 class Calibration:
     gpu: str
-    modules: list[dict[str, Any]]
+    modules: list[ModuleSample]  # the samples of the newest sampler ops
     host: list[dict[str, Any]]
     e2e: list[Measurement]  # every end-to-end run (repeats not merged)
     collectives: list[dict[str, Any]]
@@ -54,7 +54,8 @@ def load_calibration(gpu: str = DEFAULT_GPU, root: Path | None = None) -> Calibr
         rows = _jsonl(f.parent, f.name, files)
         raw += rows
         host += [{**r, "file": f.name} for r in rows if r.get("schema") == "piep.host_overhead"]
-    modules = latest_ops([r for r in raw if r.get("schema") == "piep.module_sample"
+    modules = latest_ops([ModuleSample.from_json(r, f"{root}/modules") for r in raw
+                          if r.get("schema") == "piep.module_sample"
                           and "error" not in r and r.get("energy_j") is not None])
     e2e = [Measurement.from_json(r, f"{root}/e2e/raw")
            for r in _jsonl(root / "e2e" / "raw", "*.jsonl", files)
@@ -86,36 +87,37 @@ def reference_host(host: list[dict[str, Any]]) -> dict[str, Any]:
     return (pinned or host or [{}])[0]
 
 
-def latest_ops(modules: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def latest_ops(modules: list[ModuleSample]) -> list[ModuleSample]:
     """Per node kind, only the samples of the newest sampler op version (a newer op
     replaces an older one that did not run the same kernels as the runner)."""
     from piep.tree.builder import sampler_op_version
 
-    def version(r):  # rows stamped before the per-kind table carry the global number
-        return min(r.get("op_version", 1), sampler_op_version(r["kind"], r["mode"]))
+    def version(s):  # rows stamped before the per-kind table carry the global number
+        return min(s.op_version, sampler_op_version(s.kind, s.mode))
     newest: dict[tuple[str, str], int] = {}
-    for r in modules:
-        key = (r["kind"], r["mode"])
-        newest[key] = max(newest.get(key, 1), version(r))
-    return [r for r in modules if version(r) == newest[(r["kind"], r["mode"])]]
+    for s in modules:
+        key = (s.kind, s.mode)
+        newest[key] = max(newest.get(key, 1), version(s))
+    return [s for s in modules if version(s) == newest[(s.kind, s.mode)]]
 
 
-def module_repeat_pairs(modules: list[dict[str, Any]]) -> list[tuple[dict, dict]]:
+def module_repeat_pairs(modules: list[ModuleSample]
+                        ) -> list[tuple[ModuleSample, ModuleSample]]:
     """(first, repeat) samples of every shape the module sampler measured twice."""
-    by: dict[str, dict[int, dict[str, Any]]] = {}
-    for r in modules:  # pairs within one campaign (sampler op version, repeat check)
-        key = repr((r.get("op_version", 1) > 1 and r["kind"] in ("attention", "rope"),
-                    r.get("check", ""), r.get("captures") is not None,
-                    sorted((k, r[k]) for k in r["shape_fields"])))
-        by.setdefault(key, {})[r.get("repeat", 0)] = r
+    by: dict[str, dict[int, ModuleSample]] = {}
+    for s in modules:  # pairs within one campaign (sampler op version, repeat check)
+        key = repr((s.op_version > 1 and s.kind in ("attention", "rope"), s.check,
+                    s.captures is not None, sorted(s.shape.items())))
+        by.setdefault(key, {})[s.repeat] = s
     return [(v[0], v[1]) for v in by.values() if 0 in v and 1 in v]
 
 
-def repeat_check_pairs(modules: list[dict[str, Any]]) -> list[tuple[dict, dict]]:
+def repeat_check_pairs(modules: list[ModuleSample]
+                       ) -> list[tuple[ModuleSample, ModuleSample]]:
     """The repeat check as finally run: two passes minutes apart with 1 s windows; calls
     under 20 us as the median of 3 fresh builds (their duration depends on the capture)."""
     pairs = module_repeat_pairs(modules)
-    long_ = [(a, b) for a, b in pairs if a.get("check") == "repeat" and not a.get("captures")
-             and a["time_s"] >= 20e-6]
-    tiny = [(a, b) for a, b in pairs if a.get("check") == "repeat" and a.get("captures")]
+    long_ = [(a, b) for a, b in pairs if a.check == "repeat" and not a.captures
+             and a.time_s >= 20e-6]
+    tiny = [(a, b) for a, b in pairs if a.check == "repeat" and a.captures]
     return long_ + tiny

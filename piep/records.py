@@ -314,3 +314,44 @@ def read_runs(path, schema: str, *, given: bool = False) -> list:
         if isinstance(r, dict) and r.get("schema") == schema:
             out.append(kind.from_json(check_document(r, f"{path}:{i}"), f"{path}:{i}"))
     return out
+
+
+@dataclass(frozen=True)
+class ModuleSample:
+    """One node kind run in isolation at one shape (piep calibrate modules): its time per
+    call (CUDA events) and energy per call (a tick-aligned window), in a decode mode."""
+    kind: str
+    mode: str                    # graph (a CUDA graph replay) or eager
+    phase: str | None            # prefill or decode: which trees the shape came from
+    shape: Mapping[str, Any]     # the shape as sampled (kind, phase, tokens, widths, ...)
+    time_s: float
+    energy_j: float | None
+    power_w: float | None = None         # the window's mean board power
+    sm_clock_mhz: float | None = None    # the SM clock read after the window
+    repeat: int = 0              # 1: the second measurement of a repeated shape
+    op_version: int = 1          # the sampler's op (a newer one replaces an older)
+    check: str = ""              # "repeat": a pass of the repeat check
+    captures: tuple | None = None  # a tiny call's fresh captures (it is their median)
+    time_unix: float | None = None
+    doc: Mapping[str, Any] = field(default_factory=dict, compare=False, repr=False)
+
+    @classmethod
+    def from_json(cls, doc: Any, where: str = "sample") -> "ModuleSample":
+        if not isinstance(doc, Mapping):
+            raise ConfigError(f"{where}: a module sample is a JSON object")
+        missing = [k for k in ("kind", "mode", "time_s", "shape_fields") if doc.get(k) is None]
+        missing += [k for k in doc.get("shape_fields") or () if k not in doc]
+        if missing:
+            raise ConfigError(f"{where}: module sample without {', '.join(missing)}")
+        return cls(kind=doc["kind"], mode=doc["mode"], phase=doc.get("phase"),
+                   shape={k: doc[k] for k in doc["shape_fields"]}, time_s=doc["time_s"],
+                   energy_j=doc.get("energy_j"), power_w=doc.get("power_w"),
+                   sm_clock_mhz=doc.get("sm_clock_mhz"), repeat=doc.get("repeat", 0),
+                   op_version=doc.get("op_version", 1), check=doc.get("check", ""),
+                   captures=None if doc.get("captures") is None else tuple(doc["captures"]),
+                   time_unix=doc.get("time_unix"),
+                   doc=doc)
+
+    def to_json(self) -> dict[str, Any]:
+        """The sample as written."""
+        return dict(self.doc)

@@ -35,8 +35,8 @@ def throttled_clock(gpu: str) -> tuple[float, int]:
     from piep.dataset import load_calibration
     rows = load_calibration(gpu).modules
     limit = 700.0
-    clocks = [r["sm_clock_mhz"] for r in rows
-              if r.get("power_w", 0) >= THROTTLE_FRACTION * limit and r.get("sm_clock_mhz")]
+    clocks = [s.sm_clock_mhz for s in rows
+              if (s.power_w or 0) >= THROTTLE_FRACTION * limit and s.sm_clock_mhz]
     return float(statistics.median(clocks)), len(clocks)
 
 

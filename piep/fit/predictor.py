@@ -26,7 +26,7 @@ from piep.predict.table import KIND_ID, PHASES, LeafTable, TableBuilder, select
 from piep.tree import build_tree
 from piep.tree.builder import LINEAR_KINDS, shape_key
 from piep.tree.nodes import COMPUTE_KINDS
-from piep.records import Measurement, merge_repeats
+from piep.records import Measurement, ModuleSample, merge_repeats
 
 log = logging.getLogger("piep.train")
 ALPHA_RIDGE = 0.05
@@ -80,7 +80,7 @@ def _shape_tuple(spec: ModelSpec) -> tuple:
             spec.vocab_size)
 
 
-def exclusive_filter(held_out: ModelSpec, gpu: GPU) -> Callable[[dict[str, Any]], bool]:
+def exclusive_filter(held_out: ModelSpec, gpu: GPU) -> Callable[[ModuleSample], bool]:
     """True for module samples whose kernel shape only the held-out model (or a model of
     identical shape) has, among every model the sampler drew shapes from."""
     from piep.models import load_model, shipped_models, synthetic_specs
@@ -88,7 +88,7 @@ def exclusive_filter(held_out: ModelSpec, gpu: GPU) -> Callable[[dict[str, Any]]
     others = [o for o in others if not o.is_moe and _shape_tuple(o) != _shape_tuple(held_out)]
     shared = set().union(*(signatures(o, gpu) for o in others)) if others else set()
     mine = signatures(held_out, gpu) - shared
-    return lambda row: sample_signature(row) in mine
+    return lambda sample: sample_signature(sample.shape) in mine
 
 
 # --- fitting ----------------------------------------------------------------------------
@@ -270,7 +270,7 @@ def fit_combiner(model: LearnedModel, ts: TrainingSet, *, phase_weight: float = 
 
 
 def fit(cal: Calibration, gpu: GPU, train: list[Case], *,
-        module_filter: Callable[[dict[str, Any]], bool] | None = None) -> LearnedModel:
+        module_filter: Callable[[ModuleSample], bool] | None = None) -> LearnedModel:
     samples = [r for r in cal.modules if not (module_filter and module_filter(r))]
     comm = Collectives.from_calibration(cal.collectives, cal.wait_fits, cal.collective_samples)
     host = reference_host(cal.host)

@@ -98,9 +98,10 @@ def _fit_kind(x: np.ndarray, log_ratio: np.ndarray, power: np.ndarray,
     return KindModel(tb, pb, mean, std, z, thr)
 
 
-def sample_leaf(row: dict[str, Any]) -> Node:
+def sample_leaf(sample) -> Node:
+    """The leaf a module sample measured (a `piep.records.ModuleSample`)."""
     from piep.tree.builder import leaf_from_shape
-    return leaf_from_shape({k: row[k] for k in row["shape_fields"] if k != "mode"})
+    return leaf_from_shape({k: v for k, v in sample.shape.items() if k != "mode"})
 
 
 # the KV copies a graph-mode decode step compiles (hf-static's repeat_kv: inductor's copy
@@ -132,11 +133,11 @@ FALLBACK_GROUP = {"sdpa_masked": "attention", "kv_slide.decode": "kv_append.deco
                   "kv_expand.decode.eager": "kv_expand.decode"}
 
 
-def _call_power_w(row: dict[str, Any]) -> float:
+def _call_power_w(sample) -> float:
     """Board power that prices one call: energy per call over its event-timed duration.
     Long prefill GEMMs slow down ~14 % inside the energy window (sustained power lowers the
     clock), so the window's mean power x the event time would miss that energy."""
-    return row["energy_j"] / max(row["time_s"], 1e-9)
+    return sample.energy_j / max(sample.time_s, 1e-9)
 
 
 # The power that prices a call may exceed the board limit: energy per call / event time
@@ -150,19 +151,20 @@ def priced_power_w(p, floor_w: float, gpu: GPU):
     return np.minimum(np.maximum(p, floor_w), gpu.max_power_w * POWER_CEILING)
 
 
-def is_fitted(row: dict[str, Any]) -> bool:
+def is_fitted(sample) -> bool:
     """Whether a module sample trains the module models: not a repeat; not a repeat_kv of
     one KV head (a view: no kernel was timed); not a KV copy outside a decode step (eager
     copies price only continuous batching's iterations, and its serving fit was worse
     with them: leave-one-shape-out energy 9.7 % against 5.8 % at the copy rate)."""
-    if row.get("repeat", 0):
+    if sample.repeat:
         return False
-    if row["kind"] == "kv_expand" and not expands_kv(row["heads"], row["kv_heads"]):
+    if sample.kind == "kv_expand" and not expands_kv(sample.shape["heads"],
+                                                     sample.shape["kv_heads"]):
         return False
-    return not (row["kind"] in COPY_KINDS and row["phase"] != "decode")
+    return not (sample.kind in COPY_KINDS and sample.phase != "decode")
 
 
-def fit_module_models(samples: list[dict[str, Any]], gpu: GPU,
+def fit_module_models(samples: list, gpu: GPU,
                       cache: dict | None = None) -> dict[str, KindModel]:
     """The GBDT pair of every kind group, fitted on the samples that train them; `cache`
     keeps each sample's features between fits on subsets of the same samples (leave one
@@ -188,13 +190,13 @@ def fit_module_models(samples: list[dict[str, Any]], gpu: GPU,
 
 
 
-def _training_row(row: dict[str, Any], gpu: GPU) -> tuple[str, list[float], float, float]:
+def _training_row(sample, gpu: GPU) -> tuple[str, list[float], float, float]:
     """A sample as its group's GBDTs learn it: group, features, log time ratio, power."""
-    leaf = sample_leaf(row)
-    f = leaf_features(leaf, gpu, row["mode"])
-    ratio = math.log(max(row["time_s"], 1e-9) / _features.base_time_s(leaf, gpu))
-    group = model_group(row["kind"], row["phase"] == "decode", row["mode"] == "eager")
-    return group, f, ratio, _call_power_w(row)
+    leaf = sample_leaf(sample)
+    f = leaf_features(leaf, gpu, sample.mode)
+    ratio = math.log(max(sample.time_s, 1e-9) / _features.base_time_s(leaf, gpu))
+    group = model_group(sample.kind, sample.phase == "decode", sample.mode == "eager")
+    return group, f, ratio, _call_power_w(sample)
 
 
 @dataclass(frozen=True)

@@ -548,12 +548,12 @@ def repeat_shapes(gpu: str = DEFAULT_GPU, *, under_s: float | None = None) -> li
     `under_s`, only those of which some measured pair ran shorter calls than that."""
     from piep.dataset import load_calibration, module_repeat_pairs
 
-    def key(r):
-        return repr(sorted((k, r[k]) for k in r["shape_fields"]))
+    def key(s):
+        return repr(sorted(s.shape.items()))
     pairs = module_repeat_pairs(load_calibration(gpu).modules)
-    short = {key(a) for a, _ in pairs if under_s is not None and a["time_s"] < under_s}
-    return [{k: a[k] for k in a["shape_fields"]} for a, _ in pairs
-            if a.get("op_version", 1) == 1 and not a.get("check")  # the first campaign
+    short = {key(a) for a, _ in pairs if under_s is not None and a.time_s < under_s}
+    return [dict(a.shape) for a, _ in pairs
+            if a.op_version == 1 and not a.check  # the first campaign
             and (under_s is None or key(a) in short)]
 
 
