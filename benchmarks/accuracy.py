@@ -125,7 +125,7 @@ def module_cv(cal, gpu, folds: int = 5, kernel_only: bool = False) -> list[list]
     rng = np.random.default_rng(0)
     fold_of_shape = dict(zip(shapes, rng.integers(0, folds, len(shapes))))
     fold_of = [fold_of_shape[key(r)] for r in rows]
-    floor_w = statistics.median(h["launch_gap_power_w"] for h in cal.host)
+    floor_w = statistics.median(h.launch_gap_power_w for h in cal.host)
     errs: dict[str, list[tuple[float, float]]] = {}
     for k in range(folds):
         train = [r for r, f in zip(rows, fold_of) if f != k]

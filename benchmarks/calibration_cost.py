@@ -121,7 +121,7 @@ def from_scratch(cal, gpu, all_cases, calls: tuple[int, ...]
     from piep.artifacts import read_jsonl
     from piep.dataset import latest_ops
     from piep.fit.predictor import Case
-    from piep.records import Measurement, ModuleSample, merge_repeats
+    from piep.records import HostOverhead, Measurement, ModuleSample, merge_repeats
     modules, host, recs, minutes = [], [], [], 0.0
     for call in calls:
         mod_file, e2e_file = QUICK_RUNS[call]
@@ -129,7 +129,8 @@ def from_scratch(cal, gpu, all_cases, calls: tuple[int, ...]
         modules += [ModuleSample.from_json(r, mod_file) for r in rows
                     if r.get("schema") == "piep.module_sample"
                     and "error" not in r and r.get("energy_j") is not None]
-        host += [{**r, "file": mod_file} for r in rows if r.get("schema") == "piep.host_overhead"]
+        host += [HostOverhead.from_json(r, mod_file) for r in rows
+                 if r.get("schema") == "piep.host_overhead"]
         recs += [Measurement.from_json(r, e2e_file) for r in read_jsonl(QUICK / e2e_file)
                  if r.get("schema") == "piep.measurement" and r.get("energy_j") is not None]
         log = (DEVICE / f"run{call}.log").read_text()

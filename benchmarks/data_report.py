@@ -307,8 +307,8 @@ def modules_report() -> None:
                            f"{100 * abs(b['energy_j'] / a['energy_j'] - 1):.1f} %"
                            for a, b in worst)
     rows = "\n".join(f"| {k} | {ph} | {mo} | {n} |" for (k, ph, mo), n in sorted(counts.items()))
-    host = "; ".join(f"{h['launch_s'] * 1e6:.1f} us per launch, {h['launch_gap_power_w']:.1f} W "
-                     f"(GPU {h['gpu_uuid'][:12]}...)" for h in cal.host)
+    host = "; ".join(f"{h.launch_s * 1e6:.1f} us per launch, {h.launch_gap_power_w:.1f} W "
+                     f"(GPU {h.gpu_uuid[:12]}...)" for h in cal.host)
     text = f"""# H200 module samples (generated)
 
 Made by `python benchmarks/data_report.py` from the JSONL files here:
@@ -479,7 +479,7 @@ the size. Held-out accuracy of this pricing (each size predicted from the others
 def probe_report() -> None:
     nc = load_json(CAL / "probe" / "probe_nocontext.json")
     main = load_json(CAL / "probe" / "probe_main.json")["ranks"]
-    host = [r for r in load_calibration("h200").host]
+    host = [h.doc for h in load_calibration("h200").host]  # as the sampler wrote them
     r0 = main[0]
     idle_nc = [g["counter_power_w"] for g in nc["idle_no_context"]]
     idle_nc186 = [g["field186_mean_w"] for g in nc["idle_no_context"]]

@@ -10,14 +10,14 @@ from typing import Any
 from piep.artifacts import calibration_dir, check_document, load_json, read_json, read_jsonl
 from piep.errors import ArtifactError
 from piep.gpus import DEFAULT_GPU
-from piep.records import Measurement, ModuleSample
+from piep.records import HostOverhead, Measurement, ModuleSample
 
 
 @dataclass
 class Calibration:
     gpu: str
     modules: list[ModuleSample]  # the samples of the newest sampler ops
-    host: list[dict[str, Any]]
+    host: list[HostOverhead]  # each module campaign's host probe
     e2e: list[Measurement]  # every end-to-end run (repeats not merged)
     collectives: list[dict[str, Any]]
     wait_fits: list[dict[str, Any]]
@@ -53,7 +53,8 @@ def load_calibration(gpu: str = DEFAULT_GPU, root: Path | None = None) -> Calibr
     for f in sorted((root / "modules").glob("*.jsonl")):
         rows = _jsonl(f.parent, f.name, files)
         raw += rows
-        host += [{**r, "file": f.name} for r in rows if r.get("schema") == "piep.host_overhead"]
+        host += [HostOverhead.from_json(r, f.name) for r in rows
+                 if r.get("schema") == "piep.host_overhead"]
     modules = latest_ops([ModuleSample.from_json(r, f"{root}/modules") for r in raw
                           if r.get("schema") == "piep.module_sample"
                           and "error" not in r and r.get("energy_j") is not None])
@@ -80,11 +81,11 @@ def load_calibration(gpu: str = DEFAULT_GPU, root: Path | None = None) -> Calibr
 REFERENCE_HOST_FILE = "modules_eager_v3.jsonl"
 
 
-def reference_host(host: list[dict[str, Any]]) -> dict[str, Any]:
+def reference_host(host: list[HostOverhead]) -> HostOverhead | None:
     """The host record that starts the reference runner's host terms (see
-    `REFERENCE_HOST_FILE`; else the first; {} without any)."""
-    pinned = [h for h in host if h.get("file") == REFERENCE_HOST_FILE]
-    return (pinned or host or [{}])[0]
+    `REFERENCE_HOST_FILE`; else the first; None without any)."""
+    pinned = [h for h in host if h.file == REFERENCE_HOST_FILE]
+    return (pinned or host or [None])[0]
 
 
 def latest_ops(modules: list[ModuleSample]) -> list[ModuleSample]:

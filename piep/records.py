@@ -355,3 +355,22 @@ class ModuleSample:
     def to_json(self) -> dict[str, Any]:
         """The sample as written."""
         return dict(self.doc)
+
+
+@dataclass(frozen=True)
+class HostOverhead:
+    """A module campaign's host probe: the host's time per tiny eager launch, and the
+    board power while the GPU sees only those launches (the power in launch gaps)."""
+    launch_gap_power_w: float
+    launch_s: float | None = None
+    file: str | None = None       # the campaign file it came from
+    gpu_uuid: str | None = None
+    doc: Mapping[str, Any] = field(default_factory=dict, compare=False, repr=False)
+
+    @classmethod
+    def from_json(cls, doc: Any, file: str | None = None) -> "HostOverhead":
+        if not isinstance(doc, Mapping) or doc.get("launch_gap_power_w") is None:
+            raise ConfigError(f"{file or 'host record'}: a host overhead record states "
+                              f"launch_gap_power_w")
+        return cls(doc["launch_gap_power_w"], doc.get("launch_s"), file, doc.get("gpu_uuid"),
+                   doc)

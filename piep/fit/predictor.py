@@ -274,8 +274,10 @@ def fit(cal: Calibration, gpu: GPU, train: list[Case], *,
     samples = [r for r in cal.modules if not (module_filter and module_filter(r))]
     comm = Collectives.from_calibration(cal.collectives, cal.wait_fits, cal.collective_samples)
     host = reference_host(cal.host)
-    terms = HostTerms(host_launch_s=host.get("launch_s", gpu.kernel_gap_eager_s) * 3,
-                      launch_gap_w=statistics.median([h["launch_gap_power_w"]
+    launch_s = host.launch_s if host and host.launch_s is not None else None
+    terms = HostTerms(host_launch_s=(gpu.kernel_gap_eager_s if launch_s is None
+                                     else launch_s) * 3,
+                      launch_gap_w=statistics.median([h.launch_gap_power_w
                                                       for h in cal.host])
                       if cal.host else gpu.idle_power_w,
                       busy_wait_w=gpu.wait_power_w, comm_w=gpu.comm_power_w,
@@ -288,7 +290,7 @@ def fit(cal: Calibration, gpu: GPU, train: list[Case], *,
     fit_board_limit(model, ts)
     fit_combiner(model, ts)
     model.meta = {"module_samples": len(samples), "e2e_train": len(train),
-                  "host_launch_measured_s": host.get("launch_s")}
+                  "host_launch_measured_s": launch_s}
     return model
 
 
