@@ -237,10 +237,12 @@ def test_an_eager_decode_copy_that_graph_mode_compiles_has_its_own_models():
 
 def test_the_reference_host_is_the_pinned_campaigns_not_the_first_file_by_name():
     from piep.dataset import REFERENCE_HOST_FILE, load_calibration, reference_host
+    from piep.records import HostOverhead
     host = load_calibration("h200").host
-    assert host[0]["file"] != REFERENCE_HOST_FILE  # a later campaign sorts first
-    assert reference_host(host)["file"] == REFERENCE_HOST_FILE
-    assert reference_host([{"launch_s": 1.0}]) == {"launch_s": 1.0} and reference_host([]) == {}
+    assert host[0].file != REFERENCE_HOST_FILE  # a later campaign sorts first
+    assert reference_host(host).file == REFERENCE_HOST_FILE
+    one = HostOverhead(launch_gap_power_w=150.0, launch_s=1.0)
+    assert reference_host([one]) is one and reference_host([]) is None
 
 
 def _tiny_calibration(home, every: int = 6, models=("llama-2-13b", "llama-2-7b", "llama-3-8b")):
