@@ -63,8 +63,13 @@ def run(args) -> int:
         from piep.fit.predictor import train_shipped
         out = Path(args.out) if args.out else predictor_dir(args.gpu)
 
-        def progress(i, n, name):
-            log.info("leave-one-model-out %d/%d (held out: %s)", i, n, name)
+        import time
+        start = time.monotonic()
+
+        def progress(i, n, name):  # and the time left, at the pace so far
+            left = (time.monotonic() - start) / i * (n - i)
+            log.info("leave-one-model-out %d/%d (held out: %s), ~%.0f s left", i, n, name,
+                     left)
         model, rows = train_shipped(args.gpu, progress=progress)
         save(model, out, command=f"piep train --gpu {args.gpu}")
         doc = {"predictor": str(out), "e2e_runs": len(rows),
