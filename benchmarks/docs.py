@@ -153,6 +153,16 @@ def serving_accuracy() -> str:
     return "\n".join(lines)
 
 
+def serving_foreign() -> str:
+    """docs/serving.md's figures of hf-cb fitted as a foreign engine (reports/serving.md)."""
+    f = _cells("reports/serving.md", "| as a foreign engine")
+    b = _cells("reports/serving.md", "| built in (the first row above)")
+    return (f"Leave one shape out, fitted from benchmark files alone: energy {_pct(f[2])} "
+            f"(hf-cb's own fit, with its iteration logs: {_pct(b[2])}), window time "
+            f"{_pct(f[3])} ({_pct(b[3])}), p50 TPOT {_pct(f[5])} ({_pct(b[5])}), p50 TTFT "
+            f"{_pct(f[4])} ({_pct(b[4])}); {f[1]} replays.")
+
+
 def blocks() -> dict[str, str]:
     """The generated blocks of README.md and docs/ (`BLOCK_FILES`), by name."""
     return {
@@ -162,6 +172,7 @@ def blocks() -> dict[str, str]:
         "method_accuracy": method_accuracy(),
         "engines_accuracy": engines_accuracy(),
         "serving_accuracy": serving_accuracy(),
+        "serving_foreign": serving_foreign(),
     }
 
 
