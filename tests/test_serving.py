@@ -339,3 +339,18 @@ def test_a_stream_at_tp2_carries_its_collectives_and_waits():
             continue
         batch = api.predict("llama-2-13b", engine="hf-cb", tp=2, batch=16)["breakdown_j"]
         assert parts["communication"] > 0 and parts["wait"] > 0 and parts == batch
+
+
+def test_the_default_requests_fit_the_models_context(capsys):
+    """Drawn with the default lengths, 10,000 requests to a 4,096-token model all fit it
+    (the defaults' cut-offs were 4,096 + 1,024 tokens: request 324 was refused)."""
+    from piep.commands.serve import default_lengths
+    assert default_lengths("llama-2-7b") == ("lognormal:512:0.6:3072", "lognormal:128:0.6:1024")
+    assert default_lengths("qwen2.5-7b") == ("lognormal:512:0.6:4096", "lognormal:128:0.6:1024")
+    assert default_lengths(None) == default_lengths("qwen2.5-7b")
+    prompt, gen = default_lengths("llama-2-7b")
+    trace = poisson_trace(rate_per_s=50.0, requests=10_000, prompt_len=prompt, gen_len=gen)
+    assert int((trace.prompt_len + trace.gen_len).max()) <= 4096
+    assert main(["serve", "--model", "llama-2-7b", "--rate", "50", "--requests", "2000",
+                 "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["requests"] == 2000

@@ -29,12 +29,14 @@ def configure(parser) -> None:
     src.add_argument("--rate", type=float, metavar="R", help="Poisson arrivals, requests/s")
     src.add_argument("--requests", type=int, default=100, metavar="N",
                      help="with --rate: how many requests (default 100)")
-    src.add_argument("--prompt-len", default="lognormal:512:0.6:4096", metavar="DIST",
+    src.add_argument("--prompt-len", default=None, metavar="DIST",
                      help="with --rate: N, lognormal:MEDIAN:SIGMA[:MAX] or uniform:LO:HI "
-                          "(default lognormal:512:0.6:4096)")
-    src.add_argument("--gen-len", default="lognormal:128:0.6:1024", metavar="DIST",
+                          "(default lognormal:512:0.6:4096, its MAX lowered so that a "
+                          "request fits the model's context)")
+    src.add_argument("--gen-len", default=None, metavar="DIST",
                      help="with --rate: generated tokens per request, same forms (default "
-                          "lognormal:128:0.6:1024)")
+                          "lognormal:128:0.6:1024, its MAX at most a quarter of the "
+                          "model's context)")
     src.add_argument("--seed", type=int, default=0, help="with --rate: the draw (default 0)")
     parser.add_argument("--host-probe-us", type=float, default=None, metavar="US",
                         help="the launch probe of the host that runs the engine (`piep env "
@@ -97,9 +99,11 @@ def _scenario(args):
     from piep.trace import poisson_trace, read_trace
     if args.trace and args.rate is not None:
         raise ConfigError("give --trace FILE or --rate R, not both")
+    prompt, gen = default_lengths(args.model if not args.scenario else None)
     trace = read_trace(args.trace) if args.trace else None if args.rate is None else \
-        poisson_trace(rate_per_s=args.rate, requests=args.requests, prompt_len=args.prompt_len,
-                      gen_len=args.gen_len, seed=args.seed)
+        poisson_trace(rate_per_s=args.rate, requests=args.requests,
+                      prompt_len=args.prompt_len or prompt, gen_len=args.gen_len or gen,
+                      seed=args.seed)
     names_ = ("gpu", "tp", "engine", "host_probe_us")
     if args.scenario:
         return scenario_file(args, names_, **({"model": args.model} if args.model else {}),
@@ -177,3 +181,23 @@ def _plot(scn, sim, doc, curve, path) -> None:
     from piep.artifacts import save_figure
     save_figure(fig, path, dpi=110)
     plt.close(fig)
+
+
+def default_lengths(model: str | None) -> tuple[str, str]:
+    """The default length distributions of drawn requests: prompts of median 512 and
+    generations of median 128 (lognormal, sigma 0.6), cut at 4,096 and 1,024 tokens, or
+    lower where the model's context is shorter (a quarter of it for the generation, the
+    rest for the prompt): every drawn request fits the model."""
+    from piep.errors import ConfigError
+    from piep.models import load_model
+    prompt_max, gen_max = 4096, 1024
+    if model:
+        try:
+            ctx = load_model(model).max_position
+        except ConfigError:
+            ctx = None  # the scenario's own check names a bad model
+        if ctx:
+            gen_max = max(1, min(gen_max, ctx // 4))
+            prompt_max = max(1, min(prompt_max, ctx - gen_max))
+    return (f"lognormal:{min(512, prompt_max)}:0.6:{prompt_max}",
+            f"lognormal:{min(128, gen_max)}:0.6:{gen_max}")
