@@ -147,9 +147,8 @@ def add_json_arg(p: argparse.ArgumentParser) -> None:
 
 
 def emit(args: argparse.Namespace, doc: Any, human: Callable[[Any], str]) -> None:
-    if getattr(args, "json", False):
-        json.dump(doc, sys.stdout, indent=2)
-        sys.stdout.write("\n")
+    if getattr(args, "json", False):  # one write: json.dump writes each piece alone
+        sys.stdout.write(json.dumps(doc, indent=2) + "\n")
     else:
         print(human(doc))
 
