@@ -47,7 +47,9 @@ def percentiles(values) -> dict[str, float | None]:
     v = v[np.isfinite(v)]
     if not len(v):
         return {"p50": None, "p90": None, "p99": None}
-    return {f"p{q}": float(np.percentile(v, q)) for q in (50, 90, 99)}
+    if v.min() == v.max():  # a batch: every request alike (and numpy's interpolation exact)
+        return dict.fromkeys(("p50", "p90", "p99"), float(v[0]))
+    return {f"p{q}": float(x) for q, x in zip((50, 90, 99), np.percentile(v, (50, 90, 99)))}
 
 
 @dataclass(frozen=True)

@@ -57,3 +57,19 @@ def test_a_tree_of_one_leaf_and_other_models_refused():
         Forest(binary.model_to_string())
     with pytest.raises(ValueError, match="2 features"):
         Forest(flat.model_to_string()).predict(np.zeros((3, 5)))
+
+
+def test_many_rows_go_to_lightgbm_with_the_same_numbers(monkeypatch):
+    """A sweep's thousands of rows are evaluated by LightGBM where installed (several
+    times faster), a prediction's few by numpy: the same numbers either way."""
+    import piep.predict.gbdt as gbdt
+    from piep.predict.learned import load_learned
+    km = load_learned("h200").modules.kinds["linear"]
+    rng = np.random.default_rng(1)
+    x = km.mean + rng.normal(size=(gbdt.MANY_ROWS + 5, len(km.mean))) * km.std
+    x[::7, 0] = np.nan
+    fast = km.time_booster.predict(x)
+    assert km.time_booster._booster is not None  # LightGBM answered
+    monkeypatch.setattr(gbdt, "MANY_ROWS", 10 ** 9)
+    assert np.array_equal(fast, km.time_booster.predict(x))
+    assert np.array_equal(fast[:50], km.time_booster.predict(x[:50]))
