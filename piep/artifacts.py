@@ -12,13 +12,14 @@ import json
 import math
 import os
 import platform
+import re
 import shutil
 import stat
 import subprocess
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any, Callable, Iterable
 
 from piep import __version__
 from piep.errors import ArtifactError, OutputError
@@ -62,6 +63,10 @@ def calibration_dir(gpu: str) -> Path:
 def user_calibration_dir(gpu: str) -> Path:
     """Where `piep calibrate gpu --name GPU` writes the calibration of a GPU of the user's."""
     return user_data_dir() / "calibration" / gpu
+
+
+# a name of the user's own that names a folder of the user data directory (an engine, a GPU)
+USER_NAME = re.compile(r"[a-z0-9][a-z0-9._-]{0,63}")
 
 
 def user_data_dir() -> Path:
@@ -401,12 +406,14 @@ def read_json(path: Path | str, schema: str) -> dict[str, Any]:
     return check_document(doc, str(path))
 
 
-def read_records(path: Path | str, schema: str, *,
-                 given: bool = False) -> list[dict[str, Any]]:
+def read_records(path: Path | str, schema: str, *, given: bool = False,
+                 parse: Callable[[dict[str, Any], str], Any] | None = None) -> list[Any]:
     """The records of `schema` in a JSONL file, each checked (other lines are skipped);
-    `given`: a file the user named, which must exist (else: none yet, an output to resume)."""
+    `given`: a file the user named, which must exist (else: none yet, an output to resume);
+    `parse(record, where)`: each record typed (e.g. `piep.records.Measurement.from_json`)."""
     rows = read_input_jsonl(path) if given else read_jsonl(path)
-    return [check_document(r, f"{path}:{i}") for i, r in enumerate(rows, 1)
+    return [(parse or (lambda doc, _: doc))(check_document(r, f"{path}:{i}"), f"{path}:{i}")
+            for i, r in enumerate(rows, 1)
             if isinstance(r, dict) and r.get("schema") == schema]
 
 

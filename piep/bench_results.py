@@ -33,7 +33,7 @@ PER_REQUEST = ("input_lens", "output_lens", "ttfts", "itls")
 DETAIL_FLAG = {"vllm": "--save-detailed", "sglang": "--output-details"}
 
 
-def read_runs(path: str | Path) -> list[dict[str, Any]]:
+def read_results(path: str | Path) -> list[dict[str, Any]]:
     """The runs of a result file: one JSON object, or one per line."""
     from piep.artifacts import read_text
     text = read_text(path).strip()
@@ -133,7 +133,7 @@ def replay_record(path: str | Path, *, model, engine: str, engine_version: str,
     from piep.config import ModelSpec
     from piep.meter import model_shape
     from piep.models import load_model
-    runs = read_runs(path)
+    runs = read_results(path)
     if not -len(runs) <= run_index < len(runs):
         raise ConfigError(f"{path}: --run {run_index}: the file holds {len(runs)} runs")
     where = f"{path} (run {run_index % len(runs) + 1} of {len(runs)})"

@@ -24,6 +24,13 @@ from piep.layout import Deployment, validate
 HOST_PROBE = "launch_add_s"  # the probe host time scales with (time per tiny launch)
 BOARD_PROBE = "decode_gemm_power_w"  # a board's probe: a decode-like GEMM's power
 REFERENCE = "piep reference runner"  # the `engine` of the reference runner's records
+# what names a configuration: repeats of a run, and a design's row, share its key
+KEY_FIELDS = ("model", "tp", "pp", "dp", "batch", "prompt_len", "gen_len", "mode")
+
+
+def run_key(cfg: Mapping[str, Any]) -> str:
+    """model|tp|pp|dp|batch|prompt|gen|mode of a configuration (a record, a design row)."""
+    return "|".join(str(cfg[k]) for k in KEY_FIELDS)
 
 
 def spec_of_shape(model: str, s: Mapping[str, Any]) -> ModelSpec:
@@ -150,9 +157,8 @@ class Measurement:
         except ConfigError as exc:
             raise ConfigError(f"{where}: {exc}") from None
         mode = doc.get("mode") or mode
-        key = doc.get("key") or "|".join(str(v) for v in (
-            doc["model"], parallel.tp, parallel.pp, parallel.dp, doc["batch"],
-            doc["prompt_len"], doc["gen_len"], mode))
+        key = doc.get("key") or run_key({**doc, "tp": parallel.tp, "pp": parallel.pp,
+                                         "dp": parallel.dp, "mode": mode})
         name, version = _engine(doc)
         return cls(key=key, model=str(doc["model"]), spec=_spec(doc, where), parallel=parallel,
                    batch=doc["batch"], prompt_len=doc["prompt_len"], gen_len=doc["gen_len"],
@@ -307,13 +313,9 @@ def read_runs(path, schema: str, *, given: bool = False) -> list:
     """The records of `schema` in a JSONL file (other lines are skipped), each checked and
     typed: piep.measurement as `Measurement`s, piep.serving_measurement as
     `ServingReplay`s; `given`: a file the user named, which must exist."""
-    from piep.artifacts import check_document, read_input_jsonl, read_jsonl
+    from piep.artifacts import read_records
     kind = ServingReplay if schema == "piep.serving_measurement" else Measurement
-    out = []
-    for i, r in enumerate(read_input_jsonl(path) if given else read_jsonl(path), 1):
-        if isinstance(r, dict) and r.get("schema") == schema:
-            out.append(kind.from_json(check_document(r, f"{path}:{i}"), f"{path}:{i}"))
-    return out
+    return read_records(path, schema, given=given, parse=kind.from_json)
 
 
 @dataclass(frozen=True)

@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from piep.bench_results import read_runs, replay_record, requests_of
+from piep.bench_results import read_results, replay_record, requests_of
 from piep.cli import main
 from piep.errors import ConfigError
 from piep.trace import poisson_trace
@@ -49,7 +49,7 @@ def test_a_vllm_result_is_read_as_a_replay():
 def test_an_sglang_result_at_an_infinite_rate_is_a_burst(tmp_path):
     path = tmp_path / "sglang.jsonl"
     path.write_text(json.dumps(_sglang(request_rate=1.0)) + "\n" + json.dumps(_sglang()) + "\n")
-    assert len(read_runs(path)) == 2
+    assert len(read_results(path)) == 2
     rec = replay_record(path, model="llama-2-7b", engine="sglang", engine_version="0.4",
                         energy_j=80.0)  # the last run
     assert [r["arrival_s"] for r in rec["per_request"]] == [0.0, 0.0]

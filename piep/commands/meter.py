@@ -96,13 +96,11 @@ def _serving(args, cmd: list[str]) -> int:
     if args.tp < 1 or args.run == 0:
         raise ConfigError("--tp is a positive integer; --run counts from 1 (or -1, the last)")
     run_index = args.run - 1 if args.run > 0 else args.run
-    window = None
+    window, result = None, Path(args.serving_result)
     if cmd:
-        before = Path(args.serving_result).stat().st_mtime if Path(
-            args.serving_result).exists() else None
+        before = result.stat().st_mtime if result.exists() else None
         whole = _metered(cmd, args.gpus)
-        if not Path(args.serving_result).exists() or \
-                Path(args.serving_result).stat().st_mtime == before:
+        if not result.exists() or result.stat().st_mtime == before:
             raise ConfigError(f"`{shlex.join(cmd)}` wrote no {args.serving_result}: give the "
                               f"file the benchmark saves its result to; nothing written")
         idle_w = sum(g["idle_power_w"] for g in whole.per_gpu)

@@ -4,7 +4,6 @@ your own runs, or fit an engine profile."""
 from __future__ import annotations
 
 import logging
-import re
 from pathlib import Path
 
 from piep.commands.common import emit
@@ -80,8 +79,6 @@ def run(args) -> int:
     return 0
 
 
-# an engine of the user's own names a folder of the user data directory
-ENGINE_NAME = re.compile(r"[a-z0-9][a-z0-9._-]{0,63}")
 
 
 def _check_engine(args) -> None:
@@ -98,7 +95,8 @@ def _check_engine(args) -> None:
     if args.engine in ENGINES:
         raise ConfigError(f"{args.engine} is piep's reference runner: `piep train` without "
                           f"--engine fits it")
-    if not ENGINE_NAME.fullmatch(args.engine):
+    from piep.artifacts import USER_NAME
+    if not USER_NAME.fullmatch(args.engine):
         raise ConfigError(f"--engine {args.engine!r}: an engine of your own is named in lower "
                           f"case letters, digits, '.', '-' and '_' (e.g. vllm-0.11)")
     if not (args.like and args.from_measurements):

@@ -151,20 +151,14 @@ def _with_terms(model, values: dict[str, float]):
 
 
 def _time_error(model, cases: list[_Case]) -> float:
-    """Mean over traces of the time-weighted squared log error of every logged iteration;
-    traces without a log: their median TPOT and end-to-end latency."""
+    """Mean over traces of the time-weighted squared log error of every logged iteration."""
     errs, priced = [], {}
     for c in cases:
-        if c.iterations is not None:
-            q, n, k, dt = c.iterations
-            if id(c.grid) not in priced:  # traces of one shape share their grid
-                priced[id(c.grid)] = c.grid.costs(model)
-            pt, _, _ = priced[id(c.grid)].cost(q, n, k)
-            errs.append(float((dt * np.log(pt / dt) ** 2).sum() / dt.sum()))
-        else:
-            sim, costs = run(c.scn, c.trace, model, c.policy, c.grid)
-            _, tpot, e2e = predicted(c, sim, costs)
-            errs.append(0.5 * (math.log(tpot / c.meas[1]) ** 2 + math.log(e2e / c.meas[2]) ** 2))
+        q, n, k, dt = c.iterations
+        if id(c.grid) not in priced:  # traces of one shape share their grid
+            priced[id(c.grid)] = c.grid.costs(model)
+        pt, _, _ = priced[id(c.grid)].cost(q, n, k)
+        errs.append(float((dt * np.log(pt / dt) ** 2).sum() / dt.sum()))
     return float(np.mean(errs))
 
 
@@ -180,34 +174,33 @@ def _joint_error(model, cases: list[_Case]) -> float:
     return float(np.mean(errs))
 
 
-def _fit_time_and_energy(base, cases: list[_Case], maxiter: int):
-    """Time terms and the power in host gaps together: without an iteration log, latency
-    alone does not split a replay's time into kernels (at their power) and host gaps (at
-    the gap power); its window energy does."""
+def _search(base, start: dict[str, float], error, cases: list[_Case], maxiter: int):
+    """`base` with the terms of `start` that minimize `error` over `cases`: Nelder-Mead in
+    the logs of the terms, first steps of 35 %."""
     from scipy.optimize import minimize
-    names_ = (*TIME_TERMS, "launch_gap_w")
-    x0 = [math.log(START[k]) for k in TIME_TERMS] + [math.log(base.host.launch_gap_w)]
+    names_ = tuple(start)
+    x0 = [math.log(v) for v in start.values()]
 
     def model_of(theta):
         return _with_terms(base, {k: float(math.exp(v)) for k, v in zip(names_, theta)})
     simplex = np.vstack([x0, np.asarray(x0) + 0.3 * np.eye(len(x0))])
-    res = minimize(lambda th: _joint_error(model_of(th), cases), x0, method="Nelder-Mead",
+    res = minimize(lambda th: error(model_of(th), cases), x0, method="Nelder-Mead",
                    options={"xatol": 0.005, "fatol": 1e-7, "maxiter": maxiter,
                             "initial_simplex": simplex})
     return model_of(res.x)
 
 
 def _fit_time(base, cases: list[_Case], maxiter: int):
-    from scipy.optimize import minimize
-    x0 = [math.log(START[k]) for k in TIME_TERMS]
+    """The time terms on the replays' iteration logs."""
+    return _search(base, {k: START[k] for k in TIME_TERMS}, _time_error, cases, maxiter)
 
-    def model_of(theta):
-        return _with_terms(base, {k: float(math.exp(v)) for k, v in zip(TIME_TERMS, theta)})
-    simplex = np.vstack([x0, np.asarray(x0) + 0.3 * np.eye(len(x0))])  # steps of 35 %
-    res = minimize(lambda th: _time_error(model_of(th), cases), x0, method="Nelder-Mead",
-                   options={"xatol": 0.005, "fatol": 1e-7, "maxiter": maxiter,
-                            "initial_simplex": simplex})
-    return model_of(res.x)
+
+def _fit_time_and_energy(base, cases: list[_Case], maxiter: int):
+    """Time terms and the power in host gaps together: without an iteration log, latency
+    alone does not split a replay's time into kernels (at their power) and host gaps (at
+    the gap power); its window energy does."""
+    return _search(base, {**{k: START[k] for k in TIME_TERMS},
+                          "launch_gap_w": base.host.launch_gap_w}, _joint_error, cases, maxiter)
 
 
 def _fit_gap_power(model, cases: list[_Case]):

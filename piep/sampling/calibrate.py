@@ -186,15 +186,14 @@ def run_modules(out: Path, *, budget_s: float, shard: tuple[int, int], repeat_ev
                 tps: tuple[int, ...] | None = None) -> int:
     from piep.sampling.modules import sample_shape
     device, nvml, meter, idle_w = _gpu_meter()
-    done = {_key({k: v for k, v in r.items() if k in r.get("shape_fields", [])})
-            for r in read_jsonl(out)}
+    done = sampled_keys(out)
     shapes = [s for i, s in enumerate(module_shapes(kinds=kinds, modes=modes, seed=seed,
                                                     per_kind=per_kind, head_dims=head_dims,
                                                     models=models, tps=tps))
               if i % shard[1] == shard[0]]
     start = clock.now()
     n = 0
-    _host_overhead(out, meter, idle_w, nvml)
+    append_jsonl(out, host_overhead_row(meter, idle_w, nvml.uuid))
     for i, s in enumerate(shapes):
         if clock.now() - start > budget_s:
             log.info("budget reached after %d of %d shapes", i, len(shapes))
@@ -209,38 +208,52 @@ def run_modules(out: Path, *, budget_s: float, shard: tuple[int, int], repeat_ev
                 log.warning("%s failed: %s", s, exc)
                 row = {**s, "error": str(exc)[:300]}
                 torch.cuda.empty_cache()
-            row.update(schema="piep.module_sample", schema_version=1, repeat=rep,
-                       shape_fields=sorted(s), gpu_uuid=nvml.uuid, idle_power_w=idle_w)
-            append_jsonl(out, row)
+            append_jsonl(out, stamped(row, s, repeat=rep, uuid=nvml.uuid, idle_w=idle_w))
             n += 1
         torch.cuda.empty_cache()
     return n
 
 
-def _host_overhead(out: Path, meter, idle_w: float, nvml) -> None:
-    """Host launch overhead (us per eager kernel launch) and the board power of a GPU
+def sampled_keys(out: Path) -> set[str]:
+    """The shapes a module-sample file holds (measured, or failed: not retried)."""
+    return {_key({k: v for k, v in r.items() if k in r.get("shape_fields", [])})
+            for r in read_jsonl(out)}
+
+
+def stamped(row: dict[str, Any], shape: dict[str, Any], *, repeat: int, uuid: str | None,
+            idle_w: float | None) -> dict[str, Any]:
+    """A module sample's row as its file keeps it: schema, the shape's fields, which
+    measurement of the shape, the board and its idle power."""
+    row.update(schema="piep.module_sample", schema_version=1, repeat=repeat,
+               shape_fields=sorted(shape), gpu_uuid=uuid, idle_power_w=idle_w)
+    return row
+
+
+def host_overhead_row(meter, idle_w: float, uuid: str | None,
+                      device="cuda") -> dict[str, Any]:
+    """Host launch overhead (s per eager kernel launch) and the board power of a GPU
     that only sees tiny kernels separated by launch gaps."""
-    x = torch.zeros(1, device="cuda")
+    from piep.sampling.runner import _sync
+    x = torch.zeros(1, device=device)
     for _ in range(1000):
         x.add_(1)
-    torch.cuda.synchronize()
+    _sync(device)
     n = 20000
     t0 = clock.now()
     for _ in range(n):
         x.add_(1)
-    torch.cuda.synchronize()
+    _sync(device)
     per_launch = (clock.now() - t0) / n
     reps = max(1, int(1.0 / (per_launch * n)))
 
     def work():
         for _ in range(reps * n):
             x.add_(1)
-        torch.cuda.synchronize()
+        _sync(device)
     w = meter.measure(work, idle_power_w=idle_w)
-    append_jsonl(out, {"schema": "piep.host_overhead", "schema_version": 1,
-                       "launch_s": per_launch, "launch_gap_power_w": w.energy_j / w.duration_s,
-                       "window_s": w.duration_s, "idle_power_w": idle_w,
-                       "gpu_uuid": nvml.uuid, "torch": torch.__version__})
+    return {"schema": "piep.host_overhead", "schema_version": 1, "launch_s": per_launch,
+            "launch_gap_power_w": w.energy_j / w.duration_s, "window_s": w.duration_s,
+            "idle_power_w": idle_w, "gpu_uuid": uuid, "torch": torch.__version__}
 
 
 class CollectiveTimer:

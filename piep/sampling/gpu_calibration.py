@@ -150,47 +150,19 @@ class Bench:
         return {"gpu_name": props.name, "uuid": str(props.uuid),
                 "memory_gib": round(props.total_memory / 2 ** 30, 1)}
 
-    def _sync(self) -> None:
-        import torch
-        if self.device.type == "cuda":
-            torch.cuda.synchronize()
-
     def host_overhead(self) -> dict[str, Any]:
-        """Host launch overhead (s per tiny launch) and the board power while the GPU
-        sees only tiny kernels between launch gaps."""
-        import torch
-        from piep.device import clock
-        x = torch.zeros(1, device=self.device)
-        for _ in range(1000):
-            x.add_(1)
-        self._sync()
-        n = 20000
-        t0 = clock.now()
-        for _ in range(n):
-            x.add_(1)
-        self._sync()
-        per_launch = (clock.now() - t0) / n
-        reps = max(1, int(1.0 / (per_launch * n)))
-
-        def work():
-            for _ in range(reps * n):
-                x.add_(1)
-            self._sync()
-        w = self.meter.meter.measure(work, idle_power_w=self.idle_w)
-        return {"schema": "piep.host_overhead", "schema_version": 1, "launch_s": per_launch,
-                "launch_gap_power_w": w.energy_j / w.duration_s, "window_s": w.duration_s,
-                "idle_power_w": self.idle_w, "gpu_uuid": self.describe()["uuid"],
-                "torch": torch.__version__}
+        from piep.sampling.calibrate import host_overhead_row
+        return host_overhead_row(self.meter.meter, self.idle_w, self.describe()["uuid"],
+                                 self.device)
 
     def module(self, shape: dict[str, Any]) -> dict[str, Any]:
+        from piep.sampling.calibrate import stamped
         from piep.sampling.modules import sample_shape
         row = sample_shape(shape, shape["mode"], meter=self.meter.meter, idle_w=self.idle_w,
                            device=self.device, min_window_s=self.min_window_s,
                            nvml=self.meter.nvml)
-        row.update(schema="piep.module_sample", schema_version=1, repeat=0,
-                   shape_fields=sorted(shape), gpu_uuid=self.describe()["uuid"],
-                   idle_power_w=self.idle_w)
-        return row
+        return stamped(row, shape, repeat=0, uuid=self.describe()["uuid"],
+                       idle_w=self.idle_w)
 
     def run(self, cfg: dict[str, Any]) -> dict[str, Any]:
         from piep.sampling.grid import parallel_workload, spec_of
@@ -263,12 +235,11 @@ def calibrate_gpu(name: str, bench: Bench, *, recipe: Recipe = Recipe(),
     done = _done(folder)
     todo = [t for t in tasks if t.key not in done]
     total = sum(t.est_s for t in tasks)
-    left = sum(t.est_s for t in todo)
+    left = todo_s = sum(t.est_s for t in todo)
     start, spent0, ratio = clock(), float(state["spent_s"]), 1.0
     measured = 0
     for i, task in enumerate(todo):
-        elapsed = clock() - start
-        if elapsed + task.est_s * ratio > budget_s:
+        if clock() - start + task.est_s * ratio > budget_s:
             log.info("budget reached: %d of %d tasks left (resume with the same command)",
                      len(todo) - i, len(tasks))
             break
@@ -280,14 +251,16 @@ def calibrate_gpu(name: str, bench: Bench, *, recipe: Recipe = Recipe(),
         measured += 1
         left -= task.est_s
         ran = clock() - start
-        ratio = ran / max(sum(t.est_s for t in todo[:i + 1]), 1e-9)
+        ratio = ran / max(todo_s - left, 1e-9)  # time over estimate, so far
         state["spent_s"] = spent0 + ran
         _write_state(state_path, state)
-    state["done"] = not [t for t in tasks if t.key not in _done(folder)]
+    done = _done(folder)
+    still = sum(t.key not in done for t in tasks)
+    state["done"] = still == 0
     state["spent_s"] = spent0 + (clock() - start)
     _write_state(state_path, state)
     return {"gpu": name, "folder": str(folder), "measured": measured,
-            "tasks": len(tasks), "left": len([t for t in tasks if t.key not in _done(folder)]),
+            "tasks": len(tasks), "left": still,
             "minutes": round(state["spent_s"] / 60, 1), "done": state["done"],
             "reused": f"collectives and waits of {reference}"}
 
@@ -299,11 +272,9 @@ def _write_state(path: Path, state: dict[str, Any]) -> None:
 
 def _done(folder: Path) -> set[str]:
     """The keys of the tasks measured (or failed: a failure is not retried)."""
-    from piep.sampling.calibrate import _key
+    from piep.sampling.calibrate import sampled_keys
     from piep.sampling.grid import done_keys
-    mods = {_key({k: v for k, v in r.items() if k in r["shape_fields"]})
-            for r in read_jsonl(folder / MODULES) if "shape_fields" in r}
-    return mods | done_keys(folder / RUNS)
+    return sampled_keys(folder / MODULES) | done_keys(folder / RUNS)
 
 
 def _measure(bench: Bench, folder: Path, task: Task) -> None:
@@ -316,7 +287,7 @@ def _measure(bench: Bench, folder: Path, task: Task) -> None:
 
 def _measure_one(bench: Bench, folder: Path, task: Task) -> None:
     from piep.errors import PiepError
-    from piep.sampling.grid import FAILURE_SCHEMA, KEY_FIELDS, config_key
+    from piep.sampling.grid import config_key, failure_record
     t0 = time.monotonic()
     if task.kind == "module":
         try:
@@ -331,9 +302,7 @@ def _measure_one(bench: Bench, folder: Path, task: Task) -> None:
         rec = bench.run(task.item)
     except (RuntimeError, PiepError) as exc:
         log.warning("%s failed: %s", task.label, exc)
-        append_jsonl(folder / RUNS, {"schema": FAILURE_SCHEMA, "schema_version": 1,
-                                     **{k: task.item[k] for k in KEY_FIELDS},
-                                     "key": task.key, "error": str(exc)[:500]})
+        append_jsonl(folder / RUNS, failure_record(task.item, str(exc)))
         return
     rec["key"] = config_key(task.item)
     rec["wall_s"] = time.monotonic() - t0

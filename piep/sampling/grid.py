@@ -12,15 +12,15 @@ from typing import Any, Iterable
 from piep.artifacts import append_jsonl, read_jsonl
 from piep.config import ModelSpec, Parallel, Workload
 from piep.device import clock as host_clock
+from piep.records import KEY_FIELDS, run_key
 
 log = logging.getLogger("piep.measure")
-KEY_FIELDS = ("model", "tp", "pp", "dp", "batch", "prompt_len", "gen_len", "mode")
 
 
 def config_key(cfg: dict[str, Any]) -> str:
     """model|tp|pp|dp|batch|prompt|gen|mode, and |engine for engines other than piep's
     reference runner (whose keys stay as they were)."""
-    key = "|".join(str(cfg[k]) for k in KEY_FIELDS)
+    key = run_key(cfg)
     engine = cfg.get("engine")
     if isinstance(engine, dict):
         engine = engine.get("name")
@@ -37,6 +37,13 @@ def spec_of(cfg: dict[str, Any]) -> ModelSpec:
 
 
 FAILURE_SCHEMA = "piep.measurement_failure"
+
+
+def failure_record(cfg: dict[str, Any], error: str) -> dict[str, Any]:
+    """The line a configuration that failed leaves in its output (it is not retried)."""
+    return {"schema": FAILURE_SCHEMA, "schema_version": 1, **{k: cfg[k] for k in KEY_FIELDS},
+            **({"engine": cfg["engine"]} if "engine" in cfg else {}),
+            "key": config_key(cfg), "error": error[:500]}
 
 
 def done_keys(out: Path) -> set[str]:
@@ -85,11 +92,7 @@ def run_grid(design: list[dict[str, Any]], out: Path, *, budget_s: float, measur
         except Exception as exc:  # one bad configuration must not end the grid
             log.warning("%s failed: %s: %s", config_key(cfg), type(exc).__name__, exc)
             if rank == 0:
-                append_jsonl(out, {"schema": FAILURE_SCHEMA, "schema_version": 1,
-                                   **{k: cfg[k] for k in KEY_FIELDS},
-                                   **({"engine": cfg["engine"]} if "engine" in cfg else {}),
-                                   "key": config_key(cfg),
-                                   "error": f"{type(exc).__name__}: {exc}"[:500]})
+                append_jsonl(out, failure_record(cfg, f"{type(exc).__name__}: {exc}"))
             _free_memory()
             continue
         if rank == 0 and record is not None:

@@ -17,6 +17,7 @@ from typing import Any, Callable
 import torch
 import torch.nn.functional as F
 
+from piep.sampling.runner import _sync
 from piep.sampling.model import (apply_rope, attention_block, eager_decode_ops,
                                  prefill_ops, split_heads, static_decode_ops)
 from piep.tree.builder import APPENDS, LINEAR_KINDS, sampler_op_version, shape_key  # noqa: F401
@@ -284,13 +285,11 @@ def _sample_once(s: dict[str, Any], mode: str, *, meter, idle_w: float, device,
     op = build_op(s, mode, device, gen=gen)
     replay, per_call_s, calls = time_op(op, mode, device=device)
     reps = max(1, math.ceil(min_window_s / max(per_call_s * calls, 1e-6)))
-    cuda = torch.device(device).type == "cuda"
 
     def work():
         for _ in range(reps):
             replay()
-        if cuda:
-            torch.cuda.synchronize()
+        _sync(device)
     w = meter.measure(work, idle_power_w=idle_w)
     snap = nvml.snapshot() if nvml is not None else {}
     n_calls = reps * calls

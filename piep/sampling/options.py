@@ -4,7 +4,6 @@ command line builds them; the GPU side never sees its argument namespace)."""
 from __future__ import annotations
 
 import math
-import re
 from dataclasses import dataclass
 
 from piep.engines import DEFAULT_ENGINE
@@ -13,13 +12,10 @@ from piep.gpus import DEFAULT_GPU
 
 
 
-GPU_NAME = re.compile(r"[a-z0-9][a-z0-9._-]{0,63}")
-
-
 def check_gpu_name(name: str) -> str:
     """A name for a GPU calibration of the user's own: a folder name, no shipped one's."""
-    from piep.artifacts import data_root
-    if not GPU_NAME.fullmatch(name or ""):
+    from piep.artifacts import USER_NAME, data_root
+    if not USER_NAME.fullmatch(name or ""):
         raise ConfigError(f"--name {name!r}: lower-case letters, digits, '.', '_', '-' "
                           f"(e.g. h100-sxm)")
     if (data_root() / "calibration" / name).is_dir():
