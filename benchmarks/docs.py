@@ -163,6 +163,16 @@ def serving_foreign() -> str:
             f"{_pct(f[4])} ({_pct(b[4])}); {f[1]} replays.")
 
 
+def calibrate_gpu() -> str:
+    """docs/measuring.md's figures of the quick calibration `piep calibrate gpu` measured
+    on H200 (the last row of reports/calibration_cost.md)."""
+    c = _cells("reports/calibration_cost.md", "| 15.8, measured from scratch (`piep calibrate")
+    return (f"{c[0].split(',')[0]} device minutes, {c[2]} module samples and {c[3]} runs; "
+            f"scored leave one model out on every committed run, its single-GPU graph "
+            f"energy error is {_pct(c[6])} ({c[7]}x the full calibration's), over every "
+            f"layout {_pct(c[4])} ({c[5]}x).")
+
+
 def blocks() -> dict[str, str]:
     """The generated blocks of README.md and docs/ (`BLOCK_FILES`), by name."""
     return {
@@ -173,12 +183,13 @@ def blocks() -> dict[str, str]:
         "engines_accuracy": engines_accuracy(),
         "serving_accuracy": serving_accuracy(),
         "serving_foreign": serving_foreign(),
+        "calibrate_gpu": calibrate_gpu(),
     }
 
 
 # the files with generated blocks
-BLOCK_FILES = ("README.md", "docs/commands.md", "docs/method.md", "docs/engines.md",
-               "docs/serving.md")
+BLOCK_FILES = ("README.md", "docs/commands.md", "docs/measuring.md", "docs/method.md",
+               "docs/engines.md", "docs/serving.md")
 
 
 def flags_doc() -> str:
