@@ -155,19 +155,19 @@ def collective_loo(cal) -> list[list]:
     rows = collective_rows(cal.collective_samples)
     errs: dict[str, list[tuple[float, bool]]] = {}
     for r in rows:
-        same = [q for q in rows if q["kind"] == r["kind"] and q["mode"] == r["mode"]]
-        sizes = sorted({q["size_bytes"] for q in same})
-        rest = [q for q in rows if q["size_bytes"] != r["size_bytes"]
-                or (q["kind"], q["mode"]) != (r["kind"], r["mode"])]
+        same = [q for q in rows if q.kind == r.kind and q.mode == r.mode]
+        sizes = sorted({q.size_bytes for q in same})
+        rest = [q for q in rows if q.size_bytes != r.size_bytes
+                or (q.kind, q.mode) != (r.kind, r.mode)]
         comm = Collectives.from_calibration([], [], rest)
-        n = len(r["energy_j_per_gpu"])
-        kind, size = np.array([r["kind"]], dtype=object), np.array([float(r["size_bytes"])])
-        eager = np.array([r["mode"] == "eager"])
+        n = len(r.energy_j_per_gpu)
+        kind, size = np.array([r.kind], dtype=object), np.array([float(r.size_bytes)])
+        eager = np.array([r.mode == "eager"])
         pred = float(comm.transfer_s(kind, size, np.array([float(n)]), eager)[0]
                      * comm.power_w(kind, size, eager, float("nan"))[0]) * n
-        interior = sizes[0] < r["size_bytes"] < sizes[-1]
-        errs.setdefault(r["kind"], []).append((abs(pred / sum(r["energy_j_per_gpu"]) - 1),
-                                               interior))
+        interior = sizes[0] < r.size_bytes < sizes[-1]
+        errs.setdefault(r.kind, []).append((abs(pred / sum(r.energy_j_per_gpu) - 1),
+                                            interior))
     return [[k, len(v), 100 * statistics.mean(e for e, _ in v),
              100 * statistics.mean(e for e, i in v if i)] for k, v in sorted(errs.items())]
 
@@ -175,13 +175,12 @@ def collective_loo(cal) -> list[list]:
 def collective_repeat(cal) -> tuple[int, float, float]:
     """AllReduce measured twice a minute apart (device call 10): energy per call, both
     GPUs, |pass 2 / pass 1 - 1| over the points both passes kept."""
-    by: dict[tuple, list[dict]] = {}
+    by: dict[tuple, list] = {}
     for r in cal.collective_samples:
-        if r["kind"] == "allreduce" and r.get("reduce_op") == "sum" \
-                and not r.get("superseded_by"):
-            by.setdefault((r["mode"], r["size_bytes"]), []).append(r)
-    pairs = [sorted(v, key=lambda r: r["time_unix"])[:2] for v in by.values() if len(v) >= 2]
-    d = [abs(sum(b["energy_j_per_gpu"]) / sum(a["energy_j_per_gpu"]) - 1) for a, b in pairs]
+        if r.kind == "allreduce" and r.reduce_op == "sum" and not r.superseded:
+            by.setdefault((r.mode, r.size_bytes), []).append(r)
+    pairs = [sorted(v, key=lambda r: r.time_unix)[:2] for v in by.values() if len(v) >= 2]
+    d = [abs(sum(b.energy_j_per_gpu) / sum(a.energy_j_per_gpu) - 1) for a, b in pairs]
     return len(d), 100 * statistics.mean(d), 100 * statistics.median(d)
 
 

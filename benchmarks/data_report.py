@@ -402,9 +402,9 @@ def collectives_report() -> None:
     cal = load_calibration("h200")
     used = collective_rows(cal.collective_samples)
     comm = Collectives.from_calibration([], [], used)
-    by: dict[tuple, list[dict]] = {}
+    by: dict[tuple, list] = {}
     for r in used:
-        by.setdefault((r["kind"], r["mode"], r["size_bytes"]), []).append(r)
+        by.setdefault((r.kind, r.mode, r.size_bytes), []).append(r)
     lines = []
     for (kind, mode, size), rs in sorted(by.items()):
         t, w = priced_call(comm, kind, mode, np.array([float(size)]))
@@ -414,8 +414,8 @@ def collectives_report() -> None:
     fig, axes = plt.subplots(1, 3, figsize=(13, 3.8), sharey=True)
     for ax, kind in zip(axes, ("allreduce", "allgather", "p2p")):
         for mode, mark, color in (("graph", "o", "C0"), ("eager", "x", "C3")):
-            pts = sorted((r["size_bytes"], sum(r["energy_j_per_gpu"]) * 1e3) for r in used
-                         if r["kind"] == kind and r["mode"] == mode)
+            pts = sorted((r.size_bytes, sum(r.energy_j_per_gpu) * 1e3) for r in used
+                         if r.kind == kind and r.mode == mode)
             if pts:
                 ax.loglog(*zip(*pts), mark, ms=4, color=color, label=f"{mode} (measured)")
                 xs = np.array(sorted({p[0] for p in pts}), dtype=float)
@@ -436,11 +436,10 @@ def collectives_report() -> None:
     avg = {(r["mode"], r["size_bytes"]): sum(r["energy_j_per_gpu"])
            for r in read_jsonl(CAL / "collectives" / "collectives_s3.jsonl")
            if r["kind"] == "allreduce"}
-    ratio = {m: statistics.median(sum(r["energy_j_per_gpu"]) / avg[(m, r["size_bytes"])]
+    ratio = {m: statistics.median(sum(r.energy_j_per_gpu) / avg[(m, r.size_bytes)]
                                   for r in cal.collective_samples
-                                  if r.get("reduce_op") == "sum" and r["mode"] == m
-                                  and not r.get("superseded_by")
-                                  and (m, r["size_bytes"]) in avg)
+                                  if r.reduce_op == "sum" and r.mode == m and not r.superseded
+                                  and (m, r.size_bytes) in avg)
              for m in ("graph", "eager")}
     camp = "\n".join(f"* `{f}` (`../device/{sh}`): {what}." for f, sh, what in CAMPAIGNS)
     text = f"""# H200 collectives in isolation, with energy (generated)

@@ -25,7 +25,7 @@ from piep.predict.engines import load_profile  # noqa: E402
 from piep.predict.learned import load_learned  # noqa: E402
 from piep.predict.pricing import price  # noqa: E402
 from piep.artifacts import read_jsonl  # noqa: E402
-from piep.records import read_runs  # noqa: E402
+from piep.records import KernelCensus, read_runs  # noqa: E402
 from piep.engines import ENGINES as REGISTRY, names  # noqa: E402
 from piep.stats.conformal import cross_coverage  # noqa: E402
 from piep.tree.builder import ELEMENTWISE  # noqa: E402
@@ -278,12 +278,12 @@ def window_rows(base) -> list[str]:
     return out
 
 
-def census_records(name: str) -> list[tuple[dict, Deployment]]:
+def census_records(name: str) -> list[tuple[KernelCensus, Deployment]]:
     """The records of a census file, each with the deployment it measured."""
     from piep.fit import census
     from piep.sampling.design import named_spec
     gpu = load_gpu("h200")
-    return [(c, census.census_deployment(c, named_spec(c["model"])[0], gpu))
+    return [(c, census.census_deployment(c, named_spec(c.model)[0], gpu))
             for c in census.census_records("h200", name)]
 
 
@@ -295,18 +295,18 @@ def census_rows() -> list[str]:
     for c, dep in census_records("call27_hf_eager.jsonl"):
         spec = dep.model
         t = TableBuilder().table([dep], detail=True)
-        steps = c["gen_len"] - 1
+        steps = c.gen_len - 1
         layer = sum(t.count[i] * t.launches[i] for i in range(len(t))
                     if t.decode[i] and "/layer/" in t.path[i]) / steps / spec.num_layers
         rest = sum(t.count[i] * t.launches[i] for i in range(len(t))
                    if t.decode[i] and "/layer/" not in t.path[i]) / steps
         sdpa = ["cuDNN flash" if "cudnn" in k and "flash" in k else k[:40]
-                for k in c["decode_step"]["per_layer_by_name"]
+                for k in c.decode_step["per_layer_by_name"]
                 if "sdpa" in k or "attention" in k.lower() or "flash" in k]
-        out.append(f"| {c['model']} | {c['head_dim']} | {c['heads']}/{c['kv_heads']} | "
-                   f"{c['decode_step']['per_layer']:.0f} | {layer:.0f} | "
-                   f"{c['decode_step']['outside']:.0f} | {rest:.0f} | "
-                   f"{c['prefill']['per_layer']:.0f} | {', '.join(sdpa) or '-'} |")
+        out.append(f"| {c.model} | {c.doc['head_dim']} | {c.doc['heads']}/{c.doc['kv_heads']} | "
+                   f"{c.decode_step['per_layer']:.0f} | {layer:.0f} | "
+                   f"{c.decode_step['outside']:.0f} | {rest:.0f} | "
+                   f"{c.prefill['per_layer']:.0f} | {', '.join(sdpa) or '-'} |")
     return out
 
 
@@ -329,18 +329,18 @@ def census_time_rows() -> tuple[list[str], dict[str, tuple[float, float]]]:
     for name in CENSUS_TIMED:
         for c, dep in census_records(name):
             spec = dep.model
-            priced = price([dep], load_profile("h200", c["engine"]).apply(base), detail=True)
-            t, steps = priced.table, c["gen_len"] - 1
+            priced = price([dep], load_profile("h200", c.engine).apply(base), detail=True)
+            t, steps = priced.table, c.gen_len - 1
             inside = np.array(["/layer/" in x for x in t.path]) & t.decode
             busy = priced.prices.time_s * t.count / steps * 1e6
             point = inside & np.isin(t.kind, POINTWISE)
-            step = c["decode_step"]
+            step = c.decode_step
             launched = sum(us for k, us in step["per_layer_us_by_name"].items()
                            if step["per_layer_by_name"].get(k, 0) >= 0.5)
-            if c["engine"] == "hf-static":
+            if c.engine == "hf-static":
                 excess.append(busy[inside].sum() / spec.num_layers - launched)
                 short.append(step["outside_us"] - busy[t.decode & ~inside].sum())
-            out.append(f"| {c['engine']} | {c['model']} | {c['batch']} | {c['prompt_len']} | "
+            out.append(f"| {c.engine} | {c.model} | {c.batch} | {c.prompt_len} | "
                        f"{launched:.0f} | {busy[inside].sum() / spec.num_layers:.0f} | "
                        f"{busy[point].sum() / spec.num_layers:.0f} | {step['outside_us']:.0f} "
                        f"| {busy[t.decode & ~inside].sum():.0f} | {name} |")

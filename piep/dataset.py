@@ -10,7 +10,8 @@ from typing import Any
 from piep.artifacts import calibration_dir, check_document, load_json, read_json, read_jsonl
 from piep.errors import ArtifactError
 from piep.gpus import DEFAULT_GPU
-from piep.records import HostOverhead, Measurement, ModuleSample
+from piep.records import (CollectiveSample, HostOverhead, Measurement, ModuleSample,
+                          ProbeCollective, WaitFit)
 
 
 @dataclass
@@ -19,10 +20,10 @@ class Calibration:
     modules: list[ModuleSample]  # the samples of the newest sampler ops
     host: list[HostOverhead]  # each module campaign's host probe
     e2e: list[Measurement]  # every end-to-end run (repeats not merged)
-    collectives: list[dict[str, Any]]
-    wait_fits: list[dict[str, Any]]
+    collectives: list[ProbeCollective]  # the device probe's collective times
+    wait_fits: list[WaitFit]
     files: list[Path] = field(default_factory=list)
-    collective_samples: list[dict[str, Any]] = field(default_factory=list)
+    collective_samples: list[CollectiveSample] = field(default_factory=list)
     # the module samples' training features, kept between fits on subsets of them
     feature_cache: dict = field(default_factory=dict, repr=False, compare=False)
 
@@ -61,16 +62,20 @@ def load_calibration(gpu: str = DEFAULT_GPU, root: Path | None = None) -> Calibr
     e2e = [Measurement.from_json(r, f"{root}/e2e/raw")
            for r in _jsonl(root / "e2e" / "raw", "*.jsonl", files)
            if r.get("schema") == "piep.measurement" and r.get("energy_j") is not None]
-    collectives: list[dict[str, Any]] = []
+    collectives: list[ProbeCollective] = []
     probe = root / "probe" / "probe_main.json"
     if probe.is_file():
         files.append(probe)
-        collectives = load_json(probe)["ranks"][0].get("collectives", [])
+        collectives = [ProbeCollective.from_json(r, str(probe))
+                       for r in load_json(probe)["ranks"][0].get("collectives", [])]
     fits_path = root / "waits" / "fits.json"
-    wait_fits = read_json(fits_path, "piep.wait_fits")["fits"] if fits_path.is_file() else []
+    wait_fits = [WaitFit.from_json(f, str(fits_path))
+                 for f in read_json(fits_path, "piep.wait_fits")["fits"]] \
+        if fits_path.is_file() else []
     if fits_path.is_file():
         files.append(fits_path)
-    coll_samples = [r for r in _jsonl(root / "collectives", "*.jsonl", files)
+    coll_samples = [CollectiveSample.from_json(r, f"{root}/collectives")
+                    for r in _jsonl(root / "collectives", "*.jsonl", files)
                     if r.get("schema") == "piep.collective_sample"]
     return Calibration(gpu, modules, host, e2e, collectives, wait_fits, files, coll_samples)
 

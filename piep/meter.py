@@ -21,7 +21,6 @@ import platform
 import time
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any, Callable, Iterator, Sequence
 
 from piep.config import ModelSpec, Parallel, Workload
@@ -132,10 +131,3 @@ def record(model: str | ModelSpec, *, engine: str, engine_version: str, batch: i
     rec["provenance"] = {"piep_version": __version__,
                          "time": time.strftime("%Y-%m-%dT%H:%M:%S%z")}
     return rec
-
-
-def append(path: str | Path, rec: dict[str, Any]) -> None:
-    """Append one record to a JSONL file (validated against its schema first)."""
-    from piep.artifacts import append_jsonl, check_document
-    check_document(rec, str(path))
-    append_jsonl(path, rec)

@@ -376,3 +376,155 @@ class HostOverhead:
                               f"launch_gap_power_w")
         return cls(doc["launch_gap_power_w"], doc.get("launch_s"), file, doc.get("gpu_uuid"),
                    doc)
+
+
+def _fields(doc: Any, where: str, names: tuple[str, ...], what: str) -> None:
+    """One line naming every field of `names` that `doc` (a JSON object) lacks."""
+    if not isinstance(doc, Mapping):
+        raise ConfigError(f"{where}: {what} is a JSON object")
+    missing = [k for k in names if doc.get(k) is None]
+    if missing:
+        raise ConfigError(f"{where}: {what} without {', '.join(missing)}")
+
+
+@dataclass(frozen=True)
+class CollectiveSample:
+    """One collective in isolation (piep calibrate collectives): its time per call (CUDA
+    events) and each GPU's energy per call (a tick-aligned window of back-to-back calls)."""
+    kind: str                    # allreduce, allgather, p2p
+    mode: str                    # graph or eager
+    size_bytes: int
+    time_s: float
+    energy_j_per_gpu: tuple      # None for a GPU without a reading
+    group_size: int = 2
+    reduce_op: str | None = None  # sum or avg (AllReduce; None: stated nowhere)
+    superseded: bool = False     # a later campaign re-measured this point
+    time_unix: float | None = None
+    doc: Mapping[str, Any] = field(default_factory=dict, compare=False, repr=False)
+
+    @classmethod
+    def from_json(cls, doc: Any, where: str = "collective sample") -> "CollectiveSample":
+        _fields(doc, where, ("kind", "mode", "size_bytes", "time_s"), "a collective sample")
+        return cls(doc["kind"], doc["mode"], doc["size_bytes"], doc["time_s"],
+                   tuple(doc.get("energy_j_per_gpu") or (None,)), doc.get("group_size", 2),
+                   doc.get("reduce_op"), bool(doc.get("superseded_by")), doc.get("time_unix"),
+                   doc)
+
+    @property
+    def energy_known(self) -> bool:
+        return None not in self.energy_j_per_gpu
+
+    def to_json(self) -> dict[str, Any]:
+        return dict(self.doc)
+
+
+@dataclass(frozen=True)
+class ProbeCollective:
+    """A collective the device probe timed, eagerly and in a CUDA graph (no energy)."""
+    kind: str                    # allreduce, allgather, p2p
+    size_bytes: int
+    eager_s: float | None
+    graph_s: float | None
+
+    @classmethod
+    def from_json(cls, doc: Any, where: str = "probe") -> "ProbeCollective":
+        _fields(doc, where, ("kind", "size_bytes"), "a probed collective")
+        ms = {m: doc.get(f"{m}_ms") for m in ("eager", "graph")}
+        return cls("p2p" if doc["kind"] == "sendrecv" else doc["kind"], doc["size_bytes"],
+                   *(v / 1000 if v else None for v in ms.values()))
+
+
+# what names a wait distribution: one Gamma fit per distinct value of these
+WAIT_KEYS = ("model", "collective", "group_size", "phase", "mode", "size_bytes", "batch",
+             "prompt_len")
+
+
+@dataclass(frozen=True)
+class WaitSample:
+    """AllReduce waiting times in real tp=N decoding (piep calibrate waits): each rank's
+    wait before each call, and each rank's duration of each call."""
+    key: Mapping[str, Any]       # the WAIT_KEYS values
+    waits_s: tuple[tuple[float, ...], ...]      # per rank, per call
+    durations_ms: tuple[tuple[float, ...], ...]  # per rank, per call
+
+    @classmethod
+    def from_json(cls, doc: Any, where: str = "wait sample") -> "WaitSample":
+        _fields(doc, where, WAIT_KEYS + ("waits_s", "durations_ms"), "a wait sample")
+        return cls({k: doc[k] for k in WAIT_KEYS}, tuple(map(tuple, doc["waits_s"])),
+                   tuple(map(tuple, doc["durations_ms"])))
+
+    @property
+    def waits(self) -> list[float]:
+        """Every rank's waits, rank after rank."""
+        return [w for rank in self.waits_s for w in rank]
+
+    @property
+    def fastest_ms(self) -> list[float]:
+        """Per call, the shortest duration over the ranks: the last rank to arrive waits
+        for nobody, its duration is the transfer's."""
+        return [min(x) for x in zip(*self.durations_ms)]
+
+
+@dataclass(frozen=True)
+class WaitFit:
+    """A Gamma fit of one wait distribution (piep.wait_fits): its parameters, the waits it
+    saw (`n` positive of `n_total`) and where it was measured."""
+    phase: str
+    mode: str
+    size_bytes: int
+    fit: Mapping[str, Any]       # piep.stats.gamma's fit (shape, scale, n, n_total, ...)
+    doc: Mapping[str, Any] = field(default_factory=dict, compare=False, repr=False)
+
+    @classmethod
+    def from_json(cls, doc: Any, where: str = "wait fit") -> "WaitFit":
+        _fields(doc, where, ("phase", "mode", "size_bytes", "fit"), "a wait fit")
+        return cls(doc["phase"], doc["mode"], doc["size_bytes"], doc["fit"], doc)
+
+    @property
+    def share(self) -> float:
+        """The share of calls that waited at all (only the earlier rank of a pair waits)."""
+        return self.fit["n"] / max(self.fit["n_total"], 1)
+
+
+@dataclass(frozen=True)
+class KernelCensus:
+    """One `generate()` call of an engine profiled kernel by kernel (python -m
+    piep.sampling.census): its decode step's kernels per layer and outside the layers,
+    by name (counts, and durations where timed), and its prefill's."""
+    model: str
+    engine: str
+    batch: int
+    prompt_len: int
+    gen_len: int
+    decode_step: Mapping[str, Any]
+    prefill: Mapping[str, Any]
+    doc: Mapping[str, Any] = field(default_factory=dict, compare=False, repr=False)
+
+    @classmethod
+    def from_json(cls, doc: Any, where: str = "census") -> "KernelCensus":
+        _fields(doc, where, ("model", "engine", "batch", "prompt_len", "gen_len",
+                             "decode_step", "prefill"), "a kernel census")
+        return cls(doc["model"], doc["engine"], doc["batch"], doc["prompt_len"],
+                   doc["gen_len"], doc["decode_step"], doc["prefill"], doc)
+
+
+# the typed reading of each schema the lab writes (others are checked by schema alone)
+TYPED = {"piep.measurement": Measurement.from_json,
+         "piep.serving_measurement": ServingReplay.from_json,
+         "piep.module_sample": ModuleSample.from_json,
+         "piep.host_overhead": HostOverhead.from_json,
+         "piep.collective_sample": CollectiveSample.from_json,
+         "piep.wait_samples": WaitSample.from_json,
+         "piep.kernel_census": KernelCensus.from_json}
+
+
+def append_record(path, doc: Mapping[str, Any]) -> None:
+    """Append one record of the lab to a JSONL file, after reading it back the way the
+    fits will (its schema, then its type): a record they could not read is refused in one
+    line before it is written, not found at fitting time."""
+    from piep.artifacts import append_jsonl, check_document
+    where = f"record for {path}"
+    check_document(dict(doc), where)
+    if doc["schema"] in TYPED:
+        TYPED[doc["schema"]](doc, where)
+    append_jsonl(path, dict(doc))

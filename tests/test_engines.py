@@ -606,6 +606,7 @@ def test_the_fused_kernel_time_comes_from_the_census(tmp_path, monkeypatch):
                "triton_poi_fused_cat_clone_expand_3": 50.0, "nvjet_sm90_gemm": 60.0}}}
     (tmp_path / "c.jsonl").write_text(json.dumps(rec) + "\n")
     monkeypatch.setattr(census, "census_dir", lambda gpu: tmp_path)
+    rec = census.census_records("h200")[0]
     assert census.fused_pointwise_us(rec) == 12.0
     gpu = load_learned("h200").gpu
     spec = api.deployment("llama-3-8b").model

@@ -9,8 +9,14 @@ from piep.sampling.grid import config_key, pending, run_grid
 torch = pytest.importorskip("torch")
 
 
+def measured(cfg):
+    """What the runner writes of a configuration (as little as a fit reads)."""
+    return {"schema": "piep.measurement", "schema_version": 1, **cfg, "energy_j": 1.0,
+            "time_s": 0.1, "prefill": {}, "decode": {}}
+
+
 def cfgs(n, world=1):
-    return [{"model": "m", "tp": world, "pp": 1, "dp": 1, "batch": b, "prompt_len": 128,
+    return [{"model": "llama-2-7b", "tp": world, "pp": 1, "dp": 1, "batch": b, "prompt_len": 128,
              "gen_len": 32, "mode": "graph", "estimated_s": 1.0} for b in range(1, n + 1)]
 
 
@@ -22,7 +28,7 @@ def test_resumable_and_budgeted(tmp_path):
     def one(cfg):
         now[0] += 1.0  # each measurement takes its estimated second
         seen.append(cfg["batch"])
-        return {"schema": "piep.measurement", **cfg, "energy_j": 1.0, "time_s": 0.1}
+        return measured(cfg)
     # budget of 2.5 s with 1 s estimates: two configurations, then stop
     assert run_grid(cfgs(5), out, budget_s=2.5, measure_one=one, world=1, rank=0,
                     clock=lambda: now[0]) == 2
@@ -39,7 +45,7 @@ def test_failure_is_recorded_and_not_fatal(tmp_path):
     def one(cfg):
         if cfg["batch"] == 2:
             raise RuntimeError("CUDA out of memory")
-        return {"schema": "piep.measurement", **cfg, "energy_j": 1.0, "time_s": 0.1}
+        return measured(cfg)
     assert run_grid(cfgs(3), out, budget_s=100, measure_one=one, world=1, rank=0,
                     clock=lambda: 0.0) == 2
     rows = read_jsonl(out)

@@ -12,6 +12,8 @@ import pytest
 from piep import meter
 from piep.cli import main
 from piep.device.fake import FakeClock, FakeDevice
+from piep.errors import ConfigError
+from piep.records import append_record
 
 
 def _fake_gpus(clock, busy_w: float, idle_w: float = 100.0, n: int = 2):
@@ -62,11 +64,14 @@ def test_a_record_is_a_measurement_with_the_prefill_split(tmp_path):
     assert rec["schema"] == "piep.measurement" and rec["engine"]["name"] == "vllm"
     assert rec["shape"]["kv_heads"] == 8 and rec["mode"] == "eager"
     assert rec["decode"]["energy_j"] == pytest.approx(rec["energy_j"] - rec["prefill"]["energy_j"])
-    meter.append(tmp_path / "runs.jsonl", rec)
+    append_record(tmp_path / "runs.jsonl", rec)
     assert json.loads((tmp_path / "runs.jsonl").read_text())["energy_j"] == rec["energy_j"]
     bad = dict(rec, batch="four")
     with pytest.raises(Exception, match="batch"):
-        meter.append(tmp_path / "bad.jsonl", bad)
+        append_record(tmp_path / "bad.jsonl", bad)
+    # what the schema allows but the fits could not read (a shape they cannot rebuild)
+    with pytest.raises(ConfigError, match="shape lacks layers"):
+        append_record(tmp_path / "bad.jsonl", dict(rec, shape={"hidden": 8}))
     assert not (tmp_path / "bad.jsonl").exists()
 
 
@@ -121,7 +126,7 @@ def test_an_hf_mode_calibrated_as_if_it_were_foreign(tmp_path, monkeypatch, caps
             span.append(clock())
             clock.sleep(r.time_s)
             span.append(clock())
-        meter.append(out, meter.record(r.spec, engine=engine,
+        append_record(out, meter.record(r.spec, engine=engine,
                                        engine_version="5.17.0", batch=r.batch,
                                        prompt_len=r.prompt_len, gen_len=r.gen_len,
                                        whole=w))

@@ -56,7 +56,8 @@ def _metered(cmd: list[str], gpus):
 
 
 def run(args) -> int:
-    from piep.meter import append, record
+    from piep.meter import record
+    from piep.records import append_record as append
     cmd = list(args.passthrough)
     if args.serving_result:
         return _serving(args, cmd)
@@ -92,7 +93,7 @@ def _serving(args, cmd: list[str]) -> int:
     file), or read with the file's own energy."""
     from pathlib import Path
     from piep.bench_results import replay_record
-    from piep.meter import append
+    from piep.records import append_record as append
     if args.tp < 1 or args.run == 0:
         raise ConfigError("--tp is a positive integer; --run counts from 1 (or -1, the last)")
     run_index = args.run - 1 if args.run > 0 else args.run

@@ -16,11 +16,11 @@ from __future__ import annotations
 
 import statistics
 from pathlib import Path
-from typing import Any
 
 from piep.artifacts import calibration_dir, read_records
 from piep.config import ModelSpec
 from piep.layout import Deployment
+from piep.records import KernelCensus
 
 SCHEMA = "piep.kernel_census"
 FUSED_PREFIX = "triton_"     # kernels a compiler generated
@@ -32,29 +32,29 @@ def census_dir(gpu: str) -> Path:
     return calibration_dir(gpu) / "engines" / "census"
 
 
-def census_deployment(rec: dict[str, Any], spec: ModelSpec, gpu) -> Deployment:
+def census_deployment(rec: KernelCensus, spec: ModelSpec, gpu) -> Deployment:
     """The deployment a census record of the model `spec` profiled (tp 1, its engine's
     decode mode)."""
     from piep.config import Parallel, Workload
     from piep.layout import validate
     from piep.engines import engine
-    wl = Workload(batch=rec["batch"], prompt_len=rec["prompt_len"], gen_len=rec["gen_len"],
-                  mode=engine(rec["engine"]).decode)
-    return validate(spec, Parallel(), wl, gpu, check_memory=False, engine=rec["engine"])
+    wl = Workload(batch=rec.batch, prompt_len=rec.prompt_len, gen_len=rec.gen_len,
+                  mode=engine(rec.engine).decode)
+    return validate(spec, Parallel(), wl, gpu, check_memory=False, engine=rec.engine)
 
 
-def census_records(gpu: str, name: str | None = None) -> list[dict[str, Any]]:
+def census_records(gpu: str, name: str | None = None) -> list[KernelCensus]:
     """The records of one census file of `gpu` (`name`), or of all of them."""
     folder = census_dir(gpu)
     files = [folder / name] if name else sorted(folder.glob("*.jsonl"))
-    return [r for f in files if f.is_file() for r in read_records(f, SCHEMA)]
+    return [r for f in files if f.is_file()
+            for r in read_records(f, SCHEMA, parse=KernelCensus.from_json)]
 
 
-def fused_pointwise_us(rec: dict[str, Any]) -> float | None:
+def fused_pointwise_us(rec: KernelCensus) -> float | None:
     """The in-situ time (us) of one layer's fused pointwise kernels in a census record's
     decode step; None for a record without durations or without compiled kernels."""
-    step = rec.get("decode_step") or {}
-    by_name = step.get("per_layer_us_by_name")
+    by_name = rec.decode_step.get("per_layer_us_by_name")
     if not by_name:
         return None
     fused = [us for name, us in by_name.items()
@@ -72,14 +72,14 @@ def fused_kernel_estimate(gpu, engine: str, specs: dict[str, ModelSpec]) -> floa
     builder = TableBuilder()
     per_kernel = []
     for rec in census_records(gpu.name):
-        us = fused_pointwise_us(rec) if rec.get("engine") == engine else None
-        if us is None or rec["model"] not in specs:
+        us = fused_pointwise_us(rec) if rec.engine == engine else None
+        if us is None or rec.model not in specs:
             continue
-        dep = census_deployment(rec, specs[rec["model"]], gpu)
+        dep = census_deployment(rec, specs[rec.model], gpu)
         t = builder.table([dep])
         if t.fused is None:
             continue
-        steps = rec["gen_len"] - 1
+        steps = rec.gen_len - 1
         layers = dep.model.num_layers
         # the fused leaves of the decode step's layers, per layer (final_norm is outside)
         inside = t.fused & (t.kind != "final_norm")

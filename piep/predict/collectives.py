@@ -9,22 +9,23 @@ from __future__ import annotations
 import math
 import statistics
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Iterable
 
 import numpy as np
+
+from piep.records import CollectiveSample, ProbeCollective, WaitFit
 
 Curve = tuple[list[float], list[float]]  # x: log2 size in bytes, y: per the table
 
 
-def collective_rows(samples) -> list[dict[str, Any]]:
+def collective_rows(samples: Iterable[CollectiveSample]) -> list[CollectiveSample]:
     """The isolated collective samples that price collectives: with energy on every GPU,
     not superseded by a later measurement of the same point, and AllReduce with the
     runner's SUM where it was measured so (AVG is a pre-multiplied sum)."""
-    rows = [r for r in samples if not r.get("superseded_by")
-            and all(e is not None for e in r.get("energy_j_per_gpu", [None]))]
-    summed = {r["mode"] for r in rows if r["kind"] == "allreduce" and r.get("reduce_op") == "sum"}
-    return [r for r in rows if not (r["kind"] == "allreduce" and r["mode"] in summed
-                                    and r.get("reduce_op") != "sum")]
+    rows = [r for r in samples if not r.superseded and r.energy_known]
+    summed = {r.mode for r in rows if r.kind == "allreduce" and r.reduce_op == "sum"}
+    return [r for r in rows if not (r.kind == "allreduce" and r.mode in summed
+                                    and r.reduce_op != "sum")]
 
 
 @dataclass
@@ -35,34 +36,34 @@ class Collectives:
     power: dict[tuple[str, str], Curve] = field(default_factory=dict)
 
     @classmethod
-    def from_calibration(cls, collectives, wait_fits, samples=()) -> "Collectives":
+    def from_calibration(cls, collectives: Iterable[ProbeCollective],
+                         wait_fits: Iterable[WaitFit],
+                         samples: Iterable[CollectiveSample] = ()) -> "Collectives":
         from piep.stats.gamma import expected_wait_s
         table: dict[tuple[str, str], list[tuple[float, float]]] = {}
-        for row in collectives:
-            kind = "p2p" if row["kind"] == "sendrecv" else row["kind"]
-            for mode, key in (("eager", "eager_ms"), ("graph", "graph_ms")):
-                if row.get(key):
-                    table.setdefault((kind, mode), []).append(
-                        (math.log2(row["size_bytes"]), math.log2(row[key] / 1000)))
+        for probed in collectives:
+            for mode, t in (("eager", probed.eager_s), ("graph", probed.graph_s)):
+                if t:
+                    table.setdefault((probed.kind, mode), []).append(
+                        (math.log2(probed.size_bytes), math.log2(t)))
         waits: dict[tuple[str, str], list[tuple[float, float]]] = {}
         for f in wait_fits:
             # per rank: only the earlier rank of a pair waits (w = d - min d), so the mean
             # over all ranks is the positive waits' mean times their share
-            share = f["fit"]["n"] / max(f["fit"]["n_total"], 1)
-            waits.setdefault((f["phase"], f["mode"]), []).append(
-                (math.log2(f["size_bytes"]), expected_wait_s(f["fit"]) * share))
+            waits.setdefault((f.phase, f.mode), []).append(
+                (math.log2(f.size_bytes), expected_wait_s(f.fit) * f.share))
         # collectives sampled in isolation replace the probe's times where they exist, and
         # price a call at its own energy: power = energy per call and GPU / time per call.
         # (LOMO with the probe's times: 3.9 / 2.8 % graph energy / time; with the isolated SUM
         # times 3.9 / 2.9 %; the isolated table is the one measured with energy.)
-        iso: dict[tuple[str, str, int], list[dict[str, Any]]] = {}
+        iso: dict[tuple[str, str, int], list[CollectiveSample]] = {}
         for row in collective_rows(samples):
-            iso.setdefault((row["kind"], row["mode"], row["size_bytes"]), []).append(row)
+            iso.setdefault((row.kind, row.mode, row.size_bytes), []).append(row)
         iso_time: dict[tuple[str, str], list[tuple[float, float]]] = {}
         power: dict[tuple[str, str], list[tuple[float, float]]] = {}
         for (kind, mode, size), rows in iso.items():  # campaigns merged by their median
-            t = statistics.median(r["time_s"] for r in rows)
-            e = statistics.median(statistics.mean(r["energy_j_per_gpu"]) for r in rows)
+            t = statistics.median(r.time_s for r in rows)
+            e = statistics.median(statistics.mean(r.energy_j_per_gpu) for r in rows)
             iso_time.setdefault((kind, mode), []).append((math.log2(size), math.log2(t)))
             power.setdefault((kind, mode), []).append((math.log2(size), e / t))
         table.update(iso_time)

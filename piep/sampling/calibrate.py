@@ -16,12 +16,14 @@ from typing import Any
 
 import torch
 
-from piep.artifacts import append_jsonl, read_jsonl
+from piep.artifacts import read_jsonl
 from piep.config import Parallel, Workload
 from piep.device import clock
 from piep.errors import PiepError
 from piep.models import synthetic_specs
+from piep.records import append_record
 from piep.sampling.options import CalibrateOptions
+from piep.sampling.protocol import capture, seconds
 from piep.gpus import DEFAULT_GPU
 
 log = logging.getLogger("piep.calibrate")
@@ -193,7 +195,7 @@ def run_modules(out: Path, *, budget_s: float, shard: tuple[int, int], repeat_ev
               if i % shard[1] == shard[0]]
     start = clock.now()
     n = 0
-    append_jsonl(out, host_overhead_row(meter, idle_w, nvml.uuid))
+    append_record(out, host_overhead_row(meter, idle_w, nvml.uuid))
     for i, s in enumerate(shapes):
         if clock.now() - start > budget_s:
             log.info("budget reached after %d of %d shapes", i, len(shapes))
@@ -208,7 +210,7 @@ def run_modules(out: Path, *, budget_s: float, shard: tuple[int, int], repeat_ev
                 log.warning("%s failed: %s", s, exc)
                 row = {**s, "error": str(exc)[:300]}
                 torch.cuda.empty_cache()
-            append_jsonl(out, stamped(row, s, repeat=rep, uuid=nvml.uuid, idle_w=idle_w))
+            append_record(out, stamped(row, s, repeat=rep, uuid=nvml.uuid, idle_w=idle_w))
             n += 1
         torch.cuda.empty_cache()
     return n
@@ -337,7 +339,7 @@ def run_waits(out: Path, *, models: list[str], workloads: list[dict[str, int]],
                         bytes_ = size * (wl["prompt_len"] if phase == "prefill" else 1)
                         waits = [[(r[j] - min(x[j] for x in durs)) / 1000 for j in range(len(r))]
                                  for r in durs]
-                        append_jsonl(out, {
+                        append_record(out, {
                             "schema": "piep.wait_samples", "schema_version": 1,
                             "model": name, "collective": "allreduce", "group_size": world,
                             "phase": phase, "mode": mode, "size_bytes": bytes_, **wl,
@@ -382,7 +384,7 @@ def run_insitu(out: Path, *, decode_steps: int = 16) -> None:
                     dev_us = getattr(ev, "device_time_total", None)
                     if dev_us is None:
                         dev_us = ev.cuda_time_total
-                    append_jsonl(out, {"schema": "piep.insitu", "schema_version": 1,
+                    append_record(out, {"schema": "piep.insitu", "schema_version": 1,
                                        "model": name, "batch": batch, "prompt_len": prompt,
                                        "phase": phase, "kind": ev.key[5:], "mode": "eager",
                                        "calls": ev.count, "steps": calls,
@@ -469,25 +471,23 @@ def run_collectives(out: Path, *, sizes=COLLECTIVE_SIZES, modes=("graph", "eager
                 if kind == "allreduce" and rescale and mode == "graph":
                     calls = max(calls, 32 * n_rot)  # the graph's settle(): <= 1/32 per call
                 if mode == "graph":
-                    g = torch.cuda.CUDAGraph()
-                    st = torch.cuda.Stream()
-                    st.wait_stream(torch.cuda.current_stream())
-                    with torch.cuda.stream(st):
-                        op(0)
-                    torch.cuda.current_stream().wait_stream(st)
-                    if kind == "allreduce" and rescale:
-                        # undo the calls before the capture, so that the captured settle()
-                        # undoes exactly the graph's own calls on every replay (without it,
-                        # small buffers shrank by 2^-1..2 per replay)
-                        settle()
-                    torch.cuda.synchronize()
-                    d.barrier()
-                    with torch.cuda.graph(g):
+                    resets = kind == "allreduce" and rescale
+
+                    def before(resets=resets, settle=settle):
+                        if resets:
+                            # undo the calls before the capture, so that the captured
+                            # settle() undoes exactly the graph's own calls on every replay
+                            # (without it, small buffers shrank by 2^-1..2 per replay)
+                            settle()
+                            torch.cuda.synchronize()
+                        d.barrier()
+
+                    def body(calls=calls, op=op, resets=resets, settle=settle):
                         for i in range(calls):
                             op(i)
-                        if kind == "allreduce" and rescale:
+                        if resets:
                             settle()
-                    replay = g.replay
+                    replay = capture(body, warm=lambda op=op: op(0), then=before).replay
                 else:
                     def replay(calls=calls, op=op):
                         for i in range(calls):
@@ -510,7 +510,7 @@ def run_collectives(out: Path, *, sizes=COLLECTIVE_SIZES, modes=("graph", "eager
                         "uuid": getattr(meter.nvml, "uuid", None)}
                 ranks = d.gather(mine)
                 if d.rank == 0:
-                    append_jsonl(out, {
+                    append_record(out, {
                         "schema": "piep.collective_sample", "schema_version": 1,
                         "kind": kind, "size_bytes": size, "group_size": world, "mode": mode,
                         "time_s": per_call,
@@ -542,18 +542,7 @@ def _time_calls(op, n: int, d, cuda: bool = True) -> float:
         op(i)
     _sync(cuda)
     d.barrier()
-    if not cuda:
-        t0 = clock.now()
-        for i in range(n):
-            op(i)
-        return (clock.now() - t0) / n
-    s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    s.record()
-    for i in range(n):
-        op(i)
-    e.record()
-    torch.cuda.synchronize()
-    return s.elapsed_time(e) / 1000 / n
+    return seconds(op, n, cuda=cuda)
 
 
 def repeat_shapes(gpu: str = DEFAULT_GPU, *, under_s: float | None = None) -> list[dict[str, Any]]:
@@ -589,7 +578,7 @@ def run_repeat(out: Path, *, shard: tuple[int, int], min_window_s: float,
             row.update(schema="piep.module_sample", schema_version=1, repeat=rep,
                        shape_fields=sorted(s), gpu_uuid=nvml.uuid, idle_power_w=idle_w,
                        check="repeat")
-            append_jsonl(out, row)
+            append_record(out, row)
             n += 1
             torch.cuda.empty_cache()
     return n

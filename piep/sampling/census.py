@@ -26,10 +26,11 @@ from typing import Any
 
 import torch
 
-from piep.artifacts import append_jsonl, writable
+from piep.artifacts import writable
 from piep.config import ModelSpec, Parallel, Workload
 from piep.device import clock
 from piep.errors import ConfigError, PiepError
+from piep.records import append_record
 from piep.sampling.hf import HF_ENGINES, HFGenerate, build_model
 from piep.sampling.runner import Dist, _sync
 
@@ -154,7 +155,7 @@ def main(argv: list[str] | None = None) -> int:
             t0 = clock.now()
             rec = census(spec, engine, wl, device)
             rec["wall_s"] = clock.now() - t0
-            append_jsonl(args.out, rec)
+            append_record(args.out, rec)
             step = rec["decode_step"]
             print(f"{engine} {name}: prefill {rec['prefill']['per_layer']:.1f}/layer + "
                   f"{rec['prefill']['outside']:.1f}, decode step "

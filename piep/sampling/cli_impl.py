@@ -9,10 +9,10 @@ from typing import Any
 
 import torch
 
-from piep.artifacts import append_jsonl
 from piep.config import Parallel, Workload
 from piep.engines import ENGINES
 from piep.errors import ConfigError
+from piep.records import append_record
 from piep.sampling.grid import load_design, parallel_workload, run_grid, spec_of
 from piep.sampling.hf import HF_ENGINES, build_model, measure_hf
 from piep.sampling.options import MeasureOptions
@@ -84,7 +84,7 @@ def measure_main(opts: MeasureOptions) -> dict[str, Any] | None:
                 log.info("%s: %d requests, %s J, %.2f s", path, len(trace), rec["energy_j"],
                          rec["time_s"])
                 if opts.out:
-                    append_jsonl(opts.out, rec)
+                    append_record(opts.out, rec)
                 recs.append(rec)
             return recs[0] if len(recs) == 1 else {"traces": recs}
         parallel = Parallel(tp=opts.tp, pp=opts.pp, dp=opts.dp)
@@ -102,7 +102,7 @@ def measure_main(opts: MeasureOptions) -> dict[str, Any] | None:
                              model=model, dtype=dtype, hygiene=hygiene, meter=meter,
                              seed=opts.seed, extra={"command": _command()})
             if rec is not None and opts.out:
-                append_jsonl(opts.out, rec)
+                append_record(opts.out, rec)
             return rec
         clocks = _phase_clocks(opts, d)
         with clocks if clocks else _nothing():
@@ -116,7 +116,7 @@ def measure_main(opts: MeasureOptions) -> dict[str, Any] | None:
         if rec is not None and clocks:
             rec["clock_plan"] = {"file": opts.clock_plan, **clocks.summary()}
         if rec is not None and opts.out:
-            append_jsonl(opts.out, rec)
+            append_record(opts.out, rec)
         return rec
     finally:
         d.close()

@@ -11,6 +11,7 @@ import torch
 import torch.distributed as dist
 
 from piep.sampling.model import StageModel, Topology, check_finite, greedy
+from piep.sampling.protocol import capture
 
 
 class Generator:
@@ -96,21 +97,14 @@ class Generator:
             return
         self.prefill()
         saved = self.pos.clone()
-        stream = torch.cuda.Stream()
-        stream.wait_stream(torch.cuda.current_stream())
-        with torch.cuda.stream(stream):
+
+        def warm():
             for _ in range(warmup_steps):
                 self._io_before()
                 self._static_step()
                 self._io_after()
-        torch.cuda.current_stream().wait_stream(stream)
+        self.graph = capture(self._static_step, warm=warm, then=lambda: self.pos.copy_(saved))
         torch.cuda.synchronize()
-        self.pos.copy_(saved)
-        graph = torch.cuda.CUDAGraph()
-        with torch.cuda.graph(graph):
-            self._static_step()
-        torch.cuda.synchronize()
-        self.graph = graph
 
     def _io_before(self) -> None:
         topo = self.topo

@@ -27,10 +27,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
-from piep.artifacts import (append_jsonl, read_json, read_jsonl, user_calibration_dir,
-                            write_json)
+from piep.artifacts import read_json, read_jsonl, user_calibration_dir, write_json
 from piep.errors import ConfigError
 from piep.gpus import DEFAULT_GPU
+from piep.records import append_record
 from piep.sampling.options import check_gpu_name
 
 log = logging.getLogger("piep.calibrate")
@@ -227,7 +227,7 @@ def calibrate_gpu(name: str, bench: Bench, *, recipe: Recipe = Recipe(),
                  "spent_s": 0.0, "done": False}
         _write_state(state_path, state)
     if not any(r.get("schema") == "piep.host_overhead" for r in read_jsonl(folder / MODULES)):
-        append_jsonl(folder / MODULES, bench.host_overhead())
+        append_record(folder / MODULES, bench.host_overhead())
     load_gpu.cache_clear()
     gpu = load_gpu(name)
     tasks = plan(recipe.shapes() if shapes is None else shapes,
@@ -296,14 +296,14 @@ def _measure_one(bench: Bench, folder: Path, task: Task) -> None:
             log.warning("%s failed: %s", task.label, exc)
             row = {**task.item, "schema": "piep.module_failure", "schema_version": 1,
                    "shape_fields": sorted(task.item), "error": str(exc)[:300]}
-        append_jsonl(folder / MODULES, row)
+        append_record(folder / MODULES, row)
         return
     try:
         rec = bench.run(task.item)
     except (RuntimeError, PiepError) as exc:
         log.warning("%s failed: %s", task.label, exc)
-        append_jsonl(folder / RUNS, failure_record(task.item, str(exc)))
+        append_record(folder / RUNS, failure_record(task.item, str(exc)))
         return
     rec["key"] = config_key(task.item)
     rec["wall_s"] = time.monotonic() - t0
-    append_jsonl(folder / RUNS, rec)
+    append_record(folder / RUNS, rec)

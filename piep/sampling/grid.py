@@ -9,10 +9,10 @@ import random
 from pathlib import Path
 from typing import Any, Iterable
 
-from piep.artifacts import append_jsonl, read_jsonl
+from piep.artifacts import read_jsonl
 from piep.config import ModelSpec, Parallel, Workload
 from piep.device import clock as host_clock
-from piep.records import KEY_FIELDS, run_key
+from piep.records import KEY_FIELDS, append_record, run_key
 
 log = logging.getLogger("piep.measure")
 
@@ -92,13 +92,13 @@ def run_grid(design: list[dict[str, Any]], out: Path, *, budget_s: float, measur
         except Exception as exc:  # one bad configuration must not end the grid
             log.warning("%s failed: %s: %s", config_key(cfg), type(exc).__name__, exc)
             if rank == 0:
-                append_jsonl(out, failure_record(cfg, f"{type(exc).__name__}: {exc}"))
+                append_record(out, failure_record(cfg, f"{type(exc).__name__}: {exc}"))
             _free_memory()
             continue
         if rank == 0 and record is not None:
             record["key"] = config_key(cfg)
             record["wall_s"] = clock() - t0
-            append_jsonl(out, record)
+            append_record(out, record)
             finished += 1
             e = record.get("energy_j")
             log.info("[%d/%d] %s: %s J, %.3f s, spread %s (%.1f s wall)", i + 1, len(todo),

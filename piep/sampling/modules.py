@@ -17,6 +17,7 @@ from typing import Any, Callable
 import torch
 import torch.nn.functional as F
 
+from piep.sampling.protocol import capture, seconds
 from piep.sampling.runner import _sync
 from piep.sampling.model import (apply_rope, attention_block, eager_decode_ops,
                                  prefill_ops, split_heads, static_decode_ops)
@@ -205,55 +206,23 @@ def time_op(op: Op, mode: str, *, target_s: float = 0.004,
     kernels are the eager ones, and the host's launch gaps are the predictor's own term
     (timing an eager loop here would count this sampler's Python overhead instead). On a
     CPU device (tests), a replay is a loop of eager calls timed on the host clock."""
-    if device is not None and torch.device(device).type != "cuda":
-        return _time_on_host(op, target_s)
-    for i in range(min(op.n_rot, 3)):
+    cuda = device is None or torch.device(device).type == "cuda"
+    for i in range(min(op.n_rot, 3) if cuda else 1):  # warm-up
         op.fn(i)
-    torch.cuda.synchronize()
-    s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    s.record()
-    for i in range(op.n_rot):
-        op.fn(i)
-    e.record()
-    torch.cuda.synchronize()
-    rough = max(s.elapsed_time(e) / 1000 / op.n_rot, 1e-6)
+    _sync(device or "cuda")
+    rough = max(seconds(op.fn, op.n_rot, cuda=cuda), 1e-6)
     calls = max(op.n_rot, min(4096, int(target_s / rough)))
     calls = op.n_rot * max(1, round(calls / op.n_rot))
-    g = torch.cuda.CUDAGraph()
-    stream = torch.cuda.Stream()
-    stream.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(stream):
-        op.fn(0)
-    torch.cuda.current_stream().wait_stream(stream)
-    with torch.cuda.graph(g):
+
+    def loop():
         for i in range(calls):
             op.fn(i % op.n_rot)
-    replay = g.replay
+    if not cuda:
+        return loop, seconds(lambda i: loop(), 1, cuda=False) / calls, calls
+    replay = capture(loop, warm=lambda: op.fn(0)).replay
     replay()
     torch.cuda.synchronize()
-    s.record()
-    for _ in range(3):
-        replay()
-    e.record()
-    torch.cuda.synchronize()
-    return replay, s.elapsed_time(e) / 1000 / (3 * calls), calls
-
-
-def _time_on_host(op: Op, target_s: float) -> tuple[Callable[[], None], float, int]:
-    from piep.device import clock
-    op.fn(0)  # warm-up
-    t0 = clock.now()
-    for i in range(op.n_rot):
-        op.fn(i)
-    rough = max((clock.now() - t0) / op.n_rot, 1e-6)
-    calls = op.n_rot * max(1, round(max(op.n_rot, min(4096, int(target_s / rough))) / op.n_rot))
-
-    def replay():
-        for i in range(calls):
-            op.fn(i % op.n_rot)
-    t0 = clock.now()
-    replay()
-    return replay, (clock.now() - t0) / calls, calls
+    return replay, seconds(lambda i: replay(), 3) / calls, calls
 
 
 TINY_KERNEL_S = 20e-6  # below this, a call's duration varies between graph captures

@@ -66,6 +66,7 @@ def main(seconds: float) -> dict | None:
 
     from piep.device.energy import TickMeter
     from piep.device.nvml import NvmlDevice
+    from piep.sampling.protocol import capture, seconds as gpu_seconds
     from piep.sampling.runner import Dist
     d = Dist()
     rank, world = d.rank, d.world
@@ -118,28 +119,17 @@ def main(seconds: float) -> dict | None:
                 op()
             torch.cuda.synchronize()
             d.barrier()
-            s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-            s.record()
-            for _ in range(reps):
-                op()
-            e.record()
-            torch.cuda.synchronize()
-            eager_ms = s.elapsed_time(e) / reps
+            eager_ms = gpu_seconds(lambda i: op(), reps) * 1000
             row = {"kind": kind, "size_bytes": size, "eager_ms": eager_ms}
             try:  # the same op captured in a graph; events inside with external=True
-                g = torch.cuda.CUDAGraph()
                 ev = [torch.cuda.Event(enable_timing=True, external=True) for _ in range(2)]
-                stream = torch.cuda.Stream()
-                stream.wait_stream(torch.cuda.current_stream())
-                with torch.cuda.stream(stream):
-                    op()
-                torch.cuda.current_stream().wait_stream(stream)
-                torch.cuda.synchronize()
-                with torch.cuda.graph(g):
+
+                def body(ev=ev, reps=reps):
                     ev[0].record()
                     for _ in range(reps):
                         op()
                     ev[1].record()
+                g = capture(body, warm=op)
                 d.barrier()
                 g.replay()
                 torch.cuda.synchronize()
@@ -152,16 +142,7 @@ def main(seconds: float) -> dict | None:
     res["collectives"] = coll
     if world > 1:  # correctness of a captured AllReduce
         t = torch.full((8,), float(rank + 1), device=dev)
-        g = torch.cuda.CUDAGraph()
-        stream = torch.cuda.Stream()
-        stream.wait_stream(torch.cuda.current_stream())
-        with torch.cuda.stream(stream):
-            dist.all_reduce(t)
-        torch.cuda.current_stream().wait_stream(stream)
-        t.fill_(float(rank + 1))
-        torch.cuda.synchronize()
-        with torch.cuda.graph(g):
-            dist.all_reduce(t)
+        g = capture(lambda: dist.all_reduce(t), then=lambda: t.fill_(float(rank + 1)))
         g.replay()
         torch.cuda.synchronize()
         res["graph_allreduce_value"] = t[0].item()
@@ -193,13 +174,7 @@ def main(seconds: float) -> dict | None:
         for _ in range(3):
             fn()
         torch.cuda.synchronize()
-        s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        s.record()
-        for _ in range(20):
-            fn()
-        e.record()
-        torch.cuda.synchronize()
-        per = s.elapsed_time(e) / 20 / 1000
+        per = gpu_seconds(lambda i, fn=fn: fn(), 20)
         reps = max(1, int(2.0 / per))
 
         def work():
@@ -216,22 +191,16 @@ def main(seconds: float) -> dict | None:
     big = big2 = None
     # graph pool of a small captured step
     before = torch.cuda.memory_reserved()
-    g = torch.cuda.CUDAGraph()
     xx = torch.randn(64, 4096, device=dev, dtype=torch.bfloat16)
     ww = torch.randn(4096, 4096, device=dev, dtype=torch.bfloat16)
-    stream = torch.cuda.Stream()
-    stream.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(stream):
-        (xx @ ww).relu()
-    torch.cuda.current_stream().wait_stream(stream)
-    with torch.cuda.graph(g):
-        yy = (xx @ ww).relu()
+    kept = []
+    g = capture(lambda: kept.append((xx @ ww).relu()), warm=lambda: (xx @ ww).relu())
     torch.cuda.synchronize()
     mem["graph_pool_small_step_gib"] = (torch.cuda.memory_reserved() - before) / 2 ** 30
     res["memory"] = mem
     res["torch"] = torch.__version__
     res["cuda"] = torch.version.cuda
-    _ = yy
+    _ = g, kept
     gathered = d.gather(res)
     d.close()
     return {"ranks": gathered} if rank == 0 else None
