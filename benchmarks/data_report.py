@@ -584,6 +584,9 @@ def overview_report() -> None:
          "samples, then single-GPU runs), and the folder `piep calibrate gpu --name "
          "h200-quick15 --minutes 15` left (calls 62-63, the second resuming the first)",
          "`device/run59.sh`, `run60.sh`, `run61.sh`; `python benchmarks/calibration_cost.py`"),
+        ("`protocol/`", "the samplers before and after their captures and timings became "
+         "one protocol, on one board (device calls 64-65)",
+         "`device/run64.sh`, `run65.sh`; `python benchmarks/protocol_ab.py`"),
         ("`dvfs/`", "the frequency model, the literature it is fitted to, clock plans run in "
          "dry-run", "`python benchmarks/dvfs_fit.py`; `piep measure --clock-plan`"),
         ("`optimize/`", "the online batch-axis search on H200, step by step",
