@@ -5,17 +5,25 @@ call), a `ServingReplay` one request trace replayed by a serving engine. Each is
 its JSON record by `from_json`, which names every missing or malformed field in one line,
 and gives back the record as written by `to_json`. The fits (piep.fit) read their fields,
 never the record's keys; records of another harness (a model, a layout, lengths, energy
-and time, no `schema`) load through the same types.
+and time, no `schema`) load through the same types; `ForeignRun` is a `generate()` call
+measured by another harness (the supplied tp=2 runs), whose engine is named as piep names
+it (`"engine": "hf-static"`) or as transformers with its cache mode.
+
+The lab's samplers append their records through `append_record`, which reads each back the
+way the fits will before it is written.
 """
 
 from __future__ import annotations
 
+import json
 import math
 import statistics
+from pathlib import Path
 from dataclasses import dataclass, field, replace
 from typing import Any, Mapping
 
 from piep.config import ModelSpec, Parallel, Workload
+from piep.engines import ENGINES, names
 from piep.engines import engine as engine_record
 from piep.errors import ConfigError
 from piep.gpus import GPU
@@ -528,3 +536,105 @@ def append_record(path, doc: Mapping[str, Any]) -> None:
     if doc["schema"] in TYPED:
         TYPED[doc["schema"]](doc, where)
     append_jsonl(path, dict(doc))
+
+
+# what a run of another harness (tp=2 generate() calls, ...) states
+FOREIGN_NEEDED = ("model", "engine", "tp", "batch", "prompt_len", "gen_len", "energy_j", "time_s")
+
+
+@dataclass(frozen=True)
+class ForeignRun:
+    """One measured `generate()` call of another harness, loaded as it is (a model, a
+    built-in engine, a layout, a workload, energy and time of the whole call; no prefill
+    split, no host probe): the repeat of median energy, and its repeats."""
+    model: str
+    engine: str                 # a built-in engine of piep
+    tp: int
+    batch: int
+    prompt_len: int
+    gen_len: int
+    energy_j: float
+    time_s: float
+    repeats: tuple[tuple[float, float], ...]  # (energy_j, time_s) of each repeat, in order
+    source: str                 # file:line
+
+    @property
+    def label(self) -> str:
+        """`engine tpN bB`, how reports name the run."""
+        return f"{self.engine} tp{self.tp} b{self.batch}"
+
+    def spread(self, key: str = "energy_j") -> float:
+        """(max - min) / median of the repeats (0 without repeats)."""
+        values = sorted(e if key == "energy_j" else t for e, t in self.repeats)
+        return (values[-1] - values[0]) / values[len(values) // 2] if values else 0.0
+
+
+def engine_of(rec: dict[str, Any]) -> str | None:
+    """The built-in engine a record names: piep's name, or transformers and its mode."""
+    name = rec.get("engine")
+    if name in ENGINES:
+        return name
+    if name == "transformers":  # generate() by its cache: static (compiled) or dynamic
+        mode = str(rec.get("mode", "")).lower()
+        generate = names(runs_generate=True)
+        for key, words in (("compiled_decode", ("static",)),
+                           ("dynamic_cache", ("eager", "dynamic"))):
+            if any(w in mode for w in words):
+                return next(e for e in generate if getattr(ENGINES[e], key))
+    return None
+
+
+def foreign_run(rec: Any, where: str) -> ForeignRun:
+    """One record, checked: one line names what is missing or wrong."""
+    if not isinstance(rec, dict):
+        raise ConfigError(f"{where}: a run is a JSON object")
+    missing = [k for k in FOREIGN_NEEDED if rec.get(k) is None]
+    if missing:
+        raise ConfigError(f"{where}: lacks {', '.join(missing)} (a run needs "
+                          f"{', '.join(FOREIGN_NEEDED)})")
+    engine = engine_of(rec)
+    if engine is None:
+        raise ConfigError(f"{where}: engine {rec['engine']!r} (mode {rec.get('mode')!r}) is "
+                          f"none of piep's ({', '.join(ENGINES)}; or transformers with an "
+                          f"eager or static-cache mode)")
+    try:
+        ints = {k: int(rec[k]) for k in ("tp", "batch", "prompt_len", "gen_len")}
+        energy, time_s = float(rec["energy_j"]), float(rec["time_s"])
+        repeats = tuple((float(r["energy_j"]), float(r["time_s"]))
+                        for r in rec.get("repeats_in_order") or ())
+    except (TypeError, ValueError, KeyError) as exc:
+        raise ConfigError(f"{where}: {exc}") from None
+    if min(ints.values()) < 1 or not (energy > 0 and time_s > 0):
+        raise ConfigError(f"{where}: tp, batch, prompt_len, gen_len must be >= 1 and "
+                          f"energy_j, time_s > 0")
+    return ForeignRun(model=str(rec["model"]), engine=engine, energy_j=energy, time_s=time_s,
+                      repeats=repeats, source=where, **ints)
+
+
+def is_foreign(path: str | Path) -> bool:
+    """The file's first record is not one of piep's (it has no `schema`)."""
+    from piep.artifacts import read_text
+    for line in read_text(path).splitlines():
+        if line.strip():
+            try:
+                return "schema" not in json.loads(line)
+            except json.JSONDecodeError:
+                return False
+    return False
+
+
+def load_foreign(path: str | Path) -> list[ForeignRun]:
+    """Every run of a JSONL file of another harness (one line per run)."""
+    from piep.artifacts import read_text
+    runs = []
+    for i, line in enumerate(read_text(path).splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            rec = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise ConfigError(f"{path}:{i}: not JSON ({exc.msg})") from None
+        runs.append(foreign_run(rec, f"{path}:{i}"))
+    if not runs:
+        raise ConfigError(f"{path}: no runs")
+    return runs

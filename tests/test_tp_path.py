@@ -12,7 +12,7 @@ import pytest
 from piep import api
 from piep.cli import main
 from piep.fit import tp_path
-from piep.fit.foreign import ForeignRun, load_foreign
+from piep.records import ForeignRun, load_foreign
 from piep.predict.pricing import price
 from piep.scenario import Scenario
 
