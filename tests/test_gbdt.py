@@ -61,7 +61,8 @@ def test_a_tree_of_one_leaf_and_other_models_refused():
 
 def test_many_rows_go_to_lightgbm_with_the_same_numbers(monkeypatch):
     """A sweep's thousands of rows are evaluated by LightGBM where installed (several
-    times faster), a prediction's few by numpy: the same numbers either way."""
+    times faster), a prediction's few by numpy (more than a few by LightGBM once it is
+    imported): the same numbers either way."""
     import piep.predict.gbdt as gbdt
     from piep.predict.learned import load_learned
     km = load_learned("h200").modules.kinds["linear"]
@@ -70,6 +71,30 @@ def test_many_rows_go_to_lightgbm_with_the_same_numbers(monkeypatch):
     x[::7, 0] = np.nan
     fast = km.time_booster.predict(x)
     assert km.time_booster._booster is not None  # LightGBM answered
+    assert np.array_equal(fast[:50], km.time_booster.predict(x[:50]))  # imported: LightGBM
     monkeypatch.setattr(gbdt, "MANY_ROWS", 10 ** 9)
+    monkeypatch.setattr(gbdt, "SOME_ROWS", 10 ** 9)  # numpy's walk
     assert np.array_equal(fast, km.time_booster.predict(x))
     assert np.array_equal(fast[:50], km.time_booster.predict(x[:50]))
+
+
+def test_the_range_test_finds_the_nearest_sample():
+    """The out-of-range flag (the nearest training sample, found by one matrix product per
+    chunk) is the brute-force search's, also for leaves close to the threshold."""
+    from piep.predict.learned import load_learned
+    rng = np.random.default_rng(2)
+    flagged = 0
+    for km in load_learned("h200").modules.kinds.values():
+        train = km.train_z
+        if len(train) == 0:
+            continue
+        near_threshold = km.oor_threshold / np.sqrt(train.shape[1])
+        z = train[rng.integers(0, len(train), 400)] \
+            + rng.normal(size=(400, train.shape[1])) * near_threshold * rng.uniform(0, 3, (400, 1))
+        x = z * km.std + km.mean
+        zs = (x - km.mean) / np.where(km.std > 1e-6, km.std, np.inf)
+        brute = np.sqrt(((zs[:, None, :] - train[None]) ** 2).sum(-1).min(1))
+        got = km.out_of_range(x)
+        assert np.array_equal(got, ~(brute <= km.oor_threshold))
+        flagged += int(got.sum())
+    assert 0 < flagged  # some leaves out of range, some in

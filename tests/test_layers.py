@@ -28,12 +28,23 @@ def _unit(module: str) -> str:
     return parts[1] if len(parts) > 1 else "__init__"
 
 
+_PARSED: list = []  # every file of piep with its syntax tree, read once per session
+
+
+def _parsed() -> list:
+    """(path, syntax tree) of every file of piep."""
+    if not _PARSED:
+        _PARSED.extend((path, ast.parse(path.read_text()))
+                       for path in sorted(PIEP.rglob("*.py")))
+    return _PARSED
+
+
 def _imports():
     """(importing file, its unit, imported module) for every import statement."""
-    for path in sorted(PIEP.rglob("*.py")):
+    for path, tree in _parsed():
         rel = path.relative_to(PIEP.parent).with_suffix("")
         module = ".".join(rel.parts).removesuffix(".__init__")
-        for node in ast.walk(ast.parse(path.read_text())):
+        for node in ast.walk(tree):
             if isinstance(node, ast.Import):
                 names = [a.name for a in node.names]
             elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
@@ -108,9 +119,9 @@ def test_only_the_registry_names_an_engine():
     needs (`engine(name).serves`, `names(host_fitted=True)`), it does not compare names."""
     from piep.engines import ENGINES
     found = [f"{path.relative_to(PIEP.parent)}:{node.lineno} {node.value!r}"
-             for path in sorted(PIEP.rglob("*.py"))
+             for path, tree in _parsed()
              if str(path.relative_to(PIEP.parent)) not in NAMES_ENGINES
-             for node in ast.walk(ast.parse(path.read_text()))
+             for node in ast.walk(tree)
              if isinstance(node, ast.Constant) and node.value in ENGINES]
     assert not found, found
 

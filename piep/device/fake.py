@@ -21,7 +21,8 @@ class FakeClock:
 
 
 class FakeDevice:
-    """Counter in mJ, updated on tick boundaries with the exact integral of `power_fn`."""
+    """Counter in mJ, updated on tick boundaries with the exact integral of `power_fn` (from
+    the first tick read: its counter starts there, as a real one counts from some start)."""
 
     def __init__(self, power_fn: Callable[[float], float], clock: FakeClock | None = None, *,
                  tick_s: float = 0.1, phase_s: float = 0.037, uuid: str = "GPU-fake-0",
@@ -36,10 +37,6 @@ class FakeDevice:
         self.step_s = step_s
         self.sm_clock = 1980.0
         self.locked: tuple[int, int] | None = None
-
-    def _integral_j(self, t: float) -> float:
-        n = int(t / self.step_s)
-        return sum(self.power_fn(i * self.step_s) for i in range(n)) * self.step_s
 
     def energy_mj(self) -> int:
         t = self.clock()
@@ -60,8 +57,8 @@ class FakeDevice:
                 n0, n1 = int(round(k0 / self.step_s)), int(t / self.step_s)
                 cache[key] = cache[k0] + sum(self.power_fn(i * self.step_s)
                                              for i in range(n0, n1)) * self.step_s
-            else:
-                cache[key] = self._integral_j(t)
+            else:  # the counter's origin: the first tick read (as NVML's, since some start)
+                cache[key] = 0.0
         return cache[key]
 
     def power_w(self) -> float:

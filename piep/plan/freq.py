@@ -269,13 +269,34 @@ def phase_totals(fm: FreqModel, lv: LeafArrays, t_call: np.ndarray, e_call: np.n
     phase times (the timeline of `piep.predict.timeline`) and energies (with pipeline
     bubbles at the busy-poll power), each phase under the board's power limit as the
     predictor holds it."""
+    time_s, energy_j = _totals(lv, t_call, e_call, np.asarray(choice)[None, :])
+    return PhaseTotals(time_s[:, 0], energy_j[:, 0])
+
+
+def totals_at_each_clock(lv: LeafArrays, t_call: np.ndarray,
+                         e_call: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """`phase_totals` with every leaf at the same clock, for each clock at once: phase
+    times and energies, (2, clocks) each (the same sums, in the same order)."""
+    clocks = t_call.shape[1]
+    return _totals(lv, t_call, e_call,
+                   np.broadcast_to(np.arange(clocks)[:, None], (clocks, len(lv))))
+
+
+def _totals(lv: LeafArrays, t_call: np.ndarray, e_call: np.ndarray,
+            choice: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Phase times and energies, (2, K), of K choices of a clock per leaf ((K, leaves)):
+    each choice's two phases are two segments of one timeline."""
+    k = len(choice)
     rows = np.arange(len(lv))
     gap = lv.gap * lv.count  # t_call holds the gap after each call
     busy = t_call[rows, choice] * lv.count - gap
-    tl = lay_out(2, lv.phase, lv.stage, busy, gap, hide_gaps=np.array(lv.hide_gaps),
-                 pp=np.array([lv.pp, lv.pp]))
+    segment = (lv.phase[None, :] + 2 * np.arange(k)[:, None]).ravel()
+    stage = np.tile(lv.stage, k)
+    tl = lay_out(2 * k, segment, stage, busy.ravel(), np.tile(gap, k),
+                 hide_gaps=np.tile(np.array(lv.hide_gaps), k), pp=np.full(2 * k, lv.pp))
     ns = tl.bubble_s.shape[1]
-    gpu_e = np.bincount(lv.phase * ns + lv.stage, weights=e_call[rows, choice] * lv.weight,
-                        minlength=2 * ns).reshape(2, ns) + tl.bubble_s * lv.wait_w
+    gpu_e = np.bincount(segment * ns + stage, weights=(e_call[rows, choice] * lv.weight).ravel(),
+                        minlength=2 * k * ns).reshape(2 * k, ns) + tl.bubble_s * lv.wait_w
     held_s, factor = lv.limit.hold(tl.time_s, gpu_e, lv.limit_w)
-    return PhaseTotals(held_s, (gpu_e * factor).sum(1) * lv.tp * lv.dp)
+    energy_j = (gpu_e * factor).sum(1) * lv.tp * lv.dp
+    return held_s.reshape(k, 2).T, energy_j.reshape(k, 2).T

@@ -23,7 +23,8 @@ import numpy as np
 
 from piep.artifacts import provenance
 from piep.layout import Deployment
-from piep.plan.freq import (FreqModel, LeafArrays, leaf_arrays, phase_totals, response)
+from piep.plan.freq import (FreqModel, LeafArrays, leaf_arrays, phase_totals, response,
+                            totals_at_each_clock)
 from piep.predict.pricing import deployment_fields
 from piep.predict.pricing import price
 
@@ -56,11 +57,7 @@ def phase_curves(fm: FreqModel, lv: LeafArrays, power_limit_w: float | None = No
     (see `under_limit`)."""
     clocks = fm.clocks()
     t_call, e_call = response(fm, lv, clocks)
-    times = np.zeros((2, len(clocks)))
-    energies = np.zeros((2, len(clocks)))
-    for j in range(len(clocks)):
-        tot = phase_totals(fm, lv, t_call, e_call, np.full(len(lv), j))
-        times[:, j], energies[:, j] = tot.time_s, tot.energy_j
+    times, energies = totals_at_each_clock(lv, t_call, e_call)
     times = no_faster(times, times[:, -1:])
     return under_limit(Curves(clocks, times, energies, t_call, e_call), lv, fm, power_limit_w)
 

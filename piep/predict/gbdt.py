@@ -11,6 +11,7 @@ piep's module models are; anything else is refused when the text is read.
 
 from __future__ import annotations
 
+import sys
 from functools import cached_property
 
 import numpy as np
@@ -19,8 +20,11 @@ DEFAULT_LEFT = 2     # decision_type bit: a missing value goes left
 MISSING_SHIFT = 2    # decision_type bits 2-3: what counts as missing (0 none, 1 zero, 2 NaN)
 ZERO = 1e-35         # LightGBM's kZeroThreshold
 # rows from which LightGBM's evaluator (when installed) answers, ~10x faster there: its
-# import (~0.2 s) pays off; a prediction's few hundred rows stay with numpy (no import)
+# import (~0.2 s) pays off; a prediction's few hundred rows stay with numpy (no import).
+# Once a process has imported LightGBM (a sweep, a fit, a server), it answers from
+# SOME_ROWS: below that its call costs more than numpy's walk.
 MANY_ROWS = 1_000
+SOME_ROWS = 16
 
 
 class Forest:
@@ -58,14 +62,16 @@ class Forest:
         return self.text
 
     def predict(self, x: np.ndarray, num_threads: int | None = None) -> np.ndarray:
-        """One prediction per row of `x`; many rows at once (a sweep) go to LightGBM's own
-        evaluator where it is installed (the same numbers, `tests/test_gbdt.py`, several
-        times faster there; `num_threads` is its)."""
+        """One prediction per row of `x`; many rows at once (a sweep), or more than a few in
+        a process that has imported LightGBM, go to LightGBM's own evaluator where it is
+        installed (the same numbers, `tests/test_gbdt.py`, several times faster there;
+        `num_threads` is its)."""
         x = np.asarray(x, dtype=np.float64)
         if x.ndim != 2 or x.shape[1] != self.num_features:
             raise ValueError(f"rows of {self.num_features} features expected, got shape "
                              f"{x.shape}")
-        if len(x) >= MANY_ROWS and (booster := self._booster) is not None:
+        many = MANY_ROWS if "lightgbm" not in sys.modules else SOME_ROWS
+        if len(x) >= many and (booster := self._booster) is not None:
             kw = {"num_threads": num_threads} if num_threads else {}
             return booster.predict(x, **kw)
         m = self._nodes

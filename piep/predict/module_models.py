@@ -10,7 +10,7 @@ feature space) are flagged `out_of_range`.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -48,6 +48,7 @@ class KindModel:
     std: np.ndarray
     train_z: np.ndarray
     oor_threshold: float
+    _train_sq: np.ndarray | None = field(default=None, repr=False, compare=False)
 
     def predict(self, x: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         threads = 2 if len(x) > 256 else 1
@@ -58,18 +59,23 @@ class KindModel:
     def out_of_range(self, x: np.ndarray) -> np.ndarray:
         """Standardized distance to the nearest training sample above the threshold (a
         search over the samples in chunks of leaves: no spatial index to import or build,
-        bounded memory)."""
+        bounded memory). The nearest sample is found with one matrix product per chunk
+        (|z|^2 + |t|^2 - 2 z.t), its distance then computed directly (no cancellation)."""
         if len(self.train_z) == 0:
             return np.ones(len(x), dtype=bool)
         # a feature constant over the samples (eager decode where only graph decode was
         # sampled) cannot split the GBDTs, so it does not make a leaf far from them
         z = (x - self.mean) / np.where(self.std > CONSTANT_STD, self.std, np.inf)
-        near = np.empty(len(z))
-        step = max(1, OOR_CHUNK // len(self.train_z))
+        train = self.train_z
+        if self._train_sq is None:
+            self._train_sq = (train * train).sum(1)
+        nearest = np.empty(len(z), dtype=np.intp)
+        step = max(1, OOR_CHUNK // len(train))
         for i in range(0, len(z), step):
-            diff = z[i:i + step, None, :] - self.train_z[None, :, :]
-            near[i:i + step] = (diff * diff).sum(-1).min(1)
-        return ~(np.sqrt(near) <= self.oor_threshold)
+            part = z[i:i + step]
+            nearest[i:i + step] = (self._train_sq[None, :] - 2.0 * (part @ train.T)).argmin(1)
+        diff = z - train[nearest]
+        return ~(np.sqrt((diff * diff).sum(1)) <= self.oor_threshold)
 
 
 # leaves x samples compared at once by the range test (memory: 16 features x 8 bytes each)

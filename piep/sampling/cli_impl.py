@@ -139,9 +139,9 @@ class _ModelSlot:
     def clear(self) -> None:
         if self.model is not None:
             self.model, self.key = None, None
-            import gc
-            gc.collect()
-            if torch.cuda.is_available():
+            if torch.cuda.is_available():  # on CPU nothing holds a device
+                import gc
+                gc.collect()
                 torch.cuda.empty_cache()
 
 

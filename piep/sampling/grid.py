@@ -116,11 +116,12 @@ def shuffled(configs: list[dict[str, Any]], seed: int) -> list[dict[str, Any]]:
 
 
 def _free_memory() -> None:
-    import gc
-    gc.collect()
+    """Give a GPU's memory back between configurations (on CPU nothing holds a device)."""
     try:
         import torch
-        if torch.cuda.is_available():
-            torch.cuda.empty_cache()
     except ImportError:
-        pass
+        return
+    if torch.cuda.is_available():
+        import gc
+        gc.collect()
+        torch.cuda.empty_cache()
