@@ -95,10 +95,12 @@ def _fit_kind(x: np.ndarray, log_ratio: np.ndarray, power: np.ndarray,
                    keep_training_booster=True)
     mean, std = x.mean(0), x.std(0) + 1e-9
     z = (x - mean) / std
-    if len(z) > 1:
-        d = np.sqrt(((z[:, None, :] - z[None, :, :]) ** 2).sum(-1))
-        np.fill_diagonal(d, np.inf)
-        thr = float(np.quantile(d.min(1), 0.95) * 1.5)
+    if len(z) > 1:  # each sample's nearest other sample (found as in `out_of_range`)
+        sq = (z * z).sum(1)
+        near = sq[None, :] - 2.0 * (z @ z.T)
+        np.fill_diagonal(near, np.inf)
+        diff = z - z[near.argmin(1)]
+        thr = float(np.quantile(np.sqrt((diff * diff).sum(1)), 0.95) * 1.5)
     else:
         thr = 0.0
     return KindModel(tb, pb, mean, std, z, thr)

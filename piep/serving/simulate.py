@@ -69,7 +69,10 @@ def simulate(trace: Trace, costs: IterationCosts, policy: SchedulerPolicy) -> Si
         raise ConfigError(f"request {trace.ids[i]} needs {need_blocks[i]} KV blocks of {bs} "
                           f"tokens; the cache holds {policy.num_blocks}")
     done_prefill = np.zeros(n, np.int64)   # prompt tokens in the cache
-    generated = np.zeros(n, np.int64)
+    # the position of each request's next token to feed (prompt + generated - 1), and the
+    # position at which it has generated all (prompt + gen - 1)
+    nxtpos = prompt - 1
+    stop = prompt + gen - 1
     blocks = np.zeros(n, np.int64)
     first = np.full(n, np.nan)
     last = np.full(n, np.nan)
@@ -99,13 +102,15 @@ def simulate(trace: Trace, costs: IterationCosts, policy: SchedulerPolicy) -> Si
         budget = policy.max_batch_tokens
         req_budget = policy.max_requests_per_batch
         dec = decoding[:min(len(decoding), budget, req_budget)]
-        pos = prompt[dec] + generated[dec] - 1
+        prefix = True  # dec is the head of `decoding`
+        pos = nxtpos[dec]
         opens = (pos % bs == 0) & (pos // bs >= blocks[dec])
         n_open = int(np.count_nonzero(opens))
         if n_open > free:  # no block for some: they wait this iteration
             ok = np.cumsum(opens) <= free
             dec, opens, pos = dec[ok], opens[ok], pos[ok]
             n_open = int(np.count_nonzero(opens))
+            prefix = False
         if n_open:
             blocks[dec[opens]] += 1
             free -= n_open
@@ -145,15 +150,17 @@ def simulate(trace: Trace, costs: IterationCosts, policy: SchedulerPolicy) -> Si
         its.append((t, dt, n_pre, len(dec), requests, keys, e_k, e_g))
         # the decoding requests got their token
         if len(dec):
-            generated[dec] += 1
-            last[dec] = t_end
+            pos += 1
+            nxtpos[dec] = pos
             energy[dec] += share
-            done = generated[dec] >= gen[dec]
-            if done.any():
+            done = pos >= stop[dec]
+            if done.any():  # (a request's last token is its last time: set when it ends)
                 finished = dec[done]
+                last[finished] = t_end
                 free += int(blocks[finished].sum())
                 blocks[finished] = 0
-                decoding = decoding[generated[decoding] < gen[decoding]]
+                decoding = np.concatenate([dec[~done], decoding[len(dec):]]) if prefix \
+                    else decoding[nxtpos[decoding] < stop[decoding]]
         new_dec = []
         for r, take in chunks:
             done_prefill[r] += take
@@ -161,7 +168,7 @@ def simulate(trace: Trace, costs: IterationCosts, policy: SchedulerPolicy) -> Si
             if done_prefill[r] < prompt[r]:  # the rest of its prompt comes first next time
                 prefilling.appendleft(r)
                 continue
-            generated[r] = 1  # the prefill's token
+            nxtpos[r] = prompt[r]  # the prefill's token
             first[r] = last[r] = t_end
             if gen[r] == 1:
                 free += int(blocks[r])
