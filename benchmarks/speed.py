@@ -1,6 +1,7 @@
 """Prediction throughput of `piep sweep` / the Python API on this machine.
 
     python benchmarks/speed.py [N] [--repeat R]
+    python benchmarks/speed.py --write    # every speed target of issue 36 -> reports/speed.md
 
 With --repeat R each predictor's sweep runs R times and the median is printed (the
 figure to compare between commits, run back to back).
@@ -10,17 +11,30 @@ with the shipped predictor (learned if trained) and prints predictions per secon
 configurations and valid ones only (refusals are answered too, with their reason). No
 prediction, leaf cost or GBDT output is reused between configurations; the learned
 path keeps only tree skeletons per (model, tp, pp), built from the tree builder on first
-use and counted in the time. Target: >= 2,000 per second on 2 cores.
+use and counted in the time. Target: >= 10,000 valid predictions per second on 2 cores.
+
+`--write` measures every speed target in one run (about 6 minutes on 2 cores): the
+command line's start (benchmarks/startup.py), the sweep, `piep serve` of 100,000 requests
+(simulated, benchmarks/serving_speed.py, and from the command line), `piep train`, each
+engine-profile fit (`piep train --engine`, hf-cb's stopped after 120 s), and the default
+test tier's CPU seconds; each figure beside its target, in reports/speed.md.
 """
 
 from __future__ import annotations
 
+import os
 import random
+import resource
+import statistics
+import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "benchmarks"))
 
 from piep.sweep import sweep  # noqa: E402
 
@@ -44,8 +58,87 @@ def draw(n: int, seed: int = 0) -> list[dict]:
     return out
 
 
+def valid_per_s(configs: list[dict], predictor: str = "auto", repeat: int = 1
+                ) -> tuple[str, int, float]:
+    """(predictor, valid configurations, median seconds of `repeat` sweeps of them)."""
+    sweep(configs[:50], predictor=predictor)  # load and warm up outside the timing
+    times = []
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        rows = sweep(configs, predictor=predictor)
+        times.append(time.perf_counter() - t0)
+    name = next(r["predictor"] for r in rows if "predictor" in r)
+    return name, sum("energy_j" in r for r in rows), statistics.median(times)
+
+
+def _run(argv: list[str], limit_s: float | None = None) -> tuple[float, float, bool]:
+    """(wall seconds, CPU seconds of the child, finished within `limit_s`) of a command."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    t0 = time.perf_counter()
+    try:
+        subprocess.run(argv, cwd=ROOT, capture_output=True, check=True, timeout=limit_s)
+        done = True
+    except subprocess.TimeoutExpired:
+        done = False
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    return time.perf_counter() - t0, cpu, done
+
+
+def report() -> str:
+    """Every speed target of issue 36 measured in one run, as a table."""
+    import serving_speed
+    import startup
+    piep = [sys.executable, "-m", "piep"]
+    rows = []  # (what, figure, unit, target, met)
+    med, same = startup.measure(9)
+    bare = med["bare interpreter"]
+    rows.append(("`python -c pass` (the reference)", f"{bare:.3f}", "s", "", None))
+    for name, target in startup.TARGETS.items():
+        rows.append((f"`{' '.join(startup.CASES[name][2:])}`, x the bare start",
+                     f"{med[name] / bare:.1f}", "x", f"<= {target:g}", med[name] / bare <= target))
+    name, ok, dt = valid_per_s(draw(4000), repeat=3)
+    rows.append((f"sweep of 4,000 random configurations ({name}), valid predictions/s",
+                 f"{ok / dt:,.0f}", "/s", ">= 10,000", ok / dt >= 10_000))
+    _, sim_s, _ = serving_speed.timed(100_000)
+    rows.append(("`piep serve`, 100,000 requests, simulation (benchmarks/serving_speed.py)",
+                 f"{sim_s:.1f}", "s", "<= 2", sim_s <= 2))
+    serve = piep + ["serve", "--model", "llama-3-8b", "--rate", "200", "--requests", "100000"]
+    for label, extra in (("table", []), ("`--json`", ["--json"])):
+        wall = statistics.median(_run(serve + extra)[0] for _ in range(3))
+        rows.append((f"`piep serve --model llama-3-8b --rate 200 --requests 100000`, {label}",
+                     f"{wall:.1f}", "s", "<= 3", wall <= 3))
+    with tempfile.TemporaryDirectory() as tmp:
+        wall = _run(piep + ["train", "--out", f"{tmp}/p"])[0]
+        rows.append(("`piep train` (the predictor)", f"{wall:.1f}", "s", "<= 20", wall <= 20))
+        for engine, limit in (("hf-eager", None), ("hf-static", None), ("hf-cb", 120.0)):
+            wall, _, done = _run(piep + ["train", "--engine", engine, "--out", f"{tmp}/{engine}"],
+                                 limit)
+            rows.append((f"`piep train --engine {engine}` (its fit and held-out intervals)",
+                         f"{wall:.1f}" if done else f"> {limit:.0f} (stopped)", "s", "<= 60",
+                         done and wall <= 60))
+    _, cpu, _ = _run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-m",
+                      "not gpu and not slow"])
+    rows.append(("default test tier, CPU seconds (user + system)", f"{cpu:.0f}", "CPU-s",
+                 "<= 90", cpu <= 90))
+    commit = subprocess.run(["git", "rev-parse", "--short=12", "HEAD"], cwd=ROOT,
+                            capture_output=True, text=True).stdout.strip()
+    lines = [f"# How fast piep is (commit {commit}, {os.cpu_count()} cores)", "",
+             "| what | measured | unit | target | met |", "|---|---|---|---|---|"]
+    lines += [f"| {w} | {f} | {u} | {t} | {'' if m is None else ('yes' if m else 'no')} |"
+              for w, f, u, t, m in rows]
+    lines += ["", f"Command-line starts: medians of 9 interleaved runs, bytecode caches on; "
+              f"predict's answer the same bytes every run: {same}. Serve from the command "
+              f"line: medians of 3. Made by `python benchmarks/speed.py --write`.", ""]
+    return "\n".join(lines)
+
+
 def main() -> int:
-    import statistics
+    if "--write" in sys.argv:
+        text = report()
+        print(text)
+        (ROOT / "reports" / "speed.md").write_text(text)
+        return 0
     args = [a for a in sys.argv[1:] if not a.startswith("--")]
     repeat = int(sys.argv[sys.argv.index("--repeat") + 1]) if "--repeat" in sys.argv else 1
     if "--repeat" in sys.argv:
@@ -53,18 +146,10 @@ def main() -> int:
     n = int(args[0]) if args else 4000
     configs = draw(n)
     for predictor in ("auto", "roofline"):
-        sweep(configs[:50], predictor=predictor)  # load and warm up outside the timing
-        times = []
-        for _ in range(repeat):
-            t0 = time.perf_counter()
-            rows = sweep(configs, predictor=predictor)
-            times.append(time.perf_counter() - t0)
-        dt = statistics.median(times)
-        ok = sum("energy_j" in r for r in rows)
-        name = next(r["predictor"] for r in rows if "predictor" in r)
+        name, ok, dt = valid_per_s(configs, predictor, repeat)
         print(f"{name:9s}: {n} distinct configurations ({ok} valid, {n - ok} refused with a "
               f"reason) in {dt:.2f} s: {n / dt:,.0f} answers/s, {ok / dt:,.0f} valid "
-              f"predictions/s (target 2,000)" + (f"; median of {repeat}" if repeat > 1 else ""))
+              f"predictions/s (target 10,000)" + (f"; median of {repeat}" if repeat > 1 else ""))
     return 0
 
 

@@ -6,7 +6,7 @@ Python's bytecode caches are on, in a folder of their own, and filled by a first
 is not timed: an installed piep starts from compiled modules (a shell that sets
 PYTHONDONTWRITEBYTECODE, as this machine's does, would recompile piep on every start).
 
-    python benchmarks/startup.py [N] [--write]   # --write: reports/speed.md
+    python benchmarks/startup.py [N]   # reports/speed.md: python benchmarks/speed.py --write
 """
 
 from __future__ import annotations
@@ -27,8 +27,9 @@ CASES = {"bare interpreter": [sys.executable, "-c", "pass"],
 TARGETS = {"piep --help": 3.0, "piep predict": 8.0}
 
 
-def main() -> int:
-    n = int(next((a for a in sys.argv[1:] if a.isdigit()), 9))
+def measure(n: int = 9) -> tuple[dict[str, float], bool]:
+    """Median seconds of each case over `n` interleaved runs, and whether predict's answer
+    was the same bytes every time."""
     times: dict[str, list[float]] = {k: [] for k in CASES}
     answers = set()
     env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
@@ -43,25 +44,24 @@ def main() -> int:
             times[name].append(time.perf_counter() - t0)
             if name == "piep predict":
                 answers.add(out)
-    bare = statistics.median(times["bare interpreter"])
-    commit = subprocess.run(["git", "rev-parse", "--short=12", "HEAD"], cwd=ROOT,
-                            capture_output=True, text=True).stdout.strip()
-    lines = [f"# piep from the command line (commit {commit}, medians of {n} runs)", "",
+    return {k: statistics.median(v) for k, v in times.items()}, len(answers) == 1
+
+
+def main() -> int:
+    n = int(next((a for a in sys.argv[1:] if a.isdigit()), 9))
+    med, same = measure(n)
+    bare = med["bare interpreter"]
+    lines = [f"piep from the command line (medians of {n} runs)", "",
              "| command | median s | x bare interpreter | target |", "|---|---|---|---|"]
     for name in CASES:
-        med = statistics.median(times[name])
         target = f"<= {TARGETS[name]:g}x" if name in TARGETS else ""
         shown = "python -c pass" if name == "bare interpreter" else " ".join(CASES[name][2:])
-        lines.append(f"| `{shown}` | {med:.3f} | "
-                     f"{med / bare:.1f} | {target} |")
-    lines += ["", f"predict's answer identical over the {n} runs: {len(answers) == 1}; "
-              "bytecode caches on, filled by a first run not timed",
-              "", "Made by `python benchmarks/startup.py --write`."]
-    text = "\n".join(lines) + "\n"
-    print(text)
-    if "--write" in sys.argv:
-        (ROOT / "reports" / "speed.md").write_text(text)
-    return 0 if len(answers) == 1 else 1
+        lines.append(f"| `{shown}` | {med[name]:.3f} | {med[name] / bare:.1f} | {target} |")
+    lines += ["", f"predict's answer identical over the {n} runs: {same}; bytecode caches "
+              "on, filled by a first run not timed (`python benchmarks/speed.py --write` puts "
+              "these figures in reports/speed.md with the others)"]
+    print("\n".join(lines))
+    return 0 if same else 1
 
 
 if __name__ == "__main__":
