@@ -104,7 +104,7 @@ def simulate(trace: Trace, costs: IterationCosts, policy: SchedulerPolicy) -> Si
         dec = decoding[:min(len(decoding), budget, req_budget)]
         prefix = True  # dec is the head of `decoding`
         pos = nxtpos[dec]
-        opens = (pos % bs == 0) & (pos // bs >= blocks[dec])
+        opens = pos >= blocks[dec] * bs  # the position opens a block (it is never past one)
         n_open = int(np.count_nonzero(opens))
         if n_open > free:  # no block for some: they wait this iteration
             ok = np.cumsum(opens) <= free
