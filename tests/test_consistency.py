@@ -136,3 +136,21 @@ def test_answers_are_typed_and_written_by_one_serializer():
     two = api.prediction(MODEL, engine="hf-cb", dp=2, batch=6)
     assert two.outcome.requests == 6 and two.to_json()["j_per_request"] == \
         pytest.approx(two.outcome.energy_j / 6)
+
+
+def test_long_lists_are_written_a_row_per_line_as_the_same_document():
+    """An answer's long lists (a row per request of a stream) are one compact row per line
+    (written by the C encoder); the document reads back the same, a short one is written
+    as an indented dump is."""
+    import json as json_
+    from piep.artifacts import LONG_LIST, json_text
+    doc = {"energy_j": 1.5, "per_request": [{"id": str(i), "e2e_s": i / 3}
+                                            for i in range(LONG_LIST + 1)],
+           "flags": [{"name": "x", "rows": [[1, 2]] * LONG_LIST}], "nan": float("nan")}
+    text = json_text(doc)
+    assert json_.dumps(json_.loads(text)) == json_.dumps(doc)
+    lines = text.splitlines()
+    assert '    {"id": "7", "e2e_s": 2.3333333333333335},' in lines
+    assert len(lines) < 2 * LONG_LIST + 20  # one line a row, not one a field
+    short = {"a": [1, {"b": [2, 3]}], "c": "d"}
+    assert json_text(short) == json_.dumps(short, indent=2)

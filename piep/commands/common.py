@@ -4,7 +4,6 @@ and output (`--json` on stdout, a human table otherwise)."""
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from typing import TYPE_CHECKING, Any, Callable
 
@@ -148,7 +147,8 @@ def add_json_arg(p: argparse.ArgumentParser) -> None:
 
 def emit(args: argparse.Namespace, doc: Any, human: Callable[[Any], str]) -> None:
     if getattr(args, "json", False):  # one write: json.dump writes each piece alone
-        sys.stdout.write(json.dumps(doc, indent=2) + "\n")
+        from piep.artifacts import json_text
+        sys.stdout.write(json_text(doc) + "\n")
     else:
         print(human(doc))
 
