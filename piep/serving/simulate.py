@@ -68,7 +68,9 @@ def simulate(trace: Trace, costs: IterationCosts, policy: SchedulerPolicy) -> Si
         i = int(np.argmax(need_blocks))
         raise ConfigError(f"request {trace.ids[i]} needs {need_blocks[i]} KV blocks of {bs} "
                           f"tokens; the cache holds {policy.num_blocks}")
-    done_prefill = np.zeros(n, np.int64)   # prompt tokens in the cache
+    # scalar reads go to Python lists (a numpy element costs several times more)
+    arrival_l, prompt_l, gen_l = arrival.tolist(), prompt.tolist(), gen.tolist()
+    done_prefill = [0] * n                 # prompt tokens in the cache
     # the position of each request's next token to feed (prompt + generated - 1), and the
     # position at which it has generated all (prompt + gen - 1)
     nxtpos = prompt - 1
@@ -89,14 +91,14 @@ def simulate(trace: Trace, costs: IterationCosts, policy: SchedulerPolicy) -> Si
     its: list[tuple] = []
     cost = costs.cost_one
     while True:
-        while nxt < n and arrival[nxt] <= t:
+        while nxt < n and arrival_l[nxt] <= t:
             waiting.append(nxt)
             nxt += 1
         if not len(decoding) and not prefilling and not waiting:
             if nxt >= n:
                 break
-            idle += arrival[nxt] - t
-            t = float(arrival[nxt])
+            idle += arrival_l[nxt] - t
+            t = arrival_l[nxt]
             continue
         # decoding requests: one token each (their next position may open a block)
         budget = policy.max_batch_tokens
@@ -124,7 +126,7 @@ def simulate(trace: Trace, costs: IterationCosts, policy: SchedulerPolicy) -> Si
                     held += 1
                     break
                 r = queue[0]
-                take = int(min(prompt[r] - done_prefill[r], budget))
+                take = min(prompt_l[r] - done_prefill[r], budget)
                 want = -(-(done_prefill[r] + take) // bs) - blocks[r]
                 if want > free:
                     held += 1
@@ -165,12 +167,12 @@ def simulate(trace: Trace, costs: IterationCosts, policy: SchedulerPolicy) -> Si
         for r, take in chunks:
             done_prefill[r] += take
             energy[r] += share * take
-            if done_prefill[r] < prompt[r]:  # the rest of its prompt comes first next time
+            if done_prefill[r] < prompt_l[r]:  # the rest of its prompt comes first next time
                 prefilling.appendleft(r)
                 continue
-            nxtpos[r] = prompt[r]  # the prefill's token
+            nxtpos[r] = prompt_l[r]  # the prefill's token
             first[r] = last[r] = t_end
-            if gen[r] == 1:
+            if gen_l[r] == 1:
                 free += int(blocks[r])
                 blocks[r] = 0
             else:
