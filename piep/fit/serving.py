@@ -156,7 +156,7 @@ def _time_error(model, cases: list[_Case]) -> float:
     for c in cases:
         q, n, k, dt = c.iterations
         if id(c.grid) not in priced:  # traces of one shape share their grid
-            priced[id(c.grid)] = c.grid.costs(model)
+            priced[id(c.grid)] = c.grid.costs(model, time_only=True)
         pt, _, _ = priced[id(c.grid)].cost(q, n, k)
         errs.append(float((dt * np.log(pt / dt) ** 2).sum() / dt.sum()))
     return float(np.mean(errs))

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, replace
+from functools import cached_property
 
 import numpy as np
 
@@ -51,14 +52,14 @@ class IterationCosts:
     idle_power_w: float  # the GPUs when no request is in flight (all GPUs of the layout)
     out_of_range: bool
 
-    def __post_init__(self) -> None:
-        # log2 values as Python lists: one iteration at a time is priced with scalar math
-        # (a simulator asks for hundreds of thousands)
+    @cached_property
+    def _scalar(self) -> tuple:
+        """log2 values as Python lists: one iteration at a time is priced with scalar math
+        (a simulator asks for hundreds of thousands; a fit asks for arrays, not these)."""
         def logs(c):
             return [np.log2(np.maximum(getattr(c, f), 1e-30)).tolist()
                     for f in ("time_s", "kernel_j", "gap_j")]
-        object.__setattr__(self, "_scalar", (logs(self.body), logs(self.attention),
-                                             logs(self.head)))
+        return logs(self.body), logs(self.attention), logs(self.head)
 
     def cost_one(self, tokens: float, requests: float, keys: float) -> tuple[float, float, float]:
         """(time s, kernel energy J, launch-gap energy J) of one iteration."""
@@ -175,26 +176,33 @@ class IterationGrid:
                        for t, sel, axes in self.tables)
         return IterationGrid(dep, tables, self.cache)
 
-    def costs(self, model) -> IterationCosts:
+    def costs(self, model, *, time_only: bool = False) -> IterationCosts:
+        """The iterations priced by `model`; `time_only`: their times alone, every energy
+        zero (what a fit of time terms reads)."""
         curves, oor = [], False
         for i, (table, sel, axes) in enumerate(self.tables[:3]):
             prices = self._price(model, i)
-            # an iteration alone: how the board holds its limit depends on the trace
-            weight = prices.alpha * (table.tp * table.dp)[table.cfg]  # all GPUs, no limit
-            e_run, e_gap, e_wait = row_energies(table, prices)
             n = len(table.deps)
             t = table.count * (prices.time_s + prices.gap_s + prices.wait_s)
-            gap_e, kernel_e = weight * e_gap, weight * (e_run + e_wait)
-            comm_e, wait_e = weight * np.where(table.is_comm, e_run, 0.0), weight * e_wait
             rows, cfg = self._selected(i)  # the group's rows, in table order
-            per = [np.bincount(cfg, weights=v[rows], minlength=n)
-                   for v in (t, kernel_e, gap_e, comm_e, wait_e)]
+            if time_only:
+                per = [np.bincount(cfg, weights=t[rows], minlength=n)] \
+                    + [np.zeros(n)] * 4
+            else:
+                # an iteration alone: how the board holds its limit depends on the trace
+                weight = prices.alpha * (table.tp * table.dp)[table.cfg]  # all GPUs, no limit
+                e_run, e_gap, e_wait = row_energies(table, prices)
+                gap_e, kernel_e = weight * e_gap, weight * (e_run + e_wait)
+                comm_e, wait_e = weight * np.where(table.is_comm, e_run, 0.0), weight * e_wait
+                per = [np.bincount(cfg, weights=v[rows], minlength=n)
+                       for v in (t, kernel_e, gap_e, comm_e, wait_e)]
             if axes[1] is not None:
                 per = [v.reshape(len(axes[0]), len(axes[1])) for v in per]
             curves.append(Curve(axes[0], axes[1], *per))
             oor |= bool((prices.out_of_range & sel).any())
-        idle = self._price(model, 3)
-        return IterationCosts(*curves, idle.idle_w * self.dep.parallel.world_size, oor)
+        idle_w = 0.0 if time_only else \
+            self._price(model, 3).idle_w * self.dep.parallel.world_size
+        return IterationCosts(*curves, idle_w, oor)
 
     def _selected(self, i: int) -> tuple[np.ndarray, np.ndarray]:
         """The rows of table `i`'s group and their deployments (their sums add the same
