@@ -102,12 +102,12 @@ def report() -> str:
                  f"{ok / dt:,.0f}", "/s", ">= 10,000", ok / dt >= 10_000))
     _, sim_s, _ = serving_speed.timed(100_000)
     rows.append(("`piep serve`, 100,000 requests, simulation (benchmarks/serving_speed.py)",
-                 f"{sim_s:.1f}", "s", "<= 2", sim_s <= 2))
+                 f"{sim_s:.2f}", "s", "<= 2", sim_s <= 2))
     serve = piep + ["serve", "--model", "llama-3-8b", "--rate", "200", "--requests", "100000"]
     for label, extra in (("table", []), ("`--json`", ["--json"])):
         wall = statistics.median(_run(serve + extra)[0] for _ in range(3))
         rows.append((f"`piep serve --model llama-3-8b --rate 200 --requests 100000`, {label}",
-                     f"{wall:.1f}", "s", "<= 3", wall <= 3))
+                     f"{wall:.2f}", "s", "<= 3", wall <= 3))
     with tempfile.TemporaryDirectory() as tmp:
         wall = _run(piep + ["train", "--out", f"{tmp}/p"])[0]
         rows.append(("`piep train` (the predictor)", f"{wall:.1f}", "s", "<= 20", wall <= 20))
