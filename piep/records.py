@@ -18,8 +18,8 @@ from __future__ import annotations
 import json
 import math
 import statistics
-from pathlib import Path
 from dataclasses import dataclass, field, replace
+from pathlib import Path
 from typing import Any, Mapping
 
 from piep.config import ModelSpec, Parallel, Workload

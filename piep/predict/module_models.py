@@ -58,24 +58,33 @@ class KindModel:
 
     def out_of_range(self, x: np.ndarray) -> np.ndarray:
         """Standardized distance to the nearest training sample above the threshold (a
-        search over the samples in chunks of leaves: no spatial index to import or build,
-        bounded memory). The nearest sample is found with one matrix product per chunk
-        (|z|^2 + |t|^2 - 2 z.t), its distance then computed directly (no cancellation)."""
+        search over the samples in chunks of leaves, `nearest_distance`: no spatial index
+        to import or build, bounded memory)."""
         if len(self.train_z) == 0:
             return np.ones(len(x), dtype=bool)
         # a feature constant over the samples (eager decode where only graph decode was
         # sampled) cannot split the GBDTs, so it does not make a leaf far from them
         z = (x - self.mean) / np.where(self.std > CONSTANT_STD, self.std, np.inf)
-        train = self.train_z
         if self._train_sq is None:
-            self._train_sq = (train * train).sum(1)
-        nearest = np.empty(len(z), dtype=np.intp)
-        step = max(1, OOR_CHUNK // len(train))
-        for i in range(0, len(z), step):
-            part = z[i:i + step]
-            nearest[i:i + step] = (self._train_sq[None, :] - 2.0 * (part @ train.T)).argmin(1)
-        diff = z - train[nearest]
-        return ~(np.sqrt((diff * diff).sum(1)) <= self.oor_threshold)
+            self._train_sq = (self.train_z * self.train_z).sum(1)
+        return ~(nearest_distance(z, self.train_z, self._train_sq) <= self.oor_threshold)
+
+
+def nearest_distance(z: np.ndarray, train: np.ndarray, train_sq: np.ndarray, *,
+                     itself: bool = False) -> np.ndarray:
+    """Each row's distance to its nearest row of `train` (`train_sq`: their squared
+    norms; `itself`: `z` is `train`, each row's nearest other row). The nearest is found
+    with one matrix product per chunk (|t|^2 - 2 z.t; |z|^2 is the row's own), its distance
+    then computed directly (no cancellation)."""
+    nearest = np.empty(len(z), dtype=np.intp)
+    step = max(1, OOR_CHUNK // len(train))
+    for i in range(0, len(z), step):
+        score = train_sq[None, :] - 2.0 * (z[i:i + step] @ train.T)
+        if itself:
+            score[np.arange(len(score)), np.arange(i, i + len(score))] = np.inf
+        nearest[i:i + step] = score.argmin(1)
+    diff = z - train[nearest]
+    return np.sqrt((diff * diff).sum(1))
 
 
 # leaves x samples compared at once by the range test (memory: 16 features x 8 bytes each)
@@ -95,12 +104,9 @@ def _fit_kind(x: np.ndarray, log_ratio: np.ndarray, power: np.ndarray,
                    keep_training_booster=True)
     mean, std = x.mean(0), x.std(0) + 1e-9
     z = (x - mean) / std
-    if len(z) > 1:  # each sample's nearest other sample (found as in `out_of_range`)
-        sq = (z * z).sum(1)
-        near = sq[None, :] - 2.0 * (z @ z.T)
-        np.fill_diagonal(near, np.inf)
-        diff = z - z[near.argmin(1)]
-        thr = float(np.quantile(np.sqrt((diff * diff).sum(1)), 0.95) * 1.5)
+    if len(z) > 1:  # each sample's distance to its nearest other sample
+        near = nearest_distance(z, z, (z * z).sum(1), itself=True)
+        thr = float(np.quantile(near, 0.95) * 1.5)
     else:
         thr = 0.0
     return KindModel(tb, pb, mean, std, z, thr)

@@ -13,7 +13,8 @@ from piep.config import Parallel, Workload
 from piep.engines import ENGINES
 from piep.errors import ConfigError
 from piep.records import append_record
-from piep.sampling.grid import load_design, parallel_workload, run_grid, spec_of
+from piep.sampling.grid import (free_memory, load_design, parallel_workload, run_grid,
+                                spec_of)
 from piep.sampling.hf import HF_ENGINES, build_model, measure_hf
 from piep.sampling.options import MeasureOptions
 from piep.sampling.runner import Dist, Hygiene, RankMeter, measure_config
@@ -139,10 +140,7 @@ class _ModelSlot:
     def clear(self) -> None:
         if self.model is not None:
             self.model, self.key = None, None
-            if torch.cuda.is_available():  # on CPU nothing holds a device
-                import gc
-                gc.collect()
-                torch.cuda.empty_cache()
+            free_memory()
 
 
 class _nothing:

@@ -278,11 +278,11 @@ def _done(folder: Path) -> set[str]:
 
 
 def _measure(bench: Bench, folder: Path, task: Task) -> None:
-    from piep.sampling.grid import _free_memory
+    from piep.sampling.grid import free_memory
     try:
         _measure_one(bench, folder, task)
     finally:
-        _free_memory()  # each sample's buffers, each run's model
+        free_memory()  # each sample's buffers, each run's model
 
 
 def _measure_one(bench: Bench, folder: Path, task: Task) -> None:

@@ -93,7 +93,7 @@ def run_grid(design: list[dict[str, Any]], out: Path, *, budget_s: float, measur
             log.warning("%s failed: %s: %s", config_key(cfg), type(exc).__name__, exc)
             if rank == 0:
                 append_record(out, failure_record(cfg, f"{type(exc).__name__}: {exc}"))
-            _free_memory()
+            free_memory()
             continue
         if rank == 0 and record is not None:
             record["key"] = config_key(cfg)
@@ -115,7 +115,7 @@ def shuffled(configs: list[dict[str, Any]], seed: int) -> list[dict[str, Any]]:
     return out
 
 
-def _free_memory() -> None:
+def free_memory() -> None:
     """Give a GPU's memory back between configurations (on CPU nothing holds a device)."""
     try:
         import torch
