@@ -11,7 +11,7 @@ from piep.config import ModelSpec
 from piep.errors import PiepError
 from piep.models import load_model
 from piep.predict.pricing import CATEGORIES, price
-from piep.predict.table import QUANT, TableBuilder, select
+from piep.predict.table import QUANT, TableBuilder, concat, select
 from piep.sweep import sweep
 from piep.tree import build_tree
 from piep.tree.builder import decode_context
@@ -132,6 +132,21 @@ def test_select_keeps_the_rows_of_the_chosen_deployments(learned):
     assert np.array_equal(got.energy_j, want.energy_j)
     for name in QUANT:
         assert len(sub.q[name]) == len(sub)
+
+
+def test_tables_stacked_price_as_each_alone(learned):
+    """A stack of tables (deployments, segments and stages renumbered) prices each
+    deployment to the bit as its own table does; a selection of a stack is a table too."""
+    deps = [api.deployment(**c) for c in _configs(7, seed=5)]
+    builder = TableBuilder()
+    parts = [builder.table(deps[:3]), builder.table(deps[3:4]), builder.table(deps[4:])]
+    stacked = concat(parts)
+    got = price(deps, learned, table=stacked)
+    want = price(deps, learned)
+    assert np.array_equal(got.energy_j, want.energy_j)
+    assert np.array_equal(got.time_s, want.time_s)
+    picked = price([deps[2], deps[5]], learned, table=select(stacked, np.array([2, 5])))
+    assert np.array_equal(picked.energy_j, want.energy_j[[2, 5]])
 
 
 def test_sweep_rows_keep_refusals_and_match_predict(learned):

@@ -354,3 +354,42 @@ def test_the_default_requests_fit_the_models_context(capsys):
     assert main(["serve", "--model", "llama-2-7b", "--rate", "50", "--requests", "2000",
                  "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["requests"] == 2000
+
+
+def test_iterations_priced_in_part_cost_what_the_whole_grid_gives():
+    """What the serving fit prices to go fast is what the whole grid gives, to the bit:
+    the logged iterations of several grids priced in one stack (`IterationTimes`), a
+    grid priced at the points a known schedule reads, and a schedule re-priced at another
+    gap power (the energies a simulation at that power gives; its times are refused
+    changed)."""
+    from piep.predict.learned import load_learned
+    from piep.serving.costs import IterationTimes
+    from piep.serving.serve import iteration_grid, serving_scenario, with_host
+    from piep.serving.simulate import repriced
+    base = load_learned("h200")
+    trace = poisson_trace(rate_per_s=20.0, requests=40, seed=5, prompt_len="lognormal:300:0.6:2000",
+                          gen_len="lognormal:60:0.5:200")
+    policy = SchedulerPolicy(num_blocks=400, max_batch_tokens=2048, max_requests_per_batch=64)
+    items, sims = [], []
+    for name, tp, probe in (("llama-2-7b", 1, None), ("llama-2-13b", 2, 2e-5)):
+        grid = iteration_grid(serving_scenario(name, trace, tp=tp, gpu=base.gpu), policy)
+        grid = grid.on_host(probe)
+        sim = simulate(trace, grid.costs(base), policy)
+        q = sim.it_prefill_tokens + sim.it_decode_tokens
+        items.append((grid, q, sim.it_requests, sim.it_keys + 7.5))  # off the grid's points
+        sims.append((grid, sim))
+    model = with_host(base, host_launch_s=3e-5, request_host_s=4e-4)
+    for host in (model, with_host(model, queue_ahead=True)):  # a gap shared by a stage
+        for got, (grid, q, n, k) in zip(IterationTimes(items).times(host), items):
+            assert np.array_equal(got, grid.costs(host, time_only=True).cost(q, n, k)[0])
+    hotter = with_host(base, launch_gap_w=base.host.launch_gap_w + 50.0)
+    for grid, sim in sims:
+        q = sim.it_prefill_tokens + sim.it_decode_tokens
+        part = grid.costs(hotter, points=grid.read_points(q, sim.it_requests, sim.it_keys))
+        whole = simulate(trace, grid.costs(hotter), policy)
+        kernel_j, gap_j = repriced(sim, part)
+        assert np.array_equal(kernel_j, whole.it_kernel_j)
+        assert np.array_equal(gap_j, whole.it_gap_j)
+        assert not np.array_equal(gap_j, sim.it_gap_j)
+        with pytest.raises(ValueError, match="times"):
+            repriced(sim, grid.costs(model))

@@ -3,13 +3,10 @@ your own runs, or fit an engine profile."""
 
 from __future__ import annotations
 
-import logging
 from pathlib import Path
 
 from piep.commands.common import emit
 from piep.gpus import DEFAULT_GPU
-
-log = logging.getLogger("piep.train")
 
 
 def configure(parser) -> None:
@@ -60,16 +57,9 @@ def run(args) -> int:
     else:
         from piep.predict.store import save
         from piep.fit.predictor import train_shipped
+        from piep.fit.progress import Pace
         out = Path(args.out) if args.out else predictor_dir(args.gpu)
-
-        import time
-        start = time.monotonic()
-
-        def progress(i, n, name):  # and the time left, at the pace so far
-            left = (time.monotonic() - start) / i * (n - i)
-            log.info("leave-one-model-out %d/%d (held out: %s), ~%.0f s left", i, n, name,
-                     left)
-        model, rows = train_shipped(args.gpu, progress=progress)
+        model, rows = train_shipped(args.gpu, progress=Pace("leave-one-model-out"))
         save(model, out, command=f"piep train --gpu {args.gpu}")
         doc = {"predictor": str(out), "e2e_runs": len(rows),
                "module_samples": model.meta["module_samples"],
@@ -77,8 +67,6 @@ def run(args) -> int:
     load_learned.cache_clear()
     emit(args, doc, lambda d: "\n".join(f"{k}: {v}" for k, v in d.items()))
     return 0
-
-
 
 
 def _check_engine(args) -> None:

@@ -168,12 +168,16 @@ def profile_lomo(base, records: list[Measurement], engine: str, *,
     """Every run predicted by a profile fitted on the other models' runs of the engine
     (the module models are the shipped ones, fitted on isolated samples); `fit`: the
     keywords of `fit_profile`."""
+    from piep.fit.progress import Pace
     cases = _cases(records, base.gpu, engine, like=fit.get("like"))
     out = []
-    for name in sorted({c.run.model for c in cases}):
+    models = sorted({c.run.model for c in cases})
+    pace = Pace(f"{engine} leave-one-model-out" + ("" if with_host else " (no host probe)"))
+    for i, name in enumerate(models):
         out += profile_rows(base, [c.run for c in cases if c.run.model != name],
                             [c.run for c in cases if c.run.model == name], engine,
                             with_host=with_host, **fit)
+        pace(i + 1, len(models), name)
     return out
 
 

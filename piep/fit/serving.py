@@ -16,7 +16,6 @@ Three steps, each on what measures it best:
 
 from __future__ import annotations
 
-import logging
 import math
 import statistics
 from pathlib import Path
@@ -29,13 +28,14 @@ from piep.errors import ArtifactError
 from piep.predict.engines import EngineProfile
 from piep.fit.engines import engine_version, profile_hosts
 from piep.fit.predictor import set_term
+from piep.fit.progress import Pace
 from piep.records import ServingReplay
-from piep.serving.costs import ATTENTION_KINDS
+from piep.serving.costs import ATTENTION_KINDS, IterationTimes, grid_sizes
 from piep.serving.serve import (SchedulerPolicy, document, iteration_grid, paged_cache,
-                                policy_of, run, with_host)
+                                policy_of, run, window_parts_j, with_host)
+from piep.serving.simulate import repriced
 from piep.trace import Trace, make_trace
 
-log = logging.getLogger("piep.train")
 SERVING = names(serves=True)[0]  # the serving engine piep replays: continuous batching
 FITTED = ENGINES[SERVING].fitted_terms
 TIME_TERMS = FITTED[:-1]  # the last, the power in host gaps, is fitted on energy
@@ -106,34 +106,53 @@ def _policy(scn, reserved_gib: float) -> SchedulerPolicy:
     return policy_of(scn, None, {**SCHEDULER, "reserved_gib": reserved_gib})
 
 
+class Shared:
+    """What the fits of one set of replays share (a profile and its held-out folds): each
+    replay's reserved memory, and the iteration grids with their module outputs (a grid
+    is its shape's at the sizes of its axes: folds of slightly different cache sizes
+    share it)."""
+
+    def __init__(self):
+        self.reserved: dict[int, float | None] = {}
+        self.grids: dict[tuple, Any] = {}
+
+
 def _cases(base, records: list[ServingReplay], reserved_gib: float,
-           on_their_hosts: bool = True) -> list[_Case]:
-    out, grids = [], {}
+           on_their_hosts: bool = True, shared: Shared | None = None) -> list[_Case]:
+    out, grids = [], (shared or Shared()).grids
     for rec in records:
         scn = _scenario(rec, base, on_their_hosts)
         policy = _policy(scn, reserved_gib)
-        key = (scn.model, policy)
+        key = (scn.model, grid_sizes(max_tokens=policy.max_batch_tokens,
+                                     max_requests=policy.max_requests_per_batch,
+                                     max_keys=policy.num_blocks * policy.block_size))
         if key not in grids:
             grids[key] = iteration_grid(scn, policy)
         out.append(_Case(rec, scn, policy, grids[key].on_host(scn.deployment.host_probe_s)))
     return out
 
 
-def reserved_gib(records: list[ServingReplay], base) -> float:
+def reserved_gib(records: list[ServingReplay], base, shared: Shared | None = None) -> float:
     """The memory the engine holds beyond the weights before sizing its cache (median
     over the replays of the value that reproduces the blocks each reported)."""
-    grid = np.arange(0.0, 8.0, 0.02)
-    found = []
+    known = (shared or Shared()).reserved
     for rec in records:
-        blocks = rec.cache_blocks
-        if not blocks:
-            continue
-        scn = _scenario(rec, base)
-        got = [abs(paged_cache(scn, block_size=SCHEDULER["block_size"], reserved_gib=r,
-                               memory_percent=SCHEDULER["memory_percent"])[0] - blocks)
-               for r in grid]
-        found.append(float(grid[int(np.argmin(got))]))
+        if id(rec) not in known:
+            known[id(rec)] = _reserved_of(rec, base)
+    found = [known[id(r)] for r in records if known[id(r)] is not None]
     return statistics.median(found) if found else 1.3
+
+
+def _reserved_of(rec: ServingReplay, base) -> float | None:
+    """The reserved memory that reproduces the blocks a replay reported (None: none)."""
+    if not rec.cache_blocks:
+        return None
+    grid = np.arange(0.0, 8.0, 0.02)
+    scn = _scenario(rec, base)
+    got = [abs(paged_cache(scn, block_size=SCHEDULER["block_size"], reserved_gib=r,
+                           memory_percent=SCHEDULER["memory_percent"])[0] - rec.cache_blocks)
+           for r in grid]
+    return float(grid[int(np.argmin(got))])
 
 
 def _with_terms(model, values: dict[str, float]):
@@ -150,14 +169,19 @@ def _with_terms(model, values: dict[str, float]):
     return model
 
 
-def _time_error(model, cases: list[_Case]) -> float:
+class _Logged:
+    """The logged iterations of replays, priced together (`IterationTimes`)."""
+
+    def __init__(self, cases: list[_Case]):
+        self.cases = cases
+        self.times = IterationTimes([(c.grid, *c.iterations[:3]) for c in cases])
+
+
+def _time_error(model, logged: _Logged) -> float:
     """Mean over traces of the time-weighted squared log error of every logged iteration."""
-    errs, priced = [], {}
-    for c in cases:
-        q, n, k, dt = c.iterations
-        if id(c.grid) not in priced:  # traces of one shape share their grid
-            priced[id(c.grid)] = c.grid.costs(model, time_only=True)
-        pt, _, _ = priced[id(c.grid)].cost(q, n, k)
+    errs = []
+    for c, pt in zip(logged.cases, logged.times.times(model)):
+        dt = c.iterations[3]
         errs.append(float((dt * np.log(pt / dt) ** 2).sum() / dt.sum()))
     return float(np.mean(errs))
 
@@ -174,7 +198,7 @@ def _joint_error(model, cases: list[_Case]) -> float:
     return float(np.mean(errs))
 
 
-def _search(base, start: dict[str, float], error, cases: list[_Case], maxiter: int):
+def _search(base, start: dict[str, float], error, cases, maxiter: int):
     """`base` with the terms of `start` that minimize `error` over `cases`: Nelder-Mead in
     the logs of the terms, first steps of 35 %."""
     from scipy.optimize import minimize
@@ -192,7 +216,8 @@ def _search(base, start: dict[str, float], error, cases: list[_Case], maxiter: i
 
 def _fit_time(base, cases: list[_Case], maxiter: int):
     """The time terms on the replays' iteration logs."""
-    return _search(base, {k: START[k] for k in TIME_TERMS}, _time_error, cases, maxiter)
+    return _search(base, {k: START[k] for k in TIME_TERMS}, _time_error, _Logged(cases),
+                   maxiter)
 
 
 def _fit_time_and_energy(base, cases: list[_Case], maxiter: int):
@@ -209,11 +234,15 @@ def _fit_gap_power(model, cases: list[_Case]):
     line between (energy is linear in that power above the kernels' floor)."""
     p0 = model.host.launch_gap_w
     lo, hi = [], []
+    higher = _with_terms(model, {"launch_gap_w": p0 + 50.0})
     for c in cases:
-        for p, out in ((p0, lo), (p0 + 50.0, hi)):
-            sim, costs = run(c.scn, c.trace, _with_terms(model, {"launch_gap_w": p}), c.policy,
-                             c.grid)
-            out.append(predicted(c, sim, costs)[0])
+        sim, costs = run(c.scn, c.trace, model, c.policy, c.grid)
+        lo.append(predicted(c, sim, costs)[0])
+        # the same schedule (the power changes no time), priced where it reads the grid
+        tokens = sim.it_prefill_tokens + sim.it_decode_tokens
+        costs = c.grid.costs(higher, points=c.grid.read_points(tokens, sim.it_requests,
+                                                               sim.it_keys))
+        hi.append(sum(window_parts_j(*repriced(sim, costs), sim.idle_s, costs.idle_power_w)))
     lo, hi = np.array(lo), np.array(hi)
     meas = np.array([c.meas[0] for c in cases])
     ps = np.linspace(40.0, 400.0, 721)
@@ -223,20 +252,22 @@ def _fit_gap_power(model, cases: list[_Case]):
 
 def fit_cb_profile(base, records: list[ServingReplay], *, maxiter: int = 400,
                    default_host_s: float | str | None = "typical", name: str = SERVING,
-                   like: str | None = None) -> EngineProfile:
+                   like: str | None = None, shared: Shared | None = None) -> EngineProfile:
     """The serving engine's profile fitted on replays (each on its host: the host terms
     scale with its launch probe over the replays' median); `default_host_s` as in
     `fit_profile`; `name` and `like`: an engine of the user's own (vLLM, SGLang), fitted
-    on its benchmark's replays and priced as continuous batching."""
+    on its benchmark's replays and priced as continuous batching; `shared`: what other
+    fits on these replays computed."""
     records = [r for r in records if r.energy_j]
     version = engine_version(records, name)  # before any fitting
     if len(records) < 2:
         raise ArtifactError(f"fitting {name} needs at least 2 replayed traces with energy, "
                             f"found {len(records)}")
-    reserved = reserved_gib(records, base)
+    shared = shared or Shared()
+    reserved = reserved_gib(records, base, shared)
     ref, default = profile_hosts(records, base.gpu.name, default_host_s)
     base = with_host(base, host_probe_ref_s=ref, host_probe_default_s=default)
-    cases = _cases(base, records, reserved)
+    cases = _cases(base, records, reserved, shared=shared)
     logged = [c for c in cases if c.iterations is not None]
     timed = _fit_time(base, logged, maxiter) if logged else \
         _fit_time_and_energy(base, cases, maxiter)
@@ -264,24 +295,29 @@ def held_out(base, records: list[ServingReplay], *, by: str = "model", maxiter: 
 
 def held_out_on_hosts(base, records: list[ServingReplay], *, by: str = "model",
                       maxiter: int = 400, hosts: tuple[bool, ...] = (False, True),
-                      default_host_s: float | str | None = "typical"
-                      ) -> dict[bool, list[dict[str, Any]]]:
+                      default_host_s: float | str | None = "typical",
+                      shared: Shared | None = None) -> dict[bool, list[dict[str, Any]]]:
     """`held_out` for each of `hosts` (True: each replay on its host; False: on the
-    profile's default host) from the same held-out fits (one fit per group)."""
+    profile's default host) from the same held-out fits (one fit per group); `shared`:
+    what other fits on these replays computed."""
     records = [r for r in records if r.energy_j]
     key = {"model": lambda r: r.model, "load": lambda r: Path(r.trace or "").name,
            "trace": id}[by]
     groups = list(dict.fromkeys(key(r) for r in records))
     out: dict[bool, list[dict[str, Any]]] = {h: [] for h in hosts}
+    shared = shared or Shared()
+    pace = Pace(f"{SERVING} leave-one-{by}-out")
     for i, group in enumerate(groups):
-        log.info("%s held out %d/%d: %s", SERVING, i + 1, len(groups), group)
         profile = fit_cb_profile(base, [r for r in records if key(r) != group],
-                                 maxiter=maxiter, default_host_s=default_host_s)
+                                 maxiter=maxiter, default_host_s=default_host_s,
+                                 shared=shared)
         model = profile.apply(base)
         test = [r for r in records if key(r) == group]
         for h in hosts:
             out[h] += [case_row(c, model) for c in
-                       _cases(base, test, profile.meta["scheduler"]["reserved_gib"], h)]
+                       _cases(base, test, profile.meta["scheduler"]["reserved_gib"], h,
+                              shared)]
+        pace(i + 1, len(groups), group)
     return out
 
 

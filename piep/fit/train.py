@@ -84,12 +84,13 @@ def engine_profile(*, gpu: str, engine: str, like: str | None = None,
     # a user's, fitted on their own runs, as the host of those runs
     fit = {"default_host_s": None} if from_measurements else {}
     if record.serves:  # a serving engine: fitted on replayed request traces
-        from piep.fit.serving import fit_cb_profile, held_out_on_hosts
-        profile = fit_cb_profile(base, records, name=engine, like=like, **fit)
+        from piep.fit.serving import Shared, fit_cb_profile, held_out_on_hosts
+        shared = Shared()  # the grids and reserved memory of these replays, for every fit
+        profile = fit_cb_profile(base, records, name=engine, like=like, shared=shared, **fit)
         if len(records) >= 3:  # intervals from leave-one-shape-out (else -trace-out) residuals
             by = "model" if len({r.model for r in records}) >= 2 else "trace"
             # predicted without a host probe, and with each replay's (same held-out fits)
-            rows = held_out_on_hosts(base, records, by=by, **fit,
+            rows = held_out_on_hosts(base, records, by=by, shared=shared, **fit,
                                      hosts=(False, True) if profile.host.host_probe_ref_s
                                      else (False,))
             profile = with_intervals(profile, rows[False])

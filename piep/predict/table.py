@@ -18,7 +18,7 @@ another (a phase of a batch: prefill or decode). Cost models price rows
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Sequence
 
 import numpy as np
@@ -341,7 +341,8 @@ def iteration_table(builder: TableBuilder, dep: Deployment, tokens: np.ndarray,
 
 
 def select(table: LeafTable, idx: np.ndarray) -> LeafTable:
-    """The deployments `idx` of a table (renumbered 0..len(idx)-1), with their rows."""
+    """The deployments `idx` (ascending) of a table, renumbered 0..len(idx)-1, with their
+    rows and segments (in table order)."""
     idx = np.asarray(idx, dtype=int)
     new = np.full(len(table.deps), -1)
     new[idx] = np.arange(len(idx))
@@ -350,7 +351,8 @@ def select(table: LeafTable, idx: np.ndarray) -> LeafTable:
     cfg = new[table.cfg[rows]]
     s = table.segments
     return LeafTable(
-        deps=[table.deps[i] for i in idx], cfg=cfg, segment=cfg * 2 + table.phase[rows],
+        deps=[table.deps[i] for i in idx], cfg=cfg,
+        segment=(np.cumsum(segs) - 1)[table.segment[rows]],
         phase=table.phase[rows], stage=table.stage[rows], count=table.count[rows],
         kind=table.kind[rows], kind_id=table.kind_id[rows],
         path=None if table.path is None else table.path[rows], is_comm=table.is_comm[rows],
@@ -360,6 +362,56 @@ def select(table: LeafTable, idx: np.ndarray) -> LeafTable:
         tp=table.tp[idx], pp=table.pp[idx], dp=table.dp[idx], eager=table.eager[idx],
         sliding=None if table.sliding is None else table.sliding[rows],
         fused=None if table.fused is None else table.fused[rows])
+
+
+def take_rows(table: LeafTable, keep: np.ndarray) -> LeafTable:
+    """The rows `keep` (a mask) of a table, its deployments and segments as they are: each
+    row prices as it did where its price reads no other row (not where a host queues
+    ahead: `HostTerms.queue_ahead` shares a stage's gap among its rows)."""
+    take = lambda a: None if a is None else a[keep]  # noqa: E731
+    return replace(table, cfg=table.cfg[keep], segment=table.segment[keep],
+                   phase=table.phase[keep], stage=table.stage[keep], count=table.count[keep],
+                   kind=table.kind[keep], kind_id=table.kind_id[keep], path=take(table.path),
+                   is_comm=table.is_comm[keep], launches=table.launches[keep],
+                   group_size=table.group_size[keep],
+                   q={k: v[keep] for k, v in table.q.items()}, sliding=take(table.sliding),
+                   fused=take(table.fused), derived={})
+
+
+def concat(tables: Sequence[LeafTable]) -> LeafTable:
+    """One table of the deployments of `tables`, in order: their rows one after another,
+    deployments and segments renumbered (a row's prices do not depend on its neighbours,
+    so pricing the stack prices each table)."""
+    if len({t.gpu for t in tables}) > 1:
+        raise ValueError("a leaf table holds deployments of one GPU")
+    deps = np.cumsum([0] + [len(t.deps) for t in tables])[:-1]
+    segs = np.cumsum([0] + [len(t.segments) for t in tables])[:-1]
+    cat = lambda get: np.concatenate([get(t) for t in tables])  # noqa: E731
+
+    def optional(name, empty):  # None on a table where no row has it
+        if all(getattr(t, name) is None for t in tables):
+            return None
+        return cat(lambda t: empty(len(t)) if getattr(t, name) is None else getattr(t, name))
+    s = [t.segments for t in tables]
+    return LeafTable(
+        deps=[d for t in tables for d in t.deps],
+        cfg=np.concatenate([t.cfg + o for t, o in zip(tables, deps)]),
+        segment=np.concatenate([t.segment + o for t, o in zip(tables, segs)]),
+        phase=cat(lambda t: t.phase), stage=cat(lambda t: t.stage),
+        count=cat(lambda t: t.count), kind=cat(lambda t: t.kind),
+        kind_id=cat(lambda t: t.kind_id),
+        path=None if any(t.path is None for t in tables) else cat(lambda t: t.path),
+        is_comm=cat(lambda t: t.is_comm), launches=cat(lambda t: t.launches),
+        group_size=cat(lambda t: t.group_size),
+        q={k: cat(lambda t: t.q[k]) for k in tables[0].q},
+        segments=Segments(np.concatenate([x.cfg + o for x, o in zip(s, deps)]),
+                          np.concatenate([x.phase for x in s]),
+                          np.concatenate([x.hide_gaps for x in s]),
+                          np.concatenate([x.tokens for x in s])),
+        tp=cat(lambda t: t.tp), pp=cat(lambda t: t.pp), dp=cat(lambda t: t.dp),
+        eager=cat(lambda t: t.eager),
+        sliding=optional("sliding", np.zeros), fused=optional("fused",
+                                                             lambda n: np.zeros(n, bool)))
 
 
 def _form_shares(sk: Skeleton, deps: list[Deployment]) -> tuple[np.ndarray, np.ndarray]:

@@ -30,6 +30,12 @@ def _grid(top: float) -> np.ndarray:
     return 2.0 ** np.arange(0.0, np.log2(max(top, 2.0)) + STEP, STEP)
 
 
+def grid_sizes(*, max_tokens: int, max_requests: int, max_keys: int) -> tuple[int, int, int]:
+    """The points of each axis of a grid of these bounds (grids of equal sizes are
+    equal: every axis starts at 1 and steps by STEP in log2)."""
+    return len(_grid(max_tokens)), len(_grid(max_requests)), len(_grid(max_keys))
+
+
 @dataclass(frozen=True)
 class Curve:
     """Time and energy (kernels; launch gaps) of a row group on a log2 grid of its
@@ -84,21 +90,21 @@ class IterationCosts:
 
     def cost(self, tokens, requests, keys) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(time s, kernel energy J, launch-gap energy J) of iterations (arrays)."""
-        lt = np.log2(np.maximum(np.asarray(tokens, float), 1.0))
-        lr = np.log2(np.maximum(np.asarray(requests, float), 1.0))
-        lk = np.log2(np.maximum(np.asarray(keys, float), 1.0))
-        time_s, kernel_j, gap_j = (self._sum(f, lt, lr, lk) for f in ("time_s", "kernel_j",
-                                                                       "gap_j"))
+        time_s, kernel_j, gap_j = self.fields(("time_s", "kernel_j", "gap_j"), tokens,
+                                              requests, keys)
         return time_s, kernel_j, gap_j
+
+    def fields(self, names: tuple[str, ...], tokens, requests, keys) -> list[np.ndarray]:
+        """Fields of `Curve` (time_s, kernel_j...) of iterations, their groups added."""
+        lt, lr, lk = (np.log2(np.maximum(np.asarray(v, float), 1.0))
+                      for v in (tokens, requests, keys))
+        return [self._sum(f, lt, lr, lk) for f in names]
 
     def partition(self, tokens, requests, keys) -> tuple[np.ndarray, np.ndarray]:
         """(collective transfer J, busy-waiting J) of iterations: the parts of their
         kernel energy that are communication and wait (zero on one GPU), bounded by it."""
-        lt = np.log2(np.maximum(np.asarray(tokens, float), 1.0))
-        lr = np.log2(np.maximum(np.asarray(requests, float), 1.0))
-        lk = np.log2(np.maximum(np.asarray(keys, float), 1.0))
-        kernel, comm, wait = (self._sum(f, lt, lr, lk) for f in ("kernel_j", "comm_j",
-                                                                  "wait_j"))
+        kernel, comm, wait = self.fields(("kernel_j", "comm_j", "wait_j"), tokens, requests,
+                                         keys)
         scale = np.minimum(1.0, kernel / np.maximum(comm + wait, 1e-300))
         return comm * scale, wait * scale
 
@@ -121,21 +127,34 @@ def _cell(value: float, n: int) -> tuple[int, float]:
     return i, f - i
 
 
+def _log2(v: np.ndarray) -> np.ndarray:
+    """log2 of a curve's values, zero held at 1e-30."""
+    return np.log2(np.maximum(v, 1e-30))
+
+
 def _interp1(c: Curve, field: str, x: np.ndarray) -> np.ndarray:
-    v = getattr(c, field)
-    return np.exp2(np.interp(x, c.x, np.log2(np.maximum(v, 1e-30))))
+    return np.exp2(np.interp(x, c.x, _log2(getattr(c, field))))
+
+
+def _corners(x: np.ndarray, axis: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The grid points either side of each value of `x` on `axis` (clamped) and its
+    weight on the upper one."""
+    xi = np.clip(np.interp(x, axis, np.arange(len(axis))), 0, len(axis) - 1)
+    x0 = np.floor(xi).astype(int)
+    return x0, np.minimum(x0 + 1, len(axis) - 1), xi - x0
 
 
 def _interp2(c: Curve, field: str, x: np.ndarray, y: np.ndarray) -> np.ndarray:
     """Bilinear in (log2 x, log2 y) of log2 values, clamped to the grid."""
-    v = np.log2(np.maximum(getattr(c, field), 1e-30))
-    xi = np.clip(np.interp(x, c.x, np.arange(len(c.x))), 0, len(c.x) - 1)
-    yi = np.clip(np.interp(y, c.y, np.arange(len(c.y))), 0, len(c.y) - 1)
-    x0, y0 = np.floor(xi).astype(int), np.floor(yi).astype(int)
-    x1, y1 = np.minimum(x0 + 1, len(c.x) - 1), np.minimum(y0 + 1, len(c.y) - 1)
-    fx, fy = xi - x0, yi - y0
-    top = v[x0, y0] * (1 - fy) + v[x0, y1] * fy
-    bottom = v[x1, y0] * (1 - fy) + v[x1, y1] * fy
+    v = _log2(getattr(c, field))
+    (x0, x1, fx), (y0, y1, fy) = _corners(x, c.x), _corners(y, c.y)
+    return _blend(v[x0, y0], v[x0, y1], v[x1, y0], v[x1, y1], fx, fy)
+
+
+def _blend(v00, v01, v10, v11, fx, fy) -> np.ndarray:
+    """Bilinear between four corners' log2 values (first index x, second y)."""
+    top = v00 * (1 - fy) + v01 * fy
+    bottom = v10 * (1 - fy) + v11 * fy
     return np.exp2(top * (1 - fx) + bottom * fx)
 
 
@@ -176,33 +195,77 @@ class IterationGrid:
                        for t, sel, axes in self.tables)
         return IterationGrid(dep, tables, self.cache)
 
-    def costs(self, model, *, time_only: bool = False) -> IterationCosts:
+    def costs(self, model, *, time_only: bool = False,
+              points: tuple[np.ndarray, ...] | None = None) -> IterationCosts:
         """The iterations priced by `model`; `time_only`: their times alone, every energy
-        zero (what a fit of time terms reads)."""
+        zero (what a fit of time terms reads); `points`: per row group, the grid points
+        to price (`read_points`; the others are zero), for iterations known in advance."""
         curves, oor = [], False
         for i, (table, sel, axes) in enumerate(self.tables[:3]):
-            prices = self._price(model, i)
-            n = len(table.deps)
-            t = table.count * (prices.time_s + prices.gap_s + prices.wait_s)
-            rows, cfg = self._selected(i)  # the group's rows, in table order
+            idx = None if points is None else points[i]
+            part, mo, group = self.part(model, i, idx)
+            prices = model.price(part) if mo is None else model.price(part, mo)
+            t = _elapsed_s(part, prices)
+            if idx is None:
+                rows, cfg = self._selected(i)  # the group's rows, in table order
+            else:
+                rows = np.flatnonzero(group)
+                cfg = part.cfg[rows]
+            n = len(part.deps)
             if time_only:
                 per = [np.bincount(cfg, weights=t[rows], minlength=n)] \
                     + [np.zeros(n)] * 4
             else:
                 # an iteration alone: how the board holds its limit depends on the trace
-                weight = prices.alpha * (table.tp * table.dp)[table.cfg]  # all GPUs, no limit
-                e_run, e_gap, e_wait = row_energies(table, prices)
+                weight = prices.alpha * (part.tp * part.dp)[part.cfg]  # all GPUs, no limit
+                e_run, e_gap, e_wait = row_energies(part, prices)
                 gap_e, kernel_e = weight * e_gap, weight * (e_run + e_wait)
-                comm_e, wait_e = weight * np.where(table.is_comm, e_run, 0.0), weight * e_wait
+                comm_e, wait_e = weight * np.where(part.is_comm, e_run, 0.0), weight * e_wait
                 per = [np.bincount(cfg, weights=v[rows], minlength=n)
                        for v in (t, kernel_e, gap_e, comm_e, wait_e)]
+            if idx is not None:  # the points' sums on the whole grid
+                per = [np.bincount(idx, weights=v, minlength=len(table.deps)) for v in per]
             if axes[1] is not None:
                 per = [v.reshape(len(axes[0]), len(axes[1])) for v in per]
             curves.append(Curve(axes[0], axes[1], *per))
-            oor |= bool((prices.out_of_range & sel).any())
+            oor |= bool((prices.out_of_range & group).any())
         idle_w = 0.0 if time_only else \
             self._price(model, 3).idle_w * self.dep.parallel.world_size
         return IterationCosts(*curves, idle_w, oor)
+
+    def read_points(self, tokens, requests, keys) -> tuple[np.ndarray, ...]:
+        """Per row group, the grid points the costs of these iterations read (a few
+        more: a point each side), for `costs(points=...)`."""
+        (tx, _), (_, kx), (rx, _) = (axes for _, _, axes in self.tables[:3])
+
+        def near(values, axis):  # the cells around each value's (`_cell`), each side one
+            f = np.floor(np.log2(np.maximum(np.asarray(values, float), 1.0)) / STEP)
+            return [np.clip(f + d, 0, len(axis) - 1).astype(int) for d in (-1, 0, 1, 2)]
+        ts, ks = near(tokens, tx), near(keys, kx)
+        pairs = [a * len(kx) + b for a in ts for b in ks]
+        return (np.unique(np.concatenate(ts)), np.unique(np.concatenate(pairs)),
+                np.unique(np.concatenate(near(requests, rx))))
+
+    def part(self, model, i: int, points: np.ndarray | None = None):
+        """Table `i` to price for the grid points `points` (ascending; None: all), its
+        module outputs (a learned predictor's; else None) and which of its rows are the
+        group's. A learned predictor's row prices read no other row (unless its host
+        queues ahead): of the points' rows only the group's are kept."""
+        from piep.predict.learned import LearnedModel
+        from piep.predict.module_models import ModuleOutputs
+        from piep.predict.table import select, take_rows
+        table, sel, _ = self.tables[i]
+        learned = isinstance(model, LearnedModel)
+        mo = self.module_outputs(model, i) if learned else None
+        if points is None:
+            return table, mo, sel
+        rows = np.isin(table.cfg, points)  # the points' rows, in table order
+        keep = sel[rows] if learned and not model.host.queue_ahead \
+            else np.ones(int(rows.sum()), bool)
+        if mo is not None:
+            mo = ModuleOutputs(*(getattr(mo, f)[rows][keep] for f in
+                                 ("time_s", "power_w", "out_of_range")))
+        return take_rows(select(table, points), keep), mo, sel[rows][keep]
 
     def _selected(self, i: int) -> tuple[np.ndarray, np.ndarray]:
         """The rows of table `i`'s group and their deployments (their sums add the same
@@ -215,19 +278,85 @@ class IterationGrid:
         return self.cache[key]
 
     def _price(self, model, i: int):
-        from piep.predict.learned import LearnedModel
-        table = self.tables[i][0]
-        if isinstance(model, LearnedModel):
-            key = (i, id(model.modules))  # one grid may be priced by several predictors
-            mo = self.cache.get(key)
-            if mo is None:
-                mo = self.cache[key] = model.modules.predict(table, model.gpu)
-            return model.price(table, mo)
-        return model.price(table)
+        part, mo, _ = self.part(model, i)
+        return model.price(part) if mo is None else model.price(part, mo)
+
+    def module_outputs(self, model, i: int):
+        """The module models' outputs for table `i` (computed once per predictor: one grid
+        may be priced by several)."""
+        key = (i, id(model.modules))
+        if key not in self.cache:
+            self.cache[key] = model.modules.predict(self.tables[i][0], model.gpu)
+        return self.cache[key]
 
 
-def iteration_costs(dep: Deployment, model, *, max_tokens: int, max_requests: int,
-                    max_keys: int) -> IterationCosts:
-    """Price the three row groups of `dep`'s engine on their grids with `model`."""
-    return IterationGrid.build(dep, max_tokens=max_tokens, max_requests=max_requests,
-                               max_keys=max_keys).costs(model)
+def _elapsed_s(table, prices) -> np.ndarray:
+    """Per row: the time its calls hold the GPU (kernels, launch gaps, waits)."""
+    return table.count * (prices.time_s + prices.gap_s + prices.wait_s)
+
+
+class IterationTimes:
+    """The times of given iterations on several grids (a fit's logged iterations of many
+    replays), equal to the bit to each grid's `costs(model, time_only=True)` at them
+    (iteration times are positive), for a fraction of the work: of the attention grid
+    only the points the iterations' interpolation reads are priced, the rows of every
+    grid's groups are stacked in one leaf table priced in one pass (a fit re-prices them
+    at every step; a row's price reads no other row's but where the host queues ahead),
+    and the interpolation runs over all iterations at once. Learned predictors only
+    (their module outputs are computed once per grid)."""
+
+    def __init__(self, items: list[tuple[IterationGrid, np.ndarray, np.ndarray, np.ndarray]]):
+        self.items = []
+        for grid, q, n, k in items:
+            (tx, _), (_, kx), (rx, _) = (axes for _, _, axes in grid.tables[:3])
+            lt, lr, lk = (np.log2(np.maximum(np.asarray(v, float), 1.0)) for v in (q, n, k))
+            (x0, x1, fx), (y0, y1, fy) = _corners(lt, tx), _corners(lk, kx)
+            corners = [a * len(kx) + b for a in (x0, x1) for b in (y0, y1)]
+            points = np.unique(np.concatenate(corners))  # of the attention grid
+            # per group: its grid points to price; the corners as positions among them
+            self.items.append((grid, (np.arange(len(tx)), points, np.arange(len(rx))),
+                               (lt, lr), [np.searchsorted(points, c) for c in corners],
+                               (fx, fy)))
+        self._weights = [np.concatenate([it[4][i] for it in self.items]) for i in (0, 1)]
+        self._splits = np.cumsum([len(it[2][0]) for it in self.items])[:-1]
+        self._stacked: dict[tuple, tuple] = {}
+
+    def _stack(self, model):
+        """The rows to price of every grid and group, as one table, its module outputs,
+        the rows of the groups (in table order) and where each (grid, group) starts among
+        the stack's deployments."""
+        from piep.predict.module_models import ModuleOutputs
+        from piep.predict.table import concat
+        key = (id(model.modules), model.host.queue_ahead)
+        if key not in self._stacked:
+            parts, outs, group = [], [], []
+            for grid, points, *_ in self.items:
+                for i, idx in enumerate(points):
+                    part, mo, sel = grid.part(model, i, idx)
+                    parts.append(part)
+                    outs.append(mo)
+                    group.append(sel)
+            starts = np.cumsum([0] + [len(p.deps) for p in parts])
+            # each iteration's attention corners among the stack's deployments
+            corners = [np.concatenate([starts[3 * j + 1] + at[c] for j, (*_, at, _)
+                                       in enumerate(self.items)]) for c in range(4)]
+            self._stacked[key] = (concat(parts), ModuleOutputs(
+                *(np.concatenate([getattr(o, f) for o in outs])
+                  for f in ("time_s", "power_w", "out_of_range"))),
+                np.flatnonzero(np.concatenate(group)), starts, corners)
+        return self._stacked[key]
+
+    def times(self, model) -> list[np.ndarray]:
+        """Each item's iteration times (s) priced by `model`."""
+        stacked, mo, rows, starts, corners = self._stack(model)
+        t = _elapsed_s(stacked, model.price(stacked, mo))
+        v = _log2(np.bincount(stacked.cfg[rows], weights=t[rows], minlength=int(starts[-1])))
+        body, head = [], []
+        for j, (grid, _, (lt, lr), *_) in enumerate(self.items):
+            (tx, _), _, (rx, _) = (axes for _, _, axes in grid.tables[:3])
+            body.append(np.interp(lt, tx, v[starts[3 * j]:starts[3 * j + 1]]))
+            head.append(np.interp(lr, rx, v[starts[3 * j + 2]:starts[3 * j + 3]]))
+        att = _blend(*(v[c] for c in corners), *self._weights)
+        # as `IterationCosts.fields` adds its groups: body, attention, head
+        total = np.exp2(np.concatenate(body)) + att + np.exp2(np.concatenate(head))
+        return np.split(total, self._splits)

@@ -272,12 +272,18 @@ def document(scn: Scenario, trace: Trace, sim: Simulation, costs, policy) -> dic
     return serving_result(scn, trace, sim, costs, policy).to_json()
 
 
+def window_parts_j(it_kernel_j: np.ndarray, it_gap_j: np.ndarray, idle_s: float,
+                   idle_power_w: float) -> tuple[float, float, float]:
+    """(kernels, launch gaps, idle) energy of a window: its iterations', and the GPUs'
+    while no request is in flight."""
+    return float(it_kernel_j.sum()), float(it_gap_j.sum()), idle_s * idle_power_w
+
+
 def serving_result(scn: Scenario, trace: Trace, sim: Simulation, costs,
                    policy) -> ServingResult:
     """What a simulated stream comes to: its outcome, partition, scheduler, requests."""
-    kernel_j = float(sim.it_kernel_j.sum())
-    gap_j = float(sim.it_gap_j.sum())
-    idle_j = sim.idle_s * costs.idle_power_w
+    kernel_j, gap_j, idle_j = window_parts_j(sim.it_kernel_j, sim.it_gap_j, sim.idle_s,
+                                             costs.idle_power_w)
     energy = kernel_j + gap_j + idle_j
     tokens = sim.it_prefill_tokens + sim.it_decode_tokens
     comm_j, wait_j = (float(v.sum()) for v in costs.partition(tokens, sim.it_requests,

@@ -183,3 +183,16 @@ def simulate(trace: Trace, costs: IterationCosts, policy: SchedulerPolicy) -> Si
     a = np.array(its, dtype=float).reshape(-1, 8)
     return Simulation(a[:, 0], a[:, 1], a[:, 2], a[:, 3], a[:, 4], a[:, 5], a[:, 6], a[:, 7],
                       first, last, energy, float(np.nanmax(last)), idle, held)
+
+
+def repriced(sim: Simulation, costs: IterationCosts) -> tuple[np.ndarray, np.ndarray]:
+    """(kernel J, launch-gap J) of each iteration of a simulated schedule priced by other
+    costs of the same iteration times (another power): a schedule depends on the times
+    alone, so these are the energies a simulation with `costs` would give."""
+    tokens = (sim.it_prefill_tokens + sim.it_decode_tokens).tolist()
+    priced = np.array([costs.cost_one(t, r, k) for t, r, k in
+                       zip(tokens, sim.it_requests.tolist(), sim.it_keys.tolist())],
+                      dtype=float).reshape(-1, 3)
+    if not np.array_equal(priced[:, 0], sim.it_time_s):
+        raise ValueError("repriced: these costs change the iterations' times")
+    return priced[:, 1], priced[:, 2]
