@@ -45,8 +45,10 @@ class Trace:
 
     def rows(self) -> list[dict]:
         """The requests as rows: id, arrival_s, prompt_len, gen_len."""
-        return [{"id": i, "arrival_s": float(a), "prompt_len": int(p), "gen_len": int(g)}
-                for i, a, p, g in zip(self.ids, self.arrival_s, self.prompt_len, self.gen_len)]
+        return [{"id": i, "arrival_s": a, "prompt_len": p, "gen_len": g}
+                for i, a, p, g in zip(self.ids, self.arrival_s.tolist(),
+                                      self.prompt_len.astype(np.int64).tolist(),
+                                      self.gen_len.astype(np.int64).tolist())]
 
     def to_jsonl(self) -> str:
         """The rows as JSONL (what --trace reads back)."""

@@ -67,25 +67,32 @@ class IterationCosts:
                     for f in ("time_s", "kernel_j", "gap_j")]
         return logs(self.body), logs(self.attention), logs(self.head)
 
+    @cached_property
+    def _ends(self) -> tuple[dict, dict]:
+        """Per token count and per request count met so far: its cell and the body's
+        (head's) three values there (a stream meets few counts and many key counts)."""
+        return {}, {}
+
     def cost_one(self, tokens: float, requests: float, keys: float) -> tuple[float, float, float]:
         """(time s, kernel energy J, launch-gap energy J) of one iteration."""
         body, att, head = self._scalar
-        bt, bw = _cell(tokens, len(body[0]))
-        hr, hw = _cell(requests, len(head[0]))
+        by_tokens, by_requests = self._ends
+        if (b := by_tokens.get(tokens)) is None:
+            b = by_tokens[tokens] = _line(body, *_cell(tokens, len(body[0])))
+        if (h := by_requests.get(requests)) is None:
+            h = by_requests[requests] = _line(head, *_cell(requests, len(head[0])))
+        bt, bw, bv = b
         ak, kw = _cell(keys, len(att[0][0]))
         out = []
         for f in range(3):
-            b, a, h = body[f], att[f], head[f]
-            v = (b[bt] + (b[bt + 1] - b[bt]) * bw if bw else b[bt]) if bt + 1 < len(b) \
-                else b[bt]
+            a = att[f]
             lo = a[bt][ak] + (a[bt][ak + 1] - a[bt][ak]) * kw if ak + 1 < len(a[bt]) \
                 else a[bt][ak]
             if bt + 1 < len(a):
                 hi = a[bt + 1][ak] + (a[bt + 1][ak + 1] - a[bt + 1][ak]) * kw \
                     if ak + 1 < len(a[bt]) else a[bt + 1][ak]
                 lo = lo + (hi - lo) * bw
-            w = h[hr] + (h[hr + 1] - h[hr]) * hw if hr + 1 < len(h) else h[hr]
-            out.append(2.0 ** v + 2.0 ** lo + 2.0 ** w)
+            out.append(bv[f] + 2.0 ** lo + h[2][f])
         return out[0], out[1], out[2]
 
     def cost(self, tokens, requests, keys) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -115,6 +122,13 @@ class IterationCosts:
                    for f, c, a in ((_interp1, self.body, (lt,)),
                                    (_interp2, self.attention, (lt, lk)),
                                    (_interp1, self.head, (lr,))))
+
+
+def _line(fields: list[list[float]], i: int, w: float) -> tuple[int, float, list[float]]:
+    """A cell of a one-variable curve's log2 fields, its weight, and each field's value
+    there (linear in log2 between the cell's ends)."""
+    return i, w, [2.0 ** ((v[i] + (v[i + 1] - v[i]) * w if w else v[i]) if i + 1 < len(v)
+                          else v[i]) for v in fields]
 
 
 def _cell(value: float, n: int) -> tuple[int, float]:

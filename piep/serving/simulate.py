@@ -118,8 +118,9 @@ def simulate(trace: Trace, costs: IterationCosts, policy: SchedulerPolicy) -> Si
             free -= n_open
         budget -= len(dec)
         req_budget -= len(dec)
-        keys = float(pos.sum()) + len(dec)
+        keys = int(np.add.reduce(pos)) + len(dec)  # (the cheapest exact sum of a few)
         chunks: list[tuple[int, int]] = []
+        n_pre = 0  # their tokens
         for queue in (prefilling, waiting):
             while queue and budget > 0 and req_budget > 0:
                 if free < margin and (len(dec) or chunks):
@@ -135,12 +136,12 @@ def simulate(trace: Trace, costs: IterationCosts, policy: SchedulerPolicy) -> Si
                 blocks[r] += want
                 free -= want
                 chunks.append((r, take))
+                n_pre += take
                 budget -= take
                 req_budget -= 1
                 keys += done_prefill[r] + take
             if budget <= 0 or req_budget <= 0:
                 break
-        n_pre = sum(c for _, c in chunks)
         tokens = len(dec) + n_pre
         if tokens == 0:  # nothing fits: memory holds everything back (cannot progress)
             raise ConfigError("the KV cache cannot hold the next request's prompt: raise "
@@ -156,7 +157,8 @@ def simulate(trace: Trace, costs: IterationCosts, policy: SchedulerPolicy) -> Si
             nxtpos[dec] = pos
             energy[dec] += share
             done = pos >= stop[dec]
-            if done.any():  # (a request's last token is its last time: set when it ends)
+            if np.count_nonzero(done):  # (a request's last token is its last time: set when
+                # it ends)
                 finished = dec[done]
                 last[finished] = t_end
                 free += int(blocks[finished].sum())
