@@ -244,23 +244,28 @@ class LeafTable:
         return self.eager[self.cfg]
 
 
-class TableBuilder:
-    """Leaf tables of deployments; skeletons are kept per (model, tp, pp, GPU), nothing
-    else (no cost, no prediction) is reused between deployments."""
+# skeletons are structure (the tree builder's leaves, no cost): the process keeps the
+# latest this many for every table builder (a sweep, a fit, a comparison meets few)
+SKELETONS_KEPT = 1024
+_skeletons: dict[tuple, Skeleton] = {}
 
-    def __init__(self):
-        self.skeletons: dict[tuple, Skeleton] = {}
+
+class TableBuilder:
+    """Leaf tables of deployments; skeletons are kept per (model, tp, pp, GPU, engine),
+    nothing else (no cost, no prediction) is reused between deployments."""
 
     def skeleton(self, dep: Deployment) -> Skeleton:
-        """The skeleton of `dep`'s tree, built on first use."""
+        """The skeleton of `dep`'s tree, built on first use in the process."""
         # the leaves do not depend on dp (replicas are identical; b is per replica) nor on
         # the mode (only the decode context does, through the basis)
         p = dep.parallel
-        key = (dep.model, p.tp, p.pp, dep.gpu.name, dep.engine)
-        sk = self.skeletons.get(key)
+        key = (dep.model, p.tp, p.pp, dep.gpu, dep.engine)
+        sk = _skeletons.get(key)
         if sk is None:
-            sk = self.skeletons[key] = build_skeleton(dep.model, Parallel(tp=p.tp, pp=p.pp),
-                                                      dep.gpu, dep.engine)
+            if len(_skeletons) >= SKELETONS_KEPT:
+                del _skeletons[next(iter(_skeletons))]  # the oldest
+            sk = _skeletons[key] = build_skeleton(dep.model, Parallel(tp=p.tp, pp=p.pp),
+                                                  dep.gpu, dep.engine)
         return sk
 
     def table(self, deps: Sequence[Deployment], *, detail: bool = False) -> LeafTable:
