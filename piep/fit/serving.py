@@ -113,7 +113,7 @@ class Shared:
     share it)."""
 
     def __init__(self):
-        self.reserved: dict[int, float | None] = {}
+        self.reserved: dict[int, tuple] = {}  # id -> (replay, value): held while kept
         self.grids: dict[tuple, Any] = {}
 
 
@@ -138,8 +138,8 @@ def reserved_gib(records: list[ServingReplay], base, shared: Shared | None = Non
     known = (shared or Shared()).reserved
     for rec in records:
         if id(rec) not in known:
-            known[id(rec)] = _reserved_of(rec, base)
-    found = [known[id(r)] for r in records if known[id(r)] is not None]
+            known[id(rec)] = (rec, _reserved_of(rec, base))
+    found = [known[id(r)][1] for r in records if known[id(r)][1] is not None]
     return statistics.median(found) if found else 1.3
 
 
