@@ -15,6 +15,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, replace
 from functools import cached_property
+from typing import NamedTuple
 
 import numpy as np
 
@@ -81,7 +82,8 @@ class IterationCosts:
             b = by_tokens[tokens] = _line(body, *_cell(tokens, len(body[0])))
         if (h := by_requests.get(requests)) is None:
             h = by_requests[requests] = _line(head, *_cell(requests, len(head[0])))
-        bt, bw, bv = b
+        bt, bw, body_at = b
+        head_at = h[2]
         ak, kw = _cell(keys, len(att[0][0]))
         out = []
         for f in range(3):
@@ -92,7 +94,7 @@ class IterationCosts:
                 hi = a[bt + 1][ak] + (a[bt + 1][ak + 1] - a[bt + 1][ak]) * kw \
                     if ak + 1 < len(a[bt]) else a[bt + 1][ak]
                 lo = lo + (hi - lo) * bw
-            out.append(bv[f] + 2.0 ** lo + h[2][f])
+            out.append(body_at[f] + 2.0 ** lo + head_at[f])
         return out[0], out[1], out[2]
 
     def cost(self, tokens, requests, keys) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -309,6 +311,16 @@ def _elapsed_s(table, prices) -> np.ndarray:
     return table.count * (prices.time_s + prices.gap_s + prices.wait_s)
 
 
+class _Read(NamedTuple):
+    """Iterations on one grid, as `IterationTimes` reads them."""
+    grid: IterationGrid
+    points: tuple[np.ndarray, np.ndarray, np.ndarray]  # per group: its grid points priced
+    log_tokens: np.ndarray
+    log_requests: np.ndarray
+    corners: list[np.ndarray]  # the attention corners, as positions among its points
+    weights: tuple[np.ndarray, np.ndarray]  # on the upper corners (tokens, keys)
+
+
 class IterationTimes:
     """The times of given iterations on several grids (a fit's logged iterations of many
     replays), equal to the bit to each grid's `costs(model, time_only=True)` at them
@@ -320,40 +332,38 @@ class IterationTimes:
     (their module outputs are computed once per grid)."""
 
     def __init__(self, items: list[tuple[IterationGrid, np.ndarray, np.ndarray, np.ndarray]]):
-        self.items = []
+        self.items: list[_Read] = []
         for grid, q, n, k in items:
             (tx, _), (_, kx), (rx, _) = (axes for _, _, axes in grid.tables[:3])
             lt, lr, lk = (np.log2(np.maximum(np.asarray(v, float), 1.0)) for v in (q, n, k))
             (x0, x1, fx), (y0, y1, fy) = _corners(lt, tx), _corners(lk, kx)
             corners = [a * len(kx) + b for a in (x0, x1) for b in (y0, y1)]
             points = np.unique(np.concatenate(corners))  # of the attention grid
-            # per group: its grid points to price; the corners as positions among them
-            self.items.append((grid, (np.arange(len(tx)), points, np.arange(len(rx))),
-                               (lt, lr), [np.searchsorted(points, c) for c in corners],
-                               (fx, fy)))
-        self._weights = [np.concatenate([it[4][i] for it in self.items]) for i in (0, 1)]
-        self._splits = np.cumsum([len(it[2][0]) for it in self.items])[:-1]
+            self.items.append(_Read(grid, (np.arange(len(tx)), points, np.arange(len(rx))),
+                                    lt, lr, [np.searchsorted(points, c) for c in corners],
+                                    (fx, fy)))
+        self._weights = [np.concatenate([it.weights[i] for it in self.items]) for i in (0, 1)]
+        self._splits = np.cumsum([len(it.log_tokens) for it in self.items])[:-1]
         self._stacked: dict[tuple, tuple] = {}
 
     def _stack(self, model):
         """The rows to price of every grid and group, as one table, its module outputs,
-        the rows of the groups (in table order) and where each (grid, group) starts among
-        the stack's deployments."""
+        the rows of the groups (in table order), where each (grid, group) starts among the
+        stack's deployments, and each iteration's attention corners among them."""
         from piep.predict.module_models import ModuleOutputs
         from piep.predict.table import concat
         key = (id(model.modules), model.host.queue_ahead)
         if key not in self._stacked:
             parts, outs, group = [], [], []
-            for grid, points, *_ in self.items:
-                for i, idx in enumerate(points):
-                    part, mo, sel = grid.part(model, i, idx)
+            for it in self.items:
+                for i, idx in enumerate(it.points):
+                    part, mo, sel = it.grid.part(model, i, idx)
                     parts.append(part)
                     outs.append(mo)
                     group.append(sel)
             starts = np.cumsum([0] + [len(p.deps) for p in parts])
-            # each iteration's attention corners among the stack's deployments
-            corners = [np.concatenate([starts[3 * j + 1] + at[c] for j, (*_, at, _)
-                                       in enumerate(self.items)]) for c in range(4)]
+            corners = [np.concatenate([starts[3 * j + 1] + it.corners[c]
+                                       for j, it in enumerate(self.items)]) for c in range(4)]
             self._stacked[key] = (concat(parts), ModuleOutputs(
                 *(np.concatenate([getattr(o, f) for o in outs])
                   for f in ("time_s", "power_w", "out_of_range"))),
@@ -366,10 +376,10 @@ class IterationTimes:
         t = _elapsed_s(stacked, model.price(stacked, mo))
         v = _log2(np.bincount(stacked.cfg[rows], weights=t[rows], minlength=int(starts[-1])))
         body, head = [], []
-        for j, (grid, _, (lt, lr), *_) in enumerate(self.items):
-            (tx, _), _, (rx, _) = (axes for _, _, axes in grid.tables[:3])
-            body.append(np.interp(lt, tx, v[starts[3 * j]:starts[3 * j + 1]]))
-            head.append(np.interp(lr, rx, v[starts[3 * j + 2]:starts[3 * j + 3]]))
+        for j, it in enumerate(self.items):
+            (tx, _), _, (rx, _) = (axes for _, _, axes in it.grid.tables[:3])
+            body.append(np.interp(it.log_tokens, tx, v[starts[3 * j]:starts[3 * j + 1]]))
+            head.append(np.interp(it.log_requests, rx, v[starts[3 * j + 2]:starts[3 * j + 3]]))
         att = _blend(*(v[c] for c in corners), *self._weights)
         # as `IterationCosts.fields` adds its groups: body, attention, head
         total = np.exp2(np.concatenate(body)) + att + np.exp2(np.concatenate(head))
