@@ -113,9 +113,7 @@ class TrainingSet:
         idx = np.flatnonzero(keep)
         rows = np.isin(self.table.cfg, idx)
         table = select(self.table, idx)
-        m = self.modules
-        return TrainingSet([self.cases[i] for i in idx], table,
-                           ModuleOutputs(m.time_s[rows], m.power_w[rows], m.out_of_range[rows]))
+        return TrainingSet([self.cases[i] for i in idx], table, self.modules.take(rows))
 
 
 def measured_phases(cases_: list[Case], key: str) -> np.ndarray:

@@ -222,6 +222,16 @@ class ModuleOutputs:
     power_w: np.ndarray
     out_of_range: np.ndarray
 
+    def take(self, rows: np.ndarray) -> "ModuleOutputs":
+        """The outputs of some rows (a mask or indices), as their table's subset has them."""
+        return ModuleOutputs(self.time_s[rows], self.power_w[rows], self.out_of_range[rows])
+
+    @staticmethod
+    def concat(parts: list["ModuleOutputs"]) -> "ModuleOutputs":
+        """The outputs of tables stacked in this order (`piep.predict.table.concat`)."""
+        return ModuleOutputs(*(np.concatenate([getattr(o, f) for o in parts])
+                               for f in ("time_s", "power_w", "out_of_range")))
+
 
 @dataclass
 class ModuleModels:

@@ -268,7 +268,6 @@ class IterationGrid:
         group's. A learned predictor's row prices read no other row (unless its host
         queues ahead): of the points' rows only the group's are kept."""
         from piep.predict.learned import LearnedModel
-        from piep.predict.module_models import ModuleOutputs
         from piep.predict.table import select, take_rows
         table, sel, _ = self.tables[i]
         learned = isinstance(model, LearnedModel)
@@ -279,8 +278,7 @@ class IterationGrid:
         keep = sel[rows] if learned and not model.host.queue_ahead \
             else np.ones(int(rows.sum()), bool)
         if mo is not None:
-            mo = ModuleOutputs(*(getattr(mo, f)[rows][keep] for f in
-                                 ("time_s", "power_w", "out_of_range")))
+            mo = mo.take(np.flatnonzero(rows)[keep])
         return take_rows(select(table, points), keep), mo, sel[rows][keep]
 
     def _selected(self, i: int) -> tuple[np.ndarray, np.ndarray]:
@@ -364,10 +362,8 @@ class IterationTimes:
             starts = np.cumsum([0] + [len(p.deps) for p in parts])
             corners = [np.concatenate([starts[3 * j + 1] + it.corners[c]
                                        for j, it in enumerate(self.items)]) for c in range(4)]
-            self._stacked[key] = (concat(parts), ModuleOutputs(
-                *(np.concatenate([getattr(o, f) for o in outs])
-                  for f in ("time_s", "power_w", "out_of_range"))),
-                np.flatnonzero(np.concatenate(group)), starts, corners)
+            self._stacked[key] = (concat(parts), ModuleOutputs.concat(outs),
+                                  np.flatnonzero(np.concatenate(group)), starts, corners)
         return self._stacked[key]
 
     def times(self, model) -> list[np.ndarray]:

@@ -157,8 +157,8 @@ def simulate(trace: Trace, costs: IterationCosts, policy: SchedulerPolicy) -> Si
             nxtpos[dec] = pos
             energy[dec] += share
             done = pos >= stop[dec]
-            if np.count_nonzero(done):  # (a request's last token is its last time: set when
-                # it ends)
+            # (a request's last token is its last time: set when it ends)
+            if np.count_nonzero(done):
                 finished = dec[done]
                 last[finished] = t_end
                 free += int(blocks[finished].sum())
