@@ -78,6 +78,37 @@ def test_many_rows_go_to_lightgbm_with_the_same_numbers(monkeypatch):
     assert np.array_equal(fast[:50], km.time_booster.predict(x[:50]))
 
 
+@pytest.mark.parametrize("params", [{}, {"zero_as_missing": True}], ids=["nan", "zero"])
+def test_rows_between_the_same_thresholds_are_walked_once(params):
+    """Rows whose every feature lies between the same two thresholds of the model share a
+    cell, and one of them is evaluated; a row at a threshold, just above it, NaN, zero or
+    within LightGBM's zero of it each keeps its own way (the predictions are LightGBM's,
+    row by row)."""
+    rng = np.random.default_rng(3)
+    x = rng.normal(size=(300, 2))
+    y = np.sin(3 * x[:, 0]) + x[:, 1] + rng.normal(0, 0.1, 300)
+    x[::9, 1] = 0.0
+    text = lgb.train({"objective": "regression", "verbose": -1, "num_leaves": 7,
+                      "min_data_in_leaf": 5, **params}, lgb.Dataset(x, y), 15).model_to_string()
+    forest = Forest(text)
+    edges = forest._edges[0]
+    assert len(edges) > 3
+    gaps = (edges[:-1] + edges[1:]) / 2  # one value inside each gap between thresholds
+    jitter = (edges[1:] - edges[:-1]) * rng.uniform(-0.4, 0.4, (50, len(gaps)))
+    inside = np.column_stack([(gaps + jitter).ravel(), np.full(jitter.size, 0.5)])
+    first, cell = forest.cells(inside)
+    assert len(first) == len(gaps)  # 50 rows per gap, one cell each
+    assert np.array_equal(inside[first][cell][:, 0] > edges[0], inside[:, 0] > edges[0])
+    at = np.concatenate([edges, np.nextafter(edges, np.inf), np.nextafter(edges, -np.inf),
+                         [np.nan, 0.0, 1e-36, -1e-36, 1e-30]])
+    border = np.column_stack([np.tile(at, 2), np.repeat([0.0, np.nan], len(at))])
+    for rows in (inside, border):
+        _same(text, rows)
+        expected = lgb.Booster(model_str=text).predict(rows)
+        one_by_one = np.array([forest.predict(r[None])[0] for r in rows[::7]])
+        assert np.array_equal(one_by_one, expected[::7])
+
+
 def test_the_range_test_finds_the_nearest_sample():
     """The out-of-range flag (the nearest training sample, found by one matrix product per
     chunk) is the brute-force search's, also for leaves close to the threshold."""

@@ -18,7 +18,9 @@ import numpy as np
 
 DEFAULT_LEFT = 2     # decision_type bit: a missing value goes left
 MISSING_SHIFT = 2    # decision_type bits 2-3: what counts as missing (0 none, 1 zero, 2 NaN)
-ZERO = 1e-35         # LightGBM's kZeroThreshold
+# LightGBM's kZeroThreshold: `const double kZeroThreshold = 1e-35f` (include/LightGBM/
+# meta.h), the float 1e-35 widened: 1.0000000180025095e-35, not the double 1e-35
+ZERO = float(np.float32(1e-35))
 # rows from which LightGBM's evaluator (when installed) answers, ~10x faster there: its
 # import (~0.2 s) pays off; a prediction's few hundred rows stay with numpy (no import).
 # Once a process has imported LightGBM (a sweep, a fit, a server), it answers from
@@ -57,6 +59,25 @@ class Forest:
             return None
         return lightgbm.Booster(model_str=self.text)
 
+    @cached_property
+    def _edges(self) -> list[np.ndarray]:
+        """Per feature, the distinct thresholds the model's splits compare it with."""
+        m = self._nodes
+        return [np.unique(m.threshold[m.feature == f]) for f in range(self.num_features)]
+
+    def cells(self, x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(a row of `x` per cell, each row's cell): the cell of a row is, per feature,
+        how many of the model's thresholds lie below its value, and whether the value is
+        NaN or zero (LightGBM's missing values). Rows of one cell go the same way at
+        every split of every tree: they have the same prediction, to the bit."""
+        codes = np.empty(x.shape, dtype=np.int64)
+        for f, edges in enumerate(self._edges):
+            v = x[:, f]
+            codes[:, f] = (np.searchsorted(edges, v, side="left") * 4 + 2 * np.isnan(v)
+                           + (np.abs(v) <= ZERO))
+        return distinct_rows(codes.astype(np.uint16) if codes.max(initial=0) < 1 << 16
+                             else codes)
+
     def model_to_string(self) -> str:
         """The text it was read from (as a LightGBM Booster writes itself)."""
         return self.text
@@ -70,6 +91,11 @@ class Forest:
         if x.ndim != 2 or x.shape[1] != self.num_features:
             raise ValueError(f"rows of {self.num_features} features expected, got shape "
                              f"{x.shape}")
+        first, cell = self.cells(x)  # one row per cell: the same predictions, fewer rows
+        return self._evaluate(x[first], num_threads)[cell]
+
+    def _evaluate(self, x: np.ndarray, num_threads: int | None) -> np.ndarray:
+        """`predict` of every row."""
         many = MANY_ROWS if "lightgbm" not in sys.modules else SOME_ROWS
         if len(x) >= many and (booster := self._booster) is not None:
             kw = {"num_threads": num_threads} if num_threads else {}
@@ -94,6 +120,15 @@ class Forest:
         # tree after tree, left to right, as LightGBM adds them (a cumulative sum is a
         # sequential one; a plain sum would pair them up and round otherwise)
         return np.cumsum(values, axis=1)[:, -1] if values.shape[1] else np.zeros(len(x))
+
+
+def distinct_rows(a: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(the index of each distinct row of the 2-D array `a`, in the order of the rows'
+    bytes; each row's position among them)."""
+    a = np.ascontiguousarray(a)
+    keys = a.view(np.dtype((np.void, a.dtype.itemsize * a.shape[1]))).ravel()
+    _, first, inverse = np.unique(keys, return_index=True, return_inverse=True)
+    return first, inverse.reshape(-1)
 
 
 class _Nodes:
