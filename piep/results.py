@@ -40,9 +40,13 @@ def label(name: str) -> str:
     return QUANTITIES[name][0]
 
 
-def percentiles(values) -> dict[str, float | None]:
+def percentiles(values, alike: bool = False) -> dict[str, float | None]:
     """p50/p90/p99 of the finite values; None (JSON null) where there are none (TPOT of
-    requests that generate one token only)."""
+    requests that generate one token only). `alike`: every value is the same (a static
+    batch's requests), read from the first."""
+    if alike and len(values):
+        x = float(values[0])
+        return dict.fromkeys(("p50", "p90", "p99"), x if math.isfinite(x) else None)
     v = np.asarray(values, float)
     v = v[np.isfinite(v)]
     if not len(v):
@@ -65,6 +69,8 @@ class Summary:
     e2e_s: np.ndarray
     # the requests above are one replica's of this many alike (a batch over dp replicas)
     replicas: int = 1
+    # every request has the same latencies (a static batch)
+    alike: bool = False
 
     @classmethod
     def batch(cls, energy_j: float, time_s: float, *, requests: int, gen_len: int,
@@ -74,7 +80,7 @@ class Summary:
         steps = max(gen_len - 1, 0)
         tpot = (time_s - prefill_s) / steps if steps else float("nan")
         return cls(energy_j, time_s, requests * gen_len, np.full(requests, prefill_s),
-                   np.full(requests, tpot), np.full(requests, time_s))
+                   np.full(requests, tpot), np.full(requests, time_s), alike=True)
 
     @property
     def requests(self) -> int:
@@ -88,8 +94,9 @@ class Summary:
                 "j_per_output_token": e / tokens if tokens else 0.0,
                 "j_per_request": e / n if n else 0.0,
                 "output_tokens_per_s": tokens / self.time_s if self.time_s else 0.0,
-                "ttft_s": percentiles(self.ttft_s), "tpot_s": percentiles(self.tpot_s),
-                "e2e_s": percentiles(self.e2e_s)}
+                "ttft_s": percentiles(self.ttft_s, self.alike),
+                "tpot_s": percentiles(self.tpot_s, self.alike),
+                "e2e_s": percentiles(self.e2e_s, self.alike)}
 
     def row(self) -> dict[str, object]:
         """The summary as a flat row (latencies by their medians)."""

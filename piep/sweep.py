@@ -29,12 +29,14 @@ def sweep(configs: list[dict[str, Any]], *, gpu: str = DEFAULT_GPU, predictor: s
     was refused. Priced in chunks through the one pricing path (`piep.predict.pricing`)."""
     from piep import api
     from piep.gpus import load_gpu
+    from piep.models import load_model
     from piep.predict.pricing import price
     from piep.predict.table import TableBuilder
     from piep.scenario import Scenario
     builder = TableBuilder()
     gpu_profile = load_gpu(gpu)
     resolved: dict[str, Any] = {}  # engine -> a resolution its points are variants of
+    specs: dict[str, Any] = {}  # model name or path -> its config, read once per sweep
     rows: list[dict[str, Any]] = []
     for start in range(0, len(configs), CHUNK):
         part = configs[start:start + CHUNK]
@@ -42,6 +44,10 @@ def sweep(configs: list[dict[str, Any]], *, gpu: str = DEFAULT_GPU, predictor: s
         for cfg in part:
             row = dict(cfg)
             try:
+                model = cfg.get("model")
+                if isinstance(model, str):
+                    cfg = {**cfg, "model": specs.get(model)
+                           or specs.setdefault(model, load_model(model))}
                 scn = Scenario.build(gpu=gpu_profile, **cfg)
                 first = resolved.get(scn.engine.name)
                 res = first.variant(scn) if first else api.resolve(scn, predictor)

@@ -154,3 +154,19 @@ def test_long_lists_are_written_a_row_per_line_as_the_same_document():
     assert len(lines) < 2 * LONG_LIST + 20  # one line a row, not one a field
     short = {"a": [1, {"b": [2, 3]}], "c": "d"}
     assert json_text(short) == json_.dumps(short, indent=2)
+
+
+@pytest.mark.parametrize("gen_len", [1, 2, 50])
+def test_a_batch_summary_states_what_its_requests_state(gen_len):
+    """A static batch's summary reads its alike requests' latencies from the first; the
+    document is the one a summary of the same requests, not known alike, gives (a TPOT
+    of one-token requests null)."""
+    from dataclasses import replace
+
+    from piep.results import Summary
+    batch = Summary.batch(12.5, 3.0, requests=8, gen_len=gen_len, prefill_s=0.25)
+    assert batch.alike
+    doc = batch.to_json()
+    assert doc == replace(batch, alike=False).to_json()
+    assert doc["ttft_s"] == {"p50": 0.25, "p90": 0.25, "p99": 0.25}
+    assert (doc["tpot_s"]["p99"] is None) == (gen_len == 1)
