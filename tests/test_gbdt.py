@@ -129,3 +129,26 @@ def test_the_range_test_finds_the_nearest_sample():
         assert np.array_equal(got, ~(brute <= km.oor_threshold))
         flagged += int(got.sum())
     assert 0 < flagged  # some leaves out of range, some in
+
+
+def test_the_range_test_at_its_threshold_searches_in_double_precision(monkeypatch):
+    """Leaves a billionth of the threshold inside or outside it are beyond what the
+    single-precision search can tell: they are searched again in double precision and
+    answered as the brute-force search answers them."""
+    import piep.predict.module_models as mm
+    from piep.predict.learned import load_learned
+    km = load_learned("h200").modules.kinds["linear"]
+    train, limit = km.train_z, km.oor_threshold
+    rng = np.random.default_rng(4)
+    unit = rng.normal(size=(300, train.shape[1]))
+    unit /= np.linalg.norm(unit, axis=1, keepdims=True)
+    z = train[rng.integers(0, len(train), 300)] \
+        + unit * limit * np.where(np.arange(300) % 2, 1 + 1e-9, 1 - 1e-9)[:, None]
+    brute = np.sqrt(((z[:, None, :] - train[None]) ** 2).sum(-1).min(1))
+    searched = []
+    real = mm.nearest_distance
+    monkeypatch.setattr(mm, "nearest_distance",
+                        lambda q, *a, **k: searched.append(len(q)) or real(q, *a, **k))
+    far = mm.farther_than(z, train, (train * train).sum(1), limit)
+    assert np.array_equal(far, ~(brute <= limit))
+    assert far.any() and not far.all() and searched and searched[0] < len(z)
