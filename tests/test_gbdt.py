@@ -152,3 +152,24 @@ def test_the_range_test_at_its_threshold_searches_in_double_precision(monkeypatc
     far = mm.farther_than(z, train, (train * train).sum(1), limit)
     assert np.array_equal(far, ~(brute <= limit))
     assert far.any() and not far.all() and searched and searched[0] < len(z)
+
+
+def test_distinct_rows_groups_equal_rows_only():
+    """Rows are grouped by one weighted sum each, checked: equal rows share a group, and
+    unequal rows whose sums coincide are grouped by their bytes instead."""
+    from piep.predict.gbdt import _WEIGHTS, distinct_rows
+    rng = np.random.default_rng(5)
+    base = rng.normal(size=(40, 6))
+    a = base[rng.integers(0, 40, 500)]
+    a[::50] = np.nan
+    first, group = distinct_rows(a)
+    assert np.array_equal(a[first][group], a, equal_nan=True)
+    assert len(first) == len(np.unique(a[~np.isnan(a[:, 0])], axis=0)) + 1
+    clash = np.array([[_WEIGHTS[1], 0.0], [0.0, _WEIGHTS[0]], [_WEIGHTS[1], 0.0]])
+    assert clash[0] @ _WEIGHTS[:2] == clash[1] @ _WEIGHTS[:2]  # the same sum
+    first, group = distinct_rows(clash)
+    assert len(first) == 2 and group[0] == group[2] != group[1]
+    codes = rng.integers(0, 9, size=(300, 16)).astype(np.uint16)
+    first, group = distinct_rows(codes)
+    assert np.array_equal(codes[first][group], codes)
+    assert len(first) == len(np.unique(codes, axis=0))

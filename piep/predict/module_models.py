@@ -18,6 +18,7 @@ import numpy as np
 from piep.gpus import GPU
 from piep.predict import features as _features
 from piep.predict.features import feature_matrix, leaf_features
+from piep.predict.gbdt import distinct_rows
 from piep.tree.builder import LINEAR_KINDS, expands_kv
 from piep.tree.nodes import COPY_KINDS, Node
 
@@ -311,11 +312,9 @@ class ModuleModels:
             if g not in self.kinds:
                 t[sel], p[sel], oor[sel] = roof[sel], gpu.memory_power_w, True
                 continue
-            xs = np.ascontiguousarray(x[sel])
-            keys = xs.view(np.dtype((np.void, xs.dtype.itemsize * xs.shape[1]))).ravel()
-            _, first, inv = np.unique(keys, return_index=True, return_inverse=True)
+            xs = x[sel]
+            first, inv = distinct_rows(xs)
             lr, pw, o = self.kinds[g].predict(xs[first])
-            inv = inv.reshape(-1)
             t[sel] = (roof[sel] + _features.KERNEL_FLOOR_S) * np.exp(lr[inv])
             p[sel], oor[sel] = pw[inv], o[inv]
         return ModuleOutputs(t, p, oor)
