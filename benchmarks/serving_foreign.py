@@ -94,7 +94,7 @@ def built_in_row() -> str:
 
 
 def main(argv: list[str]) -> int:
-    maxiter = int(argv[argv.index("--maxiter") + 1]) if "--maxiter" in argv else 150
+    maxiter = int(argv[argv.index("--maxiter") + 1]) if "--maxiter" in argv else 400
     jobs = int(argv[argv.index("--jobs") + 1]) if "--jobs" in argv else 1
     built_in, reps = foreign_replays()
     shapes = sorted({r.model for r in reps})

@@ -382,6 +382,10 @@ def test_iterations_priced_in_part_cost_what_the_whole_grid_gives():
     for host in (model, with_host(model, queue_ahead=True)):  # a gap shared by a stage
         for got, (grid, q, n, k) in zip(IterationTimes(items).times(host), items):
             assert np.array_equal(got, grid.costs(host, time_only=True).cost(q, n, k)[0])
+    # times and energies at once (what a fit without iteration logs re-prices)
+    for *got, (grid, q, n, k) in zip(*IterationTimes(items).costs(model), items):
+        for a, b in zip(got, grid.costs(model).cost(q, n, k)):
+            assert np.allclose(a, b, rtol=1e-12, atol=0) and b.any()
     hotter = with_host(base, launch_gap_w=base.host.launch_gap_w + 50.0)
     for grid, sim in sims:
         q = sim.it_prefill_tokens + sim.it_decode_tokens
@@ -393,3 +397,41 @@ def test_iterations_priced_in_part_cost_what_the_whole_grid_gives():
         assert not np.array_equal(gap_j, sim.it_gap_j)
         with pytest.raises(ValueError, match="times"):
             repriced(sim, grid.costs(model))
+
+
+def test_a_fit_without_iteration_logs_retimes_simulated_schedules():
+    """A serving fit without iteration logs (an engine's benchmark) re-times the replays'
+    simulated schedules at other terms: at the terms that simulated them it gives the
+    simulations' own error; at others each iteration runs after the one before it and
+    not before the requests it prefills arrive, and the error moves."""
+    from piep.fit.engines import engine_records
+    from piep.fit.serving import (START, _cases, _Frozen, _with_terms, back_to_back,
+                                  predicted)
+    from piep.serving.serve import run
+
+    def simulated_error(model):  # the replays simulated at `model`, as `piep serve` does
+        errs = []
+        for c in cases:
+            energy, tpot, e2e = predicted(c, *run(c.scn, c.trace, model, c.policy, c.grid))
+            errs.append((np.log(tpot / c.meas[1]) ** 2 + np.log(e2e / c.meas[2]) ** 2
+                         + np.log(energy / c.meas[0]) ** 2) / 3)
+        return float(np.mean(errs))
+    from piep.predict.learned import load_learned
+    base = load_learned("h200")
+    reps = sorted(engine_records("h200", "hf-cb"), key=lambda r: len(r.requests))[:3]
+    cases = _cases(base, reps, 1.3)
+    at = _with_terms(base, {**START, "launch_gap_w": 90.0})
+    frozen = _Frozen(cases, at)
+    assert frozen.error(at) == pytest.approx(simulated_error(at), rel=1e-12)
+    other = _with_terms(base, {**START, "step_host_s": 0.01, "time_scale.prefill": 0.6,
+                               "launch_gap_w": 120.0})  # faster: requests would be early
+    assert frozen.error(other) != pytest.approx(frozen.error(at), rel=1e-3)
+    (ready, first, _), dt = frozen.reads[1], frozen.costs.costs(other)[0][1]
+    end = back_to_back(dt, ready)
+    start = end - dt
+    assert (start >= ready - 1e-12).all() and (start[1:] >= end[:-1] - 1e-12).all()
+    assert (start[first] >= cases[1].trace.arrival_s - 1e-12).all()
+    assert np.isclose(start[1:], np.maximum(end[:-1], ready[1:]), rtol=1e-12).all()
+    # the recurrence, step by step
+    assert np.allclose(back_to_back(np.array([1.0, 2.0, 1.0, 1.0]), np.array([0.5, 0, 6, 0])),
+                       [1.5, 3.5, 7.0, 8.0])

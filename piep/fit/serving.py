@@ -8,7 +8,9 @@ Three steps, each on what measures it best:
    host time per kernel launch, per iteration and per request of an iteration, fitted on
    the duration of every recorded iteration (each trace weighing the same, its iterations
    by their time) given the Σq, Σkv and requests the engine logged; where no replay has
-   an iteration log, on the median TPOT and end-to-end latency of each.
+   an iteration log (an engine's benchmark), together with the power in host gaps on the
+   median TPOT, median end-to-end latency and window energy of each, in rounds: the
+   replays simulated at the terms so far, the terms fitted on those schedules re-timed.
 3. Energy: the board power while the GPU waits for the host (`launch_gap_w`), fitted on
    the window energy of every replay as simulated with the time terms of step 2 (energy
    is linear in it).
@@ -16,6 +18,7 @@ Three steps, each on what measures it best:
 
 from __future__ import annotations
 
+import logging
 import math
 import statistics
 from pathlib import Path
@@ -27,7 +30,7 @@ from piep.engines import ENGINES, names
 from piep.errors import ArtifactError
 from piep.predict.engines import EngineProfile
 from piep.fit.engines import engine_version, profile_hosts
-from piep.fit.predictor import set_term
+from piep.fit.predictor import get_term, set_term
 from piep.fit.progress import Pace
 from piep.records import ServingReplay
 from piep.serving.costs import ATTENTION_KINDS, IterationTimes, grid_sizes
@@ -36,6 +39,7 @@ from piep.serving.serve import (SchedulerPolicy, document, iteration_grid, paged
 from piep.serving.simulate import repriced
 from piep.trace import Trace, make_trace
 
+log = logging.getLogger("piep.train")
 SERVING = names(serves=True)[0]  # the serving engine piep replays: continuous batching
 FITTED = ENGINES[SERVING].fitted_terms
 TIME_TERMS = FITTED[:-1]  # the last, the power in host gaps, is fitted on energy
@@ -186,18 +190,6 @@ def _time_error(model, logged: _Logged) -> float:
     return float(np.mean(errs))
 
 
-def _joint_error(model, cases: list[_Case]) -> float:
-    """Mean over replays of the squared log errors of median TPOT, median end-to-end
-    latency and window energy (replays without an iteration log: a benchmark's)."""
-    errs = []
-    for c in cases:
-        sim, costs = run(c.scn, c.trace, model, c.policy, c.grid)
-        energy, tpot, e2e = predicted(c, sim, costs)
-        errs.append((math.log(tpot / c.meas[1]) ** 2 + math.log(e2e / c.meas[2]) ** 2
-                     + math.log(energy / c.meas[0]) ** 2) / 3)
-    return float(np.mean(errs))
-
-
 def _search(base, start: dict[str, float], error, cases, maxiter: int):
     """`base` with the terms of `start` that minimize `error` over `cases`: Nelder-Mead in
     the logs of the terms, first steps of 35 %."""
@@ -220,12 +212,83 @@ def _fit_time(base, cases: list[_Case], maxiter: int):
                    maxiter)
 
 
+class _Frozen:
+    """The replays' schedules as simulated at some terms, re-timed and re-priced at others:
+    each iteration keeps its tokens, requests and keys, each request the iterations of
+    its first and last tokens; the iterations' times and energies change, and so when
+    each runs (back to back, an iteration not before the requests it prefills arrive)."""
+
+    def __init__(self, cases: list[_Case], model):
+        self.cases = cases
+        sims = [run(c.scn, c.trace, model, c.policy, c.grid)[0] for c in cases]
+        self.costs = IterationTimes([(c.grid, s.it_prefill_tokens + s.it_decode_tokens,
+                                      s.it_requests, s.it_keys) for c, s in zip(cases, sims)])
+        self.reads = []  # per case: the arrival each iteration waits for, requests' ends
+        for c, sim in zip(cases, sims):
+            end = sim.it_start_s + sim.it_time_s
+            first = np.searchsorted(end, sim.first_token_s)
+            last = np.searchsorted(end, sim.last_token_s)
+            ready = np.where(sim.it_start_s > np.concatenate([[0.0], end[:-1]]),
+                             sim.it_start_s, 0.0)  # the iterations after an idle GPU
+            np.maximum.at(ready, first, c.trace.arrival_s)
+            self.reads.append((ready, first, last))
+
+    def error(self, model) -> float:
+        """Mean over replays of the squared log errors of median TPOT, median end-to-end
+        latency and window energy, of these schedules priced by `model`."""
+        errs = []
+        for c, (ready, first, last), dt, kernel, gap in zip(
+                self.cases, self.reads, *self.costs.costs(model)):
+            end = back_to_back(dt, ready)
+            arrival, steps = c.trace.arrival_s, c.trace.gen_len - 1
+            # every GPU at the gap power while none runs, as `IterationGrid.costs` prices
+            idle_w = model.host.launch_gap_w * c.scn.parallel.world_size
+            energy = float(kernel.sum() + gap.sum()) + (end[-1] - dt.sum()) * idle_w
+            tpot = np.median(((end[last] - end[first]) / np.maximum(steps, 1))[steps > 0])
+            e2e = np.median(end[last] - arrival)  # (`percentiles`' p50, to rounding)
+            errs.append((math.log(tpot / c.meas[1]) ** 2 + math.log(e2e / c.meas[2]) ** 2
+                         + math.log(energy / c.meas[0]) ** 2) / 3)
+        return float(np.mean(errs))
+
+
+def back_to_back(dt: np.ndarray, ready: np.ndarray) -> np.ndarray:
+    """When each iteration ends, each starting when the one before ends or at its ready
+    time, whichever is later (from 0): end_k = max(end_k-1, ready_k) + dt_k, for all k at
+    once (end_k = S_k + max(0, max over j <= k of ready_j - S_j-1), S the running sum)."""
+    done = np.cumsum(dt)
+    return done + np.maximum.accumulate(np.maximum(ready - (done - dt), 0.0))
+
+
+FROZEN_ROUNDS = 8     # at most: simulate, fit on the schedules, again
+FROZEN_GAIN = 0.002   # until the replays' error falls by less than this share
+
+
 def _fit_time_and_energy(base, cases: list[_Case], maxiter: int):
     """Time terms and the power in host gaps together: without an iteration log, latency
     alone does not split a replay's time into kernels (at their power) and host gaps (at
-    the gap power); its window energy does."""
-    return _search(base, {**{k: START[k] for k in TIME_TERMS},
-                          "launch_gap_w": base.host.launch_gap_w}, _joint_error, cases, maxiter)
+    the gap power); its window energy does. Each round simulates every replay at the
+    terms so far, which gives their error (`_Frozen.error` at those terms), and fits the
+    terms on those schedules re-timed (`_Frozen`: a step prices a few thousand grid
+    points, not dozens of simulations); the terms of the least error once it stops
+    falling."""
+    names_ = (*TIME_TERMS, "launch_gap_w")
+    model = _with_terms(base, {**{k: START[k] for k in TIME_TERMS},
+                               "launch_gap_w": base.host.launch_gap_w})
+    best = (math.inf, model)
+    for i in range(FROZEN_ROUNDS):
+        frozen = _Frozen(cases, model)
+        error = frozen.error(model)  # on their own schedules: the simulated replays' error
+        log.info("fitting on %d replays' latencies and energy: round %d, error %.4f",
+                 len(cases), i + 1, error)
+        if error < best[0]:
+            best, last = (error, model), best[0]
+            if last - error < FROZEN_GAIN * error:
+                break
+        else:
+            break
+        model = _search(base, {k: get_term(model.host, k) for k in names_},
+                        lambda m, f: f.error(m), frozen, maxiter)
+    return best[1]
 
 
 def _fit_gap_power(model, cases: list[_Case]):

@@ -370,13 +370,35 @@ class IterationTimes:
         """Each item's iteration times (s) priced by `model`."""
         stacked, mo, rows, starts, corners = self._stack(model)
         t = _elapsed_s(stacked, model.price(stacked, mo))
-        v = _log2(np.bincount(stacked.cfg[rows], weights=t[rows], minlength=int(starts[-1])))
+        return self._at_iterations(t, stacked, rows, starts, corners)
+
+    def costs(self, model) -> tuple[list[np.ndarray], list[np.ndarray], list[np.ndarray]]:
+        """Each item's (iteration times s, kernel J, launch-gap J) priced by `model`, as
+        its grid's `costs(model).cost` gives them (to rounding)."""
+        stacked, mo, rows, starts, corners = self._stack(model)
+        prices = model.price(stacked, mo)
+        weight = prices.alpha * (stacked.tp * stacked.dp)[stacked.cfg]  # as `costs` weighs
+        e_run, e_gap, e_wait = row_energies(stacked, prices)
+        t, kernel, gap = (self._at_iterations(v, stacked, rows, starts, corners) for v in (
+            _elapsed_s(stacked, prices), weight * (e_run + e_wait), weight * e_gap))
+        return t, kernel, gap
+
+    def _at_iterations(self, per_row, stacked, rows, starts, corners) -> list[np.ndarray]:
+        """A value of the stack's rows summed per grid point, interpolated at each item's
+        iterations and its groups added (a group zero on all its points adds zero)."""
+        raw = np.bincount(stacked.cfg[rows], weights=per_row[rows], minlength=int(starts[-1]))
+        v = _log2(raw)
         body, head = [], []
         for j, it in enumerate(self.items):
             (tx, _), _, (rx, _) = (axes for _, _, axes in it.grid.tables[:3])
-            body.append(np.interp(it.log_tokens, tx, v[starts[3 * j]:starts[3 * j + 1]]))
-            head.append(np.interp(it.log_requests, rx, v[starts[3 * j + 2]:starts[3 * j + 3]]))
+            for out, g, x, axis in ((body, 0, it.log_tokens, tx), (head, 2, it.log_requests, rx)):
+                lo, hi = starts[3 * j + g], starts[3 * j + g + 1]
+                out.append(np.exp2(np.interp(x, axis, v[lo:hi])) if raw[lo:hi].any()
+                           else np.zeros(len(x)))
         att = _blend(*(v[c] for c in corners), *self._weights)
+        att_zero = np.repeat([not raw[starts[3 * j + 1]:starts[3 * j + 2]].any()
+                              for j in range(len(self.items))],
+                             [len(it.log_tokens) for it in self.items])
         # as `IterationCosts.fields` adds its groups: body, attention, head
-        total = np.exp2(np.concatenate(body)) + att + np.exp2(np.concatenate(head))
+        total = np.concatenate(body) + np.where(att_zero, 0.0, att) + np.concatenate(head)
         return np.split(total, self._splits)
