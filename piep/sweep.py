@@ -46,8 +46,9 @@ def sweep(configs: list[dict[str, Any]], *, gpu: str = DEFAULT_GPU, predictor: s
             try:
                 model = cfg.get("model")
                 if isinstance(model, str):
-                    cfg = {**cfg, "model": specs.get(model)
-                           or specs.setdefault(model, load_model(model))}
+                    if model not in specs:
+                        specs[model] = load_model(model)
+                    cfg = {**cfg, "model": specs[model]}
                 scn = Scenario.build(gpu=gpu_profile, **cfg)
                 first = resolved.get(scn.engine.name)
                 res = first.variant(scn) if first else api.resolve(scn, predictor)

@@ -75,17 +75,30 @@ def nearest_distance(z: np.ndarray, train: np.ndarray, train_sq: np.ndarray, *,
                      itself: bool = False) -> np.ndarray:
     """Each row's distance to its nearest row of `train` (`train_sq`: their squared
     norms; `itself`: `z` is `train`, each row's nearest other row). The nearest is found
-    with one matrix product per chunk (|t|^2 - 2 z.t; |z|^2 is the row's own), its distance
-    then computed directly (no cancellation)."""
-    nearest = np.empty(len(z), dtype=np.intp)
-    step = max(1, OOR_CHUNK // len(train))
-    for i in range(0, len(z), step):
-        score = train_sq[None, :] - 2.0 * (z[i:i + step] @ train.T)
-        if itself:
-            score[np.arange(len(score)), np.arange(i, i + len(score))] = np.inf
-        nearest[i:i + step] = score.argmin(1)
+    by `_nearest` in double precision, its distance then computed directly (no
+    cancellation)."""
+    nearest, _ = _nearest(z, -2.0 * train.T, train_sq, itself=itself)
     diff = z - train[nearest]
     return np.sqrt((diff * diff).sum(1))
+
+
+def _nearest(z: np.ndarray, neg2_t: np.ndarray, train_sq: np.ndarray, *,
+             itself: bool = False) -> tuple[np.ndarray, np.ndarray]:
+    """(each row's nearest row of the samples, its |t|^2 - 2 z.t) in the precision of
+    `neg2_t` (-2 x the samples, transposed) and `train_sq` (their squared norms): one
+    matrix product per chunk of rows (|z|^2 is the row's own); `itself`: `z` is the
+    samples, each row's nearest other row."""
+    nearest, low = np.empty(len(z), dtype=np.intp), np.empty(len(z))
+    step = max(1, OOR_CHUNK // len(train_sq))
+    for i in range(0, len(z), step):
+        score = z[i:i + step] @ neg2_t
+        score += train_sq
+        rows = np.arange(len(score))
+        if itself:
+            score[rows, rows + i] = np.inf
+        nearest[i:i + step] = best = score.argmin(1)
+        low[i:i + step] = score[rows, best]
+    return nearest, low
 
 
 def farther_than(z: np.ndarray, train: np.ndarray, train_sq: np.ndarray,
@@ -99,15 +112,8 @@ def farther_than(z: np.ndarray, train: np.ndarray, train_sq: np.ndarray,
     double precision."""
     if len(z) == 0:
         return np.zeros(0, dtype=bool)
-    neg2_t = np.ascontiguousarray(-2.0 * train.T, dtype=np.float32)
-    sq32, z32 = train_sq.astype(np.float32), z.astype(np.float32)
-    nearest, low = np.empty(len(z), dtype=np.intp), np.empty(len(z))
-    step = max(1, OOR_CHUNK // len(train))
-    for i in range(0, len(z), step):
-        score = z32[i:i + step] @ neg2_t
-        score += sq32
-        nearest[i:i + step] = best = score.argmin(1)
-        low[i:i + step] = score[np.arange(len(best)), best]
+    nearest, low = _nearest(z.astype(np.float32), np.ascontiguousarray(
+        -2.0 * train.T, dtype=np.float32), train_sq.astype(np.float32))
     z_sq = (z * z).sum(1)
     diff = z - train[nearest]
     margin = 64 * SINGLE_UNIT * (np.sqrt(z_sq) + math.sqrt(train_sq.max())) ** 2
