@@ -232,13 +232,8 @@ class IterationGrid:
                 per = [np.bincount(cfg, weights=t[rows], minlength=n)] \
                     + [np.zeros(n)] * 4
             else:
-                # an iteration alone: how the board holds its limit depends on the trace
-                weight = prices.alpha * (part.tp * part.dp)[part.cfg]  # all GPUs, no limit
-                e_run, e_gap, e_wait = row_energies(part, prices)
-                gap_e, kernel_e = weight * e_gap, weight * (e_run + e_wait)
-                comm_e, wait_e = weight * np.where(part.is_comm, e_run, 0.0), weight * e_wait
                 per = [np.bincount(cfg, weights=v[rows], minlength=n)
-                       for v in (t, kernel_e, gap_e, comm_e, wait_e)]
+                       for v in (t, *_row_energies(part, prices))]
             if idx is not None:  # the points' sums on the whole grid
                 per = [np.bincount(idx, weights=v, minlength=len(table.deps)) for v in per]
             if axes[1] is not None:
@@ -302,6 +297,16 @@ class IterationGrid:
         if key not in self.cache:
             self.cache[key] = model.modules.predict(self.tables[i][0], model.gpu)
         return self.cache[key]
+
+
+def _row_energies(table, prices) -> tuple[np.ndarray, ...]:
+    """Per row, on every GPU that runs it: (kernel J, launch-gap J, collective transfer J
+    and busy-waiting J of the kernels'). An iteration alone: how the board holds its limit
+    depends on the trace, so no limit here."""
+    weight = prices.alpha * (table.tp * table.dp)[table.cfg]
+    e_run, e_gap, e_wait = row_energies(table, prices)
+    return (weight * (e_run + e_wait), weight * e_gap,
+            weight * np.where(table.is_comm, e_run, 0.0), weight * e_wait)
 
 
 def _elapsed_s(table, prices) -> np.ndarray:
@@ -377,10 +382,9 @@ class IterationTimes:
         its grid's `costs(model).cost` gives them (to rounding)."""
         stacked, mo, rows, starts, corners = self._stack(model)
         prices = model.price(stacked, mo)
-        weight = prices.alpha * (stacked.tp * stacked.dp)[stacked.cfg]  # as `costs` weighs
-        e_run, e_gap, e_wait = row_energies(stacked, prices)
-        t, kernel, gap = (self._at_iterations(v, stacked, rows, starts, corners) for v in (
-            _elapsed_s(stacked, prices), weight * (e_run + e_wait), weight * e_gap))
+        kernel_e, gap_e, _, _ = _row_energies(stacked, prices)
+        t, kernel, gap = (self._at_iterations(v, stacked, rows, starts, corners)
+                          for v in (_elapsed_s(stacked, prices), kernel_e, gap_e))
         return t, kernel, gap
 
     def _at_iterations(self, per_row, stacked, rows, starts, corners) -> list[np.ndarray]:
