@@ -126,17 +126,26 @@ def distinct_rows(a: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """(the index of a row per group of equal rows of the 2-D array `a`; each row's group).
     Rows are grouped by a weighted sum of their columns (one number to sort, not a row
     of bytes), the sum taken column by column (each row's the same wherever it lies),
-    and the grouping checked: rows of one group are equal, else (sums of unequal rows
-    that coincide) rows are grouped by their bytes."""
+    and the grouping checked bit for bit: rows of one group are equal, else (sums of
+    unequal rows that coincide, a NaN) rows are grouped by their bytes. A group's row is
+    any of its rows (they are the same bits)."""
     a = np.ascontiguousarray(a)
     if a.shape[1] and len(a) and a.dtype.kind in "fiu":
         key = a[:, 0] * _WEIGHTS[0]
         for j in range(1, a.shape[1]):
             key += a[:, j] * _WEIGHTS[j % len(_WEIGHTS)]
-        _, first, inverse = np.unique(key, return_index=True, return_inverse=True)
-        inverse = inverse.reshape(-1)
-        if np.array_equal(a[first][inverse], a, equal_nan=a.dtype.kind == "f"):
-            return first, inverse
+        if not np.isnan(key).any():
+            order = np.argsort(key)
+            ranked = key[order]
+            starts = np.empty(len(a), dtype=bool)
+            starts[0] = True
+            np.not_equal(ranked[1:], ranked[:-1], out=starts[1:])
+            first = order[starts]
+            group = np.empty(len(a), dtype=np.intp)
+            group[order] = np.cumsum(starts) - 1
+            bits = a.view(np.dtype(f"u{a.dtype.itemsize}"))
+            if np.array_equal(bits.take(first[group], axis=0), bits):
+                return first, group
     keys = a.view(np.dtype((np.void, a.dtype.itemsize * a.shape[1]))).ravel()
     _, first, inverse = np.unique(keys, return_index=True, return_inverse=True)
     return first, inverse.reshape(-1)

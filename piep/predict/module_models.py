@@ -52,10 +52,14 @@ class KindModel:
     _train_sq: np.ndarray | None = field(default=None, repr=False, compare=False)
 
     def predict(self, x: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(log time ratio, power, out of range) of each row of `x`."""
+        return (*self.boosted(x), self.out_of_range(x))
+
+    def boosted(self, x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(log time ratio, power) of each row of `x`: the GBDTs."""
         threads = 2 if len(x) > 256 else 1
-        log_ratio = self.time_booster.predict(x, num_threads=threads)
-        power = self.power_booster.predict(x, num_threads=threads)
-        return log_ratio, power, self.out_of_range(x)
+        return (self.time_booster.predict(x, num_threads=threads),
+                self.power_booster.predict(x, num_threads=threads))
 
     def out_of_range(self, x: np.ndarray) -> np.ndarray:
         """Standardized distance to the nearest training sample above the threshold (a
@@ -309,6 +313,7 @@ class ModuleModels:
         decode = np.asarray(table.decode, dtype=int)
         column = 2 * decode + np.asarray(table.mode_eager, dtype=int)
         gid = np.where(table.is_comm, -1, group_of[table.kind_id, column])
+        tested = []  # (model, its distinct rows, each row's, the rows it prices)
         for i in np.flatnonzero(np.bincount(gid[gid >= 0])):  # the groups in use
             g, sel = names[i], gid == i
             if g not in self.kinds and g.split(".")[0] in COPY_KINDS:  # the copy rate
@@ -320,7 +325,12 @@ class ModuleModels:
                 continue
             xs = x[sel]
             first, inv = distinct_rows(xs)
-            lr, pw, o = self.kinds[g].predict(xs[first])
+            lr, pw = self.kinds[g].boosted(xs[first])
             t[sel] = (roof[sel] + _features.KERNEL_FLOOR_S) * np.exp(lr[inv])
-            p[sel], oor[sel] = pw[inv], o[inv]
+            p[sel] = pw[inv]
+            tested.append((self.kinds[g], xs[first], inv, sel))
+        # the range tests after every GBDT: their matrix products leave BLAS's threads
+        # spinning a while, which would slow the GBDTs' threads on a machine of few cores
+        for model, rows, inv, sel in tested:
+            oor[sel] = model.out_of_range(rows)[inv]
         return ModuleOutputs(t, p, oor)
