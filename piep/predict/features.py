@@ -61,7 +61,20 @@ def feature_matrix(c: dict, gpu: GPU) -> np.ndarray:
             decode * np.asarray(c["eager"], dtype=float),
             # GEMM kernels depend on alignment: trailing zero bits of the sizes, capped at 8
             _align(c["d_in"]), _align(c["d_out"])]
-    return np.atleast_2d(np.stack(np.broadcast_arrays(*cols), -1))
+    return _rows_of(np.stack(np.broadcast_arrays(*cols)))
+
+
+def _rows_of(columns: np.ndarray) -> np.ndarray:
+    """The rows of `columns` (one array per column), C-ordered: copied a block of rows at a
+    time (the transpose of the whole is slower: each row is written strided apart)."""
+    n = columns.shape[1] if columns.ndim == 2 else 1
+    out = np.empty((n, len(columns)))
+    for i in range(0, n, ROW_BLOCK):
+        out[i:i + ROW_BLOCK] = columns.reshape(len(columns), n)[:, i:i + ROW_BLOCK].T
+    return out
+
+
+ROW_BLOCK = 4096  # rows of features copied at once (16 columns: 512 KiB)
 
 
 def _align(x) -> np.ndarray:
