@@ -74,48 +74,49 @@ class Deployment:
     # --- memory ---------------------------------------------------------------------
     def memory_items_gib(self) -> dict[str, dict[str, float]]:
         """Itemized memory per stage position (first/last stage differ), in GiB."""
-        m, w = self.model, self.workload
-        h, b = m.hidden_size, self.replica_batch
-        kv_rank = self.kv_heads_per_rank * m.head_dim
-        layer_w = (h * self.heads_per_rank * m.head_dim * 2 + 2 * h * kv_rank
-                   + 3 * h * self.ffn_per_rank * m.num_experts + 2 * h)
+        return {pos: {**dict(zip(MEMORY_ITEMS, items)), "total": sum(items)}
+                for pos, items in self._memory_gib()}
+
+    def peak_memory_gib(self) -> float:
+        return max(sum(items) for _, items in self._memory_gib())
+
+    def _memory_gib(self) -> list[tuple[str, list[float]]]:
+        """Per stage position, its memory items (`MEMORY_ITEMS` order), in GiB."""
+        m, w, p, g = self.model, self.workload, self.parallel, self.gpu
+        h, b, tp = m.hidden_size, w.batch // p.dp, p.tp
+        heads, kv_heads = m.num_heads // tp, max(1, m.num_kv_heads // tp)
+        ffn, vocab = m.intermediate_size // tp, -(-m.vocab_size // tp)
+        kv_rank = kv_heads * m.head_dim
+        layer_w = (h * heads * m.head_dim * 2 + 2 * h * kv_rank
+                   + 3 * h * ffn * m.num_experts + 2 * h)
         if m.qkv_bias:
-            layer_w += self.heads_per_rank * m.head_dim + 2 * kv_rank
-        layers = self.stage_layers()[0]
+            layer_w += heads * m.head_dim + 2 * kv_rank
+        layers = m.num_layers // p.pp
         kv_cache = layers * 2 * b * w.context_len * kv_rank * BF16_BYTES
         weights_layers = layers * layer_w * BF16_BYTES
         embed = m.vocab_size * h * BF16_BYTES  # replicated over TP (row gather, no collective)
-        head = 0 if m.tie_word_embeddings else self.vocab_per_rank * h * BF16_BYTES
+        head = 0 if m.tie_word_embeddings else vocab * h * BF16_BYTES
         tokens = b * w.prompt_len
         # prefill peak: gate, up and their product at ffn/tp, plus a few hidden-size buffers
-        act = (3 * tokens * self.ffn_per_rank + 6 * tokens * h
-               + tokens * (self.heads_per_rank + 2 * self.kv_heads_per_rank) * m.head_dim
-               ) * BF16_BYTES
-        logits = b * (self.vocab_per_rank + m.vocab_size) * 4
-        g = self.gpu
-        fixed = {
-            "cuda_context": g.context_gib,
-            "cublas_workspace": g.cublas_workspace_gib,
-            "nccl_workspace": g.nccl_workspace_gib if self.num_gpus > 1 else 0.0,
-        }
-        decode_act = (3 * b * self.ffn_per_rank + 8 * b * h) * BF16_BYTES + logits
+        act = (3 * tokens * ffn + 6 * tokens * h
+               + tokens * (heads + 2 * kv_heads) * m.head_dim) * BF16_BYTES
+        logits = b * (vocab + m.vocab_size) * 4
+        decode_act = (3 * b * ffn + 8 * b * h) * BF16_BYTES + logits
         graph_pool = g.graph_pool_factor * decode_act / GIB if w.mode == "graph" else 0.0
-        first = {"weights": (weights_layers + embed) / GIB}
-        last = {"weights": (weights_layers + head + h * BF16_BYTES
-                            + (embed if self.parallel.pp == 1 else 0)) / GIB}
-        out = {}
-        positions = {"first_stage": first, "last_stage": last} if self.parallel.pp > 1 \
-            else {"all": last}
-        for pos, items in positions.items():
-            items.update({"kv_cache": kv_cache / GIB,
-                          "activations": (act + (logits if pos != "first_stage" else 0)) / GIB,
-                          "cuda_graph_pool": graph_pool, **fixed})
-            items["total"] = sum(items.values())
-            out[pos] = items
-        return out
+        fixed = [g.context_gib, g.cublas_workspace_gib,
+                 g.nccl_workspace_gib if p.world_size > 1 else 0.0]
+        last = (weights_layers + head + h * BF16_BYTES + (embed if p.pp == 1 else 0)) / GIB
+        with_logits = [kv_cache / GIB, (act + logits) / GIB, graph_pool, *fixed]
+        if p.pp == 1:
+            return [("all", [last, *with_logits])]
+        return [("first_stage", [(weights_layers + embed) / GIB, kv_cache / GIB, act / GIB,
+                                 graph_pool, *fixed]),
+                ("last_stage", [last, *with_logits])]
 
-    def peak_memory_gib(self) -> float:
-        return max(items["total"] for items in self.memory_items_gib().values())
+
+# a GPU's memory items, per stage position (`Deployment.memory_items_gib`)
+MEMORY_ITEMS = ("weights", "kv_cache", "activations", "cuda_graph_pool", "cuda_context",
+                "cublas_workspace", "nccl_workspace")
 
 
 def valid_tps(model: ModelSpec, limit: int = 64) -> list[int]:
