@@ -65,18 +65,15 @@ class Forest:
         m = self._nodes
         return [np.unique(m.threshold[m.feature == f]) for f in range(self.num_features)]
 
+    @cached_property
+    def _zero_missing(self) -> np.ndarray:
+        """Per feature, whether a split of the model takes its zero for missing."""
+        m = self._nodes
+        return np.bincount(m.feature[m.missing == 1], minlength=self.num_features) > 0
+
     def cells(self, x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """(a row of `x` per cell, each row's cell): the cell of a row is, per feature,
-        how many of the model's thresholds lie below its value, and whether the value is
-        NaN or zero (LightGBM's missing values). Rows of one cell go the same way at
-        every split of every tree: they have the same prediction, to the bit."""
-        codes = np.empty(x.shape, dtype=np.int64)
-        for f, edges in enumerate(self._edges):
-            v = x[:, f]
-            codes[:, f] = (np.searchsorted(edges, v, side="left") * 4 + 2 * np.isnan(v)
-                           + (np.abs(v) <= ZERO))
-        return distinct_rows(codes.astype(np.uint16) if codes.max(initial=0) < 1 << 16
-                             else codes)
+        """(a row of `x` per cell, each row's cell) of this model's splits (`cell_rows`)."""
+        return cell_rows(x, self._edges, self._zero_missing)
 
     def model_to_string(self) -> str:
         """The text it was read from (as a LightGBM Booster writes itself)."""
@@ -87,12 +84,7 @@ class Forest:
         a process that has imported LightGBM, go to LightGBM's own evaluator where it is
         installed (the same numbers, `tests/test_gbdt.py`, several times faster there;
         `num_threads` is its)."""
-        x = np.asarray(x, dtype=np.float64)
-        if x.ndim != 2 or x.shape[1] != self.num_features:
-            raise ValueError(f"rows of {self.num_features} features expected, got shape "
-                             f"{x.shape}")
-        first, cell = self.cells(x)  # one row per cell: the same predictions, fewer rows
-        return self._evaluate(x[first], num_threads)[cell]
+        return predict_together([self], x, num_threads)[0]
 
     def _evaluate(self, x: np.ndarray, num_threads: int | None) -> np.ndarray:
         """`predict` of every row."""
@@ -120,6 +112,51 @@ class Forest:
         # tree after tree, left to right, as LightGBM adds them (a cumulative sum is a
         # sequential one; a plain sum would pair them up and round otherwise)
         return np.cumsum(values, axis=1)[:, -1] if values.shape[1] else np.zeros(len(x))
+
+
+def predict_together(forests: list[Forest], x: np.ndarray, num_threads: int | None = None,
+                     splits: tuple[list[np.ndarray], np.ndarray] | None = None
+                     ) -> list[np.ndarray]:
+    """Each forest's predictions of the rows of `x`, one row per cell of all their splits
+    evaluated (`splits`: `joint_splits(forests)` where the caller keeps it)."""
+    x = np.asarray(x, dtype=np.float64)
+    for forest in forests:
+        if x.ndim != 2 or x.shape[1] != forest.num_features:
+            raise ValueError(f"rows of {forest.num_features} features expected, got shape "
+                             f"{x.shape}")
+    first, cell = cell_rows(x, *(splits or joint_splits(forests)))
+    rows = x[first]  # one row per cell: the same predictions, fewer rows
+    return [forest._evaluate(rows, num_threads)[cell] for forest in forests]
+
+
+def joint_splits(forests: list[Forest]) -> tuple[list[np.ndarray], np.ndarray]:
+    """(per feature, the thresholds of every forest; per feature, whether a forest takes
+    its zero for missing): cells of these go the same way in each forest."""
+    if len(forests) == 1:
+        return forests[0]._edges, forests[0]._zero_missing
+    edges = [np.unique(np.concatenate(t)) for t in zip(*(f._edges for f in forests))]
+    return edges, np.logical_or.reduce([f._zero_missing for f in forests])
+
+
+def cell_rows(x: np.ndarray, edges: list[np.ndarray], zero_missing: np.ndarray
+              ) -> tuple[np.ndarray, np.ndarray]:
+    """(a row of `x` per cell, each row's cell): the cell of a row is, per feature, how
+    many of the thresholds `edges` lie below its value, whether the value is NaN, and
+    where a split takes zero for missing (`zero_missing`), whether it is zero (LightGBM's
+    missing values). Rows of one cell go the same way at every split of every tree: they
+    have the same prediction, to the bit."""
+    codes = np.empty(x.shape, dtype=np.int64)
+    nan = bool(np.isnan(x).any())
+    for f, thresholds in enumerate(edges):
+        v = x[:, f]
+        code = np.searchsorted(thresholds, v, side="left") * 4
+        if nan:
+            code += 2 * np.isnan(v)
+        if zero_missing[f]:
+            code += np.abs(v) <= ZERO
+        codes[:, f] = code
+    return distinct_rows(codes.astype(np.uint16) if codes.max(initial=0) < 1 << 16
+                         else codes)
 
 
 def distinct_rows(a: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

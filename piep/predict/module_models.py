@@ -18,7 +18,7 @@ import numpy as np
 from piep.gpus import GPU
 from piep.predict import features as _features
 from piep.predict.features import feature_matrix, leaf_features
-from piep.predict.gbdt import distinct_rows
+from piep.predict.gbdt import Forest, distinct_rows, joint_splits, predict_together
 from piep.tree.builder import LINEAR_KINDS, expands_kv
 from piep.tree.nodes import COPY_KINDS, Node
 
@@ -50,16 +50,23 @@ class KindModel:
     train_z: np.ndarray
     oor_threshold: float
     _train_sq: np.ndarray | None = field(default=None, repr=False, compare=False)
+    _splits: tuple | None = field(default=None, repr=False, compare=False)
 
     def predict(self, x: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(log time ratio, power, out of range) of each row of `x`."""
         return (*self.boosted(x), self.out_of_range(x))
 
     def boosted(self, x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """(log time ratio, power) of each row of `x`: the GBDTs."""
+        """(log time ratio, power) of each row of `x`: the GBDTs (read from text: both
+        walk one row per cell of their splits together)."""
         threads = 2 if len(x) > 256 else 1
-        return (self.time_booster.predict(x, num_threads=threads),
-                self.power_booster.predict(x, num_threads=threads))
+        pair = [self.time_booster, self.power_booster]
+        if not all(isinstance(b, Forest) for b in pair):  # LightGBM's, as trained
+            return tuple(b.predict(x, num_threads=threads) for b in pair)
+        if self._splits is None:
+            self._splits = joint_splits(pair)
+        log_ratio, power = predict_together(pair, x, threads, self._splits)
+        return log_ratio, power
 
     def out_of_range(self, x: np.ndarray) -> np.ndarray:
         """Standardized distance to the nearest training sample above the threshold (a
