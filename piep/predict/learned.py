@@ -27,7 +27,7 @@ from piep.predict.combiner import Combiner
 from piep.predict.host import HostTerms
 from piep.predict.module_models import ModuleModels, ModuleOutputs, priced_power_w
 from piep.predict.pricing import Prices
-from piep.predict.table import KIND_ID, SHARDED_KIND_IDS, LeafTable
+from piep.predict.table import KIND_ID, KIND_NAMES, SHARDED_KIND_IDS, LeafTable
 from piep.predict.timeline import stage_keys
 
 log = logging.getLogger("piep.predict")
@@ -73,7 +73,7 @@ class LearnedModel:
         wait = np.zeros(len(table))
         cm = table.is_comm
         if cm.any():
-            kinds, sizes = table.kind[cm], table.q["comm_bytes"][cm]
+            kinds, sizes = KIND_NAMES[table.kind_id[cm]], table.q["comm_bytes"][cm]
             t[cm] = self.collectives.transfer_s(kinds, sizes, table.group_size[cm], eager[cm])
             power[cm] = self.collectives.power_w(kinds, sizes, eager[cm], host.comm_w)
             wait[cm] = self.collectives.wait_s(kinds, decode[cm], mode_eager[cm], sizes)

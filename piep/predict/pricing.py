@@ -18,7 +18,7 @@ import numpy as np
 
 from piep.layout import Deployment
 from piep.predict.power import SUSTAINED_S, BoardLimit
-from piep.predict.table import PHASES, LeafTable, TableBuilder
+from piep.predict.table import KIND_NAMES, KINDS, PHASES, LeafTable, TableBuilder
 from piep.predict.timeline import Timeline, lay_out
 from piep.results import Prediction, Summary
 
@@ -84,7 +84,7 @@ class Priced:
     def out_of_range_kinds(self, i: int) -> list[str]:
         """Kinds of deployment i's leaves that lie far from the data the model was fitted on."""
         sel = (self.table.cfg == i) & self.prices.out_of_range & (self.table.count > 0)
-        return sorted(set(self.table.kind[sel]))
+        return sorted(set(KIND_NAMES[self.table.kind_id[sel]]))
 
     def modules(self, i: int) -> list[dict[str, Any]]:
         """Attributed energy per module of deployment i, largest first (needs a table
@@ -97,7 +97,7 @@ class Priced:
         out = []
         for ph in (0, 1):
             for r in rows[t.phase[rows] == ph]:
-                out.append({"path": t.path[r], "kind": t.kind[r], "phase": PHASES[ph],
+                out.append({"path": t.path[r], "kind": KINDS[t.kind_id[r]], "phase": PHASES[ph],
                             "energy_j": float(self.row_energy_j[r]),
                             "time_s": float(row_time[r])})
             seg = 2 * i + ph

@@ -32,6 +32,7 @@ from piep.tree.nodes import COMM_KINDS, COMPUTE_KINDS, COPY_KINDS
 # leaf kinds by index (`LeafTable.kind_id`); the combiner also prices pipeline waits
 KINDS = COMPUTE_KINDS + COMM_KINDS + COPY_KINDS + ("pipeline_wait",)
 KIND_ID = {k: i for i, k in enumerate(KINDS)}
+KIND_NAMES = np.array(KINDS, dtype=object)
 # the modules transformers' tensor-parallel plan shards in a Llama-family model
 # (LlamaConfig.base_model_tp_plan: q/k/v/gate/up colwise, o/down rowwise, each rowwise one
 # followed by an all-reduce; LlamaForCausalLM._tp_plan: lm_head colwise with its logits
@@ -203,8 +204,7 @@ class LeafTable:
     phase: np.ndarray
     stage: np.ndarray
     count: np.ndarray
-    kind: np.ndarray       # object
-    kind_id: np.ndarray    # index into KINDS
+    kind_id: np.ndarray    # index into KINDS (`kind`: the names)
     path: np.ndarray | None  # object; with detail only
     is_comm: np.ndarray
     launches: np.ndarray
@@ -232,6 +232,11 @@ class LeafTable:
     def gpu(self):
         """The GPU of every deployment of the table."""
         return self.deps[0].gpu
+
+    @property
+    def kind(self) -> np.ndarray:
+        """Per row: the leaf's kind (an object array of `KINDS` names)."""
+        return KIND_NAMES[self.kind_id]
 
     @property
     def decode(self) -> np.ndarray:
@@ -294,7 +299,7 @@ class TableBuilder:
             tokens=np.column_stack([b * prompt, b * steps]).reshape(-1))
         return LeafTable(
             deps=deps, cfg=r["cfg"], segment=r["cfg"] * 2 + r["phase"], phase=r["phase"],
-            stage=r["stage"], count=r["count"], kind=r["kind"], kind_id=r["kind_id"],
+            stage=r["stage"], count=r["count"], kind_id=r["kind_id"],
             path=r["path"] if detail else None, is_comm=r["is_comm"],
             launches=r["launches"], group_size=r["group_size"],
             q={k: r[k] for k in QUANT + STATIC}, segments=segments,
@@ -336,7 +341,7 @@ def iteration_table(builder: TableBuilder, dep: Deployment, tokens: np.ndarray,
     return LeafTable(
         deps=[dep] * n, cfg=cfg, segment=cfg, phase=np.zeros(len(cfg), dtype=int),
         stage=tile(sk.stage), count=np.tile(sk.count[pre], n),
-        kind=np.array([sk.kind[i] for i in pre] * n, dtype=object), kind_id=tile(sk.kind_id),
+        kind_id=tile(sk.kind_id),
         path=None, is_comm=tile(sk.is_comm), launches=tile(sk.launches),
         group_size=tile(sk.group_size), q=q,
         segments=Segments(cfg=np.arange(n), phase=np.zeros(n, dtype=int),
@@ -359,7 +364,7 @@ def select(table: LeafTable, idx: np.ndarray) -> LeafTable:
         deps=[table.deps[i] for i in idx], cfg=cfg,
         segment=(np.cumsum(segs) - 1)[table.segment[rows]],
         phase=table.phase[rows], stage=table.stage[rows], count=table.count[rows],
-        kind=table.kind[rows], kind_id=table.kind_id[rows],
+        kind_id=table.kind_id[rows],
         path=None if table.path is None else table.path[rows], is_comm=table.is_comm[rows],
         launches=table.launches[rows], group_size=table.group_size[rows],
         q={k: v[rows] for k, v in table.q.items()},
@@ -376,7 +381,7 @@ def take_rows(table: LeafTable, keep: np.ndarray) -> LeafTable:
     take = lambda a: None if a is None else a[keep]  # noqa: E731
     return replace(table, cfg=table.cfg[keep], segment=table.segment[keep],
                    phase=table.phase[keep], stage=table.stage[keep], count=table.count[keep],
-                   kind=table.kind[keep], kind_id=table.kind_id[keep], path=take(table.path),
+                   kind_id=table.kind_id[keep], path=take(table.path),
                    is_comm=table.is_comm[keep], launches=table.launches[keep],
                    group_size=table.group_size[keep],
                    q={k: v[keep] for k, v in table.q.items()}, sliding=take(table.sliding),
@@ -403,8 +408,7 @@ def concat(tables: Sequence[LeafTable]) -> LeafTable:
         cfg=np.concatenate([t.cfg + o for t, o in zip(tables, deps)]),
         segment=np.concatenate([t.segment + o for t, o in zip(tables, segs)]),
         phase=cat(lambda t: t.phase), stage=cat(lambda t: t.stage),
-        count=cat(lambda t: t.count), kind=cat(lambda t: t.kind),
-        kind_id=cat(lambda t: t.kind_id),
+        count=cat(lambda t: t.count), kind_id=cat(lambda t: t.kind_id),
         path=None if any(t.path is None for t in tables) else cat(lambda t: t.path),
         is_comm=cat(lambda t: t.is_comm), launches=cat(lambda t: t.launches),
         group_size=cat(lambda t: t.group_size),
@@ -461,7 +465,6 @@ def _rows(sk: Skeleton, deps: list[Deployment], idx: np.ndarray,
     out["fused"] = tile(sk.fused)
     for k, v in sk.static.items():
         out[k] = tile(v)
-    out["kind"] = np.array(sk.kind * n_cfg, dtype=object)
     if detail:
         out["path"] = np.array(sk.path * n_cfg, dtype=object)
     out["cfg"] = np.repeat(idx, n_leaf)
