@@ -122,9 +122,14 @@ MEMORY_ITEMS = ("weights", "kv_cache", "activations", "cuda_graph_pool", "cuda_c
 def valid_tps(model: ModelSpec, limit: int = 64) -> list[int]:
     """Tensor-parallel degrees every constraint allows: they divide the attention heads and
     the FFN width, and divide (or are a multiple of) the KV heads."""
+    return [d for d in divisors(model.num_heads) if d <= limit and splits(model, d)]
+
+
+def splits(model: ModelSpec, tp: int) -> bool:
+    """Whether `tp` ranks split the model (`valid_tps`' constraints)."""
     kv = model.num_kv_heads
-    return [d for d in divisors(model.num_heads) if d <= limit
-            and (kv % d == 0 or d % kv == 0) and model.intermediate_size % d == 0]
+    return (model.num_heads % tp == 0 and (kv % tp == 0 or tp % kv == 0)
+            and model.intermediate_size % tp == 0)
 
 
 def _kv_note(model: ModelSpec, tp: int) -> str | None:
@@ -143,7 +148,7 @@ def validate(model: ModelSpec, parallel: Parallel, workload: Workload, gpu: GPU,
         raise ConfigError(f"{model.name} is a mixture of experts ({model.num_experts} experts, "
                           f"{model.experts_per_token} per token): the reference runner and "
                           f"predictor cover dense decoders only (Llama, Mistral, Qwen2 families)")
-    if tp not in valid_tps(model, limit=max(64, tp)):
+    if not splits(model, tp):
         why = (f"does not divide num_attention_heads={model.num_heads}" if model.num_heads % tp
                else f"neither divides nor is a multiple of num_key_value_heads="
                     f"{model.num_kv_heads}" if model.num_kv_heads % tp and tp % model.num_kv_heads
