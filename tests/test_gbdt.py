@@ -154,6 +154,34 @@ def test_the_range_test_at_its_threshold_searches_in_double_precision(monkeypatc
     assert far.any() and not far.all() and searched and searched[0] < len(z)
 
 
+def test_the_range_test_screens_a_subset_of_the_samples_first(monkeypatch):
+    """Of many samples, a strided subset is searched first: rows within the threshold of
+    one of them are within it, the others are searched over every sample. The answer is
+    the brute-force search's, for rows near samples, far from all, and at the threshold."""
+    import piep.predict.module_models as mm
+    rng = np.random.default_rng(6)
+    centers = rng.normal(0, 3, (40, 6))  # samples come in clusters, as a grid of shapes
+    train = centers[rng.integers(0, 40, 2000)] + rng.normal(0, 0.1, (2000, 6))
+    limit = 0.6
+    unit = rng.normal(size=(200, 6))
+    unit /= np.linalg.norm(unit, axis=1, keepdims=True)
+    z = np.vstack([train[rng.integers(0, 2000, 600)] + rng.normal(0, 0.05, (600, 6)),
+                   rng.normal(0, 4, (200, 6)),
+                   train[rng.integers(0, 2000, 200)] + unit * limit
+                   * np.where(np.arange(200) % 2, 1 + 1e-9, 1 - 1e-9)[:, None]])
+    brute = np.sqrt(((z[:, None, :] - train[None]) ** 2).sum(-1).min(1))
+    screened = []
+    real = mm._screen
+    monkeypatch.setattr(mm, "_screen", lambda q, t, *a: screened.append((len(q), len(t)))
+                        or real(q, t, *a))
+    far = mm.farther_than(z, train, (train * train).sum(1), limit)
+    assert np.array_equal(far, ~(brute <= limit))
+    assert far.any() and not far.all()
+    (rows, some), (rest, every) = screened
+    assert (rows, some, every) == (len(z), mm.SCREEN_SAMPLES, len(train))
+    assert rest < rows / 2  # most rows answered by the subset
+
+
 def test_distinct_rows_groups_equal_rows_only():
     """Rows are grouped by one weighted sum each, checked: equal rows share a group, and
     unequal rows whose sums coincide are grouped by their bytes instead."""
