@@ -435,3 +435,16 @@ def test_a_fit_without_iteration_logs_retimes_simulated_schedules():
     # the recurrence, step by step
     assert np.allclose(back_to_back(np.array([1.0, 2.0, 1.0, 1.0]), np.array([0.5, 0, 6, 0])),
                        [1.5, 3.5, 7.0, 8.0])
+
+
+def test_the_fits_median_is_numpys():
+    """A fit's median (two per replay at every step) is numpy's to the bit: odd and even
+    counts, ties, one value; NaN where there is none or one is NaN."""
+    from piep.fit.serving import median
+    rng = np.random.default_rng(7)
+    for n in (1, 2, 3, 4, 11, 100, 101, 1000):
+        for _ in range(50):
+            v = rng.lognormal(size=n) * rng.uniform(1e-3, 1e3)
+            assert median(v) == float(np.median(v))
+    assert median(np.array([2.0, 2.0, 5.0, 5.0])) == 3.5
+    assert np.isnan(median(np.array([]))) and np.isnan(median(np.array([1.0, np.nan])))

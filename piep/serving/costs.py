@@ -316,37 +316,60 @@ def _elapsed_s(table, prices) -> np.ndarray:
 
 class _Read(NamedTuple):
     """Iterations on one grid, as `IterationTimes` reads them."""
-    grid: IterationGrid
-    points: tuple[np.ndarray, np.ndarray, np.ndarray]  # per group: its grid points priced
+    grid: int  # among the distinct grids
     log_tokens: np.ndarray
     log_requests: np.ndarray
-    corners: list[np.ndarray]  # the attention corners, as positions among its points
+    corners: list[np.ndarray]  # the attention corners, as positions among its grid's points
     weights: tuple[np.ndarray, np.ndarray]  # on the upper corners (tokens, keys)
 
 
 class IterationTimes:
     """The times of given iterations on several grids (a fit's logged iterations of many
     replays), equal to the bit to each grid's `costs(model, time_only=True)` at them
-    (iteration times are positive), for a fraction of the work: of the attention grid
-    only the points the iterations' interpolation reads are priced, the rows of every
+    (iteration times are positive), for a fraction of the work: each distinct grid is
+    priced once for every item on it (replays of one shape share theirs), of its
+    attention grid only the points its items' interpolation reads, the rows of every
     grid's groups are stacked in one leaf table priced in one pass (a fit re-prices them
     at every step; a row's price reads no other row's but where the host queues ahead),
-    and the interpolation runs over all iterations at once. Learned predictors only
-    (their module outputs are computed once per grid)."""
+    and the interpolation runs once per grid over its items' iterations. Learned
+    predictors only (their module outputs are computed once per grid)."""
 
     def __init__(self, items: list[tuple[IterationGrid, np.ndarray, np.ndarray, np.ndarray]]):
-        self.items: list[_Read] = []
+        index: dict[int, int] = {}  # a grid's id -> its place among the distinct grids
+        distinct: list[IterationGrid] = []
+        reads = []
         for grid, q, n, k in items:
-            (tx, _), (_, kx), (rx, _) = (axes for _, _, axes in grid.tables[:3])
+            if id(grid) not in index:
+                index[id(grid)] = len(distinct)
+                distinct.append(grid)
+            g = index[id(grid)]
+            (tx, _), (_, kx), _ = (axes for _, _, axes in grid.tables[:3])
             lt, lr, lk = (np.log2(np.maximum(np.asarray(v, float), 1.0)) for v in (q, n, k))
             (x0, x1, fx), (y0, y1, fy) = _corners(lt, tx), _corners(lk, kx)
-            corners = [a * len(kx) + b for a in (x0, x1) for b in (y0, y1)]
-            points = np.unique(np.concatenate(corners))  # of the attention grid
-            self.items.append(_Read(grid, (np.arange(len(tx)), points, np.arange(len(rx))),
-                                    lt, lr, [np.searchsorted(points, c) for c in corners],
-                                    (fx, fy)))
+            reads.append((g, lt, lr, [a * len(kx) + b for a in (x0, x1) for b in (y0, y1)],
+                          (fx, fy)))
+        self.grids: list[tuple[IterationGrid, tuple[np.ndarray, ...]]] = []
+        for g, grid in enumerate(distinct):  # per group, the grid points priced
+            (tx, _), _, (rx, _) = (axes for _, _, axes in grid.tables[:3])
+            read = np.unique(np.concatenate([c for r in reads if r[0] == g for c in r[3]]))
+            self.grids.append((grid, (np.arange(len(tx)), read, np.arange(len(rx)))))
+        self.items = [_Read(g, lt, lr, [np.searchsorted(self.grids[g][1][1], c) for c in cs], w)
+                      for g, lt, lr, cs, w in reads]
+        sizes = [len(it.log_tokens) for it in self.items]
+        self._splits = np.cumsum(sizes)[:-1]
         self._weights = [np.concatenate([it.weights[i] for it in self.items]) for i in (0, 1)]
-        self._splits = np.cumsum([len(it.log_tokens) for it in self.items])[:-1]
+        # per grid: where its items' iterations lie among all, their tokens and requests
+        at = np.split(np.arange(sum(sizes)), self._splits)
+        self._on_grid = [tuple(np.concatenate([v[j] for j, it in enumerate(self.items)
+                                               if it.grid == g])
+                               for v in (at, [it.log_tokens for it in self.items],
+                                         [it.log_requests for it in self.items]))
+                         for g in range(len(self.grids))]
+        # per item, the attention points it reads (a group zero on all of them adds zero)
+        own = [np.unique(np.concatenate(it.corners)) for it in self.items]
+        self._own = (np.concatenate(own), np.repeat([it.grid for it in self.items],
+                                                    [len(o) for o in own]),
+                     np.cumsum([0] + [len(o) for o in own])[:-1], np.asarray(sizes))
         self._stacked: dict[tuple, tuple] = {}
 
     def _stack(self, model):
@@ -358,15 +381,15 @@ class IterationTimes:
         key = (id(model.modules), model.host.queue_ahead)
         if key not in self._stacked:
             parts, outs, group = [], [], []
-            for it in self.items:
-                for i, idx in enumerate(it.points):
-                    part, mo, sel = it.grid.part(model, i, idx)
+            for grid, points in self.grids:
+                for i, idx in enumerate(points):
+                    part, mo, sel = grid.part(model, i, idx)
                     parts.append(part)
                     outs.append(mo)
                     group.append(sel)
             starts = np.cumsum([0] + [len(p.deps) for p in parts])
-            corners = [np.concatenate([starts[3 * j + 1] + it.corners[c]
-                                       for j, it in enumerate(self.items)]) for c in range(4)]
+            corners = [np.concatenate([starts[3 * it.grid + 1] + it.corners[c]
+                                       for it in self.items]) for c in range(4)]
             self._stacked[key] = (concat(parts), ModuleOutputs.concat(outs),
                                   np.flatnonzero(np.concatenate(group)), starts, corners)
         return self._stacked[key]
@@ -392,17 +415,17 @@ class IterationTimes:
         iterations and its groups added (a group zero on all its points adds zero)."""
         raw = np.bincount(stacked.cfg[rows], weights=per_row[rows], minlength=int(starts[-1]))
         v = _log2(raw)
-        body, head = [], []
-        for j, it in enumerate(self.items):
-            (tx, _), _, (rx, _) = (axes for _, _, axes in it.grid.tables[:3])
-            for out, g, x, axis in ((body, 0, it.log_tokens, tx), (head, 2, it.log_requests, rx)):
-                lo, hi = starts[3 * j + g], starts[3 * j + g + 1]
-                out.append(np.exp2(np.interp(x, axis, v[lo:hi])) if raw[lo:hi].any()
-                           else np.zeros(len(x)))
+        body, head = np.zeros(len(self._weights[0])), np.zeros(len(self._weights[0]))
+        for g, (grid, _) in enumerate(self.grids):
+            (tx, _), _, (rx, _) = (axes for _, _, axes in grid.tables[:3])
+            at, tokens, requests = self._on_grid[g]
+            for out, group, x, axis in ((body, 0, tokens, tx), (head, 2, requests, rx)):
+                lo, hi = starts[3 * g + group], starts[3 * g + group + 1]
+                if raw[lo:hi].any():
+                    out[at] = np.exp2(np.interp(x, axis, v[lo:hi]))
         att = _blend(*(v[c] for c in corners), *self._weights)
-        att_zero = np.repeat([not raw[starts[3 * j + 1]:starts[3 * j + 2]].any()
-                              for j in range(len(self.items))],
-                             [len(it.log_tokens) for it in self.items])
+        points, grid_of, first, sizes = self._own
+        read = np.logical_or.reduceat(raw[starts[3 * grid_of + 1] + points] != 0, first)
         # as `IterationCosts.fields` adds its groups: body, attention, head
-        total = np.concatenate(body) + np.where(att_zero, 0.0, att) + np.concatenate(head)
+        total = body + np.where(np.repeat(~read, sizes), 0.0, att) + head
         return np.split(total, self._splits)
