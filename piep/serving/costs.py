@@ -357,6 +357,7 @@ class IterationTimes:
                       for g, lt, lr, cs, w in reads]
         sizes = [len(it.log_tokens) for it in self.items]
         self._splits = np.cumsum(sizes)[:-1]
+        self._spans = list(zip(np.concatenate([[0], self._splits]), np.cumsum(sizes)))
         self._weights = [np.concatenate([it.weights[i] for it in self.items]) for i in (0, 1)]
         # per grid: where its items' iterations lie among all, their tokens and requests
         at = np.split(np.arange(sum(sizes)), self._splits)
@@ -428,4 +429,4 @@ class IterationTimes:
         read = np.logical_or.reduceat(raw[starts[3 * grid_of + 1] + points] != 0, first)
         # as `IterationCosts.fields` adds its groups: body, attention, head
         total = body + np.where(np.repeat(~read, sizes), 0.0, att) + head
-        return np.split(total, self._splits)
+        return [total[a:b] for a, b in self._spans]
