@@ -20,7 +20,8 @@ sys.path.insert(0, str(ROOT))
 
 from piep.gpus import load_gpu  # noqa: E402
 from piep.layout import Deployment  # noqa: E402
-from piep.fit.engines import engine_records, profile_lomo, profile_rows, typical_host_s  # noqa: E402
+from piep.fit.engines import (engine_records, profile_lomo, profile_rows,  # noqa: E402
+                              typical_host_s)
 from piep.predict.engines import load_profile  # noqa: E402
 from piep.predict.learned import load_learned  # noqa: E402
 from piep.predict.pricing import price  # noqa: E402
@@ -410,8 +411,9 @@ def ablation(base, records, engine: str, rows, hosted, what: str, undone: dict) 
         return 100 * statistics.mean(abs(_err(r[f"pred_{key}"], r[key])) for r in rs)
 
     def figures(kept_rows, kept_hosted, fit):
-        lomo = kept_rows or profile_lomo(base, records, engine, with_host=False, **fit)
-        host = kept_hosted or profile_lomo(base, records, engine, **fit)
+        both = None if kept_rows else profile_lomo(base, records, engine, **fit)
+        lomo = kept_rows or both[False]
+        host = kept_hosted or both[True]
         blind = profile_rows(base, before, after, engine, with_host=False, **fit) \
             if after else []
         return (lomo, host, blind)
@@ -532,8 +534,8 @@ def main() -> int:
         if not records:
             continue
         before = baseline(records, engine, base)
-        rows = profile_lomo(base, records, engine, with_host=False)
-        hosted = profile_lomo(base, records, engine)
+        both = profile_lomo(base, records, engine)
+        rows, hosted = both[False], both[True]
         strict = strict_lomo(records, engine)
         se = [_err(r["pred_energy_j"], r["energy_j"]) for r in strict]
         st = [_err(r["pred_time_s"], r["time_s"]) for r in strict]

@@ -164,19 +164,24 @@ def fit_profile(base, records: list[Measurement], engine: str, *,
 
 
 def profile_lomo(base, records: list[Measurement], engine: str, *,
-                 with_host: bool = True, **fit: Any) -> list[dict[str, Any]]:
+                 hosts: tuple[bool, ...] = (False, True), **fit: Any
+                 ) -> dict[bool, list[dict[str, Any]]]:
     """Every run predicted by a profile fitted on the other models' runs of the engine
-    (the module models are the shipped ones, fitted on isolated samples); `fit`: the
-    keywords of `fit_profile`."""
+    (the module models are the shipped ones, fitted on isolated samples), for each of
+    `hosts` (True: each run on its own host; False: on the profile's reference host, as
+    a prediction without a host probe) from the same held-out fits (one per model);
+    `fit`: the keywords of `fit_profile`."""
     from piep.fit.progress import Pace
     cases = _cases(records, base.gpu, engine, like=fit.get("like"))
-    out = []
+    out: dict[bool, list[dict[str, Any]]] = {h: [] for h in hosts}
     models = sorted({c.run.model for c in cases})
-    pace = Pace(f"{engine} leave-one-model-out" + ("" if with_host else " (no host probe)"))
+    pace = Pace(f"{engine} leave-one-model-out" + ("" if True in hosts else
+                                                   " (no host probe)"))
     for i, name in enumerate(models):
-        out += profile_rows(base, [c.run for c in cases if c.run.model != name],
-                            [c.run for c in cases if c.run.model == name], engine,
-                            with_host=with_host, **fit)
+        prof = fit_profile(base, [c.run for c in cases if c.run.model != name], engine, **fit)
+        test = [c.run for c in cases if c.run.model == name]
+        for h in hosts:
+            out[h] += _predicted(base, prof, test, engine, h, fit.get("like"))
         pace(i + 1, len(models), name)
     return out
 
@@ -187,10 +192,16 @@ def profile_rows(base, train: list[Measurement], test: list[Measurement], engine
     (`fit`: the keywords of `fit_profile`): each on its own host (its probe over the
     profile's reference), or with `with_host=False` on the profile's reference host (a
     prediction without a host probe)."""
+    return _predicted(base, fit_profile(base, train, engine, **fit), test, engine, with_host,
+                      fit.get("like"))
+
+
+def _predicted(base, profile: EngineProfile, test: list[Measurement], engine: str,
+               with_host: bool, like: str | None) -> list[dict[str, Any]]:
+    """The runs `test` beside their prediction by `profile` (`profile_rows`)."""
     from piep.fit.predictor import rows_of
-    prof = fit_profile(base, train, engine, **fit)
-    return rows_of(_cases(test, base.gpu, engine, on_their_hosts=with_host,
-                          like=fit.get("like")), prof.apply(base))
+    return rows_of(_cases(test, base.gpu, engine, on_their_hosts=with_host, like=like),
+                   profile.apply(base))
 
 
 def with_intervals(profile: EngineProfile, rows: list[dict[str, Any]]) -> EngineProfile:

@@ -53,6 +53,9 @@ class Pricer:
         from piep.resolve import cost_model
         self.gpu, self.base = gpu, cost_model(gpu, "learned")
         self.profiles = dict(profiles or {})
+        # (run, probe, module models) -> the run's leaf table and its module outputs: a fit
+        # changes host terms only, which change neither
+        self._tables: dict[tuple, tuple] = {}
 
     def model(self, engine: str):
         """The cost model of `engine`."""
@@ -64,17 +67,24 @@ class Pricer:
     def __call__(self, run: ForeignRun, probe_us: float,
                  terms: dict[str, float] | None = None) -> tuple[float, float]:
         from piep.predict.pricing import price
+        from piep.predict.table import TableBuilder
         from piep.scenario import Scenario
-        scn = Scenario.build(run.model, gpu=self.gpu, engine=run.engine, tp=run.tp,
-                             batch=run.batch, prompt_len=run.prompt_len, gen_len=run.gen_len,
-                             host_probe_us=probe_us)
         model = self.model(run.engine)
+        key = (id(run), probe_us, id(model.modules))
+        if key not in self._tables:
+            scn = Scenario.build(run.model, gpu=self.gpu, engine=run.engine, tp=run.tp,
+                                 batch=run.batch, prompt_len=run.prompt_len,
+                                 gen_len=run.gen_len, host_probe_us=probe_us)
+            table = TableBuilder().table([scn.deployment])
+            self._tables[key] = (run, model.modules, table,
+                                 model.modules.predict(table, model.gpu))
+        _, _, table, modules = self._tables[key]
         if terms:
             host = copy.deepcopy(model.host)
             for k, v in terms.items():
                 setattr(host, k, v)
             model = replace(model, host=host)
-        priced = price([scn.deployment], model)
+        priced = price(table.deps, model, table=table, prices=model.price(table, modules))
         return float(priced.energy_j[0]), float(priced.time_s[0])
 
 

@@ -105,12 +105,14 @@ def engine_profile(*, gpu: str, engine: str, like: str | None = None,
         profile = fit_profile(base, records, engine, **fit)
         models = {r.model for r in records}
         if len(models) >= 2:  # intervals from leave-one-model-out residuals, predicted
-            # as a user without a host probe would (on the profile's default host)
-            profile = with_intervals(profile, profile_lomo(base, records, engine,
-                                                           with_host=False, **fit))
-            if profile.host.host_probe_ref_s:  # and with each run's host probe
-                hosted = with_intervals(profile, profile_lomo(base, records, engine,
-                                                              **fit))
+            # as a user without a host probe would (on the profile's default host), and
+            # with each run's host probe (the same held-out fits)
+            rows = profile_lomo(base, records, engine, **fit,
+                                         hosts=(False, True) if profile.host.host_probe_ref_s
+                                         else (False,))
+            profile = with_intervals(profile, rows[False])
+            if True in rows:
+                hosted = with_intervals(profile, rows[True])
                 profile.meta.update({f"{k}_host_probe": hosted.meta[k] for k in
                                      ("lomo_energy_mape", "lomo_time_mape")})
     if (hosts := host_probe_range_us(records)) is not None:
