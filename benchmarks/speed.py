@@ -136,7 +136,7 @@ def report() -> str:
     import startup
     piep = [sys.executable, "-m", "piep"]
     rows = []  # (what, figure, unit, target, met)
-    med, same = startup.measure(9)
+    med, same_answer = startup.measure(9)
     bare = med["bare interpreter"]
     rows.append(("`python -c pass` (the reference)", f"{bare:.3f}", "s", "", None))
     for name, target in startup.TARGETS.items():
@@ -185,7 +185,7 @@ def report() -> str:
     lines += [f"| {w} | {f} | {u} | {t} | {'' if m is None else ('yes' if m else 'no')} |"
               for w, f, u, t, m in rows]
     lines += ["", f"Command-line starts: medians of 9 interleaved runs, bytecode caches on; "
-              f"predict's answer the same bytes every run: {same}. Serve, simulated and from "
+              f"predict's answer the same bytes every run: {same_answer}. Serve, simulated and from "
               f"the command line: medians of 3. Made by `python benchmarks/speed.py --write`.", ""]
     return "\n".join(lines)
 

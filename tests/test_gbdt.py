@@ -109,6 +109,32 @@ def test_rows_between_the_same_thresholds_are_walked_once(params):
         assert np.array_equal(one_by_one, expected[::7])
 
 
+def test_forests_evaluated_together_give_each_its_own_numbers():
+    """Two forests over the same rows (a kind's time and power models) walk one row per
+    cell of both their splits: each gets LightGBM's numbers, also where one takes zero for
+    missing and the other does not, at NaN, zero and within LightGBM's zero of it."""
+    from piep.predict.gbdt import joint_splits, predict_together
+    rng = np.random.default_rng(8)
+    x = rng.normal(size=(400, 3))
+    x[::6, 0], x[1::7, 1] = 0.0, np.nan
+    texts = [lgb.train({"objective": "regression", "verbose": -1, "num_leaves": 7,
+                        "min_data_in_leaf": 5, **params}, lgb.Dataset(x, y), 15)
+             .model_to_string()
+             for params, y in (({"zero_as_missing": True}, np.sin(3 * x[:, 0]) + x[:, 2]),
+                               ({}, np.cos(2 * x[:, 2]) - np.nan_to_num(x[:, 1])))]
+    forests = [Forest(t) for t in texts]
+    assert forests[0]._zero_missing.any() and not forests[1]._zero_missing.any()
+    test = rng.normal(size=(300, 3))
+    test[::5, 0] = np.array([0.0, 1e-36, -1e-36, np.nan, 1e-30] * 12)
+    test[2::9, 1] = np.nan
+    got = predict_together(forests, test, splits=joint_splits(forests))
+    for text, g in zip(texts, got):
+        assert np.array_equal(g, lgb.Booster(model_str=text).predict(test))
+    no_nan = np.nan_to_num(test, nan=0.5)  # cells without a NaN column
+    for text, g in zip(texts, predict_together(forests, no_nan)):
+        assert np.array_equal(g, lgb.Booster(model_str=text).predict(no_nan))
+
+
 def test_the_range_test_finds_the_nearest_sample():
     """The out-of-range flag (the nearest training sample, found by one matrix product per
     chunk) is the brute-force search's, also for leaves close to the threshold."""

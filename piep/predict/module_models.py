@@ -117,8 +117,8 @@ def farther_than(z: np.ndarray, train: np.ndarray, train_sq: np.ndarray,
     """Whether each row's nearest row of `train` is farther than `limit`: what
     `nearest_distance` answers, found in single precision where that is sure (`_screen`).
     Rows within `limit` of one of a strided subset of `SCREEN_SAMPLES` samples are within
-    it (most rows of a sweep: 0.8-0.99 of each kind's); the others are screened over every
-    sample, and the rows that screen leaves unsure searched in double precision."""
+    it (most rows of a sweep); the others are screened over every sample, and the rows
+    that screen leaves unsure searched in double precision."""
     far = np.zeros(len(z), dtype=bool)
     if len(z) == 0:
         return far
@@ -338,7 +338,7 @@ class ModuleModels:
         decode = np.asarray(table.decode, dtype=int)
         column = 2 * decode + np.asarray(table.mode_eager, dtype=int)
         gid = np.where(table.is_comm, -1, group_of[table.kind_id, column])
-        tested = []  # (model, its distinct rows, each row's, the rows it prices)
+        tested = []  # (kind model, a group's distinct rows, each row's among them, the group)
         for i in np.flatnonzero(np.bincount(gid[gid >= 0])):  # the groups in use
             g, sel = names[i], gid == i
             if g not in self.kinds and g.split(".")[0] in COPY_KINDS:  # the copy rate
