@@ -33,10 +33,10 @@ from piep.fit.engines import engine_version, profile_hosts
 from piep.fit.predictor import get_term, set_term
 from piep.fit.progress import Pace
 from piep.records import ServingReplay
-from piep.serving.costs import ATTENTION_KINDS, IterationTimes, grid_sizes
+from piep.serving.costs import ATTENTION_KINDS, IterationCosts, IterationTimes, grid_sizes
 from piep.serving.serve import (SchedulerPolicy, document, iteration_grid, paged_cache,
                                 policy_of, run, window_parts_j, with_host)
-from piep.serving.simulate import repriced
+from piep.serving.simulate import repriced, simulate
 from piep.trace import Trace, make_trace
 
 log = logging.getLogger("piep.train")
@@ -220,7 +220,7 @@ class _Frozen:
 
     def __init__(self, cases: list[_Case], model):
         self.cases = cases
-        sims = [run(c.scn, c.trace, model, c.policy, c.grid)[0] for c in cases]
+        sims = [sim for sim, _ in _simulated(cases, model)]
         self.costs = IterationTimes([(c.grid, s.it_prefill_tokens + s.it_decode_tokens,
                                       s.it_requests, s.it_keys) for c, s in zip(cases, sims)])
         self.reads = []  # per case: the arrival each iteration waits for, requests' ends
@@ -260,6 +260,18 @@ def median(v: np.ndarray) -> float:
         return math.nan
     h = len(s) // 2
     return float(s[h]) if len(s) % 2 else float((s[h - 1] + s[h]) / 2)
+
+
+def _simulated(cases: list[_Case], model) -> list[tuple[Any, IterationCosts]]:
+    """Each replay simulated at `model`, as `piep serve` simulates it (`run`); the replays
+    on one grid (of one shape) share its costs, priced once."""
+    costs: dict[int, IterationCosts] = {}  # a grid's id -> its costs at `model`
+    out = []
+    for c in cases:
+        if id(c.grid) not in costs:
+            costs[id(c.grid)] = c.grid.costs(model)
+        out.append((simulate(c.trace, costs[id(c.grid)], c.policy), costs[id(c.grid)]))
+    return out
 
 
 def back_to_back(dt: np.ndarray, ready: np.ndarray) -> np.ndarray:
@@ -309,8 +321,7 @@ def _fit_gap_power(model, cases: list[_Case]):
     p0 = model.host.launch_gap_w
     lo, hi = [], []
     higher = _with_terms(model, {"launch_gap_w": p0 + 50.0})
-    for c in cases:
-        sim, costs = run(c.scn, c.trace, model, c.policy, c.grid)
+    for c, (sim, costs) in zip(cases, _simulated(cases, model)):
         lo.append(predicted(c, sim, costs)[0])
         # the same schedule (the power changes no time), priced where it reads the grid
         tokens = sim.it_prefill_tokens + sim.it_decode_tokens
