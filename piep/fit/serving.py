@@ -32,6 +32,7 @@ from piep.predict.engines import EngineProfile
 from piep.fit.engines import engine_version, profile_hosts
 from piep.fit.predictor import get_term, set_term
 from piep.fit.progress import Pace
+from piep.fit.workers import fold_map
 from piep.records import ServingReplay
 from piep.serving.costs import ATTENTION_KINDS, IterationCosts, IterationTimes, grid_sizes
 from piep.serving.serve import (SchedulerPolicy, document, iteration_grid, paged_cache,
@@ -391,17 +392,20 @@ def held_out_on_hosts(base, records: list[ServingReplay], *, by: str = "model",
     groups = list(dict.fromkeys(key(r) for r in records))
     out: dict[bool, list[dict[str, Any]]] = {h: [] for h in hosts}
     shared = shared or Shared()
-    pace = Pace(f"{SERVING} leave-one-{by}-out")
-    for i, group in enumerate(groups):
+
+    def fold(group) -> dict[bool, list[dict[str, Any]]]:
         profile = fit_cb_profile(base, [r for r in records if key(r) != group],
                                  maxiter=maxiter, default_host_s=default_host_s,
                                  shared=shared)
         model = profile.apply(base)
         test = [r for r in records if key(r) == group]
+        return {h: [case_row(c, model) for c in
+                    _cases(base, test, profile.meta["scheduler"]["reserved_gib"], h, shared)]
+                for h in hosts}
+    pace = Pace(f"{SERVING} leave-one-{by}-out")
+    for i, (group, rows) in enumerate(zip(groups, fold_map(fold, groups))):
         for h in hosts:
-            out[h] += [case_row(c, model) for c in
-                       _cases(base, test, profile.meta["scheduler"]["reserved_gib"], h,
-                              shared)]
+            out[h] += rows[h]
         pace(i + 1, len(groups), group)
     return out
 
