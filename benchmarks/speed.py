@@ -184,9 +184,10 @@ def report() -> str:
              "| what | measured | unit | target | met |", "|---|---|---|---|---|"]
     lines += [f"| {w} | {f} | {u} | {t} | {'' if m is None else ('yes' if m else 'no')} |"
               for w, f, u, t, m in rows]
-    lines += ["", f"Command-line starts: medians of 9 interleaved runs, bytecode caches on; the sweep: the median of 9 sweeps after the first; "
-              f"predict's answer the same bytes every run: {same_answer}. Serve, simulated and from "
-              f"the command line: medians of 3. Made by `python benchmarks/speed.py --write`.", ""]
+    lines += ["", "Command-line starts: medians of 9 interleaved runs, bytecode caches on; the "
+              f"sweep: the median of 9 sweeps after the first; predict's answer the same bytes "
+              f"every run: {same_answer}. Serve, simulated and from the command line: medians "
+              "of 3. Made by `python benchmarks/speed.py --write`.", ""]
     return "\n".join(lines)
 
 
