@@ -52,3 +52,17 @@ def test_a_failing_fold_fails_the_map_and_a_bad_limit_says_what_to_give(monkeypa
     monkeypatch.setenv(workers.WORKERS_ENV, "two")
     with pytest.raises(ConfigError, match="PIEP_FIT_WORKERS='two'.*integer >= 1"):
         workers.workers(4)
+
+
+def test_without_semaphores_the_folds_run_here(monkeypatch):
+    """Where worker processes cannot be started (a container without /dev/shm), the
+    folds run in this process."""
+    import multiprocessing.context
+    monkeypatch.delenv(workers.WORKERS_ENV, raising=False)
+    monkeypatch.setattr(workers, "workers", lambda n: 2)
+
+    def no_pool(*args, **kwargs):
+        raise OSError(38, "Function not implemented")
+    monkeypatch.setattr(multiprocessing.context.ForkContext, "Pool", no_pool)
+    out = list(workers.fold_map(_square, [1, 2, 3]))
+    assert [o[1] for o in out] == [1, 4, 9] and {o[0] for o in out} == {os.getpid()}

@@ -1,8 +1,9 @@
 """Independent fits (held-out folds) in worker processes, one per core: forked from the
 process that holds what they share (the replays' iteration grids and their module
-outputs), so a worker starts with them. Where the platform does not fork (not Linux),
-with one core or one fold, or with `PIEP_FIT_WORKERS=1`, the folds run here, one after
-another: the same numbers either way (each fold's fit reads only what it is given).
+outputs), so a worker starts with them. Where the platform does not fork (not Linux) or
+cannot start workers (no /dev/shm), with one core or one fold, or with
+`PIEP_FIT_WORKERS=1`, the folds run here, one after another: the same numbers either way
+(each fold's fit reads only what it is given).
 
 A forked worker evaluates the module models' GBDTs with numpy, never LightGBM: LightGBM's
 OpenMP threads do not survive a fork (a worker that entered them could hang)."""
@@ -46,8 +47,12 @@ def fold_map(fn: Callable[[Any], Any], items: Sequence[Any]) -> Iterator[Any]:
     global _task
     _task = (fn, items)  # the workers read it as forked; nothing of it is pickled
     try:
-        with multiprocessing.get_context("fork").Pool(n, initializer=_without_lightgbm) \
-                as pool:
+        try:
+            pool = multiprocessing.get_context("fork").Pool(n, initializer=_without_lightgbm)
+        except OSError:  # no semaphores here (a container without /dev/shm): one process
+            yield from map(fn, items)
+            return
+        with pool:
             yield from pool.imap(_run, range(len(items)))
     finally:
         _task = None
