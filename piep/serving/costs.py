@@ -361,11 +361,12 @@ class IterationTimes:
         self._weights = [np.concatenate([it.weights[i] for it in self.items]) for i in (0, 1)]
         # per grid: where its items' iterations lie among all, their tokens and requests
         at = np.split(np.arange(sum(sizes)), self._splits)
-        self._on_grid = [tuple(np.concatenate([v[j] for j, it in enumerate(self.items)
-                                               if it.grid == g])
-                               for v in (at, [it.log_tokens for it in self.items],
-                                         [it.log_requests for it in self.items]))
-                         for g in range(len(self.grids))]
+        self._on_grid = []
+        for g in range(len(self.grids)):
+            mine = [j for j, it in enumerate(self.items) if it.grid == g]
+            self._on_grid.append((np.concatenate([at[j] for j in mine]),
+                                  np.concatenate([self.items[j].log_tokens for j in mine]),
+                                  np.concatenate([self.items[j].log_requests for j in mine])))
         # per item, the attention points it reads (a group zero on all of them adds zero)
         own = [np.unique(np.concatenate(it.corners)) for it in self.items]
         self._own = (np.concatenate(own), np.repeat([it.grid for it in self.items],
