@@ -426,7 +426,9 @@ def test_a_fit_without_iteration_logs_retimes_simulated_schedules():
     other = _with_terms(base, {**START, "step_host_s": 0.01, "time_scale.prefill": 0.6,
                                "launch_gap_w": 120.0})  # faster: requests would be early
     assert frozen.error(other) != pytest.approx(frozen.error(at), rel=1e-3)
-    (ready, first, _), dt = frozen.reads[1], frozen.costs.costs(other)[0][1]
+    dt = frozen.costs.costs(other)[0][1]
+    ready = frozen.ready[1, :len(dt)]
+    first = frozen.first[frozen.by_case == 1] - frozen.ready.shape[1]
     end = back_to_back(dt, ready)
     start = end - dt
     assert (start >= ready - 1e-12).all() and (start[1:] >= end[:-1] - 1e-12).all()
@@ -437,14 +439,16 @@ def test_a_fit_without_iteration_logs_retimes_simulated_schedules():
                        [1.5, 3.5, 7.0, 8.0])
 
 
-def test_the_fits_median_is_numpys():
-    """A fit's median (two per replay at every step) is numpy's to the bit: odd and even
-    counts, ties, one value; NaN where there is none or one is NaN."""
-    from piep.fit.serving import median
+def test_the_fits_medians_are_numpys():
+    """A fit's medians (two per replay at every step, every replay's at once) are numpy's
+    to the bit: odd and even counts, ties, one value; NaN where there is none or one is
+    NaN."""
+    from piep.fit.serving import row_medians
     rng = np.random.default_rng(7)
-    for n in (1, 2, 3, 4, 11, 100, 101, 1000):
-        for _ in range(50):
-            v = rng.lognormal(size=n) * rng.uniform(1e-3, 1e3)
-            assert median(v) == float(np.median(v))
-    assert median(np.array([2.0, 2.0, 5.0, 5.0])) == 3.5
-    assert np.isnan(median(np.array([]))) and np.isnan(median(np.array([1.0, np.nan])))
+    rows = [rng.lognormal(size=n) * rng.uniform(1e-3, 1e3)
+            for n in (1, 2, 3, 4, 11, 100, 101, 1000) for _ in range(20)]
+    rows += [np.array([2.0, 2.0, 5.0, 5.0]), np.array([]), np.array([1.0, np.nan])]
+    got = row_medians(np.concatenate(rows), np.repeat(np.arange(len(rows)),
+                                                      [len(r) for r in rows]), len(rows))
+    assert got[-3] == 3.5 and np.isnan(got[-2]) and np.isnan(got[-1])
+    assert all(g == float(np.median(r)) for g, r in zip(got[:-2], rows[:-2]))

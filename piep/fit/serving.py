@@ -224,43 +224,67 @@ class _Frozen:
         sims = [sim for sim, _ in _simulated(cases, model)]
         self.costs = IterationTimes([(c.grid, s.it_prefill_tokens + s.it_decode_tokens,
                                       s.it_requests, s.it_keys) for c, s in zip(cases, sims)])
-        self.reads = []  # per case: the arrival each iteration waits for, requests' ends
-        for c, sim in zip(cases, sims):
+        # every replay's iterations in a row of their own, padded at the end (a row's
+        # running sums read none of its padding); per request, its first and last token's
+        # iteration there
+        width = max(len(s.it_start_s) for s in sims)
+        self.ready = np.zeros((len(cases), width))  # the arrival each iteration waits for
+        first, last = [], []
+        for i, (c, sim) in enumerate(zip(cases, sims)):
             end = sim.it_start_s + sim.it_time_s
-            first = np.searchsorted(end, sim.first_token_s)
-            last = np.searchsorted(end, sim.last_token_s)
-            ready = np.where(sim.it_start_s > np.concatenate([[0.0], end[:-1]]),
-                             sim.it_start_s, 0.0)  # the iterations after an idle GPU
-            np.maximum.at(ready, first, c.trace.arrival_s)
-            self.reads.append((ready, first, last))
+            row = self.ready[i, :len(end)]
+            row[:] = np.where(sim.it_start_s > np.concatenate([[0.0], end[:-1]]),
+                              sim.it_start_s, 0.0)  # the iterations after an idle GPU
+            at = np.searchsorted(end, sim.first_token_s)
+            np.maximum.at(row, at, c.trace.arrival_s)
+            first.append(i * width + at)
+            last.append(i * width + np.searchsorted(end, sim.last_token_s))
+        self.first, self.last = np.concatenate(first), np.concatenate(last)
+        spans = self.costs.spans
+        self.pad = np.concatenate([i * width + np.arange(b - a) for i, (a, b) in
+                                   enumerate(spans)])
+        self.window = [i * width + b - a - 1 for i, (a, b) in enumerate(spans)]  # last ends
+        self.arrival = np.concatenate([c.trace.arrival_s for c in cases])
+        self.steps = np.concatenate([c.trace.gen_len - 1 for c in cases])
+        self.by_case = np.repeat(np.arange(len(cases)), [len(c.trace.arrival_s) for c in cases])
 
     def error(self, model) -> float:
         """Mean over replays of the squared log errors of median TPOT, median end-to-end
         latency and window energy, of these schedules priced by `model`."""
+        dt, kernel, gap = self.costs.all_costs(model)
+        padded = np.zeros(self.ready.size)
+        padded[self.pad] = dt
+        end = back_to_back(padded.reshape(self.ready.shape), self.ready).reshape(-1)
+        n, steps, tail = len(self.cases), self.steps, end[self.last]
+        tpot = row_medians(((tail - end[self.first]) / np.maximum(steps, 1))[steps > 0],
+                           self.by_case[steps > 0], n)
+        e2e = row_medians(tail - self.arrival, self.by_case, n)  # (`percentiles`' p50)
         errs = []
-        for c, (ready, first, last), dt, kernel, gap in zip(
-                self.cases, self.reads, *self.costs.costs(model)):
-            end = back_to_back(dt, ready)
-            arrival, steps = c.trace.arrival_s, c.trace.gen_len - 1
+        for i, (c, (a, b)) in enumerate(zip(self.cases, self.costs.spans)):
             # every GPU at the gap power while none runs, as `IterationGrid.costs` prices
             idle_w = model.host.launch_gap_w * c.scn.parallel.world_size
-            energy = float(kernel.sum() + gap.sum()) + (end[-1] - dt.sum()) * idle_w
-            tpot = median(((end[last] - end[first]) / np.maximum(steps, 1))[steps > 0])
-            e2e = median(end[last] - arrival)  # (`percentiles`' p50, to rounding)
-            errs.append((math.log(tpot / c.meas[1]) ** 2 + math.log(e2e / c.meas[2]) ** 2
+            energy = float(kernel[a:b].sum() + gap[a:b].sum()) \
+                + (end[self.window[i]] - dt[a:b].sum()) * idle_w
+            errs.append((math.log(tpot[i] / c.meas[1]) ** 2 + math.log(e2e[i] / c.meas[2]) ** 2
                          + math.log(energy / c.meas[0]) ** 2) / 3)
         return float(np.mean(errs))
 
 
-def median(v: np.ndarray) -> float:
-    """numpy's median of `v` to the bit (the middle value, or the mean of the middle two;
-    NaN where `v` is empty or holds a NaN), in a third of its time on a replay's few
-    hundred requests: a fit takes two per replay at every step."""
-    s = np.sort(v)
-    if not len(s) or np.isnan(s[-1]):
-        return math.nan
-    h = len(s) // 2
-    return float(s[h]) if len(s) % 2 else float((s[h - 1] + s[h]) / 2)
+def row_medians(values: np.ndarray, row: np.ndarray, rows: int) -> np.ndarray:
+    """Per row, numpy's median of the values in it (`row`: each value's, ascending), to
+    the bit: the middle value, or the mean of the middle two; NaN for a row without
+    values or with a NaN. The rows are sorted at once, padded at the end with +inf."""
+    counts = np.bincount(row, minlength=rows)
+    width = max(int(counts.max(initial=0)), 1)
+    table = np.full((rows, width), np.inf)
+    table[row, np.arange(len(row)) - (np.cumsum(counts) - counts)[row]] = values
+    nan = np.isnan(table).any(axis=1)
+    table.sort(axis=1)
+    every, half = np.arange(rows), counts // 2
+    upper = table[every, np.minimum(half, width - 1)]
+    lower = table[every, np.maximum(half - 1, 0)]
+    return np.where(nan | (counts == 0), np.nan,
+                    np.where(counts % 2 == 1, upper, (lower + upper) / 2))
 
 
 def _simulated(cases: list[_Case], model) -> list[tuple[Any, IterationCosts]]:
@@ -278,9 +302,10 @@ def _simulated(cases: list[_Case], model) -> list[tuple[Any, IterationCosts]]:
 def back_to_back(dt: np.ndarray, ready: np.ndarray) -> np.ndarray:
     """When each iteration ends, each starting when the one before ends or at its ready
     time, whichever is later (from 0): end_k = max(end_k-1, ready_k) + dt_k, for all k at
-    once (end_k = S_k + max(0, max over j <= k of ready_j - S_j-1), S the running sum)."""
-    done = np.cumsum(dt)
-    return done + np.maximum.accumulate(np.maximum(ready - (done - dt), 0.0))
+    once (end_k = S_k + max(0, max over j <= k of ready_j - S_j-1), S the running sum);
+    along the last axis (a row per replay)."""
+    done = np.cumsum(dt, axis=-1)
+    return done + np.maximum.accumulate(np.maximum(ready - (done - dt), 0.0), axis=-1)
 
 
 FROZEN_ROUNDS = 8     # at most: simulate, fit on the schedules, again

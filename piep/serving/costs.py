@@ -357,7 +357,8 @@ class IterationTimes:
                       for g, lt, lr, cs, w in reads]
         sizes = [len(it.log_tokens) for it in self.items]
         self._splits = np.cumsum(sizes)[:-1]
-        self._spans = list(zip(np.concatenate([[0], self._splits]), np.cumsum(sizes)))
+        # where each item's iterations lie among every item's (`split`)
+        self.spans = list(zip(np.concatenate([[0], self._splits]), np.cumsum(sizes)))
         self._weights = [np.concatenate([it.weights[i] for it in self.items]) for i in (0, 1)]
         # per grid: where its items' iterations lie among all, their tokens and requests
         at = np.split(np.arange(sum(sizes)), self._splits)
@@ -405,16 +406,29 @@ class IterationTimes:
     def costs(self, model) -> tuple[list[np.ndarray], list[np.ndarray], list[np.ndarray]]:
         """Each item's (iteration times s, kernel J, launch-gap J) priced by `model`, as
         its grid's `costs(model).cost` gives them (to rounding)."""
+        t, kernel, gap = (self.split(v) for v in self.all_costs(model))
+        return t, kernel, gap
+
+    def all_costs(self, model) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """`costs` of every item's iterations, one after another (`spans`: each item's)."""
         stacked, mo, rows, starts, corners = self._stack(model)
         prices = model.price(stacked, mo)
         kernel_e, gap_e, _, _ = _row_energies(stacked, prices)
-        t, kernel, gap = (self._at_iterations(v, stacked, rows, starts, corners)
+        t, kernel, gap = (self._all_iterations(v, stacked, rows, starts, corners)
                           for v in (_elapsed_s(stacked, prices), kernel_e, gap_e))
         return t, kernel, gap
+
+    def split(self, values: np.ndarray) -> list[np.ndarray]:
+        """Values of every item's iterations, one after another, as each item's."""
+        return [values[a:b] for a, b in self.spans]
 
     def _at_iterations(self, per_row, stacked, rows, starts, corners) -> list[np.ndarray]:
         """A value of the stack's rows summed per grid point, interpolated at each item's
         iterations and its groups added (a group zero on all its points adds zero)."""
+        return self.split(self._all_iterations(per_row, stacked, rows, starts, corners))
+
+    def _all_iterations(self, per_row, stacked, rows, starts, corners) -> np.ndarray:
+        """`_at_iterations`, every item's one after another."""
         raw = np.bincount(stacked.cfg[rows], weights=per_row[rows], minlength=int(starts[-1]))
         v = _log2(raw)
         body, head = np.zeros(len(self._weights[0])), np.zeros(len(self._weights[0]))
@@ -429,5 +443,4 @@ class IterationTimes:
         points, grid_of, first, sizes = self._own
         read = np.logical_or.reduceat(raw[starts[3 * grid_of + 1] + points] != 0, first)
         # as `IterationCosts.fields` adds its groups: body, attention, head
-        total = body + np.where(np.repeat(~read, sizes), 0.0, att) + head
-        return [total[a:b] for a, b in self._spans]
+        return body + np.where(np.repeat(~read, sizes), 0.0, att) + head
