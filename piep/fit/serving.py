@@ -263,8 +263,8 @@ class _Frozen:
         for i, (c, (a, b)) in enumerate(zip(self.cases, self.costs.spans)):
             # every GPU at the gap power while none runs, as `IterationGrid.costs` prices
             idle_w = model.host.launch_gap_w * c.scn.parallel.world_size
-            energy = float(kernel[a:b].sum() + gap[a:b].sum()) \
-                + (end[self.window[i]] - dt[a:b].sum()) * idle_w
+            energy = sum(window_parts_j(kernel[a:b], gap[a:b],
+                                        end[self.window[i]] - dt[a:b].sum(), idle_w))
             errs.append((math.log(tpot[i] / c.meas[1]) ** 2 + math.log(e2e[i] / c.meas[2]) ** 2
                          + math.log(energy / c.meas[0]) ** 2) / 3)
         return float(np.mean(errs))

@@ -108,8 +108,8 @@ def engine_profile(*, gpu: str, engine: str, like: str | None = None,
             # as a user without a host probe would (on the profile's default host), and
             # with each run's host probe (the same held-out fits)
             rows = profile_lomo(base, records, engine, **fit,
-                                         hosts=(False, True) if profile.host.host_probe_ref_s
-                                         else (False,))
+                                hosts=(False, True) if profile.host.host_probe_ref_s
+                                else (False,))
             profile = with_intervals(profile, rows[False])
             if True in rows:
                 hosted = with_intervals(profile, rows[True])

@@ -401,7 +401,7 @@ class IterationTimes:
         """Each item's iteration times (s) priced by `model`."""
         stacked, mo, rows, starts, corners = self._stack(model)
         t = _elapsed_s(stacked, model.price(stacked, mo))
-        return self._at_iterations(t, stacked, rows, starts, corners)
+        return self.split(self._at_iterations(t, stacked, rows, starts, corners))
 
     def costs(self, model) -> tuple[list[np.ndarray], list[np.ndarray], list[np.ndarray]]:
         """Each item's (iteration times s, kernel J, launch-gap J) priced by `model`, as
@@ -414,7 +414,7 @@ class IterationTimes:
         stacked, mo, rows, starts, corners = self._stack(model)
         prices = model.price(stacked, mo)
         kernel_e, gap_e, _, _ = _row_energies(stacked, prices)
-        t, kernel, gap = (self._all_iterations(v, stacked, rows, starts, corners)
+        t, kernel, gap = (self._at_iterations(v, stacked, rows, starts, corners)
                           for v in (_elapsed_s(stacked, prices), kernel_e, gap_e))
         return t, kernel, gap
 
@@ -422,13 +422,10 @@ class IterationTimes:
         """Values of every item's iterations, one after another, as each item's."""
         return [values[a:b] for a, b in self.spans]
 
-    def _at_iterations(self, per_row, stacked, rows, starts, corners) -> list[np.ndarray]:
-        """A value of the stack's rows summed per grid point, interpolated at each item's
-        iterations and its groups added (a group zero on all its points adds zero)."""
-        return self.split(self._all_iterations(per_row, stacked, rows, starts, corners))
-
-    def _all_iterations(self, per_row, stacked, rows, starts, corners) -> np.ndarray:
-        """`_at_iterations`, every item's one after another."""
+    def _at_iterations(self, per_row, stacked, rows, starts, corners) -> np.ndarray:
+        """A value of the stack's rows summed per grid point, interpolated at every item's
+        iterations (one after another) and its groups added (a group zero on all its
+        points adds zero)."""
         raw = np.bincount(stacked.cfg[rows], weights=per_row[rows], minlength=int(starts[-1]))
         v = _log2(raw)
         body, head = np.zeros(len(self._weights[0])), np.zeros(len(self._weights[0]))
