@@ -79,6 +79,28 @@ def test_idle_gaps_are_idle_and_memory_queues():
                  SchedulerPolicy(block_size=256, num_blocks=1))
 
 
+def test_decoders_without_a_free_block_wait_and_finishers_leave_together():
+    """A decoding request whose next token opens a KV block and finds none free waits (the
+    first in scheduling order take the free blocks) and goes on once a finished request
+    frees its blocks; requests that finish in one iteration leave together, the others
+    keep their order. Every token is generated once."""
+    trace = make_trace([0, 0, 0], [10, 10, 10], [20, 36, 52])
+    sim = simulate(trace, _flat(), SchedulerPolicy(block_size=16, num_blocks=5,
+                                                   safety_margin=0.0))
+    decode = sim.it_decode_tokens.astype(int).tolist()
+    # position 16 opens a second block for each: 2 free for 3 (the third waits until the
+    # first ends, at iteration 20), then 2 decode until the second ends
+    assert decode == [0] + [3] * 6 + [2] * 29 + [1] * 29
+    assert sim.last_token_s.tolist() == pytest.approx([0.2, 0.36, 0.65])
+    assert sim.it_decode_tokens.sum() == (trace.gen_len - 1).sum()
+    assert sim.request_j.sum() == pytest.approx(sim.it_kernel_j.sum() + sim.it_gap_j.sum())
+    together = simulate(make_trace([0] * 4, [10] * 4, [5, 5, 9, 5]), _flat(), SchedulerPolicy())
+    assert together.it_decode_tokens.astype(int).tolist() == [0, 4, 4, 4, 4, 1, 1, 1, 1]
+    assert together.last_token_s.tolist() == pytest.approx([0.05, 0.05, 0.09, 0.05])
+    # 1 J an iteration, shared by its tokens: the prefill's 40, then 4 x 4, then 4 x 1
+    assert together.request_j.tolist() == pytest.approx([1.25, 1.25, 5.25, 1.25])
+
+
 def test_serve_document_and_cli(tmp_path, capsys):
     trace = poisson_trace(rate_per_s=4, requests=40, prompt_len="lognormal:256:0.5:1024",
                           gen_len="uniform:16:64", seed=1)

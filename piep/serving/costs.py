@@ -378,7 +378,8 @@ class IterationTimes:
     def _stack(self, model):
         """The rows to price of every grid and group, as one table, its module outputs,
         the rows of the groups (in table order), where each (grid, group) starts among the
-        stack's deployments, and each iteration's attention corners among them."""
+        stack's deployments, each iteration's attention corners among them, and its
+        body's and head's reads (`_Lines`)."""
         from piep.predict.module_models import ModuleOutputs
         from piep.predict.table import concat
         key = (id(model.modules), model.host.queue_ahead)
@@ -394,14 +395,35 @@ class IterationTimes:
             corners = [np.concatenate([starts[3 * it.grid + 1] + it.corners[c]
                                        for it in self.items]) for c in range(4)]
             self._stacked[key] = (concat(parts), ModuleOutputs.concat(outs),
-                                  np.flatnonzero(np.concatenate(group)), starts, corners)
+                                  np.flatnonzero(np.concatenate(group)), starts, corners,
+                                  [self._lines(starts, g) for g in (0, 2)])
         return self._stacked[key]
+
+    def _lines(self, starts: np.ndarray, group: int) -> "_Lines":
+        """Where every iteration reads group `group` (body 0: of its tokens; head 2: of its
+        requests) among the stack's deployments, as `np.interp` reads a grid's values."""
+        n = len(self._weights[0])
+        lo, hi, seg = np.zeros(n, int), np.zeros(n, int), np.zeros(n, int)
+        off, width = np.zeros(n), np.ones(n)
+        for g, (grid, _) in enumerate(self.grids):
+            axis = grid.tables[group][2][0]
+            at, tokens, requests = self._on_grid[g]
+            x = tokens if group == 0 else requests
+            j = np.clip(np.searchsorted(axis, x, side="right") - 1, 0, len(axis) - 1)
+            # between two points (numpy returns a point's value at it and past the ends)
+            inside = (j < len(axis) - 1) & (axis[j] != x) & (x > axis[0])
+            up = np.where(inside, j + 1, j)
+            lo[at], hi[at], seg[at] = starts[3 * g + group] + j, starts[3 * g + group] + up, \
+                3 * g + group
+            off[at] = np.where(inside, x - axis[j], 0.0)
+            width[at] = np.where(inside, axis[up] - axis[j], 1.0)
+        return _Lines(lo, hi, off, width, seg)
 
     def times(self, model) -> list[np.ndarray]:
         """Each item's iteration times (s) priced by `model`."""
-        stacked, mo, rows, starts, corners = self._stack(model)
+        stacked, mo, rows, *read = self._stack(model)
         t = _elapsed_s(stacked, model.price(stacked, mo))
-        return self.split(self._at_iterations(t, stacked, rows, starts, corners))
+        return self.split(self._at_iterations([t], stacked, rows, *read)[0])
 
     def costs(self, model) -> tuple[list[np.ndarray], list[np.ndarray], list[np.ndarray]]:
         """Each item's (iteration times s, kernel J, launch-gap J) priced by `model`, as
@@ -411,33 +433,49 @@ class IterationTimes:
 
     def all_costs(self, model) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """`costs` of every item's iterations, one after another (`spans`: each item's)."""
-        stacked, mo, rows, starts, corners = self._stack(model)
+        stacked, mo, rows, *read = self._stack(model)
         prices = model.price(stacked, mo)
         kernel_e, gap_e, _, _ = _row_energies(stacked, prices)
-        t, kernel, gap = (self._at_iterations(v, stacked, rows, starts, corners)
-                          for v in (_elapsed_s(stacked, prices), kernel_e, gap_e))
+        t, kernel, gap = self._at_iterations([_elapsed_s(stacked, prices), kernel_e, gap_e],
+                                             stacked, rows, *read)
         return t, kernel, gap
 
     def split(self, values: np.ndarray) -> list[np.ndarray]:
         """Values of every item's iterations, one after another, as each item's."""
         return [values[a:b] for a, b in self.spans]
 
-    def _at_iterations(self, per_row, stacked, rows, starts, corners) -> np.ndarray:
-        """A value of the stack's rows summed per grid point, interpolated at every item's
-        iterations (one after another) and its groups added (a group zero on all its
-        points adds zero)."""
-        raw = np.bincount(stacked.cfg[rows], weights=per_row[rows], minlength=int(starts[-1]))
+    def _at_iterations(self, per_row: list[np.ndarray], stacked, rows, starts, corners,
+                       lines) -> np.ndarray:
+        """Values of the stack's rows (one array per field) summed per grid point,
+        interpolated at every item's iterations (one after another) and their groups
+        added (a group zero on all its points adds zero): a row per field."""
+        raw = np.stack([np.bincount(stacked.cfg[rows], weights=v[rows],
+                                    minlength=int(starts[-1])) for v in per_row])
         v = _log2(raw)
-        body, head = np.zeros(len(self._weights[0])), np.zeros(len(self._weights[0]))
-        for g, (grid, _) in enumerate(self.grids):
-            (tx, _), _, (rx, _) = (axes for _, _, axes in grid.tables[:3])
-            at, tokens, requests = self._on_grid[g]
-            for out, group, x, axis in ((body, 0, tokens, tx), (head, 2, requests, rx)):
-                lo, hi = starts[3 * g + group], starts[3 * g + group + 1]
-                if raw[lo:hi].any():
-                    out[at] = np.exp2(np.interp(x, axis, v[lo:hi]))
-        att = _blend(*(v[c] for c in corners), *self._weights)
+        nonzero = np.logical_or.reduceat(raw != 0, starts[:-1], axis=1)
+        body, head = (ln.at(v) if nonzero.all() else
+                      np.where(np.take(nonzero, ln.group, axis=1), ln.at(v), 0.0)
+                      for ln in lines)
+        att = _blend(*(np.take(v, c, axis=1) for c in corners), *self._weights)
         points, grid_of, first, sizes = self._own
-        read = np.logical_or.reduceat(raw[starts[3 * grid_of + 1] + points] != 0, first)
+        read = np.logical_or.reduceat(np.take(raw, starts[3 * grid_of + 1] + points, axis=1)
+                                      != 0, first, axis=1)
+        if not read.all():
+            att = np.where(np.repeat(~read, sizes, axis=1), 0.0, att)
         # as `IterationCosts.fields` adds its groups: body, attention, head
-        return body + np.where(np.repeat(~read, sizes), 0.0, att) + head
+        return body + att + head
+
+class _Lines(NamedTuple):
+    """Linear reads of a one-variable group's log2 values, each what `np.interp` gives to
+    the bit: the lower and upper points (the same point where numpy returns a point's
+    value: at it, or past an end), the offset from the lower, the points' distance."""
+    lo: np.ndarray
+    hi: np.ndarray
+    offset: np.ndarray
+    width: np.ndarray
+    group: np.ndarray  # the (grid, group) each reads, as 3 * grid + group
+
+    def at(self, v: np.ndarray) -> np.ndarray:
+        """2 to the values read (`v`: a row per field, a column per stack deployment)."""
+        low = np.take(v, self.lo, axis=1)
+        return np.exp2((np.take(v, self.hi, axis=1) - low) / self.width * self.offset + low)

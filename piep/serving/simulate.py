@@ -57,6 +57,40 @@ class Simulation:
     queued_on_memory: int       # iterations where KV blocks held a prefill back
 
 
+class _Decoding:
+    """The decoding requests in scheduling order, each with its next position to feed
+    (prompt + generated - 1), the position that opens its next KV block (its blocks x
+    block size), the position at which it has generated all (prompt + gen - 1) and its
+    energy so far: rows in that order, filled to `n` (an iteration updates their head in
+    place through the columns' views)."""
+
+    def __init__(self, capacity: int):
+        self.n = 0
+        self.rows = np.zeros((capacity, 4), np.int64)  # id, pos, edge, stop
+        self.pos, self.edge, self.stop = self.rows[:, 1], self.rows[:, 2], self.rows[:, 3]
+        self.energy = np.zeros(capacity)
+
+    def add(self, rows: list[tuple[int, int, int, int]], energy: list[float]) -> None:
+        a, b = self.n, self.n + len(rows)
+        self.rows[a:b], self.energy[a:b] = rows, energy
+        self.n = b
+
+    def remove(self, at: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Drop the requests at positions `at` (ascending; the others keep their order);
+        their ids, energies and KV-block edges."""
+        rows, energy, n = self.rows[at], self.energy[at], self.n
+        if len(at) == 1:  # (the usual case: shift the rows after it)
+            i = int(at[0])
+            self.rows[i:n - 1], self.energy[i:n - 1] = self.rows[i + 1:n], self.energy[i + 1:n]
+        else:
+            keep = np.ones(n, bool)
+            keep[at] = False
+            m = n - len(at)
+            self.rows[:m], self.energy[:m] = self.rows[:n][keep], self.energy[:n][keep]
+        self.n = n - len(at)
+        return rows[:, 0], energy, rows[:, 2]
+
+
 def simulate(trace: Trace, costs: IterationCosts, policy: SchedulerPolicy) -> Simulation:
     n = len(trace)
     arrival = trace.arrival_s
@@ -71,17 +105,13 @@ def simulate(trace: Trace, costs: IterationCosts, policy: SchedulerPolicy) -> Si
     # scalar reads go to Python lists (a numpy element costs several times more)
     arrival_l, prompt_l, gen_l = arrival.tolist(), prompt.tolist(), gen.tolist()
     done_prefill = [0] * n                 # prompt tokens in the cache
-    # the position of each request's next token to feed (prompt + generated - 1), and the
-    # position at which it has generated all (prompt + gen - 1)
-    nxtpos = prompt - 1
-    stop = prompt + gen - 1
-    blocks = np.zeros(n, np.int64)
+    blocks = [0] * n                       # KV blocks held while prefilling
     first = np.full(n, np.nan)
     last = np.full(n, np.nan)
-    energy = np.zeros(n)
+    energy = np.zeros(n)                   # until decoding (then `decoding.energy`)
     free = policy.num_blocks
     margin = policy.safety_margin * policy.num_blocks
-    decoding = np.zeros(0, np.int64)       # request indices, in scheduling order
+    decoding = _Decoding(n)
     prefilling: deque[int] = deque()       # partly prefilled
     waiting: deque[int] = deque()
     nxt = 0
@@ -94,36 +124,40 @@ def simulate(trace: Trace, costs: IterationCosts, policy: SchedulerPolicy) -> Si
         while nxt < n and arrival_l[nxt] <= t:
             waiting.append(nxt)
             nxt += 1
-        if not len(decoding) and not prefilling and not waiting:
+        if not decoding.n and not prefilling and not waiting:
             if nxt >= n:
                 break
             idle += arrival_l[nxt] - t
             t = arrival_l[nxt]
             continue
-        # decoding requests: one token each (their next position may open a block)
+        # decoding requests: one token each (their next position may open a block), the
+        # head of the order (`sel`: those of it with a block, where some have none)
         budget = policy.max_batch_tokens
         req_budget = policy.max_requests_per_batch
-        dec = decoding[:min(len(decoding), budget, req_budget)]
-        prefix = True  # dec is the head of `decoding`
-        pos = nxtpos[dec]
-        opens = pos >= blocks[dec] * bs  # the position opens a block (it is never past one)
+        head = min(decoding.n, budget, req_budget)
+        pos = decoding.pos[:head]
+        opens = pos >= decoding.edge[:head]
         n_open = int(np.count_nonzero(opens))
+        sel = None
         if n_open > free:  # no block for some: they wait this iteration
-            ok = np.cumsum(opens) <= free
-            dec, opens, pos = dec[ok], opens[ok], pos[ok]
+            sel = np.flatnonzero(np.cumsum(opens) <= free)
+            pos, opens = pos[sel], opens[sel]
             n_open = int(np.count_nonzero(opens))
-            prefix = False
         if n_open:
-            blocks[dec[opens]] += 1
+            if sel is None:
+                decoding.edge[:head] += opens * bs
+            else:
+                decoding.edge[sel[opens]] += bs
             free -= n_open
-        budget -= len(dec)
-        req_budget -= len(dec)
-        keys = int(np.add.reduce(pos)) + len(dec)  # (the cheapest exact sum of a few)
+        n_dec = head if sel is None else len(sel)
+        budget -= n_dec
+        req_budget -= n_dec
+        keys = int(np.add.reduce(pos)) + n_dec  # (the cheapest exact sum of a few)
         chunks: list[tuple[int, int]] = []
         n_pre = 0  # their tokens
         for queue in (prefilling, waiting):
             while queue and budget > 0 and req_budget > 0:
-                if free < margin and (len(dec) or chunks):
+                if free < margin and (n_dec or chunks):
                     held += 1
                     break
                 r = queue[0]
@@ -142,45 +176,48 @@ def simulate(trace: Trace, costs: IterationCosts, policy: SchedulerPolicy) -> Si
                 keys += done_prefill[r] + take
             if budget <= 0 or req_budget <= 0:
                 break
-        tokens = len(dec) + n_pre
+        tokens = n_dec + n_pre
         if tokens == 0:  # nothing fits: memory holds everything back (cannot progress)
             raise ConfigError("the KV cache cannot hold the next request's prompt: raise "
                               "the cache's blocks or shorten the prompts")
-        requests = len(dec) + len(chunks)
+        requests = n_dec + len(chunks)
         dt, e_k, e_g = cost(tokens, requests, keys)
         t_end = t + dt
         share = (e_k + e_g) / tokens
-        its.append((t, dt, n_pre, len(dec), requests, keys, e_k, e_g))
+        its.append((t, dt, n_pre, n_dec, requests, keys, e_k, e_g))
         # the decoding requests got their token
-        if len(dec):
-            pos += 1
-            nxtpos[dec] = pos
-            energy[dec] += share
-            done = pos >= stop[dec]
+        if n_dec:
+            if sel is None:
+                pos += 1
+                decoding.energy[:head] += share
+                done = pos >= decoding.stop[:head]
+            else:
+                decoding.pos[sel] += 1
+                decoding.energy[sel] += share
+                done = decoding.pos[sel] >= decoding.stop[sel]
             # (a request's last token is its last time: set when it ends)
             if np.count_nonzero(done):
-                finished = dec[done]
-                last[finished] = t_end
-                free += int(blocks[finished].sum())
-                blocks[finished] = 0
-                decoding = np.concatenate([dec[~done], decoding[len(dec):]]) if prefix \
-                    else decoding[nxtpos[decoding] < stop[decoding]]
-        new_dec = []
+                ids, spent, edge = decoding.remove(done.nonzero()[0] if sel is None
+                                                   else sel[done])
+                last[ids] = t_end
+                energy[ids] = spent
+                free += int(edge.sum()) // bs
+        new, new_j = [], []  # decoding from the next iteration on
         for r, take in chunks:
             done_prefill[r] += take
             energy[r] += share * take
             if done_prefill[r] < prompt_l[r]:  # the rest of its prompt comes first next time
                 prefilling.appendleft(r)
                 continue
-            nxtpos[r] = prompt_l[r]  # the prefill's token
             first[r] = last[r] = t_end
             if gen_l[r] == 1:
-                free += int(blocks[r])
-                blocks[r] = 0
-            else:
-                new_dec.append(r)
-        if new_dec:
-            decoding = np.concatenate([decoding, np.asarray(new_dec, np.int64)])
+                free += blocks[r]
+            else:  # its next position: the prefill's token
+                new.append((r, prompt_l[r], blocks[r] * bs, prompt_l[r] + gen_l[r] - 1))
+                new_j.append(energy[r])
+            blocks[r] = 0
+        if new:
+            decoding.add(new, new_j)
         t = t_end
     a = np.array(its, dtype=float).reshape(-1, 8)
     return Simulation(a[:, 0], a[:, 1], a[:, 2], a[:, 3], a[:, 4], a[:, 5], a[:, 6], a[:, 7],
