@@ -191,9 +191,11 @@ def _time_error(model, logged: _Logged) -> float:
     return float(np.mean(errs))
 
 
-def _search(base, start: dict[str, float], error, cases, maxiter: int):
+def _search(base, start: dict[str, float], error, cases, maxiter: int, *,
+            xatol: float = 0.005, fatol: float = 1e-7):
     """`base` with the terms of `start` that minimize `error` over `cases`: Nelder-Mead in
-    the logs of the terms, first steps of 35 %."""
+    the logs of the terms, first steps of 35 %, until the simplex spans at most `xatol`
+    in each log and `fatol` in the error."""
     from scipy.optimize import minimize
     names_ = tuple(start)
     x0 = [math.log(v) for v in start.values()]
@@ -202,7 +204,7 @@ def _search(base, start: dict[str, float], error, cases, maxiter: int):
         return _with_terms(base, {k: float(math.exp(v)) for k, v in zip(names_, theta)})
     simplex = np.vstack([x0, np.asarray(x0) + 0.3 * np.eye(len(x0))])
     res = minimize(lambda th: error(model_of(th), cases), x0, method="Nelder-Mead",
-                   options={"xatol": 0.005, "fatol": 1e-7, "maxiter": maxiter,
+                   options={"xatol": xatol, "fatol": fatol, "maxiter": maxiter,
                             "initial_simplex": simplex})
     return model_of(res.x)
 
@@ -221,7 +223,8 @@ class _Frozen:
 
     def __init__(self, cases: list[_Case], model):
         self.cases = cases
-        sims = [sim for sim, _ in _simulated(cases, model)]
+        self.simulated = _simulated(cases, model)  # (simulation, costs) of each replay
+        sims = [sim for sim, _ in self.simulated]
         self.costs = IterationTimes([(c.grid, s.it_prefill_tokens + s.it_decode_tokens,
                                       s.it_requests, s.it_keys) for c, s in zip(cases, sims)])
         # every replay's iterations in a row of their own, padded at the end (a row's
@@ -251,21 +254,24 @@ class _Frozen:
     def error(self, model) -> float:
         """Mean over replays of the squared log errors of median TPOT, median end-to-end
         latency and window energy, of these schedules priced by `model`."""
-        dt, kernel, gap = self.costs.all_costs(model)
+        parts = self.costs.all_costs(model)  # times, kernel J, gap J
         padded = np.zeros(self.ready.size)
-        padded[self.pad] = dt
+        padded[self.pad] = parts[0]
         end = back_to_back(padded.reshape(self.ready.shape), self.ready).reshape(-1)
         n, steps, tail = len(self.cases), self.steps, end[self.last]
         tpot = row_medians(((tail - end[self.first]) / np.maximum(steps, 1))[steps > 0],
                            self.by_case[steps > 0], n)
         e2e = row_medians(tail - self.arrival, self.by_case, n)  # (`percentiles`' p50)
         errs = []
-        for i, (c, (a, b)) in enumerate(zip(self.cases, self.costs.spans)):
-            # every GPU at the gap power while none runs, as `IterationGrid.costs` prices
-            idle_w = model.host.launch_gap_w * c.scn.parallel.world_size
-            energy = sum(window_parts_j(kernel[a:b], gap[a:b],
-                                        end[self.window[i]] - dt[a:b].sum(), idle_w))
-            errs.append((math.log(tpot[i] / c.meas[1]) ** 2 + math.log(e2e[i] / c.meas[2]) ** 2
+        for c, (a, b), window_s, tpot_s, e2e_s in zip(self.cases, self.costs.spans,
+                                                      end[self.window].tolist(), tpot.tolist(),
+                                                      e2e.tolist()):
+            busy_s, kernel_j, gap_j = parts[:, a:b].sum(axis=1).tolist()
+            # a window's parts as `serve.window_parts_j` adds them: kernels, gaps, and every
+            # GPU at the gap power while none runs (as `IterationGrid.costs` prices idle)
+            energy = kernel_j + gap_j + (window_s - busy_s) * (model.host.launch_gap_w
+                                                              * c.scn.parallel.world_size)
+            errs.append((math.log(tpot_s / c.meas[1]) ** 2 + math.log(e2e_s / c.meas[2]) ** 2
                          + math.log(energy / c.meas[0]) ** 2) / 3)
         return float(np.mean(errs))
 
@@ -312,42 +318,43 @@ FROZEN_ROUNDS = 8     # at most: simulate, fit on the schedules, again
 FROZEN_GAIN = 0.002   # until the replays' error falls by less than this share
 
 
-def _fit_time_and_energy(base, cases: list[_Case], maxiter: int):
+def _fit_time_and_energy(base, cases: list[_Case], maxiter: int) -> tuple[Any, list]:
     """Time terms and the power in host gaps together: without an iteration log, latency
     alone does not split a replay's time into kernels (at their power) and host gaps (at
     the gap power); its window energy does. Each round simulates every replay at the
     terms so far, which gives their error (`_Frozen.error` at those terms), and fits the
     terms on those schedules re-timed (`_Frozen`: a step prices a few thousand grid
     points, not dozens of simulations); the terms of the least error once it stops
-    falling."""
+    falling, and the replays simulated at them."""
     names_ = (*TIME_TERMS, "launch_gap_w")
     model = _with_terms(base, {**{k: START[k] for k in TIME_TERMS},
                                "launch_gap_w": base.host.launch_gap_w})
-    best = (math.inf, model)
+    best = (math.inf, model, None)
     for i in range(FROZEN_ROUNDS):
         frozen = _Frozen(cases, model)
         error = frozen.error(model)  # on their own schedules: the simulated replays' error
         log.info("fitting on %d replays' latencies and energy: round %d, error %.4f",
                  len(cases), i + 1, error)
         if error < best[0]:
-            best, last = (error, model), best[0]
+            best, last = (error, model, frozen.simulated), best[0]
             if last - error < FROZEN_GAIN * error:
                 break
         else:
             break
         model = _search(base, {k: get_term(model.host, k) for k in names_},
                         lambda m, f: f.error(m), frozen, maxiter)
-    return best[1]
+    return best[1], best[2]
 
 
-def _fit_gap_power(model, cases: list[_Case]):
+def _fit_gap_power(model, cases: list[_Case], simulated: list | None = None):
     """The power in host gaps (and idle) that best reproduces the window energies: the
     energy of each replay is evaluated at two powers and the log error minimized on the
-    line between (energy is linear in that power above the kernels' floor)."""
+    line between (energy is linear in that power above the kernels' floor); `simulated`:
+    the replays simulated at `model` (`_simulated`), where known."""
     p0 = model.host.launch_gap_w
     lo, hi = [], []
     higher = _with_terms(model, {"launch_gap_w": p0 + 50.0})
-    for c, (sim, costs) in zip(cases, _simulated(cases, model)):
+    for c, (sim, costs) in zip(cases, simulated or _simulated(cases, model)):
         lo.append(predicted(c, sim, costs)[0])
         # the same schedule (the power changes no time), priced where it reads the grid
         tokens = sim.it_prefill_tokens + sim.it_decode_tokens
@@ -380,9 +387,9 @@ def fit_cb_profile(base, records: list[ServingReplay], *, maxiter: int = 400,
     base = with_host(base, host_probe_ref_s=ref, host_probe_default_s=default)
     cases = _cases(base, records, reserved, shared=shared)
     logged = [c for c in cases if c.iterations is not None]
-    timed = _fit_time(base, logged, maxiter) if logged else \
+    timed, simulated = (_fit_time(base, logged, maxiter), None) if logged else \
         _fit_time_and_energy(base, cases, maxiter)
-    fitted = _fit_gap_power(timed, cases)
+    fitted = _fit_gap_power(timed, cases, simulated)
     return EngineProfile(name, version, base.gpu.name, fitted.host, None,
                          meta={"runs": len(records), "traces": [r.trace for r in records],
                                "models": sorted({r.model for r in records}),

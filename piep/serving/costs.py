@@ -401,23 +401,25 @@ class IterationTimes:
 
     def _lines(self, starts: np.ndarray, group: int) -> "_Lines":
         """Where every iteration reads group `group` (body 0: of its tokens; head 2: of its
-        requests) among the stack's deployments, as `np.interp` reads a grid's values."""
-        n = len(self._weights[0])
-        lo, hi, seg = np.zeros(n, int), np.zeros(n, int), np.zeros(n, int)
-        off, width = np.zeros(n), np.ones(n)
+        requests) among the stack's deployments, as `np.interp` reads a grid's values;
+        each distinct value of a grid is read once."""
+        lo, hi, seg, off, width = [], [], [], [], []
+        read = np.zeros(len(self._weights[0]), int)  # each iteration's, among the reads
         for g, (grid, _) in enumerate(self.grids):
             axis = grid.tables[group][2][0]
             at, tokens, requests = self._on_grid[g]
-            x = tokens if group == 0 else requests
+            x, read[at] = np.unique(tokens if group == 0 else requests, return_inverse=True)
+            read[at] += sum(len(v) for v in lo)
             j = np.clip(np.searchsorted(axis, x, side="right") - 1, 0, len(axis) - 1)
             # between two points (numpy returns a point's value at it and past the ends)
             inside = (j < len(axis) - 1) & (axis[j] != x) & (x > axis[0])
             up = np.where(inside, j + 1, j)
-            lo[at], hi[at], seg[at] = starts[3 * g + group] + j, starts[3 * g + group] + up, \
-                3 * g + group
-            off[at] = np.where(inside, x - axis[j], 0.0)
-            width[at] = np.where(inside, axis[up] - axis[j], 1.0)
-        return _Lines(lo, hi, off, width, seg)
+            lo.append(starts[3 * g + group] + j)
+            hi.append(starts[3 * g + group] + up)
+            seg.append(np.full(len(x), 3 * g + group))
+            off.append(np.where(inside, x - axis[j], 0.0))
+            width.append(np.where(inside, axis[up] - axis[j], 1.0))
+        return _Lines(*(np.concatenate(v) for v in (lo, hi, off, width, seg)), read)
 
     def times(self, model) -> list[np.ndarray]:
         """Each item's iteration times (s) priced by `model`."""
@@ -431,14 +433,14 @@ class IterationTimes:
         t, kernel, gap = (self.split(v) for v in self.all_costs(model))
         return t, kernel, gap
 
-    def all_costs(self, model) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """`costs` of every item's iterations, one after another (`spans`: each item's)."""
+    def all_costs(self, model) -> np.ndarray:
+        """`costs` of every item's iterations, one after another (`spans`: each item's): a
+        row each of times, kernel J and launch-gap J."""
         stacked, mo, rows, *read = self._stack(model)
         prices = model.price(stacked, mo)
         kernel_e, gap_e, _, _ = _row_energies(stacked, prices)
-        t, kernel, gap = self._at_iterations([_elapsed_s(stacked, prices), kernel_e, gap_e],
-                                             stacked, rows, *read)
-        return t, kernel, gap
+        return self._at_iterations([_elapsed_s(stacked, prices), kernel_e, gap_e], stacked,
+                                   rows, *read)
 
     def split(self, values: np.ndarray) -> list[np.ndarray]:
         """Values of every item's iterations, one after another, as each item's."""
@@ -453,9 +455,7 @@ class IterationTimes:
                                     minlength=int(starts[-1])) for v in per_row])
         v = _log2(raw)
         nonzero = np.logical_or.reduceat(raw != 0, starts[:-1], axis=1)
-        body, head = (ln.at(v) if nonzero.all() else
-                      np.where(np.take(nonzero, ln.group, axis=1), ln.at(v), 0.0)
-                      for ln in lines)
+        body, head = (ln.at(v, nonzero) for ln in lines)
         att = _blend(*(np.take(v, c, axis=1) for c in corners), *self._weights)
         points, grid_of, first, sizes = self._own
         read = np.logical_or.reduceat(np.take(raw, starts[3 * grid_of + 1] + points, axis=1)
@@ -474,8 +474,14 @@ class _Lines(NamedTuple):
     offset: np.ndarray
     width: np.ndarray
     group: np.ndarray  # the (grid, group) each reads, as 3 * grid + group
+    read: np.ndarray   # per iteration, the read it takes
 
-    def at(self, v: np.ndarray) -> np.ndarray:
-        """2 to the values read (`v`: a row per field, a column per stack deployment)."""
+    def at(self, v: np.ndarray, nonzero: np.ndarray) -> np.ndarray:
+        """2 to the values read (`v`: a row per field, a column per stack deployment), at
+        every iteration; zero where its (grid, group) is zero on all its points
+        (`nonzero`: a row per field, a column per (grid, group))."""
         low = np.take(v, self.lo, axis=1)
-        return np.exp2((np.take(v, self.hi, axis=1) - low) / self.width * self.offset + low)
+        out = np.exp2((np.take(v, self.hi, axis=1) - low) / self.width * self.offset + low)
+        if not nonzero.all():
+            out = np.where(np.take(nonzero, self.group, axis=1), out, 0.0)
+        return np.take(out, self.read, axis=1)
