@@ -316,6 +316,7 @@ def back_to_back(dt: np.ndarray, ready: np.ndarray) -> np.ndarray:
 
 FROZEN_ROUNDS = 8     # at most: simulate, fit on the schedules, again
 FROZEN_GAIN = 0.002   # until the replays' error falls by less than this share
+FROZEN_XATOL = 0.02   # a round's search: each term to 2 % (their logs to 0.02)
 
 
 def _fit_time_and_energy(base, cases: list[_Case], maxiter: int) -> tuple[Any, list]:
@@ -341,8 +342,10 @@ def _fit_time_and_energy(base, cases: list[_Case], maxiter: int) -> tuple[Any, l
                 break
         else:
             break
+        # each search resolves the error to a quarter of the gain the rounds stop on
         model = _search(base, {k: get_term(model.host, k) for k in names_},
-                        lambda m, f: f.error(m), frozen, maxiter)
+                        lambda m, f: f.error(m), frozen, maxiter, xatol=FROZEN_XATOL,
+                        fatol=FROZEN_GAIN * error / 4)
     return best[1], best[2]
 
 
