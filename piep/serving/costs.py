@@ -70,31 +70,35 @@ class IterationCosts:
 
     @cached_property
     def _ends(self) -> tuple[dict, dict]:
-        """Per token count and per request count met so far: its cell and the body's
-        (head's) three values there (a stream meets few counts and many key counts)."""
+        """Per token count met so far: the body's three values there, the attention's
+        rows either side of it (its upper one None past the grid) and its weight on the
+        upper; per request count, the head's three values (a stream meets few counts
+        and many key counts)."""
         return {}, {}
 
     def cost_one(self, tokens: float, requests: float, keys: float) -> tuple[float, float, float]:
         """(time s, kernel energy J, launch-gap energy J) of one iteration."""
-        body, att, head = self._scalar
         by_tokens, by_requests = self._ends
         if (b := by_tokens.get(tokens)) is None:
-            b = by_tokens[tokens] = _line(body, *_cell(tokens, len(body[0])))
-        if (h := by_requests.get(requests)) is None:
-            h = by_requests[requests] = _line(head, *_cell(requests, len(head[0])))
-        bt, bw, body_at = b
-        head_at = h[2]
-        ak, kw = _cell(keys, len(att[0][0]))
+            body, att, _ = self._scalar
+            bt, bw, body_at = _line(body, *_cell(tokens, len(body[0])))
+            b = by_tokens[tokens] = (body_at, [(a[bt], a[bt + 1] if bt + 1 < len(a) else None)
+                                               for a in att], bw)
+        if (head_at := by_requests.get(requests)) is None:
+            head = self._scalar[2]
+            head_at = by_requests[requests] = _line(head, *_cell(requests, len(head[0])))[2]
+        body_at, rows, bw = b
+        f = math.log2(keys) / STEP if keys > 1.0 else 0.0  # `_cell` of the keys
+        ak = int(f)
+        last = ak >= len(rows[0][0]) - 1
+        ak, kw = (len(rows[0][0]) - 1, 0.0) if last else (ak, f - ak)
         out = []
-        for f in range(3):
-            a = att[f]
-            lo = a[bt][ak] + (a[bt][ak + 1] - a[bt][ak]) * kw if ak + 1 < len(a[bt]) \
-                else a[bt][ak]
-            if bt + 1 < len(a):
-                hi = a[bt + 1][ak] + (a[bt + 1][ak + 1] - a[bt + 1][ak]) * kw \
-                    if ak + 1 < len(a[bt]) else a[bt + 1][ak]
+        for (low, high), body_v, head_v in zip(rows, body_at, head_at):
+            lo = low[ak] if last else low[ak] + (low[ak + 1] - low[ak]) * kw
+            if high is not None:
+                hi = high[ak] if last else high[ak] + (high[ak + 1] - high[ak]) * kw
                 lo = lo + (hi - lo) * bw
-            out.append(body_at[f] + 2.0 ** lo + head_at[f])
+            out.append(body_v + 2.0 ** lo + head_v)
         return out[0], out[1], out[2]
 
     def cost(self, tokens, requests, keys) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

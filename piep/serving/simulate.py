@@ -64,8 +64,8 @@ class _Decoding:
     energy so far: rows in that order, filled to `n` (an iteration updates their head in
     place through the columns' views)."""
 
-    def __init__(self, capacity: int):
-        self.n = 0
+    def __init__(self, capacity: int, block_size: int):
+        self.n, self.block_size = 0, block_size
         self.rows = np.zeros((capacity, 4), np.int64)  # id, pos, edge, stop
         self.pos, self.edge, self.stop = self.rows[:, 1], self.rows[:, 2], self.rows[:, 3]
         self.energy = np.zeros(capacity)
@@ -75,20 +75,29 @@ class _Decoding:
         self.rows[a:b], self.energy[a:b] = rows, energy
         self.n = b
 
-    def remove(self, at: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    def remove(self, at: np.ndarray) -> tuple[list[int], list[float], int]:
         """Drop the requests at positions `at` (ascending; the others keep their order);
-        their ids, energies and KV-block edges."""
-        rows, energy, n = self.rows[at], self.energy[at], self.n
-        if len(at) == 1:  # (the usual case: shift the rows after it)
-            i = int(at[0])
-            self.rows[i:n - 1], self.energy[i:n - 1] = self.rows[i + 1:n], self.energy[i + 1:n]
+        their ids and energies, and the KV blocks they held."""
+        n = self.n
+        if len(at) <= 4:  # (the usual case: shift the rows after each, the last first)
+            ids, energy, edges = [], [], 0
+            for i in reversed(at.tolist()):
+                rid, _, edge, _ = self.rows[i].tolist()
+                ids.append(rid)
+                energy.append(self.energy.item(i))
+                edges += edge
+                self.rows[i:n - 1] = self.rows[i + 1:n]
+                self.energy[i:n - 1] = self.energy[i + 1:n]
+                n -= 1
         else:
+            rows, energy = self.rows[at], self.energy[at].tolist()
+            ids, edges = rows[:, 0].tolist(), int(rows[:, 2].sum())
             keep = np.ones(n, bool)
             keep[at] = False
-            m = n - len(at)
-            self.rows[:m], self.energy[:m] = self.rows[:n][keep], self.energy[:n][keep]
-        self.n = n - len(at)
-        return rows[:, 0], energy, rows[:, 2]
+            n -= len(at)
+            self.rows[:n], self.energy[:n] = self.rows[:self.n][keep], self.energy[:self.n][keep]
+        self.n = n
+        return ids, energy, edges // self.block_size
 
 
 def simulate(trace: Trace, costs: IterationCosts, policy: SchedulerPolicy) -> Simulation:
@@ -111,7 +120,7 @@ def simulate(trace: Trace, costs: IterationCosts, policy: SchedulerPolicy) -> Si
     energy = np.zeros(n)                   # until decoding (then `decoding.energy`)
     free = policy.num_blocks
     margin = policy.safety_margin * policy.num_blocks
-    decoding = _Decoding(n)
+    decoding = _Decoding(n, bs)
     prefilling: deque[int] = deque()       # partly prefilled
     waiting: deque[int] = deque()
     nxt = 0
@@ -197,11 +206,11 @@ def simulate(trace: Trace, costs: IterationCosts, policy: SchedulerPolicy) -> Si
                 done = decoding.pos[sel] >= decoding.stop[sel]
             # (a request's last token is its last time: set when it ends)
             if np.count_nonzero(done):
-                ids, spent, edge = decoding.remove(done.nonzero()[0] if sel is None
-                                                   else sel[done])
-                last[ids] = t_end
-                energy[ids] = spent
-                free += int(edge.sum()) // bs
+                ids, spent, freed = decoding.remove(done.nonzero()[0] if sel is None
+                                                    else sel[done])
+                for r, e in zip(ids, spent):
+                    last[r], energy[r] = t_end, e
+                free += freed
         new, new_j = [], []  # decoding from the next iteration on
         for r, take in chunks:
             done_prefill[r] += take
