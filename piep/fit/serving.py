@@ -37,7 +37,7 @@ from piep.records import ServingReplay
 from piep.serving.costs import ATTENTION_KINDS, IterationCosts, IterationTimes, grid_sizes
 from piep.serving.serve import (SchedulerPolicy, document, iteration_grid, paged_cache,
                                 policy_of, run, window_parts_j, with_host)
-from piep.serving.simulate import repriced, simulate
+from piep.serving.simulate import repriced
 from piep.trace import Trace, make_trace
 
 log = logging.getLogger("piep.train")
@@ -297,12 +297,10 @@ def _simulated(cases: list[_Case], model) -> list[tuple[Any, IterationCosts]]:
     """Each replay simulated at `model`, as `piep serve` simulates it (`run`); the replays
     on one grid (of one shape) share its costs, priced once."""
     costs: dict[int, IterationCosts] = {}  # a grid's id -> its costs at `model`
-    out = []
     for c in cases:
         if id(c.grid) not in costs:
             costs[id(c.grid)] = c.grid.costs(model)
-        out.append((simulate(c.trace, costs[id(c.grid)], c.policy), costs[id(c.grid)]))
-    return out
+    return [run(c.scn, c.trace, model, c.policy, costs=costs[id(c.grid)]) for c in cases]
 
 
 def back_to_back(dt: np.ndarray, ready: np.ndarray) -> np.ndarray:

@@ -23,7 +23,7 @@ from piep.predict.pricing import flags as pricing_flags
 from piep.resolve import Resolved, resolve
 from piep.results import Prediction, ServingResult, Summary
 from piep.scenario import Scenario
-from piep.serving.costs import IterationGrid
+from piep.serving.costs import IterationCosts, IterationGrid
 from piep.serving.policy import UserPolicy
 from piep.serving.simulate import SchedulerPolicy, Simulation, simulate
 from piep.trace import Trace, make_trace
@@ -111,9 +111,11 @@ def iteration_grid(scn: Scenario, policy: SchedulerPolicy) -> IterationGrid:
 
 
 def run(scn: Scenario, trace: Trace, model, policy: SchedulerPolicy,
-        grid: IterationGrid | None = None) -> tuple[Simulation, Any]:
-    """Simulate the trace; the iteration costs come from `model` (grid reused if given)."""
-    costs = (grid or iteration_grid(scn, policy)).costs(model)
+        grid: IterationGrid | None = None, costs: IterationCosts | None = None
+        ) -> tuple[Simulation, Any]:
+    """Simulate the trace; the iteration costs come from `model` (grid reused if given;
+    `costs`: that grid already priced by `model`)."""
+    costs = costs or (grid or iteration_grid(scn, policy)).costs(model)
     return simulate(trace, costs, policy), costs
 
 
