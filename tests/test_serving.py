@@ -378,6 +378,19 @@ def test_the_default_requests_fit_the_models_context(capsys):
     assert json.loads(capsys.readouterr().out)["requests"] == 2000
 
 
+def test_interp_reads_give_numpys_interpolation_to_the_bit():
+    """The reads a serving fit fixes once (`interp_reads`) give what `np.interp` gives, to
+    the bit: between points, at each point, before the first and past the last."""
+    from piep.serving.costs import interp_reads
+    rng = np.random.default_rng(3)
+    axis = np.log2(2.0 ** np.arange(0.0, 6.01, 0.25))  # a grid's axis, as built
+    x = np.concatenate([rng.uniform(-1.0, 7.0, 2000), axis, [axis[0] - 1e-12, axis[-1] + 1e-9]])
+    lo, hi, offset, width = interp_reads(x, axis)
+    for v in (rng.normal(size=len(axis)) * 30, np.log2(rng.uniform(1e-9, 1e3, len(axis)))):
+        got = (v[hi] - v[lo]) / width * offset + v[lo]
+        assert np.array_equal(got, np.interp(x, axis, v))
+
+
 def test_iterations_priced_in_part_cost_what_the_whole_grid_gives():
     """What the serving fit prices to go fast is what the whole grid gives, to the bit:
     the logged iterations of several grids priced in one stack (`IterationTimes`), a

@@ -407,23 +407,16 @@ class IterationTimes:
         """Where every iteration reads group `group` (body 0: of its tokens; head 2: of its
         requests) among the stack's deployments, as `np.interp` reads a grid's values;
         each distinct value of a grid is read once."""
-        lo, hi, seg, off, width = [], [], [], [], []
+        parts = []  # per grid: its reads (lower, upper, offset, width, its (grid, group))
         read = np.zeros(len(self._weights[0]), int)  # each iteration's, among the reads
         for g, (grid, _) in enumerate(self.grids):
-            axis = grid.tables[group][2][0]
             at, tokens, requests = self._on_grid[g]
-            x, read[at] = np.unique(tokens if group == 0 else requests, return_inverse=True)
-            read[at] += sum(len(v) for v in lo)
-            j = np.clip(np.searchsorted(axis, x, side="right") - 1, 0, len(axis) - 1)
-            # between two points (numpy returns a point's value at it and past the ends)
-            inside = (j < len(axis) - 1) & (axis[j] != x) & (x > axis[0])
-            up = np.where(inside, j + 1, j)
-            lo.append(starts[3 * g + group] + j)
-            hi.append(starts[3 * g + group] + up)
-            seg.append(np.full(len(x), 3 * g + group))
-            off.append(np.where(inside, x - axis[j], 0.0))
-            width.append(np.where(inside, axis[up] - axis[j], 1.0))
-        return _Lines(*(np.concatenate(v) for v in (lo, hi, off, width, seg)), read)
+            x, inverse = np.unique(tokens if group == 0 else requests, return_inverse=True)
+            read[at] = inverse + sum(len(p[0]) for p in parts)  # after the grids' before
+            lo, hi, offset, width = interp_reads(x, grid.tables[group][2][0])
+            start = starts[3 * g + group]
+            parts.append((start + lo, start + hi, offset, width, np.full(len(x), 3 * g + group)))
+        return _Lines(*(np.concatenate(v) for v in zip(*parts)), read)
 
     def times(self, model) -> list[np.ndarray]:
         """Each item's iteration times (s) priced by `model`."""
@@ -468,6 +461,18 @@ class IterationTimes:
             att = np.where(np.repeat(~read, sizes, axis=1), 0.0, att)
         # as `IterationCosts.fields` adds its groups: body, attention, head
         return body + att + head
+
+def interp_reads(x: np.ndarray, axis: np.ndarray) -> tuple[np.ndarray, ...]:
+    """How `np.interp(x, axis, v)` reads any values `v` on the points `axis` (ascending),
+    so that (v[hi] - v[lo]) / width * offset + v[lo] is its answer to the bit: the points
+    either side of each x, its offset from the lower, their distance; at a point or past
+    an end, numpy returns that point's value (lo = hi, offset 0, width 1)."""
+    lo = np.clip(np.searchsorted(axis, x, side="right") - 1, 0, len(axis) - 1)
+    inside = (lo < len(axis) - 1) & (axis[lo] != x) & (x > axis[0])
+    hi = np.where(inside, lo + 1, lo)
+    return lo, hi, np.where(inside, x - axis[lo], 0.0), np.where(inside, axis[hi] - axis[lo],
+                                                                   1.0)
+
 
 class _Lines(NamedTuple):
     """Linear reads of a one-variable group's log2 values, each what `np.interp` gives to

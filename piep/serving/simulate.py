@@ -145,7 +145,7 @@ def simulate(trace: Trace, costs: IterationCosts, policy: SchedulerPolicy) -> Si
         req_budget = policy.max_requests_per_batch
         head = min(decoding.n, budget, req_budget)
         pos = decoding.pos[:head]
-        opens = pos >= decoding.edge[:head]
+        opens = pos >= decoding.edge[:head]  # the position opens a block (never past one)
         n_open = int(np.count_nonzero(opens))
         sel = None
         if n_open > free:  # no block for some: they wait this iteration
