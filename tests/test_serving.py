@@ -101,6 +101,38 @@ def test_decoders_without_a_free_block_wait_and_finishers_leave_together():
     assert together.request_j.tolist() == pytest.approx([1.25, 1.25, 5.25, 1.25])
 
 
+def test_decode_only_iterations_run_together_as_one_at_a_time(monkeypatch):
+    """Iterations that only decode run several at once (`_Decoding.decode_alone`): the
+    simulation is the one of one iteration at a time, to the bit, where requests arrive
+    mid-run, finish, open KV blocks, and where blocks run short."""
+    import piep.serving.simulate as sim_module
+    rng = np.random.default_rng(11)
+    cases = [(poisson_trace(rate_per_s=3.0, requests=60, seed=2, prompt_len="lognormal:200:0.8:900",
+                            gen_len="lognormal:90:0.8:600"), SchedulerPolicy(block_size=64)),
+             (make_trace([0, 0, 0], [10, 10, 10], [20, 36, 52]),
+              SchedulerPolicy(block_size=16, num_blocks=5, safety_margin=0.0))]
+    for _ in range(30):  # small caches: decoders run short of blocks mid-run
+        k = int(rng.integers(2, 6))
+        prompt, gen = rng.integers(1, 30, k), rng.integers(2, 60, k)
+        blocks = int(np.max(-(-(prompt + gen) // 8))) + int(rng.integers(1, 4))
+        cases.append((make_trace(np.sort(rng.choice([0.0, 0.05], k)), prompt, gen),
+                      SchedulerPolicy(block_size=8, num_blocks=blocks, safety_margin=0.0)))
+    compared = 0
+    for trace, policy in cases:
+        try:
+            together = simulate(trace, _flat(), policy)
+        except ConfigError:  # a cache too small for them at once: no schedule to compare
+            continue
+        with monkeypatch.context() as m:
+            m.setattr(sim_module, "DECODE_RUN", 10 ** 9)  # never together
+            alone = simulate(trace, _flat(), policy)
+        for field in together.__dataclass_fields__:
+            assert np.array_equal(np.asarray(getattr(together, field)),
+                                  np.asarray(getattr(alone, field)), equal_nan=True), field
+        compared += 1
+    assert compared >= 10
+
+
 def test_serve_document_and_cli(tmp_path, capsys):
     trace = poisson_trace(rate_per_s=4, requests=40, prompt_len="lognormal:256:0.5:1024",
                           gen_len="uniform:16:64", seed=1)

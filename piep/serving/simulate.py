@@ -12,6 +12,7 @@ iteration's priced cost (`piep.serving.costs`).
 
 from __future__ import annotations
 
+import math
 from collections import deque
 from dataclasses import dataclass
 
@@ -20,6 +21,9 @@ import numpy as np
 from piep.errors import ConfigError
 from piep.serving.costs import IterationCosts
 from piep.trace import Trace
+
+
+DECODE_RUN = 4  # decode-only iterations run at once from this many (fewer: one at a time)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -100,6 +104,57 @@ class _Decoding:
         return ids, energy, edges // self.block_size
 
 
+    def finish(self, at: np.ndarray, t_end: float, last: np.ndarray,
+               energy: np.ndarray) -> int:
+        """The requests at positions `at` made their last token in an iteration ending at
+        `t_end`: they leave (their last time and energy written), and free their blocks
+        (returned)."""
+        ids, spent, freed = self.remove(at)
+        for r, e in zip(ids, spent):
+            last[r], energy[r] = t_end, e
+        return freed
+
+    def decode_alone(self, t: float, free: int, arrival_s: float, cost, its: list,
+                     at_least: int) -> tuple[int, float, int]:
+        """Iterations of every decoding request and nothing else (no prompt waits), from
+        `t` back to back, as the scheduler runs them one at a time: up to the one in which
+        a request makes its last token, and before one that would start at or after the
+        next arrival (`arrival_s`) or open more KV blocks than are free. Each is appended
+        to `its`; (iterations run, the time after them, free blocks), none where fewer
+        than `at_least` could run."""
+        n, bs = self.n, self.block_size
+        pos = self.pos[:n]
+        runs = int((self.stop[:n] - pos).min())  # the first request ends in the last
+        if runs < at_least:
+            return 0, t, free
+        # the iterations (from 0) in which each opens a block: then every block size
+        first = self.edge[:n] - pos
+        at, opening = first[first < runs], []
+        while len(at):
+            opening.append(at)
+            at = at[at + bs < runs] + bs
+        if opening:
+            opened = np.cumsum(np.bincount(np.concatenate(opening), minlength=runs))
+            if opened[-1] > free:  # from that iteration on, some would wait for a block
+                runs = int(np.argmax(opened > free))
+                if runs < at_least:
+                    return 0, t, free
+        keys = int(np.add.reduce(pos)) + n
+        spent = self.energy[:n]
+        ran = 0
+        while ran < runs and (not ran or t < arrival_s):
+            dt, e_k, e_g = cost(n, n, keys)
+            its.append((t, dt, 0, n, n, keys, e_k, e_g))
+            spent += (e_k + e_g) / n
+            t += dt
+            keys += n
+            ran += 1
+        pos += ran
+        if opening:
+            self.edge[:n] += np.where(first < ran, 1 + (ran - 1 - first) // bs, 0) * bs
+            free -= int(opened[ran - 1])
+        return ran, t, free
+
 def simulate(trace: Trace, costs: IterationCosts, policy: SchedulerPolicy) -> Simulation:
     n = len(trace)
     arrival = trace.arrival_s
@@ -144,6 +199,16 @@ def simulate(trace: Trace, costs: IterationCosts, policy: SchedulerPolicy) -> Si
         budget = policy.max_batch_tokens
         req_budget = policy.max_requests_per_batch
         head = min(decoding.n, budget, req_budget)
+        if head == decoding.n and not prefilling and not waiting:
+            # decoding alone until a request ends or arrives, or blocks run short: several
+            # iterations at once where several can run (the same iterations)
+            ran, t, free = decoding.decode_alone(t, free, arrival_l[nxt] if nxt < n
+                                                 else math.inf, cost, its, DECODE_RUN)
+            if ran:
+                done = decoding.pos[:head] >= decoding.stop[:head]
+                if np.count_nonzero(done):
+                    free += decoding.finish(done.nonzero()[0], t, last, energy)
+                continue
         pos = decoding.pos[:head]
         opens = pos >= decoding.edge[:head]  # the position opens a block (never past one)
         n_open = int(np.count_nonzero(opens))
@@ -206,11 +271,8 @@ def simulate(trace: Trace, costs: IterationCosts, policy: SchedulerPolicy) -> Si
                 done = decoding.pos[sel] >= decoding.stop[sel]
             # (a request's last token is its last time: set when it ends)
             if np.count_nonzero(done):
-                ids, spent, freed = decoding.remove(done.nonzero()[0] if sel is None
-                                                    else sel[done])
-                for r, e in zip(ids, spent):
-                    last[r], energy[r] = t_end, e
-                free += freed
+                free += decoding.finish(done.nonzero()[0] if sel is None else sel[done],
+                                        t_end, last, energy)
         new, new_j = [], []  # decoding from the next iteration on
         for r, take in chunks:
             done_prefill[r] += take
