@@ -7,7 +7,9 @@ not fit across iterations; a request needs KV blocks for what it holds, and no n
 prefill starts while the free blocks are below a safety margin (the first scheduled one
 excepted). Iterations run back to back while requests are in flight; the GPUs idle
 between the last token in flight and the next arrival. Time advances by each
-iteration's priced cost (`piep.serving.costs`).
+iteration's priced cost (`piep.serving.costs`). Iterations that only decode run several
+at once where nothing can change the batch between them (the same iterations, to the
+bit, as one at a time).
 """
 
 from __future__ import annotations
