@@ -83,15 +83,15 @@ class Deployment:
     def _memory_gib(self) -> list[tuple[str, list[float]]]:
         """Per stage position, its memory items (`MEMORY_ITEMS` order), in GiB."""
         m, w, p, g = self.model, self.workload, self.parallel, self.gpu
-        h, b, tp = m.hidden_size, w.batch // p.dp, p.tp
-        heads, kv_heads = m.num_heads // tp, max(1, m.num_kv_heads // tp)
-        ffn, vocab = m.intermediate_size // tp, -(-m.vocab_size // tp)
+        h, b = m.hidden_size, self.replica_batch
+        heads, kv_heads = self.heads_per_rank, self.kv_heads_per_rank
+        ffn, vocab = self.ffn_per_rank, self.vocab_per_rank
         kv_rank = kv_heads * m.head_dim
         layer_w = (h * heads * m.head_dim * 2 + 2 * h * kv_rank
                    + 3 * h * ffn * m.num_experts + 2 * h)
         if m.qkv_bias:
             layer_w += heads * m.head_dim + 2 * kv_rank
-        layers = m.num_layers // p.pp
+        layers = self.stage_layers()[0]
         kv_cache = layers * 2 * b * w.context_len * kv_rank * BF16_BYTES
         weights_layers = layers * layer_w * BF16_BYTES
         embed = m.vocab_size * h * BF16_BYTES  # replicated over TP (row gather, no collective)
