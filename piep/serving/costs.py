@@ -88,10 +88,8 @@ class IterationCosts:
             head = self._scalar[2]
             head_at = by_requests[requests] = _line(head, *_cell(requests, len(head[0])))[2]
         body_at, rows, bw = b
-        f = math.log2(keys) / STEP if keys > 1.0 else 0.0  # `_cell` of the keys
-        ak = int(f)
-        last = ak >= len(rows[0][0]) - 1
-        ak, kw = (len(rows[0][0]) - 1, 0.0) if last else (ak, f - ak)
+        ak, kw = _cell(keys, len(rows[0][0]))
+        last = ak + 1 == len(rows[0][0])  # clamped to the grid's last point
         out = []
         for (low, high), body_v, head_v in zip(rows, body_at, head_at):
             lo = low[ak] if last else low[ak] + (low[ak + 1] - low[ak]) * kw
@@ -461,6 +459,7 @@ class IterationTimes:
             att = np.where(np.repeat(~read, sizes, axis=1), 0.0, att)
         # as `IterationCosts.fields` adds its groups: body, attention, head
         return body + att + head
+
 
 def interp_reads(x: np.ndarray, axis: np.ndarray) -> tuple[np.ndarray, ...]:
     """How `np.interp(x, axis, v)` reads any values `v` on the points `axis` (ascending),

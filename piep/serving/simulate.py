@@ -105,13 +105,16 @@ class _Decoding:
         self.n = n
         return ids, energy, edges // self.block_size
 
-
-    def finish(self, at: np.ndarray, t_end: float, last: np.ndarray,
+    def finish(self, head: int, sel: np.ndarray | None, t_end: float, last: np.ndarray,
                energy: np.ndarray) -> int:
-        """The requests at positions `at` made their last token in an iteration ending at
-        `t_end`: they leave (their last time and energy written), and free their blocks
-        (returned)."""
-        ids, spent, freed = self.remove(at)
+        """The requests of the head of the order (`sel`: those of it that decoded, None:
+        all) that made their last token in an iteration ending at `t_end` leave (their
+        last time and energy written); the KV blocks they free."""
+        done = self.pos[:head] >= self.stop[:head] if sel is None \
+            else self.pos[sel] >= self.stop[sel]
+        if not np.count_nonzero(done):
+            return 0
+        ids, spent, freed = self.remove(done.nonzero()[0] if sel is None else sel[done])
         for r, e in zip(ids, spent):
             last[r], energy[r] = t_end, e
         return freed
@@ -156,6 +159,7 @@ class _Decoding:
             self.edge[:n] += np.where(first < ran, 1 + (ran - 1 - first) // bs, 0) * bs
             free -= int(opened[ran - 1])
         return ran, t, free
+
 
 def simulate(trace: Trace, costs: IterationCosts, policy: SchedulerPolicy) -> Simulation:
     n = len(trace)
@@ -207,9 +211,7 @@ def simulate(trace: Trace, costs: IterationCosts, policy: SchedulerPolicy) -> Si
             ran, t, free = decoding.decode_alone(t, free, arrival_l[nxt] if nxt < n
                                                  else math.inf, cost, its, DECODE_RUN)
             if ran:
-                done = decoding.pos[:head] >= decoding.stop[:head]
-                if np.count_nonzero(done):
-                    free += decoding.finish(done.nonzero()[0], t, last, energy)
+                free += decoding.finish(head, None, t, last, energy)
                 continue
         pos = decoding.pos[:head]
         opens = pos >= decoding.edge[:head]  # the position opens a block (never past one)
@@ -266,15 +268,11 @@ def simulate(trace: Trace, costs: IterationCosts, policy: SchedulerPolicy) -> Si
             if sel is None:
                 pos += 1
                 decoding.energy[:head] += share
-                done = pos >= decoding.stop[:head]
             else:
                 decoding.pos[sel] += 1
                 decoding.energy[sel] += share
-                done = decoding.pos[sel] >= decoding.stop[sel]
             # (a request's last token is its last time: set when it ends)
-            if np.count_nonzero(done):
-                free += decoding.finish(done.nonzero()[0] if sel is None else sel[done],
-                                        t_end, last, energy)
+            free += decoding.finish(head, sel, t_end, last, energy)
         new, new_j = [], []  # decoding from the next iteration on
         for r, take in chunks:
             done_prefill[r] += take
