@@ -227,3 +227,19 @@ def test_distinct_rows_groups_equal_rows_only():
     first, group = distinct_rows(codes)
     assert np.array_equal(codes[first][group], codes)
     assert len(first) == len(np.unique(codes, axis=0))
+
+
+def test_distinct_columns_groups_as_the_stacked_rows():
+    """Columns read one by one give `distinct_rows`' grouping of the rows they make: equal
+    rows share a group, unequal rows whose sums coincide are told apart, NaN rows too."""
+    from piep.predict.gbdt import _WEIGHTS, distinct_columns, distinct_rows
+    rng = np.random.default_rng(7)
+    base = rng.normal(size=(30, 5))
+    a = base[rng.integers(0, 30, 400)]
+    for rows in (a, np.vstack([a, [[np.nan] * 5]]),
+                 np.array([[_WEIGHTS[1], 0.0], [0.0, _WEIGHTS[0]], [_WEIGHTS[1], 0.0]])):
+        first, group = distinct_columns(list(rows.T.copy()))
+        assert np.array_equal(rows[first][group], rows, equal_nan=True)
+        assert len(first) == len(distinct_rows(rows)[0])
+    first, group = distinct_columns([np.array([1.0, 2.0, 1.0]), np.array([0, 1, 0])])
+    assert len(first) == 2 and group[0] == group[2] != group[1]

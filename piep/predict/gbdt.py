@@ -168,24 +168,42 @@ def distinct_rows(a: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     any of its rows (they are the same bits)."""
     a = np.ascontiguousarray(a)
     if a.shape[1] and len(a) and a.dtype.kind in "fiu":
-        key = a[:, 0] * _WEIGHTS[0]
-        for j in range(1, a.shape[1]):
-            key += a[:, j] * _WEIGHTS[j % len(_WEIGHTS)]
-        if not np.isnan(key).any():
-            order = np.argsort(key)
-            ranked = key[order]
-            starts = np.empty(len(a), dtype=bool)
-            starts[0] = True
-            np.not_equal(ranked[1:], ranked[:-1], out=starts[1:])
-            first = order[starts]
-            group = np.empty(len(a), dtype=np.intp)
-            group[order] = np.cumsum(starts) - 1
-            bits = a.view(np.dtype(f"u{a.dtype.itemsize}"))
-            if np.array_equal(bits.take(first[group], axis=0), bits):
-                return first, group
+        found = _grouped_by_sums(list(a.T))
+        if found is not None:
+            return found
     keys = a.view(np.dtype((np.void, a.dtype.itemsize * a.shape[1]))).ravel()
     _, first, inverse = np.unique(keys, return_index=True, return_inverse=True)
     return first, inverse.reshape(-1)
+
+
+def distinct_columns(columns: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    """`distinct_rows` of the rows that `columns` (1-D numeric arrays of one length) make,
+    read column by column: the rows are only stacked where their sums cannot tell."""
+    found = _grouped_by_sums(columns) if len(columns[0]) else None
+    return found if found is not None else distinct_rows(np.column_stack(columns))
+
+
+def _grouped_by_sums(columns: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray] | None:
+    """`distinct_rows`' grouping by weighted sums, or None where it does not hold."""
+    key = columns[0] * _WEIGHTS[0]
+    for j in range(1, len(columns)):
+        key += columns[j] * _WEIGHTS[j % len(_WEIGHTS)]
+    if np.isnan(key).any():
+        return None
+    order = np.argsort(key)
+    ranked = key[order]
+    starts = np.empty(len(key), dtype=bool)
+    starts[0] = True
+    np.not_equal(ranked[1:], ranked[:-1], out=starts[1:])
+    first = order[starts]
+    group = np.empty(len(key), dtype=np.intp)
+    group[order] = np.cumsum(starts) - 1
+    each = first[group]
+    for c in columns:
+        bits = c.view(np.dtype(f"u{c.dtype.itemsize}"))
+        if not np.array_equal(bits[each], bits):
+            return None
+    return first, group
 
 
 # the weights of `distinct_rows`' sums: irregular, so that unequal rows rarely coincide

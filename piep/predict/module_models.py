@@ -18,7 +18,7 @@ import numpy as np
 from piep.gpus import GPU
 from piep.predict import features as _features
 from piep.predict.features import feature_matrix, leaf_features
-from piep.predict.gbdt import Forest, distinct_rows, joint_splits, predict_together
+from piep.predict.gbdt import Forest, distinct_columns, joint_splits, predict_together
 from piep.tree.builder import LINEAR_KINDS, expands_kv
 from piep.tree.nodes import COPY_KINDS, Node
 
@@ -314,10 +314,10 @@ class ModuleModels:
 
     def predict(self, table, gpu: GPU) -> ModuleOutputs:
         """Every compute row of `table` (a `piep.predict.table.LeafTable`) at once; each
-        distinct shape goes through the GBDTs once. Kinds without samples: KV-cache copies
-        at the GPU's measured copy rate and power, the masked SDPA by the attention
-        models (a predictor trained before either was sampled), the rest at the roofline
-        and the GPU's memory-bound power, flagged out of range."""
+        distinct shape goes through the features and the GBDTs once. Kinds without
+        samples: KV-cache copies at the GPU's measured copy rate and power, the masked SDPA
+        by the attention models (a predictor trained before either was sampled), the rest
+        at the roofline and the GPU's memory-bound power, flagged out of range."""
         from piep.predict.table import KINDS
         n = len(table)
         q = table.q
@@ -326,36 +326,39 @@ class ModuleModels:
                                      nbytes / gpu.hbm_bytes_per_s), 1e-9)
         t, p = np.zeros(n), np.zeros(n)
         oor = np.zeros(n, dtype=bool)
-        x = feature_matrix({"tokens": q["tokens"], "flops": q["flops"], "bytes": nbytes,
-                            "d_in": q["d_in"], "d_out": q["d_out"], "heads": q["heads"],
-                            "kv_heads": q["kv_heads"], "context_len": q["context_len"],
-                            "batch": q["batch_attr"], "width": q["width"],
-                            "decode": table.decode, "eager": table.mode_eager}, gpu)
+        decode = table.decode
+        # what the features read of a row (eager only in decode: prefill runs eagerly in
+        # both modes, so its rows of either mode are one shape)
+        shape = {"tokens": q["tokens"], "flops": q["flops"], "bytes": nbytes,
+                 "d_in": q["d_in"], "d_out": q["d_out"], "heads": q["heads"],
+                 "kv_heads": q["kv_heads"], "context_len": q["context_len"],
+                 "batch": q["batch_attr"], "width": q["width"],
+                 "decode": decode.astype(float), "eager": (decode & table.mode_eager) * 1.0}
         modes = [(d, e) for d in (False, True) for e in (False, True)]
         names = sorted({self.group(k, d, e) for k in KINDS for d, e in modes})
         group_of = np.array([[names.index(self.group(k, d, e)) for d, e in modes]
                              for k in KINDS])
-        decode = np.asarray(table.decode, dtype=int)
-        column = 2 * decode + np.asarray(table.mode_eager, dtype=int)
+        column = 2 * np.asarray(decode, dtype=int) + np.asarray(table.mode_eager, dtype=int)
         gid = np.where(table.is_comm, -1, group_of[table.kind_id, column])
-        tested = []  # (kind model, a group's distinct rows, each row's among them, the group)
+        tested = []  # (kind model, a group's distinct rows, each row's among them, its rows)
         for i in np.flatnonzero(np.bincount(gid[gid >= 0])):  # the groups in use
-            g, sel = names[i], gid == i
+            g, rows = names[i], np.flatnonzero(gid == i)
             if g not in self.kinds and g.split(".")[0] in COPY_KINDS:  # the copy rate
-                t[sel] = nbytes[sel] / gpu.hbm_bytes_per_s + _features.KERNEL_FLOOR_S
-                p[sel] = gpu.memory_power_w
+                t[rows] = nbytes[rows] / gpu.hbm_bytes_per_s + _features.KERNEL_FLOOR_S
+                p[rows] = gpu.memory_power_w
                 continue
             if g not in self.kinds:
-                t[sel], p[sel], oor[sel] = roof[sel], gpu.memory_power_w, True
+                t[rows], p[rows], oor[rows] = roof[rows], gpu.memory_power_w, True
                 continue
-            xs = x[sel]
-            first, inv = distinct_rows(xs)
-            lr, pw = self.kinds[g].boosted(xs[first])
-            t[sel] = (roof[sel] + _features.KERNEL_FLOOR_S) * np.exp(lr[inv])
-            p[sel] = pw[inv]
-            tested.append((self.kinds[g], xs[first], inv, sel))
+            cols = {k: v[rows] for k, v in shape.items()}
+            first, inv = distinct_columns(list(cols.values()))
+            xs = feature_matrix({k: v[first] for k, v in cols.items()}, gpu)
+            lr, pw = self.kinds[g].boosted(xs)
+            t[rows] = (roof[rows] + _features.KERNEL_FLOOR_S) * np.exp(lr[inv])
+            p[rows] = pw[inv]
+            tested.append((self.kinds[g], xs, inv, rows))
         # the range tests after every GBDT: their matrix products leave BLAS's threads
         # spinning a while, which would slow the GBDTs' threads on a machine of few cores
-        for model, rows, inv, sel in tested:
-            oor[sel] = model.out_of_range(rows)[inv]
+        for model, xs, inv, rows in tested:
+            oor[rows] = model.out_of_range(xs)[inv]
         return ModuleOutputs(t, p, oor)
