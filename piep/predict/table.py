@@ -61,12 +61,13 @@ def _decode_basis(b, c):
     return np.stack([np.ones_like(b), b, c, b * c], -1)
 
 
-def hides_host_gaps(mode: str, phase: str, pp: int) -> bool:
+def hides_host_gaps(eager: np.ndarray, phase: str, pp: np.ndarray) -> np.ndarray:
     """Eager decode over pipeline stages: each stage's process launches its kernels while
     the stage before it computes (they queue behind the receive), so only one stage's
     launch gaps reach the step time. Measured: with the gaps of every stage summed,
-    eager pp2 decode was predicted 12-77 % too slow (13 runs)."""
-    return pp > 1 and mode == "eager" and phase == "decode"
+    eager pp2 decode was predicted 12-77 % too slow (13 runs). Per deployment (`eager`:
+    its decode runs eagerly; `pp`: its stages)."""
+    return (pp > 1) & eager & (phase == "decode")
 
 
 @dataclass
@@ -83,9 +84,18 @@ class Skeleton:
     group_size: np.ndarray
     is_comm: np.ndarray
     static: dict[str, np.ndarray]   # STATIC columns
-    coef: dict[str, tuple]          # quantity -> ((leaves, 5) prefill, (leaves, 4) decode)
+    coef: dict[str, tuple]          # quantity -> ((leaves, 8) prefill, (leaves, 4) decode)
     window: np.ndarray       # 0, or a windowed engine's attention form (FULL_CONTEXT, SLIDING)
     fused: np.ndarray        # bool: a pointwise leaf fused by a compiled step's compiler
+    # the coefficients of every quantity side by side (QUANT order, the leaves within each),
+    # prefill's (8, quantities x leaves) and decode's (4, ...), and which columns are
+    # prefill leaves: one product per basis gives all of a deployment's quantities
+    stacked: tuple[np.ndarray, np.ndarray, np.ndarray] = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        self.stacked = (np.concatenate([self.coef[k][0] for k in QUANT]).T,
+                        np.concatenate([self.coef[k][1] for k in QUANT]).T,
+                        np.tile(self.phase == 0, len(QUANT)))
 
 
 def _leaves(dep: Deployment, *, paths: bool = True):
@@ -277,25 +287,46 @@ class TableBuilder:
         """One table of `deps` (all on one GPU); `detail` adds the leaves' paths."""
         if not deps:
             raise ValueError("a leaf table needs at least one deployment")
-        if len({d.gpu for d in deps}) > 1:
+        gpu = deps[0].gpu
+        if any(d.gpu is not gpu and d.gpu != gpu for d in deps):
             raise ValueError("a leaf table holds deployments of one GPU")
         groups: dict[int, tuple[Skeleton, list[int]]] = {}
+        known: dict[tuple, Skeleton] = {}  # this call's skeletons by their deployments' objects
         for i, dep in enumerate(deps):
-            sk = self.skeleton(dep)
+            p = dep.parallel
+            key = (id(dep.model), p.tp, p.pp, dep.engine)
+            sk = known.get(key)
+            if sk is None:
+                sk = known[key] = self.skeleton(dep)
             groups.setdefault(id(sk), (sk, []))[1].append(i)
-        parts = [_rows(sk, [deps[i] for i in idx], np.asarray(idx), detail)
-                 for sk, idx in groups.values()]
-        r = {k: np.concatenate([p[k] for p in parts]) for k in parts[0]}
         n = len(deps)
-        mode = [d.workload.mode for d in deps]
+        work = [d.workload for d in deps]
+        eager = np.array([w.mode == "eager" for w in work], dtype=bool)
         pp = np.array([d.parallel.pp for d in deps])
-        b = np.array([d.replica_batch for d in deps], float)
-        prompt = np.array([d.workload.prompt_len for d in deps], float)
-        steps = np.array([max(d.workload.gen_len - 1, 0) for d in deps], float)
+        per = {"b": np.array([d.replica_batch for d in deps], float),
+               "prompt": np.array([w.prompt_len for w in work], float),
+               "cache": np.array([w.context_len for w in work], float),
+               "context": np.array([decode_context(d) for d in deps], float),
+               "steps": np.array([max(w.gen_len - 1, 0) for w in work], float)}
+        size = sum(len(idx) * len(sk.kind) for sk, idx in groups.values())
+        sk = next(iter(groups.values()))[0]
+        r = {k: np.empty(size) for k in QUANT + STATIC + ("count", "sliding", "launches",
+                                                           "group_size")}
+        r.update(phase=np.empty(size, sk.phase.dtype), stage=np.empty(size, sk.stage.dtype),
+                 is_comm=np.empty(size, bool), kind_id=np.empty(size, sk.kind_id.dtype),
+                 fused=np.empty(size, bool), cfg=np.empty(size, int))
+        if detail:
+            r["path"] = np.empty(size, dtype=object)
+        start = 0
+        for sk, idx in groups.values():
+            stop = start + len(idx) * len(sk.kind)
+            _fill(sk, deps, np.asarray(idx), per, {k: v[start:stop] for k, v in r.items()})
+            start = stop
+        b, prompt, steps = per["b"], per["prompt"], per["steps"]
         segments = Segments(
             cfg=np.repeat(np.arange(n), 2), phase=np.tile([0, 1], n),
-            hide_gaps=np.array([hides_host_gaps(m, ph, int(k)) for m, k in zip(mode, pp)
-                                for ph in PHASES], dtype=bool),
+            hide_gaps=np.column_stack([hides_host_gaps(eager, ph, pp)
+                                       for ph in PHASES]).reshape(-1),
             tokens=np.column_stack([b * prompt, b * steps]).reshape(-1))
         return LeafTable(
             deps=deps, cfg=r["cfg"], segment=r["cfg"] * 2 + r["phase"], phase=r["phase"],
@@ -305,8 +336,7 @@ class TableBuilder:
             q={k: r[k] for k in QUANT + STATIC}, segments=segments,
             tp=np.array([d.parallel.tp for d in deps], float), pp=pp,
             dp=np.array([d.parallel.dp for d in deps], float),
-            eager=np.array([m == "eager" for m in mode], dtype=bool),
-            sliding=r["sliding"] if r["sliding"].any() else None,
+            eager=eager, sliding=r["sliding"] if r["sliding"].any() else None,
             fused=r["fused"] if r["fused"].any() else None)
 
 
@@ -423,14 +453,15 @@ def concat(tables: Sequence[LeafTable]) -> LeafTable:
                                                              lambda n: np.zeros(n, bool)))
 
 
-def _form_shares(sk: Skeleton, deps: list[Deployment]) -> tuple[np.ndarray, np.ndarray]:
-    """(deployments, leaves) twice: the share of its phase each leaf's attention form runs
-    (1 for leaves outside a windowed engine's attention forms), and the share of each
+def _form_shares(sk: Skeleton, deps: Sequence[Deployment],
+                 idx: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(the deployments `idx` of `deps`, leaves) twice: the share of its phase each leaf's
+    attention form runs (1 for leaves outside a windowed engine's attention forms), and the share of each
     leaf's calls made in steps past the window."""
-    n = (len(deps), len(sk.kind))
+    n = (len(idx), len(sk.kind))
     if not sk.window.any():
         return np.ones(n), np.zeros(n)
-    w = np.array([window_weights(d) for d in deps])     # (deps, phase, form)
+    w = np.array([window_weights(deps[i]) for i in idx])  # (deps, phase, form)
     sliding = sk.window == SLIDING
     shares = w[:, sk.phase, sliding.astype(int)]
     form = sk.window[None, :] > 0
@@ -438,34 +469,28 @@ def _form_shares(sk: Skeleton, deps: list[Deployment]) -> tuple[np.ndarray, np.n
             np.where(form, np.broadcast_to(sliding, n), w[:, sk.phase, 1]).astype(float))
 
 
-def _rows(sk: Skeleton, deps: list[Deployment], idx: np.ndarray,
-          detail: bool) -> dict[str, np.ndarray]:
-    """Leaf rows of several deployments of one skeleton (deployment-major)."""
-    n_cfg, n_leaf = len(deps), len(sk.kind)
-    b = np.array([d.replica_batch for d in deps], float)
-    q = np.array([d.workload.prompt_len for d in deps], float)
-    cache = np.array([d.workload.context_len for d in deps], float)
-    c = np.array([decode_context(d) for d in deps], float)
-    steps = np.array([max(d.workload.gen_len - 1, 0) for d in deps], float)
-    pb, db = _prefill_basis(b, q, cache), _decode_basis(b, c)
-    pre = sk.phase == 0
-    out = {}
-    for name in QUANT:
-        cp, cd = sk.coef[name]
-        v = np.where(pre[None, :], pb @ cp.T, db @ cd.T)
-        out[name] = np.rint(v).reshape(-1)  # every quantity is integral
-    tile = lambda a: np.tile(a, n_cfg)  # noqa: E731
-    shares, sliding = _form_shares(sk, deps)
-    out["count"] = (np.where(pre[None, :], 1.0, steps[:, None]) * sk.count[None, :]
-                    * shares).reshape(-1)
-    out["sliding"] = sliding.reshape(-1)
-    out["phase"], out["stage"] = tile(sk.phase), tile(sk.stage)
-    out["launches"], out["group_size"] = tile(sk.launches), tile(sk.group_size)
-    out["is_comm"], out["kind_id"] = tile(sk.is_comm), tile(sk.kind_id)
-    out["fused"] = tile(sk.fused)
-    for k, v in sk.static.items():
-        out[k] = tile(v)
-    if detail:
-        out["path"] = np.array(sk.path * n_cfg, dtype=object)
-    out["cfg"] = np.repeat(idx, n_leaf)
-    return out
+def _fill(sk: Skeleton, deps: Sequence[Deployment], idx: np.ndarray,
+          per: dict[str, np.ndarray], out: dict[str, np.ndarray]) -> None:
+    """Write the leaf rows of the deployments `idx` of one skeleton (deployment-major) into
+    `out` (a table's columns, their span of it); `per`: per deployment of the table, its
+    replica batch, prompt, KV-cache slots, decode context and decode steps."""
+    n_cfg, n_leaf = len(idx), len(sk.kind)
+    rows = {k: v.reshape(n_cfg, n_leaf) for k, v in out.items()}
+    b, q, cache, c, steps = (per[k][idx] for k in ("b", "prompt", "cache", "context", "steps"))
+    prefill, decode, pre_columns = sk.stacked
+    v = np.where(pre_columns, _prefill_basis(b, q, cache) @ prefill,
+                 _decode_basis(b, c) @ decode)
+    np.rint(v, out=v)  # every quantity is integral
+    for i, name in enumerate(QUANT):
+        rows[name][:] = v[:, i * n_leaf:(i + 1) * n_leaf]
+    shares, sliding = _form_shares(sk, deps, idx)
+    np.multiply(np.where(sk.phase == 0, 1.0, steps[:, None]) * sk.count, shares,
+                out=rows["count"])
+    rows["sliding"][:] = sliding
+    for name in ("phase", "stage", "launches", "group_size", "is_comm", "kind_id", "fused"):
+        rows[name][:] = getattr(sk, name)
+    for name, v in sk.static.items():
+        rows[name][:] = v
+    if "path" in rows:
+        rows["path"][:] = np.array(sk.path, dtype=object)
+    rows["cfg"][:] = idx[:, None]
