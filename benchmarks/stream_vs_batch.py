@@ -41,7 +41,7 @@ def main() -> int:
         scn = Scenario.build(spec, engine="hf-cb", batch=len(req),
                              prompt_len=round(statistics.mean(prompts)),
                              gen_len=round(statistics.mean(gens)))
-        tree = price([scn.deployment], resolve(scn).cost_model).summary(0)
+        tree = price([scn.deployment], resolve(scn).cost_model).summaries()[0]
         rows.append((rec.model, Path(rec.trace or "?").stem, len(req),
                      rec.energy_j, stream["energy_j"], tree["energy_j"],
                      rec.time_s, stream["time_s"], tree["time_s"]))

@@ -103,6 +103,31 @@ class Summary:
         return flat(self.to_json())
 
 
+def batch_rows(energy_j: np.ndarray, time_s: np.ndarray, *, requests: np.ndarray,
+               gen_len: np.ndarray, prefill_s: np.ndarray) -> list[dict[str, object]]:
+    """The flat rows of many static batches (arrays, an entry per batch) at once: each the
+    row `Summary.batch(...).row()` gives, the same numbers in the same order of keys
+    (tests/test_documents.py holds them equal), without a summary object per batch."""
+    requests, gen_len = np.asarray(requests, np.int64), np.asarray(gen_len, np.int64)
+    tokens = requests * gen_len
+    steps = np.maximum(gen_len - 1, 0)
+
+    def ratio(a, b, none=0.0) -> list:
+        out = np.full(len(a), none, dtype=float)
+        np.divide(a, b, out=out, where=b != 0)
+        return out.tolist()
+    tpot = ratio(np.asarray(time_s) - prefill_s, steps, math.nan)
+    columns = {"energy_j": np.asarray(energy_j, float).tolist(),
+               "time_s": np.asarray(time_s, float).tolist(), "requests": requests.tolist(),
+               "output_tokens": tokens.tolist(), "j_per_output_token": ratio(energy_j, tokens),
+               "j_per_request": ratio(energy_j, requests),
+               "output_tokens_per_s": ratio(tokens, time_s),
+               "ttft_p50_s": np.asarray(prefill_s, float).tolist(),
+               "tpot_p50_s": [x if math.isfinite(x) else None for x in tpot],
+               "e2e_p50_s": np.asarray(time_s, float).tolist()}
+    return [dict(zip(columns, values)) for values in zip(*columns.values())]
+
+
 def flat(doc: dict[str, object]) -> dict[str, object]:
     """A document's summary fields as a flat row: each latency by its median
     (`ttft_p50_s`, ...), the rest as they are."""

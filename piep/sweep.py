@@ -66,8 +66,8 @@ def sweep(configs: list[dict[str, Any]], *, gpu: str = DEFAULT_GPU, predictor: s
             rows.append(row)
         for cm, deps, valid in by_model.values():
             priced = price(deps, cm, builder=builder)
-            for i, (row, flags) in enumerate(valid):
-                row.update(priced.summary(i))
+            for (row, flags), summary in zip(valid, priced.summaries()):
+                row.update(summary)
                 row["flags"] = row["flags"] + list(flags)  # as predict flags the point
         if progress and len(configs) > CHUNK:  # long sweeps say where they are (stderr)
             done = start + len(part)

@@ -170,3 +170,25 @@ def test_a_batch_summary_states_what_its_requests_state(gen_len):
     assert doc == replace(batch, alike=False).to_json()
     assert doc["ttft_s"] == {"p50": 0.25, "p90": 0.25, "p99": 0.25}
     assert (doc["tpot_s"]["p99"] is None) == (gen_len == 1)
+
+
+def test_batch_rows_are_the_rows_of_batch_summaries():
+    """Many static batches' flat rows at once (a sweep's) are each batch's
+    `Summary.batch(...).row()`: the same numbers, keys in the same order, a TPOT of
+    one-token requests null, rates of an empty window zero."""
+    import numpy as np
+
+    from piep.results import Summary, batch_rows
+    rng = np.random.default_rng(3)
+    n = 300
+    energy, time = rng.uniform(0, 5e4, n), rng.uniform(0, 90, n)
+    prefill = time * rng.uniform(0, 1, n)
+    requests, gen = rng.integers(1, 257, n), rng.integers(1, 2049, n)
+    gen[:20], time[20:25], energy[25:30] = 1, 0.0, 0.0
+    rows = batch_rows(energy, time, requests=requests, gen_len=gen, prefill_s=prefill)
+    want = [Summary.batch(float(e), float(t), requests=int(r), gen_len=int(g),
+                          prefill_s=float(p)).row()
+            for e, t, r, g, p in zip(energy, time, requests, gen, prefill)]
+    assert [list(r.items()) for r in rows] == [list(w.items()) for w in want]
+    assert all(type(r["requests"]) is int and type(r["energy_j"]) is float for r in rows)
+    assert rows[0]["tpot_p50_s"] is None and rows[20]["output_tokens_per_s"] == 0.0

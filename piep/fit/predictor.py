@@ -334,7 +334,7 @@ def rows_of(cases_: list[Case], model) -> list[dict[str, Any]]:
             "pred_decode_j": float(priced.phase_energy_j[i, 1]),
             "decode_j": r.decode.energy_j,
             "pred_compute_only_j": float(compute_only[i]),
-            "flags": priced.summary(i)["flags"]})
+            "flags": priced.flags(i)})
     return out
 
 

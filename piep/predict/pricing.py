@@ -20,7 +20,7 @@ from piep.layout import Deployment
 from piep.predict.power import SUSTAINED_S, BoardLimit
 from piep.predict.table import KIND_NAMES, KINDS, PHASES, LeafTable, TableBuilder
 from piep.predict.timeline import Timeline, lay_out
-from piep.results import Prediction, Summary
+from piep.results import Prediction, Summary, batch_rows
 
 CATEGORIES = ("compute", "communication", "wait", "idle")
 
@@ -116,9 +116,17 @@ class Priced:
                      power_capped=bool(self.power_capped[i]),
                      short_window_power=bool(self.short_window_power[i]))
 
-    def summary(self, i: int) -> dict[str, Any]:
-        """The fields of a sweep row."""
-        return {**self.outcome(i).row(), "predictor": self.model.name, "flags": self.flags(i)}
+    def summaries(self) -> list[dict[str, Any]]:
+        """The fields of a sweep row, of every deployment: its outcome's flat row
+        (`Summary.row`), the predictor and its flags."""
+        work = [d.workload for d in self.table.deps]
+        rows = batch_rows(self.energy_j, self.time_s, requests=[w.batch for w in work],
+                          gen_len=[w.gen_len for w in work], prefill_s=self.phase_time_s[:, 0])
+        name = self.model.name
+        for i, row in enumerate(rows):
+            row["predictor"] = name
+            row["flags"] = self.flags(i)
+        return rows
 
     def outcome(self, i: int) -> Summary:
         """Deployment i's energy, time and latencies, request by request."""
