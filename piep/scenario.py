@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass, field
-from functools import lru_cache
+from functools import cached_property, lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -38,7 +38,9 @@ def describe_engine(name: str, like: str | None = None) -> str:
 @dataclass(frozen=True, kw_only=True)
 class EngineRef:
     """The software that runs the model. Its version: piep's for the reference runner;
-    for other engines the version their profile was measured with (set by the predictor)."""
+    for other engines the version their profile was measured with (set by the predictor).
+    What it reads of the registry is read once (cached properties: every scenario of a
+    sweep asks them)."""
     name: str = DEFAULT_ENGINE
     # the host that runs the engine: its launch probe (us per `x.add_(1)`, what
     # `piep env` measures and every measurement record carries); None: the host the
@@ -65,7 +67,7 @@ class EngineRef:
         """The built-in engine whose model tree and host path price this one."""
         return self.like or self.name
 
-    @property
+    @cached_property
     def record(self) -> Engine:
         """The registry's record of the built-in engine that prices this one."""
         return ENGINES[self.structure]
@@ -80,17 +82,17 @@ class EngineRef:
         """The host's launch probe in seconds (None: the profile's calibration host)."""
         return None if self.host_probe_us is None else self.host_probe_us * 1e-6
 
-    @property
+    @cached_property
     def mode(self) -> str:
         """How the engine decodes: "graph" (CUDA-graph replay) or "eager"."""
         return self.record.decode
 
-    @property
+    @cached_property
     def is_reference(self) -> bool:
         """piep's own reference runner."""
         return self.like is None and self.record.reference
 
-    @property
+    @cached_property
     def tree_engine(self) -> str | None:
         """What the model tree needs to know: None for the reference runner."""
         return None if self.is_reference else self.structure
@@ -272,8 +274,11 @@ class Scenario:
               trace: "Trace | None" = None) -> "Scenario":
         """From names and numbers: a shipped model name or config path, a GPU name; with
         `trace`, a stream of those requests instead of a batch."""
-        from piep.models import load_model
-        spec = model if isinstance(model, ModelSpec) else load_model(model)
+        if isinstance(model, ModelSpec):
+            spec = model
+        else:
+            from piep.models import load_model
+            spec = load_model(model)
         profile, ratios = (gpu, None) if isinstance(gpu, GPU) else \
             gpu_profile(gpu, allow_uncalibrated)
         return cls(model=spec, gpu=profile, parallel=Parallel(tp=tp, pp=pp, dp=dp),
@@ -326,7 +331,7 @@ class Scenario:
                         parallel=parallel, engine=engine, workload=workload,
                         transfer=transfer, check_memory=self.check_memory)
 
-    @property
+    @cached_property
     def mode(self) -> str:
         """How the engine decodes: "graph" (CUDA-graph replay) or "eager"."""
         return self.engine.mode
