@@ -456,8 +456,8 @@ def concat(tables: Sequence[LeafTable]) -> LeafTable:
 def _form_shares(sk: Skeleton, deps: Sequence[Deployment],
                  idx: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """(the deployments `idx` of `deps`, leaves) twice: the share of its phase each leaf's
-    attention form runs (1 for leaves outside a windowed engine's attention forms), and the share of each
-    leaf's calls made in steps past the window."""
+    attention form runs (1 for leaves outside a windowed engine's attention forms), and
+    the share of each leaf's calls made in steps past the window."""
     n = (len(idx), len(sk.kind))
     if not sk.window.any():
         return np.ones(n), np.zeros(n)
