@@ -113,7 +113,7 @@ def test_forests_evaluated_together_give_each_its_own_numbers():
     """Two forests over the same rows (a kind's time and power models) walk one row per
     cell of both their splits: each gets LightGBM's numbers, also where one takes zero for
     missing and the other does not, at NaN, zero and within LightGBM's zero of it."""
-    from piep.predict.gbdt import joint_splits, predict_together
+    from piep.predict.gbdt import joint_splits, predict_aside, predict_together
     rng = np.random.default_rng(8)
     x = rng.normal(size=(400, 3))
     x[::6, 0], x[1::7, 1] = 0.0, np.nan
@@ -133,6 +133,33 @@ def test_forests_evaluated_together_give_each_its_own_numbers():
     no_nan = np.nan_to_num(test, nan=0.5)  # cells without a NaN column
     for text, g in zip(texts, predict_together(forests, no_nan)):
         assert np.array_equal(g, lgb.Booster(model_str=text).predict(no_nan))
+    # the same forests on the worker thread: the same numbers, also for several pending
+    waits = [predict_aside(forests, rows) for rows in (test, no_nan, test[:7])]
+    for rows, wait in zip((test, no_nan, test[:7]), waits):
+        for text, g in zip(texts, wait()):
+            assert np.array_equal(g, lgb.Booster(model_str=text).predict(rows))
+
+
+def test_products_in_blocks_give_the_whole_products_numbers(monkeypatch):
+    """`blas.product` takes a product a block of rows at a time (blocks below the sizes
+    at which OpenBLAS goes parallel): every row has the numbers of the whole product, a
+    last block shorter than the others included."""
+    from piep.predict import blas
+    rng = np.random.default_rng(4)
+    f, w = rng.normal(size=(1_000, 8)), rng.normal(size=8)
+    a, b = rng.normal(size=(333, 8)), rng.normal(size=(8, 41))
+    monkeypatch.setattr(blas, "VECTOR_ELEMENTS", 8 * 64)
+    monkeypatch.setattr(blas, "MATRIX_MNK", 8 * 41 * 10)
+    calls = []
+    real = np.matmul
+    monkeypatch.setattr(np, "matmul", lambda x, y, **kw: calls.append(len(x)) or real(x, y,
+                                                                                      **kw))
+    assert np.array_equal(blas.product(f, w), f @ w)
+    assert calls[:3] == [64, 64, 64] and calls[15] == 1_000 - 15 * 64
+    calls.clear()
+    assert np.array_equal(blas.product(a, b), a @ b)
+    assert calls[0] == 10 and len(calls) == 34
+    assert np.array_equal(blas.product(a[:5], b), a[:5] @ b)  # one block: the product
 
 
 def test_the_range_test_finds_the_nearest_sample():
@@ -243,3 +270,20 @@ def test_distinct_columns_groups_as_the_stacked_rows():
         assert len(first) == len(distinct_rows(rows)[0])
     first, group = distinct_columns([np.array([1.0, 2.0, 1.0]), np.array([0, 1, 0])])
     assert len(first) == 2 and group[0] == group[2] != group[1]
+
+
+def test_a_kinds_gbdts_beside_the_caller_give_its_numbers():
+    """`boosted_aside` (the shipped module models' forests on the worker thread, from
+    `MANY_ROWS` rows; at once below) answers what `boosted` answers, to the bit."""
+    from piep.predict import module_models as mm
+    from piep.predict.learned import load_learned
+    rng = np.random.default_rng(6)
+    kinds = load_learned("h200").modules.kinds
+    for name in ("linear", "attention", "norm"):
+        km = kinds[name]
+        x = km.train_z[rng.integers(0, len(km.train_z), 900)] * km.std + km.mean
+        x += rng.normal(scale=0.05, size=x.shape) * km.std
+        for rows in (x, x[:mm.MANY_ROWS]):
+            wait = km.boosted_aside(rows)
+            for got, want in zip(wait(), km.boosted(rows)):
+                assert np.array_equal(got, want)

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from piep.predict.blas import product
 from piep.predict.table import KIND_ID, KINDS
 from piep.tree.builder import ATTENTION_LIKE, LINEAR_KINDS
 from piep.tree.nodes import COMM_KINDS
@@ -59,4 +60,4 @@ class Combiner:
 
     def weights(self, f: np.ndarray) -> np.ndarray:
         """alpha of feature rows."""
-        return 1.0 + np.tanh(f @ self.w + self.b) / self.tau
+        return 1.0 + np.tanh(product(f, self.w) + self.b) / self.tau

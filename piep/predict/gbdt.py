@@ -13,8 +13,12 @@ from __future__ import annotations
 
 import sys
 from functools import cached_property
+from typing import TYPE_CHECKING, Callable
 
 import numpy as np
+
+if TYPE_CHECKING:
+    from concurrent.futures import ThreadPoolExecutor
 
 DEFAULT_LEFT = 2     # decision_type bit: a missing value goes left
 MISSING_SHIFT = 2    # decision_type bits 2-3: what counts as missing (0 none, 1 zero, 2 NaN)
@@ -119,14 +123,40 @@ def predict_together(forests: list[Forest], x: np.ndarray, num_threads: int | No
                      ) -> list[np.ndarray]:
     """Each forest's predictions of the rows of `x`, one row per cell of all their splits
     evaluated (`splits`: `joint_splits(forests)` where the caller keeps it)."""
+    rows, cell = _cells_of(forests, x, splits)
+    return [forest._evaluate(rows, num_threads)[cell] for forest in forests]
+
+
+def predict_aside(forests: list[Forest], x: np.ndarray,
+                  splits: tuple[list[np.ndarray], np.ndarray] | None = None
+                  ) -> Callable[[], list[np.ndarray]]:
+    """`predict_together`'s answer (one thread), the forests evaluated on a worker thread
+    while the caller goes on: the function returned waits for it. The cells are found
+    on the caller's thread; LightGBM's evaluator leaves Python while it runs, so the
+    caller's numpy work and the forests share two cores."""
+    rows, cell = _cells_of(forests, x, splits)
+    global _WORKER
+    if _WORKER is None:
+        from concurrent.futures import ThreadPoolExecutor
+        _WORKER = ThreadPoolExecutor(max_workers=1, thread_name_prefix="piep-forests")
+    job = _WORKER.submit(lambda: [forest._evaluate(rows, 1) for forest in forests])
+    return lambda: [values[cell] for values in job.result()]
+
+
+_WORKER: ThreadPoolExecutor | None = None  # `predict_aside`'s thread, started on first use
+
+
+def _cells_of(forests: list[Forest], x: np.ndarray,
+              splits: tuple[list[np.ndarray], np.ndarray] | None
+              ) -> tuple[np.ndarray, np.ndarray]:
+    """(a row of `x` per cell of the forests' splits, each row's cell)."""
     x = np.asarray(x, dtype=np.float64)
     for forest in forests:
         if x.ndim != 2 or x.shape[1] != forest.num_features:
             raise ValueError(f"rows of {forest.num_features} features expected, got shape "
                              f"{x.shape}")
     first, cell = cell_rows(x, *(splits or joint_splits(forests)))
-    rows = x[first]  # one row per cell: the same predictions, fewer rows
-    return [forest._evaluate(rows, num_threads)[cell] for forest in forests]
+    return x[first], cell  # one row per cell: the same predictions, fewer rows
 
 
 def joint_splits(forests: list[Forest]) -> tuple[list[np.ndarray], np.ndarray]:

@@ -11,14 +11,16 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 
 from piep.gpus import GPU
 from piep.predict import features as _features
+from piep.predict.blas import MATRIX_MNK
 from piep.predict.features import feature_matrix, leaf_features
-from piep.predict.gbdt import Forest, distinct_columns, joint_splits, predict_together
+from piep.predict.gbdt import (Forest, distinct_columns, joint_splits, predict_aside,
+                               predict_together)
 from piep.tree.builder import LINEAR_KINDS, expands_kv
 from piep.tree.nodes import COPY_KINDS, Node
 
@@ -41,6 +43,11 @@ GROUP_FITS = {"sdpa_masked": ({"num_leaves": 7, "min_data_in_leaf": 8, "lambda_l
 CONSTANT_STD = 1e-6  # a feature whose samples spread less than this is constant
 
 
+# rows of a kind from which its GBDTs run on two threads (`boosted`), or beside the
+# caller on a worker thread (`boosted_aside`)
+MANY_ROWS = 256
+
+
 @dataclass
 class KindModel:
     time_booster: Any
@@ -59,7 +66,7 @@ class KindModel:
     def boosted(self, x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """(log time ratio, power) of each row of `x`: the GBDTs (read from text: both
         walk one row per cell of their splits together)."""
-        threads = 2 if len(x) > 256 else 1
+        threads = 2 if len(x) > MANY_ROWS else 1
         pair = [self.time_booster, self.power_booster]
         if not all(isinstance(b, Forest) for b in pair):  # LightGBM's, as trained
             return tuple(b.predict(x, num_threads=threads) for b in pair)
@@ -67,6 +74,19 @@ class KindModel:
             self._splits = joint_splits(pair)
         log_ratio, power = predict_together(pair, x, threads, self._splits)
         return log_ratio, power
+
+    def boosted_aside(self, x: np.ndarray) -> Callable[[], tuple[np.ndarray, np.ndarray]]:
+        """`boosted`, evaluated on a worker thread while the caller goes on
+        (`predict_aside`; LightGBM's boosters as trained answer at once): the function
+        returned waits for it."""
+        pair = [self.time_booster, self.power_booster]
+        if len(x) <= MANY_ROWS or not all(isinstance(b, Forest) for b in pair):
+            answer = self.boosted(x)  # a few rows (a prediction): no thread
+            return lambda: answer
+        if self._splits is None:
+            self._splits = joint_splits(pair)
+        wait = predict_aside(pair, x, self._splits)
+        return lambda: tuple(wait())
 
     def out_of_range(self, x: np.ndarray) -> np.ndarray:
         """Standardized distance to the nearest training sample above the threshold (a
@@ -156,8 +176,9 @@ def _screen(z: np.ndarray, train: np.ndarray, train_sq: np.ndarray, limit: float
 # samples of a kind's range test screened first (`farther_than`)
 SCREEN_SAMPLES = 128
 SINGLE_UNIT = 2.0 ** -24  # single precision's unit roundoff
-# leaves x samples compared at once by the range test (memory: 16 features x 8 bytes each)
-OOR_CHUNK = 1 << 16
+# leaves x samples compared at once by the range test: one product of m.n.k
+# MATRIX_MNK, which OpenBLAS runs on one thread (`piep.predict.blas`)
+OOR_CHUNK = MATRIX_MNK // len(_features.FEATURES)
 
 
 def _fit_kind(x: np.ndarray, log_ratio: np.ndarray, power: np.ndarray,
@@ -340,8 +361,11 @@ class ModuleModels:
                              for k in KINDS])
         column = 2 * np.asarray(decode, dtype=int) + np.asarray(table.mode_eager, dtype=int)
         gid = np.where(table.is_comm, -1, group_of[table.kind_id, column])
-        tested = []  # (kind model, a group's distinct rows, each row's among them, its rows)
-        for i in np.flatnonzero(np.bincount(gid[gid >= 0])):  # the groups in use
+        # each group's forests run on a worker thread while the next group's rows are
+        # prepared and the range tests run here (the largest group first)
+        pending, tested = [], []  # (a group's answer, each row's distinct row, its rows)
+        size = np.bincount(gid[gid >= 0])
+        for i in np.argsort(-size, kind="stable")[:np.count_nonzero(size)]:  # groups in use
             g, rows = names[i], np.flatnonzero(gid == i)
             if g not in self.kinds and g.split(".")[0] in COPY_KINDS:  # the copy rate
                 t[rows] = nbytes[rows] / gpu.hbm_bytes_per_s + _features.KERNEL_FLOOR_S
@@ -353,12 +377,12 @@ class ModuleModels:
             cols = {k: v[rows] for k, v in shape.items()}
             first, inv = distinct_columns(list(cols.values()))
             xs = feature_matrix({k: v[first] for k, v in cols.items()}, gpu)
-            lr, pw = self.kinds[g].boosted(xs)
-            t[rows] = (roof[rows] + _features.KERNEL_FLOOR_S) * np.exp(lr[inv])
-            p[rows] = pw[inv]
+            pending.append((self.kinds[g].boosted_aside(xs), inv, rows))
             tested.append((self.kinds[g], xs, inv, rows))
-        # the range tests after every GBDT: their matrix products leave BLAS's threads
-        # spinning a while, which would slow the GBDTs' threads on a machine of few cores
         for model, xs, inv, rows in tested:
             oor[rows] = model.out_of_range(xs)[inv]
+        for answer, inv, rows in pending:
+            lr, pw = answer()
+            t[rows] = (roof[rows] + _features.KERNEL_FLOOR_S) * np.exp(lr[inv])
+            p[rows] = pw[inv]
         return ModuleOutputs(t, p, oor)

@@ -25,6 +25,7 @@ import numpy as np
 
 from piep.config import Parallel, Workload
 from piep.layout import Deployment
+from piep.predict.blas import product
 from piep.tree import build_tree
 from piep.tree.builder import SLIDING, decode_context, window_weights
 from piep.tree.nodes import COMM_KINDS, COMPUTE_KINDS, COPY_KINDS
@@ -478,8 +479,8 @@ def _fill(sk: Skeleton, deps: Sequence[Deployment], idx: np.ndarray,
     rows = {k: v.reshape(n_cfg, n_leaf) for k, v in out.items()}
     b, q, cache, c, steps = (per[k][idx] for k in ("b", "prompt", "cache", "context", "steps"))
     prefill, decode, pre_columns = sk.stacked
-    v = np.where(pre_columns, _prefill_basis(b, q, cache) @ prefill,
-                 _decode_basis(b, c) @ decode)
+    v = np.where(pre_columns, product(_prefill_basis(b, q, cache), prefill),
+                 product(_decode_basis(b, c), decode))
     np.rint(v, out=v)  # every quantity is integral
     for i, name in enumerate(QUANT):
         rows[name][:] = v[:, i * n_leaf:(i + 1) * n_leaf]
