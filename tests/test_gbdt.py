@@ -3,6 +3,8 @@ predictions bit for bit: on every shipped module model, and on models whose spli
 missing values (NaN, or zero as missing) their default way."""
 
 import json
+import os
+import sys
 from pathlib import Path
 
 import lightgbm as lgb
@@ -287,3 +289,34 @@ def test_a_kinds_gbdts_beside_the_caller_give_its_numbers():
             wait = km.boosted_aside(rows)
             for got, want in zip(wait(), km.boosted(rows)):
                 assert np.array_equal(got, want)
+
+
+def _aside_in_child(texts, rows, want) -> None:
+    from piep.fit.workers import _without_lightgbm
+    from piep.predict.gbdt import predict_aside
+    _without_lightgbm()  # as the fits' workers: no LightGBM threads after a fork
+    got = predict_aside([Forest(t) for t in texts], rows)()
+    os._exit(0 if all(np.array_equal(g, w) for g, w in zip(got, want)) else 3)
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="forks (Linux)")
+def test_a_forked_child_evaluates_aside_on_a_thread_of_its_own():
+    """After a fork (the fits' worker processes) the child has none of the parent's
+    threads: its forests go to a worker of its own instead of waiting for ever."""
+    import multiprocessing
+
+    from piep.predict.gbdt import predict_aside
+    rng = np.random.default_rng(9)
+    x = rng.normal(size=(300, 2))
+    texts = [lgb.train({"objective": "regression", "verbose": -1, "num_leaves": 5},
+                       lgb.Dataset(x, y), 5).model_to_string()
+             for y in (x[:, 0], np.sin(x[:, 1]))]
+    predict_aside([Forest(t) for t in texts], x)()  # the parent's worker, started
+    want = [lgb.Booster(model_str=t).predict(x[:50]) for t in texts]
+    child = multiprocessing.get_context("fork").Process(target=_aside_in_child,
+                                                        args=(texts, x[:50], want))
+    child.start()
+    child.join(60)
+    if child.is_alive():
+        child.kill()
+    assert child.exitcode == 0

@@ -11,6 +11,7 @@ piep's module models are; anything else is refused when the text is read.
 
 from __future__ import annotations
 
+import os
 import sys
 from functools import cached_property
 from typing import TYPE_CHECKING, Callable
@@ -144,6 +145,16 @@ def predict_aside(forests: list[Forest], x: np.ndarray,
 
 
 _WORKER: ThreadPoolExecutor | None = None  # `predict_aside`'s thread, started on first use
+
+
+def _forget_worker() -> None:
+    """A forked child has none of its parent's threads: it starts a worker of its own
+    (the parent's would take its jobs and never run them)."""
+    global _WORKER
+    _WORKER = None
+
+
+os.register_at_fork(after_in_child=_forget_worker)
 
 
 def _cells_of(forests: list[Forest], x: np.ndarray,
