@@ -107,7 +107,7 @@ def batch_rows(energy_j: np.ndarray, time_s: np.ndarray, *, requests: np.ndarray
                gen_len: np.ndarray, prefill_s: np.ndarray) -> list[dict[str, object]]:
     """The flat rows of many static batches (arrays, an entry per batch) at once: each the
     row `Summary.batch(...).row()` gives, the same numbers in the same order of keys
-    (tests/test_documents.py holds them equal), without a summary object per batch."""
+    (tests/test_consistency.py holds them equal), without a summary object per batch."""
     requests, gen_len = np.asarray(requests, np.int64), np.asarray(gen_len, np.int64)
     tokens = requests * gen_len
     steps = np.maximum(gen_len - 1, 0)

@@ -331,7 +331,7 @@ class Scenario:
                         parallel=parallel, engine=engine, workload=workload,
                         transfer=transfer, check_memory=self.check_memory)
 
-    @cached_property
+    @property
     def mode(self) -> str:
         """How the engine decodes: "graph" (CUDA-graph replay) or "eager"."""
         return self.engine.mode
