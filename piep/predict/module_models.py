@@ -67,26 +67,33 @@ class KindModel:
         """(log time ratio, power) of each row of `x`: the GBDTs (read from text: both
         walk one row per cell of their splits together)."""
         threads = 2 if len(x) > MANY_ROWS else 1
-        pair = [self.time_booster, self.power_booster]
-        if not all(isinstance(b, Forest) for b in pair):  # LightGBM's, as trained
-            return tuple(b.predict(x, num_threads=threads) for b in pair)
-        if self._splits is None:
-            self._splits = joint_splits(pair)
-        log_ratio, power = predict_together(pair, x, threads, self._splits)
+        forests = self._forests()
+        if forests is None:  # LightGBM's, as trained
+            return tuple(b.predict(x, num_threads=threads)
+                         for b in (self.time_booster, self.power_booster))
+        log_ratio, power = predict_together(forests[0], x, threads, forests[1])
         return log_ratio, power
 
     def boosted_aside(self, x: np.ndarray) -> Callable[[], tuple[np.ndarray, np.ndarray]]:
         """`boosted`, evaluated on a worker thread while the caller goes on
         (`predict_aside`; LightGBM's boosters as trained answer at once): the function
         returned waits for it."""
-        pair = [self.time_booster, self.power_booster]
-        if len(x) <= MANY_ROWS or not all(isinstance(b, Forest) for b in pair):
+        forests = self._forests()
+        if len(x) <= MANY_ROWS or forests is None:
             answer = self.boosted(x)  # a few rows (a prediction): no thread
             return lambda: answer
+        wait = predict_aside(forests[0], x, forests[1])
+        return lambda: tuple(wait())
+
+    def _forests(self) -> tuple[list[Forest], tuple] | None:
+        """(the GBDT pair read from text, their joint splits, kept), or None where the
+        boosters are LightGBM's as trained."""
+        pair = [self.time_booster, self.power_booster]
+        if not all(isinstance(b, Forest) for b in pair):
+            return None
         if self._splits is None:
             self._splits = joint_splits(pair)
-        wait = predict_aside(pair, x, self._splits)
-        return lambda: tuple(wait())
+        return pair, self._splits
 
     def out_of_range(self, x: np.ndarray) -> np.ndarray:
         """Standardized distance to the nearest training sample above the threshold (a

@@ -310,11 +310,11 @@ class TableBuilder:
                "context": np.array([decode_context(d) for d in deps], float),
                "steps": np.array([max(w.gen_len - 1, 0) for w in work], float)}
         size = sum(len(idx) * len(sk.kind) for sk, idx in groups.values())
-        sk = next(iter(groups.values()))[0]
+        like = next(iter(groups.values()))[0]  # a skeleton: the integer columns' types
         r = {k: np.empty(size) for k in QUANT + STATIC + ("count", "sliding", "launches",
                                                            "group_size")}
-        r.update(phase=np.empty(size, sk.phase.dtype), stage=np.empty(size, sk.stage.dtype),
-                 is_comm=np.empty(size, bool), kind_id=np.empty(size, sk.kind_id.dtype),
+        r.update(phase=np.empty(size, like.phase.dtype), stage=np.empty(size, like.stage.dtype),
+                 is_comm=np.empty(size, bool), kind_id=np.empty(size, like.kind_id.dtype),
                  fused=np.empty(size, bool), cfg=np.empty(size, int))
         if detail:
             r["path"] = np.empty(size, dtype=object)
