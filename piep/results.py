@@ -140,6 +140,18 @@ def flat(doc: dict[str, object]) -> dict[str, object]:
     return out
 
 
+def pct_below(value: float, base: float) -> float:
+    """How far `value` lies below `base`, in per cent of `base`: the one convention of
+    every "X % below Y" piep prints (a 3x gap is 66.7 % below, never 200 %)."""
+    return 100 * (1 - value / base) if base else 0.0
+
+
+def pct_change(new: float, old: float) -> float:
+    """`new` against `old`, in per cent of `old` (negative: lower): the one convention of
+    every signed "+X % ... vs Y" piep prints."""
+    return 100 * (new / old - 1) if old else 0.0
+
+
 def clear_best(options: list[tuple[str, float, "list[float] | None"]], *, what: str,
                unit: str = "") -> dict[str, object]:
     """The option with the lowest value when it is lower than every other beyond the
@@ -148,7 +160,8 @@ def clear_best(options: list[tuple[str, float, "list[float] | None"]], *, what: 
     its uncertainty is their 90 % half-widths on the facing sides added in quadrature
     (the lower option's upper half, the other's lower half), as if their errors were
     independent: predictions of one predictor share part of their error, so this is the
-    cautious side."""
+    cautious side. `difference_pct` and `uncertainty_pct` are in per cent of the other
+    option (`difference_base`): the best is that much below it (`pct_below`)."""
     ranked = sorted(options, key=lambda o: o[1])
     best, rest = ranked[0], ranked[1:]
     if not rest:
@@ -159,31 +172,34 @@ def clear_best(options: list[tuple[str, float, "list[float] | None"]], *, what: 
         if not band or o[1] <= 0:
             return 0.0
         return math.log(band[1] / o[1]) if upper else math.log(o[1] / band[0])
+
+    def below(log_ratio: float) -> float:  # a log ratio other/best as "% below other"
+        return 100 * -math.expm1(-log_ratio)
     close = []
     for o in rest:
         d = math.log(o[1] / best[1]) if best[1] > 0 else math.inf
         q = math.hypot(half(best, True), half(o, False))
         if d <= q:
             close.append((o, d, q))
-    gap = 100 * (rest[0][1] / best[1] - 1) if best[1] else 0.0
     if not close:
-        q = math.hypot(half(best, True), half(rest[0], False))
-        return {"best": best[0], "difference_pct": gap,
-                "uncertainty_pct": 100 * (math.exp(q) - 1),
-                "why": f"{best[0]} is lowest in {what}, {gap:.1f} % below {rest[0][0]} "
-                       f"(beyond the {100 * (math.exp(q) - 1):.1f} % uncertainty of the "
-                       f"difference)"}
+        other = rest[0]
+        gap = pct_below(best[1], other[1])
+        u = below(math.hypot(half(best, True), half(other, False)))
+        return {"best": best[0], "difference_pct": gap, "uncertainty_pct": u,
+                "difference_base": other[0],
+                "why": f"{best[0]} is lowest in {what}, {gap:.1f} % below {other[0]} "
+                       f"(beyond the {u:.1f} % uncertainty of the difference)"}
     o, d, q = close[0]
     if d == 0:
         why = (f"no clear winner: {best[0]} and {o[0]} tie in {what} "
                f"({best[1]:.4g}{unit} each)")
     else:
-        why = (f"no clear winner in {what}: {best[0]} is {100 * (math.exp(d) - 1):.1f} % below "
-               f"{o[0]}, within the {100 * (math.exp(q) - 1):.1f} % uncertainty of the "
+        why = (f"no clear winner in {what}: {best[0]} is {below(d):.1f} % below "
+               f"{o[0]}, within the {below(q):.1f} % uncertainty of the "
                f"difference (both 90 % intervals, errors taken as independent)")
     return {"best": None, "within": [best[0]] + [c[0][0] for c in close],
-            "difference_pct": 100 * (math.exp(d) - 1),
-            "uncertainty_pct": 100 * (math.exp(q) - 1), "why": why}
+            "difference_pct": below(d), "uncertainty_pct": below(q),
+            "difference_base": o[0], "why": why}
 
 
 # 2: one name per quantity (QUANTITIES), latencies per request

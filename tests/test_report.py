@@ -62,6 +62,8 @@ def test_each_action_gain_is_a_difference_of_two_predictions(report):
         assert f"{100 * gain:+.1f} % energy per output token" in md
         if gain > 0:
             assert f"{a['text']}  **(costs energy)**" in md
+        if a["clear"]:  # its why states the same saving, on the same base (now)
+            assert f"{-100 * gain:.1f} % below now" in a["why"]
 
 
 def test_cli_report_with_measurement(tmp_path, capsys):

@@ -33,6 +33,25 @@ def test_a_winner_only_outside_the_uncertainty_of_the_difference():
     assert three["best"] is None and "c" in three["within"]
 
 
+def test_every_percentage_below_is_in_per_cent_of_what_it_is_below():
+    """"X is N % below Y" is (Y - X) / Y: a 3x gap is 66.7 % below, never 200 %; the
+    uncertainty is given on the same base."""
+    far = clear_best([("a", 100.0, None), ("b", 300.0, None)], what="e")
+    assert far["difference_pct"] == pytest.approx(100 * 2 / 3)
+    assert far["difference_base"] == "b" and "66.7 % below b" in far["why"]
+    near = clear_best([("a", 100.0, [90.0, 110.0]), ("b", 105.0, [95.0, 115.0])], what="e")
+    assert near["difference_pct"] == pytest.approx(100 * 5 / 105)
+    assert "4.8 % below b" in near["why"]
+    doc = compare(["llama-2-7b@tp2", "llama-2-13b@tp1"], Scenario.build("llama-2-7b", batch=16))
+    rows = {r["candidate"]: r for r in doc["candidates"]}
+    for goal, key in (("energy", "energy_j"), ("latency", "time_s")):
+        d = doc["decisions"][goal]
+        best, other = rows[d["best"]][key], rows[d["difference_base"]][key]
+        assert d["difference_pct"] == pytest.approx(100 * (other - best) / other)
+        assert f"{d['difference_pct']:.1f} % below" in d["why"]
+        assert 0 < d["difference_pct"] < 100
+
+
 def test_compare_says_no_clear_winner_and_keeps_each_rows_engine(capsys):
     base = Scenario.build("llama-2-7b", engine="hf-static")
     same = compare(["llama-2-7b@tp1", "llama-2-7b@tp1dp1"], base)

@@ -155,8 +155,8 @@ def _human(doc, n_front: int) -> str:
              f"only]",
              f"  default: {_fmt(doc['reference'])}",
              f"  chosen:  {_fmt(doc['chosen'])}",
-             f"  predicted gain: {100 * g['energy_per_token']:+.1f} % energy per output token, "
-             f"{100 * g['time_per_token']:+.1f} % time per output token",
+             f"  chosen vs default: {100 * g['energy_per_token']:+.1f} % energy per output "
+             f"token, {100 * g['time_per_token']:+.1f} % time per output token (predicted)",
              f"Pareto front ({len(doc['front'])} points; {min(n_front, len(doc['front']))} shown):"]
     front = doc["front"]
     step = max(1, len(front) // max(n_front, 1))
@@ -170,6 +170,6 @@ def _human(doc, n_front: int) -> str:
         lines += [f"online ({o['source']}, axes {','.join(o['axes'])}, {o['measurements']} "
                   f"measurements): best batch {o['best']['batch']}, limit "
                   f"{o['best']['power_limit_w']:.0f} W, SM {o['best']['sm_mhz'] or 'default'}",
-                  f"  measured gain over the default: {100 * mg['energy_per_token']:+.1f} % "
-                  f"energy per token, {100 * mg['time_per_token']:+.1f} % time per output token"]
+                  f"  best vs default: {100 * mg['energy_per_token']:+.1f} % energy per output "
+                  f"token, {100 * mg['time_per_token']:+.1f} % time per output token (measured)"]
     return "\n".join(lines)

@@ -71,7 +71,8 @@ def actions(scn: Scenario, doc: dict[str, Any], predictor: str = "auto") -> list
                     "tpot_change": d_tpot, "clear": clear["best"] == label,
                     "why": clear["why"],
                     "text": f"{label}: {100 * d_jpt:+.1f} % energy per output token, "
-                            f"{100 * d_tpot:+.1f} % TPOT, {100 * d_time:+.1f} % total time"})
+                            f"{100 * d_tpot:+.1f} % TPOT, {100 * d_time:+.1f} % total time "
+                            f"(vs now)"})
     return out
 
 
@@ -254,7 +255,7 @@ def build_report(scn: Scenario, out: Path, *, predictor: str = "auto",
                              f"{a['phase_mhz']['decode']} MHz): {-100 * a['saving']:+.1f} % "
                              f"energy (band {-100 * a['saving_band'][1]:+.1f} to "
                              f"{-100 * a['saving_band'][0]:+.1f} %), {100 * a['slowdown']:+.2f} "
-                             f"% time — model-based, not measured"})
+                             f"% time vs the default clocks — model-based, not measured"})
     lay = layouts(scn, predictor)
     with all_or_nothing():
         figs = _figures(out, doc, kinds, lay, measured, _wait_samples(doc))
