@@ -58,8 +58,10 @@ FLAGS: dict[str, Flag] = {f.name: f for f in (
          f"a fixed x{BAND[0]}-x{BAND[1]} band (not validated on this GPU)",
          "calibrate the GPU (piep calibrate, then piep train --gpu NAME)"),
     Flag("power_capped",
-         f"a phase of {SUSTAINED_S:g} s or more would draw more than the board's power limit: "
-         "it is priced at the limit, its clock (and time) stretched", "none",
+         f"a phase of {SUSTAINED_S:g} s or more (a batch's prefill or decode, or a stream's "
+         "iterations together) would draw more than the board's power limit: it is priced at "
+         "the limit (a batch's phase with its clock and time stretched; a stream's "
+         "iterations keep the times their engine's profile was fitted on)", "none",
          "none needed: the board does this; a lower batch or clock plan draws less"),
     Flag("short_window_power",
          f"a phase shorter than {SUSTAINED_S:g} s averages above the board's power limit: the "

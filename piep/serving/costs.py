@@ -8,6 +8,11 @@ K), and the head (final norm, LM head on each request's last position, sampling,
 scheduler's host time per step and per request: of R). Each group is priced once on a
 grid through `piep.predict.pricing` (iteration tables of the engine's model tree) and
 interpolated in log-log space, so a simulator can ask for millions of iterations.
+
+An iteration whose kernels would draw more than the boards' power limit is held at the
+limit (`under_limit`): its energy is the limit's over its time. Its time stays as priced:
+the serving profiles' time terms are fitted on measured iteration durations, which the
+boards' clocks already held.
 """
 
 from __future__ import annotations
@@ -51,6 +56,16 @@ class Curve:
     wait_j: np.ndarray            # of kernel_j: busy-waiting in collectives
 
 
+def under_limit(time_s, kernel_j, gap_j, limit_w):
+    """(kernel J, launch-gap J) of iterations (numbers or arrays) held at the power limit
+    `limit_w` of all their boards: where they would draw more, both are scaled down to
+    the limit over `time_s` (a continuous batch runs iterations back to back, so the
+    short-window allowance of a lone phase does not apply)."""
+    total = kernel_j + gap_j
+    keep = np.minimum(1.0, limit_w * time_s / np.where(total > 0, total, 1.0))
+    return kernel_j * keep, gap_j * keep
+
+
 @dataclass(frozen=True)
 class IterationCosts:
     body: Curve      # of T
@@ -58,6 +73,7 @@ class IterationCosts:
     head: Curve      # of R
     idle_power_w: float  # the GPUs when no request is in flight (all GPUs of the layout)
     out_of_range: bool
+    limit_w: float = math.inf  # the power limit of all the layout's boards together
 
     @cached_property
     def _scalar(self) -> tuple:
@@ -97,7 +113,11 @@ class IterationCosts:
                 hi = high[ak] if last else high[ak] + (high[ak + 1] - high[ak]) * kw
                 lo = lo + (hi - lo) * bw
             out.append(body_v + 2.0 ** lo + head_v)
-        return out[0], out[1], out[2]
+        time_s, kernel_j, gap_j = out
+        if kernel_j + gap_j > self.limit_w * time_s:  # (rare: skip the call otherwise)
+            kernel_j, gap_j = (float(v) for v in under_limit(time_s, kernel_j, gap_j,
+                                                             self.limit_w))
+        return time_s, kernel_j, gap_j
 
     def cost(self, tokens, requests, keys) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(time s, kernel energy J, launch-gap energy J) of iterations (arrays)."""
@@ -106,10 +126,19 @@ class IterationCosts:
         return time_s, kernel_j, gap_j
 
     def fields(self, names: tuple[str, ...], tokens, requests, keys) -> list[np.ndarray]:
-        """Fields of `Curve` (time_s, kernel_j...) of iterations, their groups added."""
+        """Fields of `Curve` (time_s, kernel_j...) of iterations, their groups added; the
+        energies held at the power limit (`under_limit`: every energy field by the same
+        share)."""
         lt, lr, lk = (np.log2(np.maximum(np.asarray(v, float), 1.0))
                       for v in (tokens, requests, keys))
-        return [self._sum(f, lt, lr, lk) for f in names]
+        values = {f: self._sum(f, lt, lr, lk) for f in names}
+        if any(f != "time_s" for f in names) and math.isfinite(self.limit_w):
+            t, k, g = (values[f] if f in values else self._sum(f, lt, lr, lk)
+                       for f in ("time_s", "kernel_j", "gap_j"))
+            held_k, _ = under_limit(t, k, g, self.limit_w)
+            keep = np.divide(held_k, k, out=np.ones_like(k), where=k > 0)
+            values = {f: v if f == "time_s" else v * keep for f, v in values.items()}
+        return [values[f] for f in names]
 
     def partition(self, tokens, requests, keys) -> tuple[np.ndarray, np.ndarray]:
         """(collective transfer J, busy-waiting J) of iterations: the parts of their
@@ -244,7 +273,12 @@ class IterationGrid:
             oor |= bool((prices.out_of_range & group).any())
         idle_w = 0.0 if time_only else \
             self._price(model, 3).idle_w * self.dep.parallel.world_size
-        return IterationCosts(*curves, idle_w, oor)
+        return IterationCosts(*curves, idle_w, oor, self.limit_w)
+
+    @property
+    def limit_w(self) -> float:
+        """The power limit of all the deployment's boards together."""
+        return self.dep.gpu.max_power_w * self.dep.parallel.world_size
 
     def read_points(self, tokens, requests, keys) -> tuple[np.ndarray, ...]:
         """Per row group, the grid points the costs of these iterations read (a few
@@ -376,6 +410,8 @@ class IterationTimes:
                                                     [len(o) for o in own]),
                      np.cumsum([0] + [len(o) for o in own])[:-1], np.asarray(sizes))
         self._stacked: dict[tuple, tuple] = {}
+        # each iteration's boards' power limit (its grid's)
+        self._limits_w = np.repeat([self.grids[it.grid][0].limit_w for it in self.items], sizes)
 
     def _stack(self, model):
         """The rows to price of every grid and group, as one table, its module outputs,
@@ -434,8 +470,10 @@ class IterationTimes:
         stacked, mo, rows, *read = self._stack(model)
         prices = model.price(stacked, mo)
         kernel_e, gap_e, _, _ = _row_energies(stacked, prices)
-        return self._at_iterations([_elapsed_s(stacked, prices), kernel_e, gap_e], stacked,
-                                   rows, *read)
+        out = self._at_iterations([_elapsed_s(stacked, prices), kernel_e, gap_e], stacked,
+                                  rows, *read)
+        out[1], out[2] = under_limit(*out, self._limits_w)
+        return out
 
     def split(self, values: np.ndarray) -> list[np.ndarray]:
         """Values of every item's iterations, one after another, as each item's."""

@@ -19,6 +19,7 @@ import numpy as np
 from piep.errors import ConfigError
 from piep.flags import IDLE_DOMINATED, explain
 from piep.engines import names
+from piep.predict.power import SUSTAINED_S
 from piep.predict.pricing import flags as pricing_flags
 from piep.resolve import Resolved, resolve
 from piep.results import Prediction, ServingResult, Summary
@@ -210,9 +211,10 @@ def batch_as_stream(res: Resolved) -> Prediction:
     """The prediction of a serving engine's batch (`piep predict --engine hf-cb`):
     continuous batching has no static batch, so its B prompts arrive at once and its
     scheduler runs them, each of dp replicas serving its share; `piep serve` of the same
-    requests gives the same energy, time, latencies and partition. The prefill's time is
-    until every prompt has its first token; per-module energies and times are the batch
-    tree's attribution scaled to the stream's (a model attribution, as always)."""
+    requests gives the same energy, time, latencies and partition. The prefill is the
+    iterations until every prompt has its first token (serve splits each iteration by
+    its tokens instead); per-module energies and times are the batch tree's attribution
+    scaled to the stream's (a model attribution, as always)."""
     from piep.predict.pricing import price
     scn = res.scenario
     p = scn.parallel
@@ -221,13 +223,18 @@ def batch_as_stream(res: Resolved) -> Prediction:
     batch = price([scn.deployment], res.cost_model, detail=True).prediction(0)
     energy, time_s = stream["energy_j"], stream["time_s"]
     ttft = float(np.max(sim.first_token_s))
+    # the prefill: the iterations until every prompt has its first token (a wall-clock
+    # phase, as a static batch's: its energy and time are of the same iterations)
+    before = sim.it_start_s + sim.it_time_s <= ttft
+    prefill_j = float((sim.it_kernel_j + sim.it_gap_j)[before].sum())
     e_scale, t_scale = energy / batch.outcome.energy_j, time_s / batch.outcome.time_s
     one = outcome(scn.requests(), sim, energy)  # one replica's requests
     return replace(
         batch, predictor=stream["predictor"],
         outcome=replace(one, output_tokens=batch.outcome.output_tokens, replicas=p.dp),
-        phases={"prefill": {"energy_j": stream["prefill"]["energy_j"], "time_s": ttft},
-                "decode": {"energy_j": stream["decode"]["energy_j"], "time_s": time_s - ttft},
+        phases={"prefill": {"energy_j": prefill_j, "time_s": ttft},
+                "decode": {"energy_j": energy - prefill_j - stream["no_request"]["energy_j"],
+                           "time_s": time_s - ttft},
                 "no_request": dict(stream["no_request"])},
         per_gpu=[{**g, "power_w_mean": energy / p.world_size / time_s} for g in batch.per_gpu],
         interval=stream["interval"], breakdown_j=stream["breakdown_j"],
@@ -296,6 +303,9 @@ def serving_result(scn: Scenario, trace: Trace, sim: Simulation, costs,
     out = outcome(trace, sim, energy)
     flags = ([] if trace.was_sorted else ["unsorted_trace"]) \
         + pricing_flags(scn.deployment, costs.out_of_range)
+    held = sim.it_kernel_j + sim.it_gap_j >= costs.limit_w * sim.it_time_s * (1 - 1e-9)
+    if sim.it_time_s[held].sum() >= SUSTAINED_S:  # iterations held at the boards' limit
+        flags.append("power_capped")
     if sim.queued_on_memory:
         flags.append("queueing_on_kv_memory")
     if idle_j > IDLE_DOMINATED * energy:  # the answer is mostly the boards between requests
