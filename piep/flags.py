@@ -76,6 +76,13 @@ FLAGS: dict[str, Flag] = {f.name: f for f in (
          "requests waited for KV-cache blocks: the scheduler's memory, not its token budget, "
          "bounded the batch", "none",
          "fewer or shorter requests in flight, more GPUs (tp), or a smaller model"),
+    Flag("overloaded",
+         "arrivals outpace what the engine serves: each request waits longer for its first "
+         "token than the one before, so the latencies and energy per token are of a growing "
+         "queue, not of a steady state; `load` gives the arrival rate and the rate the engine "
+         "sustained at this mix of requests", "none",
+         "let requests arrive at most at load.sustainable_rate_per_s (more replicas: dp), "
+         "or price a shorter trace"),
     Flag("idle_dominated",
          f"more than {IDLE_DOMINATED:.0%} of the energy is the boards idle with no request in "
          "flight: per-request energies carry little of it", "none",

@@ -275,6 +275,7 @@ class ServingResult:
     scenario: dict[str, Any] | None = None
     host_dependence: dict[str, Any] | None = None
     flag_notes: list[dict[str, str]] | None = None
+    load: dict[str, Any] | None = None  # arrival rate, the rate the engine sustains
 
     def to_json(self) -> dict[str, Any]:
         """The serving document (`piep serve --json`)."""
@@ -290,6 +291,6 @@ class ServingResult:
         optional = {"predictor": self.predictor, "engine_ref": self.engine_ref,
                     "transfer": self.transfer, "interval": self.interval,
                     "scenario": self.scenario, "host_dependence": self.host_dependence,
-                    "flag_notes": self.flag_notes}
+                    "flag_notes": self.flag_notes, "load": self.load}
         doc.update({k: v for k, v in optional.items() if v is not None})
         return doc

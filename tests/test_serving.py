@@ -519,3 +519,27 @@ def test_the_fits_medians_are_numpys():
                                                       [len(r) for r in rows]), len(rows))
     assert got[-3] == 3.5 and np.isnan(got[-2]) and np.isnan(got[-1])
     assert all(g == float(np.median(r)) for g, r in zip(got[:-2], rows[:-2]))
+
+
+def test_an_overloaded_stream_says_so_with_the_rate_the_engine_sustains(capsys):
+    """400 requests at 10/s on llama-3-8b under hf-cb: the queue grows (TTFT from a
+    fraction of a second to tens), flagged with the rate the engine took them in at; the
+    same requests at 2/s, and at 80 % of that sustained rate, are not flagged."""
+    from piep.serving.serve import serve
+    from piep.scenario import Scenario
+
+    def served(rate):
+        trace = poisson_trace(rate_per_s=rate, requests=400, prompt_len="lognormal:512:0.6:4096",
+                              gen_len="lognormal:128:0.6:1024", seed=0)
+        return serve(Scenario.build("llama-3-8b", engine="hf-cb", trace=trace), hosts=False)
+    fast = served(10.0)
+    assert "overloaded" in fast["flags"] and fast["ttft_s"]["p99"] > 10
+    load = fast["load"]
+    assert 1.0 < load["sustainable_rate_per_s"] < 0.9 * load["arrival_rate_per_s"]
+    for rate in (2.0, 0.8 * load["sustainable_rate_per_s"] * 10 / load["arrival_rate_per_s"]):
+        calm = served(rate)
+        assert "overloaded" not in calm["flags"], rate
+        assert calm["load"]["sustainable_rate_per_s"] is None
+    assert main(["serve", "--model", "llama-3-8b", "--rate", "10", "--requests", "400"]) == 0
+    out = capsys.readouterr().out
+    assert "overloaded: requests arrive at" in out and "the engine sustains about" in out

@@ -133,6 +133,11 @@ def summary(d: dict, shown: int) -> str:
         lines += ["", table([[r["id"], r["energy_j"], r["ttft_s"], r["tpot_s"], r["e2e_s"]]
                              for r in top], ["request (most energy)", "energy_j", "ttft_s",
                                              "tpot_s", "e2e_s"])]
+    load = d.get("load") or {}
+    if load.get("sustainable_rate_per_s") is not None:
+        lines += ["", f"overloaded: requests arrive at {load['arrival_rate_per_s']:.3g}/s; the "
+                      f"engine sustains about {load['sustainable_rate_per_s']:.3g}/s at this "
+                      f"mix (TTFT grows {load['ttft_growth_per_s']:.2f} s per s of arrivals)"]
     lines += flag_lines(d["flags"])
     if note := host_note(d):
         lines.append(note)

@@ -308,6 +308,9 @@ def serving_result(scn: Scenario, trace: Trace, sim: Simulation, costs,
         flags.append("power_capped")
     if sim.queued_on_memory:
         flags.append("queueing_on_kv_memory")
+    load = stream_load(trace, out.ttft_s)
+    if load.get("sustainable_rate_per_s") is not None:
+        flags.append("overloaded")
     if idle_j > IDLE_DOMINATED * energy:  # the answer is mostly the boards between requests
         flags.append("idle_dominated")
     per_request = [{"id": rid, "energy_j": float(e), "ttft_s": float(a), "tpot_s": float(b),
@@ -334,7 +337,35 @@ def serving_result(scn: Scenario, trace: Trace, sim: Simulation, costs,
         scheduler={"block_size": policy.block_size, "num_blocks": policy.num_blocks,
                    "max_batch_tokens": policy.max_batch_tokens,
                    "safety_margin": policy.safety_margin},
-        per_request=per_request, flags=tuple(flags))
+        per_request=per_request, flags=tuple(flags), load=load)
+
+
+# a stream is overloaded when its requests' wait for their first token grows by at least
+# this share of the time they arrive over, and by at least OVERLOAD_S over the trace
+OVERLOAD_SLOPE = 0.05
+OVERLOAD_S = 1.0
+
+
+def stream_load(trace: Trace, ttft_s: np.ndarray) -> dict[str, float | None]:
+    """The arrival rate of a stream and whether the engine kept up with it. Where arrivals
+    outpace service, requests queue and each waits longer than the one before: their
+    TTFT grows along the trace at a slope s (least squares on arrival time), so the
+    engine takes them in at the arrival rate / (1 + s), the most it sustains at this mix
+    of requests (`sustainable_rate_per_s`; None where the wait does not grow)."""
+    arrival = trace.arrival_s
+    span = float(arrival.max() - arrival.min()) if len(arrival) else 0.0
+    if len(arrival) < 8 or span <= 0:  # a burst (all at once) has no rate
+        return {"arrival_rate_per_s": None, "sustainable_rate_per_s": None}
+    rate = (len(arrival) - 1) / span
+    x = arrival - arrival.mean()
+    slope = float((x * (ttft_s - ttft_s.mean())).sum() / (x * x).sum())
+    q = len(arrival) // 4
+    early, late = np.median(ttft_s[:q]), np.median(ttft_s[-q:])
+    grows = slope >= OVERLOAD_SLOPE and slope * span >= OVERLOAD_S and late > 2 * early \
+        and late - early >= OVERLOAD_S
+    return {"arrival_rate_per_s": rate,
+            "sustainable_rate_per_s": rate / (1 + slope) if grows else None,
+            "ttft_growth_per_s": slope}
 
 
 def with_host(model, **terms: float):
