@@ -451,7 +451,8 @@ module model trained on isolated samples, at the same shapes. Gap = in-situ / is
 alpha over all modules of all runs: min {a.min():.3f}, median {np.median(a):.3f},
 max {a.max():.3f} (bounds 1 ± 1/2.5).
 
-90 % split-conformal intervals, sized per (mode, layout) from LOMO residuals. Empirical
+90 % jackknife intervals: the full fit's prediction +- the 90 % quantile of the LOMO
+residuals, per (mode, layout) where a group has 8 runs or more (else pooled). Empirical
 coverage when each model's interval is sized without its own residuals: energy
 {cov_e:.1f} %, time {cov_t:.1f} % ({n_cov} runs).
 

@@ -5,8 +5,9 @@ Each tp=2 run is predicted by the tensor-parallel path fitted without it
 (`piep.fit.tp_path.leave_one_out`): through its increment over the same harness's tp=1
 run (what the fit matches: the harness offset cancels) and absolute (piep's prediction
 at the harness's host probe, what a user with that host gets). Beside them the run's
-repeat spread, and whether the shipped profile's 90 % interval (predicted at the harness
-probe) covers it. Then the comparison the project exists for, at batch 1 and 16.
+repeat spread, and whether the shipped profile's interval (predicted at the harness probe)
+holds it: in sample, as that interval is sized on these runs' leave-one-run-out errors (no
+coverage is measured). Then the comparison the project exists for, at batch 1 and 16.
 
     python benchmarks/engines_tp2.py [--out reports/engines_tp2.md]
 """
@@ -38,7 +39,7 @@ def main() -> int:
              "Leave one run out (errors in %; spread: (max - min) / median of the run's 3 "
              "repeats):", "",
              "| run | measured J | s | via tp=1: energy | time | absolute: energy | time | "
-             "spread energy | time | in the 90 % interval (energy, time) |",
+             "spread energy | time | inside the interval, in sample (energy, time) |",
              "|---|---|---|---|---|---|---|---|---|---|"]
     errors: dict[str, list[tuple[float, float]]] = {}
     for r in rows:

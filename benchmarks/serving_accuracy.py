@@ -114,8 +114,9 @@ def main() -> int:
             print(f"blind {label}: energy {mape(rows, 'energy_j')}, time "
                   f"{mape(rows, 'time_s')}, TPOT {mape(rows, 'tpot_s')}")
     cov = {k: cross_coverage(loso, k) for k in ("energy_j", "time_s")}
-    lines += ["", f"Coverage of the 90 % interval `piep serve` prints (split-conformal over "
-              f"held-out-shape residuals, as the profile sizes it), cross-conformal: each "
+    lines += ["", f"Coverage of the 90 % interval `piep serve` prints (a jackknife interval: "
+              f"the full fit's prediction +- the 90 % quantile of held-out-shape residuals, "
+              f"as the profile sizes it), cross-conformal: each "
               f"replay, predicted at its own host probe, against the band sized on the "
               f"other shapes' replays alone: energy "
               f"{100 * cov['energy_j']:.0f} %, window time {100 * cov['time_s']:.0f} % "

@@ -48,6 +48,13 @@ FLAGS: dict[str, Flag] = {f.name: f for f in (
          f"x{W} in log (not measured)",
          "meter runs at this degree (piep measure --engine E --tp N, or runs of your own "
          "harness with piep train --engine E --from-measurements) and refit"),
+    Flag("few_runs_interval",
+         "the engine's profile was fitted on too few runs to size its own 90 % band (fewer "
+         "than 9 held-out residuals): its interval is its base engine's, or its own largest "
+         "held-out error where that is wider", "to the base engine's band (not measured on "
+         "this engine)",
+         "meter runs of more shapes (9 or more held out) and refit (piep train --engine "
+         "NAME --from-measurements)"),
     Flag("unmeasured_sliding_window",
          "the prompt and generated tokens run past the model's sliding window, which the "
          "engine's profile never measured", "none",

@@ -166,6 +166,8 @@ def _flags(scn: Scenario, profile, transfer) -> tuple[str, ...]:
         flags.append("unmeasured_engine_layout")
     if not profile.meta.get("window_measured") and past_window(scn.deployment):
         flags.append("unmeasured_sliding_window")
+    if profile.meta.get("interval_from"):
+        flags.append("few_runs_interval")
     return tuple(flags)
 
 

@@ -158,3 +158,33 @@ def test_a_serving_engine_of_your_own_is_fitted_from_its_benchmarks(tmp_path, mo
     assert doc["engine"] == "my-vllm" or doc["engine_ref"]["name"] == "my-vllm"
     assert doc["energy_j"] == pytest.approx(seen["gpu_energy_j"], rel=0.05)
     assert doc["time_s"] == pytest.approx(seen["duration"], rel=0.05)
+    # two replays cannot size a band: hf-cb's, flagged
+    assert "few_runs_interval" in doc["flags"] and "hf-cb's 90 % band" in doc["interval"]["level"]
+
+
+def test_a_user_engine_fitted_on_too_few_runs_takes_its_base_engines_band(tmp_path,
+                                                                          monkeypatch):
+    """A fit on 3 replays whose held-out errors were all small (a +-2.7 % band) does not
+    print that band: each band is the wider of its own and hf-cb's, flagged."""
+    import math
+    from dataclasses import replace
+
+    from piep import api
+    from piep.fit.engines import widened_to_base
+    from piep.predict.engines import load_profile, save_profile, user_profile_dir
+    from piep.scenario import Scenario
+    monkeypatch.setenv("PIEP_DATA_DIR", str(tmp_path / "data"))
+    shipped = load_profile("h200", "hf-cb")
+    narrow = replace(shipped, name="my-cb", like="hf-cb", intervals={"all": math.log(1.027)},
+                     time_intervals={"all": math.log(1.5)}, meta={**shipped.meta, "lomo_runs": 3})
+    mine = widened_to_base(narrow, shipped, 3)
+    assert mine.intervals["all"] == shipped.intervals["all"]  # hf-cb's is wider
+    assert mine.time_intervals["all"] == math.log(1.5)  # its own is wider
+    assert widened_to_base(narrow, shipped, 9) is narrow  # 9 held out size a band
+    save_profile(mine, user_profile_dir("h200", "my-cb"))
+    scn = Scenario.build("llama-2-7b", engine="my-cb", batch=4, gen_len=16)
+    doc = api.predict(scn, hosts=False)
+    theirs = api.predict(scn.replace(engine="hf-cb"), hosts=False)  # the same widenings
+    assert doc["interval"]["energy_j"][1] / doc["energy_j"] == pytest.approx(
+        theirs["interval"]["energy_j"][1] / theirs["energy_j"], rel=1e-9)
+    assert "few_runs_interval" in doc["flags"] and "hf-cb's 90 % band" in doc["interval"]["level"]

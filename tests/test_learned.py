@@ -30,7 +30,8 @@ def test_default_predict_uses_learned_and_partitions(shipped):
     assert doc["modules_raw_sum_j"] > 0 and doc["modules_raw_sum_j"] != doc["energy_j"]
     lo, hi = doc["interval"]["energy_j"]
     assert lo < doc["energy_j"] < hi
-    assert "conformal" in doc["interval"]["level"]
+    assert doc["interval"]["level"].startswith("90 % jackknife interval")
+    assert "conformal" not in doc["interval"]["level"]  # not a split-conformal band
     assert doc["breakdown_j"]["communication"] > 0 and doc["breakdown_j"]["wait"] > 0
 
 

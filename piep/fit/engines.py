@@ -204,18 +204,43 @@ def _predicted(base, profile: EngineProfile, test: list[Measurement], engine: st
                    profile.apply(base))
 
 
-def with_intervals(profile: EngineProfile, rows: list[dict[str, Any]]) -> EngineProfile:
-    """The 90 % split-conformal half-widths of |log(pred/measured)| over LOMO rows, pooled
-    (an engine has too few runs per layout to split them)."""
+def with_intervals(profile: EngineProfile, rows: list[dict[str, Any]],
+                   held_out: str = "leave-one-model-out residuals") -> EngineProfile:
+    """The 90 % half-widths of |log(pred/measured)| over held-out rows (`held_out`: of
+    what, in words), pooled (an engine has too few runs per layout to split them)."""
     from piep.stats.conformal import band as q
+    from piep.stats.conformal import basis
     qe = q([abs(math.log(r["pred_energy_j"] / r["energy_j"])) for r in rows])
     qt = q([abs(math.log(r["pred_time_s"] / r["time_s"])) for r in rows])
     meta = {**profile.meta, "lomo_runs": len(rows),
+            "interval_basis": {"all": basis(len(rows), held_out)},
             "lomo_energy_mape": 100 * statistics.mean(abs(r["pred_energy_j"] / r["energy_j"] - 1)
                                                       for r in rows),
             "lomo_time_mape": 100 * statistics.mean(abs(r["pred_time_s"] / r["time_s"] - 1)
                                                     for r in rows)}
     return replace(profile, intervals={"all": qe}, time_intervals={"all": qt}, meta=meta)
+
+
+def widened_to_base(profile: EngineProfile, base: EngineProfile | None,
+                    held_out: int) -> EngineProfile:
+    """A user's profile whose fit left fewer than MIN_HELD_OUT held-out residuals cannot
+    size its own band: each of its bands becomes the wider of its own and its base
+    engine's (the shipped profile it is priced as), marked so that answers flag it."""
+    from piep.stats.conformal import MIN_HELD_OUT
+    if held_out >= MIN_HELD_OUT or base is None:
+        return profile
+
+    def wider(own: dict[str, float], theirs: dict[str, float]) -> dict[str, float]:
+        return {g: max(own.get(g, own.get("all", 0.0)), theirs.get(g, theirs.get("all", 0.0)))
+                for g in {*own, *theirs}}
+    meta = {**profile.meta, "interval_from": {"engine": base.name, "held_out": held_out},
+            "interval_basis": {g: f"{base.name}'s 90 % band or this fit's own largest "
+                                  f"held-out error, the wider ({held_out} held-out residuals "
+                                  f"are too few to size a band; {MIN_HELD_OUT} needed)"
+                               for g in {*profile.intervals, *base.intervals}}}
+    return replace(profile, intervals=wider(profile.intervals, base.intervals),
+                   time_intervals=wider(profile.time_intervals, base.time_intervals),
+                   meta=meta)
 
 
 def host_probe_range_us(records: list) -> list[float] | None:

@@ -338,22 +338,26 @@ def rows_of(cases_: list[Case], model) -> list[dict[str, Any]]:
     return out
 
 
-def conformal(rows: list[dict[str, Any]], level: float = 0.9) -> tuple[dict, dict]:
-    """q-quantile of |log(pred/measured)| per (mode, layout) group, pooled where small."""
-    from piep.stats.conformal import band
+def conformal(rows: list[dict[str, Any]], level: float = 0.9) -> tuple[dict, dict, dict]:
+    """q-quantile of |log(pred/measured)| per (mode, layout) group, pooled where small, and
+    what each band is (`piep.stats.conformal.basis`)."""
+    from piep.stats.conformal import band, basis
 
     def q(values):
         return band(values, level)
     groups: dict[str, list[dict[str, Any]]] = {}
     for r in rows:
         groups.setdefault(f"{r['mode']}/{r['layout']}", []).append(r)
+    words = "leave-one-model-out residuals"
     qe = {"all": q([abs(math.log(r["pred_energy_j"] / r["energy_j"])) for r in rows])}
     qt = {"all": q([abs(math.log(r["pred_time_s"] / r["time_s"])) for r in rows])}
+    how = {"all": basis(len(rows), words, "all")}
     for g, rs in groups.items():
         if len(rs) >= 8:
             qe[g] = q([abs(math.log(r["pred_energy_j"] / r["energy_j"])) for r in rs])
             qt[g] = q([abs(math.log(r["pred_time_s"] / r["time_s"])) for r in rs])
-    return qe, qt
+            how[g] = basis(len(rs), words, g)
+    return qe, qt, how
 
 
 def train_shipped(gpu_name: str = DEFAULT_GPU, progress=None) -> tuple[LearnedModel, list[dict]]:
@@ -370,7 +374,7 @@ def train_shipped(gpu_name: str = DEFAULT_GPU, progress=None) -> tuple[LearnedMo
     all_cases = cases(cal, gpu)
     rows = leave_one_model_out(cal, gpu, all_cases, progress=progress)
     model = fit(cal, gpu, all_cases)
-    model.intervals, model.time_intervals = conformal(rows)
+    model.intervals, model.time_intervals, model.interval_basis = conformal(rows)
     model.meta["data_hash"] = cal.data_hash()
     return model, rows
 

@@ -415,13 +415,17 @@ def held_out(base, records: list[ServingReplay], *, by: str = "model", maxiter: 
 def held_out_on_hosts(base, records: list[ServingReplay], *, by: str = "model",
                       maxiter: int = 400, hosts: tuple[bool, ...] = (False, True),
                       default_host_s: float | str | None = "typical",
-                      shared: Shared | None = None) -> dict[bool, list[dict[str, Any]]]:
+                      shared: Shared | None = None,
+                      name: str = SERVING) -> dict[bool, list[dict[str, Any]]]:
     """`held_out` for each of `hosts` (True: each replay on its host; False: on the
     profile's default host) from the same held-out fits (one fit per group); `shared`:
-    what other fits on these replays computed."""
+    what other fits on these replays computed; `name`: the engine fitted (progress)."""
     records = [r for r in records if r.energy_j]
+    # a replay by itself: named by its model, its trace and its place among the replays
+    replay = {id(r): f"{r.model} {Path(r.trace or 'trace').name} #{i}"
+              for i, r in enumerate(records, 1)}
     key = {"model": lambda r: r.model, "load": lambda r: Path(r.trace or "").name,
-           "trace": id}[by]
+           "trace": lambda r: replay[id(r)]}[by]
     groups = list(dict.fromkeys(key(r) for r in records))
     out: dict[bool, list[dict[str, Any]]] = {h: [] for h in hosts}
     shared = shared or Shared()
@@ -435,7 +439,7 @@ def held_out_on_hosts(base, records: list[ServingReplay], *, by: str = "model",
         return {h: [case_row(c, model) for c in
                     _cases(base, test, profile.meta["scheduler"]["reserved_gib"], h, shared)]
                 for h in hosts}
-    pace = Pace(f"{SERVING} leave-one-{by}-out")
+    pace = Pace(f"{name} leave-one-{'replay' if by == 'trace' else by}-out")
     for i, (group, rows) in enumerate(zip(groups, fold_map(fold, groups))):
         for h in hosts:
             out[h] += rows[h]

@@ -237,5 +237,10 @@ def with_tp_path(profile, runs: Sequence[ForeignRun], priced: Pricer, source: st
         worst_t = max(abs(math.log(r["pred_time_s"] / r["time_s"])) for r in own)
         energy_log[group] = max(worst_e, energy_log.get("all", 0.0))
         time_log[group] = max(worst_t, time_log.get("all", 0.0))
+        meta["interval_basis"] = {
+            **meta.get("interval_basis", {}),
+            group: f"band of the larger of its tp=1 band and the largest of {len(own)} "
+                   f"leave-one-run-out errors at tp={max(tps)} (too few to size a 90 % band; "
+                   f"in sample: no held-out coverage)"}
     return replace(profile, host=host, meta=meta, intervals=energy_log,
                    time_intervals=time_log)

@@ -62,6 +62,7 @@ def engine_profile(*, gpu: str, engine: str, like: str | None = None,
     from piep.predict.learned import LearnedModel
     from piep.fit.predictor import get_term
     from piep.records import read_runs
+    from piep.artifacts import read_json
     base = api.cost_model(gpu, "learned")
     if not isinstance(base, LearnedModel):
         raise ConfigError(f"an engine profile is fitted over the learned predictor; none "
@@ -90,10 +91,11 @@ def engine_profile(*, gpu: str, engine: str, like: str | None = None,
         if len(records) >= 3:  # intervals from leave-one-shape-out (else -trace-out) residuals
             by = "model" if len({r.model for r in records}) >= 2 else "trace"
             # predicted without a host probe, and with each replay's (same held-out fits)
-            rows = held_out_on_hosts(base, records, by=by, shared=shared, **fit,
+            rows = held_out_on_hosts(base, records, by=by, shared=shared, **fit, name=engine,
                                      hosts=(False, True) if profile.host.host_probe_ref_s
                                      else (False,))
-            profile = with_intervals(profile, rows[False])
+            profile = with_intervals(profile, rows[False], f"leave-one-"
+                                     f"{'shape' if by == 'model' else 'replay'}-out residuals")
             profile.meta["held_out"] = by
             if True in rows:
                 hosted = with_intervals(profile, rows[True])
@@ -115,6 +117,13 @@ def engine_profile(*, gpu: str, engine: str, like: str | None = None,
                 hosted = with_intervals(profile, rows[True])
                 profile.meta.update({f"{k}_host_probe": hosted.meta[k] for k in
                                      ("lomo_energy_mape", "lomo_time_mape")})
+    if from_measurements:  # yours: too few held out to size a band -> the base engine's
+        from piep.fit.engines import widened_to_base
+        from piep.predict.engines import EngineProfile
+        shipped = shipped_profile_dir(gpu, like or engine) / "profile.json"
+        theirs = EngineProfile.from_json(read_json(shipped, "piep.engine_profile")) \
+            if shipped.is_file() else None
+        profile = widened_to_base(profile, theirs, profile.meta.get("lomo_runs", 0))
     if (hosts := host_probe_range_us(records)) is not None:
         profile.meta["host_probe_range_us"] = hosts
     if not from_measurements and not like:  # the shipped tensor-parallel runs

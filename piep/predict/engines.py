@@ -76,10 +76,13 @@ class EngineProfile:
     def apply(self, base):
         """The learned model `base` running this engine (its intervals widened at a tp
         degree none of the runs had)."""
+        own = bool(self.intervals)
         return replace(base, host=copy.deepcopy(self.host),
                        combiner=self.combiner or base.combiner,
                        intervals=self.intervals or base.intervals,
                        time_intervals=self.time_intervals or base.time_intervals,
+                       interval_basis=self.meta.get("interval_basis", {}) if own
+                       else base.interval_basis,
                        measured_tp=self.measured_tp,
                        name=f"{base.name} + {self.name} profile")
 

@@ -48,6 +48,8 @@ class LearnedModel:
     combiner: Combiner = field(default_factory=Combiner)
     intervals: dict[str, float] = field(default_factory=dict)  # group -> q90 |log ratio| energy
     time_intervals: dict[str, float] = field(default_factory=dict)
+    # group -> what its band is (`piep.stats.conformal.basis`)
+    interval_basis: dict[str, str] = field(default_factory=dict)
     meta: dict[str, Any] = field(default_factory=dict)
     # an engine profile's measured tp degrees (empty: the reference runner, measured at
     # every degree up to n = 2)
@@ -125,16 +127,17 @@ class LearnedModel:
 
     def interval(self, dep: Deployment, energy_j: float, time_s: float, *,
                  far: bool = False) -> dict[str, Any]:
-        """The 90 % interval of a prediction of `dep`: the conformal half-widths of its
-        group, widened where collectives are extrapolated beyond n = 2, where an engine
-        runs at a tp degree its profile never measured and where the module models
-        extrapolate (`far`)."""
+        """The 90 % interval of a prediction of `dep`: the held-out half-widths of its
+        group (named for what they are: `interval_basis`), widened where collectives are
+        extrapolated beyond n = 2, where an engine runs at a tp degree its profile never
+        measured and where the module models extrapolate (`far`)."""
         group = interval_group(dep.workload.mode, dep.parallel)
         if group not in self.intervals:  # an engine profile's pooled residuals
             group = "all"
         qe = self.intervals.get(group, 0.2)
         qt = self.time_intervals.get(group, self.time_intervals.get("all", 0.2))
-        level = f"90% split-conformal (leave-one-model-out residuals, group {group})"
+        level = self.interval_basis.get(
+            group, f"90 % jackknife interval (leave-one-model-out residuals, group {group})")
         widened = [what for what, beyond in (
             ("collectives beyond 2 GPUs", dep.parallel.world_size > 2),
             (f"the engine at tp={dep.parallel.tp}, which none of its runs had",

@@ -54,7 +54,8 @@ def _save_document(model: LearnedModel, folder: Path, kinds: dict, **prov: Any) 
         "terms": model.host.to_dict(),
         "combiner": {"features": list(ALPHA_FEATURES), "W": model.combiner.w.tolist(),
                      "b": model.combiner.b, "tau": model.combiner.tau},
-        "intervals": {"energy_log": model.intervals, "time_log": model.time_intervals},
+        "intervals": {"energy_log": model.intervals, "time_log": model.time_intervals,
+                      "basis": model.interval_basis},
         "meta": model.meta}, **prov)
 
 
@@ -78,4 +79,5 @@ def load(folder: Path, gpu: GPU) -> LearnedModel:
                         Combiner(np.asarray(comb["W"], dtype=float), float(comb["b"]),
                                  float(comb.get("tau", 2.5))),
                         intervals=doc["intervals"]["energy_log"],
-                        time_intervals=doc["intervals"]["time_log"], meta=doc.get("meta", {}))
+                        time_intervals=doc["intervals"]["time_log"],
+                        interval_basis=doc["intervals"].get("basis", {}), meta=doc.get("meta", {}))

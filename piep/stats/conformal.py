@@ -1,9 +1,13 @@
-"""Split-conformal bands of |log(predicted / measured)| and their coverage.
+"""Bands of |log(predicted / measured)| from held-out residuals, and their coverage.
 
 A band is the `level` quantile of held-out log errors (the (n+1)-corrected order
-statistic). Coverage is measured cross-conformally: each row against the band sized on
-the rows of the other groups only (a held-out model's residuals never size its own
-band), so the figure is what a user of an unseen model would have got.
+statistic), placed around the prediction of the fit on every run: a cross-validation
+("jackknife") interval, not a split-conformal one (whose residuals would come from runs
+the fit never saw). With fewer than MIN_HELD_OUT residuals the corrected order statistic
+lies past the largest, so the band is that largest residual and sizes nothing (`basis`
+says so). Coverage is measured cross-conformally: each row against the band sized on the
+rows of the other groups only (a held-out model's residuals never size its own band), so
+the figure is what a user of an unseen model would have got.
 """
 
 from __future__ import annotations
@@ -12,8 +16,23 @@ import math
 from typing import Any, Sequence
 
 
+# fewer held-out residuals than this cannot size a 90 % band ((n+1) x 0.9 > n)
+MIN_HELD_OUT = 9
+
+
+def basis(n: int, held_out: str, group: str | None = None) -> str:
+    """A band's basis in words: what it is a quantile of (`held_out`: "leave-one-model-out
+    residuals", ...), and whether there were enough of them to size it."""
+    where = f", group {group}" if group else ""
+    if n >= MIN_HELD_OUT:
+        return (f"90 % jackknife interval (the full fit's prediction +- the 90 % quantile of "
+                f"{n} {held_out}{where})")
+    return (f"band of the largest of {n} {held_out}{where} around the full fit's prediction "
+            f"(too few to size a 90 % band: {MIN_HELD_OUT} needed)")
+
+
 def band(log_errors: Sequence[float], level: float = 0.9) -> float:
-    """The `level` split-conformal half-width of absolute log errors."""
+    """The `level` half-width of absolute held-out log errors ((n+1)-corrected)."""
     v = sorted(log_errors)
     return v[min(len(v) - 1, math.ceil(level * (len(v) + 1)) - 1)]
 
