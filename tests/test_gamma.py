@@ -54,3 +54,29 @@ def test_nelder_mead_restarts_a_stalled_search_and_stops_when_it_gains_nothing()
     best = nelder_mead(counted, x0, xatol=1e-6, fatol=1e-12, maxiter=80, restarts=30)
     assert rosen(best) < 1e-3 * once.fun
     assert len(calls) < 31 * 80  # 31 searches of at least 80 steps each: it stopped before
+
+
+def test_the_gamma_test_rejects_true_gammas_at_its_level():
+    """On samples of a true Gamma, the test's p-value is uniform: about half of them lie
+    below 0.5 and about a tenth below 0.1. The KS p-value of parameters fitted on the same
+    waits is not (it piles up near 1: it rejected 0 of 200 such samples at 5 %)."""
+    from scipy import stats
+
+    from piep.stats.gamma import gamma_pvalue
+    boot, naive = [], []
+    for seed in range(60):
+        w = np.random.default_rng(100 + seed).gamma(2.0, 1e-5, size=100)
+        boot.append(gamma_pvalue(w, samples=199, seed=seed))
+        shape, _, scale = stats.gamma.fit(w, floc=0)
+        naive.append(stats.kstest(w, "gamma", args=(shape, 0, scale)).pvalue)
+    boot, naive = np.array(boot), np.array(naive)
+    assert 0.35 < boot.mean() < 0.65 and 0.02 <= (boot < 0.1).mean() <= 0.2
+    assert naive.mean() > 0.7 and (naive < 0.1).mean() == 0.0
+
+
+def test_a_fit_names_the_test_behind_its_p_value():
+    rng = np.random.default_rng(3)
+    fit = fit_waits(rng.gamma(2.0, 1e-5, size=300), gof_samples=199)
+    assert fit["ks_pvalue_method"] == "parametric bootstrap (199)"
+    odd = fit_waits(np.concatenate([rng.normal(1e-5, 1e-7, 500), rng.normal(5e-5, 1e-7, 500)]))
+    assert odd["ks_pvalue_method"].startswith("KS with fitted parameters")
