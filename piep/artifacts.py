@@ -9,12 +9,14 @@ from __future__ import annotations
 import contextlib
 import io
 import json
+import logging
 import math
 import os
 import platform
 import re
 import shutil
 import stat
+import sys
 import subprocess
 from dataclasses import dataclass
 from functools import lru_cache
@@ -23,6 +25,8 @@ from typing import Any, Callable, Iterable
 
 from piep import __version__
 from piep.errors import ArtifactError, OutputError
+
+log = logging.getLogger("piep.artifacts")
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 
@@ -300,11 +304,35 @@ def write_text(path: Path | str, text: str) -> Path:
 
 
 def load_json(path: Path | str) -> Any:
-    text = read_text(path)
+    return parse_json(read_text(path), str(path))
+
+
+class _NotJSON(ValueError):
+    """NaN or Infinity: Python's JSON reader takes them, JSON has no such numbers."""
+
+
+def _no_constant(name: str):
+    raise _NotJSON(name)
+
+
+def parse_json(text: str, where: str, *, constants: bool = False) -> Any:
+    """The JSON value of `text`; what is not JSON (NaN and Infinity included, unless
+    `constants`: files of tools that write them, as Python's json does), nested past
+    Python's recursion limit, or holds an integer of more than 4,300 digits is one error
+    naming `where`."""
     try:
-        return json.loads(text)
+        return json.loads(text, parse_constant=None if constants else _no_constant)
     except json.JSONDecodeError as exc:
-        raise ArtifactError(f"{path}: not valid JSON ({exc})") from None
+        raise ArtifactError(f"{where}: not valid JSON ({exc.msg}: line {exc.lineno} column "
+                            f"{exc.colno})") from None
+    except _NotJSON as exc:
+        raise ArtifactError(f"{where}: {exc} is not a JSON number; give a finite number "
+                            f"or null") from None
+    except RecursionError:
+        raise ArtifactError(f"{where}: nested too deeply to be a piep input") from None
+    except ValueError:  # an integer past Python's limit on digits
+        raise ArtifactError(f"{where}: a number of more than {sys.get_int_max_str_digits():,} "
+                            f"digits is no size piep reads") from None
 
 
 # --- the schemas of piep's documents ---------------------------------------------------
@@ -416,13 +444,29 @@ def check_document(doc: Any, where: str = "document") -> dict[str, Any]:
     return SCHEMAS[name].check(doc, where)
 
 
-def read_text(path: Path | str) -> str:
+# the largest document (a scenario, a config, a policy, a result file) piep reads, and the
+# longest line of a JSONL file: beyond them a file is not what it claims to be
+MAX_DOCUMENT_BYTES = 256 * 1024 ** 2
+MAX_LINE_BYTES = 64 * 1024 ** 2
+
+
+def _input(path: Path | str) -> Path:
+    """A file piep reads: it exists and is a file (one line naming it otherwise)."""
     path = Path(path)
     if path.is_dir():
         raise ArtifactError(f"{path} is a folder; give a file")
     if not path.exists():
         raise ArtifactError(f"{path}: no such file")
+    return path
+
+
+def read_text(path: Path | str) -> str:
+    path = _input(path)
     try:
+        if path.is_file() and path.stat().st_size > MAX_DOCUMENT_BYTES:
+            raise ArtifactError(f"{path}: {path.stat().st_size / 1024 ** 2:,.0f} MB is more than "
+                                f"a piep document holds ({MAX_DOCUMENT_BYTES // 1024 ** 2} MB); "
+                                f"give the right file")
         return path.read_text()
     except (OSError, UnicodeDecodeError) as exc:
         raise ArtifactError(f"{path}: cannot be read ({getattr(exc, 'strerror', None) or exc})") \
@@ -443,29 +487,60 @@ def read_records(path: Path | str, schema: str, *, given: bool = False,
                  parse: Callable[[dict[str, Any], str], Any] | None = None) -> list[Any]:
     """The records of `schema` in a JSONL file, each checked (other lines are skipped);
     `given`: a file the user named, which must exist (else: none yet, an output to resume);
-    `parse(record, where)`: each record typed (e.g. `piep.records.Measurement.from_json`)."""
-    rows = read_input_jsonl(path) if given else read_jsonl(path)
-    return [(parse or (lambda doc, _: doc))(check_document(r, f"{path}:{i}"), f"{path}:{i}")
-            for i, r in enumerate(rows, 1)
-            if isinstance(r, dict) and r.get("schema") == schema]
+    `parse(record, where)`: each record typed (e.g. `piep.records.Measurement.from_json`).
+    The file is read a line at a time: only its records of `schema` are held."""
+    if not given and not Path(path).exists():
+        return []
+    out = []
+    for i, r in iter_jsonl(path):
+        if isinstance(r, dict) and r.get("schema") == schema:
+            where = f"{path}:{i}"
+            out.append((parse or (lambda doc, _: doc))(check_document(r, where), where))
+    return out
 
 
 def append_jsonl(path: Path | str, record: dict[str, Any]) -> None:
-    """Append one line; a crash can lose only the line being written."""
+    """Append one line, flushed to the disk; a crash can lose only the line being written,
+    and a line a crash left torn (no newline at the end of the file) is cut before the
+    next one is appended."""
     path = writable(path)
+    line = json.dumps(record, sort_keys=False, allow_nan=False) + "\n"
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        with _open_for_write(path, "a") as fh:
-            fh.write(json.dumps(record, sort_keys=False) + "\n")
+        with _open_for_write(path, "ab") as fh:
+            _cut_torn_tail(fh, path)
+            fh.write(line.encode())
             fh.flush()
             os.fsync(fh.fileno())
     except OSError as exc:
         raise OutputError(f"cannot append to {path}: {exc.strerror or exc}") from None
+    except ValueError as exc:  # NaN or Infinity in a record: not JSON
+        raise OutputError(f"cannot append to {path}: {exc}") from None
+
+
+def _cut_torn_tail(fh, path: Path) -> None:
+    """In a file open for appending: where its last line has no newline (a write cut short),
+    truncate that line away."""
+    size = fh.seek(0, os.SEEK_END)
+    if not size:
+        return
+    with open(path, "rb") as rd:
+        rd.seek(size - 1)
+        if rd.read(1) == b"\n":
+            return
+        start = max(0, size - MAX_LINE_BYTES)
+        rd.seek(start)
+        tail = rd.read()
+    cut = tail.rfind(b"\n")
+    keep = start + cut + 1 if cut >= 0 else 0
+    log.warning("%s: its last line was torn (%d bytes without a newline); cut before "
+                "appending", path, size - keep)
+    fh.truncate(keep)
 
 
 def read_input_jsonl(path: Path | str) -> list[Any]:
     """The JSON lines of a file the user gave as input: one that must exist."""
-    return parse_jsonl(read_text(path), str(path))
+    return [v for _, v in iter_jsonl(path)]
 
 
 def read_jsonl(path: Path | str) -> list[dict[str, Any]]:
@@ -473,19 +548,51 @@ def read_jsonl(path: Path | str) -> list[dict[str, Any]]:
     path = Path(path)
     if not path.exists():
         return []
-    return parse_jsonl(read_text(path), str(path))
+    return [v for _, v in iter_jsonl(path)]
 
 
-def parse_jsonl(text: str, where: str) -> list[Any]:
-    """The JSON values of the non-blank lines of `text`; a bad line is one error naming it."""
+def iter_jsonl(path: Path | str) -> Iterable[tuple[int, Any]]:
+    """(line number, JSON value) of each non-blank line of a file, read a line at a time; a
+    bad line is one error naming it, except a last line without a newline (an append cut
+    short), which is skipped with a warning."""
+    path = _input(path)
+    where = str(path)
+    try:
+        with open(path, "rb") as fh:
+            lineno = 0
+            while True:
+                raw = fh.readline(MAX_LINE_BYTES + 1)
+                if not raw:
+                    return
+                lineno += 1
+                if len(raw) > MAX_LINE_BYTES:
+                    raise ArtifactError(f"{where}:{lineno}: a line longer than "
+                                        f"{MAX_LINE_BYTES // 1024 ** 2} MB is not a JSON "
+                                        f"line; give the right file")
+                if not raw.strip():
+                    continue
+                try:
+                    yield lineno, parse_json(raw.decode(), f"{where}:{lineno}")
+                except (ArtifactError, UnicodeDecodeError) as exc:
+                    if not raw.endswith(b"\n") and not fh.read(1):  # the last line, torn
+                        log.warning("%s:%d: the last line is torn (no newline, not JSON): "
+                                    "skipped", where, lineno)
+                        return
+                    if isinstance(exc, UnicodeDecodeError):
+                        raise ArtifactError(f"{where}:{lineno}: not a JSON line (not "
+                                            f"UTF-8 text)") from None
+                    raise
+    except OSError as exc:
+        raise ArtifactError(f"{path}: cannot be read ({exc.strerror or exc})") from None
+
+
+def parse_jsonl(text: str, where: str, *, constants: bool = False) -> list[Any]:
+    """The JSON values of the non-blank lines of `text`; a bad line is one error naming it
+    (`constants` as `parse_json`'s)."""
     rows = []
     for lineno, line in enumerate(text.splitlines(), 1):
-        if not line.strip():
-            continue
-        try:
-            rows.append(json.loads(line))
-        except json.JSONDecodeError:
-            raise ArtifactError(f"{where}:{lineno}: not a JSON line") from None
+        if line.strip():
+            rows.append(parse_json(line, f"{where}:{lineno}", constants=constants))
     return rows
 
 

@@ -22,7 +22,6 @@ a client that holds back requests.
 
 from __future__ import annotations
 
-import json
 import math
 from pathlib import Path
 from typing import Any
@@ -35,21 +34,17 @@ DETAIL_FLAG = {"vllm": "--save-detailed", "sglang": "--output-details"}
 
 def read_results(path: str | Path) -> list[dict[str, Any]]:
     """The runs of a result file: one JSON object, or one per line."""
-    from piep.artifacts import read_text
+    from piep.artifacts import parse_json, parse_jsonl, read_text
+    from piep.errors import ArtifactError
     text = read_text(path).strip()
     if not text:
         raise ConfigError(f"{path}: empty")
     try:
-        doc = json.loads(text)
+        # (their writers are Python's json: an infinite request rate is Infinity)
+        doc = parse_json(text, str(path), constants=True)
         runs = doc if isinstance(doc, list) else [doc]
-    except json.JSONDecodeError:
-        runs = []
-        for i, line in enumerate(text.splitlines(), 1):
-            if line.strip():
-                try:
-                    runs.append(json.loads(line))
-                except json.JSONDecodeError as exc:
-                    raise ConfigError(f"{path}:{i}: not JSON ({exc.msg})") from None
+    except ArtifactError:  # one object per line
+        runs = parse_jsonl(text, str(path), constants=True)
     if not all(isinstance(r, dict) for r in runs):
         raise ConfigError(f"{path}: a benchmark result is a JSON object per run")
     return runs

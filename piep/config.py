@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 from dataclasses import asdict, dataclass
 from functools import lru_cache
 from typing import Any, Mapping
@@ -52,9 +53,38 @@ _FLOAT_KEYS = ("rms_norm_eps", "rope_theta", "initializer_range")
 _BOOL_KEYS = ("attention_bias", "tie_word_embeddings")
 
 
-def _positive_int(name: str, value: Any, problems: list[str]) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
-        problems.append(f"{name}={value!r} must be a positive integer")
+# the largest value of each size piep takes: far beyond any model or run, and bounds that
+# keep every size's arithmetic (divisors, memory, tables) small and exact
+LIMITS = {"hidden_size": 1 << 20, "num_layers": 1 << 14, "num_heads": 1 << 16,
+          "num_kv_heads": 1 << 16, "head_dim": 1 << 16, "intermediate_size": 1 << 24,
+          "vocab_size": 1 << 24, "max_position": 1 << 30, "num_experts": 1 << 16,
+          "experts_per_token": 1 << 16, "tp": 1 << 16, "pp": 1 << 14, "dp": 1 << 16,
+          "batch": 1 << 24, "prompt_len": 1 << 30, "gen_len": 1 << 30, "cache_len": 1 << 31}
+
+
+def _shown(value: Any) -> str:
+    """A value as an error shows it (a number of many digits by its size)."""
+    if isinstance(value, int) and not isinstance(value, bool) and abs(value) >= 10 ** 15:
+        return f"a {len(str(abs(value)))}-digit number"
+    return repr(value)
+
+
+def size_problem(name: str, value: Any, *, key: str | None = None) -> str | None:
+    """Why `value` is no valid size `name` (an integer from 1 up to its LIMITS entry),
+    or None; `key`: the name the user gave it by."""
+    top = LIMITS.get(name)
+    shown = key or name
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        return f"{shown}={_shown(value)} must be an integer >= 1"
+    if top is not None and value > top:
+        return f"{shown}={_shown(value)} is beyond what piep prices (at most {top:,})"
+    return None
+
+
+def _positive_int(name: str, value: Any, problems: list[str], key: str | None = None) -> int:
+    problem = size_problem(key or name, value, key=name)
+    if problem:
+        problems.append(problem)
         return 1
     return value
 
@@ -88,7 +118,7 @@ class ModelSpec:
         for key in ("hidden_size", "num_layers", "num_heads", "num_kv_heads", "head_dim",
                     "intermediate_size", "vocab_size", "max_position", "num_experts",
                     "experts_per_token"):
-            _positive_int(key, getattr(self, key), problems)
+            _positive_int(ALIASES.get(key, (key,))[0], getattr(self, key), problems, key)
         if not problems:
             if self.num_heads % self.num_kv_heads:
                 problems.append(f"num_attention_heads={self.num_heads} is not a multiple of "
@@ -211,7 +241,7 @@ class ModelSpec:
         for key in ("hidden_size", "num_layers", "num_heads", "num_kv_heads", "head_dim",
                     "intermediate_size", "vocab_size", "max_position"):
             if key in values:
-                _positive_int(ALIASES[key][0], values[key], problems)
+                _positive_int(ALIASES[key][0], values[key], problems, key)
         if problems:
             raise ConfigError(f"{name}: not a usable Llama-family config.json: "
                               + "; ".join(problems))
@@ -261,9 +291,8 @@ class Parallel:
 
     def __post_init__(self) -> None:
         for key in ("tp", "pp", "dp"):
-            value = getattr(self, key)
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise ConfigError(f"{key}={value!r} must be an integer >= 1")
+            if problem := size_problem(key, getattr(self, key)):
+                raise ConfigError(problem)
 
     @property
     def world_size(self) -> int:
@@ -290,14 +319,13 @@ class Workload:
 
     def __post_init__(self) -> None:
         for key in ("batch", "prompt_len", "gen_len"):
-            value = getattr(self, key)
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise ConfigError(f"{key}={value!r} must be an integer >= 1")
+            if problem := size_problem(key, getattr(self, key)):
+                raise ConfigError(problem)
         if self.mode not in MODES:
             raise ConfigError(f"mode={self.mode!r} is not one of {', '.join(MODES)}")
         if self.cache_len is not None and (
                 isinstance(self.cache_len, bool) or not isinstance(self.cache_len, int)
-                or self.cache_len < self.prompt_len + self.gen_len):
+                or not self.prompt_len + self.gen_len <= self.cache_len <= LIMITS["cache_len"]):
             raise ConfigError(f"cache_len={self.cache_len!r} must be an integer >= prompt_len "
                               f"+ gen_len = {self.prompt_len + self.gen_len}")
 
@@ -309,4 +337,6 @@ class Workload:
 
 @lru_cache(maxsize=1024)
 def divisors(n: int) -> tuple[int, ...]:
-    return tuple(d for d in range(1, n + 1) if n % d == 0)
+    """The divisors of n, ascending (pairs d, n // d up to sqrt n)."""
+    small = [d for d in range(1, math.isqrt(n) + 1) if n % d == 0]
+    return tuple(small + [n // d for d in reversed(small) if d * d != n])

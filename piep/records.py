@@ -15,7 +15,6 @@ way the fits will before it is written.
 
 from __future__ import annotations
 
-import json
 import math
 import statistics
 from dataclasses import dataclass, field, replace
@@ -613,28 +612,20 @@ def foreign_run(rec: Any, where: str) -> ForeignRun:
 
 def is_foreign(path: str | Path) -> bool:
     """The file's first record is not one of piep's (it has no `schema`)."""
-    from piep.artifacts import read_text
-    for line in read_text(path).splitlines():
-        if line.strip():
-            try:
-                return "schema" not in json.loads(line)
-            except json.JSONDecodeError:
-                return False
+    from piep.artifacts import iter_jsonl
+    from piep.errors import ArtifactError
+    try:
+        for _, first in iter_jsonl(path):
+            return isinstance(first, Mapping) and "schema" not in first
+    except ArtifactError:  # not JSON lines: read as piep's, which says what is wrong
+        return False
     return False
 
 
 def load_foreign(path: str | Path) -> list[ForeignRun]:
     """Every run of a JSONL file of another harness (one line per run)."""
-    from piep.artifacts import read_text
-    runs = []
-    for i, line in enumerate(read_text(path).splitlines(), 1):
-        if not line.strip():
-            continue
-        try:
-            rec = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise ConfigError(f"{path}:{i}: not JSON ({exc.msg})") from None
-        runs.append(foreign_run(rec, f"{path}:{i}"))
+    from piep.artifacts import iter_jsonl
+    runs = [foreign_run(rec, f"{path}:{i}") for i, rec in iter_jsonl(path)]
     if not runs:
         raise ConfigError(f"{path}: no runs")
     return runs

@@ -18,12 +18,15 @@ from pathlib import Path
 
 import numpy as np
 
+from piep.config import LIMITS
 from piep.errors import ConfigError
 
 # the longest stream priced: a month of arrivals. Beyond it the window is the boards' idle
 # power over the gaps, not serving (a rate of 1e-9/s or an arrival at 1e12 s priced decades
 # of idle); a longer log is priced in parts
 MAX_SPAN_S = 30 * 86400.0
+# the most requests a stream holds (a million are priced in ~20 s; a longer log in parts)
+MAX_REQUESTS = 1_000_000
 
 
 @dataclass(frozen=True)
@@ -63,14 +66,18 @@ def make_trace(arrival_s, prompt_len, gen_len, ids=None, *, where: str = "trace"
     n = len(a)
     if n == 0:
         raise ConfigError(f"{where}: no requests")
+    if n > MAX_REQUESTS:
+        raise ConfigError(f"{where}: {n:,} requests; piep prices at most {MAX_REQUESTS:,} in "
+                          f"one stream: price the trace in parts")
     ids = [str(i) for i in (ids if ids is not None else range(n))]
     for name, col, low in (("arrival_s", a, 0), ("prompt_len", p, 1), ("gen_len", g, 1)):
         bad = ~np.isfinite(col) | (col < low)
         if name != "arrival_s":
-            bad |= col != np.round(col)
+            bad |= (col != np.round(col)) | (col > LIMITS[name])
         if bad.any():
             i = int(np.flatnonzero(bad)[0])
-            need = "a finite number >= 0" if name == "arrival_s" else "an integer >= 1"
+            need = "a finite number >= 0" if name == "arrival_s" else \
+                f"an integer from 1 to {LIMITS[name]:,}"
             raise ConfigError(f"{where}: request {ids[i]}: {name}={float(col[i])!r} must be {need}")
     seen: dict[str, int] = {}
     for i, rid in enumerate(ids):
@@ -91,12 +98,17 @@ def make_trace(arrival_s, prompt_len, gen_len, ids=None, *, where: str = "trace"
 
 def read_trace(path: str | Path) -> Trace:
     """A trace file: JSONL (one object per line) or CSV with a header."""
-    from piep.artifacts import parse_jsonl, read_text
-    text = read_text(path)
+    import itertools
+
+    from piep.artifacts import iter_jsonl, read_text
     if Path(path).suffix.lower() == ".csv":
-        rows: list = list(csv.DictReader(io.StringIO(text)))
+        source = csv.DictReader(io.StringIO(read_text(path)))
     else:
-        rows = parse_jsonl(text, str(path))
+        source = (row for _, row in iter_jsonl(path))
+    rows: list = list(itertools.islice(source, MAX_REQUESTS + 1))  # (a row past: too many)
+    if len(rows) > MAX_REQUESTS:
+        raise ConfigError(f"{path}: more than {MAX_REQUESTS:,} requests; piep prices at most "
+                          f"{MAX_REQUESTS:,} in one stream: price the trace in parts")
     need = ("arrival_s", "prompt_len", "gen_len")
     for i, r in enumerate(rows, 1):
         missing = [k for k in need if k not in r or r[k] in (None, "")] \
@@ -153,8 +165,9 @@ def poisson_trace(*, rate_per_s: float, requests: int, prompt_len: str, gen_len:
     """Poisson arrivals at `rate_per_s`, lengths drawn from their distributions."""
     if not (isinstance(rate_per_s, (int, float)) and math.isfinite(rate_per_s) and rate_per_s > 0):
         raise ConfigError(f"--rate={rate_per_s!r} must be a positive number of requests per second")
-    if not (isinstance(requests, int) and requests >= 1):
-        raise ConfigError(f"--requests={requests!r} must be an integer >= 1")
+    if not (isinstance(requests, int) and 1 <= requests <= MAX_REQUESTS):
+        raise ConfigError(f"--requests={requests!r} must be an integer from 1 to "
+                          f"{MAX_REQUESTS:,} (a longer stream: price it in parts)")
     if not (isinstance(seed, int) and 0 <= seed < 2 ** 63):
         raise ConfigError(f"--seed={seed!r} must be a whole number >= 0")
     rng = np.random.default_rng(seed)

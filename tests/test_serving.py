@@ -31,7 +31,7 @@ def test_trace_files_and_draws(tmp_path):
     csv = tmp_path / "t.csv"
     csv.write_text("arrival_s,prompt_len,gen_len\n0,10,5\n0,10,5\n")  # a burst: ties
     assert len(read_trace(csv)) == 2
-    with pytest.raises(ConfigError, match="request 1: gen_len=0.0 must be an integer >= 1"):
+    with pytest.raises(ConfigError, match="request 1: gen_len=0.0 must be an integer from 1 to"):
         make_trace([0, 1], [4, 4], [3, 0])
     (tmp_path / "bad.jsonl").write_text('{"arrival_s": 0, "prompt_len": 3}\n')
     with pytest.raises(ConfigError, match="row 1 lacks gen_len"):

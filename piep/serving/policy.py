@@ -16,7 +16,6 @@ decode-first, chunked-prefill FIFO loop, so a prediction with a policy file is f
 
 from __future__ import annotations
 
-import json
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -62,15 +61,13 @@ def _number(path: str, key: str, value: Any, kind: type) -> float:
 
 def read_policy(path: str | Path) -> UserPolicy:
     """A policy file, checked key by key (one line per problem, naming the key)."""
+    from piep.artifacts import load_json
+    from piep.errors import ArtifactError
     p = Path(path)
     try:
-        doc = json.loads(p.read_text())
-    except FileNotFoundError:
-        raise ConfigError(f"--policy {p}: no such file") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ConfigError(f"--policy {p}: cannot read it ({exc})") from None
-    except json.JSONDecodeError as exc:
-        raise ConfigError(f"--policy {p}: not JSON (line {exc.lineno}: {exc.msg})") from None
+        doc = load_json(p)
+    except ArtifactError as exc:
+        raise ConfigError(f"--policy {exc}") from None
     if not isinstance(doc, dict):
         raise ConfigError(f"--policy {p}: give a JSON object of scheduler keys and 'host'")
     known = {"name", "host", *SCHEDULER_KEYS}
