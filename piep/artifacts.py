@@ -55,9 +55,22 @@ def _trees(root: Path) -> Path:
     return root / "model_trees"
 
 
+def gpu_key(name: str) -> str:
+    """A GPU's name as the folders of its calibration and fits are named: lower case,
+    letters, digits, '.', '-', '_' (a name that would reach outside those folders, such
+    as '../x', is refused)."""
+    key = str(name).strip().lower()
+    if not USER_NAME.fullmatch(key):
+        from piep.errors import ConfigError
+        raise ConfigError(f"--gpu {name!r}: a GPU is named in letters, digits, '.', '-' and "
+                          f"'_' (e.g. h200, h100-sxm)")
+    return key
+
+
 def calibration_dir(gpu: str) -> Path:
     """A GPU's calibration: the shipped one, else one of the user's own (`piep calibrate
     gpu --name`, in the user data directory)."""
+    gpu = gpu_key(gpu)
     shipped = data_root() / "calibration" / gpu
     if not shipped.is_dir() and user_calibration_dir(gpu).is_dir():
         return user_calibration_dir(gpu)
@@ -66,7 +79,12 @@ def calibration_dir(gpu: str) -> Path:
 
 def user_calibration_dir(gpu: str) -> Path:
     """Where `piep calibrate gpu --name GPU` writes the calibration of a GPU of the user's."""
-    return user_data_dir() / "calibration" / gpu
+    return user_data_dir() / "calibration" / gpu_key(gpu)
+
+
+def user_gpu_dir(gpu: str) -> Path:
+    """Where a user's own fits for `gpu` go (its predictor, engines, frequency model)."""
+    return user_data_dir() / gpu_key(gpu)
 
 
 # a name of the user's own that names a folder of the user data directory (an engine, a GPU)
@@ -86,7 +104,7 @@ def fitted(gpu: str, *parts: str) -> Path | None:
     an engine's profile.json, the frequency model): the user's own fit where there is one
     (the user data directory), else the shipped one (calibration/<gpu>/); None where
     neither exists. Every fitted artifact a prediction reads is looked up here."""
-    for root in (user_data_dir() / gpu, calibration_dir(gpu)):
+    for root in (user_gpu_dir(gpu), calibration_dir(gpu)):
         path = root.joinpath(*parts)
         if path.is_file():
             return path

@@ -26,9 +26,11 @@ import math
 from pathlib import Path
 from typing import Any
 
+from piep.config import size_problem
 from piep.errors import ConfigError
 
 PER_REQUEST = ("input_lens", "output_lens", "ttfts", "itls")
+MAX_BOARD_W = 2000.0  # no GPU board draws more (the largest limits today: ~1,400 W)
 DETAIL_FLAG = {"vllm": "--save-detailed", "sglang": "--output-details"}
 
 
@@ -99,23 +101,50 @@ def requests_of(run: dict[str, Any], where: str) -> tuple[list[dict[str, Any]], 
     if bad:
         raise ConfigError(f"{where}: {', '.join(bad)} do not hold one entry per request "
                           f"({n} input_lens)")
+    if not n:
+        raise ConfigError(f"{where}: no requests (input_lens is empty)")
+    duration = run["duration"]
+    if not _number(duration) or duration <= 0:
+        raise ConfigError(f"{where}: duration={duration!r} must be a finite number > 0 (s)")
     errors = run.get("errors") or [""] * n
-    t0 = min(lists["start_times"])
+    if not isinstance(errors, list):
+        raise ConfigError(f"{where}: errors must be a list (one entry per request)")
+    starts = lists["start_times"]
+    if not all(_number(t) for t in starts):
+        raise ConfigError(f"{where}: start_times must be finite numbers (s)")
+    t0 = min(starts)
     rows, failed = [], 0
     for i in range(n):
+        at = f"{where}: request {i}"
         out, ttft = lists["output_lens"][i], lists["ttfts"][i]
-        if (errors[i] if i < len(errors) else "") or not out or ttft is None or ttft <= 0:
+        if (errors[i] if i < len(errors) else "") or not out or ttft is None or ttft == 0:
             failed += 1
             continue
+        prompt = lists["input_lens"][i]
+        for name, v in (("input_lens", prompt), ("output_lens", out)):
+            if problem := size_problem("prompt_len" if name == "input_lens" else "gen_len", v,
+                                       key=name):
+                raise ConfigError(f"{at}: {problem}")
         itl = lists["itls"][i] or []
-        e2e = lists["latencies"][i] if "latencies" in lists else ttft + sum(itl)
-        rows.append({"id": str(i), "arrival_s": float(lists["start_times"][i] - t0),
-                     "prompt_len": int(lists["input_lens"][i]), "gen_len": int(out),
+        if not isinstance(itl, list) or not all(_number(x) and x >= 0 for x in itl):
+            raise ConfigError(f"{at}: itls must be a list of finite numbers >= 0 (s)")
+        e2e = lists["latencies"][i] if "latencies" in lists else \
+            (ttft + sum(itl) if _number(ttft) else ttft)
+        if not (_number(ttft) and ttft > 0 and _number(e2e) and e2e >= ttft):
+            raise ConfigError(f"{at}: ttft={ttft!r} s, latency={e2e!r} s: finite, > 0, and "
+                              f"the latency no shorter than the time to the first token")
+        rows.append({"id": str(i), "arrival_s": float(starts[i] - t0),
+                     "prompt_len": int(prompt), "gen_len": int(out),
                      "ttft_s": float(ttft), "e2e_s": float(e2e),
                      "tpot_s": float((e2e - ttft) / (out - 1)) if out > 1 else None})
     if not rows:
         raise ConfigError(f"{where}: every request failed ({failed})")
     return rows, failed, fmt
+
+
+def _number(v: Any) -> bool:
+    """A finite number (not a bool)."""
+    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
 
 
 def replay_record(path: str | Path, *, model, engine: str, engine_version: str,
@@ -140,7 +169,17 @@ def replay_record(path: str | Path, *, model, engine: str, engine_version: str,
         raise ConfigError(f"{where}: no energy: run the benchmark under `piep meter "
                           f"--serving-result {path} ... -- CMD`, or a vLLM that meters its "
                           f"GPUs (gpu_energy_j)")
+    watts = energy_j / run["duration"] / tp if _number(energy_j) else math.nan
+    if not 1.0 <= watts <= MAX_BOARD_W:
+        raise ConfigError(f"{where}: {energy_j!r} J over {run['duration']:.6g} s on {tp} "
+                          f"GPU(s) is {watts:.4g} W a GPU; no board draws outside "
+                          f"1-{MAX_BOARD_W:.0f} W")
     spec = model if isinstance(model, ModelSpec) else load_model(model)
+    longest = max(r["prompt_len"] + r["gen_len"] for r in rows)
+    if longest > spec.max_position:
+        raise ConfigError(f"{where}: a request of {longest:,} tokens (prompt + output) "
+                          f"exceeds the context of {spec.name} ({spec.max_position:,}): "
+                          f"is --model the model that served it?")
     return {"schema": "piep.serving_measurement", "schema_version": 1,
             "boundary": "gpu_board", "model": spec.name, "config_hash": spec.config_hash(),
             "shape": model_shape(spec), "tp": tp, "gpus": tp,

@@ -48,6 +48,13 @@ FLAGS: dict[str, Flag] = {f.name: f for f in (
          f"x{W} in log (not measured)",
          "meter runs at this degree (piep measure --engine E --tp N, or runs of your own "
          "harness with piep train --engine E --from-measurements) and refit"),
+    Flag("refit_moves_shipped",
+         "the predictor answering is your refit (piep train --from-measurements), and it "
+         "moves the shipped predictor's answers beyond the 90 % band it keeps (that band was "
+         "not sized on your runs); `piep env` names the largest move. A wrong record moves "
+         "every answer", "none (the band is the shipped one)",
+         "check the records the refit read; to return to the shipped predictor, remove "
+         "the refit's folder (piep env names it)"),
     Flag("few_runs_interval",
          "the engine's profile was fitted on too few runs to size its own 90 % band (fewer "
          "than 9 held-out residuals): its interval is its base engine's, or its own largest "

@@ -64,7 +64,8 @@ def known_gpus() -> list[str]:
 
 @lru_cache(maxsize=8)
 def load_gpu(name: str) -> GPU:
-    key = name.strip().lower()
+    from piep.artifacts import gpu_key
+    key = gpu_key(name)
     path = calibration_dir(key) / "gpu.json"
     if not path.is_file():
         raise ConfigError(f"unknown GPU {name!r}: no calibration/{key}/gpu.json; "

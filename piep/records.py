@@ -21,7 +21,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Mapping
 
-from piep.config import ModelSpec, Parallel, Workload
+from piep.config import ModelSpec, Parallel, Workload, size_problem
 from piep.engines import ENGINES, names
 from piep.engines import engine as engine_record
 from piep.errors import ConfigError
@@ -78,13 +78,26 @@ def _need(doc: Any, where: str, ints: tuple[str, ...], nums: tuple[str, ...],
     if missing:
         raise ConfigError(f"{where}: lacks {', '.join(missing)} (a record states "
                           f"{', '.join(strs + ints + nums)})")
-    wrong = [k for k in ints if isinstance(doc[k], bool) or not isinstance(doc[k], int)
-             or doc[k] < 1]
-    wrong += [k for k in nums if isinstance(doc[k], bool) or not isinstance(doc[k], (int, float))
-              or not math.isfinite(doc[k]) or doc[k] <= 0]
+    for k in ints:
+        if problem := size_problem(k, doc[k]):
+            raise ConfigError(f"{where}: {problem}")
+    wrong = [k for k in nums if isinstance(doc[k], bool) or not isinstance(doc[k], (int, float))
+             or not math.isfinite(doc[k]) or doc[k] <= 0]
     if wrong:
-        raise ConfigError(f"{where}: {', '.join(f'{k}={doc[k]!r}' for k in wrong)}: lengths "
-                          f"and degrees are integers >= 1, energy and time numbers > 0")
+        raise ConfigError(f"{where}: {', '.join(f'{k}={doc[k]!r}' for k in wrong)}: energy "
+                          f"and time are finite numbers > 0")
+
+
+def _positive(v: Any) -> bool:
+    """A finite number > 0 (not a bool)."""
+    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) \
+        and v > 0
+
+
+def _time_or_none(v: Any) -> bool:
+    """A finite number >= 0, or None."""
+    return v is None or (isinstance(v, (int, float)) and not isinstance(v, bool)
+                         and math.isfinite(v) and v >= 0)
 
 
 def _engine(doc: Mapping[str, Any]) -> tuple[str | None, str | None]:
@@ -144,6 +157,7 @@ class Measurement:
     wall_s: float | None = None  # device seconds it took
     n_measurements: int = 1      # repeats merged into it (`merge_repeats`)
     doc: Mapping[str, Any] = field(default_factory=dict, compare=False, repr=False)
+    source: str = field(default="", compare=False)  # where it was read (file:line)
 
     INTS = ("tp", "batch", "prompt_len", "gen_len")
     NUMS = ("time_s",)
@@ -157,8 +171,20 @@ class Measurement:
         if doc.get("mode") is None and mode is None:
             raise ConfigError(f"{where}: lacks mode (eager, graph, ...)")
         energy = doc.get("energy_j")
-        if energy is not None and not (isinstance(energy, (int, float)) and energy > 0):
-            raise ConfigError(f"{where}: energy_j={energy!r} must be a number > 0 (or null)")
+        if energy is not None and not _positive(energy):
+            raise ConfigError(f"{where}: energy_j={energy!r} must be a finite number > 0 (or "
+                              f"null)")
+        for ph in ("prefill", "decode"):
+            part = doc.get(ph)
+            if part is not None and not isinstance(part, Mapping):
+                raise ConfigError(f"{where}: {ph} must be an object of energy_j, time_s")
+            for k in ("energy_j", "time_s"):  # (a window shorter than a counter tick: 0 J)
+                v = (part or {}).get(k)
+                if not _time_or_none(v):
+                    raise ConfigError(f"{where}: {ph}.{k}={v!r} must be a finite number >= 0 "
+                                      f"(or null)")
+        if doc.get("gpus") is not None and size_problem("tp", doc["gpus"]):
+            raise ConfigError(f"{where}: gpus={doc['gpus']!r} must be an integer >= 1")
         try:
             parallel = Parallel(tp=doc["tp"], pp=doc.get("pp", 1), dp=doc.get("dp", 1))
         except ConfigError as exc:
@@ -175,7 +201,7 @@ class Measurement:
                    engine_version=version, host_probe_s=_host_probe(doc),
                    board_probe_w=_board_probe(doc), static_cache_len=doc.get("static_cache_len"),
                    gpus=doc.get("gpus") or parallel.world_size, wall_s=doc.get("wall_s"),
-                   n_measurements=doc.get("n_measurements", 1), doc=doc)
+                   n_measurements=doc.get("n_measurements", 1), doc=doc, source=where)
 
     def to_json(self) -> dict[str, Any]:
         """The record as written (with merged repeats: their medians)."""
@@ -280,6 +306,7 @@ class ServingReplay:
     host_probe_s: float | None = None
     board_probe_w: float | None = None
     doc: Mapping[str, Any] = field(default_factory=dict, compare=False, repr=False)
+    source: str = field(default="", compare=False)  # where it was read (file:line)
 
     REQUEST_FIELDS = ("id", "arrival_s", "prompt_len", "gen_len")
 
@@ -296,12 +323,24 @@ class ServingReplay:
                        if not isinstance(r, Mapping) or r.get(k) is None]
             if missing:
                 raise ConfigError(f"{where}: per_request[{i}] lacks {', '.join(missing)}")
+            for k in ("prompt_len", "gen_len"):
+                if problem := size_problem(k, r[k]):
+                    raise ConfigError(f"{where}: per_request[{i}]: {problem}")
+            bad = [k for k in ("arrival_s", "ttft_s", "tpot_s", "e2e_s")
+                   if not _time_or_none(r.get(k))]
+            if bad:
+                raise ConfigError(f"{where}: per_request[{i}]: "
+                                  f"{', '.join(f'{k}={r[k]!r}' for k in bad)}: times are "
+                                  f"finite numbers >= 0")
             requests.append(Request(str(r["id"]), r["arrival_s"], r["prompt_len"], r["gen_len"],
                                     r.get("ttft_s"), r.get("tpot_s"), r.get("e2e_s")))
+        energy = doc.get("energy_j")
+        if energy is not None and not _positive(energy):
+            raise ConfigError(f"{where}: energy_j={energy!r} must be a finite number > 0 (or "
+                              f"null)")
         it = doc.get("iterations") or {}
-        log = IterationLog(*(tuple(it[k]) for k in ("q_tokens", "kv_tokens", "requests",
-                                                      "t_start_s", "t_end_s"))) \
-            if it.get("q_tokens") else None
+        log = _iteration_log(it, where) if isinstance(it, Mapping) and it.get("q_tokens") \
+            else None
         name, version = _engine(doc)
         return cls(model=str(doc["model"]), spec=_spec(doc, where),
                    config_hash=doc.get("config_hash"), tp=doc["tp"], engine=name,
@@ -309,11 +348,26 @@ class ServingReplay:
                    requests=tuple(requests), trace=doc.get("trace"),
                    idle_power_w=doc.get("idle_power_w"), iterations=log,
                    cache_blocks=(doc.get("cb_config") or {}).get("cache_num_blocks"),
-                   host_probe_s=_host_probe(doc), board_probe_w=_board_probe(doc), doc=doc)
+                   host_probe_s=_host_probe(doc), board_probe_w=_board_probe(doc), doc=doc,
+                   source=where)
 
     def to_json(self) -> dict[str, Any]:
         """The record as written."""
         return dict(self.doc)
+
+
+def _iteration_log(it: Mapping[str, Any], where: str) -> IterationLog:
+    """An engine's iteration log: five columns of finite numbers >= 0, of one length, each
+    iteration ending no earlier than it starts."""
+    keys = ("q_tokens", "kv_tokens", "requests", "t_start_s", "t_end_s")
+    cols = [it.get(k) for k in keys]
+    if not all(isinstance(c, list) for c in cols) or len({len(c) for c in cols}) != 1 \
+            or not all(_time_or_none(v) and v is not None for c in cols for v in c):
+        raise ConfigError(f"{where}: iterations must hold {', '.join(keys)}: lists of one "
+                          f"length of finite numbers >= 0")
+    if any(b < a for a, b in zip(cols[3], cols[4])):
+        raise ConfigError(f"{where}: iterations: an iteration ends before it starts")
+    return IterationLog(*(tuple(c) for c in cols))
 
 
 def read_runs(path, schema: str, *, given: bool = False) -> list:

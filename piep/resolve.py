@@ -109,7 +109,8 @@ class Resolved:
         same = self.scenario
         if (scn.engine, scn.gpu, scn.transfer) != (same.engine, same.gpu, same.transfer):
             return resolve(scn, self.predictor)
-        return replace(self, scenario=scn, flags=_flags(scn, self.profile, self.transfer))
+        return replace(self, scenario=scn, flags=_flags(scn, self.profile, self.transfer,
+                                                        self.cost_model))
 
 
 def resolve(scn: Scenario, predictor: str = "auto") -> Resolved:
@@ -134,7 +135,7 @@ def resolve(scn: Scenario, predictor: str = "auto") -> Resolved:
                     "spec_sheet": dict(scn.gpu.sources).get("spec_sheet")}
     return Resolved(scenario=scn, predictor=predictor, cost_model=model, profile=profile,
                     calibrated_gpu=calibrated, engine_ref=_engine_ref(scn, profile, calibrated),
-                    flags=_flags(scn, profile, transfer), transfer=transfer)
+                    flags=_flags(scn, profile, transfer, model), transfer=transfer)
 
 
 def _reference_gpu() -> str:
@@ -156,10 +157,13 @@ def engine_profile(gpu: str, engine: str):
     return profile
 
 
-def _flags(scn: Scenario, profile, transfer) -> tuple[str, ...]:
-    """What the resolution knows to doubt: a spec-sheet transfer, and what the engine's
-    profile did not measure about this scenario."""
+def _flags(scn: Scenario, profile, transfer, model=None) -> tuple[str, ...]:
+    """What the resolution knows to doubt: a spec-sheet transfer, a refit of the predictor
+    that moved the shipped answers beyond its band, and what the engine's profile did not
+    measure about this scenario."""
     flags = ["uncalibrated_gpu"] if transfer else []
+    if (getattr(model, "meta", None) or {}).get("moves_shipped"):
+        flags.append("refit_moves_shipped")
     if profile is None:
         return tuple(flags)
     if scn.parallel.tp not in profile.measured_tp:

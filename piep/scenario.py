@@ -430,13 +430,15 @@ def _shipped_spec(name: str) -> ModelSpec:
 def gpu_profile(name: str, allow_uncalibrated: bool = False) -> tuple[GPU, dict | None]:
     """(GPU profile, spec-sheet ratios or None): the calibration, or with
     `allow_uncalibrated` the spec-sheet transfer for a GPU that has none."""
+    from piep.artifacts import gpu_key
     from piep.gpus import known_gpus, load_gpu, transfer_gpu
+    gpu_key(name)  # a name at all (not a path)
     try:
         return load_gpu(name), None
     except ConfigError:
         if not allow_uncalibrated:
             raise ConfigError(f"GPU {name!r} has no calibration (calibrated: "
-                              f"{', '.join(known_gpus())}); pass --allow-uncalibrated to "
-                              f"predict it from its spec sheet, flagged and with a wide "
-                              f"interval") from None
+                              f"{', '.join(known_gpus())}); `piep predict` and `piep serve` "
+                              f"price it from its spec sheet with --allow-uncalibrated "
+                              f"(flagged, with a wide interval)") from None
     return transfer_gpu(name)

@@ -68,6 +68,20 @@ def test_an_sglang_result_at_an_infinite_rate_is_a_burst(tmp_path):
     (_vllm(errors=["x", "y", "z"]), "every request failed"),
     ({"duration": 1.0}, "neither a vLLM result"),
     (_vllm(), "no energy"),
+    # what the file says is checked, not trusted (each was a traceback or was written)
+    (_vllm(gpu_energy_j=80.0, input_lens=["100", 200, 50]), "input_lens='100' must be an"),
+    (_vllm(gpu_energy_j=80.0, input_lens=[-100, 200, 50]), "input_lens=-100 must be an"),
+    (_vllm(gpu_energy_j=80.0, input_lens=[], output_lens=[], ttfts=[], itls=[], latencies=[],
+           start_times=[], errors=[]), "no requests"),
+    (_vllm(gpu_energy_j=80.0, start_times=[float("nan"), 1000.0, 1000.7]),
+     "start_times must be finite"),
+    (_vllm(gpu_energy_j=1e30), "no board draws outside"),
+    (_vllm(gpu_energy_j="80"), "no board draws outside"),
+    (_vllm(gpu_energy_j=80.0, latencies=[0.01, 0.0, 0.04]), "no shorter than the time to"),
+    (_vllm(gpu_energy_j=80.0, ttfts=["fast", 0.0, 0.04]), "ttft='fast'"),
+    (_vllm(gpu_energy_j=80.0, itls=[[0.01, "x"], [], []]), "itls must be a list of finite"),
+    (_vllm(gpu_energy_j=80.0, input_lens=[10_000_000, 200, 50]), "exceeds the context of"),
+    (_vllm(gpu_energy_j=80.0, duration=-1), "duration=-1 must be a finite number > 0"),
 ])
 def test_a_result_that_cannot_be_replayed_is_one_line(tmp_path, doc, needle):
     path = tmp_path / "r.json"

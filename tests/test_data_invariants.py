@@ -62,3 +62,17 @@ def test_graph_repeats_agree():
     # the worst as measured: a short 1-GPU run of session 3 (piep-unlisted-9b, batch 2,
     # 13 J prefill) 8.3 %; before it a pp=2 point of session 2, 4.05 %
     assert max(spreads) <= 0.10
+
+
+def test_every_shipped_run_and_replay_is_physically_possible():
+    """The checks a fit applies to a user's records (piep.fit.plausible) pass on every
+    committed run and replay: they refuse only what no board could have measured."""
+    from piep.fit.engines import engine_records
+    from piep.fit.plausible import check_replays, check_runs
+    gpu = load_gpu("h200")
+    check_runs(load_calibration("h200").e2e, gpu)
+    for engine in ("hf-eager", "hf-static"):
+        check_runs(engine_records("h200", engine), gpu, engine)
+    replays = engine_records("h200", "hf-cb")
+    assert len(replays) >= 50
+    check_replays(replays, gpu)

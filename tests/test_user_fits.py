@@ -3,12 +3,16 @@ function (piep.artifacts.fitted), and `piep env` says whose each one is."""
 
 import json
 import shutil
+from pathlib import Path
 
 import pytest
 
+from piep import api
 from piep.artifacts import calibration_dir, fitted, user_data_dir
 from piep.cli import main
 from piep.plan.freq import load_freq_model
+
+ROOT = Path(__file__).resolve().parent.parent
 
 
 def test_a_users_frequency_model_answers_in_place_of_the_shipped_one(capsys):
@@ -62,3 +66,54 @@ def test_a_gpu_of_your_own_is_trained_and_answers_to_its_name(tmp_path, monkeypa
     assert mine["energy_j"] == pytest.approx(shipped["energy_j"], rel=0.1)
     assert main(["env", "--json"]) == 0
     assert "quick-h200" in json.loads(capsys.readouterr().out)["calibrations"]
+
+
+def _refit_records(tmp_path, name, change):
+    rows = [json.loads(line) for line in
+            (ROOT / "calibration/h200/e2e/raw/e2e_2gpu.jsonl").read_text().splitlines()[:6]]
+    for r in rows:
+        change(r)
+    path = tmp_path / f"{name}.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return path
+
+
+@pytest.mark.parametrize("name, change, needle", [
+    ("eternal", lambda r: r.update(time_s=1e308) if r["batch"] else None, "W a board"),
+    ("huge_batch", lambda r: r.update(batch=10 ** 30), "31-digit number is beyond"),
+    ("hot", lambda r: r.update(energy_j=r["energy_j"] * 100), "W a board"),
+    ("too_fast", lambda r: r.update(time_s=r["time_s"] / 20, energy_j=r["energy_j"] / 20,
+                                    prefill={}, decode={}), "half its roofline"),
+    ("phase", lambda r: r["decode"].update(time_s=r["time_s"] * 2,
+                                           energy_j=r["energy_j"] * 2), "longer than the run"),
+])
+def test_an_impossible_record_is_refused_before_a_refit(tmp_path, monkeypatch, capsys, name,
+                                                        change, needle):
+    """One record at time_s 1e308 made every later prediction 2e14 J: a record no board
+    could have made is refused, naming it, and nothing is written."""
+    monkeypatch.setenv("PIEP_DATA_DIR", str(tmp_path / "data"))
+    path = _refit_records(tmp_path, name, change)
+    assert main(["train", "--from-measurements", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert needle in err and f"{name}.jsonl:" in err and err.count("\n") == 1, err
+    assert not (tmp_path / "data").exists()
+
+
+def test_a_refit_that_moves_the_shipped_answers_beyond_its_band_is_flagged(
+        tmp_path, monkeypatch, capsys):
+    """Runs three times slower than the shipped ones (possible, but not what the shipped
+    band was sized on) refit the predictor; every answer of it then says so."""
+    monkeypatch.setenv("PIEP_DATA_DIR", str(tmp_path / "data"))
+
+    def slower(r):
+        r.update(time_s=3 * r["time_s"], energy_j=3 * r["energy_j"], prefill={}, decode={})
+    path = _refit_records(tmp_path, "slow", slower)
+    assert main(["train", "--from-measurements", str(path), "--json"]) == 0
+    moved = json.loads(capsys.readouterr().out)["moves_shipped"]
+    assert moved["moved_pct"] > 100 and moved["moved_pct"] > moved["band_pct"]
+    doc = api.predict("llama-2-7b")
+    assert doc["predictor"] == "learned (your refit)" and "refit_moves_shipped" in doc["flags"]
+    path = _refit_records(tmp_path, "same", lambda r: None)  # the shipped runs: no move
+    assert main(["train", "--from-measurements", str(path), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["moves_shipped"] is None
+    assert "refit_moves_shipped" not in api.predict("llama-2-7b")["flags"]

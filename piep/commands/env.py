@@ -68,6 +68,10 @@ def _predictors(gpus) -> dict:
             out[gpu] = {"folder": str(folder), "source": "your refit (piep train "
                         "--from-measurements)" if folder == user_predictor_dir(gpu)
                         else "shipped"}
+            from piep.predict.learned import load_learned
+            moved = (load_learned(gpu).meta or {}).get("moves_shipped")
+            if moved:
+                out[gpu]["moves_shipped"] = moved
     return out
 
 

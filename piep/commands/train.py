@@ -53,7 +53,15 @@ def run(args) -> int:
         save(model, out, refit_from=args.from_measurements)
         doc = {"predictor": str(out), "refit_records": n,
                "host_launch_s": model.host.host_launch_s,
-               "gap_graph_s": model.host.gap_graph_s}
+               "gap_graph_s": model.host.gap_graph_s,
+               "moves_shipped": model.meta.get("moves_shipped")}
+        if doc["moves_shipped"]:
+            import logging
+            m = doc["moves_shipped"]
+            logging.getLogger("piep.train").warning(
+                "the refit moves %s of %s by %+.1f %% against the shipped predictor, beyond "
+                "its %.1f %% band; its answers are flagged refit_moves_shipped", m["quantity"],
+                m["deployment"], m["moved_pct"], m["band_pct"])
     else:
         from piep.predict.store import save
         from piep.fit.predictor import train_shipped

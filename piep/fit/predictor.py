@@ -396,9 +396,49 @@ def refit_on_measurements(gpu_name: str, path) -> tuple[LearnedModel, int]:
     if len(runs) < 3:
         raise ArtifactError(f"{path}: needs at least 3 piep.measurement records with energy_j, "
                             f"found {len(runs)}")
+    from piep.fit.plausible import check_runs
+    check_runs(runs, gpu)
     train = [Case(m, m.deployment(gpu)) for m in merge_repeats(runs)]
     ts = TrainingSet.build(model, train)
     fit_time_terms(model, ts)
     fit_combiner(model, ts)
     model.meta = {**model.meta, "refit_records": len(train)}
+    moved = moves_beyond_band(load(folder, gpu), model, [c.dep for c in train])
+    if moved:
+        model.meta["moves_shipped"] = moved
     return model, len(train)
+
+
+# deployments a refit is checked on besides its own runs' (the README's and a few layouts)
+PROBES = ({"model": "llama-2-7b", "tp": 2, "batch": 16},
+          {"model": "llama-2-7b", "batch": 1, "mode": "eager"},
+          {"model": "llama-2-13b", "pp": 2, "batch": 8, "prompt_len": 1024},
+          {"model": "llama-3-8b", "dp": 2, "batch": 32, "gen_len": 256})
+
+
+def moves_beyond_band(shipped: LearnedModel, refit: LearnedModel,
+                      deps: list) -> dict[str, Any] | None:
+    """Where a refit moves the shipped predictor's energy or time beyond the refit's own
+    90 % band (its intervals are the shipped ones: not sized on the new runs), the
+    largest such move (on the runs' deployments and `PROBES`), else None."""
+    from piep.predict.learned import interval_group
+    from piep.predict.pricing import price
+    from piep.scenario import Scenario
+    probes = [Scenario.build(gpu=shipped.gpu, check_memory=False, **p).deployment
+              for p in PROBES]
+    deps = list(deps) + probes
+    old, new = price(deps, shipped), price(deps, refit)
+    worst = None
+    for i, dep in enumerate(deps):
+        group = interval_group(dep.workload.mode, dep.parallel)
+        for key, ours, theirs, bands in (
+                ("energy_j", new.energy_j[i], old.energy_j[i], refit.intervals),
+                ("time_s", new.time_s[i], old.time_s[i], refit.time_intervals)):
+            moved = abs(math.log(ours / theirs))
+            band = bands.get(group, bands.get("all", 0.2))
+            if moved > band and (worst is None or moved - band > worst["beyond_log"]):
+                worst = {"quantity": key, "moved_pct": float(100 * (ours / theirs - 1)),
+                         "band_pct": 100 * (math.exp(band) - 1),
+                         "beyond_log": float(moved - band),
+                         "deployment": dep.describe()}
+    return worst

@@ -377,11 +377,13 @@ def fit_cb_profile(base, records: list[ServingReplay], *, maxiter: int = 400,
     `fit_profile`; `name` and `like`: an engine of the user's own (vLLM, SGLang), fitted
     on its benchmark's replays and priced as continuous batching; `shared`: what other
     fits on these replays computed."""
+    given = len(records)
     records = [r for r in records if r.energy_j]
     version = engine_version(records, name)  # before any fitting
     if len(records) < 2:
         raise ArtifactError(f"fitting {name} needs at least 2 replayed traces with energy, "
-                            f"found {len(records)}")
+                            f"found {len(records)} (of {given} replays given"
+                            f"{'' if given == len(records) else '; the others have no energy_j'})")
     shared = shared or Shared()
     reserved = reserved_gib(records, base, shared)
     ref, default = profile_hosts(records, base.gpu.name, default_host_s)

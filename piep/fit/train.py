@@ -73,8 +73,13 @@ def engine_profile(*, gpu: str, engine: str, like: str | None = None,
         return tp_path(gpu=gpu, engine=engine, from_measurements=from_measurements,
                        out=out, like=like)
     if from_measurements:
+        from piep.fit.plausible import check_replays, check_runs
         records = [r for r in read_runs(from_measurements, record.record_schema, given=True)
                    if r.energy_j is not None]
+        if record.serves:
+            check_replays(records, base.gpu)
+        else:
+            check_runs(records, base.gpu, record.name)
         out = Path(out) if out else user_profile_dir(gpu, engine)
         source = from_measurements
     else:

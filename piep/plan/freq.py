@@ -123,8 +123,8 @@ def freq_model_path(gpu: str) -> Path:
 def user_freq_model_path(gpu: str) -> Path:
     """Where a user's refit of the frequency model goes (`piep plan --validate`); it
     answers in place of the shipped one."""
-    from piep.artifacts import user_data_dir
-    return user_data_dir() / gpu / "dvfs" / "freq_model.json"
+    from piep.artifacts import user_gpu_dir
+    return user_gpu_dir(gpu) / "dvfs" / "freq_model.json"
 
 
 def load_freq_model(gpu: str) -> FreqModel:

@@ -31,7 +31,7 @@ from typing import Any
 import numpy as np
 
 from piep.artifacts import (calibration_dir, fitted, read_json, read_text,
-                            user_data_dir, write_json)
+                            user_gpu_dir, write_json)
 from piep.predict.combiner import Combiner
 from piep.predict.host import TERMS, HostTerms
 from piep.engines import names as engine_names
@@ -49,7 +49,7 @@ def shipped_profile_dir(gpu: str, engine: str) -> Path:
 
 def user_profile_dir(gpu: str, engine: str) -> Path:
     """Where a user's own fit of an engine goes (it takes precedence)."""
-    return user_data_dir() / gpu / "engines" / engine
+    return user_gpu_dir(gpu) / "engines" / engine
 
 
 @dataclass
@@ -139,7 +139,7 @@ def _profile_text(path: str, mtime_ns: int, size: int) -> str:
 def known_profiles(gpu: str) -> dict[str, EngineProfile]:
     """Every engine with a profile on `gpu` (shipped or the user's), by name."""
     found = set(engine_names(reference=False))
-    for root in (calibration_dir(gpu) / "engines", user_data_dir() / gpu / "engines"):
+    for root in (calibration_dir(gpu) / "engines", user_gpu_dir(gpu) / "engines"):
         if root.is_dir():
             found |= {p.parent.name for p in root.glob("*/profile.json")}
     out = {}

@@ -165,8 +165,8 @@ def predictor_dir(gpu: str) -> Path:
 def user_predictor_dir(gpu: str) -> Path:
     """Where a user's refit of `gpu`'s predictor goes (`piep train --from-measurements`);
     it takes precedence over the shipped one."""
-    from piep.artifacts import user_data_dir
-    return user_data_dir() / gpu / "predictor"
+    from piep.artifacts import user_gpu_dir
+    return user_gpu_dir(gpu) / "predictor"
 
 
 def answering_predictor_dir(gpu: str) -> Path | None:
