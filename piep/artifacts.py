@@ -14,7 +14,6 @@ import math
 import os
 import platform
 import re
-import shutil
 import stat
 import sys
 import subprocess
@@ -23,7 +22,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any, Callable, Iterable
 
-from piep import __version__
+from piep import __version__, outputs
 from piep.errors import ArtifactError, OutputError
 
 log = logging.getLogger("piep.artifacts")
@@ -144,8 +143,9 @@ def _kind_of(path: Path) -> str | None:
 
 def writable(path: Path | str, what: str = "output") -> Path:
     """Check, before any long work, that `path` can be written (a file, not a folder; its
-    folder creatable); one clear error otherwise. What stands there and is not a regular
-    file (a device, a FIFO, a socket) is refused, never replaced."""
+    folder creatable) and claim it (a second piep writing it is refused); one clear error
+    otherwise. What stands there and is not a regular file (a device, a FIFO, a socket) is
+    refused, never replaced."""
     path = Path(path)
     if path.is_dir():
         raise OutputError(f"{what} {path} is a folder; give a file path")
@@ -153,6 +153,12 @@ def writable(path: Path | str, what: str = "output") -> Path:
     if kind:
         raise OutputError(f"{what} {path} is {kind}, not a regular file; piep writes only "
                           f"regular files (give a file path)")
+    _check_parents(path)
+    outputs.claim(path)
+    return path
+
+
+def _check_parents(path: Path) -> None:
     parent = path.parent
     for up in [parent, *parent.parents]:
         if up.exists():
@@ -162,6 +168,29 @@ def writable(path: Path | str, what: str = "output") -> Path:
             if not os.access(up, os.W_OK):
                 raise OutputError(f"cannot write {path}: {up} is not writable")
             break
+
+
+def writable_folder(path: Path | str, what: str, signature: str) -> Path:
+    """Check, before any long work, that the folder `path` can be written whole (absent,
+    empty, or an earlier output of the same command: it holds `signature`, a regular
+    file, and nothing that is not a file or folder) and claim it."""
+    path = Path(path)
+    if path.exists() and not path.is_dir():
+        raise OutputError(f"{what} {path} is {_kind_of(path) or 'a file'}; give a folder")
+    if path.is_dir():
+        for entry in sorted(path.iterdir()):
+            kind = _kind_of(entry)
+            if kind:
+                raise OutputError(f"{what} {path}: {entry.name} is {kind}, not a regular "
+                                  f"file; piep replaces only regular files and folders")
+        found = outputs.foreign_entries(path, signature)
+        if found:
+            raise OutputError(f"{what} {path} holds files piep did not write "
+                              f"({', '.join(found[:3])}{', ...' if len(found) > 3 else ''}); "
+                              f"give a new or empty folder, or one a previous run of this "
+                              f"command wrote")
+    _check_parents(path / signature)
+    outputs.claim(path)
     return path
 
 
@@ -179,90 +208,47 @@ def figure_path(path: Path | str) -> Path:
 
 
 def _open_for_write(path: Path, mode: str):
-    """The one place files are opened for writing (tests inject faults here)."""
-    return open(path, mode)
+    """The one place files are opened for writing (tests inject faults here): a new file,
+    never one that exists nor through a symlink; or, to append, the file as it is."""
+    return open(path, mode) if "a" in mode else outputs.create_new(path, mode)
 
 
-@dataclass
-class _Scope:
-    """The files one all_or_nothing() scope wrote, and the backups of those it replaced."""
-    written: list[Path]
-    backups: dict[Path, Path]
+def journal_dir() -> Path:
+    """Where commits of several outputs keep their journal while they rename."""
+    return user_data_dir() / "journal"
 
 
-_SCOPES: list[_Scope] = []  # open all_or_nothing() scopes, innermost last
+def recover_outputs() -> None:
+    """Complete the commits of outputs that killed runs left halfway (`piep.outputs`)."""
+    outputs.recover(journal_dir())
 
 
 @contextlib.contextmanager
-def all_or_nothing():
-    """Files written atomically inside this scope are removed again if the scope fails, and
-    the files they replaced come back, so a command that writes several files leaves all of
-    them or none, and what was there before."""
-    scope = _Scope([], {})
-    _SCOPES.append(scope)
+def output_set():
+    """Outputs written together (`Outputs.folder`, `Outputs.file`: staged names to write
+    into), all of them put in place at the end or, if anything fails, none: what was there
+    before stays."""
+    tx = outputs.Outputs(journal=journal_dir())
     try:
-        yield
-    except BaseException:
-        _SCOPES.pop()
-        for path in reversed(scope.written):
-            backup = scope.backups.pop(path, None)
-            if backup is not None:
-                os.replace(backup, path)
-            else:
-                path.unlink(missing_ok=True)
-        for backup in scope.backups.values():
-            backup.unlink(missing_ok=True)
+        yield tx
+        tx.commit()
+    except BaseException as exc:
+        tx.abort()
+        if isinstance(exc, OSError):
+            raise OutputError(f"cannot write {exc.filename or 'an output'}: "
+                              f"{exc.strerror or exc}") from None
         raise
-    _SCOPES.pop()
-    if _SCOPES:  # a scope inside another: its files are undone if the outer one fails
-        outer = _SCOPES[-1]
-        for path, backup in scope.backups.items():
-            if path in outer.written or path in outer.backups:  # the outer scope's state
-                backup.unlink(missing_ok=True)                  # before it is what counts
-            else:
-                outer.backups[path] = backup
-        outer.written += [p for p in scope.written if p not in outer.written]
-    else:
-        for backup in scope.backups.values():
-            backup.unlink(missing_ok=True)
-
-
-def _keep_backup(path: Path) -> None:
-    """Inside a scope, the file at `path` (about to be replaced) is kept aside, once."""
-    scope = _SCOPES[-1]
-    if path in scope.backups or path in scope.written or not path.is_file():
-        return
-    backup = path.with_name(f".{path.name}.{os.getpid()}.bak")
-    try:
-        os.link(path, backup)  # the old file stays in place until the rename
-    except OSError:
-        shutil.copy2(path, backup)
-    scope.backups[path] = backup
 
 
 def _atomic_write(path: Path, content: str | bytes) -> None:
-    """Temporary file in the same folder, then rename; mode 0666 & ~umask, as open(). A
-    symlink is written through: its target is replaced, the link stays."""
+    """Temporary file in the same folder, flushed to the disk, then renamed; mode 0666 &
+    ~umask, as open(). A symlink is written through: its target is replaced, the link
+    stays."""
     path = writable(path)
-    if path.is_symlink():
-        path = Path(os.path.realpath(path))
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-        try:
-            with _open_for_write(tmp, "wb" if isinstance(content, bytes) else "w") as fh:
-                fh.write(content)
-            if _SCOPES:
-                _keep_backup(path)
-            os.replace(tmp, path)
-        except BaseException:
-            if tmp.exists():
-                tmp.unlink()
-            raise
+        outputs.write_file(path, content, opener=lambda p, m: _open_for_write(p, m))
     except OSError as exc:
         raise OutputError(f"cannot write {path}: {exc.strerror or exc}") from None
-    if _SCOPES and path not in _SCOPES[-1].written:
-        _SCOPES[-1].written.append(path)
 
 
 def save_figure(fig, path: Path | str, dpi: int = 100) -> Path:

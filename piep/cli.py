@@ -111,7 +111,10 @@ def main(argv: list[str] | None = None) -> int:
     args.verbose = verbose
     logging.basicConfig(level=logging.DEBUG if args.verbose else logging.INFO,
                         format="piep: %(message)s", stream=sys.stderr)
+    from piep.artifacts import recover_outputs
+    from piep.outputs import release_claims
     try:
+        recover_outputs()  # what a killed run left halfway through its commit
         return int(args.handler(args) or 0)
     except PiepError as exc:
         print(f"piep {args.command}: error: {exc}", file=sys.stderr)
@@ -131,3 +134,5 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print(f"piep {args.command}: interrupted", file=sys.stderr)
         return 130
+    finally:
+        release_claims()

@@ -35,6 +35,7 @@ def sweep(configs: list[dict[str, Any]], *, gpu: str = DEFAULT_GPU, predictor: s
     from piep.scenario import Scenario
     builder = TableBuilder()
     gpu_profile = load_gpu(gpu)
+    tell = _Progress(len(configs)) if progress else None
     resolved: dict[str, Any] = {}  # engine -> a resolution its points are variants of
     specs: dict[str, Any] = {}  # model name or path -> its config, read once per sweep
     rows: list[dict[str, Any]] = []
@@ -56,6 +57,8 @@ def sweep(configs: list[dict[str, Any]], *, gpu: str = DEFAULT_GPU, predictor: s
                 if scn.engine.record.serves:  # a stream: priced by its scheduler, alone
                     row.update(_summary(api.predict(res, hosts=False)))
                     rows.append(row)
+                    if tell:
+                        tell(len(rows))
                     continue
                 cm = res.cost_model  # one object per engine and host: one table each
                 _, deps, valid = by_model.setdefault(id(cm), (cm, [], []))
@@ -69,14 +72,39 @@ def sweep(configs: list[dict[str, Any]], *, gpu: str = DEFAULT_GPU, predictor: s
             for (row, flags), summary in zip(valid, priced.summaries()):
                 row.update(summary)
                 row["flags"] = row["flags"] + list(flags)  # as predict flags the point
-        if progress and len(configs) > CHUNK:  # long sweeps say where they are (stderr)
-            done = start + len(part)
-            if sys.stderr.isatty():
-                sys.stderr.write(f"\rsweep {done}/{len(configs)}"
-                                 + ("\n" if done == len(configs) else ""))
-            else:
-                log.info("sweep %d/%d", done, len(configs))
+        if tell:
+            tell(start + len(part))
+    if tell:
+        tell.close()
     return rows
+
+
+class _Progress:
+    """Where a long sweep is (stderr), at most once a second: a line redrawn on a
+    terminal, a log line elsewhere; nothing for a sweep done within a second."""
+
+    def __init__(self, total: int):
+        import time
+        self.total, self.clock = total, time.monotonic
+        self.start = self.last = self.clock()
+        self.shown = False
+
+    def __call__(self, done: int) -> None:
+        now = self.clock()
+        if now - self.last < 1.0 or done >= self.total:
+            return
+        self.last, self.shown = now, True
+        left = (now - self.start) / max(done, 1) * (self.total - done)
+        text = f"sweep {done:,}/{self.total:,} points, ~{left:.0f} s left"
+        if sys.stderr.isatty():
+            sys.stderr.write(f"\r{text}   ")
+            sys.stderr.flush()
+        else:
+            log.info(text)
+
+    def close(self) -> None:
+        if self.shown and sys.stderr.isatty():
+            sys.stderr.write(f"\rsweep {self.total:,}/{self.total:,} points done\n")
 
 
 def _summary(doc: dict[str, Any]) -> dict[str, Any]:

@@ -75,12 +75,14 @@ def run(args) -> int:
     plan = plan_for(api.resolve(scn, args.predictor), load_freq_model(dep.gpu.name),
                     max_slowdown=max_slowdown, dwell_s=args.dwell_ms / 1e3,
                     power_limit_w=args.power_limit)
-    if args.out:
-        write_text(args.out, json.dumps(plan, indent=2) + "\n")
-    if args.plot:
-        plot_plan(scn, plan, args.plot, predictor=args.predictor,
-                  power_limit_w=args.power_limit)
-        plan = {**plan, "plot": args.plot}
+    from piep.artifacts import output_set
+    with output_set() as tx:  # the plan and its figure: both, or neither (the old stay)
+        if args.out:
+            write_text(tx.file(args.out), json.dumps(plan, indent=2) + "\n")
+        if args.plot:
+            plot_plan(scn, plan, tx.file(args.plot), predictor=args.predictor,
+                      power_limit_w=args.power_limit)
+            plan = {**plan, "plot": args.plot}
     emit(args, plan, lambda p: summary(p, args.out))
     return 0
 

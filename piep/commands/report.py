@@ -38,9 +38,9 @@ def _measured(path: str, scn) -> dict:
 def run(args) -> int:
     from pathlib import Path
 
-    from piep.report.hotspot import build_report
-    from piep.artifacts import writable
-    writable(Path(args.out) / "report.md", "--out")
+    from piep.artifacts import writable_folder
+    from piep.report.hotspot import REPORT_SIGNATURE, build_report
+    writable_folder(args.out, "--out", REPORT_SIGNATURE)
     scn = scenario_from_args(args)
     measured = _measured(args.measured, scn) if args.measured else None
     data = build_report(scn, Path(args.out), predictor=args.predictor, measured=measured,

@@ -7,6 +7,9 @@ from piep.gpus import DEFAULT_GPU
 from piep.report.table import fmt, table
 
 
+SERVE_SIGNATURE = "serving.json"  # the file that marks a serve --out folder
+
+
 def configure(parser) -> None:
     from piep.engines import ENGINES, names
     parser.add_argument("--model",
@@ -65,26 +68,26 @@ def run(args) -> int:
     from piep.serving.serve import load_curve, serve_simulated
     if args.requests_shown < 0:
         raise ConfigError(f"--requests-shown={args.requests_shown} must be >= 0")
-    from pathlib import Path
 
-    from piep.artifacts import figure_path, writable
+    from piep.artifacts import figure_path, writable_folder
     if args.plot:
         figure_path(args.plot)
     if args.out:
-        writable(Path(args.out) / "serving.json", "--out")
+        writable_folder(args.out, "--out", SERVE_SIGNATURE)
     policy = read_policy(args.policy) if args.policy else None
     scn = _scenario(args)
     doc, sim = serve_simulated(scn, predictor=args.predictor, user_policy=policy)
-    from piep.artifacts import all_or_nothing, write_json, write_text
-    with all_or_nothing():  # serving.json, the trace and the figure: all of them or none
+    from piep.artifacts import output_set, write_json, write_text
+    with output_set() as tx:  # serving.json, the trace and the figure: all of them or none
         if args.out:
+            stage = tx.folder(args.out, SERVE_SIGNATURE)
             body = {k: v for k, v in doc.items() if k not in ("schema", "schema_version")}
-            write_json(Path(args.out) / "serving.json", doc["schema"], doc["schema_version"],
+            write_json(stage / SERVE_SIGNATURE, doc["schema"], doc["schema_version"],
                        body, command="piep serve")
-            write_text(Path(args.out) / "trace.jsonl", scn.requests().to_jsonl())
+            write_text(stage / "trace.jsonl", scn.requests().to_jsonl())
         if args.plot:
             curve = load_curve(scn, predictor=args.predictor, user_policy=policy)
-            _plot(scn, sim, doc, curve, args.plot)
+            _plot(scn, sim, doc, curve, tx.file(args.plot))
             doc["plot"] = args.plot
     emit(args, doc, lambda d: summary(d, args.requests_shown))
     return 0

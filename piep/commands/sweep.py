@@ -39,10 +39,16 @@ def configure(parser) -> None:
                              "them (`piep env --host-probe`); other engines ignore it")
     parser.add_argument("--predictor", choices=("auto", "learned", "roofline"), default="auto",
                         help="learned if trained (default), or the roofline baseline")
+    parser.add_argument("--out", metavar="FILE",
+                        help="write the rows to FILE (JSON if it ends in .json, else CSV), "
+                             "whole or not at all; stdout then says what was written")
 
 
 def run(args) -> int:
     from piep.sweep import grid, sweep
+    if args.out:
+        from piep.artifacts import writable
+        writable(args.out, "--out")  # before the work
     configs = grid(models=args.model, tp=args.tp, pp=args.pp, dp=args.dp, batch=args.batch,
                    prompt_len=args.prompt_len, gen_len=args.gen_len,
                    mode=args.mode or [None], engine=args.engine or [None])
@@ -60,12 +66,28 @@ def run(args) -> int:
         from piep.errors import ConfigError
         raise ConfigError(f"no point of the grid is valid ({len(rows)} refused); the first: "
                           f"{rows[0]['error']}")
-    if args.json:
-        emit(args, {"schema": "piep.sweep", "schema_version": 1, "boundary": BOUNDARY,
-                    "rows": rows}, str)
+    doc = {"schema": "piep.sweep", "schema_version": 1, "boundary": BOUNDARY, "rows": rows}
+    if args.out:
+        from piep.artifacts import json_text, write_text
+        as_json = str(args.out).lower().endswith(".json")
+        write_text(args.out, json_text(doc) + "\n" if as_json else _csv(rows))
+        refused = sum("error" in r for r in rows)
+        emit(args, {"out": str(args.out), "rows": len(rows), "refused": refused},
+             lambda d: f"wrote {d['rows']:,} rows ({d['refused']:,} refused) to {d['out']}")
         return 0
-    writer = csv.DictWriter(sys.stdout, fieldnames=FIELDS, extrasaction="ignore")
+    if args.json:
+        emit(args, doc, str)
+        return 0
+    sys.stdout.write(_csv(rows))
+    return 0
+
+
+def _csv(rows: list[dict]) -> str:
+    """The rows as CSV, a column per FIELDS entry (flags joined by ';')."""
+    import io
+    buf = io.StringIO()
+    writer = csv.DictWriter(buf, fieldnames=FIELDS, extrasaction="ignore")
     writer.writeheader()
     writer.writerows({**r, "flags": ";".join(r.get("flags", [])), "energy_boundary": BOUNDARY}
                      for r in rows)
-    return 0
+    return buf.getvalue()

@@ -35,11 +35,9 @@ def configure(parser) -> None:
 
 
 def run(args) -> int:
-    from piep.artifacts import writable
     from piep.predict.learned import load_learned, predictor_dir
     _check_engine(args)
-    if args.out:  # before minutes of fitting
-        writable(Path(args.out) / "predictor.json", "--out")
+    _claim_output(args)  # before minutes of fitting: writable, and no other piep writing it
     if args.engine:
         from piep.fit.train import engine_profile
         doc = engine_profile(gpu=args.gpu, engine=args.engine, like=args.like,
@@ -75,6 +73,22 @@ def run(args) -> int:
     load_learned.cache_clear()
     emit(args, doc, lambda d: "\n".join(f"{k}: {v}" for k, v in d.items()))
     return 0
+
+
+def _claim_output(args) -> None:
+    """What the fit will write: checked and claimed before the fit starts."""
+    from piep.artifacts import writable, writable_folder
+    if args.engine:
+        from piep.predict.engines import shipped_profile_dir, user_profile_dir
+        folder = args.out or (user_profile_dir(args.gpu, args.engine) if args.from_measurements
+                              else shipped_profile_dir(args.gpu, args.engine))
+        writable(Path(folder) / "profile.json", "--out")
+        return
+    from piep.predict.learned import predictor_dir, user_predictor_dir
+    from piep.predict.store import SIGNATURE
+    folder = args.out or (user_predictor_dir(args.gpu) if args.from_measurements
+                          else predictor_dir(args.gpu))
+    writable_folder(folder, "--out", SIGNATURE)
 
 
 def _check_engine(args) -> None:

@@ -9,7 +9,7 @@ from typing import Any
 
 import numpy as np
 
-from piep.artifacts import all_or_nothing, read_json, read_text, write_json, write_text
+from piep.artifacts import output_set, read_json, read_text, write_json, write_text
 from piep.gpus import GPU
 from piep.predict.collectives import Collectives
 from piep.predict.combiner import FEATURES as ALPHA_FEATURES
@@ -21,6 +21,7 @@ from piep.predict.module_models import KindModel, ModuleModels
 
 SCHEMA = "piep.learned_predictor"
 SCHEMA_VERSION = 1
+SIGNATURE = "predictor.json"  # the document of a predictor's folder (beside its models)
 
 
 def _curves(table: dict) -> dict[str, Any]:
@@ -32,22 +33,23 @@ def _uncurves(doc: dict) -> dict[tuple[str, str], Any]:
 
 
 def save(model: LearnedModel, folder: Path, **prov: Any) -> None:
-    """Write the predictor's files into `folder`: every one of them, or (on a failure) none,
-    and a predictor there before stays as it was."""
-    with all_or_nothing():
+    """Write the predictor's files as the folder `folder`: staged whole and switched in, so
+    a reader (or a kill) finds the predictor there before or this one, never a mix."""
+    with output_set() as tx:
+        stage = tx.folder(folder, SIGNATURE)
         kinds = {}
         for kind, km in model.modules.kinds.items():
-            write_text(folder / f"{kind}.time.txt", km.time_booster.model_to_string())
-            write_text(folder / f"{kind}.power.txt", km.power_booster.model_to_string())
+            write_text(stage / f"{kind}.time.txt", km.time_booster.model_to_string())
+            write_text(stage / f"{kind}.power.txt", km.power_booster.model_to_string())
             kinds[kind] = {"mean": km.mean.tolist(), "std": km.std.tolist(),
                            "train_z": km.train_z.round(5).tolist(),
                            "oor_threshold": km.oor_threshold}
-        _save_document(model, folder, kinds, **prov)
+        _save_document(model, stage, kinds, **prov)
 
 
 def _save_document(model: LearnedModel, folder: Path, kinds: dict, **prov: Any) -> None:
     c = model.collectives
-    write_json(folder / "predictor.json", SCHEMA, SCHEMA_VERSION, {
+    write_json(folder / SIGNATURE, SCHEMA, SCHEMA_VERSION, {
         "gpu": model.gpu.name, "features": list(FEATURES), "kinds": kinds,
         "comm": {"table": _curves(c.table), "waits": _curves(c.waits),
                  "power": _curves(c.power)},
@@ -59,16 +61,25 @@ def _save_document(model: LearnedModel, folder: Path, kinds: dict, **prov: Any) 
         "meta": model.meta}, **prov)
 
 
+def _forest(path: Path):
+    """A module model's LightGBM text; one that is not whole is one error naming it."""
+    from piep.errors import ArtifactError
+    from piep.predict.gbdt import Forest
+    try:
+        return Forest(read_text(path))
+    except (ValueError, KeyError) as exc:
+        raise ArtifactError(f"{path}: not a LightGBM model piep reads ({exc or 'empty'}); "
+                            f"refit it (piep train) or remove its folder") from None
+
+
 def load(folder: Path, gpu: GPU) -> LearnedModel:
     """The predictor in `folder`; its module models evaluated by `piep.predict.gbdt` (the
     same numbers as LightGBM's, without importing it)."""
-    from piep.predict.gbdt import Forest
     doc = read_json(folder / "predictor.json", SCHEMA)
     kinds = {}
     for kind, k in doc["kinds"].items():
         kinds[kind] = KindModel(
-            Forest(read_text(folder / f"{kind}.time.txt")),
-            Forest(read_text(folder / f"{kind}.power.txt")),
+            _forest(folder / f"{kind}.time.txt"), _forest(folder / f"{kind}.power.txt"),
             np.asarray(k["mean"]), np.asarray(k["std"]), np.asarray(k["train_z"]),
             float(k["oor_threshold"]))
     comm = doc["comm"]

@@ -138,8 +138,9 @@ def _figures(out: Path, doc, kinds, lay, measured, wait_samples) -> dict[str, Pa
     figs = out / "figures"
     paths: dict[str, Path] = {}
     # stacked energy by kind and phase
-    names = sorted({k["kind"] for k in kinds}, key=lambda n: -sum(
-        k["energy_j"] for k in kinds if k["kind"] == n))
+    # (ties by name: a set's order would follow the hash seed, and the figure with it)
+    names = sorted({k["kind"] for k in kinds}, key=lambda n: (-sum(
+        k["energy_j"] for k in kinds if k["kind"] == n), n))
     fig, ax = plt.subplots(figsize=(7, 3.8))
     bottom = [0.0, 0.0]
     for n in names:
@@ -235,7 +236,7 @@ def build_report(scn: Scenario, out: Path, *, predictor: str = "auto",
                  measured: dict[str, Any] | None = None,
                  compare: list[str] | None = None) -> dict[str, Any]:
     from piep import api
-    from piep.artifacts import all_or_nothing, write_json, write_text
+    from piep.artifacts import output_set, write_json, write_text
     from piep.compare import compare as compare_fn
     doc = api.predict(scn, predictor=predictor)
     comparison = None
@@ -257,18 +258,22 @@ def build_report(scn: Scenario, out: Path, *, predictor: str = "auto",
                              f"{-100 * a['saving_band'][0]:+.1f} %), {100 * a['slowdown']:+.2f} "
                              f"% time vs the default clocks — model-based, not measured"})
     lay = layouts(scn, predictor)
-    with all_or_nothing():
-        figs = _figures(out, doc, kinds, lay, measured, _wait_samples(doc))
+    with output_set() as tx:  # the folder whole (staged, then switched in), or untouched
+        stage = tx.folder(out, REPORT_SIGNATURE)
+        figs = _figures(stage, doc, kinds, lay, measured, _wait_samples(doc))
         top, others = split_actions(acts)
         data = {"prediction": doc, "by_kind": kinds, "actions": top, "other_changes": others,
                 "layouts": lay,
                 "clock_plan": plan,
                 "pareto": pareto(lay), "measured": measured, "comparison": comparison,
-                "figures": {k: str(p.relative_to(out)) for k, p in figs.items()}}
-        write_json(out / "report.json", "piep.report", 2, data)
-        write_text(out / "report.md", render_markdown(data))
-        write_text(out / "report.html", render_html(data, out))
+                "figures": {k: str(p.relative_to(stage)) for k, p in figs.items()}}
+        write_json(stage / REPORT_SIGNATURE, "piep.report", 2, data)
+        write_text(stage / "report.md", render_markdown(data))
+        write_text(stage / "report.html", render_html(data, stage))
     return data
+
+
+REPORT_SIGNATURE = "report.json"  # the file that marks a report's folder
 
 
 def clock_plan(scn: Scenario, predictor: str = "auto") -> dict[str, Any] | None:
