@@ -2,6 +2,7 @@
 by measurement.)
 
     python benchmarks/calibration_cost.py [--write] [--draws N]   # --write: reports/calibration_cost.md
+                                                                   # (N: default 3)
 
 A recipe of B minutes on one GPU is drawn from the committed H200 calibration: isolated
 module samples, stratified over every (kind, phase, mode) group (round robin, at random
@@ -38,6 +39,7 @@ from piep.fit.predictor import cases, leave_one_model_out  # noqa: E402
 from piep.gpus import load_gpu  # noqa: E402
 
 BUDGETS_MIN = (5, 10, 15, 30)
+DRAWS = 3  # recipes drawn per budget (reports/calibration_cost.md was made with these)
 MODULE_SHARE = 0.6  # of a recipe's minutes, for module samples (the rest: end-to-end runs)
 
 
@@ -168,7 +170,7 @@ def mape(rows, key: str, mode: str | None = None, layout: str | None = None) -> 
 
 
 def main(argv: list[str]) -> int:
-    draws = int(argv[argv.index("--draws") + 1]) if "--draws" in argv else 2
+    draws = int(argv[argv.index("--draws") + 1]) if "--draws" in argv else DRAWS
     share = float(argv[argv.index("--module-share") + 1]) if "--module-share" in argv \
         else MODULE_SHARE
     gpu = load_gpu("h200")

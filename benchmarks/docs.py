@@ -173,6 +173,131 @@ def calibrate_gpu() -> str:
             f"layout {_pct(c[4])} ({c[5]}x).")
 
 
+def _doc(argv: list[str]) -> dict:
+    import json
+    return json.loads(_run([*argv, "--json"]))
+
+
+def _band(b) -> str:
+    return f"{100 * b[0]:.1f}-{100 * b[1]:.1f} %"
+
+
+def clock_plans() -> str:
+    """docs/clock-plans.md's figures: plans and optimizer answers as the program gives them
+    now, and what the committed measurements of the runtime and the online search say."""
+    import json
+    lines = []
+    for args, what in ((["--batch", "1"], ""), (["--batch", "64"], ""),
+                       (["--batch", "64", "--power-limit", "500"],
+                        " (against the run capped at 500 W)")):
+        p = _doc(["plan", "--model", "llama-2-7b", *args])
+        a, i = p["applied"], p["ideal_bound"]
+        mhz = a["phase_mhz"]
+        clocks = f"one clock, {mhz['decode']} MHz" if mhz["prefill"] == mhz["decode"] else \
+            f"prefill {mhz['prefill']} MHz, decode {mhz['decode']} MHz"
+        lines.append(f"* `piep plan --model llama-2-7b {' '.join(args)}`: {clocks}: saving "
+                     f"{100 * a['saving']:.1f} % (band {_band(a['saving_band'])}), slowdown "
+                     f"{100 * a['slowdown']:.2f} %{what}; ideal per-kernel bound "
+                     f"{100 * i['saving']:.1f} %.")
+    o = _doc(["optimize", "--model", "llama-2-7b", "--tp", "1", "--objective", "eds"])
+    c, g = o["chosen"], o["predicted_gain"]
+    lines.append(f"* `piep optimize --model llama-2-7b --tp 1 --objective eds` (energy-delay "
+                 f"sum per output token, weight {o['objective']['weight']}, against batch "
+                 f"{o['reference']['batch']} at default clocks): batch {c['batch']} at "
+                 f"{c['sm_mhz']:.0f} MHz, {100 * g['energy_per_token']:+.1f} % energy "
+                 f"and {100 * g['time_per_token']:+.1f} % time per output token (predicted).")
+    for batch in (1,):
+        o = _doc(["optimize", "--model", "llama-2-7b", "--tp", "1", "--objective", "eds",
+                  "--batches", str(batch)])
+        c, g = o["chosen"], o["predicted_gain"]
+        kept = next((n for n in o["notes"] if "default configuration is kept" in n), None)
+        lines.append(f"  With the batch fixed at {batch}, the clock and power limit alone: "
+                     + (f"the default is kept ({kept})." if kept else
+                        f"{c['sm_mhz']:.0f} MHz, {100 * g['energy_per_token']:+.1f} % energy, "
+                        f"{100 * g['time_per_token']:+.1f} % time per output token."))
+    runs = [json.loads(line) for line in
+            (ROOT / "calibration/h200/dvfs/clockplan_dryrun.jsonl").read_text().splitlines()]
+    for r in runs:
+        cp = r["clock_plan"]
+        gap = f", the shortest gap between switches {cp['min_dwell_seen_s']:.2f} s" \
+            if cp["min_dwell_seen_s"] else ""
+        lines.append(f"* Measured, the runtime in dry run on a real batch-{r['batch']} run "
+                     f"(`calibration/h200/dvfs/clockplan_dryrun.jsonl`): {cp['switches']} "
+                     f"switches, {cp['skipped_noop']} skipped as no-ops, "
+                     f"{cp['skipped_dwell']} for the dwell{gap}.")
+    online = [json.loads(line) for line in (ROOT / "calibration/h200/optimize/"
+                                            "online_llama-2-7b_eds.jsonl").read_text()
+              .splitlines()]
+    ref = online[0]["measured"]
+    kept = [r for r in online if r["accepted"]][-1]["measured"]
+    d_energy = kept["energy_j"] / kept["batch"] / (ref["energy_j"] / ref["batch"]) - 1
+    d_time = kept["time_s"] / ref["time_s"] - 1  # (every run generates gen_len tokens)
+    lines.append(f"* Measured on H200, the online search over the batch "
+                 f"(`calibration/h200/optimize/online_llama-2-7b_eds.jsonl`): batches "
+                 f"{', '.join(str(r['point']['batch']) for r in online)} measured, batch "
+                 f"{kept['batch']} kept: {100 * d_energy:+.0f} % energy and {100 * d_time:+.0f} "
+                 f"% time per output token against batch {ref['batch']}.")
+    return "\n".join(lines)
+
+
+# a profile's terms as docs show them: (key, words, unit scale, unit)
+TERM_WORDS = (("host_launch_s", "host time per kernel launch", 1e6, "us"),
+              ("eager_decode_launch_s", "per eager decode launch", 1e6, "us"),
+              ("gap_graph_s", "per graph-replayed kernel", 1e6, "us"),
+              ("step_host_s", "per decode step (iteration)", 1e3, "ms"),
+              ("request_host_s", "per request of an iteration", 1e3, "ms"),
+              ("call_host_s", "per generate() call", 1e3, "ms"),
+              ("fused_kernel_s", "per fused pointwise kernel beyond its bytes", 1e6, "us"),
+              ("launch_gap_w", "board power while the GPU waits on the host", 1.0, "W"),
+              ("tp_call_host_s", "tp>1: host time per sharded module call", 1e6, "us"),
+              ("tp_step_host_s", "tp>1: per compiled decode step", 1e3, "ms"),
+              ("tp_gap_w", "tp>1: board power in the gaps they add", 1.0, "W"),
+              ("host_probe_ref_s", "the reference host's launch probe", 1e6, "us"))
+
+
+def engine_terms(engines=("hf-eager", "hf-static", "hf-cb")) -> str:
+    """The fitted terms of the shipped engine profiles (each read from its profile.json),
+    the runs they were fitted on and the kernel-time scales they set."""
+    from piep.artifacts import read_json
+    lines = ["| term | " + " | ".join(engines) + " |", "|---|" + "---|" * len(engines)]
+    docs = {e: read_json(ROOT / f"calibration/h200/engines/{e}/profile.json",
+                         "piep.engine_profile") for e in engines}
+    for key, words, scale, unit in TERM_WORDS:
+        cells = []
+        for e in engines:
+            fitted = key in docs[e]["meta"].get("fitted_terms", []) or key.startswith(
+                ("tp_", "host_probe")) or key == "fused_kernel_s"
+            value = docs[e]["terms"].get(key)
+            cells.append(f"{value * scale:.3g} {unit}" if value and fitted else "-")
+        if any(c != "-" for c in cells):
+            lines.append(f"| {words} (`{key}`) | " + " | ".join(cells) + " |")
+    scales = []
+    for e in engines:
+        ts = docs[e]["terms"].get("time_scale", {})
+        own = {k.removeprefix("kind:"): v for k, v in ts.items()
+               if f"time_scale.{k}" in docs[e]["meta"].get("fitted_terms", [])}
+        if own:
+            scales.append(f"{e}: " + ", ".join(f"{k} x{v:.2f}" for k, v in own.items()))
+    runs = ", ".join(f"{e} {docs[e]['meta'].get('runs')} runs of "
+                     f"{len(docs[e]['meta'].get('models', []))} models" for e in engines)
+    return "\n".join(lines) + f"\n\nFitted on: {runs}." + (
+        f" Kernel-time scales fitted on the engine's runs: {'; '.join(scales)}."
+        if scales else "")
+
+
+def serving_terms() -> str:
+    """docs/serving.md: hf-cb's fitted terms and the scheduler settings of its profile."""
+    from piep.artifacts import read_json
+    meta = read_json(ROOT / "calibration/h200/engines/hf-cb/profile.json",
+                     "piep.engine_profile")["meta"]
+    s = meta["scheduler"]
+    return (engine_terms(("hf-cb",)) + f"\n\nScheduler (transformers' defaults, and the "
+            f"reserve read off the replays' blocks): KV blocks of {s['block_size']} tokens, "
+            f"{100 * s['memory_percent']:.0f} % of the memory left after the weights and a "
+            f"{s['reserved_gib']:.2f} GiB reserve, a {100 * s['safety_margin']:.0f} % safety "
+            f"margin, at most {s['max_requests_per_batch']:,} requests an iteration.")
+
+
 def blocks() -> dict[str, str]:
     """The generated blocks of README.md and docs/ (`BLOCK_FILES`), by name."""
     return {
@@ -184,12 +309,15 @@ def blocks() -> dict[str, str]:
         "serving_accuracy": serving_accuracy(),
         "serving_foreign": serving_foreign(),
         "calibrate_gpu": calibrate_gpu(),
+        "clock_plans": clock_plans(),
+        "engine_terms": engine_terms(),
+        "serving_terms": serving_terms(),
     }
 
 
 # the files with generated blocks
 BLOCK_FILES = ("README.md", "docs/commands.md", "docs/measuring.md", "docs/method.md",
-               "docs/engines.md", "docs/serving.md")
+               "docs/engines.md", "docs/serving.md", "docs/clock-plans.md")
 
 
 def flags_doc() -> str:

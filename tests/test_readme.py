@@ -44,3 +44,23 @@ def test_every_link_leads_somewhere():
 def test_the_coverage_table_in_the_accuracy_report_is_current():
     import interval_coverage
     assert interval_coverage.table() in (ROOT / "reports" / "accuracy.md").read_text()
+
+
+# a figure with a unit: what goes stale when a refit or a change moves it
+FIGURE = re.compile(r"(?<![\w.])[-+]?\d[\d,.]*\s?(%|W\b|us\b|µs|ms\b|x\b|J\b|TB/s|GB|GiB|"
+                    r"MHz|s\b)")
+
+
+def test_docs_state_no_figure_by_hand():
+    """Every figure in docs/ comes from a generated block (a report, a profile, the
+    program's own output): docs once quoted plan savings, fitted host times and powers that
+    later fits changed. Outside the blocks only code and `literals` may hold figures, and
+    the interval level ("90 %")."""
+    for path in sorted((ROOT / "docs").glob("*.md")):
+        if str(path.relative_to(ROOT)) in docs.GENERATED_DOCS:
+            continue
+        text = docs.MARK.sub("", path.read_text())
+        text = re.sub(r"```.*?```", "", text, flags=re.S)
+        text = re.sub(r"`[^`\n]*`", "", text)
+        by_hand = [m.group(0) for m in FIGURE.finditer(text) if m.group(0) != "90 %"]
+        assert not by_hand, f"{path.name}: {by_hand[:5]}: generate them (benchmarks/docs.py)"
