@@ -325,6 +325,8 @@ def parse_json(text: str, where: str, *, constants: bool = False) -> Any:
     Python's recursion limit, or holds an integer of more than 4,300 digits is one error
     naming `where`."""
     try:
+        # (a float literal too large for a float reads as infinity: the typed readers
+        # check that each number they take is finite)
         return json.loads(text, parse_constant=None if constants else _no_constant)
     except json.JSONDecodeError as exc:
         raise ArtifactError(f"{where}: not valid JSON ({exc.msg}: line {exc.lineno} column "

@@ -225,8 +225,10 @@ class ModelSpec:
             problems.append(f"hidden_act={act!r}: only SwiGLU (silu) MLPs are supported")
         for key in _FLOAT_KEYS:
             if key in values and (isinstance(values[key], bool)
-                                  or not isinstance(values[key], (int, float))):
-                problems.append(f"{ALIASES[key][0]}={values[key]!r} must be a number")
+                                  or not isinstance(values[key], (int, float))
+                                  or not math.isfinite(values[key])):
+                problems.append(f"{ALIASES[key][0]}={_shown(values[key])} must be a finite "
+                                f"number")
         for key in _BOOL_KEYS:
             if key in values and not isinstance(values[key], bool):
                 problems.append(f"{ALIASES[key][0]}={values[key]!r} must be true or false")

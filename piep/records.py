@@ -15,6 +15,7 @@ way the fits will before it is written.
 
 from __future__ import annotations
 
+import functools
 import math
 import statistics
 from dataclasses import dataclass, field, replace
@@ -41,12 +42,19 @@ def run_key(cfg: Mapping[str, Any]) -> str:
 
 
 def spec_of_shape(model: str, s: Mapping[str, Any]) -> ModelSpec:
-    """The model shape a record states (its `shape`)."""
-    return ModelSpec(name=model, model_type="llama", hidden_size=s["hidden"],
-                     num_layers=s["layers"], num_heads=s["heads"], num_kv_heads=s["kv_heads"],
-                     head_dim=s["head_dim"], intermediate_size=s["ffn"], vocab_size=s["vocab"],
-                     qkv_bias=bool(s.get("qkv_bias")), sliding_window=s.get("sliding_window"),
-                     max_position=1 << 20)
+    """The model shape a record states (its `shape`); one object per distinct shape (a
+    file of many runs of a few models holds a few)."""
+    return _spec_of(model, *(s[k] for k in SHAPE_FIELDS), bool(s.get("qkv_bias")),
+                    s.get("sliding_window"))
+
+
+@functools.lru_cache(maxsize=1024)
+def _spec_of(model, hidden, layers, heads, kv_heads, head_dim, ffn, vocab, qkv_bias,
+             window) -> ModelSpec:
+    return ModelSpec(name=model, model_type="llama", hidden_size=hidden, num_layers=layers,
+                     num_heads=heads, num_kv_heads=kv_heads, head_dim=head_dim,
+                     intermediate_size=ffn, vocab_size=vocab, qkv_bias=qkv_bias,
+                     sliding_window=window, max_position=1 << 20)
 
 
 SHAPE_FIELDS = ("hidden", "layers", "heads", "kv_heads", "head_dim", "ffn", "vocab")
@@ -56,7 +64,11 @@ def _spec(doc: Mapping[str, Any], where: str) -> ModelSpec:
     """A record's model: its stated shape, else the shipped config of its name."""
     shape = doc.get("shape")
     if isinstance(shape, dict):
-        missing = [k for k in SHAPE_FIELDS if not isinstance(shape.get(k), int)]
+        missing = [k for k in SHAPE_FIELDS if not isinstance(shape.get(k), int)
+                   or isinstance(shape.get(k), bool)]
+        window = shape.get("sliding_window")
+        if window is not None and (not isinstance(window, int) or isinstance(window, bool)):
+            missing.append("sliding_window (an integer or null)")
         if missing:
             raise ConfigError(f"{where}: shape lacks {', '.join(missing)} (a shape states "
                               f"{', '.join(SHAPE_FIELDS)})")

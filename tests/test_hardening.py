@@ -6,6 +6,7 @@ import io
 import json
 import math
 import os
+import sys
 from pathlib import Path
 
 import pytest
@@ -382,3 +383,36 @@ def test_human_tables_are_pinned(name, argv):
     if os.environ.get("PIEP_UPDATE_GOLDEN"):
         (DATA / name).write_text(out)
     assert out == (DATA / name).read_text()
+
+
+def _hostile_cases():
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    from hostile_inputs import cases
+    return cases()
+
+
+@pytest.mark.parametrize("case", _hostile_cases(), ids=lambda c: c[0])
+def test_every_file_input_over_hostile_contents_is_an_answer_or_one_line(case, tmp_path,
+                                                                         monkeypatch):
+    """Every file piep reads, filled with JSON nested past reason, integers of 5,000
+    digits, NaN and Infinity, strings for numbers, empty lists, a torn last line and 64 MB
+    of zeros; sizes beyond any model; records no board could make; a GPU named as a path
+    (benchmarks/hostile_inputs.py runs the same as processes and counts them)."""
+    name, argv, files, expect = case
+    for rel, content in files.items():
+        path = tmp_path / rel
+        if isinstance(content, bytes):
+            path.write_bytes(content)
+        else:
+            path.write_text(content)
+    monkeypatch.setenv("PIEP_DATA_DIR", str(tmp_path / "data"))
+    monkeypatch.chdir(tmp_path)
+    code, out, err = _run([a.replace("{d}", str(tmp_path)) for a in argv])
+    assert "Traceback" not in err, err
+    if code == 0:
+        assert expect == "any", (name, "accepted")
+    else:
+        assert code in (2, 3) and err.count("\n") == 1, (name, code, err)
+        if name.startswith("suggests:"):
+            assert "--allow-uncalibrated" not in err or "piep predict" in err, err
+    assert not (tmp_path / "x").exists()  # nothing outside the data directory
