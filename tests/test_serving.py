@@ -543,3 +543,26 @@ def test_an_overloaded_stream_says_so_with_the_rate_the_engine_sustains(capsys):
     assert main(["serve", "--model", "llama-3-8b", "--rate", "10", "--requests", "400"]) == 0
     out = capsys.readouterr().out
     assert "overloaded: requests arrive at" in out and "the engine sustains about" in out
+
+
+def test_held_out_folds_are_named_by_their_replays_and_the_engine_fitted(monkeypatch, caplog):
+    """Progress named a replay's fold by its Python object id and called every engine
+    fitted this way hf-cb."""
+    from types import SimpleNamespace
+
+    import piep.fit.serving as fs
+    monkeypatch.setattr(fs, "fit_cb_profile", lambda base, recs, **kw: SimpleNamespace(
+        apply=lambda b: b, meta={"scheduler": {"reserved_gib": 1.0}}))
+    monkeypatch.setattr(fs, "_cases", lambda base, test, reserved, h, shared: test)
+    monkeypatch.setattr(fs, "case_row", lambda c, model: {"model": c.model})
+    monkeypatch.setattr(fs, "fold_map", lambda fn, groups: [fn(g) for g in groups])
+    recs = [SimpleNamespace(energy_j=1.0, model="llama-3-8b", trace=f"traces/{t}.jsonl")
+            for t in ("night", "burst", "night")]
+    with caplog.at_level("INFO", logger="piep.train"):
+        rows = fs.held_out_on_hosts(None, recs, by="trace", hosts=(False,), name="my-cb")
+    assert len(rows[False]) == 3
+    said = [r.getMessage() for r in caplog.records]
+    assert [s.split(", ~")[0] for s in said] == [
+        "my-cb leave-one-replay-out 1/3 (held out: llama-3-8b night.jsonl #1)",
+        "my-cb leave-one-replay-out 2/3 (held out: llama-3-8b burst.jsonl #2)",
+        "my-cb leave-one-replay-out 3/3 (held out: llama-3-8b night.jsonl #3)"]
