@@ -238,6 +238,8 @@ class Outputs:
         it that marks an output of the same command (an existing folder without it, and
         not empty, is refused: piep does not replace what it did not write)."""
         target = Path(target)
+        if target.is_symlink():  # written through, as a file's is: the link stays
+            target = Path(os.path.realpath(target))
         if target.exists() and not target.is_dir():
             raise OutputError(f"{target} is a file; give a folder")
         found = foreign_entries(target, signature)

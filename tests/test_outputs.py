@@ -230,3 +230,12 @@ def test_kill_9_at_random_points_leaves_the_old_or_the_new_outputs(case):
     r = trial(case, kills=50, seed=1)
     assert r["mixed"] == 0 and r["old"] + r["new"] == 50, r
     assert r["after_next_run"] == [] and r["next_run_is_new"], r
+
+
+def test_a_folder_behind_a_symlink_is_written_through(tmp_path):
+    real, link = tmp_path / "real", tmp_path / "link"
+    real.mkdir()
+    link.symlink_to(real)
+    with artifacts.output_set() as tx:
+        (tx.folder(link, "report.json") / "report.json").write_text("1")
+    assert link.is_symlink() and (real / "report.json").read_text() == "1"
