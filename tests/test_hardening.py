@@ -416,3 +416,31 @@ def test_every_file_input_over_hostile_contents_is_an_answer_or_one_line(case, t
         if name.startswith("suggests:"):
             assert "--allow-uncalibrated" not in err or "piep predict" in err, err
     assert not (tmp_path / "x").exists()  # nothing outside the data directory
+
+
+@pytest.mark.parametrize("what, spoil", [
+    ("model_empty", lambda p: (p / "predictor" / "linear.time.txt").write_text("")),
+    ("model_cut_short", lambda p: (p / "predictor" / "linear.time.txt").write_text(
+        (ROOT / "calibration/h200/predictor/linear.time.txt").read_text()[:5000])),
+    ("predictor_json_empty", lambda p: (p / "predictor" / "predictor.json").write_text("")),
+    ("profile_empty", lambda p: (p / "engines" / "hf-static" / "profile.json").write_text("")),
+])
+def test_a_broken_fitted_file_is_one_line_naming_it(what, spoil, tmp_path, monkeypatch):
+    """An empty or cut-short module model was a traceback or, cut short, read as fewer
+    trees (every answer silently other); an empty profile or predictor document too."""
+    import shutil
+    mine = tmp_path / "data" / "h200"
+    shutil.copytree(ROOT / "calibration/h200/predictor", mine / "predictor")
+    (mine / "engines" / "hf-static").mkdir(parents=True)
+    shutil.copy(ROOT / "calibration/h200/engines/hf-static/profile.json",
+                mine / "engines" / "hf-static" / "profile.json")
+    spoil(mine)
+    monkeypatch.setenv("PIEP_DATA_DIR", str(tmp_path / "data"))
+    from piep.predict.learned import load_learned
+    load_learned.cache_clear()
+    try:
+        code, out, err = _run(["predict", "--model", "llama-2-7b", "--engine", "hf-static"])
+    finally:
+        load_learned.cache_clear()
+    assert code == 2 and err.count("\n") == 1 and "Traceback" not in err, err
+    assert str(mine) in err, err
