@@ -51,7 +51,8 @@ def _staged(target: Path, kind: str) -> Path:
                             f"{ext}")
 
 
-def _alive(pid: int) -> bool:
+def pid_alive(pid: int) -> bool:
+    """Whether a process of that id runs (one of another user's counts as running)."""
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
@@ -90,7 +91,7 @@ def clean_beside(target: Path) -> None:
         return
     for name in names:
         m = _LEFTOVER.match(name)
-        if not m or int(m["pid"]) == os.getpid() or _alive(int(m["pid"])):
+        if not m or int(m["pid"]) == os.getpid() or pid_alive(int(m["pid"])):
             continue
         path, home = parent / name, parent / m["name"]
         try:
@@ -115,6 +116,17 @@ def _fsync_dir(folder: Path) -> None:
         os.close(fd)
 
 
+def _beside(target: Path | str, kind: str) -> tuple[Path, Path]:
+    """(the output, a name beside it for this process's `kind` of staging): a symlink is
+    written through (its target), its folder made, what dead runs left there cleaned."""
+    target = Path(target)
+    if target.is_symlink():
+        target = Path(os.path.realpath(target))
+    target.parent.mkdir(parents=True, exist_ok=True)
+    clean_beside(target)
+    return target, _staged(target, kind)
+
+
 def create_new(path: Path, mode: str):
     """A new file at `path`, opened for writing: never one that exists, never through a
     symlink (O_EXCL | O_NOFOLLOW)."""
@@ -125,12 +137,7 @@ def create_new(path: Path, mode: str):
 def write_file(path: Path, content: str | bytes, opener: Opener = create_new) -> Path:
     """`content` at `path`, atomically (temporary beside it, fsync, rename, fsync of the
     folder); returns the path written (a symlink's target)."""
-    path = Path(path)
-    if path.is_symlink():
-        path = Path(os.path.realpath(path))
-    path.parent.mkdir(parents=True, exist_ok=True)
-    clean_beside(path)
-    tmp = _staged(path, "tmp")
+    path, tmp = _beside(path, "tmp")
     try:
         with opener(tmp, "wb" if isinstance(content, bytes) else "w") as fh:
             fh.write(content)
@@ -257,12 +264,7 @@ class Outputs:
 
     def file(self, target: Path | str) -> Path:
         """A staged name for the file `target` (reserved: created empty), to write to."""
-        target = Path(target)
-        if target.is_symlink():
-            target = Path(os.path.realpath(target))
-        target.parent.mkdir(parents=True, exist_ok=True)
-        clean_beside(target)
-        staged = _staged(target, "tmp")
+        target, staged = _beside(target, "tmp")
         create_new(staged, "w").close()
         self.units.append(_Unit("file", target, staged))
         return staged
@@ -324,7 +326,7 @@ def recover(journal: Path) -> None:
         path = journal / name
         try:
             doc = json.loads(path.read_text())
-            if _alive(int(doc["pid"])) and int(doc["pid"]) != os.getpid():
+            if pid_alive(int(doc["pid"])) and int(doc["pid"]) != os.getpid():
                 continue
             for u in doc["units"]:
                 apply(_Unit(u["kind"], Path(u["target"]), Path(u["staged"]),

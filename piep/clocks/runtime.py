@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from piep.errors import DeviceError
+from piep.outputs import pid_alive
 
 log = logging.getLogger("piep.runtime")
 CAP_SYS_ADMIN = 21
@@ -55,14 +56,6 @@ def has_clock_permission() -> bool:
     return False
 
 
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 @dataclass
@@ -141,7 +134,7 @@ class ClockRuntime:
             except (OSError, json.JSONDecodeError):
                 state = {"owner_pid": -1}
             pid = int(state.get("owner_pid", -1))
-            if pid != self.owner_pid and pid > 0 and _alive(pid):
+            if pid != self.owner_pid and pid > 0 and pid_alive(pid):
                 raise DeviceError(f"GPU {dev.uuid} is locked by another piep runtime (pid {pid},"
                                   f" state file {path}); stop it first")
             log.warning("recovering %s: a previous owner (pid %d) left clocks locked; resetting",
