@@ -141,11 +141,12 @@ def _kind_of(path: Path) -> str | None:
     return None
 
 
-def writable(path: Path | str, what: str = "output") -> Path:
+def writable(path: Path | str, what: str = "output", *, claim: bool = True) -> Path:
     """Check, before any long work, that `path` can be written (a file, not a folder; its
-    folder creatable) and claim it (a second piep writing it is refused); one clear error
-    otherwise. What stands there and is not a regular file (a device, a FIFO, a socket) is
-    refused, never replaced."""
+    folder creatable) and, with `claim`, claim it (a second piep writing it is refused; a
+    file appended to is not claimed: appends of several processes interleave by whole
+    lines); one clear error otherwise. What stands there and is not a regular file (a
+    device, a FIFO, a socket) is refused, never replaced."""
     path = Path(path)
     if path.is_dir():
         raise OutputError(f"{what} {path} is a folder; give a file path")
@@ -154,7 +155,8 @@ def writable(path: Path | str, what: str = "output") -> Path:
         raise OutputError(f"{what} {path} is {kind}, not a regular file; piep writes only "
                           f"regular files (give a file path)")
     _check_parents(path)
-    outputs.claim(path)
+    if claim:
+        outputs.claim(path)
     return path
 
 
@@ -509,7 +511,7 @@ def append_jsonl(path: Path | str, record: dict[str, Any]) -> None:
     """Append one line, flushed to the disk; a crash can lose only the line being written,
     and a line a crash left torn (no newline at the end of the file) is cut before the
     next one is appended."""
-    path = writable(path)
+    path = writable(path, claim=False)
     line = json.dumps(record, sort_keys=False, allow_nan=False) + "\n"
     try:
         path.parent.mkdir(parents=True, exist_ok=True)

@@ -239,3 +239,19 @@ def test_a_folder_behind_a_symlink_is_written_through(tmp_path):
     with artifacts.output_set() as tx:
         (tx.folder(link, "report.json") / "report.json").write_text("1")
     assert link.is_symlink() and (real / "report.json").read_text() == "1"
+
+
+def test_appends_of_two_processes_are_not_refused(tmp_path):
+    """A file appended to (records of a campaign, an optimizer's log) is not claimed:
+    processes append to it line by line, as sharded calibrations do."""
+    path = tmp_path / "runs.jsonl"
+    outputs.claim(tmp_path / "other.json")  # this process holds a claim of its own
+    try:
+        artifacts.append_jsonl(path, {"a": 1})
+        code = ("import sys; from piep.artifacts import append_jsonl; "
+                f"append_jsonl({str(path)!r}, {{'a': 2}})")
+        subprocess.run([sys.executable, "-c", code], check=True, timeout=60)
+        artifacts.append_jsonl(path, {"a": 3})
+    finally:
+        outputs.release_claims()
+    assert [json.loads(line)["a"] for line in path.read_text().splitlines()] == [1, 2, 3]

@@ -74,7 +74,7 @@ def run(args) -> int:
     if args.plot:
         figure_path(args.plot)
     if args.log:
-        writable(args.log, "--log")
+        writable(args.log, "--log", claim=False)  # (appended to)
     if args.front < 0:
         raise ConfigError(f"--front={args.front} must be >= 0")
     if args.clock_stride < 1:

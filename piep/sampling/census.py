@@ -146,7 +146,7 @@ def main(argv: list[str] | None = None) -> int:
         specs = [named_spec(name)[0] for name in args.models]
         wl = Workload(batch=args.batch, prompt_len=args.prompt_len, gen_len=args.gen_len)
         _needs_a_decode_step(wl)
-        writable(args.out, "--out")
+        writable(args.out, "--out", claim=False)  # (appended to)
     except PiepError as exc:
         print(f"census: error: {exc}", file=sys.stderr)
         return 2
