@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import os
+import re
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -51,6 +53,87 @@ def _read_config_cached(path_str: str, name: str, mtime_ns: int, size: int) -> M
     return ModelSpec.from_hf_config(config, name=name)
 
 
+# a Hugging Face model ID: ORG/NAME
+HUB_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*/[A-Za-z0-9][A-Za-z0-9._-]*")
+
+
+def hf_cache_dir() -> Path:
+    """The Hugging Face hub cache: $HF_HUB_CACHE, else $HF_HOME/hub, else the XDG cache's."""
+    if os.environ.get("HF_HUB_CACHE"):
+        return Path(os.environ["HF_HUB_CACHE"])
+    if os.environ.get("HF_HOME"):
+        return Path(os.environ["HF_HOME"]) / "hub"
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "huggingface" / "hub"
+
+
+def _own_dir(repo_id: str) -> Path:
+    """Where `piep models add` keeps a model ID's config.json."""
+    from piep.artifacts import user_data_dir
+    return user_data_dir() / "models" / repo_id.replace("/", "--")
+
+
+def hub_config(repo_id: str) -> Path | None:
+    """The config.json of a model ID: piep's own copy (`piep models add`), else the one in
+    the Hugging Face hub cache (the snapshot its main ref names, else the newest)."""
+    own = _own_dir(repo_id) / "config.json"
+    if own.is_file():
+        return own
+    repo = hf_cache_dir() / f"models--{repo_id.replace('/', '--')}"
+    ref = repo / "refs" / "main"
+    if ref.is_file():
+        path = repo / "snapshots" / ref.read_text().strip() / "config.json"
+        if path.is_file():
+            return path
+    found = sorted((repo / "snapshots").glob("*/config.json"), key=lambda p: p.stat().st_mtime)
+    return found[-1] if found else None
+
+
+def add_model(repo_id: str, *, revision: str = "main", timeout_s: float = 20.0,
+              opener=None) -> Path:
+    """Fetch a model ID's config.json - that one file: never code - from the Hugging Face
+    hub ($HF_ENDPOINT, $HF_TOKEN for a gated model) into piep's data directory."""
+    import json as json_
+    import urllib.error
+    import urllib.request
+
+    from piep.artifacts import parse_json, write_text
+    if not HUB_ID.fullmatch(repo_id or ""):
+        raise ConfigError(f"{repo_id!r}: a model ID is ORG/NAME (e.g. Qwen/Qwen3-8B)")
+    if not re.fullmatch(r"[A-Za-z0-9._-]+", revision):
+        raise ConfigError(f"--revision {revision!r}: a branch, tag or commit")
+    endpoint = os.environ.get("HF_ENDPOINT", "https://huggingface.co").rstrip("/")
+    url = f"{endpoint}/{repo_id}/resolve/{revision}/config.json"
+    request = urllib.request.Request(url, headers={"User-Agent": "piep"})
+    if os.environ.get("HF_TOKEN"):
+        request.add_header("Authorization", f"Bearer {os.environ['HF_TOKEN']}")
+    try:
+        with (opener or urllib.request.urlopen)(request, timeout=timeout_s) as resp:
+            body = resp.read(16 * 1024 ** 2 + 1)
+    except urllib.error.HTTPError as exc:
+        why = {401: "gated or private: set HF_TOKEN", 403: "gated: accept its terms and set "
+               "HF_TOKEN", 404: "no such model, revision or config.json"}.get(exc.code,
+                                                                              f"HTTP {exc.code}")
+        raise ConfigError(f"{repo_id}: {why} ({url})") from None
+    except (urllib.error.URLError, OSError) as exc:
+        reason = getattr(exc, "reason", exc)
+        raise ConfigError(f"{repo_id}: cannot reach {endpoint} ({reason}); offline, download "
+                          f"its config.json yourself and give its path") from None
+    if len(body) > 16 * 1024 ** 2:
+        raise ConfigError(f"{url}: more than 16 MB: not a config.json")
+    try:
+        config = parse_json(body.decode(), url)
+    except (ArtifactError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"{url}: not a config.json ({exc})") from None
+    if not isinstance(config, dict):
+        raise ConfigError(f"{url}: not a config.json (a JSON object)")
+    folder = _own_dir(repo_id)
+    write_text(folder / "config.json", json_.dumps(config, indent=2) + "\n")
+    write_text(folder / "source.json", json_.dumps({"id": repo_id, "revision": revision,
+                                                    "url": url}, indent=2) + "\n")
+    return folder / "config.json"
+
+
 def no_shipped_models() -> ConfigError:
     """The error where the data folder holds no model configs (a wrong PIEP_HOME)."""
     import os
@@ -81,12 +164,20 @@ def load_model(ref: str) -> ModelSpec:
         return _read_config(path, path.parent.name if path.name == "config.json" else path.stem)
     if path.exists():
         raise ConfigError(f"{ref} is neither a config.json file nor a model folder")
+    if HUB_ID.fullmatch(ref.strip()):
+        found = hub_config(ref.strip())
+        if found is None:
+            raise ConfigError(f"{ref}: no config.json of it in the local Hugging Face cache "
+                              f"({hf_cache_dir()}) nor piep's; `piep models add {ref.strip()}` "
+                              f"fetches that one file (online), or give a path to a "
+                              f"config.json")
+        return _read_config(found, ref.strip())
     if not names:
         raise no_shipped_models()
     import difflib
     close = difflib.get_close_matches(key, names, n=5, cutoff=0.3) or names[:5]
-    raise ConfigError(f"unknown model {ref!r}: not a shipped name nor a path; closest: "
-                      f"{', '.join(close)} (see `piep models`)")
+    raise ConfigError(f"unknown model {ref!r}: not a shipped name, a path nor a model ID "
+                      f"(ORG/NAME); closest: {', '.join(close)} (see `piep models`)")
 
 
 # shapes in no public list widen the grid beyond the shipped models

@@ -159,7 +159,7 @@ SERVE = ["serve", "--model", "llama-2-7b"]
     ([*MEASURED, "{in}/negative.jsonl"], "time_s=-1 must be a finite number > 0"),
     (["predict", "--model", "{in}/swa"], "sliding_window=-5"),
     (["predict", "--model", "{in}/gpt2"], "supported: llama, mistral, qwen2)"),
-    (["predict", "--model", "mixtral-8x7b"], "dense decoders only"),
+    (["predict", "--model", "mixtral-8x7b"], "dense decoders so far"),
     (["compare", "llama-2-7b@"], "no layout after '@'"),
     (["compare", "llama-2-7b@tp2:"], "no engine after ':'"),
     (["models", "PIEP_HOME={in}/empty_home"], "PIEP_HOME="),

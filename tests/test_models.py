@@ -69,7 +69,7 @@ def test_missing_and_invalid_keys_are_listed_together():
 
 
 def test_non_llama_family_is_refused():
-    with pytest.raises(ConfigError, match="not Llama-family"):
+    with pytest.raises(ConfigError, match="'gpt2' is not a family piep prices"):
         ModelSpec.from_hf_config({"model_type": "gpt2", "n_embd": 768, "n_layer": 12,
                                   "n_head": 12, "vocab_size": 50257}, name="gpt2")
 
@@ -87,3 +87,103 @@ def test_config_roundtrip(tmp_path):
 def test_unknown_model_suggests_names():
     with pytest.raises(ConfigError, match="piep models"):
         load_model("llama-9-1b")
+
+
+QWEN2 = {"model_type": "qwen2", "hidden_size": 896, "num_hidden_layers": 24,
+         "num_attention_heads": 14, "num_key_value_heads": 2, "intermediate_size": 4864,
+         "vocab_size": 151936, "max_position_embeddings": 32768, "hidden_act": "silu",
+         "torch_dtype": "bfloat16", "tie_word_embeddings": True}
+
+
+def test_a_model_id_is_read_from_the_hugging_face_cache(tmp_path, monkeypatch, capsys):
+    """`--model ORG/NAME` finds config.json in the hub cache's layout (the snapshot its main
+    ref names); without it, one line says how to get it."""
+    import json
+
+    from piep.cli import main
+    repo = tmp_path / "hub" / "models--Qwen--Qwen2.5-0.5B"
+    (repo / "refs").mkdir(parents=True)
+    (repo / "refs" / "main").write_text("abc123")
+    (repo / "snapshots" / "abc123").mkdir(parents=True)
+    (repo / "snapshots" / "abc123" / "config.json").write_text(json.dumps(QWEN2))
+    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "hub"))
+    monkeypatch.setenv("PIEP_DATA_DIR", str(tmp_path / "data"))
+    spec = load_model("Qwen/Qwen2.5-0.5B")
+    assert spec.name == "Qwen/Qwen2.5-0.5B" and spec.hidden_size == 896 and spec.qkv_bias
+    assert main(["predict", "--model", "Qwen/Qwen2.5-0.5B", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["model"] == "Qwen/Qwen2.5-0.5B"
+    assert main(["predict", "--model", "Qwen/Qwen9-1B"]) == 2
+    err = capsys.readouterr().err
+    assert "piep models add Qwen/Qwen9-1B" in err and err.count("\n") == 1
+
+
+def test_models_add_fetches_one_config_json_and_nothing_else(tmp_path, monkeypatch, capsys):
+    import io
+    import json
+    import urllib.error
+
+    from piep.cli import main
+    monkeypatch.setenv("PIEP_DATA_DIR", str(tmp_path / "data"))
+    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "empty"))
+    asked = []
+
+    def hub(request, timeout):
+        asked.append(request.full_url)
+        if "Missing" in request.full_url:
+            raise urllib.error.HTTPError(request.full_url, 404, "not found", {}, None)
+        return io.BytesIO(json.dumps(QWEN2).encode())
+    monkeypatch.setattr("urllib.request.urlopen", hub)
+    assert main(["models", "add", "Qwen/Qwen2.5-0.5B", "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["answered"] and asked == [
+        "https://huggingface.co/Qwen/Qwen2.5-0.5B/resolve/main/config.json"]
+    assert sorted(p.name for p in (tmp_path / "data" / "models" / "Qwen--Qwen2.5-0.5B")
+                  .iterdir()) == ["config.json", "source.json"]
+    assert load_model("Qwen/Qwen2.5-0.5B").num_layers == 24  # offline now
+    assert main(["models", "add", "Qwen/Missing-1B"]) == 2
+    assert "no such model" in capsys.readouterr().err
+    assert main(["models", "add", "not-an-id"]) == 2
+    assert "ORG/NAME" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("change, needle", [
+    ({"quantization_config": {"quant_method": "fp8", "fmt": "e4m3",
+                              "weight_block_size": [128, 128], "activation_scheme": "dynamic"}},
+     "quantized weights (FP8 (e4m3, 128x128 blocks, dynamic activations))"),
+    ({"quantization_config": {"quant_method": "awq", "bits": 4, "group_size": 128}},
+     "quantized weights (AWQ int4 (groups of 128))"),
+    ({"model_type": "qwen3_moe", "num_experts": 128, "num_experts_per_tok": 8},
+     "a mixture of experts (model_type 'qwen3_moe', 128 experts, 8 per token)"),
+    ({"model_type": "gpt_oss", "num_local_experts": 32, "num_experts_per_tok": 4},
+     "a mixture of experts (model_type 'gpt_oss', 32 experts, 4 per token)"),
+    ({"model_type": "deepseek_v3"}, "a mixture of experts (model_type 'deepseek_v3')"),
+    ({"model_type": "qwen3"}, "'qwen3' is not priced yet (the tree lacks its per-head q/k"),
+])
+def test_what_is_not_priced_yet_is_refused_by_name_in_one_line(change, needle, tmp_path,
+                                                              capsys):
+    """FP8 and AWQ checkpoints were priced as bf16 in silence; mixtures of experts and
+    families whose modules the tree lacks are refused saying which."""
+    import json
+
+    from piep.cli import main
+    (tmp_path / "config.json").write_text(json.dumps({**QWEN2, **change}))
+    assert main(["predict", "--model", str(tmp_path / "config.json")]) == 2
+    err = capsys.readouterr().err
+    assert needle in err and err.count("\n") == 1, err
+
+
+def test_every_answer_names_its_dtypes_and_models_lists_only_what_it_answers(capsys):
+    import json
+
+    from piep.cli import main
+    assert main(["predict", "--model", "llama-2-7b", "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["dtypes"] == {"weights": "bf16", "kv_cache": "bf16", "checkpoint": "float16"}
+    assert main(["predict", "--model", "llama-2-7b"]) == 0
+    assert "bf16 weights and KV cache (its float16 checkpoint priced in bf16)" in \
+        capsys.readouterr().out
+    assert main(["models", "--json"]) == 0
+    listed = json.loads(capsys.readouterr().out)
+    assert "mixtral-8x7b" not in [m["name"] for m in listed["models"]]
+    assert [m["name"] for m in listed["not_answered"]] == ["mixtral-8x7b"]
+    assert {m["weights"] for m in listed["models"]} == {"bf16"}

@@ -181,6 +181,14 @@ def host_note(doc: dict) -> str | None:
     return line + ". For yours: `piep env --host-probe` on it, then --host-probe-us US"
 
 
+def dtypes_words(doc: dict) -> str:
+    """'bf16 weights and KV cache' (and the checkpoint's dtype where it differs)."""
+    d = doc.get("dtypes") or {}
+    kept = d.get("checkpoint") in (None, "bfloat16")
+    return f"{d.get('weights', 'bf16')} weights and KV cache" + (
+        "" if kept else f" (its {d['checkpoint']} checkpoint priced in bf16)")
+
+
 def outcome_lines(doc: dict) -> list[str]:
     """What a prediction and a served stream both state, as tables: energy, time and the
     per-token and per-request figures with their 90 % interval, the latencies over the

@@ -8,17 +8,30 @@ from piep.report.table import table
 
 
 def configure(parser) -> None:
-    pass
+    parser.add_argument("action", nargs="?", choices=("add",),
+                        help="add ORG/NAME: fetch a Hugging Face model's config.json (that "
+                             "one file, never code) so that --model ORG/NAME answers offline")
+    parser.add_argument("model_id", nargs="?", metavar="ORG/NAME")
+    parser.add_argument("--revision", default="main", help="with add: a branch, tag or commit")
 
 
 def run(args) -> int:
+    if args.action == "add" or args.model_id:
+        return _add(args)
     from piep.models import no_shipped_models
-    rows = []
+    rows, refused = [], []
     if not shipped_models():
         raise no_shipped_models()
     for m in shipped_models():
         spec = load_model(m.name)
-        rows.append({"name": m.name, "model_type": spec.model_type, "params_b": spec.num_params() / 1e9,
+        why = _unanswered(spec)
+        if why:  # every command refuses it: not listed among the models piep answers
+            refused.append({"name": m.name, "why": why})
+            continue
+        rows.append({"name": m.name, "model_type": spec.model_type,
+                     "weights": spec.dtypes["weights"],
+                     "checkpoint_dtype": spec.checkpoint_dtype,
+                     "params_b": spec.num_params() / 1e9,
                      "published_params_b": m.source.get("published_params", 0) / 1e9,
                      "layers": spec.num_layers, "hidden": spec.hidden_size,
                      "heads": spec.num_heads, "kv_heads": spec.num_kv_heads,
@@ -27,9 +40,39 @@ def run(args) -> int:
                      "moe": spec.is_moe, "source": m.source.get("url")})
     def human(doc):
         rows = doc["models"]
-        keys = ["name", "params_b", "layers", "hidden", "heads", "kv_heads", "head_dim", "ffn",
-                "vocab", "attention"]
-        return table([[r[k] for k in keys] + ["MoE" if r["moe"] else ""] for r in rows],
-                     keys + [""])
-    emit(args, {"schema": "piep.models", "schema_version": 1, "models": rows}, human)
+        keys = ["name", "model_type", "weights", "params_b", "layers", "hidden", "heads",
+                "kv_heads", "head_dim", "ffn", "vocab", "attention"]
+        return table([[r[k] for k in keys] for r in rows], keys) + "".join(
+            f"\nnot answered: {r['name']}: {r['why']}" for r in doc["not_answered"])
+    emit(args, {"schema": "piep.models", "schema_version": 1, "models": rows,
+                "not_answered": refused}, human)
     return 0
+
+
+def _add(args) -> int:
+    from piep.errors import ConfigError
+    from piep.models import add_model
+    if args.action != "add" or not args.model_id:
+        raise ConfigError("give `piep models add ORG/NAME` (e.g. Qwen/Qwen3-8B)")
+    path = add_model(args.model_id, revision=args.revision)
+    try:
+        spec, why = load_model(args.model_id), None
+    except ConfigError as exc:  # kept: a later piep may price it
+        spec, why = None, str(exc)
+    doc = {"id": args.model_id, "config": str(path), "answered": spec is not None
+           and _unanswered(spec) is None, "why": why or (spec and _unanswered(spec))}
+    emit(args, doc, lambda d: f"{d['id']}: config.json in {d['config']}" + (
+        f"; piep answers it (--model {d['id']})" if d["answered"] else
+        f"; not answered yet: {d['why']}"))
+    return 0
+
+
+def _unanswered(spec) -> str | None:
+    """Why every command refuses a model (a mixture of experts, quantized weights), or
+    None where piep answers it."""
+    if spec.is_moe:
+        return (f"a mixture of experts ({spec.num_experts} experts, {spec.experts_per_token} "
+                f"per token): not modelled yet")
+    if spec.quantization:
+        return f"quantized weights ({spec.quantization}): not priced yet"
+    return None

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import argparse
 
-from piep.commands.common import (add_deployment_args, emit, flag_lines, host_note,
-                                  outcome_lines, scenario_from_args)
+from piep.commands.common import (add_deployment_args, dtypes_words, emit, flag_lines,
+                                  host_note, outcome_lines, scenario_from_args)
 from piep.report.table import fmt, table
 
 
@@ -27,7 +27,8 @@ def summary(doc: dict, top: int = 8) -> str:
     lines = [
         f"{doc['model']} on {lay['gpus']}x {doc['gpu']} (tp={lay['tp']} pp={lay['pp']} "
         f"dp={lay['dp']}), batch {w['batch']}, prompt {w['prompt_len']}, gen {w['gen_len']}, "
-        f"{w['mode']}  [predictor: {doc['predictor']}; energy boundary: GPU boards only]",
+        f"{w['mode']}, {dtypes_words(doc)}  [predictor: {doc['predictor']}; energy boundary: GPU "
+        f"boards only]",
         "",
         *outcome_lines(doc),
         *([f"priced as {doc['priced_as']}"] if doc.get("priced_as") else []),

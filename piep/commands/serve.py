@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from piep.commands.common import emit, flag_lines, host_note, outcome_lines, scenario_file
+from piep.commands.common import (dtypes_words, emit, flag_lines, host_note, outcome_lines,
+                                  scenario_file)
 from piep.gpus import DEFAULT_GPU
 from piep.report.table import fmt, table
 
@@ -124,8 +125,8 @@ def _scenario(args):
 
 def summary(d: dict, shown: int) -> str:
     lines = [f"{d['model']} on {d['layout']['gpus']}x {d['gpu']}, {d['engine']}: {d['requests']} "
-             f"requests, {d['output_tokens']} output tokens  [predictor: {d['predictor']}; "
-             "energy boundary: GPU boards only]", "", *outcome_lines(d),
+             f"requests, {d['output_tokens']} output tokens, {dtypes_words(d)}  [predictor: "
+             f"{d['predictor']}; energy boundary: GPU boards only]", "", *outcome_lines(d),
              f"breakdown idle = GPUs waiting on the host inside iterations "
              f"{fmt(d['breakdown_j']['idle'] - d['no_request']['energy_j'])} + no request in "
              f"flight {fmt(d['no_request']['energy_j'])}",

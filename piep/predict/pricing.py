@@ -185,7 +185,8 @@ def deployment_fields(dep: Deployment) -> dict[str, Any]:
     return {"model": dep.model.name, "gpu": dep.gpu.name,
             "layout": {"tp": p.tp, "pp": p.pp, "dp": p.dp, "gpus": p.world_size},
             "workload": {"batch": w.batch, "prompt_len": w.prompt_len, "gen_len": w.gen_len,
-                         "mode": w.mode}}
+                         "mode": w.mode},
+            "dtypes": dep.model.dtypes}
 
 
 def price(deps: Sequence[Deployment], model: CostModel, *, builder: TableBuilder | None = None,

@@ -321,7 +321,7 @@ def serving_result(scn: Scenario, trace: Trace, sim: Simulation, costs,
     return ServingResult(
         deployment={"model": scn.model.name, "gpu": scn.gpu.name,
                     "layout": {"tp": p.tp, "pp": p.pp, "dp": p.dp, "gpus": p.world_size},
-                    "engine": scn.engine.name},
+                    "engine": scn.engine.name, "dtypes": scn.model.dtypes},
         outcome=out,
         breakdown_j={"compute": kernel_j - comm_j - wait_j, "communication": comm_j,
                      "wait": wait_j, "idle": gap_j + idle_j},
