@@ -512,8 +512,8 @@ def append_jsonl(path: Path | str, record: dict[str, Any]) -> None:
     and a line a crash left torn (no newline at the end of the file) is cut before the
     next one is appended."""
     path = writable(path, claim=False)
-    line = json.dumps(record, sort_keys=False, allow_nan=False) + "\n"
     try:
+        line = json.dumps(record, sort_keys=False, allow_nan=False) + "\n"
         path.parent.mkdir(parents=True, exist_ok=True)
         with _open_for_write(path, "ab") as fh:
             _cut_torn_tail(fh, path)
@@ -532,15 +532,20 @@ def _cut_torn_tail(fh, path: Path) -> None:
     size = fh.seek(0, os.SEEK_END)
     if not size:
         return
+    keep = 0  # after the last newline (none: the whole file is the torn line)
     with open(path, "rb") as rd:
         rd.seek(size - 1)
         if rd.read(1) == b"\n":
             return
-        start = max(0, size - MAX_LINE_BYTES)
-        rd.seek(start)
-        tail = rd.read()
-    cut = tail.rfind(b"\n")
-    keep = start + cut + 1 if cut >= 0 else 0
+        end = size
+        while end > 0:  # backwards a block at a time, to the last newline
+            start = max(0, end - (1 << 20))
+            rd.seek(start)
+            cut = rd.read(end - start).rfind(b"\n")
+            if cut >= 0:
+                keep = start + cut + 1
+                break
+            end = start
     log.warning("%s: its last line was torn (%d bytes without a newline); cut before "
                 "appending", path, size - keep)
     fh.truncate(keep)

@@ -255,3 +255,15 @@ def test_appends_of_two_processes_are_not_refused(tmp_path):
     finally:
         outputs.release_claims()
     assert [json.loads(line)["a"] for line in path.read_text().splitlines()] == [1, 2, 3]
+
+
+def test_a_torn_line_longer_than_a_block_is_cut_and_nothing_before_it(tmp_path, monkeypatch):
+    """The torn tail is found however long it is (the search goes back block by block); a
+    record that is not JSON (NaN) is one error, not a traceback."""
+    path = tmp_path / "runs.jsonl"
+    path.write_bytes(b'{"a": 1}\n' + b"x" * (3 << 20))
+    artifacts.append_jsonl(path, {"a": 2})
+    assert path.read_text() == '{"a": 1}\n{"a": 2}\n'
+    with pytest.raises(OutputError, match="cannot append"):
+        artifacts.append_jsonl(path, {"a": float("nan")})
+    assert path.read_text() == '{"a": 1}\n{"a": 2}\n'
