@@ -185,12 +185,7 @@ def writable_folder(path: Path | str, what: str, signature: str) -> Path:
             if kind:
                 raise OutputError(f"{what} {path}: {entry.name} is {kind}, not a regular "
                                   f"file; piep replaces only regular files and folders")
-        found = outputs.foreign_entries(path, signature)
-        if found:
-            raise OutputError(f"{what} {path} holds files piep did not write "
-                              f"({', '.join(found[:3])}{', ...' if len(found) > 3 else ''}); "
-                              f"give a new or empty folder, or one a previous run of this "
-                              f"command wrote")
+        outputs.check_folder(path, signature, what)
     _check_parents(path / signature)
     outputs.claim(path)
     return path

@@ -189,14 +189,21 @@ def _switch_in(staged: Path, target: Path) -> None:
     _fsync_dir(target.parent)
 
 
-def foreign_entries(folder: Path, signature: str) -> list[str]:
-    """What in an existing output folder piep did not write: all of it, unless the folder
-    holds `signature` (the file a previous run of the same command wrote)."""
+def check_folder(folder: Path, signature: str, what: str = "") -> None:
+    """Refuse (one line) to replace a folder piep did not write: a file, or a folder that
+    is not empty and does not hold `signature` (the file a previous run of the same
+    command wrote). `what`: the flag it was given by."""
+    name = f"{what} {folder}".strip()
+    if folder.exists() and not folder.is_dir():
+        raise OutputError(f"{name} is a file; give a folder")
     try:
-        names = sorted(os.listdir(folder))
+        found = sorted(os.listdir(folder))
     except FileNotFoundError:
-        return []
-    return [] if not names or signature in names else names
+        return
+    if found and signature not in found:
+        raise OutputError(f"{name} holds files piep did not write ({', '.join(found[:3])}"
+                          f"{', ...' if len(found) > 3 else ''}); give a new or empty folder, "
+                          f"or one a previous run of this command wrote")
 
 
 def _carry_over(old: Path, new: Path) -> None:
@@ -228,7 +235,6 @@ class _Unit:
     kind: str            # "file" or "folder"
     target: Path
     staged: Path
-    signature: str = ""  # a folder: the file that marks a previous output of piep's
     inode: int = 0       # a folder: its staging folder's inode (a switch done, or not)
 
 
@@ -244,22 +250,10 @@ class Outputs:
         """A staging folder to write the folder `target` into; `signature`: the file of
         it that marks an output of the same command (an existing folder without it, and
         not empty, is refused: piep does not replace what it did not write)."""
-        target = Path(target)
-        if target.is_symlink():  # written through, as a file's is: the link stays
-            target = Path(os.path.realpath(target))
-        if target.exists() and not target.is_dir():
-            raise OutputError(f"{target} is a file; give a folder")
-        found = foreign_entries(target, signature)
-        if found:
-            raise OutputError(f"{target} holds files piep did not write ({', '.join(found[:3])}"
-                              f"{', ...' if len(found) > 3 else ''}); give a new or empty "
-                              f"folder, or one a previous run of this command wrote")
-        target.parent.mkdir(parents=True, exist_ok=True)
-        clean_beside(target)
-        staged = _staged(target, "new")
+        check_folder(Path(os.path.realpath(target)), signature)  # (a link written through)
+        target, staged = _beside(target, "new")
         os.mkdir(staged)
-        self.units.append(_Unit("folder", target, staged, signature,
-                                os.stat(staged).st_ino))
+        self.units.append(_Unit("folder", target, staged, os.stat(staged).st_ino))
         return staged
 
     def file(self, target: Path | str) -> Path:
