@@ -56,13 +56,18 @@ class Curve:
     wait_j: np.ndarray            # of kernel_j: busy-waiting in collectives
 
 
-def under_limit(time_s, kernel_j, gap_j, limit_w):
-    """(kernel J, launch-gap J) of iterations (numbers or arrays) held at the power limit
-    `limit_w` of all their boards: where they would draw more, both are scaled down to
-    the limit over `time_s` (a continuous batch runs iterations back to back, so the
+def held_share(time_s, kernel_j, gap_j, limit_w):
+    """The share of iterations' energy (numbers or arrays) the power limit `limit_w` of
+    all their boards leaves them: 1 where they draw no more, else the limit's energy over
+    `time_s` over theirs (a continuous batch runs iterations back to back, so the
     short-window allowance of a lone phase does not apply)."""
     total = kernel_j + gap_j
-    keep = np.minimum(1.0, limit_w * time_s / np.where(total > 0, total, 1.0))
+    return np.minimum(1.0, limit_w * time_s / np.where(total > 0, total, 1.0))
+
+
+def under_limit(time_s, kernel_j, gap_j, limit_w):
+    """(kernel J, launch-gap J) of iterations held at the power limit (`held_share`)."""
+    keep = held_share(time_s, kernel_j, gap_j, limit_w)
     return kernel_j * keep, gap_j * keep
 
 
@@ -133,10 +138,8 @@ class IterationCosts:
                       for v in (tokens, requests, keys))
         values = {f: self._sum(f, lt, lr, lk) for f in names}
         if any(f != "time_s" for f in names) and math.isfinite(self.limit_w):
-            t, k, g = (values[f] if f in values else self._sum(f, lt, lr, lk)
-                       for f in ("time_s", "kernel_j", "gap_j"))
-            held_k, _ = under_limit(t, k, g, self.limit_w)
-            keep = np.divide(held_k, k, out=np.ones_like(k), where=k > 0)
+            keep = held_share(*(values[f] if f in values else self._sum(f, lt, lr, lk)
+                                for f in ("time_s", "kernel_j", "gap_j")), self.limit_w)
             values = {f: v if f == "time_s" else v * keep for f, v in values.items()}
         return [values[f] for f in names]
 
