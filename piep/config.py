@@ -107,8 +107,10 @@ def size_problem(name: str, value: Any, *, key: str | None = None) -> str | None
     return None
 
 
-def _positive_int(name: str, value: Any, problems: list[str], key: str | None = None) -> int:
-    problem = size_problem(key or name, value, key=name)
+def _positive_int(key: str, value: Any, problems: list[str]) -> int:
+    """`value` where it is a valid size `key` (a canonical field), else 1 with the problem
+    (named by the config.json key users know) added to `problems`."""
+    problem = size_problem(key, value, key=ALIASES.get(key, (key,))[0])
     if problem:
         problems.append(problem)
         return 1
@@ -149,7 +151,7 @@ class ModelSpec:
         for key in ("hidden_size", "num_layers", "num_heads", "num_kv_heads", "head_dim",
                     "intermediate_size", "vocab_size", "max_position", "num_experts",
                     "experts_per_token"):
-            _positive_int(ALIASES.get(key, (key,))[0], getattr(self, key), problems, key)
+            _positive_int(key, getattr(self, key), problems)
         if not problems:
             if self.num_heads % self.num_kv_heads:
                 problems.append(f"num_attention_heads={self.num_heads} is not a multiple of "
@@ -294,7 +296,7 @@ class ModelSpec:
         for key in ("hidden_size", "num_layers", "num_heads", "num_kv_heads", "head_dim",
                     "intermediate_size", "vocab_size", "max_position"):
             if key in values:
-                _positive_int(ALIASES[key][0], values[key], problems, key)
+                _positive_int(key, values[key], problems)
         if problems:
             raise ConfigError(f"{name}: not a usable Llama-family config.json: "
                               + "; ".join(problems))
@@ -336,7 +338,7 @@ class ModelSpec:
         )
 
 
-def _moe_words(config: Mapping[str, Any], model_type: str) -> str:
+def _moe_words(config: Mapping[str, Any], model_type: str) -> str | None:
     """', N experts, K per token' of a mixture of experts (what its config states), else
     ''; None for a dense model."""
     experts = next((config[k] for k in ALIASES["num_experts"]
