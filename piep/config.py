@@ -176,6 +176,19 @@ class ModelSpec:
         return self.num_experts > 1
 
     @property
+    def unpriced(self) -> str | None:
+        """Why piep cannot price this model yet (every command refuses it), or None."""
+        if self.is_moe:
+            return (f"a mixture of experts ({self.num_experts} experts, "
+                    f"{self.experts_per_token} per token): piep prices dense decoders so far "
+                    f"(Llama, Mistral, Qwen2 families); its experts and router are not "
+                    f"modelled yet")
+        if self.quantization:
+            return (f"quantized weights ({self.quantization}): piep prices bf16 weights only "
+                    f"so far (no quantized kernel was measured)")
+        return None
+
+    @property
     def dtypes(self) -> dict[str, str]:
         """What an answer prices its weights and KV cache in (bf16: the engines piep
         models run bf16), and the checkpoint's own dtype where its config states one."""

@@ -144,16 +144,10 @@ def validate(model: ModelSpec, parallel: Parallel, workload: Workload, gpu: GPU,
              host_probe_s: float | None = None) -> Deployment:
     """Check the layout against the model and the GPU; raise one clear error or return it."""
     tp, pp, dp = parallel.tp, parallel.pp, parallel.dp
-    if model.is_moe:
-        raise ConfigError(f"{model.name} is a mixture of experts ({model.num_experts} experts, "
-                          f"{model.experts_per_token} per token): piep prices dense decoders "
-                          f"so far (Llama, Mistral, Qwen2 families); its experts and router "
-                          f"are not modelled yet")
-    if model.quantization:
-        raise ConfigError(f"{model.name} has quantized weights ({model.quantization}): piep "
-                          f"prices bf16 weights only so far (no quantized kernel was "
-                          f"measured); give the unquantized model's config.json to price it "
-                          f"in bf16")
+    if model.unpriced:
+        fix = "; give the unquantized model's config.json to price it in bf16" \
+            if model.quantization and not model.is_moe else ""
+        raise ConfigError(f"{model.name}: {model.unpriced}{fix}")
     if not splits(model, tp):
         why = (f"does not divide num_attention_heads={model.num_heads}" if model.num_heads % tp
                else f"neither divides nor is a multiple of num_key_value_heads="

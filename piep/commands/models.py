@@ -24,7 +24,7 @@ def run(args) -> int:
         raise no_shipped_models()
     for m in shipped_models():
         spec = load_model(m.name)
-        why = _unanswered(spec)
+        why = spec.unpriced
         if why:  # every command refuses it: not listed among the models piep answers
             refused.append({"name": m.name, "why": why})
             continue
@@ -60,19 +60,8 @@ def _add(args) -> int:
     except ConfigError as exc:  # kept: a later piep may price it
         spec, why = None, str(exc)
     doc = {"id": args.model_id, "config": str(path), "answered": spec is not None
-           and _unanswered(spec) is None, "why": why or (spec and _unanswered(spec))}
+           and spec.unpriced is None, "why": why or (spec and spec.unpriced)}
     emit(args, doc, lambda d: f"{d['id']}: config.json in {d['config']}" + (
         f"; piep answers it (--model {d['id']})" if d["answered"] else
         f"; not answered yet: {d['why']}"))
     return 0
-
-
-def _unanswered(spec) -> str | None:
-    """Why every command refuses a model (a mixture of experts, quantized weights), or
-    None where piep answers it."""
-    if spec.is_moe:
-        return (f"a mixture of experts ({spec.num_experts} experts, {spec.experts_per_token} "
-                f"per token): not modelled yet")
-    if spec.quantization:
-        return f"quantized weights ({spec.quantization}): not priced yet"
-    return None
