@@ -93,11 +93,10 @@ def add_model(repo_id: str, *, revision: str = "main", timeout_s: float = 20.0,
               opener=None) -> Path:
     """Fetch a model ID's config.json - that one file: never code - from the Hugging Face
     hub ($HF_ENDPOINT, $HF_TOKEN for a gated model) into piep's data directory."""
-    import json as json_
     import urllib.error
     import urllib.request
 
-    from piep.artifacts import parse_json, write_text
+    from piep.artifacts import output_set, parse_json, write_text
     if not HUB_ID.fullmatch(repo_id or ""):
         raise ConfigError(f"{repo_id!r}: a model ID is ORG/NAME (e.g. Qwen/Qwen3-8B)")
     if not re.fullmatch(r"[A-Za-z0-9._-]+", revision):
@@ -128,9 +127,11 @@ def add_model(repo_id: str, *, revision: str = "main", timeout_s: float = 20.0,
     if not isinstance(config, dict):
         raise ConfigError(f"{url}: not a config.json (a JSON object)")
     folder = _own_dir(repo_id)
-    write_text(folder / "config.json", json_.dumps(config, indent=2) + "\n")
-    write_text(folder / "source.json", json_.dumps({"id": repo_id, "revision": revision,
-                                                    "url": url}, indent=2) + "\n")
+    with output_set() as tx:  # the config and where it came from, together
+        stage = tx.folder(folder, "config.json")
+        write_text(stage / "config.json", json.dumps(config, indent=2) + "\n")
+        write_text(stage / "source.json", json.dumps({"id": repo_id, "revision": revision,
+                                                      "url": url}, indent=2) + "\n")
     return folder / "config.json"
 
 

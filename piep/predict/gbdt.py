@@ -48,11 +48,11 @@ class Forest:
             raise ValueError(f"LightGBM objective {header.get('objective')!r}: only "
                              "regression models are evaluated here")
         # a model cut short (a write killed halfway) lacks trees its header counts
-        trees = len(header.get("tree_sizes", "").split())
-        if "\nend of trees" not in text or text.count("\nTree=") != trees or not trees:
-            raise ValueError(f"{text.count(chr(10) + 'Tree=')} trees of the {trees} its "
-                             f"header counts, and {'an' if 'end of trees' in text else 'no'} "
-                             f"end: a model cut short")
+        trees, found = len(header.get("tree_sizes", "").split()), text.count("\nTree=")
+        ended = "\nend of trees" in text
+        if not ended or found != trees or not trees:
+            raise ValueError(f"{found} trees of the {trees} its header counts, and "
+                             f"{'an' if ended else 'no'} end: a model cut short")
         self.num_features = int(header["max_feature_idx"]) + 1
 
     @cached_property
