@@ -21,7 +21,6 @@ Only `piep.artifacts` uses this module; everything else writes through it.
 
 from __future__ import annotations
 
-import ctypes
 import errno
 import hashlib
 import json
@@ -30,7 +29,6 @@ import re
 import secrets
 import shutil
 import stat
-import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
@@ -157,6 +155,7 @@ _RENAME_EXCHANGE = 2
 
 def _exchange(a: Path, b: Path) -> bool:
     """Swap two paths in one step (Linux renameat2); False where it cannot."""
+    import ctypes  # (only when a folder is switched: not at every command's start)
     try:
         fn = ctypes.CDLL(None, use_errno=True).renameat2
     except (OSError, AttributeError):
@@ -336,6 +335,7 @@ _CLAIMS: dict[str, int] = {}  # output path -> the open lock file that claims it
 
 def _lock_dir() -> Path | None:
     """This user's folder of output locks (None where none can be made safely)."""
+    import tempfile  # (only when an output is claimed)
     folder = Path(tempfile.gettempdir()) / f"piep-locks-{os.getuid()}"
     try:
         folder.mkdir(mode=0o700, exist_ok=True)
