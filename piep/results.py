@@ -142,14 +142,9 @@ def flat(doc: dict[str, object]) -> dict[str, object]:
 
 def pct_below(value: float, base: float) -> float:
     """How far `value` lies below `base`, in per cent of `base`: the one convention of
-    every "X % below Y" piep prints (a 3x gap is 66.7 % below, never 200 %)."""
+    every "X % below Y" piep prints (a 3x gap is 66.7 % below, never 200 %); a signed
+    change names its base ("... vs now")."""
     return 100 * (1 - value / base) if base else 0.0
-
-
-def pct_change(new: float, old: float) -> float:
-    """`new` against `old`, in per cent of `old` (negative: lower): the one convention of
-    every signed "+X % ... vs Y" piep prints."""
-    return 100 * (new / old - 1) if old else 0.0
 
 
 def clear_best(options: list[tuple[str, float, "list[float] | None"]], *, what: str,

@@ -35,18 +35,16 @@ def configure(parser) -> None:
 
 
 def run(args) -> int:
-    from piep.predict.learned import load_learned, predictor_dir
+    from piep.predict.learned import load_learned
     _check_engine(args)
-    _claim_output(args)  # before minutes of fitting: writable, and no other piep writing it
+    out = _claim_output(args)  # before minutes of fitting: writable, no other piep on it
     if args.engine:
         from piep.fit.train import engine_profile
         doc = engine_profile(gpu=args.gpu, engine=args.engine, like=args.like,
-                             from_measurements=args.from_measurements, out=args.out)
+                             from_measurements=args.from_measurements, out=str(out))
     elif args.from_measurements:
-        from piep.predict.learned import user_predictor_dir
         from piep.predict.store import save
         from piep.fit.predictor import refit_on_measurements
-        out = Path(args.out) if args.out else user_predictor_dir(args.gpu)
         model, n = refit_on_measurements(args.gpu, Path(args.from_measurements))
         save(model, out, refit_from=args.from_measurements)
         doc = {"predictor": str(out), "refit_records": n,
@@ -64,7 +62,6 @@ def run(args) -> int:
         from piep.predict.store import save
         from piep.fit.predictor import train_shipped
         from piep.fit.progress import Pace
-        out = Path(args.out) if args.out else predictor_dir(args.gpu)
         model, rows = train_shipped(args.gpu, progress=Pace("leave-one-model-out"))
         save(model, out, command=f"piep train --gpu {args.gpu}")
         doc = {"predictor": str(out), "e2e_runs": len(rows),
@@ -75,20 +72,22 @@ def run(args) -> int:
     return 0
 
 
-def _claim_output(args) -> None:
-    """What the fit will write: checked and claimed before the fit starts."""
+def _claim_output(args) -> Path:
+    """The folder the fit writes (--out, else a user's fit goes to the user data
+    directory, the shipped fit to calibration/), checked and claimed before it starts."""
     from piep.artifacts import writable, writable_folder
     if args.engine:
         from piep.predict.engines import shipped_profile_dir, user_profile_dir
-        folder = args.out or (user_profile_dir(args.gpu, args.engine) if args.from_measurements
-                              else shipped_profile_dir(args.gpu, args.engine))
-        writable(Path(folder) / "profile.json", "--out")
-        return
+        folder = Path(args.out or (user_profile_dir(args.gpu, args.engine)
+                                   if args.from_measurements
+                                   else shipped_profile_dir(args.gpu, args.engine)))
+        writable(folder / "profile.json", "--out")
+        return folder
     from piep.predict.learned import predictor_dir, user_predictor_dir
     from piep.predict.store import SIGNATURE
-    folder = args.out or (user_predictor_dir(args.gpu) if args.from_measurements
-                          else predictor_dir(args.gpu))
-    writable_folder(folder, "--out", SIGNATURE)
+    folder = Path(args.out or (user_predictor_dir(args.gpu) if args.from_measurements
+                               else predictor_dir(args.gpu)))
+    return writable_folder(folder, "--out", SIGNATURE)
 
 
 def _check_engine(args) -> None:
