@@ -88,7 +88,8 @@ held at the boards' limit, hf-cb refit over it (launch_gap_w 103 -> 104 W: hf-cb
 serve energies within 6 %, times unchanged, the batch-as-stream prefill the iterations
 before the last first token), serve's `load` added; the predictor and engine profiles
 refit to record their intervals' basis (every other number within 4e-8 relative, the
-combiner's refit noise): new snapshot.
+combiner's refit noise): new snapshot. Then every answer states its `dtypes` (a key
+added, every number 0.0): new snapshot.
 """
 
 from __future__ import annotations
