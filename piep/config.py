@@ -10,11 +10,13 @@ from __future__ import annotations
 import hashlib
 import json
 import math
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, fields as dataclass_fields
 from functools import lru_cache
 from typing import Any, Mapping
 
 from piep.errors import ConfigError
+from piep.families import (ACTIVATIONS, FAMILIES, MOE_TYPES, PRICED, nope_layers,
+                           rotary_share, sliding_layers)
 
 BF16_BYTES = 2
 
@@ -40,41 +42,11 @@ ALIASES: dict[str, tuple[str, ...]] = {
     "torch_dtype": ("torch_dtype", "dtype"),
 }
 REQUIRED = ("hidden_size", "num_layers", "num_heads", "intermediate_size", "vocab_size")
-# model_type -> defaults that the family implies rather than states; `moe`: read, so that
-# a mixture of experts is refused by name (piep prices dense decoders only)
-FAMILIES: dict[str, dict[str, Any]] = {
-    "llama": {"qkv_bias": None},
-    "mistral": {"qkv_bias": False},
-    "qwen2": {"qkv_bias": True},  # Qwen2 has q/k/v bias and no key that says so
-    "mixtral": {"qkv_bias": False, "moe": True},
-}
-SUPPORTED_FAMILIES = tuple(sorted(k for k, v in FAMILIES.items() if not v.get("moe")))
-# mixtures of experts by model_type (their experts are not modelled: refused by name, in
-# one line, also where a config does not state its expert count)
-MOE_TYPES = ("mixtral", "qwen2_moe", "qwen3_moe", "gpt_oss", "deepseek_v2", "deepseek_v3",
-             "llama4", "llama4_text", "olmoe", "granitemoe", "phimoe", "dbrx", "jamba",
-             "minimax", "glm4_moe", "ernie4_5_moe", "hunyuan_v1_moe")
-# dense families piep reads but does not price yet, and what of theirs the tree lacks
-NOT_YET: dict[str, str] = {
-    "qwen3": "per-head q/k RMSNorm",
-    "gemma": "GeGLU (tanh GELU), scaled embeddings",
-    "gemma2": "post-norms, GeGLU, local-global attention, logit soft-capping",
-    "gemma3": "post-norms, q/k norms, GeGLU, local-global attention",
-    "gemma3_text": "post-norms, q/k norms, GeGLU, local-global attention",
-    "phi3": "fused qkv and gate_up projections",
-    "olmo2": "post-norms and q/k norms",
-    "glm4": "post-norms, fused gate_up, partial rotary",
-    "granite": "its multipliers (no cost) are read, the rest is llama's: not measured",
-    "smollm3": "NoPE layers",
-    "cohere": "LayerNorm, parallel attention and MLP",
-    "exaone": "its own attention layout",
-}
 # quantization_config quant_method -> what its weights are, in words
 QUANT_METHODS = {"fp8": "FP8", "compressed-tensors": "compressed-tensors", "awq": "AWQ",
                  "gptq": "GPTQ", "bitsandbytes": "bitsandbytes", "mxfp4": "MXFP4",
                  "fbgemm_fp8": "FP8", "hqq": "HQQ", "eetq": "EETQ", "quanto": "quanto",
                  "torchao": "torchao", "aqlm": "AQLM", "bitnet": "BitNet"}
-GATED_ACTS = ("silu", "swish")
 _FLOAT_KEYS = ("rms_norm_eps", "rope_theta", "initializer_range")
 _BOOL_KEYS = ("attention_bias", "tie_word_embeddings")
 
@@ -119,7 +91,9 @@ def _positive_int(key: str, value: Any, problems: list[str]) -> int:
 
 @dataclass(frozen=True, kw_only=True)
 class ModelSpec:
-    """Shape of a Llama-family decoder (Llama, Mistral, Qwen2, Vicuna, Mixtral)."""
+    """Shape of a dense decoder: Llama's layer, and what its family runs beyond it
+    (`piep.families`: q/k norms, post-norms, fused projections, GeGLU, partial RoPE,
+    sliding and NoPE layers, scalar multiplies)."""
 
     name: str
     model_type: str
@@ -145,6 +119,21 @@ class ModelSpec:
     checkpoint_dtype: str | None = None
     # quantized weights in words (`quantization_config`); None: not quantized
     quantization: str | None = None
+    # --- what the family's layer runs beyond Llama's (piep.families; defaults: Llama) ---
+    qk_norm: str | None = None         # "head" | "whole": RMSNorm of q and k before RoPE
+    pre_norms: bool = True             # RMSNorm before attention and before the MLP
+    post_norms: bool = False           # RMSNorm of attention's and the MLP's outputs
+    fused_qkv: bool = False            # one GEMM for q, k, v
+    fused_gate_up: bool = False        # one GEMM for gate and up
+    activation: str = "silu"           # the gated MLP's: "silu" | "gelu_tanh"
+    rotary_dim: int | None = None      # the dims of a head RoPE rotates (None: all)
+    # the layers that attend a sliding window where only some do (None: every layer
+    # alike, sliding where `sliding_window` is set); the layers without RoPE
+    sliding_layers: tuple[int, ...] | None = None
+    nope_layers: tuple[int, ...] = ()
+    scaled_embeddings: bool = False    # one multiply of the embeddings
+    residual_scale: bool = False       # one multiply before each residual add
+    logit_scale: bool = False          # one multiply of the logits
 
     def __post_init__(self) -> None:
         problems: list[str] = []
@@ -156,6 +145,19 @@ class ModelSpec:
             if self.num_heads % self.num_kv_heads:
                 problems.append(f"num_attention_heads={self.num_heads} is not a multiple of "
                                 f"num_key_value_heads={self.num_kv_heads}")
+            if self.qk_norm not in (None, "head", "whole"):
+                problems.append(f"qk_norm={self.qk_norm!r} is not 'head' or 'whole'")
+            if self.activation not in set(ACTIVATIONS.values()):
+                problems.append(f"activation={self.activation!r} is not one of "
+                                f"{', '.join(sorted(set(ACTIVATIONS.values())))}")
+            if self.rotary_dim is not None and not 0 < self.rotary_dim <= self.head_dim:
+                problems.append(f"rotary_dim={self.rotary_dim} is not within head_dim="
+                                f"{self.head_dim}")
+            outside = [i for i in (*(self.sliding_layers or ()), *self.nope_layers)
+                       if not 0 <= i < self.num_layers]
+            if outside:
+                problems.append(f"layer indices {outside[:3]} are outside the "
+                                f"{self.num_layers} layers")
             if self.experts_per_token > self.num_experts:
                 problems.append(f"num_experts_per_tok={self.experts_per_token} exceeds "
                                 f"num_local_experts={self.num_experts}")
@@ -210,7 +212,26 @@ class ModelSpec:
             attn += h
         mlp = 3 * h * self.intermediate_size * self.num_experts
         router = h * self.num_experts if self.is_moe else 0
-        return attn + mlp + router + 2 * h
+        return attn + mlp + router + self.norm_params()
+
+    def norm_params(self) -> int:
+        """The RMSNorm weights of one layer (pre-norms, post-norms, q/k norms)."""
+        qk = {None: 0, "head": 2 * self.head_dim,
+              "whole": self.q_size + self.kv_size}[self.qk_norm]
+        return 2 * self.hidden_size * (self.pre_norms + self.post_norms) + qk
+
+    def layer_kinds(self, layers: range | None = None) -> list[tuple[tuple[bool, bool], int]]:
+        """The kinds of layer in `layers` (default: all) with how many of each, in order of
+        first appearance: (sliding, rope) - whether it attends the sliding window (where
+        the model has one) and whether it applies RoPE."""
+        sliding = set(range(self.num_layers) if self.sliding_layers is None
+                      else self.sliding_layers) if self.sliding_window else set()
+        nope = set(self.nope_layers)
+        counts: dict[tuple[bool, bool], int] = {}
+        for i in layers if layers is not None else range(self.num_layers):
+            key = (i in sliding, i not in nope)
+            counts[key] = counts.get(key, 0) + 1
+        return list(counts.items())
 
     def embedding_params(self) -> int:
         return self.vocab_size * self.hidden_size
@@ -224,17 +245,26 @@ class ModelSpec:
 
     def config_hash(self) -> str:
         """A hash of what is priced (not the checkpoint's dtype, priced in bf16 whatever it
-        is; quantization only where there is one: a record's hash still names its model)."""
+        is; quantization and the family's facts only where they are not Llama's: a Llama
+        record's hash still names its model)."""
         fields = {k: v for k, v in asdict(self).items()
-                  if k != "checkpoint_dtype" and (k != "quantization" or v is not None)}
+                  if k != "checkpoint_dtype" and (k not in LLAMA_DEFAULTS
+                                                  or v != LLAMA_DEFAULTS[k])}
         blob = json.dumps(fields, sort_keys=True).encode()
         return hashlib.sha256(blob).hexdigest()[:16]
 
+    def facts(self) -> dict[str, Any]:
+        """The family's facts where they are not Llama's (what a record's shape adds)."""
+        return {k: list(v) if isinstance(v, tuple) else v for k, v in asdict(self).items()
+                if k in FAMILY_FIELDS and v != LLAMA_DEFAULTS[k]}
+
     def to_hf_config(self) -> dict[str, Any]:
-        """A config.json that reads back to this spec (used by the runner and tests)."""
+        """A config.json that reads back to this spec (used by the runner and tests): the
+        keys its family's transformers config takes."""
         cfg: dict[str, Any] = {
             "model_type": self.model_type,
-            "architectures": ["LlamaForCausalLM"],
+            **({"architectures": ["LlamaForCausalLM"]} if self.model_type in LLAMA_LIKE
+               else {}),
             "hidden_size": self.hidden_size,
             "num_hidden_layers": self.num_layers,
             "num_attention_heads": self.num_heads,
@@ -252,6 +282,21 @@ class ModelSpec:
         }
         if self.sliding_window:
             cfg["sliding_window"] = self.sliding_window
+            if self.model_type not in LLAMA_LIKE:  # Qwen, SmolLM3: off unless said
+                cfg["use_sliding_window"] = True
+        if self.sliding_layers is not None:
+            cfg["layer_types"] = ["sliding_attention" if i in self.sliding_layers
+                                  else "full_attention" for i in range(self.num_layers)]
+        elif self.model_type in ("gemma2", "gemma3_text"):  # their default alternates
+            cfg["layer_types"] = ["sliding_attention" if self.sliding_window
+                                  else "full_attention"] * self.num_layers
+        if self.nope_layers or self.model_type == "smollm3":
+            cfg["no_rope_layers"] = [int(i not in self.nope_layers)
+                                     for i in range(self.num_layers)]
+        if self.activation != "silu":
+            cfg["hidden_act"] = cfg["hidden_activation"] = "gelu_pytorch_tanh"
+        if self.rotary_dim is not None:
+            cfg["partial_rotary_factor"] = self.rotary_dim / self.head_dim
         return cfg
 
     @classmethod
@@ -262,7 +307,9 @@ class ModelSpec:
                               f"{type(config).__name__}")
         # multimodal / nested configs keep the decoder under text_config
         if isinstance(config.get("text_config"), Mapping) and "hidden_size" not in config:
-            config = {**config["text_config"], "model_type": config.get("model_type"),
+            inner = config["text_config"]
+            config = {**inner, "model_type": inner.get("model_type")
+                      or TEXT_TYPES.get(config.get("model_type"), config.get("model_type")),
                       **{k: config[k] for k in ("quantization_config", "torch_dtype")
                          if k in config}}
         model_type = str(config.get("model_type") or "llama")
@@ -272,11 +319,12 @@ class ModelSpec:
                               f"piep prices dense decoders so far; its experts and router "
                               f"are not modelled yet")
         problems: list[str] = []
-        if model_type not in FAMILIES:
-            why = f"is not priced yet (the tree lacks its {NOT_YET[model_type]})" \
-                if model_type in NOT_YET else "is not a family piep prices"
+        fam = FAMILIES.get(model_type)
+        if fam is None or fam.missing:
+            why = f"is not priced yet (the tree lacks its {fam.missing})" \
+                if fam is not None else "is not a family piep prices"
             problems.append(f"model_type={model_type!r} {why} (supported: "
-                            f"{', '.join(SUPPORTED_FAMILIES)})")
+                            f"{', '.join(PRICED)})")
         values: dict[str, Any] = {}
         for canonical, keys in ALIASES.items():
             for key in keys:
@@ -287,8 +335,9 @@ class ModelSpec:
         if missing:
             problems.append("missing keys: " + ", ".join(missing))
         act = values.get("hidden_act", "silu")
-        if act not in GATED_ACTS:
-            problems.append(f"hidden_act={act!r}: only SwiGLU (silu) MLPs are supported")
+        if act not in ACTIVATIONS:
+            problems.append(f"hidden_act={act!r}: only gated MLPs of "
+                            f"{', '.join(sorted(ACTIVATIONS))} are supported")
         for key in _FLOAT_KEYS:
             if key in values and (isinstance(values[key], bool)
                                   or not isinstance(values[key], (int, float))
@@ -304,15 +353,13 @@ class ModelSpec:
             problems.append(f"sliding_window={window!r} must be a whole number of tokens >= 0 "
                             f"or null")
         if problems:
-            raise ConfigError(f"{name}: not a usable Llama-family config.json: "
-                              + "; ".join(problems))
+            raise ConfigError(f"{name}: not a usable config.json: " + "; ".join(problems))
         for key in ("hidden_size", "num_layers", "num_heads", "num_kv_heads", "head_dim",
                     "intermediate_size", "vocab_size", "max_position"):
             if key in values:
                 _positive_int(key, values[key], problems)
         if problems:
-            raise ConfigError(f"{name}: not a usable Llama-family config.json: "
-                              + "; ".join(problems))
+            raise ConfigError(f"{name}: not a usable config.json: " + "; ".join(problems))
         heads = values["num_heads"]
         hidden = values["hidden_size"]
         head_dim = values.get("head_dim")
@@ -322,10 +369,11 @@ class ModelSpec:
                 raise ConfigError(f"{name}: hidden_size={hidden!r} is not divisible by "
                                   f"num_attention_heads={heads!r} and there is no head_dim key")
             head_dim = hidden // heads
-        family_bias = FAMILIES[model_type]["qkv_bias"]
         attention_bias = bool(values.get("attention_bias", False))
         if config.get("use_sliding_window") is False:
             window = None
+        layers = values["num_layers"]
+        rotary = rotary_share(config)
         return cls(
             name=name,
             model_type=model_type,
@@ -339,16 +387,37 @@ class ModelSpec:
             max_position=values.get("max_position", 4096),
             rms_norm_eps=float(values.get("rms_norm_eps", 1e-5)),
             rope_theta=float(values.get("rope_theta", 10000.0)),
-            qkv_bias=attention_bias if family_bias is None else family_bias,
-            o_bias=attention_bias and family_bias is None,
-            tie_word_embeddings=bool(values.get("tie_word_embeddings", False)),
+            qkv_bias=attention_bias if fam.qkv_bias is None else fam.qkv_bias,
+            o_bias=attention_bias and fam.qkv_bias is None and fam.o_bias_follows,
+            tie_word_embeddings=bool(values.get("tie_word_embeddings", fam.tied)),
             sliding_window=window if window and window > 0 else None,
             num_experts=values.get("num_experts", 1),
             experts_per_token=values.get("experts_per_token", 1),
             initializer_range=float(values.get("initializer_range", 0.02)),
             checkpoint_dtype=_dtype(values.get("torch_dtype")),
             quantization=quantization(config.get("quantization_config")),
+            qk_norm=fam.qk_norm, pre_norms=fam.pre_norms, post_norms=fam.post_norms,
+            fused_qkv=fam.fused_qkv, fused_gate_up=fam.fused_gate_up,
+            activation=ACTIVATIONS[act],
+            rotary_dim=None if rotary is None else max(2, int(head_dim * rotary)),
+            sliding_layers=sliding_layers(config, model_type, layers)
+            if window else None,
+            nope_layers=nope_layers({**config, "model_type": model_type}, layers),
+            scaled_embeddings=fam.scaled_embeddings, residual_scale=fam.residual_scale,
+            logit_scale=fam.logit_scale,
         )
+
+
+# a multimodal model_type -> its decoder's, where a text_config does not name it
+TEXT_TYPES = {"gemma3": "gemma3_text", "llama4": "llama4_text"}
+# the families whose config.json piep wrote as Llama's before families were data
+LLAMA_LIKE = ("llama", "mistral", "qwen2", "mixtral")
+# the fields a family sets (piep.families), with Llama's values
+FAMILY_FIELDS = ("qk_norm", "pre_norms", "post_norms", "fused_qkv", "fused_gate_up",
+                 "activation", "rotary_dim", "sliding_layers", "nope_layers",
+                 "scaled_embeddings", "residual_scale", "logit_scale")
+LLAMA_DEFAULTS = {f.name: f.default for f in dataclass_fields(ModelSpec)
+                  if f.name in FAMILY_FIELDS or f.name == "quantization"}
 
 
 def _moe_words(config: Mapping[str, Any], model_type: str) -> str | None:

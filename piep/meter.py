@@ -35,7 +35,11 @@ def model_shape(spec: ModelSpec) -> dict[str, Any]:
     return {"hidden": spec.hidden_size, "layers": spec.num_layers, "heads": spec.num_heads,
             "kv_heads": spec.num_kv_heads, "head_dim": spec.head_dim,
             "ffn": spec.intermediate_size, "vocab": spec.vocab_size, "qkv_bias": spec.qkv_bias,
-            **({"sliding_window": spec.sliding_window} if spec.sliding_window else {})}
+            **({"sliding_window": spec.sliding_window} if spec.sliding_window else {}),
+            **({"tied": True} if spec.tie_word_embeddings else {}),
+            # a family beyond Llama's: its type and what its layer runs (piep.families)
+            **({"model_type": spec.model_type, "family": spec.facts()} if spec.facts()
+               else {})}
 
 
 def record_head(spec: ModelSpec, parallel: Parallel, workload: Workload,

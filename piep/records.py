@@ -22,7 +22,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Mapping
 
-from piep.config import ModelSpec, Parallel, Workload, size_problem
+from piep.config import FAMILY_FIELDS, ModelSpec, Parallel, Workload, size_problem
 from piep.engines import ENGINES, names
 from piep.engines import engine as engine_record
 from piep.errors import ConfigError
@@ -44,17 +44,26 @@ def run_key(cfg: Mapping[str, Any]) -> str:
 def spec_of_shape(model: str, s: Mapping[str, Any]) -> ModelSpec:
     """The model shape a record states (its `shape`); one object per distinct shape (a
     file of many runs of a few models holds a few)."""
+    facts = s.get("family") if isinstance(s.get("family"), Mapping) else {}
     return _spec_of(model, *(s[k] for k in SHAPE_FIELDS), bool(s.get("qkv_bias")),
-                    s.get("sliding_window"))
+                    s.get("sliding_window"), str(s.get("model_type") or "llama"),
+                    s.get("tied") is True,
+                    tuple(sorted((k, tuple(v) if isinstance(v, list) else v)
+                                 for k, v in facts.items())))
 
 
 @functools.lru_cache(maxsize=1024)
 def _spec_of(model, hidden, layers, heads, kv_heads, head_dim, ffn, vocab, qkv_bias,
-             window) -> ModelSpec:
-    return ModelSpec(name=model, model_type="llama", hidden_size=hidden, num_layers=layers,
+             window, model_type="llama", tied=False, facts=()) -> ModelSpec:
+    unknown = [k for k, _ in facts if k not in FAMILY_FIELDS]
+    if unknown:
+        raise ConfigError(f"{model}: shape.family has unknown facts {unknown} (known: "
+                          f"{', '.join(FAMILY_FIELDS)})")
+    return ModelSpec(name=model, model_type=model_type, hidden_size=hidden, num_layers=layers,
                      num_heads=heads, num_kv_heads=kv_heads, head_dim=head_dim,
                      intermediate_size=ffn, vocab_size=vocab, qkv_bias=qkv_bias,
-                     sliding_window=window, max_position=1 << 20)
+                     sliding_window=window, max_position=1 << 20, tie_word_embeddings=tied,
+                     **dict(facts))
 
 
 SHAPE_FIELDS = ("hidden", "layers", "heads", "kv_heads", "head_dim", "ffn", "vocab")

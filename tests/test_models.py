@@ -61,7 +61,7 @@ def test_mistral_sliding_window_and_tied_embeddings():
 def test_missing_and_invalid_keys_are_listed_together():
     with pytest.raises(ConfigError) as err:
         ModelSpec.from_hf_config({"model_type": "llama", "hidden_size": 64,
-                                  "hidden_act": "gelu"}, name="broken")
+                                  "hidden_act": "relu2"}, name="broken")
     msg = str(err.value)
     for key in ("num_hidden_layers", "num_attention_heads", "intermediate_size", "vocab_size",
                 "gelu"):

@@ -177,11 +177,13 @@ def median_probe(probes: list[dict[str, float]]) -> dict[str, float]:
 
 
 def _hf_config(spec: ModelSpec):
+    """The transformers config of `spec`'s own family (its modeling code is what runs);
+    padding is token 0 (a family's own pad id may lie beyond a small vocabulary)."""
     from transformers import AutoConfig
     cfg = spec.to_hf_config()
     model_type = cfg.pop("model_type")
     cfg.pop("architectures", None)
-    return AutoConfig.for_model(model_type, **cfg)
+    return AutoConfig.for_model(model_type, **cfg, pad_token_id=0)
 
 
 def build_model(spec: ModelSpec, parallel: Parallel, d: Dist, device, dtype,

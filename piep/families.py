@@ -1,0 +1,131 @@
+"""Decoder families as data: what each family's layer runs beyond Llama's.
+
+One `Family` row per Hugging Face `model_type`, read from transformers' own modeling code
+(`transformers/models/<type>/modeling_<type>.py`, 5.x): the tree builder reads these
+facts, and the facts a config states per model (which layers slide, which skip RoPE, the
+rotary share of a head, the activation) are read by `model_facts`. A new family is a row
+and its test, not a new code path.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Mapping
+
+
+@dataclass(frozen=True)
+class Family:
+    """What one family's decoder layer runs (Llama's layer where a field is left as is)."""
+    # bias of q/k/v: None where `attention_bias` says (and o_proj's follows it unless
+    # `o_bias_follows` is off), a bool where the family fixes it whatever the config says
+    qkv_bias: bool | None = None
+    o_bias_follows: bool = True
+    # RMSNorm of queries and keys before RoPE: "head" (over each head's head_dim: Qwen3,
+    # Gemma 3), "whole" (over all heads' width at once: OLMo 2)
+    qk_norm: str | None = None
+    # RMSNorm before attention and before the MLP (Llama's input / post_attention norms)
+    pre_norms: bool = True
+    # RMSNorm of the attention's and of the MLP's output before its residual add
+    # (Gemma 2/3, GLM-4: with the pre-norms, "sandwich"; OLMo 2: in their place)
+    post_norms: bool = False
+    # one GEMM for q, k and v (Phi-3: qkv_proj), one for gate and up (Phi-3, GLM-4)
+    fused_qkv: bool = False
+    fused_gate_up: bool = False
+    # embeddings multiplied by a scalar (Gemma: sqrt(hidden); Granite: its multiplier)
+    scaled_embeddings: bool = False
+    # Granite's residual multiplier (one more kernel per residual add) and logits scaling
+    residual_scale: bool = False
+    logit_scale: bool = False
+    # the input and output embeddings share their weights where a config does not say
+    tied: bool = False
+    # why it is not priced yet (None: priced); a mixture of experts is refused elsewhere
+    missing: str | None = None
+
+
+# model_type -> its family. Sources: transformers 5.x modeling_<type>.py (the decoder
+# layer's forward and the attention's __init__/forward)
+FAMILIES: dict[str, Family] = {
+    "llama": Family(),
+    "mistral": Family(qkv_bias=False),
+    "qwen2": Family(qkv_bias=True),  # q/k/v bias always, and no key that says so
+    "qwen3": Family(qk_norm="head"),
+    "olmo2": Family(qk_norm="whole", pre_norms=False, post_norms=True),
+    "gemma": Family(scaled_embeddings=True, tied=True),
+    "gemma3_text": Family(qk_norm="head", post_norms=True, scaled_embeddings=True, tied=True),
+    "phi3": Family(fused_qkv=True, fused_gate_up=True),
+    "glm4": Family(o_bias_follows=False, post_norms=True, fused_gate_up=True),
+    "granite": Family(scaled_embeddings=True, residual_scale=True, logit_scale=True),
+    "smollm3": Family(),  # its NoPE layers are per model: `no_rope_layers`
+    "mixtral": Family(qkv_bias=False),  # read, so that its experts are refused by name
+    "gemma2": Family(post_norms=True, scaled_embeddings=True, tied=True,
+                     missing="attention logit soft-capping (transformers runs it with its "
+                             "eager attention, which piep has not measured)"),
+    "cohere": Family(missing="LayerNorm, parallel attention and MLP"),
+    "exaone": Family(missing="its own attention layout"),
+}
+# mixtures of experts by model_type (their experts are not modelled: refused by name, in
+# one line, also where a config does not state its expert count)
+MOE_TYPES = ("mixtral", "qwen2_moe", "qwen3_moe", "gpt_oss", "deepseek_v2", "deepseek_v3",
+             "llama4", "llama4_text", "olmoe", "granitemoe", "phimoe", "dbrx", "jamba",
+             "minimax", "glm4_moe", "ernie4_5_moe", "hunyuan_v1_moe")
+PRICED = tuple(sorted(k for k, f in FAMILIES.items()
+                      if f.missing is None and k not in MOE_TYPES))
+# the activations of a gated MLP: silu (SwiGLU) and the GELUs of GeGLU (Gemma); tanh's
+# approximation and erf's run one elementwise kernel each, priced alike
+ACTIVATIONS = {"silu": "silu", "swish": "silu", "gelu_pytorch_tanh": "gelu_tanh",
+               "gelu_new": "gelu_tanh", "gelu_fast": "gelu_tanh", "gelu": "gelu_tanh"}
+
+
+def family(model_type: str) -> Family | None:
+    return FAMILIES.get(model_type)
+
+
+def _rope_value(config: Mapping[str, Any], key: str) -> Any:
+    """`key` at the config's top level or in its RoPE dict (`rope_parameters` in
+    transformers 5, `rope_scaling` before)."""
+    if config.get(key) is not None:
+        return config[key]
+    for nest in ("rope_parameters", "rope_scaling"):
+        if isinstance(config.get(nest), Mapping) and config[nest].get(key) is not None:
+            return config[nest][key]
+    return None
+
+
+def sliding_layers(config: Mapping[str, Any], model_type: str,
+                   layers: int) -> tuple[int, ...] | None:
+    """The indices of the layers that attend a sliding window, where a config says that
+    only some do (`layer_types`, or Gemma's `sliding_window_pattern`: every layer but each
+    pattern-th; Gemma 2: every other); None where every layer is alike (all sliding
+    where there is a window)."""
+    types = config.get("layer_types")
+    if isinstance(types, list) and len(types) == layers:
+        sliding = tuple(i for i, t in enumerate(types) if t == "sliding_attention")
+    elif model_type in ("gemma3_text", "gemma2"):
+        pattern = config.get("sliding_window_pattern") or (2 if model_type == "gemma2" else 6)
+        if not isinstance(pattern, int) or isinstance(pattern, bool) or pattern < 1:
+            return None
+        sliding = tuple(i for i in range(layers) if (i + 1) % pattern)
+    else:
+        return None
+    return None if len(sliding) == layers else sliding
+
+
+def nope_layers(config: Mapping[str, Any], layers: int) -> tuple[int, ...]:
+    """The layers that skip RoPE (SmolLM3's `no_rope_layers`: 1 uses RoPE, 0 does not;
+    or `no_rope_layer_interval`: every interval-th layer skips it)."""
+    flags = config.get("no_rope_layers")
+    if isinstance(flags, list) and len(flags) == layers:
+        return tuple(i for i, use in enumerate(flags) if not use)
+    every = config.get("no_rope_layer_interval")
+    if isinstance(every, int) and not isinstance(every, bool) and every > 0 \
+            and config.get("model_type") == "smollm3":
+        return tuple(i for i in range(layers) if (i + 1) % every == 0)
+    return ()
+
+
+def rotary_share(config: Mapping[str, Any]) -> float | None:
+    """The share of each head RoPE rotates (`partial_rotary_factor`), None for all of it."""
+    factor = _rope_value(config, "partial_rotary_factor")
+    if isinstance(factor, bool) or not isinstance(factor, (int, float)) or not 0 < factor < 1:
+        return None
+    return float(factor)
