@@ -64,7 +64,7 @@ def test_missing_and_invalid_keys_are_listed_together():
                                   "hidden_act": "relu2"}, name="broken")
     msg = str(err.value)
     for key in ("num_hidden_layers", "num_attention_heads", "intermediate_size", "vocab_size",
-                "gelu"):
+                "relu2"):
         assert key in msg
 
 
