@@ -9,7 +9,7 @@ from pathlib import Path
 PIEP = Path(__file__).resolve().parent.parent / "piep"
 # top-level modules and subpackages of piep by layer (0 lowest)
 LAYERS = {
-    0: ("__init__", "errors", "outputs", "artifacts", "config"),
+    0: ("__init__", "errors", "outputs", "artifacts", "families", "config"),
     1: ("gpus", "models", "device", "stats", "engines", "trace", "results"),
     2: ("layout", "clocks", "meter"),
     3: ("tree", "scenario", "records", "bench_results", "dataset"),

@@ -30,8 +30,14 @@ def _leaf_ops(h200, compiled: bool):
     from piep.tree.nodes import COPY_KINDS
     # (a sliding window the prompt passes: the windowed forms' copies, kv_slide among them)
     windowed = replace(SMALL, sliding_window=8)
+    # every family fact at once (piep.families): the leaves no Llama has
+    family = replace(SMALL, model_type="phi3", fused_qkv=True, fused_gate_up=True,
+                     activation="gelu_tanh", qk_norm="head", post_norms=True, rotary_dim=16,
+                     nope_layers=(1,), scaled_embeddings=True, residual_scale=True,
+                     logit_scale=True)
     for spec, engine in ((SMALL, None), (SMALL, "hf-eager"), (SMALL, "hf-static"),
-                         (SMALL, "hf-cb"), (windowed, "hf-eager"), (windowed, "hf-static")):
+                         (SMALL, "hf-cb"), (windowed, "hf-eager"), (windowed, "hf-static"),
+                         (family, "hf-eager")):
         dep = validate(spec, Parallel(tp=1 if engine else 2),
                        Workload(batch=2, prompt_len=16, gen_len=4), h200, engine=engine)
         for _, _, leaf in build_tree(dep).leaves():

@@ -241,7 +241,10 @@ def model_group(kind: str, decode: bool | None = None, eager: bool = False) -> s
 # transformers' masked SDPA was sampled price it as the unmasked attention; before the
 # sliding cache's strided concatenation was sampled, as the contiguous one)
 FALLBACK_GROUP = {"sdpa_masked": "attention", "kv_slide.decode": "kv_append.decode",
-                  "kv_expand.decode.eager": "kv_expand.decode"}
+                  "kv_expand.decode.eager": "kv_expand.decode",
+                  # before they were sampled: GeGLU's gate as SwiGLU's (one elementwise
+                  # kernel and a multiply over the same bytes), a scalar multiply as an add
+                  "geglu": "activation", "scale": "residual"}
 
 
 def _call_power_w(sample) -> float:

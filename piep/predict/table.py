@@ -39,7 +39,7 @@ KIND_NAMES = np.array(KINDS, dtype=object)
 # followed by an all-reduce; LlamaForCausalLM._tp_plan: lm_head colwise with its logits
 # gathered); counted by piep.sampling.tp_census: 7 a layer and one outside
 SHARDED_KINDS = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj",
-                 "lm_head")
+                 "lm_head", "qkv_proj", "gate_up_proj")
 SHARDED_KIND_IDS = np.array([KIND_ID[k] for k in SHARDED_KINDS])
 
 PHASES = ("prefill", "decode")
@@ -88,6 +88,10 @@ class Skeleton:
     coef: dict[str, tuple]          # quantity -> ((leaves, 8) prefill, (leaves, 4) decode)
     window: np.ndarray       # 0, or a windowed engine's attention form (FULL_CONTEXT, SLIDING)
     fused: np.ndarray        # bool: a pointwise leaf fused by a compiled step's compiler
+    # bool per leaf: of a layer that attends every key in a model whose other layers
+    # slide (its decode quantities are in the full context, `decode_context(full=True)`);
+    # None: no such leaf
+    full_context: np.ndarray | None = None
     # the coefficients of every quantity side by side (QUANT order, the leaves within each),
     # prefill's (8, quantities x leaves) and decode's (4, ...), and which columns are
     # prefill leaves: one product per basis gives all of a deployment's quantities
@@ -161,7 +165,7 @@ def build_skeleton(model, parallel: Parallel, gpu, engine: str | None = None) ->
                 [(p, s, n.kind, m) for p, s, _, n, m in first]:
             raise ValueError("tree structure depends on the workload")
         rows.append(([_quant(n) for *_, n, _ in leaves], b, q, dep.workload.context_len,
-                     decode_context(dep)))
+                     decode_context(dep), decode_context(dep, full=True)))
     phase = np.array([p for p, *_ in first])
     vals = np.array([r[0] for r in rows], float)           # (canon, leaves, quant)
     pb = _prefill_basis([r[1] for r in rows], [r[2] for r in rows], [r[3] for r in rows])
@@ -169,7 +173,12 @@ def build_skeleton(model, parallel: Parallel, gpu, engine: str | None = None) ->
     n_leaf = vals.shape[1]
     y = vals.transpose(0, 2, 1).reshape(len(rows), -1)     # (canon, quant x leaves)
     sel = np.tile(phase, len(QUANT))
-    cp, cd = _solve(pb, y, sel == 0), _solve(db, y, sel == 1)
+    full = np.array([n.attrs.get("context") == "full" for *_, n, _ in first])
+    full_cols = np.tile(full, len(QUANT))
+    cp, cd = _solve(pb, y, sel == 0), _solve(db, y, (sel == 1) & ~full_cols)
+    if full.any():  # those leaves in the full context's basis
+        db_full = _decode_basis([r[1] for r in rows], [r[5] for r in rows])
+        cd[:, full_cols] = _solve(db_full, y, (sel == 1) & full_cols)[:, full_cols]
     coef = {name: (cp[:, qi * n_leaf:(qi + 1) * n_leaf].T, cd[:, qi * n_leaf:(qi + 1) * n_leaf].T)
             for qi, name in enumerate(QUANT)}
     leaves = [n for *_, n, _ in first]
@@ -187,7 +196,8 @@ def build_skeleton(model, parallel: Parallel, gpu, engine: str | None = None) ->
                     {"d_in": attr("d_in"), "d_out": attr("d_out"), "heads": attr("heads"),
                      "kv_heads": attr("kv_heads"), "width": attr("width", "vocab")},
                     coef, np.array([n.attrs.get("window", 0) for n in leaves]),
-                    np.array([bool(n.attrs.get("fused")) for n in leaves]))
+                    np.array([bool(n.attrs.get("fused")) for n in leaves]),
+                    full if full.any() else None)
 
 
 @dataclass
@@ -481,6 +491,10 @@ def _fill(sk: Skeleton, deps: Sequence[Deployment], idx: np.ndarray,
     prefill, decode, pre_columns = sk.stacked
     v = np.where(pre_columns, product(_prefill_basis(b, q, cache), prefill),
                  product(_decode_basis(b, c), decode))
+    if sk.full_context is not None:  # layers attending every key beside sliding ones
+        c_full = np.array([decode_context(deps[i], full=True) for i in idx], float)
+        cols = np.tile(sk.full_context, len(QUANT)) & ~pre_columns
+        v[:, cols] = product(_decode_basis(b, c_full), decode[:, cols])
     np.rint(v, out=v)  # every quantity is integral
     for i, name in enumerate(QUANT):
         rows[name][:] = v[:, i * n_leaf:(i + 1) * n_leaf]

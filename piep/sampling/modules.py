@@ -75,11 +75,17 @@ def build_op(s: dict[str, Any], mode: str, device, dtype=torch.bfloat16,
         xs = [rnd(t, w) for _ in range(n)]
         ys = [rnd(t, w) for _ in range(n)]
         return Op(lambda i: xs[i] + ys[i], n, 0)
-    if kind == "activation":
+    if kind in ("activation", "geglu"):  # SwiGLU's or GeGLU's gate times up
         n = _copies(t * w * 4)
         xs = [rnd(t, w) for _ in range(n)]
         ys = [rnd(t, w) for _ in range(n)]
+        if kind == "geglu":
+            return Op(lambda i: F.gelu(xs[i], approximate="tanh") * ys[i], n, 0)
         return Op(lambda i: F.silu(xs[i]) * ys[i], n, 0)
+    if kind == "scale":
+        n = _copies(t * w * 2)
+        xs = [rnd(t, w) for _ in range(n)]
+        return Op(lambda i: xs[i] * 0.5, n, 0)
     if kind == "rope":
         return _rope_op(s, rnd)
     if kind == "embedding":

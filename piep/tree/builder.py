@@ -19,7 +19,8 @@ LAUNCHES = {
     "rope": 10, "attention": 4, "o_proj": 1, "gate_proj": 1, "up_proj": 1, "activation": 2,
     "down_proj": 1, "lm_head": 1, "sampling": 2, "residual": 1, "allreduce": 1,
     "allgather": 2, "p2p": 1, "kv_append": 2, "kv_expand": 2, "kv_gather": 2,
-    "kv_slide": 2, "sdpa_masked": 4,
+    "kv_slide": 2, "sdpa_masked": 4, "qkv_proj": 1, "gate_up_proj": 1, "geglu": 2,
+    "scale": 1,
 }
 # attention-like leaves: their kernel is set by batch, heads, KV heads, head dim, query
 # length and context (SDPA; the masked SDPA over a static or a gathered paged cache)
@@ -113,6 +114,9 @@ def _sampling(phase: str, batch: int, vocab: int) -> Node:
 ELEMENTWISE = {  # kind -> (reads, writes, flops per element)
     "rmsnorm": (1, 1, 4), "final_norm": (1, 1, 4), "residual": (2, 1, 1),
     "activation": (2, 1, 5), "rope": (2, 1, 3),
+    # GeGLU's gate: tanh-approximated GELU times up; a multiply by a scalar (Gemma's and
+    # Granite's embeddings, Granite's residuals and logits)
+    "geglu": (2, 1, 12), "scale": (1, 1, 1),
 }
 # the module sampler's op per kind: bumped when an op changes the kernels it runs
 # (2: attention and rope reproduce the runner's in-situ kernel sequence; 3: eager-mode
@@ -128,7 +132,7 @@ def sampler_op_version(kind: str, mode: str) -> int:
     return SAMPLER_OP_VERSION.get(kind, 1)
 
 LINEAR_KINDS = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj",
-                "lm_head")
+                "lm_head", "qkv_proj", "gate_up_proj")
 
 
 def shape_key(node: Node) -> dict:
@@ -240,58 +244,138 @@ def past_window(dep: Deployment) -> bool:
     return any(sliding for _, sliding in window_weights(dep))
 
 
+def _norm(name: str, phase: str, rows: int, width: int) -> Node:
+    return _elementwise(name, "rmsnorm", phase, rows, width, reads=1, writes=1, flops_per=4)
+
+
+def _scale(name: str, phase: str, tokens: int, width: int) -> Node:
+    return _elementwise(name, "scale", phase, tokens, width, reads=1, writes=1, flops_per=1)
+
+
+def _qkv(dep: Deployment, phase: str, batch: int, t: int, rope: bool) -> list[Node]:
+    """The projections of q, k and v (one fused GEMM, or three), their norms where the
+    family has them, and RoPE where the layer applies it (over the rotated share of each
+    head: the rest is concatenated back, one more copy of q and k)."""
+    m = dep.model
+    h, d = m.hidden_size, m.head_dim
+    q_out, kv_out = dep.heads_per_rank * d, dep.kv_heads_per_rank * d
+    if m.fused_qkv:
+        out = [_linear("qkv_proj", "qkv_proj", phase, t, h, q_out + 2 * kv_out, m.qkv_bias)]
+    else:
+        out = [_linear("q_proj", "q_proj", phase, t, h, q_out, m.qkv_bias),
+               _linear("k_proj", "k_proj", phase, t, h, kv_out, m.qkv_bias),
+               _linear("v_proj", "v_proj", phase, t, h, kv_out, m.qkv_bias)]
+    if m.qk_norm == "head":  # each head's head_dim: one row a token and head
+        out += [_norm("q_norm", phase, t * dep.heads_per_rank, d),
+                _norm("k_norm", phase, t * dep.kv_heads_per_rank, d)]
+    elif m.qk_norm == "whole":
+        out += [_norm("q_norm", phase, t, q_out), _norm("k_norm", phase, t, kv_out)]
+    if rope:
+        rotary = m.rotary_dim or d
+        node = _rope(phase, t, q_out * rotary // d, kv_out * rotary // d, batch, rotary)
+        if rotary < d:  # torch.cat of the rotated and the passed-through parts
+            whole = t * (q_out + kv_out) * BF16_BYTES
+            node.bytes_read += whole
+            node.bytes_written += whole
+            node.launches += 2
+        out.append(node)
+    return out
+
+
+def _residual(dep: Deployment, name: str, phase: str, t: int) -> list[Node]:
+    """A residual add (after Granite's multiply of the branch by its scalar)."""
+    h = dep.model.hidden_size
+    scaled = [_scale(f"{name}_scale", phase, t, h)] if dep.model.residual_scale else []
+    return scaled + [_elementwise(name, "residual", phase, t, h, reads=2, writes=1,
+                                  flops_per=1)]
+
+
+def _mlp(dep: Deployment, phase: str, t: int) -> list[Node]:
+    """Gate and up (one fused GEMM, or two), the gated activation, down."""
+    m, f, h = dep.model, dep.ffn_per_rank, dep.model.hidden_size
+    if m.fused_gate_up:
+        out = [_linear("gate_up_proj", "gate_up_proj", phase, t, h, 2 * f)]
+    else:
+        out = [_linear("gate_proj", "gate_proj", phase, t, h, f),
+               _linear("up_proj", "up_proj", phase, t, h, f)]
+    act = "geglu" if m.activation == "gelu_tanh" else "activation"
+    reads, writes, per = ELEMENTWISE[act]
+    return out + [_elementwise("activation", act, phase, t, f, reads=reads, writes=writes,
+                               flops_per=per),
+                  _linear("down_proj", "down_proj", phase, t, f, h)]
+
+
 def _layer(dep: Deployment, phase: str, batch: int, q_len: int, ctx: int, count: int,
-           all_forms: bool = False) -> Node:
+           all_forms: bool = False, kind: tuple[bool, bool] = (True, True),
+           name: str = "layer") -> Node:
+    """`count` layers of one kind (sliding, rope): whether they attend the model's sliding
+    window (where the engine applies one) and apply RoPE (`ModelSpec.layer_kinds`)."""
     m = dep.model
     h, t, tp = m.hidden_size, batch * q_len, dep.parallel.tp
-    q_out = dep.heads_per_rank * m.head_dim
-    kv_out = dep.kv_heads_per_rank * m.head_dim
+    sliding, rope = kind
+    window = window_of(dep) if sliding else None
+    # a layer that attends every key in a model whose other layers slide: its decode
+    # steps read the whole live prefix (`attrs["context"]`: the table's full context)
+    full_in_windowed = window is None and window_of(dep) is not None
+    if full_in_windowed and phase == "decode":
+        ctx = decode_context(dep, full=True)
     static = dep.engine_record.masked_cache and (phase == "decode"
                                                 or dep.engine_record.masked_prefill)
-    layer = Node("layer", "layer", phase, count=count, tokens=t, ranks=tp)
-    layer.add(
-        _elementwise("input_norm", "rmsnorm", phase, t, h, reads=1, writes=1, flops_per=4),
-        _linear("q_proj", "q_proj", phase, t, h, q_out, m.qkv_bias),
-        _linear("k_proj", "k_proj", phase, t, h, kv_out, m.qkv_bias),
-        _linear("v_proj", "v_proj", phase, t, h, kv_out, m.qkv_bias),
-        _rope(phase, t, q_out, kv_out, batch, m.head_dim),
-    )
-    window = window_of(dep)
+    layer = Node(name, "layer", phase, count=count, tokens=t, ranks=tp)
+    if m.pre_norms:
+        layer.add(_norm("input_norm", phase, t, h))
+    layer.add(*_qkv(dep, phase, batch, t, rope))
     if window is None or (phase == "decode" and dep.engine_record.masked_cache):
         # (a static sliding cache is attended whole, masked, at every step: decode_context)
         layer.add(*_cache_attention(dep, phase, batch, q_len, ctx, static))
     else:
-        full, sliding = (1, 1) if all_forms else window_weights(dep)[PHASE_INDEX[phase]]
+        full, slide = (1, 1) if all_forms else window_weights(dep)[PHASE_INDEX[phase]]
         # past the window: the prompt's keys (prefill) or the window's (a decode step,
         # whose DynamicCache concatenates the new key to the window's last window - 1)
         forms = ((FULL_CONTEXT, "full_context", full,
                   _cache_attention(dep, phase, batch, q_len, ctx, static)),
-                 (SLIDING, "sliding_window", sliding,
+                 (SLIDING, "sliding_window", slide,
                   _cache_attention(dep, phase, batch, q_len,
                                    q_len if phase == "prefill" else window, True,
                                    append_ctx=window - 1)))
-        for form, name, weight, nodes in forms:
+        for form, form_name, weight, nodes in forms:
             if weight or all_forms:
                 for node in nodes:
                     node.attrs["window"] = form
-                layer.add(Node(name, "window", phase, count=weight, children=nodes))
-    layer.add(_linear("o_proj", "o_proj", phase, t, q_out, h, m.o_bias))
+                layer.add(Node(form_name, "window", phase, count=weight, children=nodes))
+    layer.add(_linear("o_proj", "o_proj", phase, t, dep.heads_per_rank * m.head_dim, h,
+                      m.o_bias))
     if tp > 1:
         layer.add(_allreduce(phase, t, h, tp, "attn"))
-    layer.add(
-        _elementwise("attn_residual", "residual", phase, t, h, reads=2, writes=1, flops_per=1),
-        _elementwise("post_norm", "rmsnorm", phase, t, h, reads=1, writes=1, flops_per=4),
-        _linear("gate_proj", "gate_proj", phase, t, h, dep.ffn_per_rank),
-        _linear("up_proj", "up_proj", phase, t, h, dep.ffn_per_rank),
-        _elementwise("activation", "activation", phase, t, dep.ffn_per_rank, reads=2,
-                     writes=1, flops_per=5),
-        _linear("down_proj", "down_proj", phase, t, dep.ffn_per_rank, h),
-    )
+    if m.post_norms:
+        layer.add(_norm("post_attn_norm", phase, t, h))
+    layer.add(*_residual(dep, "attn_residual", phase, t))
+    if m.pre_norms:
+        layer.add(_norm("post_norm", phase, t, h))
+    layer.add(*_mlp(dep, phase, t))
     if tp > 1:
         layer.add(_allreduce(phase, t, h, tp, "mlp"))
-    layer.add(_elementwise("mlp_residual", "residual", phase, t, h, reads=2, writes=1,
-                           flops_per=1))
+    if m.post_norms:
+        layer.add(_norm("post_mlp_norm", phase, t, h))
+    layer.add(*_residual(dep, "mlp_residual", phase, t))
+    if full_in_windowed:
+        for _, _, node in layer.walk():
+            node.attrs["context"] = "full"
     return layer
+
+
+def _layer_name(kind: tuple[bool, bool], kinds: list) -> str:
+    """'layer' where a stage's layers are alike; else what sets these apart
+    ('layer_sliding', 'layer_global', 'layer_nope', ...)."""
+    if len(kinds) == 1:
+        return "layer"
+    sliding, rope = kind
+    parts = []
+    if len({k[0] for k, _ in kinds}) > 1:
+        parts.append("sliding" if sliding else "global")
+    if len({k[1] for k, _ in kinds}) > 1:
+        parts.append("rope" if rope else "nope")
+    return "layer_" + "_".join(parts)
 
 
 def _stage(dep: Deployment, index: int, phase: str, batch: int, q_len: int, ctx: int,
@@ -304,7 +388,13 @@ def _stage(dep: Deployment, index: int, phase: str, batch: int, q_len: int, ctx:
     if index == 0:
         t = batch * q_len
         stage.add(_embedding(phase, t, h))
-    stage.add(_layer(dep, phase, batch, q_len, ctx, layers, all_forms))
+        if m.scaled_embeddings:
+            stage.add(_scale("embedding_scale", phase, t, h))
+    first = sum(dep.stage_layers()[:index])
+    kinds = m.layer_kinds(range(first, first + layers))
+    for kind, count in kinds:
+        stage.add(_layer(dep, phase, batch, q_len, ctx, count, all_forms, kind,
+                         _layer_name(kind, kinds)))
     last = index == p.pp - 1
     if not last:
         size = batch * q_len * h * BF16_BYTES
@@ -317,6 +407,8 @@ def _stage(dep: Deployment, index: int, phase: str, batch: int, q_len: int, ctx:
         _elementwise("final_norm", "final_norm", phase, batch, h, reads=1, writes=1, flops_per=4),
         _linear("lm_head", "lm_head", phase, batch, h, v),
     )
+    if m.logit_scale:
+        stage.add(_scale("logit_scale", phase, batch, v))
     if tp > 1:
         size = batch * m.vocab_size * BF16_BYTES
         stage.add(Node("allgather_logits", "allgather", phase, comm_bytes=size,
@@ -329,12 +421,13 @@ def _stage(dep: Deployment, index: int, phase: str, batch: int, q_len: int, ctx:
     return stage
 
 
-def decode_context(dep: Deployment) -> int:
+def decode_context(dep: Deployment, full: bool = False) -> int:
     """Keys per query of a decode step: graph mode attends over the whole static cache
     (masked; a sliding window's cache holds the window); eager over the live prefix, whose
     mean over steps 1..gen-1 is prompt + gen/2 (attention cost is linear in it), over the
-    steps before the window where the engine applies one."""
-    w, window = dep.workload, window_of(dep)
+    steps before the window where the engine applies one. `full`: of a layer that attends
+    every key in a model whose other layers slide."""
+    w, window = dep.workload, None if full else window_of(dep)
     if w.mode == "graph":
         return w.context_len if window is None else min(w.context_len, window)
     return w.prompt_len + (full_context_steps(w, window) + 1) // 2

@@ -8,7 +8,10 @@ from typing import Any, Iterator
 
 COMPUTE_KINDS = ("embedding", "rmsnorm", "q_proj", "k_proj", "v_proj", "rope", "attention",
                  "o_proj", "gate_proj", "up_proj", "activation", "down_proj", "final_norm",
-                 "lm_head", "sampling", "residual", "sdpa_masked")
+                 "lm_head", "sampling", "residual", "sdpa_masked",
+                 # of families beyond Llama's (piep.families): fused projections, GeGLU's
+                 # activation, a multiply by a scalar
+                 "qkv_proj", "gate_up_proj", "geglu", "scale")
 COMM_KINDS = ("allreduce", "allgather", "p2p")
 # copies of the KV cache some engines make (priced by their module samples; without
 # samples, at the GPU's measured copy rate); `kv_slide`: a sliding cache's concatenation

@@ -1,0 +1,146 @@
+"""New families, held out: piep's predictions of transformers runs on the shapes of
+families its predictor and profiles never saw (calibration/h200/families: Qwen3, Gemma 3,
+Phi-4, OLMo 2, GLM-4, SmolLM3, Granite, two shapes of our own), against the measurements.
+
+    python benchmarks/families_accuracy.py            # the table and the errors
+    python benchmarks/families_accuracy.py --json     # the same as JSON
+    python benchmarks/families_accuracy.py --predict  # blind predictions, before a call
+
+`--predict` writes `predictions_blind.jsonl`: hf-static's design rows
+(`design_static.jsonl`, each with the static cache its place in the design leaves) and
+hf-cb's replays of three traces on two shapes, by the code of the commit it names, before
+they are measured (device call 68); the table then shows them beside today's.
+
+Nothing piep ships was fitted on these runs: every prediction leaves its family out (the
+predictor's module models and the engines' profiles were fitted on Llama, Mistral and
+Qwen2 shapes only). Each run is priced at the host probe it measured (`--host-probe-us`).
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from piep import api  # noqa: E402
+from piep.artifacts import git_hash, read_jsonl, write_text  # noqa: E402
+from piep.records import Measurement  # noqa: E402
+
+FAMILIES = ROOT / "calibration" / "h200" / "families"
+BLIND = FAMILIES / "predictions_blind.jsonl"
+TRACES = ROOT / "calibration" / "h200" / "engines" / "hf-cb" / "traces"
+CB_SHAPES, CB_TRACES = ("qwen3-8b-shape", "phi4-shape"), ("code", "tiny", "sparse")
+
+
+def blind_predictions() -> list[dict]:
+    """Predictions of the runs of device call 68, made before it (typical host)."""
+    out, cache = [], {}
+    for r in read_jsonl(FAMILIES / "design_static.jsonl"):
+        # transformers keeps a static cache of the longest earlier call on the model
+        longest = cache.get(r["model"], 0)
+        need = r["prompt_len"] + r["gen_len"]
+        cache[r["model"]] = max(longest, need)
+        doc = api.predict(str(FAMILIES / "configs" / f"{r['model']}.json"), engine=r["engine"],
+                          batch=r["batch"], prompt_len=r["prompt_len"], gen_len=r["gen_len"],
+                          cache_len=longest if longest > need else None)
+        out.append({"model": r["model"], "engine": r["engine"], "batch": r["batch"],
+                    "prompt_len": r["prompt_len"], "gen_len": r["gen_len"],
+                    "energy_j": doc["energy_j"], "time_s": doc["time_s"],
+                    "flags": doc["flags"]})
+    for shape in CB_SHAPES:
+        for trace in CB_TRACES:
+            doc = json.loads(subprocess.run(
+                [sys.executable, "-m", "piep", "serve", "--model",
+                 str(FAMILIES / "configs" / f"{shape}.json"), "--engine", "hf-cb",
+                 "--trace", str(TRACES / f"{trace}.jsonl"), "--json"],
+                cwd=ROOT, capture_output=True, text=True, check=True).stdout)
+            out.append({"model": shape, "engine": "hf-cb", "trace": f"{trace}.jsonl",
+                        "energy_j": doc["energy_j"], "time_s": doc["time_s"],
+                        "tpot_p50_s": doc["tpot_s"]["p50"], "flags": doc["flags"]})
+    commit = git_hash()
+    return [{**p, "commit": commit} for p in out]
+
+
+def runs() -> list[Measurement]:
+    """The measured generate() runs of the new families (every file of raw/ but the
+    serving replays)."""
+    return [Measurement.from_json(r) for f in sorted((FAMILIES / "raw").glob("*.jsonl"))
+            for r in read_jsonl(f) if r.get("schema") == "piep.measurement"
+            and r.get("energy_j") and "replay" not in r]
+
+
+def predicted(m: Measurement) -> dict:
+    return api.predict(m.spec, engine=m.engine, tp=m.parallel.tp, batch=m.batch,
+                       prompt_len=m.prompt_len, gen_len=m.gen_len, cache_len=m.cache_len,
+                       host_probe_us=None if m.host_probe_s is None else 1e6 * m.host_probe_s)
+
+
+def rows() -> list[dict]:
+    out = []
+    for m in runs():
+        doc = predicted(m)
+        out.append({"model": m.model, "family": m.spec.model_type, "engine": m.engine,
+                    "batch": m.batch, "prompt_len": m.prompt_len, "gen_len": m.gen_len,
+                    "energy_j": m.energy_j, "predicted_energy_j": doc["energy_j"],
+                    "time_s": m.time_s, "predicted_time_s": doc["time_s"],
+                    "prefill_energy_j": m.prefill.energy_j,
+                    "predicted_prefill_energy_j": doc["prefill"]["energy_j"],
+                    "flags": doc["flags"]})
+    return out
+
+
+def _err(r: dict, key: str) -> float:
+    return r[f"predicted_{key}"] / r[key] - 1
+
+
+def summary(table: list[dict]) -> dict:
+    """Mean absolute errors per engine, per family within it, and over all runs."""
+    out: dict = {}
+    for engine in sorted({r["engine"] for r in table}):
+        mine = [r for r in table if r["engine"] == engine]
+        fams = {}
+        for fam in sorted({r["family"] for r in mine}):
+            f = [r for r in mine if r["family"] == fam]
+            fams[fam] = {k: statistics.mean(abs(_err(r, k)) for r in f)
+                         for k in ("energy_j", "time_s")} | {"runs": len(f)}
+        out[engine] = {"runs": len(mine), "families": fams,
+                       **{k: statistics.mean(abs(_err(r, k)) for r in mine)
+                          for k in ("energy_j", "time_s")}}
+    return out
+
+
+def main() -> int:
+    if "--predict" in sys.argv:
+        preds = blind_predictions()
+        write_text(BLIND, "".join(json.dumps(p) + "\n" for p in preds))
+        print(f"wrote {len(preds)} predictions to {BLIND.relative_to(ROOT)}")
+        return 0
+    table = rows()
+    if "--json" in sys.argv:
+        print(json.dumps({"runs": table, "summary": summary(table)}, indent=1))
+        return 0
+    print(f"{'model':27s} {'engine':9s} {'B':>3s} {'P':>5s} {'G':>4s} {'E meas':>7s} "
+          f"{'E pred':>7s} {'err':>6s} {'t meas':>6s} {'t pred':>6s} {'err':>6s} "
+          f"{'prefill':>7s}")
+    for r in table:
+        print(f"{r['model']:27s} {r['engine']:9s} {r['batch']:3d} {r['prompt_len']:5d} "
+              f"{r['gen_len']:4d} {r['energy_j']:7.1f} {r['predicted_energy_j']:7.1f} "
+              f"{100 * _err(r, 'energy_j'):+5.1f}% {r['time_s']:6.3f} "
+              f"{r['predicted_time_s']:6.3f} {100 * _err(r, 'time_s'):+5.1f}% "
+              f"{100 * _err(r, 'prefill_energy_j'):+6.1f}%")
+    for engine, s in summary(table).items():
+        print(f"\n{engine}: {s['runs']} runs, mean |error| energy {100 * s['energy_j']:.1f} %, "
+              f"time {100 * s['time_s']:.1f} %")
+        for fam, f in s["families"].items():
+            print(f"  {fam:12s} {f['runs']:2d} runs  energy {100 * f['energy_j']:5.1f} %  "
+                  f"time {100 * f['time_s']:5.1f} %")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
