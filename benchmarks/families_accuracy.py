@@ -54,11 +54,7 @@ def blind_predictions() -> list[dict]:
                     "flags": doc["flags"]})
     for shape in CB_SHAPES:
         for trace in CB_TRACES:
-            doc = json.loads(subprocess.run(
-                [sys.executable, "-m", "piep", "serve", "--model",
-                 str(FAMILIES / "configs" / f"{shape}.json"), "--engine", "hf-cb",
-                 "--trace", str(TRACES / f"{trace}.jsonl"), "--json"],
-                cwd=ROOT, capture_output=True, text=True, check=True).stdout)
+            doc = served(shape, f"{trace}.jsonl")
             out.append({"model": shape, "engine": "hf-cb", "trace": f"{trace}.jsonl",
                         "energy_j": doc["energy_j"], "time_s": doc["time_s"],
                         "tpot_p50_s": doc["tpot_s"]["p50"], "flags": doc["flags"]})
@@ -94,6 +90,51 @@ def rows() -> list[dict]:
     return out
 
 
+def replays() -> list[dict]:
+    """The measured hf-cb replays: shape, trace, energy, time, median TPOT, host probe."""
+    from piep.fit.serving import observed
+    from piep.records import read_runs
+    out = []
+    for f in sorted((FAMILIES / "raw").glob("*_cb_*.jsonl")):
+        for rec in read_runs(f, "piep.serving_measurement"):
+            e, tpot, _ = observed(rec)
+            out.append({"model": rec.model, "trace": Path(rec.trace).name, "energy_j": e,
+                        "time_s": rec.time_s, "tpot_p50_s": tpot,
+                        "probe_us": None if rec.host_probe_s is None
+                        else 1e6 * rec.host_probe_s})
+    return out
+
+
+def served(shape: str, trace: str, probe_us: float | None = None) -> dict:
+    """`piep serve --json` of a shape on a trace (typical host, or `probe_us`)."""
+    extra = [] if probe_us is None else ["--host-probe-us", str(probe_us)]
+    return json.loads(subprocess.run(
+        [sys.executable, "-m", "piep", "serve", "--model",
+         str(FAMILIES / "configs" / f"{shape}.json"), "--engine", "hf-cb",
+         "--trace", str(TRACES / trace), "--json", *extra],
+        cwd=ROOT, capture_output=True, text=True, check=True).stdout)
+
+
+def blind_rows(table: list[dict], serving: list[dict]) -> list[dict]:
+    """Each blind prediction (made before its run) beside the run it predicted."""
+    runs_by = {(r["model"], r["engine"], r["batch"], r["prompt_len"], r["gen_len"]): r
+               for r in table}
+    cb_by = {(r["model"], r["trace"]): r for r in serving}
+    out = []
+    for p in read_jsonl(BLIND) if BLIND.exists() else []:
+        key = (p["model"], p["trace"]) if p["engine"] == "hf-cb" else \
+            (p["model"], p["engine"], p["batch"], p["prompt_len"], p["gen_len"])
+        m = (cb_by if p["engine"] == "hf-cb" else runs_by).get(key)
+        if m is not None:
+            out.append({"model": p["model"], "engine": p["engine"],
+                        "what": p.get("trace") or f"B{p['batch']} P{p['prompt_len']} "
+                                                   f"G{p['gen_len']}",
+                        "energy_j": m["energy_j"], "predicted_energy_j": p["energy_j"],
+                        "time_s": m["time_s"], "predicted_time_s": p["time_s"],
+                        "commit": p["commit"]})
+    return out
+
+
 def _err(r: dict, key: str) -> float:
     return r[f"predicted_{key}"] / r[key] - 1
 
@@ -120,9 +161,15 @@ def main() -> int:
         write_text(BLIND, "".join(json.dumps(p) + "\n" for p in preds))
         print(f"wrote {len(preds)} predictions to {BLIND.relative_to(ROOT)}")
         return 0
-    table = rows()
+    table, serving = rows(), replays()
+    for r in serving:  # today's serving predictions, at the replay's host probe
+        doc = served(r["model"], r["trace"], r["probe_us"])
+        r.update(predicted_energy_j=doc["energy_j"], predicted_time_s=doc["time_s"],
+                 predicted_tpot_p50_s=doc["tpot_s"]["p50"])
+    blind = blind_rows(table, serving)
     if "--json" in sys.argv:
-        print(json.dumps({"runs": table, "summary": summary(table)}, indent=1))
+        print(json.dumps({"runs": table, "summary": summary(table), "serving": serving,
+                          "blind": blind}, indent=1))
         return 0
     print(f"{'model':27s} {'engine':9s} {'B':>3s} {'P':>5s} {'G':>4s} {'E meas':>7s} "
           f"{'E pred':>7s} {'err':>6s} {'t meas':>6s} {'t pred':>6s} {'err':>6s} "
@@ -133,6 +180,23 @@ def main() -> int:
               f"{100 * _err(r, 'energy_j'):+5.1f}% {r['time_s']:6.3f} "
               f"{r['predicted_time_s']:6.3f} {100 * _err(r, 'time_s'):+5.1f}% "
               f"{100 * _err(r, 'prefill_energy_j'):+6.1f}%")
+    print(f"\n{'hf-cb replay':37s} {'E meas':>8s} {'E pred':>8s} {'err':>6s} {'t meas':>6s} "
+          f"{'t pred':>6s} {'TPOT meas':>9s} {'pred':>6s}")
+    for r in serving:
+        print(f"{r['model'] + ' ' + r['trace']:37s} {r['energy_j']:8.0f} "
+              f"{r['predicted_energy_j']:8.0f} {100 * _err(r, 'energy_j'):+5.1f}% "
+              f"{r['time_s']:6.1f} {r['predicted_time_s']:6.1f} {r['tpot_p50_s']:9.3f} "
+              f"{r['predicted_tpot_p50_s']:6.3f}")
+    if serving:
+        print(f"hf-cb: {len(serving)} replays, mean |error| energy "
+              f"{100 * statistics.mean(abs(_err(r, 'energy_j')) for r in serving):.1f} %")
+    print("\nblind (predicted before the run, typical host; commit named in "
+          f"{BLIND.name}):")
+    for r in blind:
+        print(f"  {r['model']:16s} {r['engine']:9s} {r['what']:18s} energy "
+              f"{r['predicted_energy_j']:8.1f} vs {r['energy_j']:8.1f} "
+              f"({100 * _err(r, 'energy_j'):+5.1f} %), time {r['predicted_time_s']:7.3f} vs "
+              f"{r['time_s']:7.3f} ({100 * _err(r, 'time_s'):+5.1f} %)  [{r['commit'][:7]}]")
     for engine, s in summary(table).items():
         print(f"\n{engine}: {s['runs']} runs, mean |error| energy {100 * s['energy_j']:.1f} %, "
               f"time {100 * s['time_s']:.1f} %")
