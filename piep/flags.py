@@ -66,6 +66,14 @@ FLAGS: dict[str, Flag] = {f.name: f for f in (
          "the prompt and generated tokens run past the model's sliding window, which the "
          "engine's profile never measured", "none",
          "meter runs past the window and refit the engine's profile"),
+    Flag("unmeasured_family",
+         "the model's family runs modules beyond Llama's layer (piep.families: q/k norms, "
+         "post-norms, fused projections, GeGLU, partial RoPE, NoPE or local-global layers) "
+         "and no run the engine's profile was fitted on had its family: its modules are "
+         "priced from their kinds' module samples (held out on new families: "
+         "benchmarks/families_accuracy.py; piep's reference runner runs Llama's layer only)",
+         "none (the shipped band)",
+         "meter runs of this family with a transformers engine and refit its profile"),
     Flag("uncalibrated_gpu",
          "no calibration of this GPU: the reference GPU's predictor moved by spec-sheet "
          "ratios (calibration/spec_sheets.json)",

@@ -72,6 +72,16 @@ class Deployment:
                 f"{self.workload.mode} on {p.world_size}x {self.gpu.name}")
 
     # --- memory ---------------------------------------------------------------------
+    def kv_slots(self) -> int:
+        """KV-cache slots of the first stage's layers, summed: a layer that slides under an
+        engine that applies the window holds the window (transformers' sliding cache
+        layers), every other layer the whole context."""
+        m, w = self.model, self.workload
+        window = m.sliding_window if self.engine_record.applies_window else None
+        kinds = m.layer_kinds(range(self.stage_layers()[0]))
+        return sum(n * (min(w.context_len, window) if sliding and window else w.context_len)
+                   for (sliding, _), n in kinds)
+
     def memory_items_gib(self) -> dict[str, dict[str, float]]:
         """Itemized memory per stage position (first/last stage differ), in GiB."""
         return {pos: {**dict(zip(MEMORY_ITEMS, items)), "total": sum(items)}
@@ -88,11 +98,11 @@ class Deployment:
         ffn, vocab = self.ffn_per_rank, self.vocab_per_rank
         kv_rank = kv_heads * m.head_dim
         layer_w = (h * heads * m.head_dim * 2 + 2 * h * kv_rank
-                   + 3 * h * ffn * m.num_experts + 2 * h)
+                   + 3 * h * ffn * m.num_experts + m.norm_params())
         if m.qkv_bias:
             layer_w += heads * m.head_dim + 2 * kv_rank
         layers = self.stage_layers()[0]
-        kv_cache = layers * 2 * b * w.context_len * kv_rank * BF16_BYTES
+        kv_cache = self.kv_slots() * 2 * b * kv_rank * BF16_BYTES
         weights_layers = layers * layer_w * BF16_BYTES
         embed = m.vocab_size * h * BF16_BYTES  # replicated over TP (row gather, no collective)
         head = 0 if m.tie_word_embeddings else vocab * h * BF16_BYTES

@@ -1,7 +1,9 @@
 """The one pricing path: the leaf table reproduces the tree builder, a deployment costs the
 same alone or among many, and the timeline and partition keep their invariants."""
 
+import json
 import random
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -54,11 +56,43 @@ def _windowed_deps(n, seed):
             for _ in range(n)]
 
 
+FAMILY_CONFIGS = Path(__file__).resolve().parent.parent / "calibration" / "h200" / \
+    "families" / "configs"
+
+
+def _family_deps(n, seed):
+    """The new families' shapes (4-6 layers; Gemma 3's window cut to 96 keys, every third
+    layer global), every engine, at random layouts and workloads below, across and past
+    the window."""
+    rng = random.Random(seed)
+    specs = []
+    for path in sorted(FAMILY_CONFIGS.glob("*.json")):
+        cfg = json.loads(path.read_text())
+        cfg["num_hidden_layers"] = 6 if "no_rope_layer_interval" not in cfg else 8
+        if cfg.get("sliding_window"):
+            cfg.update(sliding_window=96, sliding_window_pattern=3)
+        specs.append(ModelSpec.from_hf_config(cfg, name=path.stem))
+    out = []
+    while len(out) < n:
+        engine = rng.choice((None, "hf-eager", "hf-static", "hf-cb"))
+        try:
+            out.append(api.deployment(
+                rng.choice(specs), engine=engine, tp=rng.choice((1, 2)),
+                pp=1 if engine else rng.choice((1, 2)), batch=rng.choice((1, 3, 8)),
+                prompt_len=rng.randint(1, 200), gen_len=rng.randint(1, 150),
+                check_memory=False))
+        except PiepError:
+            continue
+    return out
+
+
 def test_leaf_table_reproduces_the_tree_builder():
     """Every quantity of every leaf, for random workloads, equals the builder's own node
     (the skeleton polynomials are exact, also for prompts in the thousands; a windowed
-    engine's attention forms weighted by their shares)."""
-    deps = [api.deployment(**c) for c in _configs(25, seed=5)] + _windowed_deps(20, seed=6)
+    engine's attention forms weighted by their shares; the global layers of a model whose
+    other layers slide, in the full context)."""
+    deps = [api.deployment(**c) for c in _configs(25, seed=5)] + _windowed_deps(20, seed=6) \
+        + _family_deps(30, seed=7)
     table = TableBuilder().table(deps, detail=True)
     for i, dep in enumerate(deps):
         tree = build_tree(dep)
@@ -81,9 +115,13 @@ def test_leaf_table_reproduces_the_tree_builder():
                 assert table.q[name][r] == value, (dep.describe(), path, name)
         if steps:
             dec = rows[table.phase[rows] == 1]
-            att = dec[np.isin(table.kind[dec], ("attention", "sdpa_masked"))
-                      & ~np.char.endswith(table.path[dec].astype(str), "sliding_window/attention")]
-            assert (table.q["context_len"][att] == decode_context(dep)).all()
+            paths = table.path[dec].astype(str)
+            att = np.isin(table.kind[dec], ("attention", "sdpa_masked")) \
+                & ~np.char.endswith(paths, "sliding_window/attention")
+            full = np.char.find(paths, "layer_global") >= 0
+            assert (table.q["context_len"][dec[att & ~full]] == decode_context(dep)).all()
+            assert (table.q["context_len"][dec[att & full]]
+                    == decode_context(dep, full=True)).all()
 
 
 def test_a_deployment_costs_the_same_alone_or_among_many(learned):

@@ -155,6 +155,10 @@ def measure_config(spec: ModelSpec, parallel: Parallel, workload: Workload, *, d
     `phase_hook(phase)` is called at every phase boundary of the measured windows (the
     clock runtime's entry point)."""
     hook = phase_hook or (lambda phase: None)
+    if spec.facts():
+        raise ConfigError(f"{spec.name}: piep's reference runner runs Llama's layer; a "
+                          f"{spec.model_type} layer ({', '.join(spec.facts())}) is measured "
+                          f"with transformers: --engine hf-eager, hf-static or hf-cb")
     if parallel.world_size != d.world:
         raise ConfigError(f"tp*pp*dp = {parallel.world_size} but {d.world} processes run; "
                           f"launch with torchrun --nproc-per-node {parallel.world_size}")
