@@ -1,0 +1,174 @@
+"""Families as data: each priced family's row says what transformers' own modeling code
+runs (checked against the model transformers builds from the config piep writes), and
+the tree holds those modules, each layer kind apart."""
+
+import json
+from pathlib import Path
+
+import pytest
+
+from piep.config import ModelSpec, Parallel, Workload
+from piep.errors import ConfigError
+from piep.families import FAMILIES, MOE_TYPES, PRICED
+from piep.layout import validate
+from piep.tree import build_tree
+
+CONFIGS = Path(__file__).resolve().parent.parent / "calibration" / "h200" / "families" / \
+    "configs"
+# a small decoder every family reads (its own keys added per family below)
+SMALL = {"hidden_size": 128, "num_hidden_layers": 6, "num_attention_heads": 4,
+         "num_key_value_heads": 2, "head_dim": 32, "intermediate_size": 256,
+         "vocab_size": 512}
+OWN_KEYS = {  # what a family's config states beyond the small shape
+    "gemma": {"hidden_act": "gelu"},
+    "gemma3_text": {"sliding_window": 16, "sliding_window_pattern": 3,
+                    "hidden_activation": "gelu_pytorch_tanh"},
+    "glm4": {"partial_rotary_factor": 0.5, "attention_bias": True},
+    "smollm3": {"no_rope_layer_interval": 3},
+}
+LINEARS = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj",
+           "qkv_proj", "gate_up_proj")
+
+
+def small(model_type: str) -> ModelSpec:
+    return ModelSpec.from_hf_config({"model_type": model_type, **SMALL,
+                                     **OWN_KEYS.get(model_type, {})}, name=model_type)
+
+
+def layer_leaves(spec: ModelSpec, engine: str | None = "hf-eager") -> dict[str, list]:
+    """Per layer node of the prefill's stage: the leaves under it (name, kind)."""
+    dep = validate(spec, Parallel(), Workload(batch=1, prompt_len=8, gen_len=2), _gpu(),
+                   engine=engine, check_memory=False)
+    stage = build_tree(dep).children[0].children[0].children[0]
+    return {layer.name: [(n.name, n.kind) for _, _, n in layer.leaves()]
+            for layer in stage.children if layer.kind == "layer"}
+
+
+def _gpu():
+    from piep.gpus import load_gpu
+    return load_gpu("h200")
+
+
+@pytest.mark.parametrize("model_type", PRICED)
+def test_each_family_layer_holds_what_its_row_says(model_type):
+    spec = small(model_type)
+    fam = FAMILIES[model_type]
+    for leaves in layer_leaves(spec).values():
+        names = [n for n, _ in leaves]
+        assert ("qkv_proj" in names) == fam.fused_qkv
+        assert ("gate_up_proj" in names) == fam.fused_gate_up
+        assert ("q_norm" in names and "k_norm" in names) == (fam.qk_norm is not None)
+        assert ("input_norm" in names) == fam.pre_norms
+        assert ("post_mlp_norm" in names) == fam.post_norms
+        assert names.count("attn_residual_scale") == int(fam.residual_scale)
+        kinds = [k for _, k in leaves]
+        assert ("geglu" in kinds) == (spec.activation == "gelu_tanh")
+
+
+def test_layer_kinds_stand_apart_with_their_counts():
+    gemma = small("gemma3_text")  # every third layer global
+    assert gemma.sliding_layers == (0, 1, 3, 4)
+    assert gemma.layer_kinds() == [((True, True), 4), ((False, True), 2)]
+    assert set(layer_leaves(gemma)) == {"layer_sliding", "layer_global"}
+    smol = small("smollm3")  # every third layer without RoPE
+    assert smol.nope_layers == (2, 5)
+    leaves = layer_leaves(smol)
+    assert set(leaves) == {"layer_rope", "layer_nope"}
+    assert "rope" not in [n for n, _ in leaves["layer_nope"]]
+    # a model whose layers are alike keeps the one layer node of before
+    assert set(layer_leaves(small("qwen3"))) == {"layer"}
+
+
+def test_a_global_layer_beside_sliding_ones_decodes_over_every_key():
+    spec = ModelSpec.from_hf_config({"model_type": "gemma3_text", **SMALL,
+                                     "sliding_window": 64, "sliding_window_pattern": 3},
+                                    name="g")
+    dep = validate(spec, Parallel(), Workload(batch=2, prompt_len=300, gen_len=50, mode="eager"),
+                   _gpu(), engine="hf-eager", check_memory=False)
+    step = build_tree(dep).children[0].children[1].children[0]
+    ctx = {path.split("/")[-2] if "window" not in path else "sliding": n.context_len
+           for path, _, n in step.walk() if n.kind in ("attention", "sdpa_masked")}
+    assert ctx["layer_global"] == 300 + 25  # the prompt and half the generation
+    assert ctx["sliding"] == 64             # the window
+    # and the memory check holds the window in the sliding layers' cache
+    slots = dep.kv_slots()
+    assert slots == 4 * 64 + 2 * 350
+
+
+def test_partial_rotary_rotates_its_share_and_copies_the_rest():
+    glm = small("glm4")
+    assert glm.rotary_dim == 16
+    rope = [n for _, _, n in build_tree(validate(
+        glm, Parallel(), Workload(batch=1, prompt_len=8, gen_len=2), _gpu(),
+        check_memory=False)).leaves() if n.kind == "rope"][0]
+    assert rope.attrs["width"] == (4 + 2) * 16 and rope.launches == 12
+
+
+def test_a_family_round_trips_through_its_config_and_a_record_shape():
+    from piep.meter import model_shape
+    from piep.records import spec_of_shape
+    for model_type in PRICED:
+        spec = small(model_type)
+        assert ModelSpec.from_hf_config(spec.to_hf_config(), name=model_type) == spec
+        back = spec_of_shape(model_type, model_shape(spec))
+        assert back.facts() == spec.facts()
+        if spec.facts():  # (Llama's layer: priced alike, named llama, as before)
+            assert back.model_type == model_type
+
+
+def test_llama_hashes_and_shapes_are_as_before():
+    """A Llama-family record's hash and shape carry nothing of the families (records
+    written before the families were data still name their model)."""
+    from piep.meter import model_shape
+    from piep.models import load_model
+    spec = load_model("llama-2-7b")
+    assert spec.facts() == {} and "family" not in model_shape(spec)
+    assert spec.config_hash() == "3ecfcc32bedcdf7d"
+
+
+@pytest.mark.parametrize("model_type", ["gemma2", "cohere"])
+def test_families_not_priced_yet_say_what_the_tree_lacks(model_type):
+    with pytest.raises(ConfigError, match=f"{model_type!r} is not priced yet \\(the tree lacks"):
+        small(model_type)
+
+
+def test_a_mixture_of_experts_type_is_no_priced_family():
+    assert not set(MOE_TYPES) & set(PRICED)
+
+
+def test_the_measured_shapes_read_as_their_families():
+    types = {json.loads(p.read_text())["model_type"] for p in CONFIGS.glob("*.json")}
+    assert types <= set(PRICED) and len(types) >= 7
+
+
+@pytest.mark.parametrize("model_type", PRICED)
+def test_transformers_builds_what_the_row_says(model_type):
+    """The model transformers builds from the config piep writes has the modules the
+    family's row and the spec say: linear layers by name, RMSNorms a layer, the rotated
+    share of a head, the layer types and NoPE layers."""
+    pytest.importorskip("torch")
+    pytest.importorskip("transformers")
+    from transformers import AutoModelForCausalLM
+
+    from piep.sampling.hf import _hf_config
+    spec = small(model_type)
+    model = AutoModelForCausalLM.from_config(_hf_config(spec))
+    layer = model.model.layers[0]
+    linears = {name.split(".")[-1] for name, mod in layer.named_modules()
+               if type(mod).__name__ == "Linear"}
+    tree = next(iter(layer_leaves(spec).values()))
+    assert linears == {k for _, k in tree if k in LINEARS}
+    norms = [name for name, mod in layer.named_modules() if "Norm" in type(mod).__name__]
+    assert len(norms) == sum(k == "rmsnorm" for _, k in tree)
+    cfg = model.config
+    if spec.sliding_layers is not None:
+        assert [i for i, t in enumerate(cfg.layer_types) if t == "sliding_attention"] == \
+            list(spec.sliding_layers)
+    if model_type == "smollm3":
+        assert [i for i, use in enumerate(cfg.no_rope_layers) if not use] == \
+            list(spec.nope_layers)
+    for name, buf in model.model.rotary_emb.named_buffers():
+        if name.endswith("inv_freq"):  # (Gemma 3: one per layer type)
+            assert 2 * buf.numel() == (spec.rotary_dim or spec.head_dim), name
+    act = getattr(cfg, "hidden_activation", None) or cfg.hidden_act
+    assert ("gelu" in act) == (spec.activation == "gelu_tanh")
