@@ -183,7 +183,7 @@ class ModelSpec:
         if self.is_moe:
             return (f"a mixture of experts ({self.num_experts} experts, "
                     f"{self.experts_per_token} per token): piep prices dense decoders so far "
-                    f"(Llama, Mistral, Qwen2 families); its experts and router are not "
+                    f"(docs/models.md); its experts and router are not "
                     f"modelled yet")
         if self.quantization:
             return (f"quantized weights ({self.quantization}): piep prices bf16 weights only "

@@ -38,6 +38,8 @@ class Family:
     logit_scale: bool = False
     # the input and output embeddings share their weights where a config does not say
     tied: bool = False
+    # what the family's configs state per model beyond the shape, in words (docs)
+    per_model: str | None = None
     # why it is not priced yet (None: priced); a mixture of experts is refused elsewhere
     missing: str | None = None
 
@@ -51,17 +53,20 @@ FAMILIES: dict[str, Family] = {
     "qwen3": Family(qk_norm="head"),
     "olmo2": Family(qk_norm="whole", pre_norms=False, post_norms=True),
     "gemma": Family(scaled_embeddings=True, tied=True),
-    "gemma3_text": Family(qk_norm="head", post_norms=True, scaled_embeddings=True, tied=True),
+    "gemma3_text": Family(qk_norm="head", post_norms=True, scaled_embeddings=True, tied=True,
+                          per_model="local and global layers (`layer_types`, "
+                                    "`sliding_window_pattern`), GeGLU"),
     "phi3": Family(fused_qkv=True, fused_gate_up=True),
-    "glm4": Family(o_bias_follows=False, post_norms=True, fused_gate_up=True),
+    "glm4": Family(o_bias_follows=False, post_norms=True, fused_gate_up=True,
+                   per_model="RoPE over part of each head (`partial_rotary_factor`)"),
     "granite": Family(scaled_embeddings=True, residual_scale=True, logit_scale=True),
-    "smollm3": Family(),  # its NoPE layers are per model: `no_rope_layers`
+    "smollm3": Family(per_model="layers without RoPE (`no_rope_layers`)"),
     "mixtral": Family(qkv_bias=False),  # read, so that its experts are refused by name
     "gemma2": Family(post_norms=True, scaled_embeddings=True, tied=True,
                      missing="attention logit soft-capping (transformers runs it with its "
                              "eager attention, which piep has not measured)"),
     "cohere": Family(missing="LayerNorm, parallel attention and MLP"),
-    "exaone": Family(missing="its own attention layout"),
+    "exaone": Family(missing="attention layout of its own"),
 }
 # mixtures of experts by model_type (their experts are not modelled: refused by name, in
 # one line, also where a config does not state its expert count)
