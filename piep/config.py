@@ -134,6 +134,7 @@ class ModelSpec:
     scaled_embeddings: bool = False    # one multiply of the embeddings
     residual_scale: bool = False       # one multiply before each residual add
     logit_scale: bool = False          # one multiply of the logits
+    query_scale: bool = False          # queries scaled by their positions after RoPE
 
     def __post_init__(self) -> None:
         problems: list[str] = []
@@ -404,18 +405,18 @@ class ModelSpec:
             if window else None,
             nope_layers=nope_layers({**config, "model_type": model_type}, layers),
             scaled_embeddings=fam.scaled_embeddings, residual_scale=fam.residual_scale,
-            logit_scale=fam.logit_scale,
+            logit_scale=fam.logit_scale, query_scale=fam.query_scale,
         )
 
 
 # a multimodal model_type -> its decoder's, where a text_config does not name it
-TEXT_TYPES = {"gemma3": "gemma3_text", "llama4": "llama4_text"}
+TEXT_TYPES = {"gemma3": "gemma3_text", "llama4": "llama4_text", "mistral3": "ministral3"}
 # the families whose config.json piep wrote as Llama's before families were data
 LLAMA_LIKE = ("llama", "mistral", "qwen2", "mixtral")
 # the fields a family sets (piep.families), with Llama's values
 FAMILY_FIELDS = ("qk_norm", "pre_norms", "post_norms", "fused_qkv", "fused_gate_up",
                  "activation", "rotary_dim", "sliding_layers", "nope_layers",
-                 "scaled_embeddings", "residual_scale", "logit_scale")
+                 "scaled_embeddings", "residual_scale", "logit_scale", "query_scale")
 LLAMA_DEFAULTS = {f.name: f.default for f in dataclass_fields(ModelSpec)
                   if f.name in FAMILY_FIELDS or f.name == "quantization"}
 

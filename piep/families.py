@@ -36,6 +36,9 @@ class Family:
     # Granite's residual multiplier (one more kernel per residual add) and logits scaling
     residual_scale: bool = False
     logit_scale: bool = False
+    # queries multiplied by a factor of their positions after RoPE (Ministral 3: Llama 4's
+    # attention scale, computed in each layer from the position ids)
+    query_scale: bool = False
     # the input and output embeddings share their weights where a config does not say
     tied: bool = False
     # what the family's configs state per model beyond the shape, in words (docs)
@@ -50,6 +53,9 @@ FAMILIES: dict[str, Family] = {
     "llama": Family(),
     "mistral": Family(qkv_bias=False),
     "qwen2": Family(qkv_bias=True),  # q/k/v bias always, and no key that says so
+    "ministral": Family(qkv_bias=False,
+                        per_model="local and global layers (`layer_types`)"),
+    "ministral3": Family(qkv_bias=False, query_scale=True),
     "qwen3": Family(qk_norm="head"),
     "olmo2": Family(qk_norm="whole", pre_norms=False, post_norms=True),
     "gemma": Family(scaled_embeddings=True, tied=True),

@@ -279,6 +279,10 @@ def _qkv(dep: Deployment, phase: str, batch: int, t: int, rope: bool) -> list[No
             node.bytes_written += whole
             node.launches += 2
         out.append(node)
+    if m.query_scale:  # the factor from the position ids (log, floor, ...), then q times it
+        node = _scale("query_scale", phase, t, q_out)
+        node.launches = 7
+        out.append(node)
     return out
 
 

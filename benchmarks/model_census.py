@@ -1,0 +1,174 @@
+"""The census: public config.json files of decoder-only models deployed in 2025-26, and
+what piep answers of them (a prediction at the smallest tensor-parallel degree whose
+layout fits one H200 each, or the one line that says why not).
+
+    python benchmarks/model_census.py            # the table and the count
+    python benchmarks/model_census.py --write    # reports/model_census.md
+    python benchmarks/model_census.py --import MODEL_PRESET_PY   # (re)make the census
+
+The configs are `benchmarks/data/model_census/*.json`; `SOURCES.json` names where each
+was read: the Hugging Face configs MLC LLM copied into its model presets
+(`python/mlc_llm/model/model_preset.py` of github.com/mlc-ai/mlc-llm at the commit named
+there; `--import` reads that file's `MODEL_PRESETS` literal, no code of it runs), and the
+configs piep ships (`model_trees/`, with their own source.json).
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from piep import api  # noqa: E402
+from piep.artifacts import write_text  # noqa: E402
+from piep.errors import PiepError  # noqa: E402
+from piep.families import MOE_TYPES  # noqa: E402
+
+CENSUS = ROOT / "benchmarks" / "data" / "model_census"
+REPORT = ROOT / "reports" / "model_census.md"
+MLC_COMMIT = "79d603f085f50500e9509fa01785ffa7ecfaaa93"
+# MLC LLM preset -> the Hugging Face model its config is of
+PRESETS = {
+    "llama3_1_8b": "meta-llama/Llama-3.1-8B-Instruct",
+    "llama3_1_70b": "meta-llama/Llama-3.1-70B-Instruct",
+    "llama3_2_1b": "meta-llama/Llama-3.2-1B-Instruct",
+    "llama3_2_3b": "meta-llama/Llama-3.2-3B-Instruct",
+    "mistral_7b_v03": "mistralai/Mistral-7B-Instruct-v0.3",
+    "ministral3_3b_2512": "mistralai/Ministral-3-3B-Instruct-2512",
+    "phi-3_5": "microsoft/Phi-3.5-mini-instruct",
+    "phi-4": "microsoft/phi-4",
+    "qwen2_7b": "Qwen/Qwen2-7B-Instruct",
+    "qwen2.5_3b": "Qwen/Qwen2.5-3B-Instruct",
+    "qwen3_0.6b": "Qwen/Qwen3-0.6B",
+    "qwen3_1.7b": "Qwen/Qwen3-1.7B",
+    "gemma3_1b_it": "google/gemma-3-1b-it",
+    "gemma2_2b": "google/gemma-2-2b-it",
+    "gemma2_9b": "google/gemma-2-9b-it",
+    "gemma2_27b": "google/gemma-2-27b-it",
+    "olmo2_7b": "allenai/OLMo-2-1124-7B-Instruct",
+    "olmo2_13b": "allenai/OLMo-2-1124-13B-Instruct",
+    "olmo2_32b": "allenai/OLMo-2-0325-32B-Instruct",
+    "smollm2_360m": "HuggingFaceTB/SmolLM2-360M-Instruct",
+    "internlm2_5_7b": "internlm/internlm2_5-7b-chat",
+    "aya-23": "CohereForAI/aya-23-8B",
+    "starcoder2": "bigcode/starcoder2-3b",
+    "Mixtral-8x7B-v0.1": "mistralai/Mixtral-8x7B-v0.1",
+    "qwen2moe": "Qwen/Qwen1.5-MoE-A2.7B-Chat",
+    "deepseek_v2_lite": "deepseek-ai/DeepSeek-V2-Lite-Chat",
+}
+# the configs piep ships that are of 2025-26 deployments (model_trees/<name>)
+SHIPPED = ("llama-3-8b", "llama-3-70b", "qwen2.5-7b", "qwen2.5-14b", "qwen2.5-32b",
+           "qwen2.5-72b", "mistral-small-24b")
+WORKLOAD = {"batch": 1, "prompt_len": 512, "gen_len": 128}
+TPS = (1, 2, 4, 8)
+
+
+def import_presets(preset_file: Path) -> None:
+    """Write PRESETS' configs from MLC LLM's model_preset.py (its dict literal, read with
+    ast.literal_eval) and SOURCES.json."""
+    tree = ast.parse(preset_file.read_text())
+    presets = next(ast.literal_eval(n.value) for n in tree.body
+                   if isinstance(n, (ast.Assign, ast.AnnAssign)) and n.value is not None
+                   and "MODEL_PRESETS" in ast.dump(n.targets[0] if isinstance(n, ast.Assign)
+                                                   else n.target))
+    sources = {}
+    for key, hub in PRESETS.items():
+        name = hub.split("/")[1]
+        write_text(CENSUS / f"{name}.json", json.dumps(presets[key], indent=1) + "\n")
+        sources[name] = {"hub_id": hub, "source": f"github.com/mlc-ai/mlc-llm@{MLC_COMMIT}: "
+                         f"python/mlc_llm/model/model_preset.py MODEL_PRESETS[{key!r}]"}
+    write_text(CENSUS / "SOURCES.json", json.dumps(sources, indent=1) + "\n")
+
+
+def entries() -> list[tuple[str, str, str]]:
+    """(name, model argument, source) of every census config."""
+    sources = json.loads((CENSUS / "SOURCES.json").read_text())
+    out = [(name, str(CENSUS / f"{name}.json"), f"{s['hub_id']} ({s['source']})")
+           for name, s in sorted(sources.items())]
+    for name in SHIPPED:
+        src = json.loads((ROOT / "model_trees" / name / "source.json").read_text())
+        out.append((name, name, f"{src['url']} (model_trees/{name})"))
+    return out
+
+
+def _config(arg: str) -> dict:
+    path = Path(arg) if arg.endswith(".json") else ROOT / "model_trees" / arg / "config.json"
+    cfg = json.loads(path.read_text())
+    return {**cfg, **(cfg.get("text_config") or {})}
+
+
+def answer(arg: str) -> dict:
+    """What piep answers of one config: the family, the smallest tp that fits and the
+    prediction there (hf-eager, WORKLOAD), or the refusal."""
+    cfg = _config(arg)
+    moe = cfg.get("model_type") in MOE_TYPES or any(
+        isinstance(cfg.get(k), int) and cfg[k] > 1
+        for k in ("num_local_experts", "num_experts", "n_routed_experts"))
+    row = {"model_type": cfg.get("model_type"), "moe": moe}
+    problem = None
+    for tp in TPS:
+        try:
+            doc = api.predict(arg, engine="hf-eager", tp=tp, **WORKLOAD)
+        except PiepError as exc:
+            problem = str(exc).splitlines()[0]
+            if "does not fit" in problem or "divisible" in problem or "tp=" in problem:
+                continue
+            break
+        return {**row, "answered": True, "tp": tp, "energy_j": doc["energy_j"],
+                "time_s": doc["time_s"], "dtypes": doc.get("dtypes"), "flags": doc["flags"]}
+    return {**row, "answered": False, "refusal": problem}
+
+
+def census() -> list[dict]:
+    return [{"name": name, "source": src, **answer(arg)} for name, arg, src in entries()]
+
+
+def summary(rows: list[dict]) -> str:
+    dense = [r for r in rows if not r["moe"]]
+    done = sum(r["answered"] for r in dense)
+    return (f"{len(rows)} configs: {done} of {len(dense)} dense answered "
+            f"({100 * done / len(dense):.0f} %); {sum(r['moe'] for r in rows)} mixtures of "
+            f"experts, refused by name")
+
+
+def report(rows: list[dict]) -> str:
+    lines = ["# Model census", "",
+             "Made by `python benchmarks/model_census.py --write`: each public config of "
+             "`benchmarks/data/model_census/` (sources in its SOURCES.json) and each shipped "
+             "config of a 2025-26 deployment, read by piep; answered at the smallest tensor-"
+             "parallel degree whose layout fits H200s (hf-eager, batch 1, prompt 512, 128 new "
+             "tokens), or refused in one line.", "", f"**{summary(rows)}.**", "",
+             "| model | model_type | answer | source |", "|---|---|---|---|"]
+    for r in rows:
+        ans = (f"tp={r['tp']}: {r['energy_j']:.0f} J, {r['time_s']:.2f} s"
+               + (f" ({', '.join(r['flags'])})" if r["flags"] else "")) if r["answered"] \
+            else f"refused: {r['refusal']}"
+        lines.append(f"| {r['name']} | {r['model_type']} | {ans.replace('|', '/')} | "
+                     f"{r['source']} |")
+    return "\n".join(lines) + "\n"
+
+
+def main() -> int:
+    if "--import" in sys.argv:
+        import_presets(Path(sys.argv[sys.argv.index("--import") + 1]))
+        print(f"wrote {len(PRESETS)} configs to {CENSUS.relative_to(ROOT)}")
+        return 0
+    rows = census()
+    if "--write" in sys.argv:
+        write_text(REPORT, report(rows))
+        print(f"wrote {REPORT.relative_to(ROOT)}")
+        return 0
+    for r in rows:
+        what = f"tp={r['tp']} {r['energy_j']:8.1f} J {r['time_s']:6.2f} s {r['flags']}" \
+            if r["answered"] else f"refused: {r['refusal'][:110]}"
+        print(f"{r['name']:32s} {r['model_type']!s:12s} {what}")
+    print(summary(rows))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
