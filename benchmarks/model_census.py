@@ -5,12 +5,15 @@ layout fits one H200 each, or the one line that says why not).
     python benchmarks/model_census.py            # the table and the count
     python benchmarks/model_census.py --write    # reports/model_census.md
     python benchmarks/model_census.py --import MODEL_PRESET_PY   # (re)make the census
+    python benchmarks/model_census.py --import-md MODEL_CONFIG_MD   # and the Qwen3 configs
 
 The configs are `benchmarks/data/model_census/*.json`; `SOURCES.json` names where each
 was read: the Hugging Face configs MLC LLM copied into its model presets
 (`python/mlc_llm/model/model_preset.py` of github.com/mlc-ai/mlc-llm at the commit named
-there; `--import` reads that file's `MODEL_PRESETS` literal, no code of it runs), and the
-configs piep ships (`model_trees/`, with their own source.json).
+there; `--import` reads that file's `MODEL_PRESETS` literal, no code of it runs), the
+Qwen3 configs of LLM-Prof's list of the configs it profiled (`sglang/Model_Config.md` of
+github.com/citsjtu2020/LLM-Prof at the commit named there: a name line, then the JSON;
+`--import-md`), and the configs piep ships (`model_trees/`, with their own source.json).
 """
 
 from __future__ import annotations
@@ -60,6 +63,12 @@ PRESETS = {
     "qwen2moe": "Qwen/Qwen1.5-MoE-A2.7B-Chat",
     "deepseek_v2_lite": "deepseek-ai/DeepSeek-V2-Lite-Chat",
 }
+LLMPROF_COMMIT = "8434c8d19c396b2f95d92a67845a7c0a0e0dd512"
+# LLM-Prof's names -> the Hugging Face model (the Qwen3 ones: its Llama and Qwen2.5
+# configs are in the census already)
+LLMPROF = {"Qwen3-4B": "Qwen/Qwen3-4B", "Qwen3-8B": "Qwen/Qwen3-8B",
+           "Qwen3-14B": "Qwen/Qwen3-14B", "Qwen3-32B": "Qwen/Qwen3-32B",
+           "Qwen3-30B-A3B": "Qwen/Qwen3-30B-A3B"}
 # the configs piep ships that are of 2025-26 deployments (model_trees/<name>)
 SHIPPED = ("llama-3-8b", "llama-3-70b", "qwen2.5-7b", "qwen2.5-14b", "qwen2.5-32b",
            "qwen2.5-72b", "mistral-small-24b")
@@ -82,6 +91,21 @@ def import_presets(preset_file: Path) -> None:
         sources[name] = {"hub_id": hub, "source": f"github.com/mlc-ai/mlc-llm@{MLC_COMMIT}: "
                          f"python/mlc_llm/model/model_preset.py MODEL_PRESETS[{key!r}]"}
     write_text(CENSUS / "SOURCES.json", json.dumps(sources, indent=1) + "\n")
+
+
+def import_markdown(md_file: Path) -> None:
+    """Add LLMPROF's configs from LLM-Prof's Model_Config.md (a name line, then its JSON
+    object) to the census and SOURCES.json."""
+    text = md_file.read_text()
+    sources = json.loads((CENSUS / "SOURCES.json").read_text())
+    decoder = json.JSONDecoder()
+    for name, hub in LLMPROF.items():
+        start = text.index(f"{name}\n{{") + len(name) + 1
+        cfg, _ = decoder.raw_decode(text, start)
+        write_text(CENSUS / f"{name}.json", json.dumps(cfg, indent=1) + "\n")
+        sources[name] = {"hub_id": hub, "source": f"github.com/citsjtu2020/LLM-Prof@"
+                         f"{LLMPROF_COMMIT}: sglang/Model_Config.md ({name})"}
+    write_text(CENSUS / "SOURCES.json", json.dumps(sources, indent=1, sort_keys=True) + "\n")
 
 
 def entries() -> list[tuple[str, str, str]]:
@@ -153,6 +177,10 @@ def report(rows: list[dict]) -> str:
 
 
 def main() -> int:
+    if "--import-md" in sys.argv:
+        import_markdown(Path(sys.argv[sys.argv.index("--import-md") + 1]))
+        print(f"added {len(LLMPROF)} configs to {CENSUS.relative_to(ROOT)}")
+        return 0
     if "--import" in sys.argv:
         import_presets(Path(sys.argv[sys.argv.index("--import") + 1]))
         print(f"wrote {len(PRESETS)} configs to {CENSUS.relative_to(ROOT)}")
