@@ -1,6 +1,7 @@
 """Serving: traces, the continuous-batching scheduler simulator, and `piep serve`."""
 
 import json
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -212,6 +213,30 @@ def test_a_user_policy_replaces_the_scheduler_and_host_time_and_is_flagged(tmp_p
     free = serve(scn, user_policy=read_policy(_write(tmp_path, {"host": {
         "step_host_s": 0.0}})))
     assert free["tpot_s"]["p50"] < base["tpot_s"]["p50"]
+
+
+def test_policy_host_terms_price_an_uncalibrated_gpu_and_the_roofline_says_why(tmp_path,
+                                                                               capsys):
+    """On a GPU priced by spec-sheet transfer, a policy's host terms replace its base's
+    (serve refused them, naming --predictor learned even where it was given); the
+    roofline, which has no host, is refused naming itself."""
+    from piep.cli import main
+    trace = Path(__file__).resolve().parent.parent / "calibration" / "h200" / "engines" / \
+        "hf-cb" / "traces" / "tiny.jsonl"
+    argv = ["serve", "--model", "llama-3-8b", "--gpu", "h100", "--engine", "hf-cb",
+            "--trace", str(trace), "--allow-uncalibrated", "--json", "--policy"]
+    answers = []
+    for host in ({"step_host_s": 0.0}, {"step_host_s": 0.01}):
+        path = _write(tmp_path, {"max_batch_tokens": 4096, "host": host})
+        assert main(argv + [str(path), "--predictor", "learned"]) == 0
+        answers.append(json.loads(capsys.readouterr().out))
+    assert answers[0]["time_s"] < answers[1]["time_s"]  # the host terms took effect
+    assert {"uncalibrated_gpu", "unvalidated_engine"} <= set(answers[0]["flags"])
+    h200 = [a for a in argv if a not in ("h100", "--allow-uncalibrated")]
+    h200.insert(h200.index("--gpu") + 1, "h200")
+    assert main(h200 + [str(path), "--predictor", "roofline"]) == 2
+    err = capsys.readouterr().err
+    assert "the roofline predictor has no host terms" in err and err.count("\n") == 1
 
 
 def _write(tmp_path, doc, name="q.json"):

@@ -135,9 +135,10 @@ def _priced(res: Resolved, user_policy: UserPolicy | None):
     scn, model = res.scenario, res.cost_model
     policy = policy_of(scn, res.profile, user_policy.scheduler if user_policy else None)
     if user_policy and user_policy.host:
-        if not hasattr(model, "host"):
-            raise ConfigError("--policy host terms need the learned predictor "
-                              "(--predictor learned)")
+        if not _has_host(model):
+            raise ConfigError(f"--policy host terms: the {model.name} predictor has no host "
+                              f"terms to replace; use --predictor learned (or a policy "
+                              f"without `host`)")
         model = with_host(model, **user_policy.host)
     return model, policy, iteration_grid(scn, policy).costs(model)
 
@@ -368,9 +369,18 @@ def stream_load(trace: Trace, ttft_s: np.ndarray) -> dict[str, float | None]:
             "ttft_growth_per_s": slope}
 
 
+def _has_host(model) -> bool:
+    """Whether `model` prices a host (the learned predictor, also under a spec-sheet
+    transfer to an uncalibrated GPU; not the roofline)."""
+    return hasattr(model, "host") or hasattr(getattr(model, "base", None), "host")
+
+
 def with_host(model, **terms: float):
-    """`model` with some host terms replaced (the fit of a serving profile)."""
+    """`model` with some host terms replaced (the fit of a serving profile; a spec-sheet
+    transfer's: its base's)."""
     import copy
+    if not hasattr(model, "host"):
+        return replace(model, base=with_host(model.base, **terms))
     host = copy.deepcopy(model.host)
     for k, v in terms.items():
         setattr(host, k, v)
