@@ -221,6 +221,7 @@ def test_policy_host_terms_price_an_uncalibrated_gpu_and_the_roofline_says_why(t
     (serve refused them, naming --predictor learned even where it was given); the
     roofline, which has no host, is refused naming itself."""
     from piep.cli import main
+    from piep.predict.table import KINDS
     trace = Path(__file__).resolve().parent.parent / "calibration" / "h200" / "engines" / \
         "hf-cb" / "traces" / "tiny.jsonl"
     argv = ["serve", "--model", "llama-3-8b", "--gpu", "h100", "--engine", "hf-cb",
@@ -232,6 +233,9 @@ def test_policy_host_terms_price_an_uncalibrated_gpu_and_the_roofline_says_why(t
         answers.append(json.loads(capsys.readouterr().out))
     assert answers[0]["time_s"] < answers[1]["time_s"]  # the host terms took effect
     assert {"uncalibrated_gpu", "unvalidated_engine"} <= set(answers[0]["flags"])
+    # an out_of_range flag names its kinds in serve's answer too, as in predict's
+    assert ("out_of_range" in answers[0]["flags"]) == bool(answers[0].get("out_of_range_kinds"))
+    assert set(answers[0].get("out_of_range_kinds", ())) <= set(KINDS)
     h200 = [a for a in argv if a not in ("h100", "--allow-uncalibrated")]
     h200.insert(h200.index("--gpu") + 1, "h200")
     assert main(h200 + [str(path), "--predictor", "roofline"]) == 2

@@ -223,6 +223,14 @@ def outcome_lines(doc: dict) -> list[str]:
     return lines
 
 
+def out_of_range_lines(doc: dict) -> list[str]:
+    """The kinds a document's out_of_range flag is about, as a line (none where it has
+    no such flag)."""
+    kinds = doc.get("out_of_range_kinds")
+    return ["  out_of_range here: the module models extrapolate for " + ", ".join(kinds)] \
+        if kinds else []
+
+
 def flag_lines(flags) -> list[str]:
     """Each distinct flag's registered meaning, as lines under a human table."""
     from piep.flags import lines

@@ -5,7 +5,8 @@ from __future__ import annotations
 import argparse
 
 from piep.commands.common import (add_deployment_args, dtypes_words, emit, flag_lines,
-                                  host_note, outcome_lines, scenario_from_args)
+                                  host_note, out_of_range_lines, outcome_lines,
+                                  scenario_from_args)
 from piep.report.table import fmt, table
 
 
@@ -39,10 +40,7 @@ def summary(doc: dict, top: int = 8) -> str:
                  m["time_s"]] for m in doc["modules"][:top]]
         lines += ["", table(rows, ["module (attributed)", "kind", "energy_j", "share_%",
                                    "time_s"])]
-    lines += flag_lines(doc["flags"])
-    if doc.get("out_of_range_kinds"):
-        lines.append("  out_of_range here: the module models extrapolate for "
-                     + ", ".join(doc["out_of_range_kinds"]))
+    lines += flag_lines(doc["flags"]) + out_of_range_lines(doc)
     if note := host_note(doc):
         lines.append(note)
     return "\n".join(lines)

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from piep.commands.common import (dtypes_words, emit, flag_lines, host_note, outcome_lines,
-                                  scenario_file)
+from piep.commands.common import (dtypes_words, emit, flag_lines, host_note,
+                                  out_of_range_lines, outcome_lines, scenario_file)
 from piep.gpus import DEFAULT_GPU
 from piep.report.table import fmt, table
 
@@ -142,7 +142,7 @@ def summary(d: dict, shown: int) -> str:
         lines += ["", f"overloaded: requests arrive at {load['arrival_rate_per_s']:.3g}/s; the "
                       f"engine sustains about {load['sustainable_rate_per_s']:.3g}/s at this "
                       f"mix (TTFT grows {load['ttft_growth_per_s']:.2f} s per s of arrivals)"]
-    lines += flag_lines(d["flags"])
+    lines += flag_lines(d["flags"]) + out_of_range_lines(d)
     if note := host_note(d):
         lines.append(note)
     return "\n".join(lines)

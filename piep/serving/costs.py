@@ -79,6 +79,7 @@ class IterationCosts:
     idle_power_w: float  # the GPUs when no request is in flight (all GPUs of the layout)
     out_of_range: bool
     limit_w: float = math.inf  # the power limit of all the layout's boards together
+    out_of_range_kinds: tuple[str, ...] = ()  # the kinds of the rows out_of_range
 
     @cached_property
     def _scalar(self) -> tuple:
@@ -250,7 +251,7 @@ class IterationGrid:
         """The iterations priced by `model`; `time_only`: their times alone, every energy
         zero (what a fit of time terms reads); `points`: per row group, the grid points
         to price (`read_points`; the others are zero), for iterations known in advance."""
-        curves, oor = [], False
+        curves, far = [], set()
         for i, (table, sel, axes) in enumerate(self.tables[:3]):
             idx = None if points is None else points[i]
             part, mo, group = self.part(model, i, idx)
@@ -273,10 +274,10 @@ class IterationGrid:
             if axes[1] is not None:
                 per = [v.reshape(len(axes[0]), len(axes[1])) for v in per]
             curves.append(Curve(axes[0], axes[1], *per))
-            oor |= bool((prices.out_of_range & group).any())
+            far.update(part.kind[prices.out_of_range & group])
         idle_w = 0.0 if time_only else \
             self._price(model, 3).idle_w * self.dep.parallel.world_size
-        return IterationCosts(*curves, idle_w, oor, self.limit_w)
+        return IterationCosts(*curves, idle_w, bool(far), self.limit_w, tuple(sorted(far)))
 
     @property
     def limit_w(self) -> float:

@@ -338,7 +338,8 @@ def serving_result(scn: Scenario, trace: Trace, sim: Simulation, costs,
         scheduler={"block_size": policy.block_size, "num_blocks": policy.num_blocks,
                    "max_batch_tokens": policy.max_batch_tokens,
                    "safety_margin": policy.safety_margin},
-        per_request=per_request, flags=tuple(flags), load=load)
+        per_request=per_request, flags=tuple(flags), load=load,
+        out_of_range_kinds=costs.out_of_range_kinds or None)
 
 
 # a stream is overloaded when its requests' wait for their first token grows by at least
