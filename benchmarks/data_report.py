@@ -557,6 +557,10 @@ def overview_report() -> None:
     waits = sum(len(read_jsonl(p)) for p in CAL.glob("waits/*.jsonl"))
     engines = {e: engine_records("h200", e) for e in ("hf-eager", "hf-static", "hf-cb")}
     served = sum(len(r.requests) for r in engines["hf-cb"])
+    fam = ROOT / "calibration" / "h200" / "families" / "raw"
+    families = sum(1 for f in fam.glob("*.jsonl") if "_cb_" not in f.name
+                   for _ in read_jsonl(f))
+    family_replays = sum(1 for f in fam.glob("*_cb_*.jsonl") for _ in read_jsonl(f))
     rows = [
         ("`gpu.json`", "GPU constants for the roofline and memory fit, each with its source "
          "(measured, or assumed)", "by hand from `probe/`"),
@@ -594,6 +598,11 @@ def overview_report() -> None:
          "dry-run", "`python benchmarks/dvfs_fit.py`; `piep measure --clock-plan`"),
         ("`optimize/`", "the online batch-axis search on H200, step by step",
          "`piep optimize --online`"),
+        ("`families/`", f"transformers runs of families beyond Llama's ({families} generate() "
+         f"runs, {family_replays} hf-cb replays; device calls 66, 68, 69): their shapes' "
+         "configs, designs, blind predictions; held out in "
+         "`reports/families.md`", "`piep measure --engine`; "
+         "`python benchmarks/families_accuracy.py`"),
         ("`device/`", f"the {len(scripts)} device scripts (`run1.sh` .. `{scripts[-1].name}`) and "
          "their logs", "each call's exact command"),
     ]
