@@ -47,6 +47,15 @@ QUANT_METHODS = {"fp8": "FP8", "compressed-tensors": "compressed-tensors", "awq"
                  "gptq": "GPTQ", "bitsandbytes": "bitsandbytes", "mxfp4": "MXFP4",
                  "fbgemm_fp8": "FP8", "hqq": "HQQ", "eetq": "EETQ", "quanto": "quanto",
                  "torchao": "torchao", "aqlm": "AQLM", "bitnet": "BitNet"}
+# what a quantized model's GEMMs would need sampled (what transformers 5.x runs for them),
+# and its bits per weight (scales included where they are one per group of 128 or 32)
+QUANT_KERNELS = {
+    "FP8": "FP8 GEMMs (transformers runs DeepGEMM, or the kernels-community finegrained-fp8 "
+           "Triton kernel fetched from the Hub)",
+    "AWQ": "AWQ's int4 GEMMs", "GPTQ": "GPTQ's int4 GEMMs",
+    "bitsandbytes": "bitsandbytes' int8/int4 kernels", "MXFP4": "MXFP4 GEMMs"}
+QUANT_BITS = (("int4", 4.125), ("int8", 8.0), ("int2", 2.125), ("int3", 3.125),
+              ("MXFP4", 4.25), ("FP8", 8.0))
 _FLOAT_KEYS = ("rms_norm_eps", "rope_theta", "initializer_range")
 _BOOL_KEYS = ("attention_bias", "tie_word_embeddings")
 
@@ -187,8 +196,16 @@ class ModelSpec:
                     f"(docs/models.md); its experts and router are not "
                     f"modelled yet")
         if self.quantization:
+            method = self.quantization.split(" (")[0]
+            bits = next((b for word, b in QUANT_BITS if word in method), None)
+            # the layers' GEMMs at the quantized bits; embeddings and LM head stay 16-bit
+            gib = (self.num_layers * self.layer_params() * bits / 8 + BF16_BYTES * (
+                self.embedding_params() + self.lm_head_params())) / 2 ** 30
+            size = (f"; its weights take about {gib:.1f} GiB (layers at {bits:g} bits per "
+                    f"weight)" if bits else "")
             return (f"quantized weights ({self.quantization}): piep prices bf16 weights only "
-                    f"so far (no quantized kernel was measured)")
+                    f"so far; missing: module samples of "
+                    f"{QUANT_KERNELS.get(method.split()[0], 'its kernels')}{size}")
         return None
 
     @property

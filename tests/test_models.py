@@ -187,3 +187,20 @@ def test_every_answer_names_its_dtypes_and_models_lists_only_what_it_answers(cap
     assert "mixtral-8x7b" not in [m["name"] for m in listed["models"]]
     assert [m["name"] for m in listed["not_answered"]] == ["mixtral-8x7b"]
     assert {m["weights"] for m in listed["models"]} == {"bf16"}
+
+
+def test_a_quantized_refusal_says_what_is_missing_and_what_its_weights_take():
+    """FP8/AWQ answers are refused, naming the kernels piep has not sampled and the weight
+    memory at the checkpoint's bits (its layers quantized, embeddings and head in 16 bits)."""
+    import re
+    base = load_model("llama-3-8b").to_hf_config()
+    fp8 = ModelSpec.from_hf_config({**base, "quantization_config": {
+        "quant_method": "fp8", "weight_block_size": [128, 128]}}, name="fp8")
+    awq = ModelSpec.from_hf_config({**base, "quantization_config": {
+        "quant_method": "awq", "bits": 4, "group_size": 128}}, name="awq")
+    assert "missing: module samples of FP8 GEMMs" in fp8.unpriced
+    assert "AWQ's int4 GEMMs" in awq.unpriced
+    gib = {s.name: float(re.search(r"about ([\d.]+) GiB", s.unpriced).group(1))
+           for s in (fp8, awq)}
+    bf16 = load_model("llama-3-8b").num_params() * 2 / 2 ** 30
+    assert gib["awq"] < gib["fp8"] < bf16 and 0.45 < gib["fp8"] / bf16 < 0.6
