@@ -9,11 +9,12 @@ from __future__ import annotations
 import math
 import statistics
 from dataclasses import dataclass, field
-from typing import Iterable
+from typing import TYPE_CHECKING, Iterable
 
 import numpy as np
 
-from piep.records import CollectiveSample, ProbeCollective, WaitFit
+if TYPE_CHECKING:  # a prediction reads no records: their module loads when they are given
+    from piep.records import CollectiveSample, ProbeCollective, WaitFit
 
 Curve = tuple[list[float], list[float]]  # x: log2 size in bytes, y: per the table
 
