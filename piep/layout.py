@@ -6,7 +6,7 @@ batch, and the itemized per-GPU memory fit.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from piep.config import BF16_BYTES, ModelSpec, Parallel, Workload, divisors
 from piep.engines import Engine, engine as engine_record
@@ -190,6 +190,9 @@ def validate(model: ModelSpec, parallel: Parallel, workload: Workload, gpu: GPU,
 
 
 def _check_fit(dep: Deployment) -> None:
+    paged = dep.engine_record.serves
+    if paged:  # a paged KV cache: requests wait for its blocks, so one at a time must fit
+        dep = replace(dep, workload=replace(dep.workload, batch=dep.parallel.dp))
     need = dep.peak_memory_gib()
     have = dep.gpu.memory_gib
     if need <= have:
@@ -198,7 +201,7 @@ def _check_fit(dep: Deployment) -> None:
     parts = ", ".join(f"{k} {v:.1f}" for k, v in items.items() if k != "total" and v >= 0.05)
     hint = _suggest(dep)
     raise FitError(f"{dep.model.name} does not fit: needs {need:.1f} GiB per GPU of "
-                   f"{have:.1f} ({parts} GiB); {hint}")
+                   f"{have:.1f} ({parts} GiB{', for one request' if paged else ''}); {hint}")
 
 
 def _suggest(dep: Deployment) -> str:

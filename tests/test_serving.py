@@ -595,3 +595,27 @@ def test_held_out_folds_are_named_by_their_replays_and_the_engine_fitted(monkeyp
         "my-cb leave-one-replay-out 1/3 (held out: llama-3-8b night.jsonl #1)",
         "my-cb leave-one-replay-out 2/3 (held out: llama-3-8b burst.jsonl #2)",
         "my-cb leave-one-replay-out 3/3 (held out: llama-3-8b night.jsonl #3)"]
+
+
+def test_a_paged_engine_admits_a_batch_its_scheduler_queues(capsys):
+    """hf-cb pages its KV cache: a batch whose static cache would not fit is priced (its
+    scheduler queues what the blocks cannot hold yet); one that stalls the scheduler, and
+    a model whose one request does not fit, are refused in one line saying why."""
+    from piep.cli import main
+    from piep.errors import FitError
+    from piep.layout import validate
+    from piep.config import Parallel, Workload
+    from piep.gpus import load_gpu
+    from piep.models import load_model
+    w = Workload(batch=256, prompt_len=2000, gen_len=1000)
+    with pytest.raises(FitError):  # a static batch needs ~180 GiB
+        validate(load_model("llama-3-8b"), Parallel(), w, load_gpu("h200"), engine="hf-static")
+    validate(load_model("llama-3-8b"), Parallel(), w, load_gpu("h200"), engine="hf-cb")
+    argv = ["predict", "--model", "llama-3-8b", "--engine", "hf-cb", "--prompt-len", "2000",
+            "--gen-len", "1000"]
+    assert main(argv + ["--batch", "1024"]) == 2
+    err = capsys.readouterr().err
+    assert "the scheduler stalls" in err and "at most 254 of the longest" in err
+    assert main(["predict", "--model", "llama-2-70b", "--engine", "hf-cb", "--gpu", "h100",
+                 "--allow-uncalibrated"]) == 2
+    assert "for one request" in capsys.readouterr().err

@@ -256,6 +256,13 @@ def simulate(trace: Trace, costs: IterationCosts, policy: SchedulerPolicy) -> Si
                 break
         tokens = n_dec + n_pre
         if tokens == 0:  # nothing fits: memory holds everything back (cannot progress)
+            if decoding.n:  # every block held by decoding requests that each need one more
+                fit = policy.num_blocks // int(need_blocks.max())
+                raise ConfigError(f"the KV cache ({policy.num_blocks} blocks of {bs} tokens) "
+                                  f"fills with {decoding.n} decoding requests that each need "
+                                  f"one more block: the scheduler stalls (it preempts "
+                                  f"nothing); at most {fit} of the longest requests fit at "
+                                  f"once: lower the batch or the lengths")
             raise ConfigError("the KV cache cannot hold the next request's prompt: raise "
                               "the cache's blocks or shorten the prompts")
         requests = n_dec + len(chunks)
