@@ -36,12 +36,14 @@ def predict(model: "str | Scenario | Resolved", *, predictor: str = "auto",
 
 
 def prediction(model: "str | Scenario | Resolved", *, predictor: str = "auto",
-               hosts: bool = True, **kwargs: Any) -> Prediction:
+               hosts: bool = True, batch_tree: Prediction | None = None,
+               **kwargs: Any) -> Prediction:
     """The prediction of a scenario (resolved, or built from a model name and keyword
     fields: gpu, tp, pp, dp, engine/mode, batch, prompt_len, gen_len,
     allow_uncalibrated), built here once; with `hosts`, how far it moves between the
     fastest and slowest hosts of the engine's calibration (an engine fitted per host, no
-    probe given)."""
+    probe given). `batch_tree`: a serving engine's batch tree already priced among many
+    (a sweep prices them in one table), for its module attribution."""
     from dataclasses import replace
 
     from piep.predict.pricing import price
@@ -56,7 +58,7 @@ def prediction(model: "str | Scenario | Resolved", *, predictor: str = "auto",
         from piep.serving.serve import batch_as_stream
 
         def priced(r):
-            return batch_as_stream(r)
+            return batch_as_stream(r, batch_tree)
     else:
         def priced(r):
             return price([r.deployment], r.cost_model, detail=True).prediction(0)

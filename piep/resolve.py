@@ -4,7 +4,7 @@ through `resolve`; nothing else looks an engine's profile up."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from piep.errors import ConfigError
@@ -61,6 +61,9 @@ class Resolved:
     engine_ref: dict[str, Any]     # the engine, its version, its host
     flags: tuple[str, ...]         # what the resolution knows to doubt
     transfer: dict[str, Any] | None = None  # the spec-sheet transfer, for an uncalibrated GPU
+    # what its variants share once computed (`variant` passes it on): a serving engine's
+    # iteration costs per model and layout, the same for every workload of a sweep
+    shared: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
 
     @property
     def deployment(self) -> Deployment:

@@ -54,24 +54,28 @@ def sweep(configs: list[dict[str, Any]], *, gpu: str = DEFAULT_GPU, predictor: s
                 first = resolved.get(scn.engine.name)
                 res = first.variant(scn) if first else api.resolve(scn, predictor)
                 resolved.setdefault(scn.engine.name, res)
-                if scn.engine.record.serves:  # a stream: priced by its scheduler, alone
-                    row.update(_summary(api.predict(res, hosts=False)))
-                    rows.append(row)
-                    if tell:
-                        tell(len(rows))
-                    continue
                 cm = res.cost_model  # one object per engine and host: one table each
                 _, deps, valid = by_model.setdefault(id(cm), (cm, [], []))
                 deps.append(res.deployment)
-                valid.append((row, res.flags))
+                # a serving engine's batch is a stream its scheduler runs (the tree, priced
+                # in the table, attributes it); others are the table's rows
+                valid.append((row, res if scn.engine.record.serves else res.flags))
             except PiepError as exc:
                 row["error"] = str(exc)
             rows.append(row)
         for cm, deps, valid in by_model.values():
-            priced = price(deps, cm, builder=builder)
-            for (row, flags), summary in zip(valid, priced.summaries()):
-                row.update(summary)
-                row["flags"] = row["flags"] + list(flags)  # as predict flags the point
+            streams = any(not isinstance(v, tuple) for _, v in valid)
+            priced = price(deps, cm, builder=builder, detail=streams)
+            for i, ((row, flags), summary) in enumerate(zip(valid, priced.summaries())):
+                if isinstance(flags, tuple):
+                    row.update(summary)
+                    row["flags"] = row["flags"] + list(flags)  # as predict flags the point
+                    continue
+                try:  # its scheduler, with the tree priced above
+                    row.update(_summary(api.predict(flags, hosts=False,
+                                                    batch_tree=priced.prediction(i))))
+                except PiepError as exc:
+                    row["error"] = str(exc)
         if tell:
             tell(start + len(part))
     if tell:

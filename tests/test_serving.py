@@ -619,3 +619,19 @@ def test_a_paged_engine_admits_a_batch_its_scheduler_queues(capsys):
     assert main(["predict", "--model", "llama-2-70b", "--engine", "hf-cb", "--gpu", "h100",
                  "--allow-uncalibrated"]) == 2
     assert "for one request" in capsys.readouterr().err
+
+
+def test_a_sweep_prices_hf_cb_batches_as_predict_does():
+    """A sweep shares a model and layout's iteration costs among its workloads and prices
+    their batch trees in one table: every row is predict's answer of the point."""
+    from piep import api
+    from piep.sweep import grid, sweep
+    configs = grid(models=["llama-3-8b"], tp=[1, 2], pp=[1], dp=[1], batch=[1, 6],
+                   prompt_len=[100, 900], gen_len=[20, 70], engine=["hf-cb"])
+    rows = sweep(configs)
+    for cfg, row in zip(configs, rows):
+        doc = api.predict(cfg["model"], **{k: v for k, v in cfg.items() if k != "model"},
+                          hosts=False)
+        assert row["energy_j"] == pytest.approx(doc["energy_j"], rel=1e-12)
+        assert row["time_s"] == pytest.approx(doc["time_s"], rel=1e-12)
+        assert row["flags"] == doc["flags"]

@@ -131,7 +131,20 @@ def serve(scn: "Scenario | Resolved", *, predictor: str = "auto",
 
 def _priced(res: Resolved, user_policy: UserPolicy | None):
     """The cost model, scheduler policy and iteration costs of a resolved serving
-    deployment: what every trace on it shares."""
+    deployment: what every trace on it shares; computed once per model, layout and host
+    among a resolution's variants (a sweep's workloads: no part of them reads the
+    workload)."""
+    if user_policy is not None:
+        return _priced_now(res, user_policy)
+    scn = res.scenario
+    key = (scn.model.config_hash(), scn.model.name, scn.parallel, scn.deployment.host_probe_s)
+    known = res.shared.setdefault("serving_costs", {})
+    if key not in known:
+        known[key] = _priced_now(res, None)
+    return known[key]
+
+
+def _priced_now(res: Resolved, user_policy: UserPolicy | None):
     scn, model = res.scenario, res.cost_model
     policy = policy_of(scn, res.profile, user_policy.scheduler if user_policy else None)
     if user_policy and user_policy.host:
@@ -208,20 +221,22 @@ def _simulated(res: Resolved, user_policy: UserPolicy | None = None
 HOST_RANGE_ITERATIONS = 20_000
 
 
-def batch_as_stream(res: Resolved) -> Prediction:
+def batch_as_stream(res: Resolved, batch: Prediction | None = None) -> Prediction:
     """The prediction of a serving engine's batch (`piep predict --engine hf-cb`):
     continuous batching has no static batch, so its B prompts arrive at once and its
     scheduler runs them, each of dp replicas serving its share; `piep serve` of the same
     requests gives the same energy, time, latencies and partition. The prefill is the
     iterations until every prompt has its first token (serve splits each iteration by
     its tokens instead); per-module energies and times are the batch tree's attribution
-    scaled to the stream's (a model attribution, as always)."""
+    scaled to the stream's (a model attribution, as always); `batch`: that tree's own
+    prediction where it was priced among many (a sweep's)."""
     from piep.predict.pricing import price
     scn = res.scenario
     p = scn.parallel
     result, sim = _simulated(res)
     stream = result.to_json()
-    batch = price([scn.deployment], res.cost_model, detail=True).prediction(0)
+    if batch is None:
+        batch = price([scn.deployment], res.cost_model, detail=True).prediction(0)
     energy, time_s = stream["energy_j"], stream["time_s"]
     ttft = float(np.max(sim.first_token_s))
     # the prefill: the iterations until every prompt has its first token (a wall-clock
