@@ -20,7 +20,7 @@ from piep.models import load_model  # noqa: E402
 # is everything but `gpu` and `slow`; .ci/run runs `slow` (multi-process gloo) after it
 TIERS = {
     "pure": ("test_tree", "test_layout", "test_layers", "test_gamma", "test_models",
-             "test_imports", "test_cli", "test_grid"),
+             "test_imports", "test_cli", "test_grid", "test_cli_flags", "test_families"),
     "fake_device": ("test_runtime", "test_energy_meter", "test_runner_energy"),
     "replay": ("test_learned", "test_pricing", "test_engines", "test_report", "test_optimize",
                "test_plan", "test_roofline", "test_transfer", "test_data_invariants",

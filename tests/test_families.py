@@ -141,6 +141,7 @@ def test_the_measured_shapes_read_as_their_families():
     assert types <= set(PRICED) and len(types) >= 7
 
 
+@pytest.mark.gloo  # (torch and transformers on the CPU)
 @pytest.mark.parametrize("model_type", PRICED)
 def test_transformers_builds_what_the_row_says(model_type):
     """The model transformers builds from the config piep writes has the modules the

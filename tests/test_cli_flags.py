@@ -1,0 +1,37 @@
+"""Every command-line flag, frozen: a new flag (or one gone) is a decision made in this
+file's list, not a side effect (a workload is better said in `--scenario FILE.json`)."""
+
+import argparse
+import os
+from pathlib import Path
+
+from piep.cli import build_parser
+
+FROZEN = Path(__file__).resolve().parent / "data" / "cli_flags.txt"
+
+
+def cli_flags(parser: argparse.ArgumentParser, prefix: str = "") -> list[str]:
+    """'COMMAND --flag' (aliases together) and 'COMMAND <positional>' of every command."""
+    out = []
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for name, sub in action.choices.items():
+                out += cli_flags(sub, f"{prefix}{name} ")
+        elif action.option_strings:
+            out.append(prefix + " ".join(sorted(action.option_strings)))
+        else:
+            out.append(f"{prefix}<{action.dest}>")
+    return out
+
+
+def test_every_flag_is_a_decision():
+    """To add or drop a flag on purpose: PIEP_UPDATE_GOLDEN=1 pytest this test, and say
+    why in the commit."""
+    now = "\n".join(cli_flags(build_parser())) + "\n"
+    if os.environ.get("PIEP_UPDATE_GOLDEN"):
+        FROZEN.write_text(now)
+    frozen = FROZEN.read_text()
+    added = sorted(set(now.splitlines()) - set(frozen.splitlines()))
+    gone = sorted(set(frozen.splitlines()) - set(now.splitlines()))
+    assert not added and not gone, f"flags added {added}, gone {gone}"
+    assert len(frozen.splitlines()) == len(set(frozen.splitlines()))  # no flag twice
