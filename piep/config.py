@@ -242,11 +242,14 @@ class ModelSpec:
         """The kinds of layer in `layers` (default: all) with how many of each, in order of
         first appearance: (sliding, rope) - whether it attends the sliding window (where
         the model has one) and whether it applies RoPE."""
+        layers = range(self.num_layers) if layers is None else layers
+        if self.sliding_layers is None and not self.nope_layers:  # every layer alike
+            return [((bool(self.sliding_window), True), len(layers))] if len(layers) else []
         sliding = set(range(self.num_layers) if self.sliding_layers is None
                       else self.sliding_layers) if self.sliding_window else set()
         nope = set(self.nope_layers)
         counts: dict[tuple[bool, bool], int] = {}
-        for i in layers if layers is not None else range(self.num_layers):
+        for i in layers:
             key = (i in sliding, i not in nope)
             counts[key] = counts.get(key, 0) + 1
         return list(counts.items())
@@ -273,8 +276,12 @@ class ModelSpec:
 
     def facts(self) -> dict[str, Any]:
         """The family's facts where they are not Llama's (what a record's shape adds)."""
-        return {k: list(v) if isinstance(v, tuple) else v for k, v in asdict(self).items()
-                if k in FAMILY_FIELDS and v != LLAMA_DEFAULTS[k]}
+        out = {}
+        for k in FAMILY_FIELDS:  # (no asdict: every prediction's flags ask it)
+            v = getattr(self, k)
+            if v != LLAMA_DEFAULTS[k]:
+                out[k] = list(v) if isinstance(v, tuple) else v
+        return out
 
     def to_hf_config(self) -> dict[str, Any]:
         """A config.json that reads back to this spec (used by the runner and tests): the
