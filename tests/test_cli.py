@@ -181,3 +181,33 @@ def test_every_energy_output_states_its_boundary(capsys, argv):
         assert rows[0].endswith(",energy_boundary") and rows[1].endswith(",gpu_board")
     else:
         assert "GPU boards only" in out
+
+
+def test_host_probe_auto_is_measured_once_and_kept(tmp_path, monkeypatch, capsys):
+    """`--host-probe-us auto`: this machine's probe, measured the first time (here a fake
+    measurement) and read back after; no GPU here and none kept: one line saying so."""
+    import json
+
+    from piep.cli import main
+    from piep.commands import common
+    monkeypatch.setenv("PIEP_DATA_DIR", str(tmp_path))
+    calls = []
+
+    def fake(repeats):
+        calls.append(repeats)
+        return {"launch_add_s": 9.25e-6, "python_loop_200k_s": 0.01}
+    monkeypatch.setattr(common, "host_probe_here", fake)
+    argv = ["predict", "--model", "llama-3-8b", "--engine", "hf-eager", "--json",
+            "--host-probe-us", "auto"]
+    for _ in range(2):
+        assert main(argv) == 0
+        doc = json.loads(capsys.readouterr().out)
+        assert doc["engine_ref"]["host_probe_us"] == pytest.approx(9.25)
+    assert calls == [common.HOST_PROBES]  # measured once
+    kept = json.loads((tmp_path / common.HOST_PROBE_FILE).read_text())
+    assert kept[common.machine_key()]["launch_add_us"] == pytest.approx(9.25)
+    (tmp_path / common.HOST_PROBE_FILE).unlink()
+    monkeypatch.setattr(common, "host_probe_here", lambda repeats: None)
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert "needs torch and a CUDA GPU here" in err and err.count("\n") == 1

@@ -48,10 +48,11 @@ def add_workload_args(p: argparse.ArgumentParser, *,
     p.add_argument("--cache-len", type=int, default=None, metavar="N",
                    help="static-cache engines: KV-cache slots when larger than prompt + gen "
                         "(transformers keeps the cache of a longer earlier call)")
-    p.add_argument("--host-probe-us", type=float, default=None, metavar="US",
-                   help="hf-eager, hf-static: the launch probe of the host that runs the "
-                        "engine (`piep env --host-probe` on that host prints it); default: "
-                        "a typical host of the profile's calibration machines")
+    p.add_argument("--host-probe-us", type=host_probe_arg, default=None, metavar="US|auto",
+                   help="hf-eager, hf-static, hf-cb: the launch probe of the host that runs "
+                        "the engine (`piep env --host-probe` on that host prints it; `auto`: "
+                        "this machine's, measured once and kept); default: a typical host "
+                        "of the profile's calibration machines")
     p.add_argument("--mode", choices=("graph", "eager"), default=None,
                    help="the reference runner's decode: CUDA-graph replay (piep-graph, the "
                         "default) or eager PyTorch (piep-eager)")
@@ -71,6 +72,73 @@ def engine_arg(names: tuple[str, ...], priced: bool = True):
     return check
 
 
+def host_probe_arg(value: str) -> "float | str":
+    """`--host-probe-us`: microseconds, or `auto` (this machine's, `auto_host_probe_us`)."""
+    if value == "auto":
+        return value
+    try:
+        return float(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{value!r} is no number of microseconds; give "
+                                         f"what `piep env --host-probe` prints, or auto")
+
+
+HOST_PROBE_FILE = "host_probe.json"  # in the user data directory: one entry per machine
+HOST_PROBES = 9  # probes whose median a host's figure is (~0.3 s in all)
+
+
+def machine_key() -> str:
+    """This machine, as the host-probe file knows it: its name and CPU model."""
+    import platform
+    cpu = platform.processor() or platform.machine()
+    try:
+        with open("/proc/cpuinfo") as f:
+            cpu = next((ln.split(":", 1)[1].strip() for ln in f
+                        if ln.startswith("model name")), cpu)
+    except OSError:
+        pass
+    return f"{platform.node()}|{cpu}"
+
+
+def auto_host_probe_us(measure=None) -> float:
+    """This machine's launch probe in microseconds: measured once (torch and a CUDA GPU
+    here; `measure`: what measures it, `host_probe_here` by default) and kept per machine
+    in the user data directory, from where later answers read it."""
+    import json
+    import sys
+    import time
+
+    from piep.artifacts import load_json, user_data_dir, write_text
+    from piep.errors import ConfigError
+    path, key = user_data_dir() / HOST_PROBE_FILE, machine_key()
+    try:
+        known = load_json(path) if path.is_file() else {}
+    except ConfigError:  # a damaged file is measured anew
+        known = {}
+    entry = known.get(key) if isinstance(known, dict) else None
+    if isinstance(entry, dict) and isinstance(entry.get("launch_add_us"), (int, float)):
+        return float(entry["launch_add_us"])
+    probe = (measure or host_probe_here)(repeats=HOST_PROBES)
+    if probe is None:
+        raise ConfigError("--host-probe-us auto measures this machine's host, which needs "
+                          "torch and a CUDA GPU here; elsewhere give the figure `piep env "
+                          "--host-probe` prints on the host that runs the engine")
+    us = 1e6 * probe["launch_add_s"]
+    known = {**(known if isinstance(known, dict) else {}),
+             key: {"launch_add_us": us, "measured": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+                   "probe": probe}}
+    write_text(path, json.dumps(known, indent=1) + "\n")
+    print(f"piep: this host's launch probe: {us:.2f} us (measured now, kept in {path})",
+          file=sys.stderr)
+    return us
+
+
+def resolve_auto_probe(args: argparse.Namespace) -> None:
+    """`--host-probe-us auto` made this machine's figure, before the scenario is built."""
+    if getattr(args, "host_probe_us", None) == "auto":
+        args.host_probe_us = auto_host_probe_us()
+
+
 # the flags that describe a scenario (Scenario.build's fields of the same names)
 SCENARIO_FLAGS = ("gpu", "tp", "pp", "dp", "engine", "mode", "batch", "prompt_len", "gen_len",
                   "cache_len", "host_probe_us")
@@ -81,6 +149,7 @@ def scenario_from_args(args: argparse.Namespace, *, model: str | None = None) ->
     FILE.json` with the flags given beside it (those not at their defaults) changing it."""
     from piep.errors import ConfigError
     from piep.scenario import Scenario
+    resolve_auto_probe(args)
     flags = {k: getattr(args, k) for k in SCENARIO_FLAGS}
     uncalibrated = getattr(args, "allow_uncalibrated", False)
     model = model if model is not None else getattr(args, "model", None)
@@ -101,6 +170,7 @@ def scenario_file(args: argparse.Namespace, flags: tuple[str, ...], *,
     from piep.artifacts import load_json
     from piep.errors import ConfigError
     from piep.scenario import Scenario
+    resolve_auto_probe(args)
     base = Scenario.from_json(load_json(args.scenario), args.scenario)
     if stream_refused and base.is_stream:
         raise ConfigError(f"{args.scenario}: {stream_refused}")

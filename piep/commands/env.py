@@ -6,7 +6,7 @@ import importlib.util
 import platform
 
 from piep import __version__
-from piep.commands.common import board_probe_here, emit, host_probe_here
+from piep.commands.common import HOST_PROBES, board_probe_here, emit, host_probe_here
 
 
 def _version(mod: str) -> str | None:
@@ -31,7 +31,6 @@ def configure(parser) -> None:
                              "power, reports/engines.md")
 
 
-HOST_PROBES = 9  # probes whose median `--host-probe` reports (~0.3 s in all)
 
 
 def _board_probe() -> dict[str, float]:

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from piep.commands.common import (dtypes_words, emit, flag_lines, host_note,
-                                  out_of_range_lines, outcome_lines, scenario_file)
+from piep.commands.common import (resolve_auto_probe, dtypes_words, emit, flag_lines, host_note,
+                                  host_probe_arg, out_of_range_lines, outcome_lines,
+                                  scenario_file)
 from piep.gpus import DEFAULT_GPU
 from piep.report.table import fmt, table
 
@@ -42,10 +43,12 @@ def configure(parser) -> None:
                           "lognormal:128:0.6:1024, its MAX at most a quarter of the "
                           "model's context)")
     src.add_argument("--seed", type=int, default=0, help="with --rate: the draw (default 0)")
-    parser.add_argument("--host-probe-us", type=float, default=None, metavar="US",
+    parser.add_argument("--host-probe-us", type=host_probe_arg, default=None,
+                        metavar="US|auto",
                         help="the launch probe of the host that runs the engine (`piep env "
-                             "--host-probe` on that host prints it); default: a typical host "
-                             "of the profile's calibration machines")
+                             "--host-probe` on that host prints it; `auto`: this machine's, "
+                             "measured once and kept); default: a typical host of the "
+                             "profile's calibration machines")
     parser.add_argument("--policy", metavar="FILE.json",
                         help="another engine's scheduler and host time (block_size, "
                              "kv_memory_share or num_blocks, max_batch_tokens, "
@@ -118,6 +121,7 @@ def _scenario(args):
     if trace is None:
         raise ConfigError("give --trace FILE or --rate R (with --requests, --prompt-len, "
                           "--gen-len, --seed), or --scenario FILE.json")
+    resolve_auto_probe(args)
     flags = {k: getattr(args, k) for k in names_}
     return Scenario.build(args.model, trace=trace, allow_uncalibrated=args.allow_uncalibrated,
                           **{**flags, "engine": args.engine or names(serves=True)[0]})

@@ -5,7 +5,7 @@ from __future__ import annotations
 import csv
 import sys
 
-from piep.commands.common import emit, engine_arg
+from piep.commands.common import resolve_auto_probe, emit, engine_arg, host_probe_arg
 from piep.gpus import DEFAULT_GPU
 
 FIELDS = ("model", "tp", "pp", "dp", "batch", "prompt_len", "gen_len", "mode", "engine",
@@ -34,9 +34,11 @@ def configure(parser) -> None:
     parser.add_argument("--engine", nargs="+", type=engine_arg(engine_names()), default=None,
                         metavar="ENGINE", help=f"engines to sweep: {', '.join(engine_names())} "
                                                "(default piep-graph)")
-    parser.add_argument("--host-probe-us", type=float, default=None, metavar="US",
-                        help="hf-eager, hf-static: the launch probe of the host that runs "
-                             "them (`piep env --host-probe`); other engines ignore it")
+    parser.add_argument("--host-probe-us", type=host_probe_arg, default=None,
+                        metavar="US|auto",
+                        help="engines fitted per host: the launch probe of the host that "
+                             "runs them (`piep env --host-probe`; `auto`: this machine's, "
+                             "measured once and kept); other engines ignore it")
     parser.add_argument("--predictor", choices=("auto", "learned", "roofline"), default="auto",
                         help="learned if trained (default), or the roofline baseline")
     parser.add_argument("--out", metavar="FILE",
@@ -52,6 +54,7 @@ def run(args) -> int:
     configs = grid(models=args.model, tp=args.tp, pp=args.pp, dp=args.dp, batch=args.batch,
                    prompt_len=args.prompt_len, gen_len=args.gen_len,
                    mode=args.mode or [None], engine=args.engine or [None])
+    resolve_auto_probe(args)
     if args.host_probe_us is not None:
         from piep.errors import ConfigError
         from piep.engines import names
