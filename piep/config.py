@@ -427,7 +427,7 @@ class ModelSpec:
             rotary_dim=None if rotary is None else max(2, int(head_dim * rotary)),
             sliding_layers=sliding_layers(config, model_type, layers)
             if window else None,
-            nope_layers=nope_layers({**config, "model_type": model_type}, layers),
+            nope_layers=nope_layers(config, model_type, layers),
             scaled_embeddings=fam.scaled_embeddings, residual_scale=fam.residual_scale,
             logit_scale=fam.logit_scale, query_scale=fam.query_scale,
         )

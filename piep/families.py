@@ -3,8 +3,9 @@
 One `Family` row per Hugging Face `model_type`, read from transformers' own modeling code
 (`transformers/models/<type>/modeling_<type>.py`, 5.x): the tree builder reads these
 facts, and the facts a config states per model (which layers slide, which skip RoPE, the
-rotary share of a head, the activation) are read by `model_facts`. A new family is a row
-and its test, not a new code path.
+rotary share of a head) are read by `sliding_layers`, `nope_layers` and `rotary_share`
+(the activation by `ACTIVATIONS`). A new family is a row and its test, not a new code
+path.
 """
 
 from __future__ import annotations
@@ -121,7 +122,7 @@ def sliding_layers(config: Mapping[str, Any], model_type: str,
     return None if len(sliding) == layers else sliding
 
 
-def nope_layers(config: Mapping[str, Any], layers: int) -> tuple[int, ...]:
+def nope_layers(config: Mapping[str, Any], model_type: str, layers: int) -> tuple[int, ...]:
     """The layers that skip RoPE (SmolLM3's `no_rope_layers`: 1 uses RoPE, 0 does not;
     or `no_rope_layer_interval`: every interval-th layer skips it)."""
     flags = config.get("no_rope_layers")
@@ -129,7 +130,7 @@ def nope_layers(config: Mapping[str, Any], layers: int) -> tuple[int, ...]:
         return tuple(i for i, use in enumerate(flags) if not use)
     every = config.get("no_rope_layer_interval")
     if isinstance(every, int) and not isinstance(every, bool) and every > 0 \
-            and config.get("model_type") == "smollm3":
+            and model_type == "smollm3":
         return tuple(i for i in range(layers) if (i + 1) % every == 0)
     return ()
 

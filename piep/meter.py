@@ -32,14 +32,14 @@ RECORD_SCHEMA, RECORD_VERSION = "piep.measurement", 1
 
 def model_shape(spec: ModelSpec) -> dict[str, Any]:
     """The shape fields a measurement record carries (enough to rebuild the ModelSpec)."""
+    facts = spec.facts()
     return {"hidden": spec.hidden_size, "layers": spec.num_layers, "heads": spec.num_heads,
             "kv_heads": spec.num_kv_heads, "head_dim": spec.head_dim,
             "ffn": spec.intermediate_size, "vocab": spec.vocab_size, "qkv_bias": spec.qkv_bias,
             **({"sliding_window": spec.sliding_window} if spec.sliding_window else {}),
             **({"tied": True} if spec.tie_word_embeddings else {}),
             # a family beyond Llama's: its type and what its layer runs (piep.families)
-            **({"model_type": spec.model_type, "family": spec.facts()} if spec.facts()
-               else {})}
+            **({"model_type": spec.model_type, "family": facts} if facts else {})}
 
 
 def record_head(spec: ModelSpec, parallel: Parallel, workload: Workload,

@@ -57,22 +57,22 @@ def sweep(configs: list[dict[str, Any]], *, gpu: str = DEFAULT_GPU, predictor: s
                 cm = res.cost_model  # one object per engine and host: one table each
                 _, deps, valid = by_model.setdefault(id(cm), (cm, [], []))
                 deps.append(res.deployment)
-                # a serving engine's batch is a stream its scheduler runs (the tree, priced
-                # in the table, attributes it); others are the table's rows
-                valid.append((row, res if scn.engine.record.serves else res.flags))
+                valid.append((row, res))
             except PiepError as exc:
                 row["error"] = str(exc)
             rows.append(row)
         for cm, deps, valid in by_model.values():
-            streams = any(not isinstance(v, tuple) for _, v in valid)
+            # a serving engine's batch is a stream its scheduler runs, the tree priced here
+            # attributing it (one engine a cost model: a table is all streams or none)
+            streams = valid[0][1].scenario.engine.record.serves
             priced = price(deps, cm, builder=builder, detail=streams)
-            for i, ((row, flags), summary) in enumerate(zip(valid, priced.summaries())):
-                if isinstance(flags, tuple):
+            for i, ((row, res), summary) in enumerate(zip(valid, priced.summaries())):
+                if not streams:
                     row.update(summary)
-                    row["flags"] = row["flags"] + list(flags)  # as predict flags the point
+                    row["flags"] = row["flags"] + list(res.flags)  # as predict flags the point
                     continue
-                try:  # its scheduler, with the tree priced above
-                    row.update(_summary(api.predict(flags, hosts=False,
+                try:
+                    row.update(_summary(api.predict(res, hosts=False,
                                                     batch_tree=priced.prediction(i))))
                 except PiepError as exc:
                     row["error"] = str(exc)

@@ -137,7 +137,7 @@ def _priced(res: Resolved, user_policy: UserPolicy | None):
     if user_policy is not None:
         return _priced_now(res, user_policy)
     scn = res.scenario
-    key = (scn.model.config_hash(), scn.model.name, scn.parallel, scn.deployment.host_probe_s)
+    key = (scn.model, scn.parallel, scn.deployment.host_probe_s)
     known = res.shared.setdefault("serving_costs", {})
     if key not in known:
         known[key] = _priced_now(res, None)

@@ -317,10 +317,11 @@ def _layer(dep: Deployment, phase: str, batch: int, q_len: int, ctx: int, count:
     m = dep.model
     h, t, tp = m.hidden_size, batch * q_len, dep.parallel.tp
     sliding, rope = kind
-    window = window_of(dep) if sliding else None
+    engine_window = window_of(dep)
+    window = engine_window if sliding else None
     # a layer that attends every key in a model whose other layers slide: its decode
     # steps read the whole live prefix (`attrs["context"]`: the table's full context)
-    full_in_windowed = window is None and window_of(dep) is not None
+    full_in_windowed = not sliding and engine_window is not None
     if full_in_windowed and phase == "decode":
         ctx = decode_context(dep, full=True)
     static = dep.engine_record.masked_cache and (phase == "decode"
