@@ -13,6 +13,7 @@ ROOT = Path(__file__).resolve().parent
 RUNTIME = ("model_trees/*/config.json", "model_trees/*/source.json",
            "calibration/spec_sheets.json", "calibration/*/gpu.json",
            "calibration/*/predictor/*", "calibration/*/dvfs/freq_model.json",
+           "calibration/public/engines/*/*.json",
            "calibration/*/dvfs/literature.csv", "calibration/*/engines/*/profile.json")
 
 

@@ -28,6 +28,37 @@ def serve(model: "str | Scenario | Resolved", *, predictor: str = "auto",
     return serve_scenario(model, predictor=predictor, user_policy=user_policy, hosts=hosts)
 
 
+def steady(model: str, *, engine: str = "vllm", gpu: str = "h100", tp: int = 1,
+           prompt_len: str | float = 256, output_len: str | float = 400,
+           max_num_seqs: int | None = None, max_num_batched_tokens: int | None = None,
+           gpu_memory_utilization: float = 0.9, block_size: int = 16, seed: int = 0,
+           predictor: str = "auto") -> dict[str, Any]:
+    """A server held full (`piep.serving.steady`): the steady state of `engine` with these
+    settings (vLLM's defaults where None) serving requests of these lengths (a number, or
+    a distribution `lognormal:MEDIAN:SIGMA[:MAX]` / `uniform:LO:HI` drawn with `seed`), as
+    a `piep.steady_state` document."""
+    import numpy as np
+
+    from piep.serving import steady as st
+    from piep.trace import parse_dist
+    rng = np.random.default_rng(seed)
+    draws = 20000
+    lengths = st.Lengths.drawn(parse_dist(str(prompt_len), "prompt_len")(rng, draws),
+                               parse_dist(str(output_len), "output_len")(rng, draws))
+    profile, _ = st.load_profile(engine, gpu)  # (refuses an unknown engine first)
+    res = resolve(scenario(model, gpu=gpu, tp=tp, batch=1, prompt_len=16, gen_len=2,
+                           allow_uncalibrated=True), predictor)
+    dep = res.scenario.deployment
+    server = st.PagedServer.defaults(dep.gpu.name, dep.gpu.memory_gib,
+                                     max_num_seqs=max_num_seqs,
+                                     max_num_batched_tokens=max_num_batched_tokens,
+                                     gpu_memory_utilization=gpu_memory_utilization,
+                                     block_size=block_size)
+    doc = st.answer(dep, res.cost_model, server, lengths, engine=engine,
+                    flags=res.flags).document()
+    return {**doc, "model": res.scenario.model.name, "layout": {"tp": tp, "gpus": tp}}
+
+
 def predict(model: "str | Scenario | Resolved", *, predictor: str = "auto",
             hosts: bool = True, **kwargs: Any) -> dict[str, Any]:
     """The prediction document of a scenario (`prediction`'s, as `piep predict --json`

@@ -432,6 +432,10 @@ register("piep.learned_predictor", 1, gpu=str, kinds=dict, comm=dict, terms=dict
          combiner=dict, intervals=dict)
 register("piep.engine_profile", 1, engine=dict, gpu=str, terms=dict, intervals=dict)
 register("piep.gpu_profile", 1, values=dict)
+register("piep.steady_profile", 1, profile=dict, fit=dict, data=dict)
+register("piep.steady_state", 1, engine=str, gpu=str, server=dict, workload=dict,
+         running_requests=NUM, j_per_output_token=NUM, output_tokens_per_s=NUM,
+         power_w=NUM, profile=dict, flags=list)
 register("piep.spec_sheets", 1, reference=str, gpus=dict)
 register("piep.serving", 2, model=str, engine=str, per_request=list, **_OUTCOME)
 register("piep.serving_measurement", 1, model=str, engine=dict, energy_j=OPT_NUM, time_s=NUM,

@@ -24,6 +24,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "compare": ("compare", "compare deployments side by side, with a recommendation per goal"),
     "sweep": ("sweep", "many predictions over a design space"),
     "serve": ("serve", "energy of a request stream under continuous batching (no GPU needed)"),
+    "steady": ("steady", "a server held full (vLLM at its concurrency): J per token, tokens/s, "
+                         "the concurrency its KV cache allows (no GPU needed)"),
     "tree": ("tree", "print or save the model tree of a deployment"),
     "models": ("models", "list the shipped model configs"),
     "env": ("env", "versions, GPUs seen, calibrations present"),

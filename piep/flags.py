@@ -112,6 +112,19 @@ FLAGS: dict[str, Flag] = {f.name: f for f in (
     Flag("unvalidated_engine",
          "another engine's scheduler and host time (--policy): nothing piep measured bounds it",
          "no interval", "fit the engine on its own metered runs (piep train --engine NAME)"),
+    Flag("supplied_profile",
+         "the engine's steady-state profile was fitted on public measurements piep did not "
+         "make (calibration/public/: their source, commit and translation), over piep's "
+         "pricing of this GPU (its own calibration, or the reference GPU's moved by "
+         "spec-sheet ratios)",
+         "the profile's 90 % band, sized on its held-out public rows",
+         "meter your own server's benchmark runs and fit a profile on them"),
+    Flag("steady_profile_other_gpu",
+         "the engine has no steady-state profile on this GPU: its profile of another GPU "
+         "(`profile.gpu`) scales this GPU's pricing (the engine's kernels and host path "
+         "carried over, not measured here)",
+         "the other GPU's band (not validated on this GPU)",
+         "fit a profile on this GPU's benchmark runs of the engine"),
     Flag("short_window",
          "a measured window shorter than the NVML energy counter's resolution allows; its "
          "energy is less certain", "none", "measure a longer window (more repeats)"),

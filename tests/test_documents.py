@@ -59,6 +59,7 @@ def test_every_committed_artifact_reads_against_its_schema():
     ["env", "--json"],
     ["tree", "llama-2-7b", "--json"],
     ["serve", "--model", "llama-3-8b", "--rate", "4", "--requests", "20", "--json"],
+    ["steady", "--model", "llama-3-8b", "--max-num-seqs", "8", "--json"],
 ], ids=lambda a: a[0])
 def test_command_documents_round_trip_through_the_writer(argv, tmp_path):
     doc = _cli(argv)
@@ -78,7 +79,7 @@ def test_every_schema_is_exercised_somewhere():
     written = {"piep.prediction", "piep.comparison", "piep.sweep", "piep.clock_plan",
                "piep.optimize", "piep.env", "piep.model_tree", "piep.measurement_failure",
                "piep.serving", "piep.scenario", "piep.gpu_calibration",
-               "piep.module_failure"}
+               "piep.module_failure", "piep.steady_state"}
     assert set(SCHEMAS) <= committed | written
 
 

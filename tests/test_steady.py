@@ -1,0 +1,218 @@
+"""A server held full (piep.serving.steady), its fit (piep.fit.steady) and `piep steady`."""
+
+import json
+from dataclasses import replace
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from piep.cli import main
+from piep.errors import ConfigError, FitError
+from piep.fit import steady as fs
+from piep.serving import steady as st
+
+ROOT = Path(__file__).resolve().parent.parent
+ROWS = ROOT / "calibration" / "public" / "mlenergy-v3" / "rows.jsonl"
+CENSUS = ROOT / "benchmarks" / "data" / "model_census"
+
+
+@pytest.mark.pure
+def test_vllm_defaults_follow_its_rule():
+    big = st.PagedServer.defaults("h100", 79.7)
+    assert (big.max_num_batched_tokens, big.max_num_seqs) == (8192, 1024)
+    a100 = st.PagedServer.defaults("a100", 79.2)  # big, but an A100: the small defaults
+    assert (a100.max_num_batched_tokens, a100.max_num_seqs) == (2048, 256)
+    assert st.PagedServer.defaults("h100", 79.7, max_num_seqs=64,
+                                   max_num_batched_tokens=None).max_num_seqs == 64
+    with pytest.raises(ConfigError, match="max_num_seqs=0 must be >= 1"):
+        st.PagedServer(max_num_seqs=0, max_num_batched_tokens=8)
+    with pytest.raises(ConfigError, match="gpu_memory_utilization=1.5"):
+        st.PagedServer(max_num_seqs=1, max_num_batched_tokens=8, gpu_memory_utilization=1.5)
+
+
+@pytest.mark.pure
+def test_lengths_moments_by_hand():
+    one_bin = st.Lengths.histogram(10, [0, 2], [1])  # uniform on 0..2: mean 1, E[L^2] 4/3
+    assert one_bin.output_mean == pytest.approx(1.0)
+    assert one_bin.output_sq_mean == pytest.approx(4 / 3)
+    fixed = st.Lengths.fixed(100, 50)
+    assert fixed.position_mean == 25 and fixed.context_mean == 125
+    # a spread of lengths: slots hold long requests longer, so the mean position is more
+    # than half the mean length
+    spread = st.Lengths.drawn([10, 30], [100, 300])
+    assert spread.prompt_len == 20 and spread.output_mean == 200
+    assert spread.position_mean == pytest.approx((100 ** 2 + 300 ** 2) / 2 / (2 * 200))
+    with pytest.raises(ConfigError, match="n\\+1 ascending edges"):
+        st.Lengths.histogram(10, [0, 1, 2], [1])
+    with pytest.raises(ConfigError, match=">= 1 token"):
+        st.Lengths.fixed(0, 10)
+
+
+@pytest.mark.pure
+def test_window_occupancy_by_hand():
+    # 5 requests of 10 tokens to 2 slots: two start at 0 and end at 10; the window ends
+    # when all but 3 have finished (the 2nd end, at 10): 2 running, positions 0..10 (mean
+    # 5), and the 2 that start at 10 join within it
+    occ = st.window_occupancy(st.Lengths.fixed(7, 10), 2, 5)
+    assert occ.running == pytest.approx(2.0)
+    assert occ.context_mean == pytest.approx(7 + 5)
+    assert occ.new_per_iteration == pytest.approx(0.2)
+    with pytest.raises(ConfigError, match="no steady window"):
+        st.window_occupancy(st.Lengths.fixed(7, 10), 4, 5)
+    endless = st.steady_occupancy(st.Lengths.fixed(7, 10), 2)
+    assert endless.new_per_iteration == pytest.approx(0.2) and endless.context_mean == 12
+
+
+@pytest.mark.pure
+def test_new_prompt_weights_are_poisson():
+    w = st.new_prompt_weights(2.5)
+    k = np.arange(len(w))
+    assert w.sum() == pytest.approx(1.0)
+    assert w @ k == pytest.approx(2.5, rel=1e-3)
+    assert st.new_prompt_weights(0.0).tolist() == [1.0]
+
+
+def _dep(model="Llama-3.1-8B-Instruct", tp=1, gpu="h100"):
+    from piep.api import resolve, scenario
+    res = resolve(scenario(str(CENSUS / f"{model}.json"), gpu=gpu, tp=tp, batch=1,
+                           prompt_len=16, gen_len=2, allow_uncalibrated=True))
+    return res.scenario.deployment, res.cost_model
+
+
+def test_kv_cache_memory_by_hand():
+    dep, _ = _dep()
+    # Llama 3.1 8B: 32 layers x 8 KV heads x 128 x (K and V) x 2 bytes
+    assert st.kv_bytes_per_token(dep) == 32 * 8 * 128 * 2 * 2
+    dep2, _ = _dep(tp=2)
+    assert st.kv_bytes_per_token(dep2) == st.kv_bytes_per_token(dep) / 2
+    server = st.PagedServer.defaults("h100", dep.gpu.memory_gib, max_num_seqs=4096)
+    mem = st.kv_memory_gib(dep, server)
+    assert mem["budget"] == pytest.approx(0.9 * dep.gpu.memory_gib)
+    assert mem["kv_cache"] == pytest.approx(mem["budget"] - mem["weights"] - mem["activations"]
+                                            - mem["runtime"])
+    lengths = st.Lengths.fixed(256, 400)
+    c = st.concurrency(dep, server, lengths)
+    assert c["kv_limited"] and c["running"] == pytest.approx(
+        c["kv_tokens"] / (256 + 200 + 8))
+    less = st.concurrency(dep, replace(server, gpu_memory_utilization=0.5), lengths)
+    assert less["running"] < c["running"]
+    few = st.concurrency(dep, replace(server, max_num_seqs=8), lengths)
+    assert few["running"] == 8 and not few["kv_limited"]
+
+
+def test_vllm_memory_refusals_name_the_fix():
+    dep, _ = _dep("Qwen3-32B")
+    server = st.PagedServer.defaults("h100", dep.gpu.memory_gib, max_num_seqs=8)
+    with pytest.raises(FitError, match="less than one request .* use a larger tp"):
+        st.concurrency(dep, server, st.Lengths.fixed(20000, 30000))
+    with pytest.raises(FitError, match="leave no KV cache"):
+        st.kv_memory_gib(dep, replace(server, gpu_memory_utilization=0.5))
+
+
+def test_parts_move_the_right_way():
+    dep, model = _dep()
+    server = st.PagedServer.defaults("h100", dep.gpu.memory_gib, max_num_seqs=256)
+    ref = st.SteadyProfile.neutral("h100")
+
+    def outcome(running, context, new=0.0):
+        return st.parts(dep, model, server, 256, st.Occupancy(running, context, new)
+                        ).outcome(ref)
+    small, big = outcome(8, 600), outcome(128, 600)
+    assert big["output_tokens_per_s"] > small["output_tokens_per_s"]
+    assert big["j_per_output_token"] < small["j_per_output_token"]  # the weights shared
+    assert outcome(64, 6000)["iteration_s"] > outcome(64, 600)["iteration_s"]  # keys
+    assert outcome(64, 600, 1.0)["iteration_s"] > outcome(64, 600)["iteration_s"]  # prompts
+    p = st.parts(dep, model, server, 256, st.Occupancy(64, 600, 0.5))
+    assert p.weight.sum() == pytest.approx(1.0) and np.all(p.time_s >= 0)
+    assert p.time_s[:, 3].sum() == 0  # one GPU: no collective
+    # the profile's terms: a time scale on a group moves the time by that group's share
+    fast = replace(ref, time_scale={**ref.time_scale, "fixed": 0.5})
+    t_ref, _ = p.iteration(ref)
+    t_fast, _ = p.iteration(fast)
+    assert t_ref - t_fast == pytest.approx(0.5 * p.weight @ p.time_s[:, 0])
+
+
+def test_fit_recovers_known_terms():
+    dep, model = _dep()
+    server = st.PagedServer.defaults("h100", dep.gpu.memory_gib)
+    truth = st.SteadyProfile("x", "h100", {"fixed": 0.8, "tokens": 1.1, "keys": 0.9,
+                                           "comm": 1.0}, 0.0005, 1.05)
+    cases = []
+    for running in (8, 32, 128, 256):
+        for context, new in ((500, 0.0), (3000, 0.05), (8000, 0.01)):
+            p = st.parts(dep, model, server, 256, st.Occupancy(running, context,
+                                                              running * new))
+            o = p.outcome(truth)
+            cases.append(fs.SteadyCase(p, o["output_tokens_per_s"], o["j_per_output_token"],
+                                       {"model": str(running)}))
+    got, info = fs.fit(cases, name="x", gpu="h100", prior_log_sd=None)
+    assert info["rms_log"] < 1e-3
+    for g in ("fixed", "tokens", "keys"):
+        assert got.time_scale[g] == pytest.approx(truth.time_scale[g], rel=0.02)
+    assert got.power_scale == pytest.approx(1.05, rel=0.02)
+    # the prior holds the scales nearer piep's own pricing than the cases alone would
+    shrunk, _ = fs.fit(cases, name="x", gpu="h100")
+    assert abs(np.log(shrunk.time_scale["fixed"])) < abs(np.log(got.time_scale["fixed"]))
+    with pytest.raises(FitError, match="at least"):
+        fs.fit(cases[:3], name="x", gpu="h100")
+    # held out by group: each group's outcome from a fit without it
+    out = fs.held_out(cases, lambda c: c.labels["model"], name="x", gpu="h100")
+    ratios = fs.energy_ratios(cases, out)
+    assert np.all(np.abs(ratios - 1) < 0.25)
+    lo, hi = fs.interval(np.array([0.8, 0.9, 1.0, 1.1, 1.25]))
+    assert lo < 1 < hi and lo == pytest.approx(1 / np.percentile([0.8, 0.9, 1.0, 1.1, 1.25], 95))
+
+
+@pytest.mark.replay
+def test_every_public_row_is_admitted():
+    """vLLM ran every batch size of the public rows: the memory check admits each, and its
+    concurrency is within 25 % of the running requests the rows measured."""
+    import sys
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    from public_mlenergy import MODELS, PROMPT_LEN
+    rows = [json.loads(line) for line in ROWS.read_text().splitlines()]
+    deps = {}
+    for r in (r for r in rows if r["gpu_model"] == "H100"):
+        key = (r["model_id"], r["tp"])
+        if key not in deps:
+            deps[key] = _dep(MODELS[r["model_id"]].stem, r["tp"])[0]
+        dep = deps[key]
+        server = st.PagedServer.defaults("h100", dep.gpu.memory_gib,
+                                         max_num_seqs=r["max_num_seqs"])
+        lengths = st.Lengths.histogram(PROMPT_LEN[r["task"]], r["output_len_bins"],
+                                       r["output_len_counts"])
+        running = st.concurrency(dep, server, lengths)["running"]
+        assert running == pytest.approx(r["avg_batch_size"], rel=0.25), r
+
+
+@pytest.mark.replay
+def test_shipped_profile_and_its_flags():
+    profile, flags = st.load_profile("vllm", "h100")
+    assert flags == ("supplied_profile",) and profile.interval is not None
+    lo, hi = profile.interval
+    assert lo < 1 < hi
+    _, other = st.load_profile("vllm", "h200")
+    assert other == ("supplied_profile", "steady_profile_other_gpu")
+    with pytest.raises(ConfigError, match="has no steady-state model"):
+        st.load_profile("sglang", "h100")
+
+
+def test_steady_cli(capsys):
+    model = str(CENSUS / "Llama-3.1-8B-Instruct.json")
+    assert main(["steady", "--model", model, "--max-num-seqs", "64", "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["schema"] == "piep.steady_state" and doc["running_requests"] == 64
+    assert "uncalibrated_gpu" not in doc["flags"] and "supplied_profile" in doc["flags"]
+    lo, hi = doc["interval"]["j_per_output_token"]
+    assert lo < doc["j_per_output_token"] < hi
+    assert doc["j_per_request"] == pytest.approx(doc["j_per_output_token"]
+                                                 * doc["workload"]["output_len_mean"])
+    assert main(["steady", "--model", model, "--max-num-seqs", "64"]) == 0
+    assert "running requests" in capsys.readouterr().out
+    for argv, msg in ((["--output-len", "abc"], "output_len='abc'"),
+                      (["--max-num-seqs", "0"], "max_num_seqs=0"),
+                      (["--gpu-memory-utilization", "0"], "gpu_memory_utilization=0")):
+        assert main(["steady", "--model", model, *argv]) == 2
+        err = capsys.readouterr().err.strip()
+        assert msg in err and len(err.splitlines()) == 1
