@@ -84,11 +84,12 @@ def accuracy_table() -> str:
     rows.append(("transformers continuous batching (piep serve)",
                  f"leave one shape out ({cells[1]} replays)", _pct(cells[2]), _pct(cells[4]),
                  "reports/serving.md"))
-    m = report_match("reports/public.md", r"\| all rows \(mean absolute\) \| (\d+) \| energy "
-                     r"([\d.]+) % \| time per token ([\d.]+) %")
-    rows.append(("vLLM 0.11 on H100 held full (piep steady), public rows",
-                 f"leave one model out ({m.group(1)} rows, 5 models, fitted on supplied data)",
-                 f"{m.group(2)} %", f"{m.group(3)} %", "reports/public.md"))
+    for gpu in ("H100", "B200"):
+        m = report_match("reports/public.md", rf"\| {gpu} all rows \(mean absolute\) \| (\d+) "
+                         r"rows, (\d+) models \| energy ([\d.]+) % \| time per token ([\d.]+) %")
+        rows.append((f"vLLM 0.11 on {gpu} held full (piep steady), public rows",
+                     f"leave one model out ({m.group(1)} rows, {m.group(2)} models, supplied "
+                     f"data)", f"{m.group(3)} %", f"{m.group(4)} %", "reports/public.md"))
     lines = ["| answer | held out | energy error | time error | report |", "|---|---|---|---|---|"]
     lines += [f"| {a} | {b} | {c} | {d} | [{e}]({e}) |" for a, b, c, d, e in rows]
     return "\n".join(lines)

@@ -128,7 +128,8 @@ def score(rows: list[dict], engine: str, scale: float = 1.0) -> list[dict]:
 
 def slice_of(r: dict) -> str:
     if r["task"] == "gpqa":
-        return "long outputs (gpqa)"
+        return "long outputs (gpqa)" if r["gpu_model"] == "H100" else \
+            f"{r['gpu_model']} long outputs (gpqa)"
     return f"{r['gpu_model']} tp{r['tp']} chat"
 
 
@@ -158,7 +159,8 @@ def _line(name: str, s: dict) -> str:
             f"{s['power_ratio']:.2f} |")
 
 
-PROFILE = ROOT / "calibration" / "public" / "engines" / "vllm" / "h100.json"
+PROFILES = ROOT / "calibration" / "public" / "engines" / "vllm"
+GPUS = ("H100", "B200")  # the leaderboard's GPUs (each needs a spec sheet: H200 transfers)
 
 
 def steady_cases(rows: list[dict], *, prompt_scale: float = 1.0, window: bool = False):
@@ -201,15 +203,15 @@ def by_model(case) -> str:
     return case.labels["model"]
 
 
-def held_out_scores(cases) -> list[dict]:
+def held_out_scores(cases, gpu: str) -> list[dict]:
     """Per case: its leave-one-model-out ratios (energy, throughput, power) and whether
     the nested band covers it."""
     from piep.fit import steady as fs
-    outcomes = fs.held_out(cases, by_model, name="vllm", gpu="h100")
+    outcomes = fs.held_out(cases, by_model, name="vllm", gpu=gpu)
     out = []
     for key in sorted({by_model(c) for c in cases}):
         others = [c for c in cases if by_model(c) != key]
-        inner = fs.held_out(others, by_model, name="vllm", gpu="h100")
+        inner = fs.held_out(others, by_model, name="vllm", gpu=gpu)
         band = fs.interval(fs.energy_ratios(others, inner))
         for c, o in zip(cases, outcomes):
             if by_model(c) != key:
@@ -223,31 +225,55 @@ def held_out_scores(cases) -> list[dict]:
     return sorted(out, key=lambda s: order[id(s["case"])])
 
 
-def fit_shipped(rows: list[dict]):
-    """The profile fitted on every H100 row, with the 90 % band of the held-out ratios."""
+def fit_shipped(rows: list[dict], gpu: str):
+    """The profile fitted on every row of `gpu`, with the 90 % band of the held-out
+    ratios."""
     from piep.fit import steady as fs
     cases = steady_cases(rows)
-    profile, info = fs.fit(cases, name="vllm", gpu="h100",
+    profile, info = fs.fit(cases, name="vllm", gpu=gpu,
                            source=f"{ROWS.relative_to(ROOT)} (supplied: ML.ENERGY Benchmark "
-                                  f"v3, vLLM 0.11.1)")
-    lomo = fs.held_out(cases, by_model, name="vllm", gpu="h100")
+                                  f"v3, vLLM 0.11.1, {gpu.upper()})")
+    lomo = fs.held_out(cases, by_model, name="vllm", gpu=gpu)
     return fs.with_interval(profile, fs.interval(fs.energy_ratios(cases, lomo))), info
 
 
-def steady_lines(rows: list[dict]) -> list[str]:
+def carried_lines(rows: list[dict], source_gpu: str) -> list[str]:
+    """The rows of another GPU priced with `source_gpu`'s profile fitted on all its rows
+    (held out: a GPU the profile never saw), and with no profile at all."""
+    from piep.fit import steady as fs
+    from piep.serving.steady import SteadyProfile
+    cases = steady_cases(rows)
+    source = [r for r in read_jsonl(ROWS) if r["gpu_model"] == source_gpu]
+    carried, _ = fs.fit(steady_cases(source), name="vllm", gpu=source_gpu.lower())
+    lines = []
+    for label, profile in ((f"the {source_gpu} profile carried over", carried),
+                           ("no profile (piep's transfer alone)",
+                            SteadyProfile.neutral(source_gpu))):
+        e = [c.parts.outcome(profile)["j_per_output_token"] / c.j_per_token for c in cases]
+        t = [c.parts.outcome(profile)["output_tokens_per_s"] / c.tokens_per_s for c in cases]
+        lines.append(f"* {label}: energy error {100 * statistics.median(abs(x - 1) for x in e):.1f} "
+                     f"% (median; ratio {statistics.median(e):.2f}), throughput ratio "
+                     f"{statistics.median(t):.2f}")
+    return lines
+
+
+def steady_lines(rows: list[dict], gpu: str) -> list[str]:
     from piep.fit import steady as fs
     cases = steady_cases(rows)
-    profile, info = fs.fit(cases, name="vllm", gpu="h100")
-    scores = held_out_scores(cases)
-    lines = ["## Engine vllm (a server held full, profile fitted on these rows)", "",
+    profile, info = fs.fit(cases, name="vllm", gpu=gpu)
+    scores = held_out_scores(cases, gpu)
+    models = len({by_model(c) for c in cases})
+    lines = [f"## Engine vllm on {gpu.upper()} (a server held full, profile fitted on these "
+             "rows)", "",
              f"Fitted on all {info['cases']} rows: time scales "
              + ", ".join(f"{k} x{v:.2f}" for k, v in profile.time_scale.items())
              + f", host {1e3 * profile.step_host_s:.2f} ms per iteration, power "
              f"x{profile.power_scale:.2f} (rms log error {info['rms_log']:.3f}; at a bound: "
              f"{', '.join(info['at_bounds']) or 'none'}). Every row is admitted (the paged "
              "KV cache's concurrency is predicted). The prior on each log scale (sd "
-             f"{fs.PRIOR_LOG_SD:g}) was chosen among 0.25, 0.5, 1, 2 and none by these same "
-             "held-out errors, so they are slightly optimistic.", "",
+             f"{fs.PRIOR_LOG_SD:g}) was chosen among 0.25, 0.5, 1, 2 and none by "
+             + ("these same held-out errors, so they are slightly optimistic." if gpu == "h100"
+                else "the H100 rows' held-out errors, not these."), "",
              "Leave one model out (each model's rows priced by a profile fitted on the "
              "others'):", "",
              "| slice | rows | energy error | energy ratio | throughput error | power ratio "
@@ -264,8 +290,9 @@ def steady_lines(rows: list[dict]) -> list[str]:
     covered = sum(s["covered"] for s in scores)
     energy_mape = statistics.mean(abs(s["energy"] - 1) for s in scores)
     time_mape = statistics.mean(abs(1 / s["throughput"] - 1) for s in scores)
-    lines += ["", f"| all rows (mean absolute) | {len(scores)} | energy {100 * energy_mape:.1f} % "
-              f"| time per token {100 * time_mape:.1f} % | | | |"]
+    lines += ["", f"| {gpu.upper()} all rows (mean absolute) | {len(scores)} rows, {models} "
+              f"models | energy {100 * energy_mape:.1f} % | time per token "
+              f"{100 * time_mape:.1f} % | | | |"]
     lines += ["", f"Nested 90 % bands cover {covered} of {len(scores)} held-out rows "
               f"({100 * covered / len(scores):.0f} %).", "",
               "Concurrency where the KV cache, not `max_num_seqs`, limits it (predicted / "
@@ -281,7 +308,7 @@ def steady_lines(rows: list[dict]) -> list[str]:
                           ("the benchmark's finite window (requests sent at once)",
                            {"window": True})):
         other = steady_cases(rows, **kwargs)
-        ratio = fs.energy_ratios(other, fs.held_out(other, by_model, name="vllm", gpu="h100"))
+        ratio = fs.energy_ratios(other, fs.held_out(other, by_model, name="vllm", gpu=gpu))
         lines.append(f"* {label}: {statistics.median(ratio):.2f} (median error "
                      f"{100 * statistics.median(abs(ratio - 1)):.1f} %)")
     return lines + [""]
@@ -290,32 +317,44 @@ def steady_lines(rows: list[dict]) -> list[str]:
 def main() -> int:
     if "--fit" in sys.argv:
         from piep.artifacts import write_json
-        rows = [r for r in read_jsonl(ROWS) if r["gpu_model"] == "H100"]
-        profile, info = fit_shipped(rows)
-        write_json(PROFILE, "piep.steady_profile", 1,
-                   {"profile": profile.to_json(), "fit": info,
-                    "data": {"rows": str(ROWS.relative_to(ROOT)), "gpu": "H100",
-                             "command": "python benchmarks/public_mlenergy.py --fit"}})
-        print(f"wrote {PROFILE.relative_to(ROOT)}")
+        for gpu in GPUS:
+            rows = [r for r in read_jsonl(ROWS) if r["gpu_model"] == gpu]
+            profile, info = fit_shipped(rows, gpu.lower())
+            path = PROFILES / f"{gpu.lower()}.json"
+            write_json(path, "piep.steady_profile", 1,
+                       {"profile": profile.to_json(), "fit": info,
+                        "data": {"rows": str(ROWS.relative_to(ROOT)), "gpu": gpu,
+                                 "command": "python benchmarks/public_mlenergy.py --fit"}})
+            print(f"wrote {path.relative_to(ROOT)}")
         return 0
     if "--import" in sys.argv:
         import_rows(Path(sys.argv[sys.argv.index("--import") + 1]))
         print(f"wrote {ROWS.relative_to(ROOT)}")
         return 0
     rows = [r for r in read_jsonl(ROWS) if r["gpu_model"] == "H100"]
-    lines = ["# Public measurements: vLLM on H100 (ML.ENERGY Benchmark v3)", "",
+    lines = ["# Public measurements: vLLM on H100 and B200 (ML.ENERGY Benchmark v3)", "",
              "Made by `python benchmarks/public_mlenergy.py --write` from "
              f"`{ROWS.relative_to(ROOT)}` (supplied: {DATA.relative_to(ROOT)}/SOURCE.md). "
              ""
-             "The first section is piep's vllm engine; the others are the first contact "
-             "(no vLLM engine, no H100 calibration), kept for comparison, "
+             "The first sections are piep's vllm engine (`piep steady`) on each GPU; the "
+             "last two are H100's first contact (no vLLM engine, no H100 calibration), kept "
+             "for comparison, "
              "through the batch route the module doc of the script writes down (a batch of "
              "`max_num_seqs` requests, prompts of "
              + ", ".join(f"{v} tokens ({k})" for k, v in PROMPT_LEN.items())
              + ", priced on H100 by spec-sheet transfer from H200), on which nothing was "
              "fitted. Errors are medians over the rows of a slice; ratios are piep / "
              "measured (energy per request, throughput, board power of all the row's GPUs).", ""]
-    lines += steady_lines(rows)
+    lines += steady_lines(rows, "h100")
+    b200 = [r for r in read_jsonl(ROWS) if r["gpu_model"] == "B200"]
+    lines += steady_lines(b200, "b200")
+    lines += ["The B200 rows priced with the H100 profile fitted on every H100 row (held out: "
+              "a GPU that profile never saw):", "", *carried_lines(b200, "H100"), "",
+              "The steady state describes the B200 runs less well (in-sample rms above): their "
+              "long outputs run slower than the board's bandwidth allows (Qwen3-8B at 8 "
+              "requests: 32 ms an iteration and 294 W on B200, 9.8 ms on H100), and where the "
+              "KV cache should limit their concurrency they ran nearly all `max_num_seqs`; "
+              "read the B200 profile's band, not its point.", ""]
     for engine in ENGINES:
         scored = score(rows, engine)
         lines += [f"## Engine {engine}", "",

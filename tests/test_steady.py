@@ -173,17 +173,19 @@ def test_every_public_row_is_admitted():
     from public_mlenergy import MODELS, PROMPT_LEN
     rows = [json.loads(line) for line in ROWS.read_text().splitlines()]
     deps = {}
-    for r in (r for r in rows if r["gpu_model"] == "H100"):
-        key = (r["model_id"], r["tp"])
+    for r in rows:
+        gpu = r["gpu_model"].lower()
+        key = (r["model_id"], r["tp"], gpu)
         if key not in deps:
-            deps[key] = _dep(MODELS[r["model_id"]].stem, r["tp"])[0]
+            deps[key] = _dep(MODELS[r["model_id"]].stem, r["tp"], gpu)[0]
         dep = deps[key]
-        server = st.PagedServer.defaults("h100", dep.gpu.memory_gib,
+        server = st.PagedServer.defaults(gpu, dep.gpu.memory_gib,
                                          max_num_seqs=r["max_num_seqs"])
         lengths = st.Lengths.histogram(PROMPT_LEN[r["task"]], r["output_len_bins"],
                                        r["output_len_counts"])
-        running = st.concurrency(dep, server, lengths)["running"]
-        assert running == pytest.approx(r["avg_batch_size"], rel=0.25), r
+        running = st.concurrency(dep, server, lengths)["running"]  # admitted: no FitError
+        if gpu == "h100":  # (B200's runs held more than their KV cache should: the report)
+            assert running == pytest.approx(r["avg_batch_size"], rel=0.25), r
 
 
 @pytest.mark.replay
@@ -192,8 +194,9 @@ def test_shipped_profile_and_its_flags():
     assert flags == ("supplied_profile",) and profile.interval is not None
     lo, hi = profile.interval
     assert lo < 1 < hi
-    _, other = st.load_profile("vllm", "h200")
-    assert other == ("supplied_profile", "steady_profile_other_gpu")
+    assert st.load_profile("vllm", "b200")[0].gpu == "b200"
+    nearest, other = st.load_profile("vllm", "h200")  # by bandwidth: H100's, not B200's
+    assert other == ("supplied_profile", "steady_profile_other_gpu") and nearest.gpu == "h100"
     with pytest.raises(ConfigError, match="has no steady-state model"):
         st.load_profile("sglang", "h100")
 

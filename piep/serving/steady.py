@@ -375,8 +375,9 @@ STEADY_ENGINES = {"vllm": "vLLM (paged KV cache, chunked prefill, CUDA graphs), 
 
 def load_profile(engine: str, gpu: str) -> tuple[SteadyProfile, tuple[str, ...]]:
     """The steady-state profile of `engine` on `gpu`, and its flags: where `gpu` has none,
-    the engine's profile of another GPU (its engine terms carried over, the GPU priced by
-    piep's own calibration or spec sheet; flagged `steady_profile_other_gpu`)."""
+    the engine's profile of the GPU nearest in memory bandwidth by their spec sheets (its
+    engine terms carried over, the GPU priced by piep's own calibration or spec sheet;
+    flagged `steady_profile_other_gpu`)."""
     from piep.artifacts import read_json
     if engine not in STEADY_ENGINES:
         raise ConfigError(f"engine {engine!r} has no steady-state model; engines: "
@@ -388,11 +389,24 @@ def load_profile(engine: str, gpu: str) -> tuple[SteadyProfile, tuple[str, ...]]
         if not others:
             raise ConfigError(f"no steady-state profile of {engine}: fit one "
                               f"(benchmarks/public_mlenergy.py --fit is the example)")
-        path = profile_path(engine, others[0].split(" on ", 1)[1])
+        path = profile_path(engine, _nearest(gpu, [p.split(" on ", 1)[1] for p in others]))
         flags = ("steady_profile_other_gpu",)
     if "public" in path.parts:  # (the user's own fits live in the user data directory)
         flags = ("supplied_profile", *flags)
     return SteadyProfile.from_json(read_json(path, PROFILE_SCHEMA)["profile"]), flags
+
+
+def _nearest(gpu: str, candidates: list[str]) -> str:
+    """The candidate GPU whose spec-sheet HBM bandwidth is nearest `gpu`'s (in ratio); the
+    first where either has no spec sheet."""
+    from piep.gpus import spec_sheets
+    sheets = spec_sheets()["gpus"]
+    if gpu not in sheets:
+        return candidates[0]
+    bw = sheets[gpu]["hbm_tb_s"]
+    known = [c for c in candidates if c in sheets]
+    return min(known, key=lambda c: abs(math.log(sheets[c]["hbm_tb_s"] / bw))) if known \
+        else candidates[0]
 
 
 def shipped_profiles() -> list[str]:
