@@ -26,8 +26,11 @@ SCALE_BOUND = 8.0
 HOST_BOUND_S = 0.05
 # how far a scale may move from the reference pricing before it costs as much as a case's
 # log error of this size: a prior on each log scale (piep's own pricing of the same
-# kernels is the prior; the cases move it where they agree)
+# kernels is the prior; the cases move it where they agree). The collectives' is weaker:
+# vLLM all-reduces small messages with its own kernel over NVLink, not NCCL's that piep
+# sampled
 PRIOR_LOG_SD = 0.25
+PRIOR_LOG_SD_COMM = 1.0
 
 
 @dataclass(frozen=True)
@@ -66,7 +69,9 @@ def fit(cases: Sequence[SteadyCase], *, name: str, gpu: str, source: str = "",
     lo = np.r_[np.full(n, -np.log(SCALE_BOUND)), 0.0, -np.log(SCALE_BOUND)]
     hi = np.r_[np.full(n, np.log(SCALE_BOUND)), HOST_BOUND_S, np.log(SCALE_BOUND)]
     start = np.r_[np.zeros(n), 1e-3, 0.0]
-    weight = 0.0 if prior_log_sd is None else 1.0 / prior_log_sd
+    weight = np.zeros(n + 1) if prior_log_sd is None else np.full(n + 1, 1.0 / prior_log_sd)
+    if prior_log_sd is not None:
+        weight[GROUPS.index("comm")] = 1.0 / PRIOR_LOG_SD_COMM
     scales = np.r_[np.arange(n), n + 1]
 
     def objective(th):
