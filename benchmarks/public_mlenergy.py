@@ -4,7 +4,7 @@ what piep answers of them today, row by row, with each row's translation written
     python benchmarks/public_mlenergy.py --import LEADERBOARD_GIT_DIR  # (re)make the rows
     python benchmarks/public_mlenergy.py            # the table and the summary
     python benchmarks/public_mlenergy.py --write    # reports/public.md
-    python benchmarks/public_mlenergy.py --fit      # the shipped vllm profile on H100
+    python benchmarks/public_mlenergy.py --fit      # steady.jsonl and the shipped vllm profiles
 
 The rows (`calibration/public/mlenergy-v3/rows.jsonl`) are supplied, not piep's own: the
 per-configuration summaries the ML.ENERGY Leaderboard publishes
@@ -163,40 +163,32 @@ PROFILES = ROOT / "calibration" / "public" / "engines" / "vllm"
 GPUS = ("H100", "B200")  # the leaderboard's GPUs (each needs a spec sheet: H200 transfers)
 
 
+def steady_record(row: dict) -> dict:
+    """A row as a piep.steady_measurement record (the translation the module doc writes
+    down): the server at the row's `max_num_seqs` and 8,192 batched tokens, its prompts of
+    PROMPT_LEN[task] tokens, its output lengths' histogram, what it measured."""
+    return {"schema": "piep.steady_measurement", "schema_version": 1,
+            "model": str(MODELS[row["model_id"]].relative_to(ROOT)), "gpu": row["gpu_model"].lower(),
+            "tp": row["tp"], "engine": {"name": "vllm", "version": "0.11.1"},
+            "server": {"max_num_seqs": row["max_num_seqs"], "max_num_batched_tokens": 8192},
+            "workload": {"prompt_len": PROMPT_LEN[row["task"]],
+                         "output_len_bins": row["output_len_bins"],
+                         "output_len_counts": row["output_len_counts"]},
+            "requests": int(sum(row["output_len_counts"])),
+            "output_tokens_per_s": row["output_throughput_tokens_per_sec"],
+            "j_per_output_token": row["energy_per_token_joules"],
+            "power_w": row["avg_power_watts"], "running_requests": row["avg_batch_size"],
+            "slice": slice_of(row), "source": f"{row['model_id']} {row['task']} "
+                                              f"({row['source']})"}
+
+
 def steady_cases(rows: list[dict], *, prompt_scale: float = 1.0, window: bool = False):
-    """Each row's steady state priced by the reference pricing (`SteadyCase`), in order;
-    `window`: the benchmark's own finite window instead of an endless steady state."""
-    from piep.api import scenario
-    from piep.fit.steady import SteadyCase
-    from piep.resolve import resolve
-    from piep.serving import steady
-    resolved, cases = {}, []
-    for r in rows:
-        key = (r["model_id"], r["tp"])
-        if key not in resolved:
-            resolved[key] = resolve(scenario(str(MODELS[r["model_id"]]),
-                                             gpu=r["gpu_model"].lower(), tp=r["tp"],
-                                             allow_uncalibrated=True, batch=1, prompt_len=16,
-                                             gen_len=2))
-        res = resolved[key]
-        dep = res.scenario.deployment
-        server = steady.PagedServer.defaults(dep.gpu.name, dep.gpu.memory_gib,
-                                             max_num_seqs=r["max_num_seqs"],
-                                             max_num_batched_tokens=8192)
-        lengths = steady.Lengths.histogram(PROMPT_LEN[r["task"]] * prompt_scale,
-                                           r["output_len_bins"], r["output_len_counts"])
-        running = steady.concurrency(dep, server, lengths)["running"]
-        occ = (steady.window_occupancy(lengths, round(running), int(sum(r["output_len_counts"])))
-               if window else steady.steady_occupancy(lengths, running))
-        cases.append(SteadyCase(steady.parts(dep, res.cost_model, server, lengths.prompt_len,
-                                             occ),
-                                r["output_throughput_tokens_per_sec"],
-                                r["energy_per_token_joules"],
-                                {"model": MODELS[r["model_id"]].stem, "slice": slice_of(r),
-                                 "measured_running": r["avg_batch_size"],
-                                 "max_num_seqs": r["max_num_seqs"],
-                                 "power_w": r["avg_power_watts"]}))
-    return cases
+    """Each row's steady state priced by the reference pricing (`SteadyCase`), in order,
+    through its record; `window`: the benchmark's own finite window instead of an endless
+    steady state."""
+    from piep.fit.steady import cases_from_records
+    return cases_from_records([steady_record(r) for r in rows], window=window,
+                              prompt_scale=prompt_scale)
 
 
 def by_model(case) -> str:
@@ -225,16 +217,7 @@ def held_out_scores(cases, gpu: str) -> list[dict]:
     return sorted(out, key=lambda s: order[id(s["case"])])
 
 
-def fit_shipped(rows: list[dict], gpu: str):
-    """The profile fitted on every row of `gpu`, with the 90 % band of the held-out
-    ratios."""
-    from piep.fit import steady as fs
-    cases = steady_cases(rows)
-    profile, info = fs.fit(cases, name="vllm", gpu=gpu,
-                           source=f"{ROWS.relative_to(ROOT)} (supplied: ML.ENERGY Benchmark "
-                                  f"v3, vLLM 0.11.1, {gpu.upper()})")
-    lomo = fs.held_out(cases, by_model, name="vllm", gpu=gpu)
-    return fs.with_interval(profile, fs.interval(fs.energy_ratios(cases, lomo))), info
+STEADY = DATA / "steady.jsonl"  # the rows as steady-state records: what the fit reads
 
 
 def carried_lines(rows: list[dict], source_gpu: str) -> list[str]:
@@ -317,15 +300,22 @@ def steady_lines(rows: list[dict], gpu: str) -> list[str]:
 
 
 def main() -> int:
+    import os
+    os.chdir(ROOT)  # (the records name their model configs from the repository's root)
     if "--fit" in sys.argv:
         from piep.artifacts import write_json
+        from piep.fit.steady import fit_records
+        records = [steady_record(r) for r in read_jsonl(ROWS) if r["gpu_model"] in GPUS]
+        write_text(STEADY, "".join(json.dumps(r) + "\n" for r in records))
+        print(f"wrote {STEADY.relative_to(ROOT)}")
         for gpu in GPUS:
-            rows = [r for r in read_jsonl(ROWS) if r["gpu_model"] == gpu]
-            profile, info = fit_shipped(rows, gpu.lower())
+            profile, info = fit_records(records, engine="vllm", gpu=gpu.lower(),
+                                        source=f"{STEADY.relative_to(ROOT)} (supplied: "
+                                               f"ML.ENERGY Benchmark v3, vLLM 0.11.1)")
             path = PROFILES / f"{gpu.lower()}.json"
             write_json(path, "piep.steady_profile", 1,
                        {"profile": profile.to_json(), "fit": info,
-                        "data": {"rows": str(ROWS.relative_to(ROOT)), "gpu": gpu,
+                        "data": {"records": str(STEADY.relative_to(ROOT)), "gpu": gpu,
                                  "command": "python benchmarks/public_mlenergy.py --fit"}})
             print(f"wrote {path.relative_to(ROOT)}")
         return 0

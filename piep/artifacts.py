@@ -433,6 +433,9 @@ register("piep.learned_predictor", 1, gpu=str, kinds=dict, comm=dict, terms=dict
 register("piep.engine_profile", 1, engine=dict, gpu=str, terms=dict, intervals=dict)
 register("piep.gpu_profile", 1, values=dict)
 register("piep.steady_profile", 1, profile=dict, fit=dict, data=dict)
+register("piep.steady_measurement", 1, model=str, gpu=str, tp=int, engine=dict, workload=dict,
+         output_tokens_per_s=NUM, j_per_output_token=NUM,
+         positive=("output_tokens_per_s", "j_per_output_token"))
 register("piep.steady_state", 1, engine=str, gpu=str, server=dict, workload=dict,
          running_requests=NUM, j_per_output_token=NUM, output_tokens_per_s=NUM,
          power_w=NUM, profile=dict, flags=list)

@@ -16,8 +16,10 @@ Two result files are read, in the formats their code writes (looked up in their 
   `--request-rate inf` (every request sent at once) gives its arrivals.
 
 A request that failed (an error, or no output token) is left out, and counted. A run
-under `max_concurrency` is refused: `piep serve` simulates an open stream of arrivals, not
-a client that holds back requests.
+under `max_concurrency` is not a stream of arrivals but a server held at that many
+requests: it becomes a steady state (`steady_record`, piep.steady_measurement: its output
+tokens per second and J per output token over the whole run, ramps included) that fits
+`piep steady`'s profile (`piep train --engine vllm --from-measurements`).
 """
 
 from __future__ import annotations
@@ -81,9 +83,10 @@ def requests_of(run: dict[str, Any], where: str) -> tuple[list[dict[str, Any]], 
         raise ConfigError(f"{where}: {fmt} result without {', '.join(missing)}: run the "
                           f"benchmark with {DETAIL_FLAG[fmt]} (its per-request timings)")
     if run.get("max_concurrency") not in (None, 0):
-        raise ConfigError(f"{where}: max_concurrency={run['max_concurrency']}: piep serve "
-                          f"simulates an open stream of arrivals; run the benchmark without "
-                          f"--max-concurrency")
+        raise ConfigError(f"{where}: max_concurrency={run['max_concurrency']}: a server held "
+                          f"at a concurrency is a steady state, not a stream of arrivals "
+                          f"(piep meter makes it one with --gpu); for piep serve, run the "
+                          f"benchmark without --max-concurrency")
     n = len(run["input_lens"])
     lists = {k: run[k] for k in PER_REQUEST}
     if run.get("start_times") is not None:
@@ -191,3 +194,68 @@ def replay_record(path: str | Path, *, model, engine: str, engine_version: str,
             "benchmark": {"format": fmt, "backend": run.get("backend"),
                           "request_rate": run.get("request_rate")},
             **({"window": window} if window else {"window": {"source": "gpu_energy_j"}})}
+
+
+def held_at(path: str | Path, run_index: int = -1) -> int | None:
+    """The concurrency a run of a result file held its server at (`max_concurrency`), or
+    None for a stream of arrivals."""
+    runs = read_results(path)
+    if not -len(runs) <= run_index < len(runs):
+        raise ConfigError(f"{path}: --run {run_index}: the file holds {len(runs)} runs")
+    value = runs[run_index].get("max_concurrency")
+    return int(value) if _number(value) and value > 0 else None
+
+
+def steady_record(path: str | Path, *, model: str, engine: str, engine_version: str,
+                  gpu: str, tp: int = 1, run_index: int = -1,
+                  energy_j: float | None = None) -> dict[str, Any]:
+    """A piep.steady_measurement record of a run held at `max_concurrency` requests (at an
+    infinite request rate): its output tokens per second and J per output token over the
+    whole run (ramps included: the more requests per slot, the closer to the steady
+    state), its prompts' mean and its outputs' histogram. Energy `energy_j` (a meter
+    window around the benchmark, idle-corrected to its duration), else the file's own."""
+    import numpy as np
+    from piep.models import load_model
+    runs = read_results(path)
+    where = f"{path} (run {run_index % len(runs) + 1} of {len(runs)})"
+    run = runs[run_index]
+    held = held_at(path, run_index)
+    if held is None:
+        raise ConfigError(f"{where}: no max_concurrency: a steady state is a server held "
+                          f"at a concurrency (vllm bench serve --max-concurrency N "
+                          f"--request-rate inf)")
+    if not math.isinf(_rate(run.get("request_rate"))):
+        raise ConfigError(f"{where}: request_rate={run.get('request_rate')}: a server held "
+                          f"full is sent every request at once (--request-rate inf)")
+    errors = run.get("errors") or [""] * len(run.get("output_lens") or [])
+    ok = [(p, o) for p, o, e in zip(run.get("input_lens") or [], run.get("output_lens") or [],
+                                   errors) if o and not e]
+    if len(ok) <= held:
+        raise ConfigError(f"{where}: {len(ok)} requests served at max_concurrency={held}: "
+                          f"a steady state needs many more requests than slots (10x or more)")
+    duration = run.get("duration")
+    if not _number(duration) or duration <= 0:
+        raise ConfigError(f"{where}: duration={duration!r} must be a finite number > 0 (s)")
+    if energy_j is None:
+        energy_j = run.get("gpu_energy_j")
+    if not _number(energy_j) or not 1.0 <= energy_j / duration / tp <= MAX_BOARD_W:
+        raise ConfigError(f"{where}: energy {energy_j!r} J over {duration:.6g} s on {tp} "
+                          f"GPU(s): meter the benchmark (piep meter ... -- CMD) or give a "
+                          f"run with gpu_energy_j")
+    prompts = np.array([p for p, _ in ok], float)
+    outputs = np.array([o for _, o in ok], float)
+    counts, edges = np.histogram(outputs, bins=min(50, max(1, len(ok) // 10)))
+    spec = load_model(model)
+    return {"schema": "piep.steady_measurement", "schema_version": 1, "model": str(model),
+            "config_hash": spec.config_hash(), "gpu": gpu, "tp": tp,
+            "engine": {"name": engine, "version": engine_version},
+            "server": {"max_num_seqs": held},
+            "workload": {"prompt_len": float(prompts.mean()),
+                         "output_len_bins": edges.tolist(),
+                         "output_len_counts": counts.tolist()},
+            "requests": len(ok), "failed_requests": len(errors) - len(ok),
+            "output_tokens_per_s": float(outputs.sum() / duration),
+            "j_per_output_token": float(energy_j / outputs.sum()),
+            "power_w": float(energy_j / duration), "time_s": float(duration),
+            "window": "the whole run (ramp up and down included)",
+            "source": f"{Path(path).name}#{run_index % len(runs) + 1}"}

@@ -63,7 +63,7 @@ def test_an_sglang_result_at_an_infinite_rate_is_a_burst(tmp_path):
 @pytest.mark.parametrize("doc, needle", [
     ({k: v for k, v in _vllm().items() if k not in REQUESTS}, "run the benchmark with "
      "--save-detailed"),
-    (_vllm(max_concurrency=8), "without --max-concurrency"),
+    (_vllm(max_concurrency=8), "a steady state, not a stream of arrivals"),
     (_vllm(ttfts=[0.1]), "do not hold one entry per request"),
     (_vllm(errors=["x", "y", "z"]), "every request failed"),
     ({"duration": 1.0}, "neither a vLLM result"),
@@ -202,3 +202,74 @@ def test_a_user_engine_fitted_on_too_few_runs_takes_its_base_engines_band(tmp_pa
     assert doc["interval"]["energy_j"][1] / doc["energy_j"] == pytest.approx(
         theirs["interval"]["energy_j"][1] / theirs["energy_j"], rel=1e-9)
     assert "few_runs_interval" in doc["flags"] and "hf-cb's 90 % band" in doc["interval"]["level"]
+
+
+def _held(n=60, concurrency=4, **over):
+    """A `vllm bench serve --request-rate inf --max-concurrency 4` result: every request sent
+    at once, four in flight at a time."""
+    outs = [100 + 10 * (i % 5) for i in range(n)]
+    fields = dict(request_rate="inf", max_concurrency=concurrency, num_prompts=n,
+                  duration=12.0, input_lens=[200] * n, output_lens=outs, ttfts=[0.05] * n,
+                  itls=[[0.01] * (o - 1) for o in outs], latencies=[1.0] * n,
+                  start_times=[1000.0] * n, errors=[""] * n, gpu_energy_j=4800.0)
+    return _vllm(**{**fields, **over})
+
+
+def test_a_run_held_at_a_concurrency_is_a_steady_state(tmp_path, monkeypatch, capsys):
+    from piep.bench_results import steady_record
+    path = tmp_path / "held.json"
+    path.write_text(json.dumps(_held()))
+    rec = steady_record(path, model="llama-2-7b", engine="vllm", engine_version="0.11",
+                        gpu="h100")
+    tokens = sum(100 + 10 * (i % 5) for i in range(60))
+    assert rec["output_tokens_per_s"] == pytest.approx(tokens / 12.0)
+    assert rec["j_per_output_token"] == pytest.approx(4800.0 / tokens)
+    assert rec["server"] == {"max_num_seqs": 4} and rec["workload"]["prompt_len"] == 200
+    assert sum(rec["workload"]["output_len_counts"]) == 60
+    path.write_text(json.dumps(_held(n=4)))
+    with pytest.raises(ConfigError, match="many more requests than slots"):
+        steady_record(path, model="llama-2-7b", engine="vllm", engine_version="0.11", gpu="h100")
+    path.write_text(json.dumps(_held(request_rate=3.0)))
+    with pytest.raises(ConfigError, match="--request-rate inf"):
+        steady_record(path, model="llama-2-7b", engine="vllm", engine_version="0.11", gpu="h100")
+    # piep meter around the benchmark: the window's energy, less its start-up at idle
+    import piep.commands.meter as cmd
+    from test_meter import _fake_window
+    monkeypatch.setattr(cmd, "_window", _fake_window)
+    result, out = tmp_path / "result.json", tmp_path / "steady.jsonl"
+    write = f"import json; json.dump({_held()!r}, open({str(result)!r}, 'w'))"
+    args = ["meter", "--serving-result", str(result), "--model", "llama-2-7b", "--engine",
+            "vllm", "--engine-version", "0.11", "--out", str(out), "--", sys.executable, "-c",
+            write]
+    assert main(args) == 2 and "give --gpu" in capsys.readouterr().err
+    assert not out.exists()
+    assert main(args[:-4] + ["--gpu", "H100"] + args[-4:]) == 0
+    rec = json.loads(out.read_text())
+    window = rec["metered"]
+    assert rec["schema"] == "piep.steady_measurement" and rec["gpu"] == "h100"
+    assert rec["j_per_output_token"] * tokens == pytest.approx(
+        window["energy_j"] - window["idle_power_w"] * max(window["time_s"] - 12.0, 0.0))
+
+
+def test_steady_states_fit_the_profile_piep_steady_reads(tmp_path, monkeypatch, capsys):
+    """The public steady states of two models, as records: `piep train --engine vllm`
+    fits a profile into the user data directory, and `piep steady` answers with it."""
+    from pathlib import Path
+    root = Path(__file__).resolve().parent.parent
+    monkeypatch.setenv("PIEP_DATA_DIR", str(tmp_path / "data"))
+    monkeypatch.chdir(root)  # (the records name their configs from the repository's root)
+    lines = (root / "calibration/public/mlenergy-v3/steady.jsonl").read_text().splitlines()
+    mine = [x for x in lines if '"h100"' in x and ("Qwen3-8B" in x or "Llama-3.1-8B" in x)]
+    records = tmp_path / "steady.jsonl"
+    records.write_text("\n".join(mine) + "\n")
+    assert main(["train", "--engine", "vllm", "--gpu", "h100", "--from-measurements",
+                 str(records), "--json"]) == 0
+    fit = json.loads(capsys.readouterr().out)
+    assert fit["records"] == len(mine) and fit["rms_log"] < 0.3
+    assert (tmp_path / "data/h100/engines/vllm/steady.json").is_file()
+    assert main(["steady", "--model", "llama-3-8b", "--max-num-seqs", "32", "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["profile"]["source"] == str(records) and "supplied_profile" not in doc["flags"]
+    assert main(["train", "--engine", "hf-cb", "--gpu", "h100", "--from-measurements",
+                 str(records)]) == 2
+    assert "--engine vllm" in capsys.readouterr().err

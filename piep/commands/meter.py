@@ -28,6 +28,11 @@ def configure(parser) -> None:
                              "is that run replayed (its requests and timings), its energy "
                              "the window around the command (or, without a command, the "
                              "file's own gpu_energy_j); no --batch/--prompt-len/--gen-len")
+    parser.add_argument("--gpu", metavar="NAME",
+                        help="with --serving-result of a run held at --max-concurrency: the "
+                             "GPU type it ran on (e.g. h100); the record is a steady state "
+                             "that fits `piep steady` (piep train --engine vllm "
+                             "--from-measurements)")
     parser.add_argument("--run", type=int, default=-1, metavar="N",
                         help="with --serving-result: which run of the file (1 = first; "
                              "default the last)")
@@ -92,7 +97,7 @@ def _serving(args, cmd: list[str]) -> int:
     """A serving benchmark's run as a replay: metered around `cmd` (which writes the result
     file), or read with the file's own energy."""
     from pathlib import Path
-    from piep.bench_results import replay_record
+    from piep.bench_results import held_at, replay_record
     from piep.records import append_record as append
     if args.tp < 1 or args.run == 0:
         raise ConfigError("--tp is a positive integer; --run counts from 1 (or -1, the last)")
@@ -107,6 +112,8 @@ def _serving(args, cmd: list[str]) -> int:
         idle_w = sum(g["idle_power_w"] for g in whole.per_gpu)
         window = {"energy_j": whole.energy_j, "time_s": whole.time_s, "idle_power_w": idle_w,
                   "command": shlex.join(cmd)}
+    if held_at(args.serving_result, run_index) is not None:
+        return _steady(args, run_index, window)
     rec = replay_record(args.serving_result, model=args.model, engine=args.engine,
                         engine_version=args.engine_version, tp=args.tp, run_index=run_index,
                         energy_j=window and window["energy_j"], window=window)
@@ -120,4 +127,31 @@ def _serving(args, cmd: list[str]) -> int:
                                f"{r['engine']['version']}: {r['requests']} requests "
                                f"({r['failed_requests']} failed, left out), "
                                f"{r['energy_j']:.1f} J over {r['time_s']:.2f} s -> {args.out}"))
+    return 0
+
+
+def _steady(args, run_index: int, window: dict | None) -> int:
+    """A run held at its max_concurrency: a steady-state record (piep.steady_measurement),
+    its energy the window around the command less its start-up and tear-down at idle."""
+    from piep.artifacts import append_jsonl, check_document
+    from piep.bench_results import read_results, steady_record
+    if not args.gpu:
+        raise ConfigError(f"{args.serving_result}: a run held at max_concurrency is a steady "
+                          f"state: give --gpu (the GPU type it ran on, e.g. h100)")
+    energy = None
+    if window is not None:
+        duration = read_results(args.serving_result)[run_index].get("duration") or 0.0
+        energy = window["energy_j"] - window["idle_power_w"] * max(window["time_s"] - duration,
+                                                                   0.0)
+    rec = steady_record(args.serving_result, model=args.model, engine=args.engine,
+                        engine_version=args.engine_version, gpu=args.gpu.lower(), tp=args.tp,
+                        run_index=run_index, energy_j=energy)
+    if window is not None:
+        rec["metered"] = window
+    append_jsonl(args.out, check_document(rec, args.out))
+    emit(args, rec, lambda r: (f"{r['model']} on {r['engine']['name']} "
+                               f"{r['engine']['version']}, held at "
+                               f"{r['server']['max_num_seqs']}: {r['output_tokens_per_s']:.1f} "
+                               f"tokens/s, {r['j_per_output_token']:.4g} J per output token "
+                               f"({r['requests']} requests) -> {args.out}"))
     return 0

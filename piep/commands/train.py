@@ -36,6 +36,8 @@ def configure(parser) -> None:
 
 def run(args) -> int:
     from piep.predict.learned import load_learned
+    if args.engine and args.from_measurements and _steady_records(args.from_measurements):
+        return _fit_steady(args)
     _check_engine(args)
     out = _claim_output(args)  # before minutes of fitting: writable, no other piep on it
     if args.engine:
@@ -88,6 +90,49 @@ def _claim_output(args) -> Path:
     folder = Path(args.out or (user_predictor_dir(args.gpu) if args.from_measurements
                                else predictor_dir(args.gpu)))
     return writable_folder(folder, "--out", SIGNATURE)
+
+
+def _steady_records(path: str) -> bool:
+    """Whether a records file holds measured steady states (piep.steady_measurement); a
+    file that is not there is refused where its kind is known."""
+    from piep.artifacts import read_text
+    if not Path(path).is_file():
+        return False
+    first = next((line for line in read_text(path).splitlines() if line.strip()), "")
+    return '"piep.steady_measurement"' in first
+
+
+def _fit_steady(args) -> int:
+    """An engine's steady-state profile (`piep steady`) fitted on measured steady states,
+    written where `piep steady` finds it (the user data directory, or --out)."""
+    from piep.artifacts import read_records, user_gpu_dir, writable, write_json
+    from piep.errors import ConfigError
+    from piep.fit.steady import RECORD_SCHEMA, fit_records
+    from piep.serving.steady import PROFILE_SCHEMA, STEADY_ENGINES
+    if args.engine not in STEADY_ENGINES:
+        raise ConfigError(f"{args.from_measurements} holds steady states: --engine "
+                          f"{'|'.join(STEADY_ENGINES)} (the engines `piep steady` prices)")
+    if args.like:
+        raise ConfigError("--like does not go with steady states: they fit the engine's own "
+                          "steady-state profile")
+    path = Path(args.out) / "steady.json" if args.out else \
+        user_gpu_dir(args.gpu) / "engines" / args.engine / "steady.json"
+    writable(path, "--out")
+    records = read_records(args.from_measurements, RECORD_SCHEMA, given=True)
+    profile, info = fit_records(records, engine=args.engine, gpu=args.gpu,
+                                source=str(args.from_measurements))
+    write_json(path, PROFILE_SCHEMA, 1,
+               {"profile": profile.to_json(), "fit": info,
+                "data": {"records": str(args.from_measurements), "gpu": args.gpu,
+                         "command": f"piep train --engine {args.engine} --gpu {args.gpu} "
+                                    f"--from-measurements {args.from_measurements}"}},
+               command="piep train")
+    doc = {"steady_profile": str(path), "records": info["cases"],
+           "time_scale": profile.time_scale, "step_host_s": profile.step_host_s,
+           "power_scale": profile.power_scale, "rms_log": info["rms_log"],
+           "interval": list(profile.interval) if profile.interval else info.get("interval")}
+    emit(args, doc, lambda d: "\n".join(f"{k}: {v}" for k, v in d.items()))
+    return 0
 
 
 def _check_engine(args) -> None:

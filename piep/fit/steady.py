@@ -113,3 +113,81 @@ def interval(ratios: np.ndarray, coverage: float = 0.9) -> tuple[float, float]:
 
 def with_interval(profile: SteadyProfile, band: tuple[float, float]) -> SteadyProfile:
     return replace(profile, interval=band)
+
+
+# --- measured steady states as records (piep.steady_measurement) ------------------------
+
+RECORD_SCHEMA = "piep.steady_measurement"
+
+
+def lengths_of(workload: dict[str, Any], where: str):
+    """A record's workload as `Lengths`: a prompt mean and the output lengths as a
+    histogram (`output_len_bins`, `output_len_counts`) or their mean and mean square."""
+    from piep.errors import ConfigError
+    from piep.serving.steady import Lengths
+    prompt = workload.get("prompt_len")
+    if workload.get("output_len_bins") is not None:
+        return Lengths.histogram(prompt, workload["output_len_bins"],
+                                 workload["output_len_counts"])
+    if workload.get("output_len_mean") is not None:
+        mean = workload["output_len_mean"]
+        return Lengths(prompt, mean, workload.get("output_len_sq_mean") or mean ** 2)
+    raise ConfigError(f"{where}: workload needs prompt_len and output_len_bins + "
+                      f"output_len_counts, or output_len_mean (+ output_len_sq_mean)")
+
+
+def cases_from_records(records: Sequence[dict[str, Any]], *, predictor: str = "auto",
+                       window: bool = False, prompt_scale: float = 1.0) -> list[SteadyCase]:
+    """Each record's steady state priced by the reference pricing on its GPU and layout
+    (one resolution per model, GPU and layout), its concurrency predicted from its server
+    settings (vLLM's defaults where absent). `window`: the ML.ENERGY Benchmark's finite
+    window over the record's `requests` instead of an endless steady state;
+    `prompt_scale`: its prompts scaled (a sensitivity)."""
+    from piep.api import resolve, scenario
+    from piep.serving import steady as st
+    resolved: dict[tuple, Any] = {}
+    out = []
+    for i, rec in enumerate(records):
+        where = f"{rec.get('source', 'record')} #{i + 1}"
+        key = (rec["model"], rec["gpu"], rec["tp"])
+        if key not in resolved:
+            resolved[key] = resolve(scenario(rec["model"], gpu=rec["gpu"], tp=rec["tp"],
+                                             batch=1, prompt_len=16, gen_len=2,
+                                             allow_uncalibrated=True), predictor)
+        res = resolved[key]
+        dep = res.scenario.deployment
+        server = st.PagedServer.defaults(dep.gpu.name, dep.gpu.memory_gib,
+                                         **(rec.get("server") or {}))
+        lengths = lengths_of(rec["workload"], where)
+        if prompt_scale != 1.0:
+            lengths = replace(lengths, prompt_len=lengths.prompt_len * prompt_scale)
+        running = st.concurrency(dep, server, lengths)["running"]
+        occ = st.window_occupancy(lengths, round(running), int(rec["requests"])) if window \
+            else st.steady_occupancy(lengths, running)
+        out.append(SteadyCase(st.parts(dep, res.cost_model, server, lengths.prompt_len, occ),
+                              rec["output_tokens_per_s"], rec["j_per_output_token"],
+                              {"model": res.scenario.model.name, "slice": rec.get("slice", ""),
+                               "measured_running": rec.get("running_requests"),
+                               "max_num_seqs": server.max_num_seqs,
+                               "power_w": rec.get("power_w")}))
+    return out
+
+
+def by_model(case: SteadyCase) -> str:
+    return case.labels["model"]
+
+
+def fit_records(records: Sequence[dict[str, Any]], *, engine: str, gpu: str,
+                source: str = "") -> tuple[SteadyProfile, dict[str, Any]]:
+    """The profile of `engine` on `gpu` fitted on every record of that GPU, with its 90 %
+    band of energy from leave-one-model-out ratios (needs two models or more)."""
+    mine = [r for r in records if str(r["gpu"]).lower() == gpu.lower()]
+    if not mine:
+        raise FitError(f"no record of {engine} on {gpu} among {len(records)} "
+                       f"(their GPUs: {', '.join(sorted({str(r['gpu']) for r in records}))})")
+    cases = cases_from_records(mine)
+    profile, info = fit(cases, name=engine, gpu=gpu.lower(), source=source)
+    if len({by_model(c) for c in cases}) < 2:
+        return profile, {**info, "interval": "none: one model (a band needs models held out)"}
+    lomo = held_out(cases, by_model, name=engine, gpu=gpu.lower())
+    return with_interval(profile, interval(energy_ratios(cases, lomo))), info
