@@ -19,7 +19,7 @@ A request that failed (an error, or no output token) is left out, and counted. A
 under `max_concurrency` is not a stream of arrivals but a server held at that many
 requests: it becomes a steady state (`steady_record`, piep.steady_measurement: its output
 tokens per second and J per output token over the whole run, ramps included) that fits
-`piep steady`'s profile (`piep train --engine vllm --from-measurements`).
+`piep steady`'s profile (`piep train --engine vllm --steady-states`).
 """
 
 from __future__ import annotations

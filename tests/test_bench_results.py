@@ -262,7 +262,7 @@ def test_steady_states_fit_the_profile_piep_steady_reads(tmp_path, monkeypatch, 
     mine = [x for x in lines if '"h100"' in x and ("Qwen3-8B" in x or "Llama-3.1-8B" in x)]
     records = tmp_path / "steady.jsonl"
     records.write_text("\n".join(mine) + "\n")
-    assert main(["train", "--engine", "vllm", "--gpu", "h100", "--from-measurements",
+    assert main(["train", "--engine", "vllm", "--gpu", "h100", "--steady-states",
                  str(records), "--json"]) == 0
     fit = json.loads(capsys.readouterr().out)
     assert fit["records"] == len(mine) and fit["rms_log"] < 0.3
@@ -270,6 +270,6 @@ def test_steady_states_fit_the_profile_piep_steady_reads(tmp_path, monkeypatch, 
     assert main(["steady", "--model", "llama-3-8b", "--max-num-seqs", "32", "--json"]) == 0
     doc = json.loads(capsys.readouterr().out)
     assert doc["profile"]["source"] == str(records) and "supplied_profile" not in doc["flags"]
-    assert main(["train", "--engine", "hf-cb", "--gpu", "h100", "--from-measurements",
+    assert main(["train", "--engine", "hf-cb", "--gpu", "h100", "--steady-states",
                  str(records)]) == 2
     assert "--engine vllm" in capsys.readouterr().err

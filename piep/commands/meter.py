@@ -32,7 +32,7 @@ def configure(parser) -> None:
                         help="with --serving-result of a run held at --max-concurrency: the "
                              "GPU type it ran on (e.g. h100); the record is a steady state "
                              "that fits `piep steady` (piep train --engine vllm "
-                             "--from-measurements)")
+                             "--steady-states)")
     parser.add_argument("--run", type=int, default=-1, metavar="N",
                         help="with --serving-result: which run of the file (1 = first; "
                              "default the last)")

@@ -28,6 +28,11 @@ def configure(parser) -> None:
                         help="your own end-to-end records (piep.measurement JSONL): refit "
                              "the combiner and the gap terms on top of the shipped model, or "
                              "with --engine that engine's profile")
+    parser.add_argument("--steady-states", metavar="FILE.jsonl",
+                        help="with --engine vllm: measured steady states of a server held "
+                             "full (piep.steady_measurement: `piep meter --serving-result "
+                             "--gpu` of a run at --max-concurrency); fits the profile `piep "
+                             "steady` reads (into the user data directory, or --out)")
     parser.add_argument("--out", metavar="FOLDER",
                         help="where to write (default: calibration/<gpu>/predictor, or for "
                              "an engine calibration/<gpu>/engines/<engine>; a fit on your "
@@ -36,7 +41,7 @@ def configure(parser) -> None:
 
 def run(args) -> int:
     from piep.predict.learned import load_learned
-    if args.engine and args.from_measurements and _steady_records(args.from_measurements):
+    if args.steady_states:
         return _fit_steady(args)
     _check_engine(args)
     out = _claim_output(args)  # before minutes of fitting: writable, no other piep on it
@@ -92,16 +97,6 @@ def _claim_output(args) -> Path:
     return writable_folder(folder, "--out", SIGNATURE)
 
 
-def _steady_records(path: str) -> bool:
-    """Whether a records file holds measured steady states (piep.steady_measurement); a
-    file that is not there is refused where its kind is known."""
-    from piep.artifacts import read_text
-    if not Path(path).is_file():
-        return False
-    first = next((line for line in read_text(path).splitlines() if line.strip()), "")
-    return '"piep.steady_measurement"' in first
-
-
 def _fit_steady(args) -> int:
     """An engine's steady-state profile (`piep steady`) fitted on measured steady states,
     written where `piep steady` finds it (the user data directory, or --out)."""
@@ -110,22 +105,22 @@ def _fit_steady(args) -> int:
     from piep.fit.steady import RECORD_SCHEMA, fit_records
     from piep.serving.steady import PROFILE_SCHEMA, STEADY_ENGINES
     if args.engine not in STEADY_ENGINES:
-        raise ConfigError(f"{args.from_measurements} holds steady states: --engine "
-                          f"{'|'.join(STEADY_ENGINES)} (the engines `piep steady` prices)")
-    if args.like:
-        raise ConfigError("--like does not go with steady states: they fit the engine's own "
-                          "steady-state profile")
+        raise ConfigError(f"--steady-states fits the profile of an engine `piep steady` "
+                          f"prices: --engine {'|'.join(STEADY_ENGINES)}")
+    if args.like or args.from_measurements:
+        raise ConfigError("--steady-states fits the engine's own steady-state profile: no "
+                          "--like, no --from-measurements")
     path = Path(args.out) / "steady.json" if args.out else \
         user_gpu_dir(args.gpu) / "engines" / args.engine / "steady.json"
     writable(path, "--out")
-    records = read_records(args.from_measurements, RECORD_SCHEMA, given=True)
+    records = read_records(args.steady_states, RECORD_SCHEMA, given=True)
     profile, info = fit_records(records, engine=args.engine, gpu=args.gpu,
-                                source=str(args.from_measurements))
+                                source=str(args.steady_states))
     write_json(path, PROFILE_SCHEMA, 1,
                {"profile": profile.to_json(), "fit": info,
-                "data": {"records": str(args.from_measurements), "gpu": args.gpu,
+                "data": {"records": str(args.steady_states), "gpu": args.gpu,
                          "command": f"piep train --engine {args.engine} --gpu {args.gpu} "
-                                    f"--from-measurements {args.from_measurements}"}},
+                                    f"--steady-states {args.steady_states}"}},
                command="piep train")
     doc = {"steady_profile": str(path), "records": info["cases"],
            "time_scale": profile.time_scale, "step_host_s": profile.step_host_s,
