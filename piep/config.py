@@ -16,7 +16,7 @@ from typing import Any, Mapping
 
 from piep.errors import ConfigError
 from piep.families import (ACTIVATIONS, FAMILIES, MOE_TYPES, PRICED, nope_layers,
-                           rotary_share, sliding_layers)
+                           rotary_share, sliding_layers, softcapped)
 
 BF16_BYTES = 2
 
@@ -144,6 +144,8 @@ class ModelSpec:
     residual_scale: bool = False       # one multiply before each residual add
     logit_scale: bool = False          # one multiply of the logits
     query_scale: bool = False          # queries scaled by their positions after RoPE
+    score_cap: bool = False            # attention scores soft-capped: eager attention
+    logit_cap: bool = False            # final logits soft-capped (tanh)
 
     def __post_init__(self) -> None:
         problems: list[str] = []
@@ -322,6 +324,10 @@ class ModelSpec:
             cfg["hidden_act"] = cfg["hidden_activation"] = "gelu_pytorch_tanh"
         if self.rotary_dim is not None:
             cfg["partial_rotary_factor"] = self.rotary_dim / self.head_dim
+        if self.score_cap or self.logit_cap or self.model_type == "gemma2":
+            # (the caps' values do not change what runs; Gemma 2's defaults)
+            cfg["attn_logit_softcapping"] = 50.0 if self.score_cap else None
+            cfg["final_logit_softcapping"] = 30.0 if self.logit_cap else None
         return cfg
 
     @classmethod
@@ -399,6 +405,7 @@ class ModelSpec:
             window = None
         layers = values["num_layers"]
         rotary = rotary_share(config)
+        score_cap, logit_cap = softcapped(config, fam)
         return cls(
             name=name,
             model_type=model_type,
@@ -430,6 +437,7 @@ class ModelSpec:
             nope_layers=nope_layers(config, model_type, layers),
             scaled_embeddings=fam.scaled_embeddings, residual_scale=fam.residual_scale,
             logit_scale=fam.logit_scale, query_scale=fam.query_scale,
+            score_cap=score_cap, logit_cap=logit_cap,
         )
 
 
@@ -440,7 +448,8 @@ LLAMA_LIKE = ("llama", "mistral", "qwen2", "mixtral")
 # the fields a family sets (piep.families), with Llama's values
 FAMILY_FIELDS = ("qk_norm", "pre_norms", "post_norms", "fused_qkv", "fused_gate_up",
                  "activation", "rotary_dim", "sliding_layers", "nope_layers",
-                 "scaled_embeddings", "residual_scale", "logit_scale", "query_scale")
+                 "scaled_embeddings", "residual_scale", "logit_scale", "query_scale",
+                 "score_cap", "logit_cap")
 LLAMA_DEFAULTS = {f.name: f.default for f in dataclass_fields(ModelSpec)
                   if f.name in FAMILY_FIELDS or f.name == "quantization"}
 

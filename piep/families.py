@@ -42,6 +42,10 @@ class Family:
     query_scale: bool = False
     # the input and output embeddings share their weights where a config does not say
     tied: bool = False
+    # attention scores and final logits soft-capped (tanh) where a config does not say
+    # otherwise (Gemma 2's config class sets both); transformers runs soft-capped scores
+    # with its eager attention (SDPA cannot cap them)
+    softcaps: bool = False
     # what the family's configs state per model beyond the shape, in words (docs)
     per_model: str | None = None
     # why it is not priced yet (None: priced); a mixture of experts is refused elsewhere
@@ -69,9 +73,10 @@ FAMILIES: dict[str, Family] = {
     "granite": Family(scaled_embeddings=True, residual_scale=True, logit_scale=True),
     "smollm3": Family(per_model="layers without RoPE (`no_rope_layers`)"),
     "mixtral": Family(qkv_bias=False),  # read, so that its experts are refused by name
-    "gemma2": Family(post_norms=True, scaled_embeddings=True, tied=True,
-                     missing="attention logit soft-capping (transformers runs it with its "
-                             "eager attention, which piep has not measured)"),
+    "gemma2": Family(post_norms=True, scaled_embeddings=True, tied=True, softcaps=True,
+                     per_model="local and global layers, soft-capped attention scores and "
+                               "logits (`attn_logit_softcapping`, "
+                               "`final_logit_softcapping`), GeGLU"),
     "cohere": Family(missing="LayerNorm, parallel attention and MLP"),
     "exaone": Family(missing="attention layout of its own"),
 }
@@ -101,6 +106,15 @@ def _rope_value(config: Mapping[str, Any], key: str) -> Any:
         if isinstance(config.get(nest), Mapping) and config[nest].get(key) is not None:
             return config[nest][key]
     return None
+
+
+def softcapped(config: Mapping[str, Any], family: Family) -> tuple[bool, bool]:
+    """(attention scores capped, final logits capped): a config's
+    `attn_logit_softcapping` and `final_logit_softcapping` (null: not capped), the
+    family's default where it states neither."""
+    def capped(key: str) -> bool:
+        return config[key] is not None if key in config else family.softcaps
+    return capped("attn_logit_softcapping"), capped("final_logit_softcapping")
 
 
 def sliding_layers(config: Mapping[str, Any], model_type: str,

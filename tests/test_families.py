@@ -23,6 +23,7 @@ OWN_KEYS = {  # what a family's config states beyond the small shape
     "gemma": {"hidden_act": "gelu"},
     "gemma3_text": {"sliding_window": 16, "sliding_window_pattern": 3,
                     "hidden_activation": "gelu_pytorch_tanh"},
+    "gemma2": {"sliding_window": 16, "hidden_activation": "gelu_pytorch_tanh"},
     "glm4": {"partial_rotary_factor": 0.5, "attention_bias": True},
     "smollm3": {"no_rope_layer_interval": 3},
 }
@@ -95,6 +96,30 @@ def test_a_global_layer_beside_sliding_ones_decodes_over_every_key():
     assert slots == 4 * 64 + 2 * 350
 
 
+def test_soft_capped_scores_run_eager_attention():
+    """Gemma 2 caps its attention scores (transformers runs its eager attention: K/V
+    repeated to every head, the scores materialized and passed over by scale, cap, mask,
+    softmax and cast) and its logits; a config that nulls the caps runs neither."""
+    from piep.tree.builder import SCORE_PASSES
+    gemma2 = small("gemma2")
+    assert gemma2.score_cap and gemma2.logit_cap
+    dep = validate(gemma2, Parallel(), Workload(batch=2, prompt_len=8, gen_len=2), _gpu(),
+                   engine="hf-eager", check_memory=False)
+    leaves = [n for _, _, n in build_tree(dep).leaves()]
+    prefill = [n for n in leaves if n.phase == "prefill"]
+    scores = [n for n in prefill if n.kind == "scores"]
+    assert len(scores) == len(SCORE_PASSES) * 2  # two layer kinds (local, global)
+    # every query's score against every key of the prompt: batch x heads x 8 x 8
+    assert {n.tokens * n.attrs["width"] for n in scores} == {2 * 4 * 8 * 8}
+    assert any(n.kind == "kv_expand" for n in prefill)
+    assert [n.name for n in prefill if n.name == "logit_softcap"] == ["logit_softcap"]
+    plain = ModelSpec.from_hf_config({"model_type": "gemma2", **SMALL,
+                                      "attn_logit_softcapping": None,
+                                      "final_logit_softcapping": None}, name="g")
+    assert not plain.score_cap and not plain.logit_cap
+    assert not small("gemma3_text").score_cap  # (its config class caps nothing)
+
+
 def test_partial_rotary_rotates_its_share_and_copies_the_rest():
     glm = small("glm4")
     assert glm.rotary_dim == 16
@@ -126,7 +151,7 @@ def test_llama_hashes_and_shapes_are_as_before():
     assert spec.config_hash() == "3ecfcc32bedcdf7d"
 
 
-@pytest.mark.parametrize("model_type", ["gemma2", "cohere"])
+@pytest.mark.parametrize("model_type", ["cohere", "exaone"])
 def test_families_not_priced_yet_say_what_the_tree_lacks(model_type):
     with pytest.raises(ConfigError, match=f"{model_type!r} is not priced yet \\(the tree lacks"):
         small(model_type)

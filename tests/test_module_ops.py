@@ -34,7 +34,7 @@ def _leaf_ops(h200, compiled: bool):
     family = replace(SMALL, model_type="phi3", fused_qkv=True, fused_gate_up=True,
                      activation="gelu_tanh", qk_norm="head", post_norms=True, rotary_dim=16,
                      nope_layers=(1,), scaled_embeddings=True, residual_scale=True,
-                     logit_scale=True)
+                     logit_scale=True, score_cap=True, logit_cap=True)
     for spec, engine in ((SMALL, None), (SMALL, "hf-eager"), (SMALL, "hf-static"),
                          (SMALL, "hf-cb"), (windowed, "hf-eager"), (windowed, "hf-static"),
                          (family, "hf-eager")):

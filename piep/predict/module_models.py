@@ -244,7 +244,9 @@ FALLBACK_GROUP = {"sdpa_masked": "attention", "kv_slide.decode": "kv_append.deco
                   "kv_expand.decode.eager": "kv_expand.decode",
                   # before they were sampled: GeGLU's gate as SwiGLU's (one elementwise
                   # kernel and a multiply over the same bytes), a scalar multiply as an add
-                  "geglu": "activation", "scale": "residual"}
+                  "geglu": "activation", "scale": "residual",
+                  # eager attention's passes over its scores, as elementwise kernels
+                  "scores": "activation"}
 
 
 def _call_power_w(sample) -> float:

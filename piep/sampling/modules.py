@@ -86,6 +86,10 @@ def build_op(s: dict[str, Any], mode: str, device, dtype=torch.bfloat16,
         n = _copies(t * w * 2)
         xs = [rnd(t, w) for _ in range(n)]
         return Op(lambda i: xs[i] * 0.5, n, 0)
+    if kind == "scores":  # one pass over eager attention's scores: the cap's tanh
+        n = _copies(t * w * 2)
+        xs = [rnd(t, w) for _ in range(n)]
+        return Op(lambda i: torch.tanh(xs[i]), n, 0)
     if kind == "rope":
         return _rope_op(s, rnd)
     if kind == "embedding":

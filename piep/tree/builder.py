@@ -20,7 +20,7 @@ LAUNCHES = {
     "down_proj": 1, "lm_head": 1, "sampling": 2, "residual": 1, "allreduce": 1,
     "allgather": 2, "p2p": 1, "kv_append": 2, "kv_expand": 2, "kv_gather": 2,
     "kv_slide": 2, "sdpa_masked": 4, "qkv_proj": 1, "gate_up_proj": 1, "geglu": 2,
-    "scale": 1,
+    "scale": 1, "scores": 1,
 }
 # attention-like leaves: their kernel is set by batch, heads, KV heads, head dim, query
 # length and context (SDPA; the masked SDPA over a static or a gathered paged cache)
@@ -117,7 +117,16 @@ ELEMENTWISE = {  # kind -> (reads, writes, flops per element)
     # GeGLU's gate: tanh-approximated GELU times up; a multiply by a scalar (Gemma's and
     # Granite's embeddings, Granite's residuals and logits)
     "geglu": (2, 1, 12), "scale": (1, 1, 1),
+    # one pass of eager attention over its scores (`SCORE_PASSES` lists them)
+    "scores": (1, 1, 1),
 }
+# transformers' eager attention with soft-capped scores (Gemma 2's eager_attention_forward):
+# the passes over the materialized scores between QK^T and PV, each one kernel: (name,
+# elements read, written in bf16 units, flops per element); softmax writes fp32, the cast
+# reads it back
+SCORE_PASSES = (("scores_scale", 1, 1, 1), ("softcap_div", 1, 1, 1),
+                ("softcap_tanh", 1, 1, 8), ("softcap_mul", 1, 1, 1), ("scores_mask", 2, 1, 1),
+                ("softmax", 1, 2, 5), ("softmax_cast", 2, 1, 0))
 # the module sampler's op per kind: bumped when an op changes the kernels it runs
 # (2: attention and rope reproduce the runner's in-situ kernel sequence; 3: eager-mode
 # ops are timed as captured kernels, without the sampler's own host launch gaps)
@@ -191,6 +200,8 @@ def _cache_attention(dep: Deployment, phase: str, batch: int, q_len: int, ctx: i
     (K/V expanded to every query head); `append_ctx`, the keys a sliding DynamicCache step
     concatenates to past its window (a strided slice: `kv_slide`; default: every key)."""
     hq, hkv, d = dep.heads_per_rank, dep.kv_heads_per_rank, dep.model.head_dim
+    eager = dep.model.score_cap  # every key's score materialized, K/V repeated to each head
+    masked = masked or eager
     out = []
     if dep.engine_record.dynamic_cache and phase == "decode":
         kind, keys = ("kv_append", ctx) if append_ctx is None else ("kv_slide", append_ctx)
@@ -207,6 +218,10 @@ def _cache_attention(dep: Deployment, phase: str, batch: int, q_len: int, ctx: i
     if paged:  # the packed float mask, queries x keys, read by every layer
         attention.bytes_read += batch * q_len * ctx * BF16_BYTES
     out.append(attention)
+    if eager:  # (QK^T and PV priced as the masked SDPA over the same keys)
+        out += [_elementwise(name, "scores", phase, batch * hq * q_len, ctx, reads=reads,
+                             writes=writes, flops_per=per)
+                for name, reads, writes, per in SCORE_PASSES]
     return out
 
 
@@ -414,6 +429,11 @@ def _stage(dep: Deployment, index: int, phase: str, batch: int, q_len: int, ctx:
     )
     if m.logit_scale:
         stage.add(_scale("logit_scale", phase, batch, v))
+    if m.logit_cap:  # divide, tanh, multiply
+        cap = _elementwise("logit_softcap", "scale", phase, batch, v, reads=3, writes=3,
+                           flops_per=10)
+        cap.launches = 3
+        stage.add(cap)
     if tp > 1:
         size = batch * m.vocab_size * BF16_BYTES
         stage.add(Node("allgather_logits", "allgather", phase, comm_bytes=size,

@@ -11,7 +11,10 @@ COMPUTE_KINDS = ("embedding", "rmsnorm", "q_proj", "k_proj", "v_proj", "rope", "
                  "lm_head", "sampling", "residual", "sdpa_masked",
                  # of families beyond Llama's (piep.families): fused projections, GeGLU's
                  # activation, a multiply by a scalar
-                 "qkv_proj", "gate_up_proj", "geglu", "scale")
+                 "qkv_proj", "gate_up_proj", "geglu", "scale",
+                 # eager attention's pointwise passes over the materialized scores
+                 # (Gemma 2's soft-capping: scale, tanh cap, mask, softmax, cast)
+                 "scores")
 COMM_KINDS = ("allreduce", "allgather", "p2p")
 # copies of the KV cache some engines make (priced by their module samples; without
 # samples, at the GPU's measured copy rate); `kv_slide`: a sliding cache's concatenation

@@ -2,8 +2,10 @@
 # Device call 70 (nvidia-h200), PLANNED in session 26, not yet run (issue 49); to run it,
 # move it to calibration/h200/device/run70.sh and `run` it with PIEP_GIT_COMMIT set:
 # (1) module samples of what the new families run (q/k norms at their rows and widths,
-#     GeGLU's gate, scalar multiplies, fused qkv and gate_up GEMMs), drawn from the trees of
-#     calibration/h200/families/configs, both modes -> modules_families_s70.jsonl;
+#     GeGLU's gate, scalar multiplies, fused qkv and gate_up GEMMs, and since session 27
+#     eager attention's passes over Gemma 2's soft-capped scores), drawn from the trees of
+#     calibration/h200/families/configs and Gemma 2 2B's, both modes ->
+#     modules_families_s70.jsonl;
 # (2) hf-static on the rows call 69 did not reach, cheapest compile first
 #     (calibration/h200/families/design_static2.jsonl) -> families_s70_static.jsonl.
 # Before it: `python benchmarks/families_accuracy.py --predict` (blind predictions of (2)).
@@ -17,8 +19,8 @@ END=$(( $(date +%s) + ${TOTAL_S:-560} ))
 left() { echo $(( END - $(date +%s) )); }
 echo "== start $(date +%T) commit $PIEP_GIT_COMMIT" >> "$L"
 timeout $((${MOD_S:-170} + 20)) python3 -m piep calibrate modules \
-    --kinds rmsnorm geglu scale qkv_proj gate_up_proj --modes graph eager \
-    --models $F/configs/*.json --seed 81 --per-kind 12 --repeat-every 1000 \
+    --kinds rmsnorm geglu scale scores qkv_proj gate_up_proj --modes graph eager \
+    --models $F/configs/*.json benchmarks/data/model_census/gemma-2-2b-it.json --seed 81 --per-kind 12 --repeat-every 1000 \
     --out "$OUT/modules_families_s70.jsonl" --budget-s ${MOD_S:-170} >> "$L" 2>&1
 echo "modules rc=$? $(date +%T) left $(left) s" >> "$L"
 B=$(( $(left) - 30 ))
