@@ -350,6 +350,12 @@ def _family_words(fam) -> str:
                                      else " in place of the pre-norms"))
     words += [w for flag, w in ((fam.fused_qkv, "one qkv GEMM"),
                                 (fam.fused_gate_up, "one gate_up GEMM"),
+                                (not fam.gated_mlp, "a plain MLP (c_fc, activation, c_proj)"),
+                                (fam.parallel_block, "attention and MLP in parallel from one "
+                                                     "norm"),
+                                (fam.layer_norm, "LayerNorms (priced as RMSNorm's pass)"),
+                                (fam.softcaps, "eager attention over soft-capped scores "
+                                               "(7 passes over them), capped logits"),
                                 (fam.scaled_embeddings, "scaled embeddings"),
                                 (fam.residual_scale, "scaled residual branches"),
                                 (fam.logit_scale, "scaled logits"),

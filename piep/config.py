@@ -32,7 +32,7 @@ ALIASES: dict[str, tuple[str, ...]] = {
     "max_position": ("max_position_embeddings", "n_positions"),
     "rms_norm_eps": ("rms_norm_eps", "layer_norm_epsilon"),
     "rope_theta": ("rope_theta",),
-    "attention_bias": ("attention_bias",),
+    "attention_bias": ("attention_bias", "use_bias"),
     "tie_word_embeddings": ("tie_word_embeddings",),
     "sliding_window": ("sliding_window",),
     "num_experts": ("num_local_experts", "num_experts", "n_routed_experts"),
@@ -134,6 +134,8 @@ class ModelSpec:
     post_norms: bool = False           # RMSNorm of attention's and the MLP's outputs
     fused_qkv: bool = False            # one GEMM for q, k, v
     fused_gate_up: bool = False        # one GEMM for gate and up
+    gated_mlp: bool = True             # gate x up (False: up, activation, down)
+    parallel_block: bool = False       # attention and MLP from one norm, added together
     activation: str = "silu"           # the gated MLP's: "silu" | "gelu_tanh"
     rotary_dim: int | None = None      # the dims of a head RoPE rotates (None: all)
     # the layers that attend a sliding window where only some do (None: every layer
@@ -238,7 +240,8 @@ class ModelSpec:
         """The RMSNorm weights of one layer (pre-norms, post-norms, q/k norms)."""
         qk = {None: 0, "head": 2 * self.head_dim,
               "whole": self.q_size + self.kv_size}[self.qk_norm]
-        return 2 * self.hidden_size * (self.pre_norms + self.post_norms) + qk
+        pre = 0 if not self.pre_norms else 1 if self.parallel_block else 2
+        return self.hidden_size * (pre + 2 * self.post_norms) + qk
 
     def layer_kinds(self, layers: range | None = None) -> list[tuple[tuple[bool, bool], int]]:
         """The kinds of layer in `layers` (default: all) with how many of each, in order of
@@ -324,6 +327,10 @@ class ModelSpec:
             cfg["hidden_act"] = cfg["hidden_activation"] = "gelu_pytorch_tanh"
         if self.rotary_dim is not None:
             cfg["partial_rotary_factor"] = self.rotary_dim / self.head_dim
+        if self.model_type == "starcoder2":  # its one key for every projection's bias
+            cfg["use_bias"] = self.qkv_bias
+        if self.model_type == "cohere":
+            cfg["use_qk_norm"] = self.qk_norm is not None
         if self.score_cap or self.logit_cap or self.model_type == "gemma2":
             # (the caps' values do not change what runs; Gemma 2's defaults)
             cfg["attn_logit_softcapping"] = 50.0 if self.score_cap else None
@@ -367,7 +374,7 @@ class ModelSpec:
             problems.append("missing keys: " + ", ".join(missing))
         act = values.get("hidden_act", "silu")
         if act not in ACTIVATIONS:
-            problems.append(f"hidden_act={act!r}: only gated MLPs of "
+            problems.append(f"hidden_act={act!r}: only MLP activations of "
                             f"{', '.join(sorted(ACTIVATIONS))} are supported")
         for key in _FLOAT_KEYS:
             if key in values and (isinstance(values[key], bool)
@@ -428,8 +435,10 @@ class ModelSpec:
             initializer_range=float(values.get("initializer_range", 0.02)),
             checkpoint_dtype=_dtype(values.get("torch_dtype")),
             quantization=quantization(config.get("quantization_config")),
-            qk_norm=fam.qk_norm, pre_norms=fam.pre_norms, post_norms=fam.post_norms,
+            qk_norm=fam.qk_norm or ("head" if config.get("use_qk_norm") else None),
+            pre_norms=fam.pre_norms, post_norms=fam.post_norms,
             fused_qkv=fam.fused_qkv, fused_gate_up=fam.fused_gate_up,
+            gated_mlp=fam.gated_mlp, parallel_block=fam.parallel_block,
             activation=ACTIVATIONS[act],
             rotary_dim=None if rotary is None else max(2, int(head_dim * rotary)),
             sliding_layers=sliding_layers(config, model_type, layers)
@@ -447,6 +456,7 @@ TEXT_TYPES = {"gemma3": "gemma3_text", "llama4": "llama4_text", "mistral3": "min
 LLAMA_LIKE = ("llama", "mistral", "qwen2", "mixtral")
 # the fields a family sets (piep.families), with Llama's values
 FAMILY_FIELDS = ("qk_norm", "pre_norms", "post_norms", "fused_qkv", "fused_gate_up",
+                 "gated_mlp", "parallel_block",
                  "activation", "rotary_dim", "sliding_layers", "nope_layers",
                  "scaled_embeddings", "residual_scale", "logit_scale", "query_scale",
                  "score_cap", "logit_cap")

@@ -32,6 +32,14 @@ class Family:
     # one GEMM for q, k and v (Phi-3: qkv_proj), one for gate and up (Phi-3, GLM-4)
     fused_qkv: bool = False
     fused_gate_up: bool = False
+    # a plain MLP: up (c_fc), the activation, down (c_proj), no gate (StarCoder 2)
+    gated_mlp: bool = True
+    # attention and the MLP both read the one pre-norm's output and add to the residual
+    # together (Cohere: no norm before the MLP)
+    parallel_block: bool = False
+    # LayerNorm (mean and variance) where Llama has RMSNorm: priced as the RMSNorm's pass
+    # over the same bytes (StarCoder 2 with a bias, Cohere without)
+    layer_norm: bool = False
     # embeddings multiplied by a scalar (Gemma: sqrt(hidden); Granite: its multiplier)
     scaled_embeddings: bool = False
     # Granite's residual multiplier (one more kernel per residual add) and logits scaling
@@ -77,7 +85,10 @@ FAMILIES: dict[str, Family] = {
                      per_model="local and global layers, soft-capped attention scores and "
                                "logits (`attn_logit_softcapping`, "
                                "`final_logit_softcapping`), GeGLU"),
-    "cohere": Family(missing="LayerNorm, parallel attention and MLP"),
+    "cohere": Family(parallel_block=True, layer_norm=True, logit_scale=True, tied=True,
+                     per_model="q/k LayerNorms where `use_qk_norm`"),
+    "starcoder2": Family(gated_mlp=False, layer_norm=True,
+                         per_model="biases of every projection (`use_bias`)"),
     "exaone": Family(missing="attention layout of its own"),
 }
 # mixtures of experts by model_type (their experts are not modelled: refused by name, in

@@ -98,7 +98,7 @@ class Deployment:
         ffn, vocab = self.ffn_per_rank, self.vocab_per_rank
         kv_rank = kv_heads * m.head_dim
         layer_w = (h * heads * m.head_dim * 2 + 2 * h * kv_rank
-                   + 3 * h * ffn * m.num_experts + m.norm_params())
+                   + (3 if m.gated_mlp else 2) * h * ffn * m.num_experts + m.norm_params())
         if m.qkv_bias:
             layer_w += heads * m.head_dim + 2 * kv_rank
         layers = self.stage_layers()[0]

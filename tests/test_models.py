@@ -157,7 +157,7 @@ def test_models_add_fetches_one_config_json_and_nothing_else(tmp_path, monkeypat
     ({"model_type": "gpt_oss", "num_local_experts": 32, "num_experts_per_tok": 4},
      "a mixture of experts (model_type 'gpt_oss', 32 experts, 4 per token)"),
     ({"model_type": "deepseek_v3"}, "a mixture of experts (model_type 'deepseek_v3')"),
-    ({"model_type": "cohere"}, "'cohere' is not priced yet (the tree lacks its LayerNorm"),
+    ({"model_type": "exaone"}, "'exaone' is not priced yet (the tree lacks its attention"),
 ])
 def test_what_is_not_priced_yet_is_refused_by_name_in_one_line(change, needle, tmp_path,
                                                               capsys):

@@ -310,8 +310,14 @@ def _residual(dep: Deployment, name: str, phase: str, t: int) -> list[Node]:
 
 
 def _mlp(dep: Deployment, phase: str, t: int) -> list[Node]:
-    """Gate and up (one fused GEMM, or two), the gated activation, down."""
+    """Gate and up (one fused GEMM, or two), the gated activation, down; or a plain MLP:
+    up (c_fc), the activation, down (c_proj)."""
     m, f, h = dep.model, dep.ffn_per_rank, dep.model.hidden_size
+    if not m.gated_mlp:
+        return [_linear("c_fc", "up_proj", phase, t, h, f, m.qkv_bias),
+                _elementwise("activation", "activation", phase, t, f, reads=1, writes=1,
+                             flops_per=8),
+                _linear("c_proj", "down_proj", phase, t, f, h, m.qkv_bias)]
     if m.fused_gate_up:
         out = [_linear("gate_up_proj", "gate_up_proj", phase, t, h, 2 * f)]
     else:
@@ -370,7 +376,7 @@ def _layer(dep: Deployment, phase: str, batch: int, q_len: int, ctx: int, count:
     if m.post_norms:
         layer.add(_norm("post_attn_norm", phase, t, h))
     layer.add(*_residual(dep, "attn_residual", phase, t))
-    if m.pre_norms:
+    if m.pre_norms and not m.parallel_block:  # (a parallel block's MLP reads input_norm's)
         layer.add(_norm("post_norm", phase, t, h))
     layer.add(*_mlp(dep, phase, t))
     if tp > 1:
