@@ -4,6 +4,7 @@ what piep answers of them today, row by row, with each row's translation written
     python benchmarks/public_mlenergy.py --import LEADERBOARD_GIT_DIR  # (re)make the rows
     python benchmarks/public_mlenergy.py            # the table and the summary
     python benchmarks/public_mlenergy.py --write    # reports/public.md
+    python benchmarks/public_mlenergy.py --blind    # new models' rows, by the shipped profiles
     python benchmarks/public_mlenergy.py --fit      # steady.jsonl and the shipped vllm profiles
 
 The rows (`calibration/public/mlenergy-v3/rows.jsonl`) are supplied, not piep's own: the
@@ -51,13 +52,31 @@ DATA = ROOT / "calibration" / "public" / "mlenergy-v3"
 ROWS = DATA / "rows.jsonl"
 REPORT = ROOT / "reports" / "public.md"
 CENSUS = ROOT / "benchmarks" / "data" / "model_census"
-# the leaderboard's model -> the config piep reads (Llama 3.3 70B: Llama 3.1 70B's
+# a leaderboard model whose config.json is another's (Llama 3.3 70B: Llama 3.1 70B's
 # architecture, the same config.json but for its name)
-MODELS = {"meta-llama/Llama-3.1-8B-Instruct": CENSUS / "Llama-3.1-8B-Instruct.json",
-          "meta-llama/Llama-3.1-70B-Instruct": CENSUS / "Llama-3.1-70B-Instruct.json",
-          "meta-llama/Llama-3.3-70B-Instruct": CENSUS / "Llama-3.1-70B-Instruct.json",
-          "Qwen/Qwen3-8B": CENSUS / "Qwen3-8B.json", "Qwen/Qwen3-14B": CENSUS / "Qwen3-14B.json",
-          "Qwen/Qwen3-32B": CENSUS / "Qwen3-32B.json"}
+SAME_CONFIG = {"meta-llama/Llama-3.3-70B-Instruct": "Llama-3.1-70B-Instruct"}
+
+
+class _Configs(dict):
+    """The leaderboard's model -> the census config piep reads (named as the model's
+    repository), for every model that has one."""
+
+    def __missing__(self, model_id: str) -> Path:
+        path = CENSUS / f"{SAME_CONFIG.get(model_id, model_id.split('/')[-1])}.json"
+        if not path.exists():
+            raise KeyError(model_id)
+        return path
+
+
+MODELS = _Configs()
+
+
+def _known(model_id: str) -> dict:
+    """{model_id: its config} where the census has one, else {}."""
+    try:
+        return {model_id: MODELS[model_id]}
+    except KeyError:
+        return {}
 TASKS = ("lm-arena-chat", "gpqa")
 # assumed prompt tokens per task (unpublished): a chat turn, a GPQA question with choices
 PROMPT_LEN = {"lm-arena-chat": 256, "gpqa": 512}
@@ -68,28 +87,35 @@ KEEP = ("model_id", "task", "gpu_model", "max_num_seqs", "avg_batch_size", "avg_
 
 
 def import_rows(repo: Path) -> None:
-    """Keep MODELS' rows of TASKS from the leaderboard's git folder (HEAD), with their
-    source file; write rows.jsonl and SOURCE.md."""
+    """Keep the rows of TASKS of every dense bf16 model with a census config from the
+    leaderboard's git folder (HEAD), with their source file; write rows.jsonl and
+    SOURCE.md."""
     def show(path: str) -> str:
         return subprocess.run(["git", "--git-dir", str(repo), "show", f"HEAD:{path}"],
                               capture_output=True, text=True, check=True).stdout
     commit = subprocess.run(["git", "--git-dir", str(repo), "rev-parse", "HEAD"],
                             capture_output=True, text=True, check=True).stdout.strip()
+    listed = subprocess.run(["git", "--git-dir", str(repo), "ls-tree", "--name-only", "HEAD",
+                             "public/data/models/"], capture_output=True, text=True,
+                            check=True).stdout.split()
     rows = []
-    for model in MODELS:
-        for task in TASKS:
-            path = f"public/data/models/{model.replace('/', '__')}__{task}.json"
-            try:
-                doc = json.loads(show(path))
-            except subprocess.CalledProcessError:
-                continue
-            for c in doc["configurations"]:
-                hist = c.get("output_length_distribution") or {}
-                rows.append({"model_id": model, "task": task, **{k: c[k] for k in KEEP if k in c},
-                             "tp": c["parallelization"]["tensor_parallel"],
-                             "weight_precision": doc["weight_precision"],
-                             "output_len_bins": hist.get("bins"),
-                             "output_len_counts": hist.get("counts"), "source": path})
+    for path in sorted(listed):
+        task = Path(path).stem.rpartition("__")[2]
+        if task not in TASKS:
+            continue
+        doc = json.loads(show(path))
+        dense = "Dense" in doc.get("architecture", "")
+        if doc.get("weight_precision") != "bfloat16" or not dense or \
+                doc["model_id"] not in {**MODELS, **_known(doc["model_id"])}:
+            continue
+        for c in doc["configurations"]:
+            hist = c.get("output_length_distribution") or {}
+            rows.append({"model_id": doc["model_id"], "task": task,
+                         **{k: c[k] for k in KEEP if k in c},
+                         "tp": c["parallelization"]["tensor_parallel"],
+                         "weight_precision": doc["weight_precision"],
+                         "output_len_bins": hist.get("bins"),
+                         "output_len_counts": hist.get("counts"), "source": path})
     write_text(ROWS, "".join(json.dumps(r) + "\n" for r in rows))
     write_text(DATA / "SOURCE.md", "\n".join([
         "# ML.ENERGY Benchmark v3 rows (supplied, not piep's own)", "",
@@ -218,6 +244,59 @@ def held_out_scores(cases, gpu: str) -> list[dict]:
 
 
 STEADY = DATA / "steady.jsonl"  # the rows as steady-state records: what the fit reads
+BLIND = DATA / "blind.jsonl"    # rows of models imported after the profiles were fitted
+
+
+def blind_predictions() -> list[dict]:
+    """The rows of models the shipped profiles were not fitted on (not in steady.jsonl),
+    priced by those profiles as committed (`git log` names the commit), before any refit."""
+    from piep.fit.steady import cases_from_records
+    from piep.serving.steady import load_profile
+    fitted = {json.loads(line)["model"] for line in STEADY.read_text().splitlines()}
+    new = [r for r in read_jsonl(ROWS) if r["gpu_model"] in GPUS
+           and steady_record(r)["model"] not in fitted]
+    commit = subprocess.run(["git", "log", "-1", "--format=%h", "--", str(PROFILES)],
+                            capture_output=True, text=True, cwd=ROOT).stdout.strip()
+    out = []
+    for r in new:
+        case = cases_from_records([steady_record(r)])[0]
+        o = case.parts.outcome(load_profile("vllm", r["gpu_model"].lower())[0])
+        out.append({"model_id": r["model_id"], "task": r["task"], "gpu": r["gpu_model"],
+                    "tp": r["tp"], "max_num_seqs": r["max_num_seqs"],
+                    "profiles_commit": commit,
+                    "predicted": {"j_per_output_token": o["j_per_output_token"],
+                                  "output_tokens_per_s": o["output_tokens_per_s"],
+                                  "running": o["running"]},
+                    "measured": {"j_per_output_token": r["energy_per_token_joules"],
+                                 "output_tokens_per_s": r["output_throughput_tokens_per_sec"],
+                                 "running": r["avg_batch_size"]}})
+    return out
+
+
+def blind_lines() -> list[str]:
+    """The blind predictions' errors, per model and GPU (from blind.jsonl)."""
+    rows = read_jsonl(BLIND)
+    if not rows:
+        return []
+    lines = ["## Blind: models imported after the profiles were fitted", "",
+             f"Priced by the profiles as committed at {rows[0]['profiles_commit']} (fitted on "
+             "the other models' rows only) before they were refitted with these rows "
+             f"(`--blind` wrote {BLIND.relative_to(ROOT)}):", "",
+             "| model | GPU | layouts | rows | energy error | energy ratio | throughput ratio |",
+             "|---|---|---|---|---|---|---|"]
+    groups: dict[tuple, list] = {}
+    for r in rows:
+        groups.setdefault((r["model_id"], r["gpu"]), []).append(r)
+    for (model, gpu), mine in sorted(groups.items()):
+        e = [r["predicted"]["j_per_output_token"] / r["measured"]["j_per_output_token"]
+             for r in mine]
+        t = [r["predicted"]["output_tokens_per_s"] / r["measured"]["output_tokens_per_s"]
+             for r in mine]
+        tps = ", ".join(f"tp{x}" for x in sorted({r["tp"] for r in mine}))
+        lines.append(f"| {model} | {gpu} | {tps} | {len(mine)} | "
+                     f"{100 * statistics.median(abs(x - 1) for x in e):.1f} % | "
+                     f"{statistics.median(e):.2f} | {statistics.median(t):.2f} |")
+    return lines + [""]
 
 
 def carried_lines(rows: list[dict], source_gpu: str) -> list[str]:
@@ -302,6 +381,11 @@ def steady_lines(rows: list[dict], gpu: str) -> list[str]:
 def main() -> int:
     import os
     os.chdir(ROOT)  # (the records name their model configs from the repository's root)
+    if "--blind" in sys.argv:
+        rows = blind_predictions()
+        write_text(BLIND, "".join(json.dumps(r) + "\n" for r in rows))
+        print(f"wrote {BLIND.relative_to(ROOT)} ({len(rows)} rows)")
+        return 0
     if "--fit" in sys.argv:
         from piep.artifacts import write_json
         from piep.fit.steady import fit_records
@@ -337,6 +421,7 @@ def main() -> int:
              + ", priced on H100 by spec-sheet transfer from H200), on which nothing was "
              "fitted. Errors are medians over the rows of a slice; ratios are piep / "
              "measured (energy per request, throughput, board power of all the row's GPUs).", ""]
+    lines += blind_lines()
     lines += steady_lines(rows, "h100")
     b200 = [r for r in read_jsonl(ROWS) if r["gpu_model"] == "B200"]
     lines += steady_lines(b200, "b200")

@@ -211,18 +211,35 @@ def kv_bytes_per_token(dep: Deployment) -> float:
     return 2 * dep.stage_layers()[0] * dep.kv_heads_per_rank * m.head_dim * BF16_BYTES
 
 
+def request_kv_bytes(dep: Deployment, context: float, block_size: int) -> float:
+    """KV-cache bytes a request of `context` tokens holds on one GPU: every layer its
+    context, a sliding layer at most its window and a block (vLLM's hybrid allocator frees
+    the blocks that fall out of the window); half a block lost on average."""
+    m = dep.model
+    per_layer = kv_bytes_per_token(dep) / dep.stage_layers()[0]
+    held = 0.0
+    for (sliding, _), count in m.layer_kinds(range(dep.stage_layers()[0])):
+        tokens = min(context, m.sliding_window + block_size) if sliding and \
+            m.sliding_window else context
+        held += count * (tokens + block_size / 2)
+    return held * per_layer
+
+
 def concurrency(dep: Deployment, server: PagedServer, lengths: Lengths) -> dict[str, float]:
     """The requests running at once: `max_num_seqs`, or what the KV cache holds of
-    requests of the mean context (each in blocks: half a block lost on average)."""
+    requests of the mean context (`request_kv_bytes`)."""
     mem = kv_memory_gib(dep, server)
-    tokens = mem["kv_cache"] * GIB / kv_bytes_per_token(dep)
-    held = lengths.context_mean + server.block_size / 2
-    if tokens < lengths.prompt_len + lengths.output_mean:
+    kv_bytes = mem["kv_cache"] * GIB
+    tokens = kv_bytes / kv_bytes_per_token(dep)  # (tokens of every layer)
+    longest = lengths.prompt_len + lengths.output_mean
+    if kv_bytes < request_kv_bytes(dep, longest, server.block_size):
         raise FitError(f"{dep.model.name}: vLLM's KV cache on {dep.parallel.tp}x "
                        f"{dep.gpu.name} holds {tokens:,.0f} tokens, less than one request of "
-                       f"{lengths.prompt_len + lengths.output_mean:,.0f}; use a larger tp")
-    running = min(float(server.max_num_seqs), tokens / held)
-    return {"running": running, "kv_tokens": tokens, "held_tokens": held,
+                       f"{longest:,.0f}; use a larger tp")
+    held = request_kv_bytes(dep, lengths.context_mean, server.block_size)
+    running = min(float(server.max_num_seqs), kv_bytes / held)
+    return {"running": running, "kv_tokens": tokens,
+            "held_tokens": held / kv_bytes_per_token(dep),
             "kv_limited": running < server.max_num_seqs, "memory_gib": mem}
 
 
