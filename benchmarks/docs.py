@@ -339,9 +339,11 @@ def flags_doc() -> str:
     return "\n".join(lines)
 
 
-def _family_words(fam) -> str:
+def _family_words(fam, name: str = "") -> str:
     """What a family's row says its layer runs beyond Llama's, in words."""
-    words = []
+    from piep.families import MOE_PRICED
+    words = ["routed experts (a top-k router, the experts' grouped GEMMs over the experts "
+             "a step's tokens reach, routed uniformly)"] if name in MOE_PRICED else []
     if fam.qk_norm:
         words.append("RMSNorm of q and k " + ("per head" if fam.qk_norm == "head"
                                                else "over all heads"))
@@ -371,7 +373,7 @@ def _family_words(fam) -> str:
 def models_doc() -> str:
     """docs/models.md: the families piep reads, what it prices of each, and how well
     (reports/families.md)."""
-    from piep.families import FAMILIES, MOE_TYPES, PRICED
+    from piep.families import FAMILIES, MOE_PRICED, MOE_TYPES, PRICED
     report = "reports/families.md"
     lines = ["# Models", "",
              "A model is its Hugging Face `config.json` (a path, a shipped name, or a model "
@@ -396,12 +398,17 @@ def models_doc() -> str:
         if f"| {name} | hf-eager |" in text:
             _, _, runs, energy, time_, _ = _cells(report, f"| {name} | hf-eager |")
             held = f"{runs} runs, {energy}, {time_}"
-        lines.append(f"| `{name}` | {_family_words(FAMILIES[name])} | {held} |")
+        lines.append(f"| `{name}` | {_family_words(FAMILIES[name], name)} | {held} |")
     lines += ["", "Not priced yet, refused in one line that says why:", ""]
     lines += [f"* `{name}`: the tree lacks its {fam.missing}." for name, fam in FAMILIES.items()
               if fam.missing]
-    lines += [f"* mixtures of experts ({', '.join(f'`{t}`' for t in MOE_TYPES)}): their "
-              "experts and router are not modelled yet.",
+    lines += ["* mixtures of experts other than "
+              f"{', '.join(f'`{t}`' for t in MOE_PRICED)} "
+              f"({', '.join(f'`{t}`' for t in MOE_TYPES if t not in MOE_PRICED)}): their "
+              "layers run more than a top-k router and routed experts (multi-head latent "
+              "attention, attention sinks, chunked attention, expert biases), not modelled "
+              "yet; and a mixture of experts whose config mixes dense layers among the "
+              "sparse ones.",
               "* quantized weights (any `quantization_config`: FP8, AWQ, GPTQ, bitsandbytes, "
               "MXFP4, ...): no quantized kernel was measured; every answer names the dtypes "
               "it prices (`dtypes`: bf16 weights and KV cache).", ""]

@@ -153,10 +153,11 @@ def census() -> list[dict]:
 
 def summary(rows: list[dict]) -> str:
     dense = [r for r in rows if not r["moe"]]
+    moe = [r for r in rows if r["moe"]]
     done = sum(r["answered"] for r in dense)
     return (f"{len(rows)} configs: {done} of {len(dense)} dense answered "
-            f"({100 * done / len(dense):.0f} %); {sum(r['moe'] for r in rows)} mixtures of "
-            f"experts, refused by name")
+            f"({100 * done / len(dense):.0f} %); {sum(r['answered'] for r in moe)} of "
+            f"{len(moe)} mixtures of experts answered (the rest refused by name)")
 
 
 def report(rows: list[dict]) -> str:

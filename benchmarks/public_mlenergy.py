@@ -54,7 +54,9 @@ REPORT = ROOT / "reports" / "public.md"
 CENSUS = ROOT / "benchmarks" / "data" / "model_census"
 # a leaderboard model whose config.json is another's (Llama 3.3 70B: Llama 3.1 70B's
 # architecture, the same config.json but for its name)
-SAME_CONFIG = {"meta-llama/Llama-3.3-70B-Instruct": "Llama-3.1-70B-Instruct"}
+SAME_CONFIG = {"meta-llama/Llama-3.3-70B-Instruct": "Llama-3.1-70B-Instruct",
+               "Qwen/Qwen3-30B-A3B-Instruct-2507": "Qwen3-30B-A3B",
+               "Qwen/Qwen3-30B-A3B-Thinking-2507": "Qwen3-30B-A3B"}
 
 
 class _Configs(dict):
@@ -71,12 +73,14 @@ class _Configs(dict):
 MODELS = _Configs()
 
 
-def _known(model_id: str) -> dict:
-    """{model_id: its config} where the census has one, else {}."""
+def _priced(model_id: str) -> bool:
+    """Whether the census has the model's config and piep prices it."""
+    from piep.errors import PiepError
+    from piep.models import load_model
     try:
-        return {model_id: MODELS[model_id]}
-    except KeyError:
-        return {}
+        return load_model(str(MODELS[model_id])).unpriced is None
+    except (KeyError, PiepError):
+        return False
 TASKS = ("lm-arena-chat", "gpqa")
 # assumed prompt tokens per task (unpublished): a chat turn, a GPQA question with choices
 PROMPT_LEN = {"lm-arena-chat": 256, "gpqa": 512}
@@ -87,9 +91,10 @@ KEEP = ("model_id", "task", "gpu_model", "max_num_seqs", "avg_batch_size", "avg_
 
 
 def import_rows(repo: Path) -> None:
-    """Keep the rows of TASKS of every dense bf16 model with a census config from the
-    leaderboard's git folder (HEAD), with their source file; write rows.jsonl and
-    SOURCE.md."""
+    """Keep the rows of TASKS of every bf16 model with a census config that piep prices
+    (dense, or a mixture of experts it models) from the leaderboard's git folder (HEAD),
+    tensor parallel over all their GPUs (not expert or data parallel), with their source
+    file; write rows.jsonl and SOURCE.md."""
     def show(path: str) -> str:
         return subprocess.run(["git", "--git-dir", str(repo), "show", f"HEAD:{path}"],
                               capture_output=True, text=True, check=True).stdout
@@ -104,11 +109,11 @@ def import_rows(repo: Path) -> None:
         if task not in TASKS:
             continue
         doc = json.loads(show(path))
-        dense = "Dense" in doc.get("architecture", "")
-        if doc.get("weight_precision") != "bfloat16" or not dense or \
-                doc["model_id"] not in {**MODELS, **_known(doc["model_id"])}:
+        if doc.get("weight_precision") != "bfloat16" or not _priced(doc["model_id"]):
             continue
         for c in doc["configurations"]:
+            if c["parallelization"]["tensor_parallel"] != c["num_gpus"]:
+                continue  # (expert or data parallel: layouts piep does not model yet)
             hist = c.get("output_length_distribution") or {}
             rows.append({"model_id": doc["model_id"], "task": task,
                          **{k: c[k] for k in KEEP if k in c},
@@ -253,8 +258,11 @@ def blind_predictions() -> list[dict]:
     from piep.fit.steady import cases_from_records
     from piep.serving.steady import load_profile
     fitted = {json.loads(line)["model"] for line in STEADY.read_text().splitlines()}
+    seen = {(r["model_id"], r["task"], r["gpu"], r["tp"], r["max_num_seqs"])
+            for r in read_jsonl(BLIND)}
     new = [r for r in read_jsonl(ROWS) if r["gpu_model"] in GPUS
-           and steady_record(r)["model"] not in fitted]
+           and steady_record(r)["model"] not in fitted
+           and (r["model_id"], r["task"], r["gpu_model"], r["tp"], r["max_num_seqs"]) not in seen]
     commit = subprocess.run(["git", "log", "-1", "--format=%h", "--", str(PROFILES)],
                             capture_output=True, text=True, cwd=ROOT).stdout.strip()
     out = []
@@ -279,21 +287,21 @@ def blind_lines() -> list[str]:
     if not rows:
         return []
     lines = ["## Blind: models imported after the profiles were fitted", "",
-             f"Priced by the profiles as committed at {rows[0]['profiles_commit']} (fitted on "
-             "the other models' rows only) before they were refitted with these rows "
-             f"(`--blind` wrote {BLIND.relative_to(ROOT)}):", "",
-             "| model | GPU | layouts | rows | energy error | energy ratio | throughput ratio |",
-             "|---|---|---|---|---|---|---|"]
+             "Priced by the profiles as committed (the commit named; fitted on the other "
+             "models' rows only) before they were refitted with these rows (`--blind` wrote "
+             f"{BLIND.relative_to(ROOT)}):", "",
+             "| model | GPU | layouts | profiles at | rows | energy error | energy ratio | "
+             "throughput ratio |", "|---|---|---|---|---|---|---|---|"]
     groups: dict[tuple, list] = {}
     for r in rows:
-        groups.setdefault((r["model_id"], r["gpu"]), []).append(r)
-    for (model, gpu), mine in sorted(groups.items()):
+        groups.setdefault((r["model_id"], r["gpu"], r["profiles_commit"]), []).append(r)
+    for (model, gpu, commit), mine in sorted(groups.items()):
         e = [r["predicted"]["j_per_output_token"] / r["measured"]["j_per_output_token"]
              for r in mine]
         t = [r["predicted"]["output_tokens_per_s"] / r["measured"]["output_tokens_per_s"]
              for r in mine]
         tps = ", ".join(f"tp{x}" for x in sorted({r["tp"] for r in mine}))
-        lines.append(f"| {model} | {gpu} | {tps} | {len(mine)} | "
+        lines.append(f"| {model} | {gpu} | {tps} | {commit} | {len(mine)} | "
                      f"{100 * statistics.median(abs(x - 1) for x in e):.1f} % | "
                      f"{statistics.median(e):.2f} | {statistics.median(t):.2f} |")
     return lines + [""]
@@ -335,8 +343,8 @@ def steady_lines(rows: list[dict], gpu: str) -> list[str]:
              "KV cache's concurrency is predicted). The prior on each log scale (sd "
              f"{fs.PRIOR_LOG_SD:g}; the collectives' {fs.PRIOR_LOG_SD_COMM:g}) was chosen by "
              + ("these same held-out errors (sd among 0.25, 0.5, 1, 2 and none; then the "
-                "collectives' loosened, which took tp4 from 15.3 % to 13.1 %), so they are "
-                "somewhat optimistic." if gpu == "h100"
+                "collectives' loosened, which on the first 77 rows took tp4 from 15.3 % to "
+                "13.1 %), so they are somewhat optimistic." if gpu == "h100"
                 else "the H100 rows' held-out errors, not these."), "",
              "Leave one model out (each model's rows priced by a profile fitted on the "
              "others'):", "",
@@ -381,8 +389,8 @@ def steady_lines(rows: list[dict], gpu: str) -> list[str]:
 def main() -> int:
     import os
     os.chdir(ROOT)  # (the records name their model configs from the repository's root)
-    if "--blind" in sys.argv:
-        rows = blind_predictions()
+    if "--blind" in sys.argv:  # (appended: earlier blind rows keep their profiles' commit)
+        rows = read_jsonl(BLIND) + blind_predictions()
         write_text(BLIND, "".join(json.dumps(r) + "\n" for r in rows))
         print(f"wrote {BLIND.relative_to(ROOT)} ({len(rows)} rows)")
         return 0

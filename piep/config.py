@@ -15,7 +15,7 @@ from functools import lru_cache
 from typing import Any, Mapping
 
 from piep.errors import ConfigError
-from piep.families import (ACTIVATIONS, FAMILIES, MOE_TYPES, PRICED, nope_layers,
+from piep.families import (ACTIVATIONS, FAMILIES, MOE_PRICED, MOE_TYPES, PRICED, nope_layers,
                            rotary_share, sliding_layers, softcapped)
 
 BF16_BYTES = 2
@@ -37,6 +37,8 @@ ALIASES: dict[str, tuple[str, ...]] = {
     "sliding_window": ("sliding_window",),
     "num_experts": ("num_local_experts", "num_experts", "n_routed_experts"),
     "experts_per_token": ("num_experts_per_tok",),
+    "expert_ffn": ("moe_intermediate_size",),
+    "shared_expert_ffn": ("shared_expert_intermediate_size",),
     "initializer_range": ("initializer_range",),
     "hidden_act": ("hidden_act", "hidden_activation"),
     "torch_dtype": ("torch_dtype", "dtype"),
@@ -65,6 +67,7 @@ _BOOL_KEYS = ("attention_bias", "tie_word_embeddings")
 LIMITS = {"hidden_size": 1 << 20, "num_layers": 1 << 14, "num_heads": 1 << 16,
           "num_kv_heads": 1 << 16, "head_dim": 1 << 16, "intermediate_size": 1 << 24,
           "vocab_size": 1 << 24, "max_position": 1 << 30, "num_experts": 1 << 16,
+          "expert_ffn": 1 << 24, "shared_expert_ffn": 1 << 24,
           "experts_per_token": 1 << 16, "tp": 1 << 16, "pp": 1 << 14, "dp": 1 << 16,
           "batch": 1 << 24, "prompt_len": 1 << 30, "gen_len": 1 << 30, "cache_len": 1 << 31}
 
@@ -122,6 +125,10 @@ class ModelSpec:
     sliding_window: int | None = None
     num_experts: int = 1
     experts_per_token: int = 1
+    # a routed expert's MLP width where it is not intermediate_size (Qwen MoE's
+    # moe_intermediate_size), and a shared expert's beside them (0: none)
+    expert_ffn: int | None = None
+    shared_expert_ffn: int = 0
     initializer_range: float = 0.02
     # the checkpoint's dtype as its config states it (`torch_dtype`); the weights are
     # priced in bf16 whatever it is (the engines piep models run bf16)
@@ -194,7 +201,7 @@ class ModelSpec:
     @property
     def unpriced(self) -> str | None:
         """Why piep cannot price this model yet (every command refuses it), or None."""
-        if self.is_moe:
+        if self.is_moe and self.model_type not in MOE_PRICED:
             return (f"a mixture of experts ({self.num_experts} experts, "
                     f"{self.experts_per_token} per token): piep prices dense decoders so far "
                     f"(docs/models.md); its experts and router are not "
@@ -232,9 +239,16 @@ class ModelSpec:
             attn += self.q_size + 2 * self.kv_size
         if self.o_bias:
             attn += h
-        mlp = 3 * h * self.intermediate_size * self.num_experts
+        gates = 3 if self.gated_mlp else 2
+        mlp = gates * h * self.ffn_of_experts * self.num_experts
         router = h * self.num_experts if self.is_moe else 0
-        return attn + mlp + router + self.norm_params()
+        shared = (3 * h + 1) * self.shared_expert_ffn + (h if self.shared_expert_ffn else 0)
+        return attn + mlp + router + shared + self.norm_params()
+
+    @property
+    def ffn_of_experts(self) -> int:
+        """A routed expert's MLP width (the MLP's for a dense model)."""
+        return self.expert_ffn or self.intermediate_size
 
     def norm_params(self) -> int:
         """The RMSNorm weights of one layer (pre-norms, post-norms, q/k norms)."""
@@ -327,6 +341,13 @@ class ModelSpec:
             cfg["hidden_act"] = cfg["hidden_activation"] = "gelu_pytorch_tanh"
         if self.rotary_dim is not None:
             cfg["partial_rotary_factor"] = self.rotary_dim / self.head_dim
+        if self.is_moe:
+            cfg.update({"num_local_experts" if self.model_type == "mixtral" else "num_experts":
+                        self.num_experts, "num_experts_per_tok": self.experts_per_token})
+            if self.expert_ffn:
+                cfg["moe_intermediate_size"] = self.expert_ffn
+            if self.model_type == "qwen2_moe":
+                cfg["shared_expert_intermediate_size"] = self.shared_expert_ffn
         if self.model_type == "starcoder2":  # its one key for every projection's bias
             cfg["use_bias"] = self.qkv_bias
         if self.model_type == "cohere":
@@ -393,9 +414,13 @@ class ModelSpec:
         if problems:
             raise ConfigError(f"{name}: not a usable config.json: " + "; ".join(problems))
         for key in ("hidden_size", "num_layers", "num_heads", "num_kv_heads", "head_dim",
-                    "intermediate_size", "vocab_size", "max_position"):
+                    "intermediate_size", "vocab_size", "max_position", "expert_ffn"):
             if key in values:
                 _positive_int(key, values[key], problems)
+        if model_type in MOE_PRICED and (config.get("mlp_only_layers")
+                                         or (config.get("decoder_sparse_step") or 1) != 1):
+            problems.append("dense layers among the sparse ones (mlp_only_layers, "
+                            "decoder_sparse_step) are not modelled yet")
         if problems:
             raise ConfigError(f"{name}: not a usable config.json: " + "; ".join(problems))
         heads = values["num_heads"]
@@ -432,6 +457,9 @@ class ModelSpec:
             sliding_window=window if window and window > 0 else None,
             num_experts=values.get("num_experts", 1),
             experts_per_token=values.get("experts_per_token", 1),
+            expert_ffn=values.get("expert_ffn") if values.get("num_experts", 1) > 1 else None,
+            shared_expert_ffn=int(values.get("shared_expert_ffn") or 0)
+            if model_type == "qwen2_moe" else 0,
             initializer_range=float(values.get("initializer_range", 0.02)),
             checkpoint_dtype=_dtype(values.get("torch_dtype")),
             quantization=quantization(config.get("quantization_config")),
@@ -453,7 +481,7 @@ class ModelSpec:
 # a multimodal model_type -> its decoder's, where a text_config does not name it
 TEXT_TYPES = {"gemma3": "gemma3_text", "llama4": "llama4_text", "mistral3": "ministral3"}
 # the families whose config.json piep wrote as Llama's before families were data
-LLAMA_LIKE = ("llama", "mistral", "qwen2", "mixtral")
+LLAMA_LIKE = ("llama", "mistral", "qwen2")
 # the fields a family sets (piep.families), with Llama's values
 FAMILY_FIELDS = ("qk_norm", "pre_norms", "post_norms", "fused_qkv", "fused_gate_up",
                  "gated_mlp", "parallel_block",
@@ -461,7 +489,8 @@ FAMILY_FIELDS = ("qk_norm", "pre_norms", "post_norms", "fused_qkv", "fused_gate_
                  "scaled_embeddings", "residual_scale", "logit_scale", "query_scale",
                  "score_cap", "logit_cap")
 LLAMA_DEFAULTS = {f.name: f.default for f in dataclass_fields(ModelSpec)
-                  if f.name in FAMILY_FIELDS or f.name == "quantization"}
+                  if f.name in FAMILY_FIELDS
+                  or f.name in ("quantization", "expert_ffn", "shared_expert_ffn")}
 
 
 def _moe_words(config: Mapping[str, Any], model_type: str) -> str | None:

@@ -80,7 +80,13 @@ FAMILIES: dict[str, Family] = {
                    per_model="RoPE over part of each head (`partial_rotary_factor`)"),
     "granite": Family(scaled_embeddings=True, residual_scale=True, logit_scale=True),
     "smollm3": Family(per_model="layers without RoPE (`no_rope_layers`)"),
-    "mixtral": Family(qkv_bias=False),  # read, so that its experts are refused by name
+    # mixtures of experts priced: a top-k router over routed experts (transformers 5.x runs
+    # them as grouped GEMMs over the tokens sorted by expert: `grouped_mm`)
+    "mixtral": Family(qkv_bias=False),
+    "qwen3_moe": Family(qk_norm="head"),
+    "qwen2_moe": Family(qkv_bias=True,
+                        per_model="a shared expert beside the routed ones "
+                                  "(`shared_expert_intermediate_size`), gated"),
     "gemma2": Family(post_norms=True, scaled_embeddings=True, tied=True, softcaps=True,
                      per_model="local and global layers, soft-capped attention scores and "
                                "logits (`attn_logit_softcapping`, "
@@ -91,13 +97,15 @@ FAMILIES: dict[str, Family] = {
                          per_model="biases of every projection (`use_bias`)"),
     "exaone": Family(missing="attention layout of its own"),
 }
-# mixtures of experts by model_type (their experts are not modelled: refused by name, in
-# one line, also where a config does not state its expert count)
+# mixtures of experts by model_type; those not in MOE_PRICED are refused by name, in one
+# line, also where a config does not state its expert count (multi-head latent attention,
+# attention sinks, chunked attention, expert biases: not modelled yet)
 MOE_TYPES = ("mixtral", "qwen2_moe", "qwen3_moe", "gpt_oss", "deepseek_v2", "deepseek_v3",
              "llama4", "llama4_text", "olmoe", "granitemoe", "phimoe", "dbrx", "jamba",
              "minimax", "glm4_moe", "ernie4_5_moe", "hunyuan_v1_moe")
+MOE_PRICED = ("mixtral", "qwen2_moe", "qwen3_moe")
 PRICED = tuple(sorted(k for k, f in FAMILIES.items()
-                      if f.missing is None and k not in MOE_TYPES))
+                      if f.missing is None and (k not in MOE_TYPES or k in MOE_PRICED)))
 # the activations of a gated MLP: silu (SwiGLU) and the GELUs of GeGLU (Gemma); tanh's
 # approximation and erf's run one elementwise kernel each, priced alike
 ACTIVATIONS = {"silu": "silu", "swish": "silu", "gelu_pytorch_tanh": "gelu_tanh",

@@ -68,7 +68,8 @@ FLAGS: dict[str, Flag] = {f.name: f for f in (
          "meter runs past the window and refit the engine's profile"),
     Flag("unmeasured_family",
          "the model's family runs modules beyond Llama's layer (piep.families: q/k norms, "
-         "post-norms, fused projections, GeGLU, partial RoPE, NoPE or local-global layers) "
+         "post-norms, fused projections, GeGLU, partial RoPE, NoPE or local-global layers, "
+         "routed experts) "
          "and no run the engine's profile was fitted on had its family: its modules are "
          "priced from their kinds' module samples (held out on new families: "
          "benchmarks/families_accuracy.py; piep's reference runner runs Llama's layer only)",

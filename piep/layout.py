@@ -50,6 +50,12 @@ class Deployment:
         return self.model.intermediate_size // self.parallel.tp
 
     @property
+    def expert_ffn_per_rank(self) -> int:
+        """A routed expert's MLP width on one TP rank (transformers' plan shards each
+        expert's gate/up by columns and down by rows, as a dense MLP's)."""
+        return max(1, self.model.ffn_of_experts // self.parallel.tp)
+
+    @property
     def vocab_per_rank(self) -> int:
         return -(-self.model.vocab_size // self.parallel.tp)
 
@@ -97,8 +103,11 @@ class Deployment:
         heads, kv_heads = self.heads_per_rank, self.kv_heads_per_rank
         ffn, vocab = self.ffn_per_rank, self.vocab_per_rank
         kv_rank = kv_heads * m.head_dim
-        layer_w = (h * heads * m.head_dim * 2 + 2 * h * kv_rank
-                   + (3 if m.gated_mlp else 2) * h * ffn * m.num_experts + m.norm_params())
+        experts = (3 if m.gated_mlp else 2) * h * self.expert_ffn_per_rank * m.num_experts
+        if m.is_moe:  # the router, and a shared expert's MLP and gate
+            experts += h * m.num_experts + (3 * h * (m.shared_expert_ffn // p.tp) + h
+                                            if m.shared_expert_ffn else 0)
+        layer_w = (h * heads * m.head_dim * 2 + 2 * h * kv_rank + experts + m.norm_params())
         if m.qkv_bias:
             layer_w += heads * m.head_dim + 2 * kv_rank
         layers = self.stage_layers()[0]

@@ -167,7 +167,7 @@ def _flags(scn: Scenario, profile, transfer, model=None) -> tuple[str, ...]:
     flags = ["uncalibrated_gpu"] if transfer else []
     if (getattr(model, "meta", None) or {}).get("moves_shipped"):
         flags.append("refit_moves_shipped")
-    if scn.model.facts() and scn.model.model_type not in (
+    if (scn.model.facts() or scn.model.is_moe) and scn.model.model_type not in (
             (profile.meta if profile else {}).get("families_measured") or ()):
         flags.append("unmeasured_family")
     if profile is None:

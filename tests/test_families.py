@@ -26,6 +26,10 @@ OWN_KEYS = {  # what a family's config states beyond the small shape
     "gemma2": {"sliding_window": 16, "hidden_activation": "gelu_pytorch_tanh"},
     "starcoder2": {"sliding_window": 16, "hidden_act": "gelu_pytorch_tanh", "use_bias": True},
     "cohere": {"use_qk_norm": True},
+    "mixtral": {"num_local_experts": 4, "num_experts_per_tok": 2},
+    "qwen3_moe": {"num_experts": 8, "num_experts_per_tok": 2, "moe_intermediate_size": 64},
+    "qwen2_moe": {"num_experts": 8, "num_experts_per_tok": 2, "moe_intermediate_size": 64,
+                  "shared_expert_intermediate_size": 128},
     "glm4": {"partial_rotary_factor": 0.5, "attention_bias": True},
     "smollm3": {"no_rope_layer_interval": 3},
 }
@@ -65,7 +69,9 @@ def test_each_family_layer_holds_what_its_row_says(model_type):
         assert ("input_norm" in names) == fam.pre_norms
         assert ("post_norm" in names) == (fam.pre_norms and not fam.parallel_block)
         assert ("post_mlp_norm" in names) == fam.post_norms
-        assert ("gate_proj" in names or "gate_up_proj" in names) == fam.gated_mlp
+        assert ("gate_proj" in names or "gate_up_proj" in names) == \
+            (fam.gated_mlp and not spec.is_moe)
+        assert ("experts_gate_up" in names and "router" in names) == spec.is_moe
         assert names.count("attn_residual_scale") == int(fam.residual_scale)
         kinds = [k for _, k in leaves]
         assert ("geglu" in kinds) == (spec.activation == "gelu_tanh" and spec.gated_mlp)
@@ -162,8 +168,39 @@ def test_families_not_priced_yet_say_what_the_tree_lacks(model_type):
         small(model_type)
 
 
-def test_a_mixture_of_experts_type_is_no_priced_family():
-    assert not set(MOE_TYPES) & set(PRICED)
+def test_the_priced_mixtures_of_experts_are_those_named():
+    from piep.families import MOE_PRICED
+    assert set(MOE_TYPES) & set(PRICED) == set(MOE_PRICED)
+
+
+def test_a_mixture_of_experts_layer_by_hand():
+    """A decode step of 4 requests of a model of 8 experts, 2 per token: 8 (token, expert)
+    pairs reach 8 (1 - (3/4)^4) = 5.47 experts; one grouped GEMM of the 8 rows reads those
+    experts' weights; the memory holds every expert."""
+    from piep.tree.builder import experts_hit
+    assert experts_hit(8, 2, 1) == pytest.approx(2.0)
+    assert experts_hit(128, 8, 10_000) == pytest.approx(128.0)
+    spec = small("qwen3_moe")
+    assert (spec.num_experts, spec.experts_per_token, spec.expert_ffn) == (8, 2, 64)
+    dep = validate(spec, Parallel(), Workload(batch=4, prompt_len=8, gen_len=2), _gpu(),
+                   check_memory=False)
+    step = build_tree(dep).children[0].children[1].children[0]
+    leaves = {n.name: n for _, _, n in step.leaves()}
+    gate_up, down = leaves["experts_gate_up"], leaves["experts_down"]
+    hit = 8 * (1 - 0.75 ** 4)
+    assert gate_up.tokens == 8 and gate_up.attrs["d_out"] == 2 * 64
+    assert gate_up.bytes_read == pytest.approx((hit * 128 * 128 + 8 * 128) * 2)
+    assert gate_up.flops == 2 * 8 * 128 * 128 and down.attrs["d_in"] == 64
+    assert leaves["router"].attrs["d_out"] == 8 and leaves["moe_permute"].tokens == 8
+    # every expert resident: 8 x (gate, up, down) of 128 x 64, and the router's 128 x 8
+    dense = small("qwen3")
+    assert spec.layer_params() - dense.layer_params() == \
+        8 * 3 * 128 * 64 + 128 * 8 - 3 * 128 * 256
+    shared = small("qwen2_moe")
+    names = {n.name for _, _, n in build_tree(validate(
+        shared, Parallel(), Workload(batch=1, prompt_len=8, gen_len=2), _gpu(),
+        check_memory=False)).leaves()}
+    assert {"shared_gate_proj", "shared_expert_gate", "shared_add"} <= names
 
 
 def test_the_measured_shapes_read_as_their_families():
@@ -188,7 +225,17 @@ def test_transformers_builds_what_the_row_says(model_type):
     linears = {name.split(".")[-1] for name, mod in layer.named_modules()
                if type(mod).__name__ == "Linear"}
     tree = next(iter(layer_leaves(spec).values()))
-    assert linears == {n for n, k in tree if k in LINEARS}
+    if spec.is_moe:  # experts and router are parameters (grouped GEMMs), not Linear
+        experts = layer.mlp.experts
+        assert tuple(experts.gate_up_proj.shape) == (spec.num_experts, 2 * spec.ffn_of_experts,
+                                                     spec.hidden_size)
+        shared = {"gate_proj", "up_proj", "down_proj", "shared_expert_gate"}
+        assert linears - shared == {n for n, k in tree if k in LINEARS} - {
+            "router", "experts_gate_up", "experts_down", "shared_gate_proj", "shared_up_proj",
+            "shared_down_proj", "shared_expert_gate"}
+        assert (linears & shared == shared) == bool(spec.shared_expert_ffn)
+    else:
+        assert linears == {n for n, k in tree if k in LINEARS}
     norms = [name for name, mod in layer.named_modules() if "Norm" in type(mod).__name__]
     assert len(norms) == sum(k == "rmsnorm" for _, k in tree)
     cfg = model.config

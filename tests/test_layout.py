@@ -35,9 +35,12 @@ def test_bad_scalars():
         Workload(mode="jit")
 
 
-def test_moe_is_refused_clearly(make_dep):
-    with pytest.raises(ConfigError, match="mixture of experts"):
-        make_dep("mixtral-8x7b")
+def test_a_mixture_of_experts_holds_every_expert(make_dep):
+    """Mixtral 8x7B: its weights, every expert resident, are its 46.7 B parameters."""
+    dep = make_dep("mixtral-8x7b", batch=1, prompt_len=128, gen_len=16)
+    items = dep.memory_items_gib()["all"]
+    assert items["weights"] * GIB == pytest.approx(dep.model.num_params() * 2, rel=1e-9)
+    assert dep.model.num_params() == pytest.approx(46.7e9, rel=0.01)
 
 
 def test_memory_items_llama2_7b_tp1(make_dep):

@@ -35,9 +35,12 @@ def _leaf_ops(h200, compiled: bool):
                      activation="gelu_tanh", qk_norm="head", post_norms=True, rotary_dim=16,
                      nope_layers=(1,), scaled_embeddings=True, residual_scale=True,
                      logit_scale=True, score_cap=True, logit_cap=True)
+    # a mixture of experts: its router, routing, copies and grouped GEMMs
+    experts = replace(SMALL, model_type="qwen3_moe", num_experts=4, experts_per_token=2,
+                      expert_ffn=64)
     for spec, engine in ((SMALL, None), (SMALL, "hf-eager"), (SMALL, "hf-static"),
                          (SMALL, "hf-cb"), (windowed, "hf-eager"), (windowed, "hf-static"),
-                         (family, "hf-eager")):
+                         (family, "hf-eager"), (experts, "hf-eager")):
         dep = validate(spec, Parallel(tp=1 if engine else 2),
                        Workload(batch=2, prompt_len=16, gen_len=4), h200, engine=engine)
         for _, _, leaf in build_tree(dep).leaves():

@@ -246,7 +246,10 @@ FALLBACK_GROUP = {"sdpa_masked": "attention", "kv_slide.decode": "kv_append.deco
                   # kernel and a multiply over the same bytes), a scalar multiply as an add
                   "geglu": "activation", "scale": "residual",
                   # eager attention's passes over its scores, as elementwise kernels
-                  "scores": "activation"}
+                  "scores": "activation",
+                  # a mixture of experts' routing (softmax, top-k, sort: elementwise-bound
+                  # passes over tokens x experts) and its copies of hidden states
+                  "routing": "activation", "moe_copy": "residual"}
 
 
 def _call_power_w(sample) -> float:

@@ -52,14 +52,25 @@ CANON = ((1, 1, 2), (2, 1, 2), (1, 2, 3), (1, 3, 5), (2, 3, 4), (3, 2, 7), (2, 5
          (3, 4, 6), (1, 5, 4))
 
 
-def _prefill_basis(b, q, cache):
+def _hit(tokens: np.ndarray, experts: tuple[int, int] | None) -> np.ndarray:
+    """The experts `tokens` reach (`piep.tree.builder.experts_hit`; zero without experts):
+    the one quantity of a tree not polynomial in the workload (a mixture of experts reads
+    the weights of the experts its tokens reach)."""
+    if experts is None:
+        return np.zeros_like(tokens)
+    e, k = experts
+    return e * (1.0 - (1.0 - k / e) ** tokens)
+
+
+def _prefill_basis(b, q, cache, experts: tuple[int, int] | None = None):
     b, q, L = np.asarray(b, float), np.asarray(q, float), np.asarray(cache, float)
-    return np.stack([np.ones_like(b), b, q, b * q, b * q * q, L, b * L, b * q * L], -1)
+    return np.stack([np.ones_like(b), b, q, b * q, b * q * q, L, b * L, b * q * L,
+                     _hit(b * q, experts)], -1)
 
 
-def _decode_basis(b, c):
+def _decode_basis(b, c, experts: tuple[int, int] | None = None):
     b, c = np.asarray(b, float), np.asarray(c, float)
-    return np.stack([np.ones_like(b), b, c, b * c], -1)
+    return np.stack([np.ones_like(b), b, c, b * c, _hit(b, experts)], -1)
 
 
 def hides_host_gaps(eager: np.ndarray, phase: str, pp: np.ndarray) -> np.ndarray:
@@ -85,13 +96,15 @@ class Skeleton:
     group_size: np.ndarray
     is_comm: np.ndarray
     static: dict[str, np.ndarray]   # STATIC columns
-    coef: dict[str, tuple]          # quantity -> ((leaves, 8) prefill, (leaves, 4) decode)
+    coef: dict[str, tuple]          # quantity -> ((leaves, 9) prefill, (leaves, 5) decode)
     window: np.ndarray       # 0, or a windowed engine's attention form (FULL_CONTEXT, SLIDING)
     fused: np.ndarray        # bool: a pointwise leaf fused by a compiled step's compiler
     # bool per leaf: of a layer that attends every key in a model whose other layers
     # slide (its decode quantities are in the full context, `decode_context(full=True)`);
     # None: no such leaf
     full_context: np.ndarray | None = None
+    # a mixture of experts' (experts, per token): the bases' column of experts reached
+    experts: tuple[int, int] | None = None
     # the coefficients of every quantity side by side (QUANT order, the leaves within each),
     # prefill's (8, quantities x leaves) and decode's (4, ...), and which columns are
     # prefill leaves: one product per basis gives all of a deployment's quantities
@@ -168,8 +181,10 @@ def build_skeleton(model, parallel: Parallel, gpu, engine: str | None = None) ->
                      decode_context(dep), decode_context(dep, full=True)))
     phase = np.array([p for p, *_ in first])
     vals = np.array([r[0] for r in rows], float)           # (canon, leaves, quant)
-    pb = _prefill_basis([r[1] for r in rows], [r[2] for r in rows], [r[3] for r in rows])
-    db = _decode_basis([r[1] for r in rows], [r[4] for r in rows])
+    experts = (model.num_experts, model.experts_per_token) if model.is_moe else None
+    pb = _prefill_basis([r[1] for r in rows], [r[2] for r in rows], [r[3] for r in rows],
+                        experts)
+    db = _decode_basis([r[1] for r in rows], [r[4] for r in rows], experts)
     n_leaf = vals.shape[1]
     y = vals.transpose(0, 2, 1).reshape(len(rows), -1)     # (canon, quant x leaves)
     sel = np.tile(phase, len(QUANT))
@@ -177,7 +192,7 @@ def build_skeleton(model, parallel: Parallel, gpu, engine: str | None = None) ->
     full_cols = np.tile(full, len(QUANT))
     cp, cd = _solve(pb, y, sel == 0), _solve(db, y, (sel == 1) & ~full_cols)
     if full.any():  # those leaves in the full context's basis
-        db_full = _decode_basis([r[1] for r in rows], [r[5] for r in rows])
+        db_full = _decode_basis([r[1] for r in rows], [r[5] for r in rows], experts)
         cd[:, full_cols] = _solve(db_full, y, (sel == 1) & full_cols)[:, full_cols]
     coef = {name: (cp[:, qi * n_leaf:(qi + 1) * n_leaf].T, cd[:, qi * n_leaf:(qi + 1) * n_leaf].T)
             for qi, name in enumerate(QUANT)}
@@ -197,7 +212,7 @@ def build_skeleton(model, parallel: Parallel, gpu, engine: str | None = None) ->
                      "kv_heads": attr("kv_heads"), "width": attr("width", "vocab")},
                     coef, np.array([n.attrs.get("window", 0) for n in leaves]),
                     np.array([bool(n.attrs.get("fused")) for n in leaves]),
-                    full if full.any() else None)
+                    full if full.any() else None, experts)
 
 
 @dataclass
@@ -367,8 +382,8 @@ def iteration_table(builder: TableBuilder, dep: Deployment, tokens: np.ndarray,
     pre = np.flatnonzero(sk.phase == 0)
     head = np.isin(np.array(sk.kind, dtype=object)[pre], HEAD_KINDS)
     ones = np.ones(n)
-    body_basis = _prefill_basis(ones, tokens, keys)
-    head_basis = _prefill_basis(requests, ones, ones)
+    body_basis = _prefill_basis(ones, tokens, keys, sk.experts)
+    head_basis = _prefill_basis(requests, ones, ones, sk.experts)
     q = {}
     for name in QUANT:
         cp = sk.coef[name][0][pre]
@@ -489,12 +504,12 @@ def _fill(sk: Skeleton, deps: Sequence[Deployment], idx: np.ndarray,
     rows = {k: v.reshape(n_cfg, n_leaf) for k, v in out.items()}
     b, q, cache, c, steps = (per[k][idx] for k in ("b", "prompt", "cache", "context", "steps"))
     prefill, decode, pre_columns = sk.stacked
-    v = np.where(pre_columns, product(_prefill_basis(b, q, cache), prefill),
-                 product(_decode_basis(b, c), decode))
+    v = np.where(pre_columns, product(_prefill_basis(b, q, cache, sk.experts), prefill),
+                 product(_decode_basis(b, c, sk.experts), decode))
     if sk.full_context is not None:  # layers attending every key beside sliding ones
         c_full = np.array([decode_context(deps[i], full=True) for i in idx], float)
         cols = np.tile(sk.full_context, len(QUANT)) & ~pre_columns
-        v[:, cols] = product(_decode_basis(b, c_full), decode[:, cols])
+        v[:, cols] = product(_decode_basis(b, c_full, sk.experts), decode[:, cols])
     np.rint(v, out=v)  # every quantity is integral
     for i, name in enumerate(QUANT):
         rows[name][:] = v[:, i * n_leaf:(i + 1) * n_leaf]

@@ -86,6 +86,15 @@ def build_op(s: dict[str, Any], mode: str, device, dtype=torch.bfloat16,
         n = _copies(t * w * 2)
         xs = [rnd(t, w) for _ in range(n)]
         return Op(lambda i: xs[i] * 0.5, n, 0)
+    if kind == "routing":  # softmax over the experts, the top 2 of them
+        n = _copies(t * w * 2)
+        xs = [rnd(t, w) for _ in range(n)]
+        return Op(lambda i: torch.topk(torch.softmax(xs[i].float(), -1), min(2, w), -1), n, 0)
+    if kind == "moe_copy":  # hidden states gathered in another order
+        n = _copies(t * w * 4)
+        xs = [rnd(t, w) for _ in range(n)]
+        order = torch.randperm(t, device=device, generator=gen)
+        return Op(lambda i: xs[i][order], n, 0)
     if kind == "scores":  # one pass over eager attention's scores: the cap's tanh
         n = _copies(t * w * 2)
         xs = [rnd(t, w) for _ in range(n)]

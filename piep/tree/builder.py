@@ -21,6 +21,10 @@ LAUNCHES = {
     "allgather": 2, "p2p": 1, "kv_append": 2, "kv_expand": 2, "kv_gather": 2,
     "kv_slide": 2, "sdpa_masked": 4, "qkv_proj": 1, "gate_up_proj": 1, "geglu": 2,
     "scale": 1, "scores": 1,
+    # a mixture of experts' layer (transformers' grouped_mm path): the router's GEMM, its
+    # softmax, top-k and renormalization with the sort, histogram and offsets of the
+    # tokens by expert, a gather or scatter of hidden states, the experts' grouped GEMMs
+    "router": 1, "routing": 8, "moe_copy": 1, "experts_gate_up": 1, "experts_down": 1,
 }
 # attention-like leaves: their kernel is set by batch, heads, KV heads, head dim, query
 # length and context (SDPA; the masked SDPA over a static or a gathered paged cache)
@@ -119,6 +123,8 @@ ELEMENTWISE = {  # kind -> (reads, writes, flops per element)
     "geglu": (2, 1, 12), "scale": (1, 1, 1),
     # one pass of eager attention over its scores (`SCORE_PASSES` lists them)
     "scores": (1, 1, 1),
+    # a mixture of experts' routing over (tokens, experts), a copy of hidden states
+    "routing": (2, 2, 10), "moe_copy": (1, 1, 1),
 }
 # transformers' eager attention with soft-capped scores (Gemma 2's eager_attention_forward):
 # the passes over the materialized scores between QK^T and PV, each one kernel: (name,
@@ -141,7 +147,11 @@ def sampler_op_version(kind: str, mode: str) -> int:
     return SAMPLER_OP_VERSION.get(kind, 1)
 
 LINEAR_KINDS = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj",
-                "lm_head", "qkv_proj", "gate_up_proj")
+                "lm_head", "qkv_proj", "gate_up_proj",
+                # a mixture of experts': the router, the experts' grouped GEMMs (one kernel
+                # over every expert a step's tokens reach: priced as one GEMM of their
+                # weights side by side and the tokens each expert gets)
+                "router", "experts_gate_up", "experts_down")
 
 
 def shape_key(node: Node) -> dict:
@@ -309,10 +319,63 @@ def _residual(dep: Deployment, name: str, phase: str, t: int) -> list[Node]:
                                   flops_per=1)]
 
 
+def experts_hit(experts: int, per_token: int, tokens: int) -> float:
+    """The experts a step's `tokens` reach, routed uniformly (`per_token` of `experts`
+    each): E (1 - (1 - k/E)^T). A trained router skews: fewer experts, more tokens each."""
+    return experts * (1.0 - (1.0 - per_token / experts) ** tokens)
+
+
+def _grouped(name: str, kind: str, phase: str, pairs: int, hit: float, d_in: int,
+             d_out: int) -> Node:
+    """An experts' grouped GEMM: every (token, expert) pair's row through its expert's
+    weights (d_in x d_out), one kernel reading the weights of the `hit` experts reached."""
+    return Node(name, kind, phase, flops=2.0 * pairs * d_in * d_out,
+                bytes_read=(hit * d_in * d_out + pairs * d_in) * BF16_BYTES,
+                bytes_written=pairs * d_out * BF16_BYTES, tokens=pairs,
+                launches=LAUNCHES[kind], attrs={"d_in": d_in, "d_out": d_out})
+
+
+def _moe(dep: Deployment, phase: str, t: int) -> list[Node]:
+    """A mixture of experts' MLP as transformers 5.x runs it by default (`grouped_mm`):
+    the router's GEMM and its routing, the hidden states gathered in expert order, the
+    experts' gate_up and down grouped GEMMs over the experts the tokens reach
+    (`experts_hit`: routed uniformly), the activation, the weighted scatter back; and a
+    shared expert beside them (Qwen2-MoE: its MLP, a sigmoid gate, the add)."""
+    m, h = dep.model, dep.model.hidden_size
+    e, k, f = m.num_experts, m.experts_per_token, dep.expert_ffn_per_rank
+    pairs = t * k  # (token, expert) pairs
+    hit = experts_hit(e, k, t)
+    reads, writes, per_el = ELEMENTWISE["activation"]
+    out = [_linear("router", "router", phase, t, h, e),
+           _elementwise("routing", "routing", phase, t, e, reads=2, writes=2, flops_per=10),
+           _elementwise("moe_permute", "moe_copy", phase, pairs, h, reads=1, writes=1,
+                        flops_per=0),
+           _grouped("experts_gate_up", "experts_gate_up", phase, pairs, hit, h, 2 * f),
+           _elementwise("activation", "activation", phase, pairs, f, reads=reads,
+                        writes=writes, flops_per=per_el),
+           _grouped("experts_down", "experts_down", phase, pairs, hit, f, h),
+           _elementwise("moe_combine", "moe_copy", phase, pairs, h, reads=2, writes=1,
+                        flops_per=2)]
+    if m.shared_expert_ffn:
+        fs = max(1, m.shared_expert_ffn // dep.parallel.tp)
+        out += [_linear("shared_gate_proj", "gate_proj", phase, t, h, fs),
+                _linear("shared_up_proj", "up_proj", phase, t, h, fs),
+                _elementwise("shared_activation", "activation", phase, t, fs, reads=reads,
+                             writes=writes, flops_per=per_el),
+                _linear("shared_down_proj", "down_proj", phase, t, fs, h),
+                _linear("shared_expert_gate", "router", phase, t, h, 1),
+                _scale("shared_expert_scale", phase, t, h),
+                _elementwise("shared_add", "moe_copy", phase, t, h, reads=2, writes=1,
+                             flops_per=1)]
+    return out
+
+
 def _mlp(dep: Deployment, phase: str, t: int) -> list[Node]:
     """Gate and up (one fused GEMM, or two), the gated activation, down; or a plain MLP:
-    up (c_fc), the activation, down (c_proj)."""
+    up (c_fc), the activation, down (c_proj); or a mixture of experts (`_moe`)."""
     m, f, h = dep.model, dep.ffn_per_rank, dep.model.hidden_size
+    if m.is_moe:
+        return _moe(dep, phase, t)
     if not m.gated_mlp:
         return [_linear("c_fc", "up_proj", phase, t, h, f, m.qkv_bias),
                 _elementwise("activation", "activation", phase, t, f, reads=1, writes=1,

@@ -14,7 +14,9 @@ COMPUTE_KINDS = ("embedding", "rmsnorm", "q_proj", "k_proj", "v_proj", "rope", "
                  "qkv_proj", "gate_up_proj", "geglu", "scale",
                  # eager attention's pointwise passes over the materialized scores
                  # (Gemma 2's soft-capping: scale, tanh cap, mask, softmax, cast)
-                 "scores")
+                 "scores",
+                 # a mixture of experts' router, routing, copies and grouped GEMMs
+                 "router", "routing", "moe_copy", "experts_gate_up", "experts_down")
 COMM_KINDS = ("allreduce", "allgather", "p2p")
 # copies of the KV cache some engines make (priced by their module samples; without
 # samples, at the GPU's measured copy rate); `kv_slide`: a sliding cache's concatenation
