@@ -60,6 +60,8 @@ def _runs_as_its_leaf(leaf, s: dict, mode: str) -> None:
     out = op.fn(0)
     outs = out if isinstance(out, (tuple, list)) else (out,)
     assert all(torch.isfinite(o.float()).all() for o in outs)
+    if leaf.kind in ("experts_gate_up", "experts_down"):  # every row through its expert
+        assert out.shape == (s["tokens"], s["d_out"]) and s["experts"] >= 1
     if leaf.kind == "attention":  # the in-situ output: (batch, q_len, heads*d)
         assert out.shape == (s["batch"], s["q_len"], s["heads"] * s["head_dim"])
     if leaf.kind == "sdpa_masked":  # (batch, heads, q_len, d), K/V expanded

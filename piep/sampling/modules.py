@@ -21,7 +21,8 @@ from piep.sampling.protocol import capture, seconds
 from piep.sampling.runner import _sync
 from piep.sampling.model import (apply_rope, attention_block, eager_decode_ops,
                                  prefill_ops, split_heads, static_decode_ops)
-from piep.tree.builder import APPENDS, LINEAR_KINDS, sampler_op_version, shape_key  # noqa: F401
+from piep.tree.builder import (APPENDS, GROUPED_KINDS, LINEAR_KINDS, sampler_op_version,  # noqa: F401
+                               shape_key)
 from piep.tree.nodes import COMPUTE_KINDS, COPY_KINDS  # noqa: F401  (re-exported)
 
 L2_BYTES = 60 * 2 ** 20
@@ -47,6 +48,8 @@ def build_op(s: dict[str, Any], mode: str, device, dtype=torch.bfloat16,
     def rnd(*shape):
         x = torch.empty(*shape, device=device, dtype=dtype)
         return x.normal_(0, 0.02, generator=gen)
+    if kind in GROUPED_KINDS:
+        return _grouped_op(s, device, rnd)
     if kind in LINEAR_KINDS:
         w_bytes = s["d_in"] * s["d_out"] * 2
         n = _copies(w_bytes + t * s["d_in"] * 2, 16)
@@ -112,6 +115,31 @@ def build_op(s: dict[str, Any], mode: str, device, dtype=torch.bfloat16,
         xs = [rnd(t, s["vocab"]) for _ in range(n)]
         return Op(lambda i: xs[i].argmax(-1), n, 0)
     raise KeyError(kind)
+
+
+def _grouped_op(s: dict[str, Any], device, rnd) -> Op:
+    """The experts' grouped GEMM of a mixture of experts: `tokens` rows split evenly over
+    `experts` experts, each through its own weights (torch._grouped_mm where this torch
+    and GPU run it, as transformers' grouped_mm path does; else a GEMM per expert)."""
+    t, e, d_in, d_out = s["tokens"], s["experts"], s["d_in"], s["d_out"]
+    w_bytes = e * d_in * d_out * 2
+    n = _copies(w_bytes + t * d_in * 2, 8)
+    ws = [rnd(e, d_in, d_out) for _ in range(n)]
+    xs = [rnd(t, d_in) for _ in range(n)]
+    ends = [round(t * (i + 1) / e) for i in range(e)]
+    grouped = getattr(torch, "_grouped_mm", None)
+    if grouped is not None and torch.device(device).type == "cuda":
+        offs = torch.tensor(ends, device=device, dtype=torch.int32)
+        try:
+            grouped(xs[0], ws[0], offs=offs)
+            return Op(lambda i: grouped(xs[i], ws[i], offs=offs), n, w_bytes)
+        except RuntimeError:  # (a GPU or dtype its kernel does not take)
+            pass
+    starts = [0] + ends[:-1]
+
+    def loop(i):
+        return torch.cat([xs[i][a:b] @ ws[i][j] for j, (a, b) in enumerate(zip(starts, ends))])
+    return Op(loop, n, w_bytes)
 
 
 def _attention_op(s: dict[str, Any], mode: str, rnd) -> Op:

@@ -158,6 +158,9 @@ def shape_key(node: Node) -> dict:
     """The shape that determines a compute leaf's kernel (what the module sampler runs)."""
     a = node.attrs
     base = {"kind": node.kind, "phase": node.phase, "tokens": node.tokens}
+    if node.kind in GROUPED_KINDS:  # (the sampler runs the experts reached, rounded)
+        return {**base, "d_in": a["d_in"], "d_out": a["d_out"],
+                "experts": max(1, round(a["experts"]))}
     if node.kind in LINEAR_KINDS:
         return {**base, "d_in": a["d_in"], "d_out": a["d_out"],
                 **({"bias": True} if a.get("bias") else {})}
@@ -178,6 +181,8 @@ def shape_key(node: Node) -> dict:
 def leaf_from_shape(s: dict) -> Node:
     """The tree leaf a shape key stands for (inverse of `shape_key`)."""
     kind, phase, t = s["kind"], s["phase"], s["tokens"]
+    if kind in GROUPED_KINDS:
+        return _grouped(kind, kind, phase, t, s["experts"], s["d_in"], s["d_out"])
     if kind in LINEAR_KINDS:
         return _linear(kind, kind, phase, t, s["d_in"], s["d_out"], s.get("bias", False))
     if kind in ATTENTION_LIKE:
@@ -332,7 +337,10 @@ def _grouped(name: str, kind: str, phase: str, pairs: int, hit: float, d_in: int
     return Node(name, kind, phase, flops=2.0 * pairs * d_in * d_out,
                 bytes_read=(hit * d_in * d_out + pairs * d_in) * BF16_BYTES,
                 bytes_written=pairs * d_out * BF16_BYTES, tokens=pairs,
-                launches=LAUNCHES[kind], attrs={"d_in": d_in, "d_out": d_out})
+                launches=LAUNCHES[kind], attrs={"d_in": d_in, "d_out": d_out, "experts": hit})
+
+
+GROUPED_KINDS = ("experts_gate_up", "experts_down")
 
 
 def _moe(dep: Deployment, phase: str, t: int) -> list[Node]:
