@@ -39,7 +39,12 @@ def model_shape(spec: ModelSpec) -> dict[str, Any]:
             **({"sliding_window": spec.sliding_window} if spec.sliding_window else {}),
             **({"tied": True} if spec.tie_word_embeddings else {}),
             # a family beyond Llama's: its type and what its layer runs (piep.families)
-            **({"model_type": spec.model_type, "family": facts} if facts else {})}
+            **({"model_type": spec.model_type, "family": facts} if facts or spec.is_moe
+               else {}),
+            # a mixture of experts: how many, how many a token, their width, a shared one's
+            **({"experts": {"count": spec.num_experts, "per_token": spec.experts_per_token,
+                            "ffn": spec.ffn_of_experts, "shared_ffn": spec.shared_expert_ffn}}
+               if spec.is_moe else {})}
 
 
 def record_head(spec: ModelSpec, parallel: Parallel, workload: Workload,

@@ -45,16 +45,20 @@ def spec_of_shape(model: str, s: Mapping[str, Any]) -> ModelSpec:
     """The model shape a record states (its `shape`); one object per distinct shape (a
     file of many runs of a few models holds a few)."""
     facts = s.get("family") if isinstance(s.get("family"), Mapping) else {}
+    experts = s.get("experts") if isinstance(s.get("experts"), Mapping) else {}
+    moe = (("num_experts", experts["count"]), ("experts_per_token", experts["per_token"]),
+           ("expert_ffn", experts["ffn"] if experts["ffn"] != s["ffn"] else None),
+           ("shared_expert_ffn", experts.get("shared_ffn", 0))) if experts else ()
     return _spec_of(model, *(s[k] for k in SHAPE_FIELDS), bool(s.get("qkv_bias")),
                     s.get("sliding_window"), str(s.get("model_type") or "llama"),
                     s.get("tied") is True,
                     tuple(sorted((k, tuple(v) if isinstance(v, list) else v)
-                                 for k, v in facts.items())))
+                                 for k, v in facts.items())), moe)
 
 
 @functools.lru_cache(maxsize=1024)
 def _spec_of(model, hidden, layers, heads, kv_heads, head_dim, ffn, vocab, qkv_bias,
-             window, model_type="llama", tied=False, facts=()) -> ModelSpec:
+             window, model_type="llama", tied=False, facts=(), moe=()) -> ModelSpec:
     unknown = [k for k, _ in facts if k not in FAMILY_FIELDS]
     if unknown:
         raise ConfigError(f"{model}: shape.family has unknown facts {unknown} (known: "
@@ -63,7 +67,7 @@ def _spec_of(model, hidden, layers, heads, kv_heads, head_dim, ffn, vocab, qkv_b
                      num_heads=heads, num_kv_heads=kv_heads, head_dim=head_dim,
                      intermediate_size=ffn, vocab_size=vocab, qkv_bias=qkv_bias,
                      sliding_window=window, max_position=1 << 20, tie_word_embeddings=tied,
-                     **dict(facts))
+                     **dict(facts), **dict(moe))
 
 
 SHAPE_FIELDS = ("hidden", "layers", "heads", "kv_heads", "head_dim", "ffn", "vocab")

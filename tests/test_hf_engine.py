@@ -190,3 +190,17 @@ def test_kernel_census_refuses_bad_input_in_one_line_writing_nothing(tmp_path, c
         err = capsys.readouterr().err.strip()
         assert err.startswith("census: error:") and "\n" not in err
     assert not out.exists()
+
+
+def test_a_mixture_of_experts_is_measured_as_transformers_runs_it(tmp_path):
+    """The MoE design's path (calibration/h200/moe): transformers builds the experts from
+    the config piep reads and generate() runs them; the record names the model's shape,
+    experts included."""
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps({**TINY, "model_type": "qwen3_moe", "num_experts": 4,
+                                "num_experts_per_tok": 2, "moe_intermediate_size": 32,
+                                "head_dim": 16}))
+    rec = _measure(["--model", str(path), "--engine", "hf-eager", "--batch", "2",
+                    "--prompt-len", "6", "--gen-len", "3"])
+    assert rec["generated_tokens"] == 3 and rec["shape"]["model_type"] == "qwen3_moe"
+    assert rec["shape"]["experts"] == {"count": 4, "per_token": 2, "ffn": 32, "shared_ffn": 0}
