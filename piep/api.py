@@ -49,6 +49,12 @@ def steady(model: str, *, engine: str = "vllm", gpu: str = "h100", tp: int = 1,
     res = resolve(scenario(model, gpu=gpu, tp=tp, batch=1, prompt_len=16, gen_len=2,
                            allow_uncalibrated=True), predictor)
     dep = res.scenario.deployment
+    longest = lengths.prompt_len + max(lengths.sample or (lengths.output_mean,))
+    if longest > dep.model.max_position:
+        from piep.errors import ConfigError
+        raise ConfigError(f"prompt + output reach {longest:,.0f} tokens, beyond "
+                          f"max_position_embeddings={dep.model.max_position:,} of "
+                          f"{dep.model.name} (vLLM's max_model_len): give shorter lengths")
     server = st.PagedServer.defaults(dep.gpu.name, dep.gpu.memory_gib,
                                      max_num_seqs=max_num_seqs,
                                      max_num_batched_tokens=max_num_batched_tokens,

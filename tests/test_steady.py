@@ -106,7 +106,8 @@ def test_vllm_memory_refusals_name_the_fix():
     server = st.PagedServer.defaults("h100", dep.gpu.memory_gib, max_num_seqs=8)
     with pytest.raises(FitError, match="less than one request .* use a larger tp"):
         st.concurrency(dep, server, st.Lengths.fixed(20000, 30000))
-    with pytest.raises(FitError, match="leave no KV cache"):
+    with pytest.raises(FitError, match="leave no KV cache .* raise gpu_memory_utilization "
+                                       "above 0.8"):
         st.kv_memory_gib(dep, replace(server, gpu_memory_utilization=0.5))
 
 
@@ -215,7 +216,8 @@ def test_steady_cli(capsys):
     assert "running requests" in capsys.readouterr().out
     for argv, msg in ((["--output-len", "abc"], "output_len='abc'"),
                       (["--max-num-seqs", "0"], "max_num_seqs=0"),
-                      (["--gpu-memory-utilization", "0"], "gpu_memory_utilization=0")):
+                      (["--gpu-memory-utilization", "0"], "gpu_memory_utilization=0"),
+                      (["--output-len", "200000"], "beyond max_position_embeddings")):
         assert main(["steady", "--model", model, *argv]) == 2
         err = capsys.readouterr().err.strip()
         assert msg in err and len(err.splitlines()) == 1

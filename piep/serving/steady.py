@@ -195,12 +195,13 @@ def kv_memory_gib(dep: Deployment, server: PagedServer) -> dict[str, float]:
             + items["nccl_workspace"]}
     kv = budget - sum(used.values())
     if kv <= 0:
-        need = sum(used.values()) / server.gpu_memory_utilization
+        share = sum(used.values()) / g.memory_gib
+        fix = (f"raise gpu_memory_utilization above {share:.2f}, or use a larger tp"
+               if share < 1 else "use a larger tp")
         raise FitError(f"{m.name} does not fit vLLM on {p.tp}x {g.name}: weights "
                        f"{used['weights']:.1f} GiB, activations {used['activations']:.1f} GiB, "
                        f"runtime {used['runtime']:.1f} GiB leave no KV cache in "
-                       f"{server.gpu_memory_utilization:g} x {g.memory_gib:.1f} GiB (needs "
-                       f"{need:.1f} GiB per GPU); use a larger tp")
+                       f"{server.gpu_memory_utilization:g} x {g.memory_gib:.1f} GiB; {fix}")
     return {**used, "kv_cache": kv, "budget": budget}
 
 
