@@ -12,9 +12,11 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Sequence
 
 import numpy as np
+
+from piep.errors import ConfigError
 
 # name: (label in tables, meaning), the words `piep predict`, `serve`, `compare`, `sweep`,
 # `report` and `optimize` use for them
@@ -292,3 +294,88 @@ class ServingResult:
                     else list(self.out_of_range_kinds)}
         doc.update({k: v for k, v in optional.items() if v is not None})
         return doc
+
+
+# --- from the boards to the building --------------------------------------------------
+# From the boards to the building: facility energy, carbon and cost of an answer.
+#
+# piep's energy is the GPU boards' (`boundary: gpu_board`). A facility draws more: its power
+# usage effectiveness (PUE: facility energy over IT energy, >= 1) is a stated multiplier, as
+# CodeCarbon and EcoLogits apply it, not a measurement; carbon is the facility's kWh times
+# the grid's intensity (gCO2eq per kWh), cost its kWh times a price. The boards' 90 %
+# interval is carried through each (the factors are exact: given, not estimated).
+J_PER_KWH = 3.6e6
+
+
+@dataclass(frozen=True, kw_only=True)
+class Facility:
+    """What turns board joules into facility kWh, carbon and cost."""
+    pue: float = 1.0
+    carbon_g_per_kwh: float | None = None
+    price_per_kwh: float | None = None
+
+    def __post_init__(self) -> None:
+        for name, value, low in (("--pue", self.pue, 1.0),
+                                 ("--carbon-intensity", self.carbon_g_per_kwh, 0.0),
+                                 ("--price-per-kwh", self.price_per_kwh, 0.0)):
+            if value is None:
+                continue
+            if isinstance(value, bool) or not isinstance(value, (int, float)) \
+                    or not math.isfinite(value) or value < low:
+                why = ("a facility draws at least its IT load: PUE >= 1 (typical 1.1-1.6)"
+                       if name == "--pue" else "give a number >= 0")
+                raise ConfigError(f"{name}={value!r}: {why}")
+
+    def of(self, energy_j: float, interval_j: Sequence[float] | None = None
+           ) -> dict[str, Any]:
+        """The facility's kWh (boards x PUE), kgCO2eq and cost of `energy_j` board joules,
+        each with its interval where the boards' is given."""
+        def scaled(factor: float) -> tuple[float, list[float] | None]:
+            kwh = self.pue / J_PER_KWH * factor
+            return energy_j * kwh, [v * kwh for v in interval_j] if interval_j else None
+        kwh, kwh_iv = scaled(1.0)
+        out: dict[str, Any] = {"boundary": "facility (boards x PUE)", "pue": self.pue,
+                               "energy_kwh": kwh, "energy_kwh_interval": kwh_iv}
+        if self.carbon_g_per_kwh is not None:
+            co2, co2_iv = scaled(self.carbon_g_per_kwh / 1000.0)
+            out.update({"carbon_g_per_kwh": self.carbon_g_per_kwh, "kg_co2eq": co2,
+                        "kg_co2eq_interval": co2_iv})
+        if self.price_per_kwh is not None:
+            cost, cost_iv = scaled(self.price_per_kwh)
+            out.update({"price_per_kwh": self.price_per_kwh, "cost": cost,
+                        "cost_interval": cost_iv})
+        return out
+
+    def line(self, f: dict[str, Any]) -> str:
+        """A document's facility block in one line."""
+        words = [f"facility {f['energy_kwh']:.6g} kWh (board energy x PUE {f['pue']:g})"]
+        if "kg_co2eq" in f:
+            words.append(f"{f['kg_co2eq']:.6g} kg CO2eq at {f['carbon_g_per_kwh']:g} g/kWh")
+        if "cost" in f:
+            words.append(f"cost {f['cost']:.6g} at {f['price_per_kwh']:g} per kWh")
+        return ", ".join(words)
+
+
+def with_facility(doc: dict[str, Any], facility: Facility | None) -> dict[str, Any]:
+    """`doc` with its facility figures (`Facility.of`): an answer's (its `energy_j` and
+    interval), each compared candidate's, each sweep row's (as flat columns), an
+    optimization's reference and chosen point."""
+    if facility is None:
+        return doc
+    if "candidates" in doc:  # piep compare
+        for c in doc["candidates"]:
+            c["facility"] = facility.of(c["energy_j"], c.get("interval_energy_j"))
+    elif "rows" in doc:  # piep sweep: CSV columns
+        for r in doc["rows"]:
+            if r.get("energy_j") is not None:
+                f = facility.of(r["energy_j"])
+                r.update({"facility_energy_kwh": f["energy_kwh"],
+                          **({"kg_co2eq": f["kg_co2eq"]} if "kg_co2eq" in f else {}),
+                          **({"cost": f["cost"]} if "cost" in f else {})})
+    elif "chosen" in doc and "reference" in doc:  # piep optimize
+        for key in ("reference", "chosen"):
+            doc[key]["facility"] = facility.of(doc[key]["energy_j"])
+    elif doc.get("energy_j") is not None:
+        doc["facility"] = facility.of(doc["energy_j"],
+                                      (doc.get("interval") or {}).get("energy_j"))
+    return doc

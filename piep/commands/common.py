@@ -215,6 +215,50 @@ def add_json_arg(p: argparse.ArgumentParser) -> None:
     p.add_argument("--json", action="store_true", help="machine output on stdout")
 
 
+def add_facility_args(p: argparse.ArgumentParser) -> None:
+    """Facility energy, carbon and cost beside the boards' energy (piep.results: Facility)."""
+    g = p.add_argument_group("facility, carbon and cost (board energy x PUE; intervals "
+                             "carried)")
+    g.add_argument("--pue", type=float, default=None, metavar="X",
+                   help="power usage effectiveness of the facility (>= 1; default 1 when "
+                        "carbon or price is given)")
+    g.add_argument("--carbon-intensity", type=float, default=None, metavar="G_PER_KWH",
+                   help="the grid's gCO2eq per kWh: kgCO2eq of the facility's energy")
+    g.add_argument("--price-per-kwh", type=float, default=None, metavar="P",
+                   help="the price of a kWh: the cost of the facility's energy")
+
+
+def facility_of(args: argparse.Namespace):
+    """The facility the flags describe, or None where none was given."""
+    from piep.results import Facility
+    pue = getattr(args, "pue", None)
+    carbon, price = getattr(args, "carbon_intensity", None), getattr(args, "price_per_kwh",
+                                                                     None)
+    if pue is None and carbon is None and price is None:
+        return None
+    return Facility(pue=1.0 if pue is None else pue, carbon_g_per_kwh=carbon,
+                    price_per_kwh=price)
+
+
+def emit_facility(args: argparse.Namespace, doc: Any, human: Callable[[Any], str]) -> None:
+    """`emit` with the facility's figures in the document (and a line under the human
+    answer) where the facility flags were given."""
+    from piep.results import with_facility
+    facility = facility_of(args)
+    if facility is None:
+        emit(args, doc, human)
+        return
+    with_facility(doc, facility)
+
+    def lines(d):
+        found = [("", d["facility"])] if "facility" in d else \
+            [(f"{c['candidate']}: ", c["facility"]) for c in d.get("candidates", [])] + \
+            [(f"{k}: ", d[k]["facility"]) for k in ("reference", "chosen")
+             if isinstance(d.get(k), dict) and "facility" in d[k]]
+        return "".join(f"\n{who}{facility.line(f)}" for who, f in found)
+    emit(args, doc, lambda d: human(d) + lines(d))
+
+
 def emit(args: argparse.Namespace, doc: Any, human: Callable[[Any], str]) -> None:
     if getattr(args, "json", False):  # one write: json.dump writes each piece alone
         from piep.artifacts import json_text

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
-from piep.commands.common import add_workload_args, emit, flag_lines, scenario_file
+from piep.commands.common import (add_facility_args, add_workload_args, emit_facility,
+                                  flag_lines, scenario_file)
 from piep.gpus import DEFAULT_GPU
 from piep.report.table import fmt, table
 
 
 def configure(parser) -> None:
+    add_facility_args(parser)
     parser.add_argument("candidates", nargs="+", metavar="MODEL@LAYOUT",
                         help="e.g. llama-2-7b@tp2 llama-2-13b@tp1 llama-3-70b@tp2pp2")
     parser.add_argument("--gpu", default=DEFAULT_GPU)
@@ -48,5 +50,5 @@ def run(args) -> int:
         rec = "\n".join(f"{goal}: {dec['why']}" for goal, dec in d["decisions"].items())
         flags = flag_lines(f for r in d["candidates"] for f in r["flags"])
         return "\n".join([body, "", rec, *flags, "(energy boundary: GPU boards only)"])
-    emit(args, doc, human)
+    emit_facility(args, doc, human)
     return 0

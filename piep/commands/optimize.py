@@ -6,7 +6,7 @@ import math
 
 from pathlib import Path
 
-from piep.commands.common import add_deployment_args, emit, scenario_from_args
+from piep.commands.common import (add_deployment_args, add_facility_args, emit_facility, scenario_from_args)
 from piep.errors import ConfigError
 
 AXES = ("batch", "clock", "power")
@@ -29,6 +29,7 @@ def _floats(text: str | None, what: str):
 
 
 def configure(parser) -> None:
+    add_facility_args(parser)
     add_deployment_args(parser)
     parser.add_argument("--objective", choices=("eds", "zeus", "latency"), default="eds",
                         help="eds: w*E/E_ref + (1-w)*T/T_ref (default); zeus: "
@@ -108,7 +109,7 @@ def run(args) -> int:
         opts = OnlineOptions(axes=tuple(_axes(args.online_axes)), max_steps=args.max_steps,
                              replay=args.replay, log=args.log, repeats=args.repeats)
         doc["online"] = online(scn, res, objective, opts, clocks=_clock_access)
-    emit(args, doc, lambda d: _human(d, args.front))
+    emit_facility(args, doc, lambda d: _human(d, args.front))
     return 0
 
 

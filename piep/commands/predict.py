@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import argparse
 
-from piep.commands.common import (add_deployment_args, dtypes_words, emit, flag_lines,
-                                  host_note, out_of_range_lines, outcome_lines,
-                                  scenario_from_args)
+from piep.commands.common import (add_deployment_args, add_facility_args, dtypes_words,
+                                  emit_facility, flag_lines, host_note, out_of_range_lines,
+                                  outcome_lines, scenario_from_args)
 from piep.report.table import fmt, table
 
 
 def configure(parser) -> None:
+    add_facility_args(parser)
     add_deployment_args(parser)
     parser.add_argument("--request-rate", type=float, default=None, metavar="R",
                         help=argparse.SUPPRESS)  # went: `piep serve` answers request streams
@@ -66,5 +67,5 @@ def run(args) -> int:
                           f"--rate {args.request_rate:g}` (continuous batching, per-request "
                           "energy)")
     doc = api.predict(scenario_from_args(args), predictor=args.predictor)
-    emit(args, doc, lambda d: summary(d, args.modules))
+    emit_facility(args, doc, lambda d: summary(d, args.modules))
     return 0

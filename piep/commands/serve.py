@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from piep.commands.common import (resolve_auto_probe, dtypes_words, emit, flag_lines, host_note,
-                                  host_probe_arg, out_of_range_lines, outcome_lines,
-                                  scenario_file)
+from piep.commands.common import (add_facility_args, dtypes_words, emit_facility, flag_lines,
+                                  host_note, host_probe_arg, out_of_range_lines, outcome_lines,
+                                  resolve_auto_probe, scenario_file)
 from piep.gpus import DEFAULT_GPU
 from piep.report.table import fmt, table
 
@@ -14,6 +14,7 @@ SERVE_SIGNATURE = "serving.json"  # the file that marks a serve --out folder
 
 def configure(parser) -> None:
     from piep.engines import ENGINES, names
+    add_facility_args(parser)
     parser.add_argument("--model",
                         help="shipped name (see `piep models`) or path to config.json / folder")
     parser.add_argument("--scenario", metavar="FILE.json",
@@ -93,7 +94,7 @@ def run(args) -> int:
             curve = load_curve(scn, predictor=args.predictor, user_policy=policy)
             _plot(scn, sim, doc, curve, tx.file(args.plot))
             doc["plot"] = args.plot
-    emit(args, doc, lambda d: summary(d, args.requests_shown))
+    emit_facility(args, doc, lambda d: summary(d, args.requests_shown))
     return 0
 
 

@@ -5,7 +5,8 @@ from __future__ import annotations
 import csv
 import sys
 
-from piep.commands.common import resolve_auto_probe, emit, engine_arg, host_probe_arg
+from piep.commands.common import (add_facility_args, emit, engine_arg, facility_of,
+                                  host_probe_arg, resolve_auto_probe)
 from piep.gpus import DEFAULT_GPU
 
 FIELDS = ("model", "tp", "pp", "dp", "batch", "prompt_len", "gen_len", "mode", "engine",
@@ -16,6 +17,7 @@ BOUNDARY = "gpu_board"  # what energy_j counts: GPU boards only (not CPU, DRAM, 
 
 
 def configure(parser) -> None:
+    add_facility_args(parser)
     parser.add_argument("--model", nargs="+", required=True,
                         help="shipped names or config paths (every combination is predicted)")
     parser.add_argument("--gpu", default=DEFAULT_GPU, help=f"GPU type (default {DEFAULT_GPU})")
@@ -70,6 +72,8 @@ def run(args) -> int:
         raise ConfigError(f"no point of the grid is valid ({len(rows)} refused); the first: "
                           f"{rows[0]['error']}")
     doc = {"schema": "piep.sweep", "schema_version": 1, "boundary": BOUNDARY, "rows": rows}
+    from piep.results import with_facility
+    with_facility(doc, facility_of(args))  # (its columns in the CSV too)
     if args.out:
         from piep.artifacts import json_text, write_text
         as_json = str(args.out).lower().endswith(".json")
@@ -89,7 +93,8 @@ def _csv(rows: list[dict]) -> str:
     """The rows as CSV, a column per FIELDS entry (flags joined by ';')."""
     import io
     buf = io.StringIO()
-    writer = csv.DictWriter(buf, fieldnames=FIELDS, extrasaction="ignore")
+    extra = [k for k in ("facility_energy_kwh", "kg_co2eq", "cost") if any(k in r for r in rows)]
+    writer = csv.DictWriter(buf, fieldnames=FIELDS + tuple(extra), extrasaction="ignore")
     writer.writeheader()
     writer.writerows({**r, "flags": ";".join(r.get("flags", [])), "energy_boundary": BOUNDARY}
                      for r in rows)
