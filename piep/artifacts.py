@@ -373,6 +373,45 @@ class Schema:
         return doc
 
 
+    def json_schema(self) -> dict[str, Any]:
+        """The kind as a JSON Schema (2020-12): its name and a version this piep reads, the
+        keys every document has with their JSON types, the positive numbers; other keys
+        are allowed (documents gain keys; a reader keeps to the required ones)."""
+        props: dict[str, Any] = {"schema": {"const": self.name},
+                                 "schema_version": {"type": "integer", "minimum": 1,
+                                                    "maximum": self.version}}
+        for key, kind in self.required:
+            props[key] = {"type": _json_types(kind)}
+            if key in self.positive:
+                props[key]["exclusiveMinimum"] = 0
+        for key in self.positive:
+            props.setdefault(key, {"exclusiveMinimum": 0})
+        return {"$schema": "https://json-schema.org/draft/2020-12/schema",
+                "$id": f"urn:piep:schema:{self.name}:{self.version}", "title": self.name,
+                "type": "object", "required": ["schema", "schema_version",
+                                               *(k for k, _ in self.required)],
+                "properties": props}
+
+
+def _json_types(kind) -> list[str] | str:
+    """A Python type (or tuple of them) of `Schema.required` as JSON Schema types (an int
+    is a JSON number too; a bool is neither)."""
+    names = {str: "string", int: "integer", float: "number", dict: "object", list: "array",
+             type(None): "null", bool: "boolean"}
+    kinds = kind if isinstance(kind, tuple) else (kind,)
+    out = sorted({names[k] for k in kinds})
+    if "number" in out and "integer" in out:
+        out.remove("integer")
+    return out[0] if len(out) == 1 else out
+
+
+def schema_files() -> dict[str, str]:
+    """Every registered kind's JSON Schema as the text piep ships
+    (`piep/schemas/<name>.schema.json`)."""
+    return {f"{name}.schema.json": json.dumps(schema.json_schema(), indent=2) + "\n"
+            for name, schema in sorted(SCHEMAS.items())}
+
+
 def _type_name(kind) -> str:
     kinds = kind if isinstance(kind, tuple) else (kind,)
     return " or ".join("null" if k is type(None) else k.__name__ for k in kinds)

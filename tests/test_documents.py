@@ -121,3 +121,35 @@ def test_predict_json_is_the_golden_document():
     if os.environ.get("PIEP_UPDATE_GOLDEN"):
         GOLDEN.write_text(json.dumps(doc, indent=1) + "\n")
     _same(json.loads(GOLDEN.read_text()), doc)
+
+
+def test_the_shipped_json_schemas_are_the_registry_and_every_document_meets_them(tmp_path):
+    """piep/schemas/*.schema.json (JSON Schema 2020-12) are what the registry makes now
+    (`python benchmarks/docs.py --write`), and every committed document and every command's
+    document validates against its kind's."""
+    jsonschema = pytest.importorskip("jsonschema")
+    from piep.artifacts import schema_files
+    folder = ROOT / "piep" / "schemas"
+    made = schema_files()
+    shipped = {p.name: p.read_text() for p in folder.glob("*.schema.json")}
+    assert shipped == made, "regenerate: python benchmarks/docs.py --write"
+    validators = {json.loads(text)["title"]: jsonschema.Draft202012Validator(json.loads(text))
+                  for text in made.values()}
+    seen = set()
+    for path, doc in _committed():
+        errors = list(validators[doc["schema"]].iter_errors(doc))
+        assert not errors, f"{path}: {errors[0].message}"
+        seen.add(doc["schema"])
+    for argv in (["predict", "--model", "llama-2-7b", "--json"],
+                 ["serve", "--model", "llama-3-8b", "--rate", "4", "--requests", "10",
+                  "--json"],
+                 ["steady", "--model", "llama-3-8b", "--max-num-seqs", "8", "--json"]):
+        doc = _cli(argv)
+        assert not list(validators[doc["schema"]].iter_errors(doc)), argv
+        seen.add(doc["schema"])
+    assert len(seen) >= 10
+    # a document the schema refuses: a wrong type, and a newer version than piep reads
+    bad = {**_cli(["predict", "--model", "llama-2-7b", "--json"]), "energy_j": "many"}
+    assert list(validators["piep.prediction"].iter_errors(bad))
+    assert list(validators["piep.prediction"].iter_errors({**bad, "energy_j": 1.0,
+                                                            "schema_version": 99}))
