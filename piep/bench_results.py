@@ -259,3 +259,46 @@ def steady_record(path: str | Path, *, model: str, engine: str, engine_version: 
             "power_w": float(energy_j / duration), "time_s": float(duration),
             "window": "the whole run (ramp up and down included)",
             "source": f"{Path(path).name}#{run_index % len(runs) + 1}"}
+
+
+def vllm_result(doc: dict[str, Any], trace) -> dict[str, Any]:
+    """A `piep serve` answer as the result file `vllm bench serve --save-result
+    --save-detailed` writes (vllm/benchmarks/serve.py's keys: seconds per request, ms in
+    the summaries, `gpu_energy_j` as vLLM's own metering names it), so that a predicted run
+    and a measured one diff with the same tools; `read_results` / `replay_record` read it
+    back to the same totals. `trace`: the answer's requests (`Scenario.requests()`)."""
+    import numpy as np
+    rows = doc["per_request"]
+    gen = [int(g) for g in trace.gen_len]
+    ttft = [r["ttft_s"] for r in rows]
+    tpot = [r["tpot_s"] for r in rows]
+    e2e = [r["e2e_s"] for r in rows]
+    itls = [[t] * (g - 1) for t, g in zip(tpot, gen)]
+    flat_itl = [x for seq in itls for x in seq]
+
+    def ms(values, prefix):
+        v = np.asarray(values, float) * 1e3
+        if not len(v):
+            return {}
+        return {f"mean_{prefix}_ms": float(v.mean()), f"median_{prefix}_ms": float(np.median(v)),
+                f"std_{prefix}_ms": float(v.std()), f"p99_{prefix}_ms": float(np.percentile(v, 99))}
+    rate = doc.get("load", {}).get("arrival_rate_per_s")
+    duration, tokens = doc["time_s"], doc["output_tokens"]
+    return {"date": None, "endpoint_type": "piep", "backend": "vllm", "label": "piep serve",
+            "model_id": doc["model"], "tokenizer_id": None,
+            "num_prompts": len(rows), "request_rate": rate if rate else "inf",
+            "burstiness": 1.0, "max_concurrency": None, "duration": duration,
+            "completed": len(rows), "failed": 0,
+            "total_input_tokens": int(sum(int(p) for p in trace.prompt_len)),
+            "total_output_tokens": int(sum(gen)),
+            "request_throughput": len(rows) / duration if duration else 0.0,
+            "output_throughput": tokens / duration if duration else 0.0,
+            **ms(ttft, "ttft"), **ms(tpot, "tpot"), **ms(flat_itl, "itl"), **ms(e2e, "e2el"),
+            "input_lens": [int(p) for p in trace.prompt_len], "output_lens": gen,
+            "ttfts": ttft, "itls": itls, "latencies": e2e,
+            "start_times": [float(a) for a in trace.arrival_s],
+            "errors": [""] * len(rows), "gpu_energy_j": doc["energy_j"],
+            "gpu_avg_power_w": doc["energy_j"] / duration if duration else 0.0,
+            "gpu_energy_per_output_token_j": doc["j_per_output_token"],
+            "piep": {"schema": doc["schema"], "engine": doc.get("engine"),
+                     "boundary": "gpu_board", "predicted": True}}

@@ -273,3 +273,26 @@ def test_steady_states_fit_the_profile_piep_steady_reads(tmp_path, monkeypatch, 
     assert main(["train", "--engine", "hf-cb", "--gpu", "h100", "--steady-states",
                  str(records)]) == 2
     assert "--engine vllm" in capsys.readouterr().err
+
+
+def test_a_served_answer_round_trips_as_vllms_result_file(tmp_path, capsys):
+    """`piep serve --vllm-result F` writes the file `vllm bench serve --save-result
+    --save-detailed` writes; `piep meter --serving-result F` (its own energy) reads it
+    back to the same requests, tokens, window and energy."""
+    result, out = tmp_path / "r.json", tmp_path / "replays.jsonl"
+    assert main(["serve", "--model", "llama-3-8b", "--rate", "4", "--requests", "12",
+                 "--vllm-result", str(result), "--json"]) == 0
+    served = json.loads(capsys.readouterr().out)
+    run = json.loads(result.read_text())
+    assert run["model_id"] == "llama-3-8b" and run["max_concurrency"] is None
+    assert run["total_output_tokens"] == served["output_tokens"]
+    assert run["mean_ttft_ms"] == pytest.approx(
+        1e3 * sum(r["ttft_s"] for r in served["per_request"]) / 12)
+    assert main(["meter", "--serving-result", str(result), "--model", "llama-3-8b",
+                 "--engine", "vllm", "--engine-version", "0.11", "--out", str(out)]) == 0
+    rec = json.loads(out.read_text())
+    assert rec["requests"] == 12 and rec["gen_tokens"] == served["output_tokens"]
+    assert rec["energy_j"] == pytest.approx(served["energy_j"])
+    assert rec["time_s"] == pytest.approx(served["time_s"])
+    ttft = sorted(r["ttft_s"] for r in rec["per_request"])
+    assert ttft == pytest.approx(sorted(r["ttft_s"] for r in served["per_request"]))

@@ -61,6 +61,11 @@ def configure(parser) -> None:
                              "(the reference GPU's engine profile and scheduler on its "
                              "memory), flagged uncalibrated_gpu, fixed x0.5-x2 band")
     parser.add_argument("--out", metavar="DIR", help="also write serving.json and the trace")
+    parser.add_argument("--vllm-result", metavar="FILE.json",
+                        help="also write the answer as the result file `vllm bench serve "
+                             "--save-result --save-detailed` writes (its keys and units, "
+                             "gpu_energy_j): diff it with a measured one; `piep meter "
+                             "--serving-result FILE` reads it back")
     parser.add_argument("--plot", metavar="FILE.png",
                         help="requests in flight and power over the window")
     parser.add_argument("--requests-shown", type=int, default=5, metavar="N",
@@ -74,9 +79,11 @@ def run(args) -> int:
     if args.requests_shown < 0:
         raise ConfigError(f"--requests-shown={args.requests_shown} must be >= 0")
 
-    from piep.artifacts import figure_path, writable_folder
+    from piep.artifacts import figure_path, writable, writable_folder
     if args.plot:
         figure_path(args.plot)
+    if args.vllm_result:
+        writable(args.vllm_result, "--vllm-result")
     if args.out:
         writable_folder(args.out, "--out", SERVE_SIGNATURE)
     policy = read_policy(args.policy) if args.policy else None
@@ -90,6 +97,12 @@ def run(args) -> int:
             write_json(stage / SERVE_SIGNATURE, doc["schema"], doc["schema_version"],
                        body, command="piep serve")
             write_text(stage / "trace.jsonl", scn.requests().to_jsonl())
+        if args.vllm_result:
+            from piep.artifacts import json_text
+            from piep.bench_results import vllm_result
+            write_text(tx.file(args.vllm_result),
+                       json_text(vllm_result(doc, scn.requests())) + "\n")
+            doc["vllm_result"] = args.vllm_result
         if args.plot:
             curve = load_curve(scn, predictor=args.predictor, user_policy=policy)
             _plot(scn, sim, doc, curve, tx.file(args.plot))
