@@ -32,6 +32,12 @@ QUANTITIES: dict[str, tuple[str, str]] = {
     "ttft_s": ("TTFT (s)", "time to first token: a request's arrival to its first token"),
     "tpot_s": ("TPOT (s)", "time per output token after the first, per request"),
     "e2e_s": ("e2e (s)", "a request's arrival to its last token"),
+    # per input and per total token, as serving dashboards report them beside the output
+    # token's: the same window's energy over the prompts' tokens, or over prompts and
+    # outputs together (docs/integrations.md)
+    "input_tokens": ("input tokens", "the requests' prompt tokens"),
+    "j_per_input_token": ("J per input token", "energy / input tokens (the whole window's)"),
+    "j_per_total_token": ("J per total token", "energy / (input + output tokens)"),
 }
 # the scalar a flat row (compare, sweep CSV) gives of a latency: its median over requests
 MEDIAN = {"ttft_s": "ttft_p50_s", "tpot_s": "tpot_p50_s", "e2e_s": "e2e_p50_s"}
@@ -73,16 +79,19 @@ class Summary:
     replicas: int = 1
     # every request has the same latencies (a static batch)
     alike: bool = False
+    # the requests' prompt tokens (every replica's)
+    input_tokens: int = 0
 
     @classmethod
     def batch(cls, energy_j: float, time_s: float, *, requests: int, gen_len: int,
-              prefill_s: float) -> "Summary":
+              prefill_s: float, prompt_len: int = 0) -> "Summary":
         """A static batch: every request arrives at 0, has its first token when the
         prefill ends and its last when the batch does."""
         steps = max(gen_len - 1, 0)
         tpot = (time_s - prefill_s) / steps if steps else float("nan")
         return cls(energy_j, time_s, requests * gen_len, np.full(requests, prefill_s),
-                   np.full(requests, tpot), np.full(requests, time_s), alike=True)
+                   np.full(requests, tpot), np.full(requests, time_s), alike=True,
+                   input_tokens=requests * prompt_len)
 
     @property
     def requests(self) -> int:
@@ -98,7 +107,11 @@ class Summary:
                 "output_tokens_per_s": tokens / self.time_s if self.time_s else 0.0,
                 "ttft_s": percentiles(self.ttft_s, self.alike),
                 "tpot_s": percentiles(self.tpot_s, self.alike),
-                "e2e_s": percentiles(self.e2e_s, self.alike)}
+                "e2e_s": percentiles(self.e2e_s, self.alike),
+                "input_tokens": self.input_tokens,
+                "j_per_input_token": e / self.input_tokens if self.input_tokens else 0.0,
+                "j_per_total_token": e / (self.input_tokens + tokens)
+                if self.input_tokens + tokens else 0.0}
 
     def row(self) -> dict[str, object]:
         """The summary as a flat row (latencies by their medians)."""
@@ -106,12 +119,14 @@ class Summary:
 
 
 def batch_rows(energy_j: np.ndarray, time_s: np.ndarray, *, requests: np.ndarray,
-               gen_len: np.ndarray, prefill_s: np.ndarray) -> list[dict[str, object]]:
+               gen_len: np.ndarray, prefill_s: np.ndarray,
+               prompt_len: np.ndarray | None = None) -> list[dict[str, object]]:
     """The flat rows of many static batches (arrays, an entry per batch) at once: each the
     row `Summary.batch(...).row()` gives, the same numbers in the same order of keys
     (tests/test_consistency.py holds them equal), without a summary object per batch."""
     requests, gen_len = np.asarray(requests, np.int64), np.asarray(gen_len, np.int64)
     tokens = requests * gen_len
+    inputs = requests * np.asarray(0 if prompt_len is None else prompt_len, np.int64)
     steps = np.maximum(gen_len - 1, 0)
 
     def ratio(a, b, none=0.0) -> list:
@@ -126,7 +141,10 @@ def batch_rows(energy_j: np.ndarray, time_s: np.ndarray, *, requests: np.ndarray
                "output_tokens_per_s": ratio(tokens, time_s),
                "ttft_p50_s": np.asarray(prefill_s, float).tolist(),
                "tpot_p50_s": [x if math.isfinite(x) else None for x in tpot],
-               "e2e_p50_s": np.asarray(time_s, float).tolist()}
+               "e2e_p50_s": np.asarray(time_s, float).tolist(),
+               "input_tokens": np.broadcast_to(inputs, tokens.shape).tolist(),
+               "j_per_input_token": ratio(energy_j, np.broadcast_to(inputs, tokens.shape)),
+               "j_per_total_token": ratio(energy_j, inputs + tokens)}
     return [dict(zip(columns, values)) for values in zip(*columns.values())]
 
 

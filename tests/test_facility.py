@@ -52,3 +52,20 @@ def test_every_pricing_command_takes_the_facility_flags(capsys):
     assert "--pue=0.5" in err and len(err.splitlines()) == 1
     assert main(["predict", "--model", "llama-2-7b", "--carbon-intensity", "300"]) == 0
     assert "kg CO2eq at 300 g/kWh" in capsys.readouterr().out
+
+
+def test_energy_per_input_and_total_token(capsys, tmp_path):
+    """The window's energy over the prompts' tokens, and over prompts and outputs."""
+    assert main(["predict", "--model", "llama-2-7b", "--batch", "4", "--prompt-len", "300",
+                 "--gen-len", "50", "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["input_tokens"] == 4 * 300
+    assert doc["j_per_input_token"] == pytest.approx(doc["energy_j"] / 1200)
+    assert doc["j_per_total_token"] == pytest.approx(doc["energy_j"] / (1200 + 4 * 50))
+    trace = tmp_path / "t.jsonl"
+    trace.write_text("".join(json.dumps({"arrival_s": 0.1 * i, "prompt_len": 100 + i,
+                                         "gen_len": 20}) + "\n" for i in range(5)))
+    assert main(["serve", "--model", "llama-3-8b", "--trace", str(trace), "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["input_tokens"] == sum(100 + i for i in range(5))
+    assert doc["j_per_total_token"] == pytest.approx(doc["energy_j"] / (510 + 100))

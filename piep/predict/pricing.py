@@ -121,7 +121,8 @@ class Priced:
         (`Summary.row`), the predictor and its flags."""
         work = [d.workload for d in self.table.deps]
         rows = batch_rows(self.energy_j, self.time_s, requests=[w.batch for w in work],
-                          gen_len=[w.gen_len for w in work], prefill_s=self.phase_time_s[:, 0])
+                          gen_len=[w.gen_len for w in work], prefill_s=self.phase_time_s[:, 0],
+                          prompt_len=[w.prompt_len for w in work])
         name = self.model.name
         for i, row in enumerate(rows):
             row["predictor"] = name
@@ -132,7 +133,8 @@ class Priced:
         """Deployment i's energy, time and latencies, request by request."""
         w = self.table.deps[i].workload
         return Summary.batch(float(self.energy_j[i]), float(self.time_s[i]), requests=w.batch,
-                             gen_len=w.gen_len, prefill_s=float(self.phase_time_s[i, 0]))
+                             gen_len=w.gen_len, prefill_s=float(self.phase_time_s[i, 0]),
+                             prompt_len=w.prompt_len)
 
     def document(self, i: int) -> dict[str, Any]:
         """The prediction document of deployment i (`piep predict --json`)."""

@@ -289,7 +289,7 @@ def outcome(trace: Trace, sim: Simulation, energy_j: float) -> Summary:
     first, last = sim.first_token_s, sim.last_token_s
     tpot = np.where(steps > 0, (last - first) / np.maximum(steps, 1), np.nan)
     return Summary(energy_j, sim.end_s, trace.gen_tokens, first - trace.arrival_s, tpot,
-                   last - trace.arrival_s)
+                   last - trace.arrival_s, input_tokens=int(np.sum(trace.prompt_len)))
 
 
 def document(scn: Scenario, trace: Trace, sim: Simulation, costs, policy) -> dict[str, Any]:
