@@ -45,7 +45,7 @@ def steady(model: str, *, engine: str = "vllm", gpu: str = "h100", tp: int = 1,
     draws = 20000
     lengths = st.Lengths.drawn(parse_dist(str(prompt_len), "prompt_len")(rng, draws),
                                parse_dist(str(output_len), "output_len")(rng, draws))
-    profile, _ = st.load_profile(engine, gpu)  # (refuses an unknown engine first)
+    loaded = st.load_profile(engine, gpu)  # (refuses an unknown engine before resolving)
     res = resolve(scenario(model, gpu=gpu, tp=tp, batch=1, prompt_len=16, gen_len=2,
                            allow_uncalibrated=True), predictor)
     dep = res.scenario.deployment
@@ -60,7 +60,7 @@ def steady(model: str, *, engine: str = "vllm", gpu: str = "h100", tp: int = 1,
                                      max_num_batched_tokens=max_num_batched_tokens,
                                      gpu_memory_utilization=gpu_memory_utilization,
                                      block_size=block_size)
-    doc = st.answer(dep, res.cost_model, server, lengths, engine=engine,
+    doc = st.answer(dep, res.cost_model, server, lengths, engine=engine, loaded=loaded,
                     flags=res.flags).document()
     return {**doc, "model": res.scenario.model.name, "layout": {"tp": tp, "gpus": tp}}
 

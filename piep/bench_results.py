@@ -196,30 +196,39 @@ def replay_record(path: str | Path, *, model, engine: str, engine_version: str,
             **({"window": window} if window else {"window": {"source": "gpu_energy_j"}})}
 
 
-def held_at(path: str | Path, run_index: int = -1) -> int | None:
-    """The concurrency a run of a result file held its server at (`max_concurrency`), or
-    None for a stream of arrivals."""
+def _run(path: str | Path, run_index: int) -> tuple[int, dict[str, Any]]:
+    """(how many runs the result file holds, its run `run_index`)."""
     runs = read_results(path)
     if not -len(runs) <= run_index < len(runs):
         raise ConfigError(f"{path}: --run {run_index}: the file holds {len(runs)} runs")
-    value = runs[run_index].get("max_concurrency")
+    return len(runs), runs[run_index]
+
+
+def _held(run: dict[str, Any]) -> int | None:
+    value = run.get("max_concurrency")
     return int(value) if _number(value) and value > 0 else None
+
+
+def held_at(path: str | Path, run_index: int = -1) -> int | None:
+    """The concurrency a run of a result file held its server at (`max_concurrency`), or
+    None for a stream of arrivals."""
+    return _held(_run(path, run_index)[1])
 
 
 def steady_record(path: str | Path, *, model: str, engine: str, engine_version: str,
                   gpu: str, tp: int = 1, run_index: int = -1,
-                  energy_j: float | None = None) -> dict[str, Any]:
+                  window: dict[str, Any] | None = None) -> dict[str, Any]:
     """A piep.steady_measurement record of a run held at `max_concurrency` requests (at an
     infinite request rate): its output tokens per second and J per output token over the
     whole run (ramps included: the more requests per slot, the closer to the steady
-    state), its prompts' mean and its outputs' histogram. Energy `energy_j` (a meter
-    window around the benchmark, idle-corrected to its duration), else the file's own."""
+    state), its prompts' mean and its outputs' histogram. Energy: a meter `window` around
+    the benchmark (its energy_j, time_s, idle_power_w) less the time outside the run at
+    idle power, else the file's own `gpu_energy_j`."""
     import numpy as np
     from piep.models import load_model
-    runs = read_results(path)
-    where = f"{path} (run {run_index % len(runs) + 1} of {len(runs)})"
-    run = runs[run_index]
-    held = held_at(path, run_index)
+    count, run = _run(path, run_index)
+    where = f"{path} (run {run_index % count + 1} of {count})"
+    held = _held(run)
     if held is None:
         raise ConfigError(f"{where}: no max_concurrency: a steady state is a server held "
                           f"at a concurrency (vllm bench serve --max-concurrency N "
@@ -236,8 +245,8 @@ def steady_record(path: str | Path, *, model: str, engine: str, engine_version: 
     duration = run.get("duration")
     if not _number(duration) or duration <= 0:
         raise ConfigError(f"{where}: duration={duration!r} must be a finite number > 0 (s)")
-    if energy_j is None:
-        energy_j = run.get("gpu_energy_j")
+    energy_j = run.get("gpu_energy_j") if window is None else \
+        window["energy_j"] - window["idle_power_w"] * max(window["time_s"] - duration, 0.0)
     if not _number(energy_j) or not 1.0 <= energy_j / duration / tp <= MAX_BOARD_W:
         raise ConfigError(f"{where}: energy {energy_j!r} J over {duration:.6g} s on {tp} "
                           f"GPU(s): meter the benchmark (piep meter ... -- CMD) or give a "
@@ -258,7 +267,8 @@ def steady_record(path: str | Path, *, model: str, engine: str, engine_version: 
             "j_per_output_token": float(energy_j / outputs.sum()),
             "power_w": float(energy_j / duration), "time_s": float(duration),
             "window": "the whole run (ramp up and down included)",
-            "source": f"{Path(path).name}#{run_index % len(runs) + 1}"}
+            **({"metered": window} if window is not None else {}),
+            "source": f"{Path(path).name}#{run_index % count + 1}"}
 
 
 def vllm_result(doc: dict[str, Any], trace) -> dict[str, Any]:

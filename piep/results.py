@@ -380,17 +380,18 @@ def with_facility(doc: dict[str, Any], facility: Facility | None) -> dict[str, A
     optimization's reference and chosen point."""
     if facility is None:
         return doc
-    if "candidates" in doc:  # piep compare
+    kind = doc.get("schema")
+    if kind == "piep.comparison":
         for c in doc["candidates"]:
             c["facility"] = facility.of(c["energy_j"], c.get("interval_energy_j"))
-    elif "rows" in doc:  # piep sweep: CSV columns
+    elif kind == "piep.sweep":  # (CSV columns)
         for r in doc["rows"]:
             if r.get("energy_j") is not None:
                 f = facility.of(r["energy_j"])
                 r.update({"facility_energy_kwh": f["energy_kwh"],
                           **({"kg_co2eq": f["kg_co2eq"]} if "kg_co2eq" in f else {}),
                           **({"cost": f["cost"]} if "cost" in f else {})})
-    elif "chosen" in doc and "reference" in doc:  # piep optimize
+    elif kind == "piep.optimize":
         for key in ("reference", "chosen"):
             doc[key]["facility"] = facility.of(doc[key]["energy_j"])
     elif doc.get("energy_j") is not None:

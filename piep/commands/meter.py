@@ -134,20 +134,13 @@ def _steady(args, run_index: int, window: dict | None) -> int:
     """A run held at its max_concurrency: a steady-state record (piep.steady_measurement),
     its energy the window around the command less its start-up and tear-down at idle."""
     from piep.artifacts import append_jsonl, check_document
-    from piep.bench_results import read_results, steady_record
+    from piep.bench_results import steady_record
     if not args.gpu:
         raise ConfigError(f"{args.serving_result}: a run held at max_concurrency is a steady "
                           f"state: give --gpu (the GPU type it ran on, e.g. h100)")
-    energy = None
-    if window is not None:
-        duration = read_results(args.serving_result)[run_index].get("duration") or 0.0
-        energy = window["energy_j"] - window["idle_power_w"] * max(window["time_s"] - duration,
-                                                                   0.0)
     rec = steady_record(args.serving_result, model=args.model, engine=args.engine,
                         engine_version=args.engine_version, gpu=args.gpu.lower(), tp=args.tp,
-                        run_index=run_index, energy_j=energy)
-    if window is not None:
-        rec["metered"] = window
+                        run_index=run_index, window=window)
     append_jsonl(args.out, check_document(rec, args.out))
     emit(args, rec, lambda r: (f"{r['model']} on {r['engine']['name']} "
                                f"{r['engine']['version']}, held at "

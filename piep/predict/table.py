@@ -27,7 +27,7 @@ from piep.config import Parallel, Workload
 from piep.layout import Deployment
 from piep.predict.blas import product
 from piep.tree import build_tree
-from piep.tree.builder import SLIDING, decode_context, window_weights
+from piep.tree.builder import SLIDING, decode_context, experts_hit, window_weights
 from piep.tree.nodes import COMM_KINDS, COMPUTE_KINDS, COPY_KINDS
 
 # leaf kinds by index (`LeafTable.kind_id`); the combiner also prices pipeline waits
@@ -58,8 +58,7 @@ def _hit(tokens: np.ndarray, experts: tuple[int, int] | None) -> np.ndarray:
     the weights of the experts its tokens reach)."""
     if experts is None:
         return np.zeros_like(tokens)
-    e, k = experts
-    return e * (1.0 - (1.0 - k / e) ** tokens)
+    return experts_hit(*experts, tokens)
 
 
 def _prefill_basis(b, q, cache, experts: tuple[int, int] | None = None):

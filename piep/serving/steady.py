@@ -479,10 +479,11 @@ class SteadyAnswer:
 
 
 def answer(dep: Deployment, cost_model, server: PagedServer, lengths: Lengths, *,
-           engine: str, flags: Sequence[str] = ()) -> SteadyAnswer:
-    """The steady state of `engine` (its profile on `dep`'s GPU) serving `lengths` with
-    `server`'s settings."""
-    profile, own = load_profile(engine, dep.gpu.name)
+           engine: str, loaded: tuple[SteadyProfile, tuple[str, ...]],
+           flags: Sequence[str] = ()) -> SteadyAnswer:
+    """The steady state of `engine` serving `lengths` with `server`'s settings, under its
+    profile as `load_profile` gave it for `dep`'s GPU (`loaded`: the profile, its flags)."""
+    profile, own = loaded
     mem = concurrency(dep, server, lengths)
     p = parts(dep, cost_model, server, lengths.prompt_len,
               steady_occupancy(lengths, mem["running"]))
