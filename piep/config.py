@@ -242,7 +242,8 @@ class ModelSpec:
         gates = 3 if self.gated_mlp else 2
         mlp = gates * h * self.ffn_of_experts * self.num_experts
         router = h * self.num_experts if self.is_moe else 0
-        shared = (3 * h + 1) * self.shared_expert_ffn + (h if self.shared_expert_ffn else 0)
+        # a shared expert: its gated MLP and its gate (one output: hidden -> 1)
+        shared = 3 * h * self.shared_expert_ffn + (h if self.shared_expert_ffn else 0)
         return attn + mlp + router + shared + self.norm_params()
 
     @property

@@ -2,6 +2,7 @@
 runs (checked against the model transformers builds from the config piep writes), and
 the tree holds those modules, each layer kind apart."""
 
+from dataclasses import replace
 import json
 from pathlib import Path
 
@@ -250,3 +251,15 @@ def test_transformers_builds_what_the_row_says(model_type):
             assert 2 * buf.numel() == (spec.rotary_dim or spec.head_dim), name
     act = getattr(cfg, "hidden_activation", None) or cfg.hidden_act
     assert ("gelu" in act) == (spec.activation == "gelu_tanh")
+
+
+def test_a_shared_expert_counts_its_mlp_and_its_gate():
+    """Qwen2-MoE's shared expert: gate, up and down of its width, and its gate of one
+    output; the same in the parameter count and in the memory check's weights."""
+    from piep.layout import GIB
+    shared, routed = small("qwen2_moe"), replace(small("qwen2_moe"), shared_expert_ffn=0)
+    assert shared.layer_params() - routed.layer_params() == 3 * 128 * 128 + 128
+    dep = validate(shared, Parallel(), Workload(batch=1, prompt_len=8, gen_len=2), _gpu(),
+                   check_memory=False)
+    assert dep.memory_items_gib()["all"]["weights"] * GIB == pytest.approx(
+        2 * shared.num_params(), rel=1e-12)
