@@ -28,19 +28,22 @@ def serve(model: "str | Scenario | Resolved", *, predictor: str = "auto",
     return serve_scenario(model, predictor=predictor, user_policy=user_policy, hosts=hosts)
 
 
-def steady(model: str, *, engine: str = "vllm", gpu: str = "h100", tp: int = 1,
+def steady(model: str, *, engine: str | None = None, gpu: str = "h100", tp: int = 1,
            prompt_len: str | float = 256, output_len: str | float = 400,
            max_num_seqs: int | None = None, max_num_batched_tokens: int | None = None,
            gpu_memory_utilization: float = 0.9, block_size: int = 16, seed: int = 0,
            predictor: str = "auto") -> dict[str, Any]:
-    """A server held full (`piep.serving.steady`): the steady state of `engine` with these
+    """A server held full (`piep.serving.steady`): the steady state of `engine` (default:
+    the first engine priced so, vLLM) with these
     settings (vLLM's defaults where None) serving requests of these lengths (a number, or
     a distribution `lognormal:MEDIAN:SIGMA[:MAX]` / `uniform:LO:HI` drawn with `seed`), as
     a `piep.steady_state` document."""
     import numpy as np
 
+    from piep.engines import names
     from piep.serving import steady as st
     from piep.trace import parse_dist
+    engine = engine or names(steady=True)[0]
     rng = np.random.default_rng(seed)
     draws = 20000
     lengths = st.Lengths.drawn(parse_dist(str(prompt_len), "prompt_len")(rng, draws),

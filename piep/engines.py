@@ -76,6 +76,10 @@ class Engine:
     tp_path: bool = False
     # how its runs are measured
     measure: str = ""
+    # priced over the reference runner's tree through a steady-state profile fitted on
+    # whole runs of the engine (piep.serving.steady, piep.serving.paged), not a profile of
+    # the predictor's host terms: its own kernels and host are in the profile's scales
+    steady: bool = False
 
 
 ENGINES: dict[str, Engine] = {e.name: e for e in (
@@ -106,6 +110,14 @@ ENGINES: dict[str, Engine] = {e.name: e for e in (
            host_fitted=True, serves=True, record_schema="piep.serving_measurement",
            like_base=True,
            measure="piep measure --engine hf-cb --trace TRACE.jsonl"),
+    # vLLM: paged KV cache in 16-token blocks, chunked prefill, CUDA graphs, recompute
+    # preemption; fitted on whole benchmark runs held at a concurrency (public ones shipped)
+    Engine(name="vllm",
+           description="vLLM (paged KV cache, chunked prefill, CUDA graphs)",
+           decode="graph", serves=True, steady=True,
+           record_schema="piep.steady_measurement",
+           measure="piep meter --serving-result r.json --gpu GPU -- vllm bench serve "
+                   "--max-concurrency N ..."),
 )}
 DEFAULT_ENGINE = "piep-graph"
 

@@ -671,10 +671,10 @@ def foreign_run(rec: Any, where: str) -> ForeignRun:
         raise ConfigError(f"{where}: lacks {', '.join(missing)} (a run needs "
                           f"{', '.join(FOREIGN_NEEDED)})")
     engine = engine_of(rec)
-    if engine is None:
+    if engine is None or ENGINES[engine].serves:  # (a server's runs are its own records)
         raise ConfigError(f"{where}: engine {rec['engine']!r} (mode {rec.get('mode')!r}) is "
-                          f"none of piep's ({', '.join(ENGINES)}; or transformers with an "
-                          f"eager or static-cache mode)")
+                          f"none of piep's batch engines ({', '.join(names(serves=False))}; "
+                          f"or transformers with an eager or static-cache mode)")
     try:
         ints = {k: int(rec[k]) for k in ("tp", "batch", "prompt_len", "gen_len")}
         energy, time_s = float(rec["energy_j"]), float(rec["time_s"])

@@ -64,6 +64,8 @@ class Resolved:
     # what its variants share once computed (`variant` passes it on): a serving engine's
     # iteration costs per model and layout, the same for every workload of a sweep
     shared: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
+    # a steady-priced engine's profile (piep.predict.steady.SteadyProfile) and its flags
+    steady: Any = None
 
     @property
     def deployment(self) -> Deployment:
@@ -113,7 +115,7 @@ class Resolved:
         if (scn.engine, scn.gpu, scn.transfer) != (same.engine, same.gpu, same.transfer):
             return resolve(scn, self.predictor)
         return replace(self, scenario=scn, flags=_flags(scn, self.profile, self.transfer,
-                                                        self.cost_model))
+                                                        self.cost_model, self.steady))
 
 
 def resolve(scn: Scenario, predictor: str = "auto") -> Resolved:
@@ -122,7 +124,13 @@ def resolve(scn: Scenario, predictor: str = "auto") -> Resolved:
     from piep.predict.learned import LearnedModel
     calibrated = scn.gpu.name if scn.transfer is None else _reference_gpu()
     model = cost_model(calibrated, predictor)
-    profile = None if scn.engine.is_reference else engine_profile(calibrated, scn.engine.name)
+    steady = None
+    if scn.engine.record.steady:  # the reference tree, scaled by the engine's own runs
+        from piep.predict.steady import load_profile
+        steady, profile = load_profile(scn.engine.structure, scn.gpu.name), None
+    else:
+        profile = None if scn.engine.is_reference else engine_profile(calibrated,
+                                                                      scn.engine.name)
     if isinstance(model, LearnedModel) and profile is not None:
         model = profile.apply(model)
     transfer = None
@@ -136,9 +144,13 @@ def resolve(scn: Scenario, predictor: str = "auto") -> Resolved:
         model = TransferredModel.build(model, scn.gpu, dict(scn.transfer), calibrated)
         transfer = {"reference": calibrated, "ratios": dict(scn.transfer),
                     "spec_sheet": dict(scn.gpu.sources).get("spec_sheet")}
+    ref = _engine_ref(scn, profile, calibrated) if steady is None else \
+        {"name": scn.engine.name, "profile": steady[0].source or steady[0].name,
+         "profile_gpu": steady[0].gpu}
     return Resolved(scenario=scn, predictor=predictor, cost_model=model, profile=profile,
-                    calibrated_gpu=calibrated, engine_ref=_engine_ref(scn, profile, calibrated),
-                    flags=_flags(scn, profile, transfer, model), transfer=transfer)
+                    calibrated_gpu=calibrated, engine_ref=ref,
+                    flags=_flags(scn, profile, transfer, model, steady), transfer=transfer,
+                    steady=steady)
 
 
 def _reference_gpu() -> str:
@@ -160,16 +172,20 @@ def engine_profile(gpu: str, engine: str):
     return profile
 
 
-def _flags(scn: Scenario, profile, transfer, model=None) -> tuple[str, ...]:
-    """What the resolution knows to doubt: a spec-sheet transfer, a refit of the predictor
-    that moved the shipped answers beyond its band, and what the engine's profile did not
-    measure about this scenario."""
-    flags = ["uncalibrated_gpu"] if transfer else []
+def _flags(scn: Scenario, profile, transfer, model=None, steady=None) -> tuple[str, ...]:
+    """What the resolution knows to doubt: a spec-sheet transfer (not where a steady
+    profile was fitted on this GPU's runs), a refit of the predictor that moved the
+    shipped answers beyond its band, and what the engine's profile did not measure about
+    this scenario."""
+    other_gpu = steady is not None and "steady_profile_other_gpu" in steady[1]
+    flags = ["uncalibrated_gpu"] if transfer and (steady is None or other_gpu) else []
     if (getattr(model, "meta", None) or {}).get("moves_shipped"):
         flags.append("refit_moves_shipped")
     if (scn.model.facts() or scn.model.is_moe) and scn.model.model_type not in (
             (profile.meta if profile else {}).get("families_measured") or ()):
         flags.append("unmeasured_family")
+    if steady is not None:
+        return tuple(dict.fromkeys((*flags, *steady[1])))
     if profile is None:
         return tuple(flags)
     if scn.parallel.tp not in profile.measured_tp:

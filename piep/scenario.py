@@ -279,10 +279,13 @@ class Scenario:
         else:
             from piep.models import load_model
             spec = load_model(model)
+        ref = engine_for(engine, mode, host_probe_us)
+        # (a steady-priced engine's GPU is priced from the reference GPU's, its profile
+        # fitted on that GPU's runs or flagged as another's: resolve says which)
         profile, ratios = (gpu, None) if isinstance(gpu, GPU) else \
-            gpu_profile(gpu, allow_uncalibrated)
+            gpu_profile(gpu, allow_uncalibrated or ref.record.steady)
         return cls(model=spec, gpu=profile, parallel=Parallel(tp=tp, pp=pp, dp=dp),
-                   engine=engine_for(engine, mode, host_probe_us),
+                   engine=ref,
                    workload=Stream(trace=trace) if trace is not None else
                    Batch(batch=batch, prompt_len=prompt_len, gen_len=gen_len,
                          cache_len=cache_len),
@@ -298,8 +301,10 @@ class Scenario:
         gpu, transfer = self.gpu, self.transfer
         if "gpu" in changes:
             new = changes.pop("gpu")
+            steady = engine_for(changes["engine"], None).record.steady \
+                if changes.get("engine") else self.engine.record.steady
             gpu, ratios = (new, None) if isinstance(new, GPU) else \
-                gpu_profile(new, changes.pop("allow_uncalibrated", False))
+                gpu_profile(new, changes.pop("allow_uncalibrated", False) or steady)
             transfer = tuple(sorted(ratios.items())) if ratios else None
         p, w = self.parallel, self.workload
         parallel = Parallel(tp=changes.pop("tp", p.tp), pp=changes.pop("pp", p.pp),

@@ -25,7 +25,7 @@ TIERS = {
     "replay": ("test_learned", "test_pricing", "test_engines", "test_report", "test_optimize",
                "test_plan", "test_roofline", "test_transfer", "test_data_invariants",
                "test_documents", "test_serving", "test_hardening", "test_resolve",
-               "test_steady", "test_facility"),
+               "test_steady", "test_facility", "test_vllm_stream"),
     "gloo": ("test_runner_numerics", "test_collectives_sampler", "test_hf_engine",
              "test_module_ops"),
     "gpu": ("test_gpu",),

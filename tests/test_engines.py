@@ -121,7 +121,7 @@ def test_engine_flags_at_the_edge(capsys):
                  "eager"]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "--mode eager belongs to piep's reference runner" in err
-    assert main(["predict", "--model", "llama-3-8b", "--engine", "vllm"]) == 2
+    assert main(["predict", "--model", "llama-3-8b", "--engine", "sglang"]) == 2
     assert "hf-static" in capsys.readouterr().err  # the choices are listed
     assert main(["predict", "--model", "llama-3-8b", "--engine", "piep-eager", "--mode",
                  "graph"]) == 2

@@ -188,7 +188,7 @@ SERVE = ["serve", "--model", "llama-2-7b"]
     (["predict", "--model", "llama-2-7b", "--cache-len", "100000"], "cache_len=100000"),
     (["plan", "--model", "llama-2-7b", "--allow-uncalibrated"], "`piep plan --help`"),
     (["plan", "--model", "llama-2-7b", "--max-slowdown", "5"], "give 0.05 or 5%"),
-    (["predict", "--model", "llama-2-7b", "--engine", "vllm"], "meter its runs (piep meter)"),
+    (["predict", "--model", "llama-2-7b", "--engine", "sglang"], "meter its runs (piep meter)"),
     (["predict", "--model", "llama-2-7b", "--allow"], "unrecognized arguments: --allow"),
     (["predict"], "give --model (a shipped name or a config path) or --scenario"),
     (["predict", "--scenario", "{in}/policy.json"], "unknown key(s) host"),

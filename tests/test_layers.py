@@ -111,7 +111,9 @@ def test_pynvml_only_in_the_device_seam():
 
 # the campaign designs (data: which runs each measurement campaign made) and the harness of
 # transformers' continuous batching (that engine's own measurement) name engines as data
-NAMES_ENGINES = ("piep/engines.py", "piep/sampling/design.py", "piep/sampling/hf_cb.py")
+# (bench_results reads the result files of vLLM's and SGLang's benchmarks: a format's name)
+NAMES_ENGINES = ("piep/engines.py", "piep/sampling/design.py", "piep/sampling/hf_cb.py",
+                 "piep/bench_results.py")
 
 
 def test_only_the_registry_names_an_engine():

@@ -8,13 +8,14 @@ from piep.report.table import fmt
 
 
 def configure(parser) -> None:
-    from piep.serving.steady import STEADY_ENGINES
+    from piep.engines import ENGINES, names
+    steady = names(steady=True)
     parser.add_argument("--model", required=True,
                         help="shipped name (see `piep models`), model ID, or path to "
                              "config.json / folder")
-    parser.add_argument("--engine", default="vllm", choices=tuple(STEADY_ENGINES),
-                        help="the serving engine (default vllm: "
-                             f"{STEADY_ENGINES['vllm']})")
+    parser.add_argument("--engine", default=steady[0], choices=steady,
+                        help=f"the serving engine (default {steady[0]}: "
+                             f"{ENGINES[steady[0]].description}, a server held full)")
     parser.add_argument("--gpu", default="h100",
                         help="GPU type (default h100, where the shipped vllm profile was "
                              "fitted; another GPU is priced with it, flagged)")

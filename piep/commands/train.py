@@ -103,10 +103,11 @@ def _fit_steady(args) -> int:
     from piep.artifacts import read_records, user_gpu_dir, writable, write_json
     from piep.errors import ConfigError
     from piep.fit.steady import RECORD_SCHEMA, fit_records
-    from piep.serving.steady import PROFILE_SCHEMA, STEADY_ENGINES
-    if args.engine not in STEADY_ENGINES:
+    from piep.engines import names
+    from piep.predict.steady import PROFILE_SCHEMA
+    if args.engine not in names(steady=True):
         raise ConfigError(f"--steady-states fits the profile of an engine `piep steady` "
-                          f"prices: --engine {'|'.join(STEADY_ENGINES)}")
+                          f"prices: --engine {'|'.join(names(steady=True))}")
     if args.like or args.from_measurements:
         raise ConfigError("--steady-states fits the engine's own steady-state profile: no "
                           "--like, no --from-measurements")
@@ -136,6 +137,10 @@ def _check_engine(args) -> None:
     from piep.errors import ConfigError
     if args.like and not args.engine:
         raise ConfigError("--like goes with --engine NAME (the engine of your own it prices)")
+    if args.engine in ENGINES and ENGINES[args.engine].steady:
+        raise ConfigError(f"{args.engine} is fitted on whole runs held at a concurrency: "
+                          f"piep train --engine {args.engine} --gpu GPU --steady-states "
+                          f"FILE.jsonl (piep meter --serving-result makes them)")
     if not args.engine or (args.engine in ENGINES and not ENGINES[args.engine].reference):
         if args.like:
             raise ConfigError(f"--engine {args.engine} is piep's own; --like prices an engine "

@@ -103,6 +103,13 @@ def energy_ratios(cases: Sequence[SteadyCase], outcomes: Sequence[dict[str, floa
     return np.array([o["j_per_output_token"] / c.j_per_token for c, o in zip(cases, outcomes)])
 
 
+def time_ratios(cases: Sequence[SteadyCase], outcomes: Sequence[dict[str, float]]
+                ) -> np.ndarray:
+    """Predicted / measured time per output token (measured / predicted throughput)."""
+    return np.array([c.tokens_per_s / o["output_tokens_per_s"]
+                     for c, o in zip(cases, outcomes)])
+
+
 def interval(ratios: np.ndarray, coverage: float = 0.9) -> tuple[float, float]:
     """A band of ratios (measured / predicted multiplies a prediction) holding `coverage`
     of held-out predicted / measured ratios: their central percentiles, inverted."""
@@ -111,8 +118,9 @@ def interval(ratios: np.ndarray, coverage: float = 0.9) -> tuple[float, float]:
     return float(1.0 / hi), float(1.0 / lo)
 
 
-def with_interval(profile: SteadyProfile, band: tuple[float, float]) -> SteadyProfile:
-    return replace(profile, interval=band)
+def with_interval(profile: SteadyProfile, band: tuple[float, float],
+                  time_band: tuple[float, float] | None = None) -> SteadyProfile:
+    return replace(profile, interval=band, time_interval=time_band)
 
 
 # --- measured steady states as records (piep.steady_measurement) ------------------------
@@ -190,4 +198,5 @@ def fit_records(records: Sequence[dict[str, Any]], *, engine: str, gpu: str,
     if len({by_model(c) for c in cases}) < 2:
         return profile, {**info, "interval": "none: one model (a band needs models held out)"}
     lomo = held_out(cases, by_model, name=engine, gpu=gpu.lower())
-    return with_interval(profile, interval(energy_ratios(cases, lomo))), info
+    return with_interval(profile, interval(energy_ratios(cases, lomo)),
+                         interval(time_ratios(cases, lomo))), info

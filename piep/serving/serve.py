@@ -146,6 +146,13 @@ def _priced(res: Resolved, user_policy: UserPolicy | None):
 
 def _priced_now(res: Resolved, user_policy: UserPolicy | None):
     scn, model = res.scenario, res.cost_model
+    if res.steady is not None:  # its iterations priced as its steady profile prices them
+        if user_policy is not None:
+            raise ConfigError(f"--policy replaces hf-cb's scheduler and host terms; "
+                              f"{scn.engine.name} is priced by its own profile and vLLM's "
+                              f"defaults: drop --policy")
+        from piep.serving.paged import priced
+        return priced(res)
     policy = policy_of(scn, res.profile, user_policy.scheduler if user_policy else None)
     if user_policy and user_policy.host:
         if not _has_host(model):
@@ -202,6 +209,8 @@ def _simulated(res: Resolved, user_policy: UserPolicy | None = None
     model, policy, costs = _priced(res, user_policy)
     trace = scn.requests()
     sim = simulate(trace, costs, policy)
+    if res.steady is not None:  # out of range: the grid points this stream read
+        costs = costs.within(sim, float(np.max(trace.prompt_len + trace.gen_len)))
     result = serving_result(scn, trace, sim, costs, policy)
     result = replace(result, predictor=model.name + (f" + policy {user_policy.name!r}"
                                                      if user_policy else ""))
@@ -209,11 +218,27 @@ def _simulated(res: Resolved, user_policy: UserPolicy | None = None
         result = replace(result, scheduler={**result.scheduler, "policy": {
                              "name": user_policy.name, "source": user_policy.source,
                              "host": user_policy.host}})
+    elif res.steady is not None:
+        result = replace(result, interval=steady_interval(
+            res.steady[0], result.outcome.energy_j, result.outcome.time_s))
     elif hasattr(model, "interval"):
         result = replace(result, interval=model.interval(
             scn.deployment, result.outcome.energy_j, result.outcome.time_s,
             far=costs.out_of_range))
     return result, sim
+
+
+def steady_interval(profile, energy_j: float, time_s: float) -> dict[str, Any] | None:
+    """The 90 % interval of a steady-priced engine's answer: its profile's bands of J and
+    time per output token, sized on held-out measured runs (None where it has none)."""
+    if profile.interval is None:
+        return None
+    tb = profile.time_interval or profile.interval
+    return {"energy_j": [energy_j * profile.interval[0], energy_j * profile.interval[1]],
+            "time_s": [time_s * tb[0], time_s * tb[1]],
+            "level": f"90 % of held-out runs' ratios (leave one model out) of the {profile.name} "
+                     f"profile on {profile.gpu}" + ("" if profile.time_interval else
+                                                    "; time: the energy band")}
 
 
 # serve prices a stream again on the fastest and slowest calibration hosts up to this many

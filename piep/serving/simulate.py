@@ -9,7 +9,11 @@ excepted). Iterations run back to back while requests are in flight; the GPUs id
 between the last token in flight and the next arrival. Time advances by each
 iteration's priced cost (`piep.serving.costs`). Iterations that only decode run several
 at once where nothing can change the batch between them (the same iterations, to the
-bit, as one at a time).
+bit, as one at a time). With `preempt` (vLLM), a decoding request that needs a block when
+none is free takes the blocks of the last request scheduled, which recomputes its prompt
+and tokens so far when it is scheduled again. Costs that read prefills apart
+(`reads_prefill`) are told each iteration's decoding requests, the keys its prompt chunks
+read and their query-key pairs.
 """
 
 from __future__ import annotations
@@ -36,6 +40,10 @@ class SchedulerPolicy:
     max_batch_tokens: int = 8192         # token budget of one iteration
     max_requests_per_batch: int = 1024
     safety_margin: float = 0.15          # share of blocks kept free from new prefills
+    # a decoding request short of a KV block takes one from the last one scheduled, which
+    # goes back to the head of the queue and recomputes its tokens (vLLM's preemption);
+    # without it, it waits for a block (transformers' continuous batching)
+    preempt: bool = False
 
     def __post_init__(self) -> None:
         for key in ("block_size", "num_blocks", "max_batch_tokens", "max_requests_per_batch"):
@@ -61,6 +69,7 @@ class Simulation:
     end_s: float                # the last token of the last request
     idle_s: float               # no request in flight, inside the window
     queued_on_memory: int       # iterations where KV blocks held a prefill back
+    preempted: int = 0          # requests preempted (their tokens recomputed)
 
 
 class _Decoding:
@@ -104,6 +113,14 @@ class _Decoding:
             self.rows[:n], self.energy[:n] = self.rows[:self.n][keep], self.energy[:self.n][keep]
         self.n = n
         return ids, energy, edges // self.block_size
+
+    def preempt_last(self) -> tuple[int, int, int, float]:
+        """The last request in the order leaves: its id, next position to feed, KV blocks
+        and energy so far."""
+        i = self.n - 1
+        rid, pos, edge, _ = self.rows[i].tolist()
+        self.n = i
+        return rid, pos, edge // self.block_size, self.energy.item(i)
 
     def finish(self, head: int, sel: np.ndarray | None, t_end: float, last: np.ndarray,
                energy: np.ndarray) -> int:
@@ -190,6 +207,9 @@ def simulate(trace: Trace, costs: IterationCosts, policy: SchedulerPolicy) -> Si
     held = 0
     its: list[tuple] = []
     cost = costs.cost_one
+    apart = getattr(costs, "reads_prefill", False)
+    recomputed: set[int] = set()  # preempted requests: their first token already came
+    preempted = 0
     while True:
         while nxt < n and arrival_l[nxt] <= t:
             waiting.append(nxt)
@@ -216,6 +236,20 @@ def simulate(trace: Trace, costs: IterationCosts, policy: SchedulerPolicy) -> Si
         pos = decoding.pos[:head]
         opens = pos >= decoding.edge[:head]  # the position opens a block (never past one)
         n_open = int(np.count_nonzero(opens))
+        while policy.preempt and n_open > free and decoding.n > 1:
+            # the last request scheduled gives its blocks back and waits to recompute
+            r, p_r, blocks_r, spent = decoding.preempt_last()
+            free += blocks_r
+            preempted += 1
+            recomputed.add(r)
+            # its prompt and every token so far are prefilled again; it stops where it did
+            gen_l[r] = prompt_l[r] + gen_l[r] - p_r - 1
+            prompt_l[r], done_prefill[r], blocks[r], energy[r] = p_r + 1, 0, 0, spent
+            waiting.appendleft(r)
+            head = min(head, decoding.n)
+            pos = decoding.pos[:head]
+            opens = pos >= decoding.edge[:head]
+            n_open = int(np.count_nonzero(opens))
         sel = None
         if n_open > free:  # no block for some: they wait this iteration
             sel = np.flatnonzero(np.cumsum(opens) <= free)
@@ -233,6 +267,7 @@ def simulate(trace: Trace, costs: IterationCosts, policy: SchedulerPolicy) -> Si
         keys = int(np.add.reduce(pos)) + n_dec  # (the cheapest exact sum of a few)
         chunks: list[tuple[int, int]] = []
         n_pre = 0  # their tokens
+        pre_keys = pairs = 0  # the keys their attention reads, its query-key pairs
         for queue in (prefilling, waiting):
             while queue and budget > 0 and req_budget > 0:
                 if free < margin and (n_dec or chunks):
@@ -252,6 +287,8 @@ def simulate(trace: Trace, costs: IterationCosts, policy: SchedulerPolicy) -> Si
                 budget -= take
                 req_budget -= 1
                 keys += done_prefill[r] + take
+                pre_keys += done_prefill[r] + take
+                pairs += take * done_prefill[r] + take * (take + 1) // 2
             if budget <= 0 or req_budget <= 0:
                 break
         tokens = n_dec + n_pre
@@ -266,7 +303,8 @@ def simulate(trace: Trace, costs: IterationCosts, policy: SchedulerPolicy) -> Si
             raise ConfigError("the KV cache cannot hold the next request's prompt: raise "
                               "the cache's blocks or shorten the prompts")
         requests = n_dec + len(chunks)
-        dt, e_k, e_g = cost(tokens, requests, keys)
+        dt, e_k, e_g = cost(tokens, requests, keys, n_dec, pre_keys, pairs) if apart \
+            else cost(tokens, requests, keys)
         t_end = t + dt
         share = (e_k + e_g) / tokens
         its.append((t, dt, n_pre, n_dec, requests, keys, e_k, e_g))
@@ -287,7 +325,9 @@ def simulate(trace: Trace, costs: IterationCosts, policy: SchedulerPolicy) -> Si
             if done_prefill[r] < prompt_l[r]:  # the rest of its prompt comes first next time
                 prefilling.appendleft(r)
                 continue
-            first[r] = last[r] = t_end
+            if r not in recomputed:
+                first[r] = t_end
+            last[r] = t_end
             if gen_l[r] == 1:
                 free += blocks[r]
             else:  # its next position: the prefill's token
@@ -299,7 +339,7 @@ def simulate(trace: Trace, costs: IterationCosts, policy: SchedulerPolicy) -> Si
         t = t_end
     a = np.array(its, dtype=float).reshape(-1, 8)
     return Simulation(a[:, 0], a[:, 1], a[:, 2], a[:, 3], a[:, 4], a[:, 5], a[:, 6], a[:, 7],
-                      first, last, energy, float(np.nanmax(last)), idle, held)
+                      first, last, energy, float(np.nanmax(last)), idle, held, preempted)
 
 
 def repriced(sim: Simulation, costs: IterationCosts) -> tuple[np.ndarray, np.ndarray]:

@@ -39,13 +39,14 @@ from piep.config import BF16_BYTES, Workload
 from piep.errors import ConfigError, FitError
 from piep.layout import GIB, Deployment
 from piep.tree.nodes import COMM_KINDS
+from piep.predict.steady import (GROUPS, PROFILE_SCHEMA, SteadyProfile,  # noqa: F401
+                                 load_profile, profile_path, shipped_profiles)
 
 # what a profile scales: an iteration's cost before its work (one request of one token:
 # the weights read, every kernel's launch), what its tokens add (GEMM rows, pointwise
 # work, the head's rows), what its keys add (attention over the cached keys, the new
 # prompts' causal attention), its collectives
 ATTENTION = ("attention", "sdpa_masked", "kv_expand", "kv_gather", "kv_append", "kv_slide")
-GROUPS = ("fixed", "tokens", "keys", "comm")
 HEAD = ("final_norm", "lm_head", "allgather", "sampling")
 POISSON_TAIL = 1e-4  # new prompts per iteration: the Poisson terms up to this tail
 
@@ -245,36 +246,6 @@ def concurrency(dep: Deployment, server: PagedServer, lengths: Lengths) -> dict[
 
 
 @dataclass(frozen=True)
-class SteadyProfile:
-    """An engine's terms over piep's reference pricing: a time scale per kernel group,
-    host time per iteration (its GPUs at idle power), a scale on the kernels' power."""
-    name: str
-    gpu: str
-    time_scale: dict[str, float]
-    step_host_s: float
-    power_scale: float
-    source: str = ""
-    interval: tuple[float, float] | None = None  # 90 % interval of energy, as ratios
-
-    @classmethod
-    def neutral(cls, gpu: str) -> "SteadyProfile":
-        return cls("reference", gpu, {g: 1.0 for g in GROUPS}, 0.0, 1.0)
-
-    def to_json(self) -> dict[str, Any]:
-        return {"name": self.name, "gpu": self.gpu, "time_scale": dict(self.time_scale),
-                "step_host_s": self.step_host_s, "power_scale": self.power_scale,
-                "source": self.source,
-                "interval": list(self.interval) if self.interval else None}
-
-    @classmethod
-    def from_json(cls, doc: dict[str, Any]) -> "SteadyProfile":
-        iv = doc.get("interval")
-        return cls(doc["name"], doc["gpu"], {g: float(doc["time_scale"][g]) for g in GROUPS},
-                   float(doc["step_host_s"]), float(doc["power_scale"]), doc.get("source", ""),
-                   tuple(iv) if iv else None)
-
-
-@dataclass(frozen=True)
 class Parts:
     """A steady state's priced parts, per iteration kind k (new prompts in it): time s
     and energy J per kernel group (arrays (K, groups)), the Poisson weight of each k, the
@@ -325,21 +296,16 @@ def parts(dep: Deployment, cost_model, server: PagedServer, prompt_len: float,
     ks = np.arange(len(weights))
     body_tokens = np.minimum(b + ks * prompt, max(server.max_num_batched_tokens, b))
 
-    def work(batch, prompt_len, gen_len):
-        return replace(dep, workload=Workload(batch=batch * dep.parallel.dp,
-                                              prompt_len=int(prompt_len), gen_len=gen_len,
-                                              mode="graph"))
     # (the body as a graph-replayed decode step of T one-token requests: vLLM replays
     # CUDA graphs for mixed batches up to its capture size, and a step's GEMMs at T rows
     # are the body's)
-    deps = ([work(int(t), 1, 2) for t in body_tokens]
-            + [work(max(int(k), 1), prompt, 1) for k in ks]
-            + [work(b, max(1, round(occ.context_mean)), 2), work(1, 1, 2)])
+    deps = ([work(dep, int(t), 1, 2) for t in body_tokens]
+            + [work(dep, max(int(k), 1), prompt, 1) for k in ks]
+            + [work(dep, b, max(1, round(occ.context_mean)), 2), work(dep, 1, 1, 2)])
     priced = price(deps, cost_model)
     t = priced.table
-    names = _kind_names()[t.kind_id]
-    comm, head = np.isin(names, COMM_KINDS), np.isin(names, HEAD)
-    attention = np.isin(names, ATTENTION)
+    g = row_groups(priced)
+    comm, head, attention = g["comm"], g["head"], g["attention"]
     row_t = t.count * (priced.prices.time_s + priced.prices.gap_s + priced.prices.wait_s)
     n, nk = len(deps), len(ks)
 
@@ -366,72 +332,23 @@ def parts(dep: Deployment, cost_model, server: PagedServer, prompt_len: float,
                  tuple(sorted({k for i in range(n) for k in priced.out_of_range_kinds(i)})))
 
 
-def _kind_names() -> np.ndarray:
+def work(dep: Deployment, batch: int, prompt_len: int, gen_len: int) -> Deployment:
+    """`dep` running `batch` requests (a replica) of `prompt_len` tokens and `gen_len`
+    generated, decoding as a CUDA-graph replay: what each part of an iteration is priced
+    as."""
+    return replace(dep, workload=Workload(batch=batch * dep.parallel.dp,
+                                          prompt_len=int(prompt_len), gen_len=gen_len,
+                                          mode="graph"))
+
+
+def row_groups(priced) -> dict[str, np.ndarray]:
+    """Which rows of a priced table are decode rows, collectives, the head's and
+    attention's (over the cache or the prompt)."""
     from piep.predict.table import KIND_NAMES
-    return KIND_NAMES
-
-
-PROFILE_SCHEMA = "piep.steady_profile"
-
-
-def profile_path(engine: str, gpu: str):
-    """Where the steady-state profile of `engine` on `gpu` is: the user's own fit (the
-    user data directory), else the shipped one fitted on public measurements
-    (calibration/public/engines/<engine>/<gpu>.json); None where neither exists."""
-    from piep.artifacts import data_root, gpu_key, user_gpu_dir
-    for path in (user_gpu_dir(gpu) / "engines" / engine / "steady.json",
-                 data_root() / "calibration" / "public" / "engines" / engine
-                 / f"{gpu_key(gpu)}.json"):
-        if path.is_file():
-            return path
-    return None
-
-
-STEADY_ENGINES = {"vllm": "vLLM (paged KV cache, chunked prefill, CUDA graphs), a server "
-                           "held full"}
-
-
-def load_profile(engine: str, gpu: str) -> tuple[SteadyProfile, tuple[str, ...]]:
-    """The steady-state profile of `engine` on `gpu`, and its flags: where `gpu` has none,
-    the engine's profile of the GPU nearest in memory bandwidth by their spec sheets (its
-    engine terms carried over, the GPU priced by piep's own calibration or spec sheet;
-    flagged `steady_profile_other_gpu`)."""
-    from piep.artifacts import read_json
-    if engine not in STEADY_ENGINES:
-        raise ConfigError(f"engine {engine!r} has no steady-state model; engines: "
-                          f"{', '.join(STEADY_ENGINES)}")
-    path = profile_path(engine, gpu)
-    flags: tuple[str, ...] = ()
-    if path is None:
-        others = [p for p in shipped_profiles() if p.startswith(f"{engine} on ")]
-        if not others:
-            raise ConfigError(f"no steady-state profile of {engine}: fit one "
-                              f"(benchmarks/public_mlenergy.py --fit is the example)")
-        path = profile_path(engine, _nearest(gpu, [p.split(" on ", 1)[1] for p in others]))
-        flags = ("steady_profile_other_gpu",)
-    if "public" in path.parts:  # (the user's own fits live in the user data directory)
-        flags = ("supplied_profile", *flags)
-    return SteadyProfile.from_json(read_json(path, PROFILE_SCHEMA)["profile"]), flags
-
-
-def _nearest(gpu: str, candidates: list[str]) -> str:
-    """The candidate GPU whose spec-sheet HBM bandwidth is nearest `gpu`'s (in ratio); the
-    first where either has no spec sheet."""
-    from piep.gpus import spec_sheets
-    sheets = spec_sheets()["gpus"]
-    if gpu not in sheets:
-        return candidates[0]
-    bw = sheets[gpu]["hbm_tb_s"]
-    known = [c for c in candidates if c in sheets]
-    return min(known, key=lambda c: abs(math.log(sheets[c]["hbm_tb_s"] / bw))) if known \
-        else candidates[0]
-
-
-def shipped_profiles() -> list[str]:
-    """'engine on gpu' of every shipped steady-state profile."""
-    from piep.artifacts import data_root
-    root = data_root() / "calibration" / "public" / "engines"
-    return sorted(f"{p.parent.name} on {p.stem}" for p in root.glob("*/*.json"))
+    t = priced.table
+    names = KIND_NAMES[t.kind_id]
+    return {"decode": t.phase == 1, "comm": np.isin(names, COMM_KINDS),
+            "head": np.isin(names, HEAD), "attention": np.isin(names, ATTENTION)}
 
 
 @dataclass(frozen=True)
