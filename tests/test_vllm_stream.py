@@ -120,9 +120,20 @@ def test_lower_load_costs_more_per_token():
     assert j_per_token(1.0) > 1.5 * j_per_token(50.0)
 
 
-def test_vllm_refuses_what_it_does_not_take():
-    trace = make_trace(np.zeros(4), np.full(4, 64), np.full(4, 8))
-    scn = api.scenario("llama-3-8b", gpu="h100", engine="vllm", trace=trace)
+def test_a_policy_sets_the_vllm_server_and_nothing_else():
+    """--policy's scheduler keys set vLLM's max_num_seqs, max_num_batched_tokens and block
+    size (the profile still prices it: band kept, no unvalidated flag); hf-cb's host and
+    memory keys are refused in one line."""
     from piep.serving.policy import UserPolicy
-    with pytest.raises(ConfigError, match="drop --policy"):
-        served(scn, user_policy=UserPolicy(name="x", source="x", scheduler={"block_size": 16}))
+    trace = make_trace(np.zeros(64), np.full(64, 256), np.full(64, 64))
+    scn = api.scenario("llama-3-8b", gpu="h100", engine="vllm", trace=trace)
+    free, _ = served(scn, hosts=False)
+    capped, _ = served(scn, hosts=False, user_policy=UserPolicy(
+        name="eight", source="p.json", scheduler={"max_requests_per_batch": 8,
+                                                  "max_batch_tokens": 2048}))
+    assert capped.mean_requests_per_iteration <= 8 < free.mean_requests_per_iteration
+    assert capped.outcome.time_s > free.outcome.time_s
+    assert capped.interval is not None and "unvalidated_engine" not in capped.flags
+    for bad in ({"scheduler": {"safety_margin": 0.1}}, {"host": {"step_host_s": 1e-3}}):
+        with pytest.raises(ConfigError, match="belong.* to hf-cb"):
+            served(scn, user_policy=UserPolicy(name="x", source="p.json", **bad))

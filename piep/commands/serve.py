@@ -54,7 +54,10 @@ def configure(parser) -> None:
                         help="another engine's scheduler and host time (block_size, "
                              "kv_memory_share or num_blocks, max_batch_tokens, "
                              "max_requests_per_batch, safety_margin, host: {step_host_s, "
-                             "request_host_s, ...}); flagged unvalidated_engine")
+                             "request_host_s, ...}); flagged unvalidated_engine. With "
+                             "--engine vllm: its server's max_requests_per_batch "
+                             "(max_num_seqs), max_batch_tokens (max_num_batched_tokens), "
+                             "block_size")
     parser.add_argument("--predictor", choices=("auto", "learned", "roofline"), default="auto")
     parser.add_argument("--allow-uncalibrated", action="store_true",
                         help="a GPU without calibration: price the stream from its spec sheet "

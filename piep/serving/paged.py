@@ -236,6 +236,30 @@ def _fields(priced) -> list[np.ndarray]:
             w * np.where(t.is_comm, e_run, 0.0), w * e_wait]
 
 
+# a policy file's scheduler keys, as vLLM's settings
+POLICY_KEYS = {"max_batch_tokens": "max_num_batched_tokens",
+               "max_requests_per_batch": "max_num_seqs", "block_size": "block_size"}
+
+
+def server_of(res, user_policy=None) -> PagedServer:
+    """The vLLM server of a resolved scenario: vLLM's defaults for its GPU, with a policy
+    file's scheduler settings (`--policy`: max_batch_tokens, max_requests_per_batch,
+    block_size) on top; host terms and hf-cb's memory keys are refused in one line (the
+    profile prices the host; vLLM's memory is its own budget)."""
+    from piep.errors import ConfigError
+    dep = res.scenario.deployment
+    given = {}
+    if user_policy is not None:
+        other = sorted(set(user_policy.scheduler) - set(POLICY_KEYS)) \
+            + (["host"] if user_policy.host else [])
+        if other:
+            raise ConfigError(f"--policy {user_policy.source}: {', '.join(other)} "
+                              f"belong(s) to hf-cb; for {res.scenario.engine.name} give "
+                              f"{', '.join(POLICY_KEYS)} only (its host is its profile's)")
+        given = {POLICY_KEYS[k]: int(v) for k, v in user_policy.scheduler.items()}
+    return PagedServer.defaults(dep.gpu.name, dep.gpu.memory_gib, **given)
+
+
 def priced(res, server: PagedServer | None = None):
     """(cost model, scheduler policy, iteration costs) of a resolved vLLM scenario: vLLM's
     defaults for its GPU unless `server` is given."""

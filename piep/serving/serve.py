@@ -147,12 +147,8 @@ def _priced(res: Resolved, user_policy: UserPolicy | None):
 def _priced_now(res: Resolved, user_policy: UserPolicy | None):
     scn, model = res.scenario, res.cost_model
     if res.steady is not None:  # its iterations priced as its steady profile prices them
-        if user_policy is not None:
-            raise ConfigError(f"--policy replaces hf-cb's scheduler and host terms; "
-                              f"{scn.engine.name} is priced by its own profile and vLLM's "
-                              f"defaults: drop --policy")
-        from piep.serving.paged import priced
-        return priced(res)
+        from piep.serving.paged import priced, server_of
+        return priced(res, server_of(res, user_policy))
     policy = policy_of(scn, res.profile, user_policy.scheduler if user_policy else None)
     if user_policy and user_policy.host:
         if not _has_host(model):
@@ -188,7 +184,9 @@ def served(scn: "Scenario | Resolved", *, predictor: str = "auto",
     """The serving result of a scenario's requests, built here once, and its simulation."""
     res = _resolved(scn, predictor)
     result, sim = _simulated(res, user_policy)
-    flags = res.merged_flags(result.flags) + (["unvalidated_engine"] if user_policy else [])
+    # (a steady-priced engine's policy sets its server only: its profile still prices it)
+    unvalidated = user_policy is not None and res.steady is None
+    flags = res.merged_flags(result.flags) + (["unvalidated_engine"] if unvalidated else [])
     dependence = None
     if user_policy is None and hosts and len(sim.it_time_s) <= HOST_RANGE_ITERATIONS:
         def answer(r):
@@ -214,13 +212,15 @@ def _simulated(res: Resolved, user_policy: UserPolicy | None = None
     result = serving_result(scn, trace, sim, costs, policy)
     result = replace(result, predictor=model.name + (f" + policy {user_policy.name!r}"
                                                      if user_policy else ""))
-    if user_policy:  # another engine's scheduler: nothing piep measured bounds it
+    if user_policy:
         result = replace(result, scheduler={**result.scheduler, "policy": {
                              "name": user_policy.name, "source": user_policy.source,
                              "host": user_policy.host}})
-    elif res.steady is not None:
+    if res.steady is not None:
         result = replace(result, interval=steady_interval(
             res.steady[0], result.outcome.energy_j, result.outcome.time_s))
+    elif user_policy:  # another engine's scheduler: nothing piep measured bounds it
+        pass
     elif hasattr(model, "interval"):
         result = replace(result, interval=model.interval(
             scn.deployment, result.outcome.energy_j, result.outcome.time_s,
