@@ -24,7 +24,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from piep.gpus import load_gpu  # noqa: E402
+from piep.core.gpus import load_gpu  # noqa: E402
 from piep.dataset import load_calibration, module_repeat_pairs, repeat_check_pairs  # noqa: E402,F401
 from piep.predict.module_models import (fit_module_models, is_fitted, model_group,  # noqa: E402
                                         priced_power_w, sample_leaf)
@@ -207,10 +207,10 @@ def repeat_agreement(cal) -> tuple[int, float, float]:
 def insitu_gap(gpu) -> list[list]:
     """In-situ kernel time per module kind (profiler ranges in real eager runs,
     calibration/h200/insitu) vs the isolated-sample module model, per kind and phase."""
-    from piep.artifacts import read_jsonl
-    from piep.layout import validate
-    from piep.config import Parallel, Workload
-    from piep.models import load_model
+    from piep.core.artifacts import read_jsonl
+    from piep.core.layout import validate
+    from piep.core.config import Parallel, Workload
+    from piep.core.models import load_model
     from piep.predict.learned import load_learned
     from piep.predict.table import TableBuilder
     path = ROOT / "calibration" / "h200" / "insitu" / "insitu.jsonl"

@@ -25,11 +25,11 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from piep.artifacts import write_text  # noqa: E402
-from piep.gpus import load_gpu  # noqa: E402
+from piep.core.artifacts import write_text  # noqa: E402
+from piep.core.gpus import load_gpu  # noqa: E402
 from piep.predict.pricing import price  # noqa: E402
 from piep.predict.store import load  # noqa: E402
-from piep.layout import validate  # noqa: E402
+from piep.core.layout import validate  # noqa: E402
 from piep.sampling.grid import config_key, load_design, parallel_workload, spec_of  # noqa: E402
 
 CAL = ROOT / "calibration" / "h200"

@@ -28,11 +28,11 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from piep.artifacts import read_jsonl  # noqa: E402
-from piep.gpus import load_gpu  # noqa: E402
+from piep.core.artifacts import read_jsonl  # noqa: E402
+from piep.core.gpus import load_gpu  # noqa: E402
 from piep.predict.pricing import price  # noqa: E402
 from piep.predict.store import load  # noqa: E402
-from piep.records import Measurement  # noqa: E402
+from piep.core.records import Measurement  # noqa: E402
 
 CAL = ROOT / "calibration" / "h200"
 TESTS = {  # name -> (measured runs, predictor trained before them)

@@ -26,7 +26,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from piep.artifacts import read_jsonl, write_text  # noqa: E402
+from piep.core.artifacts import read_jsonl, write_text  # noqa: E402
 
 CAL = ROOT / "calibration" / "h200"
 E2E_FILES = (sorted((CAL / "e2e" / "raw").glob("*.jsonl"))
@@ -95,11 +95,11 @@ def kernel_power() -> list[tuple[str, str, int, float, float, float]]:
 
 def bias_by_board(runs: list[dict]) -> list[tuple[str, int, float, str]]:
     """(board, runs, median energy error of the shipped predictor, files) per board."""
-    from piep.gpus import load_gpu
+    from piep.core.gpus import load_gpu
     from piep.predict.learned import predictor_dir
     from piep.predict.pricing import price
     from piep.predict.store import load
-    from piep.records import Measurement
+    from piep.core.records import Measurement
     gpu = load_gpu("h200")  # the shipped predictor, not a user's refit
     priced = price([Measurement.from_json(r).deployment(gpu) for r in runs],
                    load(predictor_dir("h200"), gpu))

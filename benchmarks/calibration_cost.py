@@ -33,10 +33,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from piep.artifacts import write_text  # noqa: E402
+from piep.core.artifacts import write_text  # noqa: E402
 from piep.dataset import load_calibration  # noqa: E402
 from piep.fit.predictor import cases, leave_one_model_out  # noqa: E402
-from piep.gpus import load_gpu  # noqa: E402
+from piep.core.gpus import load_gpu  # noqa: E402
 
 BUDGETS_MIN = (5, 10, 15, 30)
 DRAWS = 3  # recipes drawn per budget (reports/calibration_cost.md was made with these)
@@ -120,10 +120,10 @@ def from_scratch(cal, gpu, all_cases, calls: tuple[int, ...]
     runs, each call on one board in one session; its own host probe; the shipped
     collectives and waits), pooled."""
     import re
-    from piep.artifacts import read_jsonl
+    from piep.core.artifacts import read_jsonl
     from piep.dataset import latest_ops
     from piep.fit.predictor import Case
-    from piep.records import HostOverhead, Measurement, ModuleSample, merge_repeats
+    from piep.core.records import HostOverhead, Measurement, ModuleSample, merge_repeats
     modules, host, recs, minutes = [], [], [], 0.0
     for call in calls:
         mod_file, e2e_file = QUICK_RUNS[call]
@@ -155,7 +155,7 @@ def from_calibrate_gpu(cal, gpu, all_cases, folder: Path = CALIBRATE_GPU
     resuming the first), scored as `from_scratch`."""
     import json
     from piep.fit.predictor import Case
-    from piep.records import merge_repeats
+    from piep.core.records import merge_repeats
     mine = load_calibration("h200", root=folder)
     minutes = json.loads((folder / "calibrate.json").read_text())["spent_s"] / 60
     runs = [Case(m, m.deployment(gpu)) for m in merge_repeats(mine.e2e)]

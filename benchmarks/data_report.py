@@ -17,10 +17,10 @@ sys.path.insert(0, str(ROOT))
 
 import numpy as np  # noqa: E402
 
-from piep.artifacts import load_json, read_jsonl  # noqa: E402
-from piep.models import SYNTHETIC  # noqa: E402
+from piep.core.artifacts import load_json, read_jsonl  # noqa: E402
+from piep.core.models import SYNTHETIC  # noqa: E402
 from piep.dataset import load_calibration, module_repeat_pairs, repeat_check_pairs  # noqa: E402
-from piep.records import merge_repeats  # noqa: E402
+from piep.core.records import merge_repeats  # noqa: E402
 
 CAL = ROOT / "calibration" / "h200"
 
@@ -340,7 +340,7 @@ CUDA graph (eager-mode ops too: their kernels are the eager ones; the host's lau
 are a separate predictor term), time per call from CUDA events, energy per call from a
 tick-aligned window of back-to-back replays (>= 0.3 s; 1 s in the repeat check). Shapes
 are drawn (stratified per kind and phase) from the trees of every shipped dense model and
-{len(SYNTHETIC)} synthetic shapes (hidden {min(x["hidden_size"] for x in SYNTHETIC)}-{max(x["hidden_size"] for x in SYNTHETIC)}, FFN {min(x["intermediate_size"] for x in SYNTHETIC)}-{max(x["intermediate_size"] for x in SYNTHETIC)}; `piep.models.SYNTHETIC`) at
+{len(SYNTHETIC)} synthetic shapes (hidden {min(x["hidden_size"] for x in SYNTHETIC)}-{max(x["hidden_size"] for x in SYNTHETIC)}, FFN {min(x["intermediate_size"] for x in SYNTHETIC)}-{max(x["intermediate_size"] for x in SYNTHETIC)}; `piep.core.models.SYNTHETIC`) at
 tp 1/2/4/8, batch 1-64, prompt 128-2048, generation 64-2048. Per (kind, mode) only the
 newest sampler op version is used (`piep.dataset.latest_ops`): {len(m)} samples.
 
@@ -548,7 +548,7 @@ when earlier buffers were freed) - the memory-fit constants for both stay assump
 
 def overview_report() -> None:
     """calibration/h200/README.md: what each folder holds, counted from the files."""
-    from piep.artifacts import read_jsonl
+    from piep.core.artifacts import read_jsonl
     from piep.fit.engines import engine_records
     cal = load_calibration("h200")
     e2e = merge_repeats(cal.e2e)

@@ -125,7 +125,7 @@ def method_accuracy() -> str:
               + " (sampling: for a vocabulary size never measured)"
               + f"; AllReduce energy per call on held-out sizes "
               f"{_cells(acc, '| allreduce |')[2]} %."]
-    from piep.artifacts import read_json
+    from piep.core.artifacts import read_json
     terms = read_json(ROOT / "calibration/h200/predictor/predictor.json",
                       "piep.learned_predictor")["terms"]
     lines += ["", f"Fitted power-limit terms (`calibration/h200/predictor/predictor.json`): "
@@ -167,6 +167,19 @@ def serving_foreign() -> str:
             f"(hf-cb's own fit, with its iteration logs: {_pct(b[2])}), window time "
             f"{_pct(f[3])} ({_pct(b[3])}), p50 TPOT {_pct(f[5])} ({_pct(b[5])}), p50 TTFT "
             f"{_pct(f[4])} ({_pct(b[4])}); {f[1]} replays.")
+
+
+def vllm_stream() -> str:
+    """docs/serving.md's figures of vLLM priced as a stream against held full, read from
+    reports/vllm_stream.md."""
+    m = report_match("reports/vllm_stream.md",
+                     r"\* (\d+) (\w+) rows: energy error \(mean absolute, in-sample\) steady "
+                     r"([\d.]+ %), stream ([\d.]+ %)")
+    r = report_match("reports/vllm_stream.md", r"J per output token: median ([\d.]+)")
+    return (f"On the {m[1]} public {m[2].upper()} rows, each benchmark simulated as sent "
+            f"and measured over its steady window, the stream is {m[4]} off against the "
+            f"closed form's {m[3]} (both in-sample), stream / closed form {r[1]} at the "
+            f"median.")
 
 
 def calibrate_gpu() -> str:
@@ -264,7 +277,7 @@ TERM_WORDS = (("host_launch_s", "host time per kernel launch", 1e6, "us"),
 def engine_terms(engines=("hf-eager", "hf-static", "hf-cb")) -> str:
     """The fitted terms of the shipped engine profiles (each read from its profile.json),
     the runs they were fitted on and the kernel-time scales they set."""
-    from piep.artifacts import read_json
+    from piep.core.artifacts import read_json
     lines = ["| term | " + " | ".join(engines) + " |", "|---|" + "---|" * len(engines)]
     docs = {e: read_json(ROOT / f"calibration/h200/engines/{e}/profile.json",
                          "piep.engine_profile") for e in engines}
@@ -293,7 +306,7 @@ def engine_terms(engines=("hf-eager", "hf-static", "hf-cb")) -> str:
 
 def serving_terms() -> str:
     """docs/serving.md: hf-cb's fitted terms and the scheduler settings of its profile."""
-    from piep.artifacts import read_json
+    from piep.core.artifacts import read_json
     meta = read_json(ROOT / "calibration/h200/engines/hf-cb/profile.json",
                      "piep.engine_profile")["meta"]
     s = meta["scheduler"]
@@ -314,6 +327,7 @@ def blocks() -> dict[str, str]:
         "engines_accuracy": engines_accuracy(),
         "serving_accuracy": serving_accuracy(),
         "serving_foreign": serving_foreign(),
+        "vllm_stream": vllm_stream(),
         "calibrate_gpu": calibrate_gpu(),
         "clock_plans": clock_plans(),
         "engine_terms": engine_terms(),
@@ -341,7 +355,7 @@ def flags_doc() -> str:
 
 def _family_words(fam, name: str = "") -> str:
     """What a family's row says its layer runs beyond Llama's, in words."""
-    from piep.families import MOE_PRICED
+    from piep.core.families import MOE_PRICED
     words = ["routed experts (a top-k router, the experts' grouped GEMMs over the experts "
              "a step's tokens reach, routed uniformly)"] if name in MOE_PRICED else []
     if fam.qk_norm:
@@ -373,13 +387,13 @@ def _family_words(fam, name: str = "") -> str:
 def models_doc() -> str:
     """docs/models.md: the families piep reads, what it prices of each, and how well
     (reports/families.md)."""
-    from piep.families import FAMILIES, MOE_PRICED, MOE_TYPES, PRICED
+    from piep.core.families import FAMILIES, MOE_PRICED, MOE_TYPES, PRICED
     report = "reports/families.md"
     lines = ["# Models", "",
              "A model is its Hugging Face `config.json` (a path, a shipped name, or a model "
              "ID: `piep models add ORG/NAME` fetches that one file; the local Hugging Face "
              "cache is read first). Its `model_type` names a family: a row of "
-             "`piep/families.py`, read from transformers' own modeling code, that says what "
+             "`piep/core/families.py`, read from transformers' own modeling code, that says what "
              "the family's layer runs beyond Llama's. What a config states per model is read "
              "for every family: `layer_types` or `sliding_window_pattern` (which layers "
              "attend a sliding window: each kind of layer is priced apart, and a sliding "
@@ -417,7 +431,7 @@ def models_doc() -> str:
 
 def write_schema_files() -> list[str]:
     """piep/schemas/*.schema.json: every registered document kind as a JSON Schema."""
-    from piep.artifacts import schema_files, write_text
+    from piep.core.artifacts import schema_files, write_text
     folder = ROOT / "piep" / "schemas"
     files = schema_files()
     for stale in folder.glob("*.schema.json"):
@@ -430,11 +444,11 @@ def write_schema_files() -> list[str]:
 
 def schemas_doc() -> str:
     """docs/schemas.md: every registered document kind and its required keys."""
-    from piep.artifacts import SCHEMAS
+    from piep.core.artifacts import SCHEMAS
     lines = ["# Document schemas", "",
              "Every JSON document piep writes or reads names its kind and version "
              "(`schema`, `schema_version`); these are the keys each kind always has "
-             "(`piep/artifacts.py`; generated by `python benchmarks/docs.py --write`). A "
+             "(`piep/core/artifacts.py`; generated by `python benchmarks/docs.py --write`). A "
              "document newer than this piep reads is refused in one line. Each kind ships "
              "as a JSON Schema (2020-12) in the package, `piep/schemas/<kind>.schema.json` "
              "(the same keys and types; other keys allowed), for other tools to validate "

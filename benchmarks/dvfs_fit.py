@@ -15,7 +15,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from piep.gpus import load_gpu  # noqa: E402
+from piep.core.gpus import load_gpu  # noqa: E402
 from piep.fit import freq as fit  # noqa: E402
 from piep.plan.freq import freq_model_path  # noqa: E402
 
@@ -61,9 +61,9 @@ def decode_powers() -> dict[int, float]:
 
 
 def measured_decode_powers() -> dict[str, str]:
-    from piep.config import Parallel
+    from piep.core.config import Parallel
     from piep.dataset import load_calibration
-    from piep.records import merge_repeats
+    from piep.core.records import merge_repeats
     out = {}
     for mode in ("graph", "eager"):
         p = [r.decode.energy_j / r.decode.time_s

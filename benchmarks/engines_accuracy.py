@@ -18,16 +18,16 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from piep.gpus import load_gpu  # noqa: E402
-from piep.layout import Deployment  # noqa: E402
+from piep.core.gpus import load_gpu  # noqa: E402
+from piep.core.layout import Deployment  # noqa: E402
 from piep.fit.engines import (engine_records, profile_lomo, profile_rows,  # noqa: E402
                               typical_host_s)
 from piep.predict.engines import load_profile  # noqa: E402
 from piep.predict.learned import load_learned  # noqa: E402
 from piep.predict.pricing import price  # noqa: E402
-from piep.artifacts import read_jsonl  # noqa: E402
-from piep.records import KernelCensus, read_runs  # noqa: E402
-from piep.engines import ENGINES as REGISTRY, names  # noqa: E402
+from piep.core.artifacts import read_jsonl  # noqa: E402
+from piep.core.records import KernelCensus, read_runs  # noqa: E402
+from piep.core.engines import ENGINES as REGISTRY, names  # noqa: E402
 from piep.stats.conformal import cross_coverage  # noqa: E402
 from piep.tree.builder import ELEMENTWISE  # noqa: E402
 
@@ -73,7 +73,7 @@ def cost(records) -> dict[str, float]:
 def host_rows(engine: str, rows, hosted) -> list[str]:
     """Per device call (raw file): runs, the host probe's medians and the mean
     leave-one-model-out time error of its runs, without and with their host probe."""
-    from piep.artifacts import read_records
+    from piep.core.artifacts import read_records
     from piep.predict.engines import shipped_profile_dir
     def errors(rs):
         return {(r["model"], r["batch"], r["prompt_len"], r["gen_len"]):

@@ -56,8 +56,8 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from piep import api  # noqa: E402
-from piep.artifacts import git_hash, read_jsonl, write_text  # noqa: E402
-from piep.records import Measurement  # noqa: E402
+from piep.core.artifacts import git_hash, read_jsonl, write_text  # noqa: E402
+from piep.core.records import Measurement  # noqa: E402
 from piep.sampling.grid import config_key, spec_of  # noqa: E402
 from serving_blind import PROBE_GRID_US, at_probe  # noqa: E402
 

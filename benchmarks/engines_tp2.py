@@ -67,7 +67,7 @@ def main() -> int:
               "| engine | batch | llama-2-7b@tp2 J | llama-2-13b@tp1 J | best for energy |",
               "|---|---|---|---|---|"]
     from piep.compare import compare
-    from piep.scenario import Scenario
+    from piep.core.scenario import Scenario
     for engine in ("hf-eager", "hf-static"):
         for batch in (1, 16):
             base = Scenario.build("llama-2-7b", engine=engine, tp=2, batch=batch)

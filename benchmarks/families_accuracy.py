@@ -29,8 +29,8 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from piep import api  # noqa: E402
-from piep.artifacts import git_hash, read_jsonl, write_text  # noqa: E402
-from piep.records import Measurement  # noqa: E402
+from piep.core.artifacts import git_hash, read_jsonl, write_text  # noqa: E402
+from piep.core.records import Measurement  # noqa: E402
 
 FAMILIES = ROOT / "calibration" / "h200" / "families"
 BLIND = FAMILIES / "predictions_blind.jsonl"
@@ -95,7 +95,7 @@ def rows() -> list[dict]:
 def replays() -> list[dict]:
     """The measured hf-cb replays: shape, trace, energy, time, median TPOT, host probe."""
     from piep.fit.serving import observed
-    from piep.records import read_runs
+    from piep.core.records import read_runs
     out = []
     for f in sorted((FAMILIES / "raw").glob("*_cb_*.jsonl")):
         for rec in read_runs(f, "piep.serving_measurement"):

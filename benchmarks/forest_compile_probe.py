@@ -36,7 +36,7 @@ def main() -> int:
     from speed import draw
 
     from piep import api
-    from piep.errors import PiepError
+    from piep.core.errors import PiepError
     from piep.predict import module_models
     from piep.predict.table import TableBuilder
     deps = []

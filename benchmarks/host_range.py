@@ -16,7 +16,7 @@ sys.path.insert(0, str(ROOT))
 
 
 def main() -> int:
-    from piep.engines import names
+    from piep.core.engines import names
     from piep.fit.engines import engine_records, host_probe_range_us
     from piep.predict.engines import shipped_profile_dir
     for engine in names(host_fitted=True):

@@ -27,9 +27,9 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from piep import api  # noqa: E402
-from piep.artifacts import write_text  # noqa: E402
-from piep.errors import PiepError  # noqa: E402
-from piep.families import MOE_TYPES  # noqa: E402
+from piep.core.artifacts import write_text  # noqa: E402
+from piep.core.errors import PiepError  # noqa: E402
+from piep.core.families import MOE_TYPES  # noqa: E402
 
 CENSUS = ROOT / "benchmarks" / "data" / "model_census"
 REPORT = ROOT / "reports" / "model_census.md"

@@ -24,7 +24,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from piep import api  # noqa: E402
-from piep.artifacts import git_hash, read_jsonl, write_text  # noqa: E402
+from piep.core.artifacts import git_hash, read_jsonl, write_text  # noqa: E402
 
 MOE = ROOT / "calibration" / "h200" / "moe"
 DESIGN = MOE / "design_eager.jsonl"

@@ -51,7 +51,7 @@ snapshot. Then a serving engine's batch priced as the stream of its requests (`p
 --engine hf-cb` = `serve` of B requests at t=0, on purpose): hf-cb_tp1 10,968 -> 6,641 J,
 hf-cb_tp2 15,809 -> 11,444 J, the hf-cb rows of sweep_engines and compare_engines alike
 (and their flags: the stream's); every other document unchanged: new snapshot. Then
-schema v2 of every answer (`piep.results`: one name per quantity): j_per_token and
+schema v2 of every answer (`piep.core.results`: one name per quantity): j_per_token and
 j_per_gen_token are j_per_output_token, tokens_per_s output_tokens_per_s, gen_tokens
 output_tokens, serve's phase_j and no_request_s its prefill / decode / no_request, a flat
 row's ttft_s / tpot_s its ttft_p50_s / tpot_p50_s, optimize's request_latency_s e2e_p50_s;
@@ -168,10 +168,10 @@ def e2e_docs() -> dict[str, dict]:
     """Every measured configuration, predicted by the shipped learned predictor and by the
     roofline (the records name shapes that no shipped config has)."""
     from piep.api import cost_model
-    from piep.gpus import load_gpu
+    from piep.core.gpus import load_gpu
     from piep.dataset import load_calibration
     from piep.predict.pricing import price
-    from piep.records import merge_repeats
+    from piep.core.records import merge_repeats
     gpu = load_gpu("h200")
     recs = merge_repeats(load_calibration("h200").e2e)
     deps = [m.deployment(gpu) for m in recs]
@@ -236,7 +236,7 @@ def _without_noise(doc: dict) -> dict:
 GONE = {"cli/request_rate": "predict --request-rate went: piep serve answers request streams"}
 
 
-# schema v2 (piep.results): one name per quantity. Old documents are read under the new
+# schema v2 (piep.core.results): one name per quantity. Old documents are read under the new
 # names; a quantity that is new (per-request latencies of a batch, J per request) or gone
 # (tokens_per_j, the reciprocal of J per output token) is not compared
 RENAMED = {"j_per_token": "j_per_output_token", "j_per_gen_token": "j_per_output_token",
@@ -298,7 +298,7 @@ def compare(old: dict[str, dict], new: dict[str, dict]) -> float:
 def main() -> int:
     docs = documents()
     if "--snapshot" in sys.argv:
-        from piep.artifacts import git_hash
+        from piep.core.artifacts import git_hash
         SNAPSHOT.parent.mkdir(parents=True, exist_ok=True)
         body = json.dumps({"commit": git_hash(), "documents": docs}).encode()
         SNAPSHOT.write_bytes(gzip.compress(body, mtime=0))

@@ -21,7 +21,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from piep.artifacts import read_jsonl, write_text  # noqa: E402
+from piep.core.artifacts import read_jsonl, write_text  # noqa: E402
 
 DIR = ROOT / "calibration" / "h200" / "protocol"
 

@@ -47,8 +47,8 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from piep import api  # noqa: E402
-from piep.artifacts import read_jsonl, write_text  # noqa: E402
-from piep.errors import PiepError  # noqa: E402
+from piep.core.artifacts import read_jsonl, write_text  # noqa: E402
+from piep.core.errors import PiepError  # noqa: E402
 
 DATA = ROOT / "calibration" / "public" / "mlenergy-v3"
 ROWS = DATA / "rows.jsonl"
@@ -77,8 +77,8 @@ MODELS = _Configs()
 
 def _priced(model_id: str) -> bool:
     """Whether the census has the model's config and piep prices it."""
-    from piep.errors import PiepError
-    from piep.models import load_model
+    from piep.core.errors import PiepError
+    from piep.core.models import load_model
     try:
         return load_model(str(MODELS[model_id])).unpriced is None
     except (KeyError, PiepError):
@@ -400,7 +400,7 @@ def main() -> int:
         print(f"wrote {BLIND.relative_to(ROOT)} ({len(rows)} rows)")
         return 0
     if "--fit" in sys.argv:
-        from piep.artifacts import write_json
+        from piep.core.artifacts import write_json
         from piep.fit.steady import fit_records
         records = [steady_record(r) for r in read_jsonl(ROWS) if r["gpu_model"] in GPUS]
         write_text(STEADY, "".join(json.dumps(r) + "\n" for r in records))

@@ -31,7 +31,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from piep.artifacts import read_jsonl, write_text  # noqa: E402
+from piep.core.artifacts import read_jsonl, write_text  # noqa: E402
 
 CB = ROOT / "calibration" / "h200" / "engines" / "hf-cb"
 OUT = CB / "predictions_blind.jsonl"
@@ -113,7 +113,7 @@ def write(which: str) -> int:
 def measured() -> dict[tuple[str, str], dict]:
     """(model, trace file name) -> the measured quantities of the replay."""
     from piep.fit.serving import observed
-    from piep.records import read_runs
+    from piep.core.records import read_runs
     out = {}
     for f in sorted((CB / "raw").glob("*.jsonl")):
         for rec in read_runs(f, "piep.serving_measurement"):

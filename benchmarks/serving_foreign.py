@@ -23,7 +23,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from piep.artifacts import read_text, write_text  # noqa: E402
+from piep.core.artifacts import read_text, write_text  # noqa: E402
 
 REPORT = ROOT / "reports" / "serving.md"
 BEGIN, END = "<!-- foreign: benchmarks/serving_foreign.py -->", "<!-- end foreign -->"
@@ -49,7 +49,7 @@ def foreign_replays():
     """(the built-in replays, the same as benchmark replays read back)."""
     from piep.bench_results import replay_record
     from piep.fit.engines import engine_records
-    from piep.records import ServingReplay
+    from piep.core.records import ServingReplay
     built_in = engine_records("h200", "hf-cb")
     out = []
     with tempfile.TemporaryDirectory() as tmp:

@@ -13,7 +13,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from piep.serving.serve import serve, serving_scenario  # noqa: E402
-from piep.trace import poisson_trace  # noqa: E402
+from piep.core.trace import poisson_trace  # noqa: E402
 
 
 def timed(n: int = 100_000) -> tuple[dict, float, object]:

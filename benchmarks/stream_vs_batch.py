@@ -25,9 +25,9 @@ def main() -> int:
     from piep.fit.engines import engine_records
     from piep.predict.pricing import price
     from piep.resolve import resolve
-    from piep.scenario import Scenario
+    from piep.core.scenario import Scenario
     from piep.serving.serve import serve, serving_scenario
-    from piep.trace import make_trace
+    from piep.core.trace import make_trace
     rows = []
     for rec in engine_records("h200", "hf-cb"):
         req = rec.requests

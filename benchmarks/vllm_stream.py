@@ -27,12 +27,12 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from piep import api  # noqa: E402
-from piep.artifacts import read_jsonl, write_text  # noqa: E402
+from piep.core.artifacts import read_jsonl, write_text  # noqa: E402
 from piep.fit.steady import cases_from_records, lengths_of  # noqa: E402
 from piep.serving import paged  # noqa: E402
 from piep.serving.simulate import simulate  # noqa: E402
 from piep.serving.steady import PagedServer  # noqa: E402
-from piep.trace import make_trace  # noqa: E402
+from piep.core.trace import make_trace  # noqa: E402
 
 RECORDS = ROOT / "calibration" / "public" / "mlenergy-v3" / "steady.jsonl"
 REPORT = ROOT / "reports" / "vllm_stream.md"

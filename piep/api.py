@@ -10,8 +10,8 @@ from typing import Any
 from piep.resolve import (PREDICTORS, Resolved, cost_model, deployment, engine_profile,  # noqa: F401
                           resolve, scenario)
 from piep.flags import explain
-from piep.results import Prediction
-from piep.scenario import Scenario
+from piep.core.results import Prediction
+from piep.core.scenario import Scenario
 
 
 def serve(model: "str | Scenario | Resolved", *, predictor: str = "auto",
@@ -21,7 +21,7 @@ def serve(model: "str | Scenario | Resolved", *, predictor: str = "auto",
     fields (trace=..., gpu, tp, engine, ...) when not given."""
     from piep.serving.serve import serve as serve_scenario
     if isinstance(model, str):
-        from piep.engines import names
+        from piep.core.engines import names
         kwargs.setdefault("engine", names(serves=True)[0])
     if not isinstance(model, Resolved):
         model = scenario(model, **kwargs)
@@ -40,9 +40,9 @@ def steady(model: str, *, engine: str | None = None, gpu: str = "h100", tp: int 
     a `piep.steady_state` document."""
     import numpy as np
 
-    from piep.engines import names
+    from piep.core.engines import names
     from piep.serving import steady as st
-    from piep.trace import parse_dist
+    from piep.core.trace import parse_dist
     engine = engine or names(steady=True)[0]
     rng = np.random.default_rng(seed)
     draws = 20000
@@ -54,7 +54,7 @@ def steady(model: str, *, engine: str | None = None, gpu: str = "h100", tp: int 
     dep = res.scenario.deployment
     longest = lengths.prompt_len + max(lengths.sample or (lengths.output_mean,))
     if longest > dep.model.max_position:
-        from piep.errors import ConfigError
+        from piep.core.errors import ConfigError
         raise ConfigError(f"prompt + output reach {longest:,.0f} tokens, beyond "
                           f"max_position_embeddings={dep.model.max_position:,} of "
                           f"{dep.model.name} (vLLM's max_model_len): give shorter lengths")
@@ -91,7 +91,7 @@ def prediction(model: "str | Scenario | Resolved", *, predictor: str = "auto",
                                                            predictor)
     scn = res.scenario
     if scn.is_stream:
-        from piep.errors import ConfigError
+        from piep.core.errors import ConfigError
         raise ConfigError("a stream of requests is served, not predicted as a batch: piep "
                           "serve --scenario FILE (piep.api.serve)")
     if scn.engine.record.serves:  # continuous batching: the batch is a stream

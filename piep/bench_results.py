@@ -28,8 +28,8 @@ import math
 from pathlib import Path
 from typing import Any
 
-from piep.config import size_problem
-from piep.errors import ConfigError
+from piep.core.config import size_problem
+from piep.core.errors import ConfigError
 
 PER_REQUEST = ("input_lens", "output_lens", "ttfts", "itls")
 MAX_BOARD_W = 2000.0  # no GPU board draws more (the largest limits today: ~1,400 W)
@@ -38,8 +38,8 @@ DETAIL_FLAG = {"vllm": "--save-detailed", "sglang": "--output-details"}
 
 def read_results(path: str | Path) -> list[dict[str, Any]]:
     """The runs of a result file: one JSON object, or one per line."""
-    from piep.artifacts import parse_json, parse_jsonl, read_text
-    from piep.errors import ArtifactError
+    from piep.core.artifacts import parse_json, parse_jsonl, read_text
+    from piep.core.errors import ArtifactError
     text = read_text(path).strip()
     if not text:
         raise ConfigError(f"{path}: empty")
@@ -157,9 +157,9 @@ def replay_record(path: str | Path, *, model, engine: str, engine_version: str,
     the requests and their timings from the file; energy `energy_j` (a piep meter window
     around the benchmark, idle-corrected to its duration), else the file's own
     `gpu_energy_j`. `model`: a name or config.json piep reads, or a ModelSpec."""
-    from piep.config import ModelSpec
+    from piep.core.config import ModelSpec
     from piep.meter import model_shape
-    from piep.models import load_model
+    from piep.core.models import load_model
     runs = read_results(path)
     if not -len(runs) <= run_index < len(runs):
         raise ConfigError(f"{path}: --run {run_index}: the file holds {len(runs)} runs")
@@ -225,7 +225,7 @@ def steady_record(path: str | Path, *, model: str, engine: str, engine_version: 
     the benchmark (its energy_j, time_s, idle_power_w) less the time outside the run at
     idle power, else the file's own `gpu_energy_j`."""
     import numpy as np
-    from piep.models import load_model
+    from piep.core.models import load_model
     count, run = _run(path, run_index)
     where = f"{path} (run {run_index % count + 1} of {count})"
     held = _held(run)

@@ -9,7 +9,7 @@ import sys
 
 from piep import __version__
 from piep.commands.common import add_json_arg
-from piep.errors import MissingExtraError, OutputError, PiepError
+from piep.core.errors import MissingExtraError, OutputError, PiepError
 
 log = logging.getLogger("piep")
 # optional package -> how to get it
@@ -113,8 +113,8 @@ def main(argv: list[str] | None = None) -> int:
     args.verbose = verbose
     logging.basicConfig(level=logging.DEBUG if args.verbose else logging.INFO,
                         format="piep: %(message)s", stream=sys.stderr)
-    from piep.artifacts import recover_outputs
-    from piep.outputs import release_claims
+    from piep.core.artifacts import recover_outputs
+    from piep.core.outputs import release_claims
     try:
         recover_outputs()  # what a killed run left halfway through its commit
         return int(args.handler(args) or 0)

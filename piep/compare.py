@@ -5,10 +5,10 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from piep.errors import ConfigError
-from piep.engines import DEFAULT_ENGINE
-from piep.results import clear_best, flat
-from piep.scenario import Scenario
+from piep.core.errors import ConfigError
+from piep.core.engines import DEFAULT_ENGINE
+from piep.core.results import clear_best, flat
+from piep.core.scenario import Scenario
 
 _LAYOUT = re.compile(r"^(?:(tp|pp|dp)(\d+))+$")
 
@@ -53,7 +53,7 @@ def candidate_scenarios(candidates: list[str], base: Scenario) -> list[Scenario]
 def compare(candidates: list[str], base: Scenario, *, predictor: str = "auto") -> dict[str, Any]:
     """Predict every candidate on the base's workload; per goal (energy, latency, memory
     headroom) the clear best, or no winner where the candidates differ by less than the
-    uncertainty of the difference (`piep.results.clear_best`)."""
+    uncertainty of the difference (`piep.core.results.clear_best`)."""
     from piep import api
     rows = []
     for cand, scn in zip(candidates, candidate_scenarios(candidates, base)):

@@ -7,10 +7,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from piep.artifacts import calibration_dir, check_document, load_json, read_json, read_jsonl
-from piep.errors import ArtifactError
-from piep.gpus import DEFAULT_GPU
-from piep.records import (CollectiveSample, HostOverhead, Measurement, ModuleSample,
+from piep.core.artifacts import calibration_dir, check_document, load_json, read_json, read_jsonl
+from piep.core.errors import ArtifactError
+from piep.core.gpus import DEFAULT_GPU
+from piep.core.records import (CollectiveSample, HostOverhead, Measurement, ModuleSample,
                           ProbeCollective, WaitFit)
 
 

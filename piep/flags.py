@@ -67,7 +67,7 @@ FLAGS: dict[str, Flag] = {f.name: f for f in (
          "engine's profile never measured", "none",
          "meter runs past the window and refit the engine's profile"),
     Flag("unmeasured_family",
-         "the model's family runs modules beyond Llama's layer (piep.families: q/k norms, "
+         "the model's family runs modules beyond Llama's layer (piep.core.families: q/k norms, "
          "post-norms, fused projections, GeGLU, partial RoPE, NoPE or local-global layers, "
          "routed experts) "
          "and no run the engine's profile was fitted on had its family: its modules are "

@@ -23,9 +23,9 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator, Sequence
 
-from piep.config import ModelSpec, Parallel, Workload
+from piep.core.config import ModelSpec, Parallel, Workload
 from piep.device import clock as host_clock
-from piep.errors import DeviceError
+from piep.core.errors import DeviceError
 
 RECORD_SCHEMA, RECORD_VERSION = "piep.measurement", 1
 
@@ -38,7 +38,7 @@ def model_shape(spec: ModelSpec) -> dict[str, Any]:
             "ffn": spec.intermediate_size, "vocab": spec.vocab_size, "qkv_bias": spec.qkv_bias,
             **({"sliding_window": spec.sliding_window} if spec.sliding_window else {}),
             **({"tied": True} if spec.tie_word_embeddings else {}),
-            # a family beyond Llama's: its type and what its layer runs (piep.families)
+            # a family beyond Llama's: its type and what its layer runs (piep.core.families)
             **({"model_type": spec.model_type, "family": facts} if facts or spec.is_moe
                else {}),
             # a mixture of experts: how many, how many a token, their width, a shared one's
@@ -120,7 +120,7 @@ def record(model: str | ModelSpec, *, engine: str, engine_version: str, batch: i
     """A measurement record of one run of a foreign engine: `whole` is one window around
     the whole call (B prompts of P tokens, G new tokens each), `prefill` optionally one
     around the same call with one new token (the prefill split; decode = the rest)."""
-    from piep.models import load_model
+    from piep.core.models import load_model
     spec = model if isinstance(model, ModelSpec) else load_model(model)
     rec = record_head(spec, Parallel(tp=tp), Workload(batch=batch, prompt_len=prompt_len,
                                                       gen_len=gen_len), mode)

@@ -23,8 +23,8 @@ from typing import Any, Callable
 
 import numpy as np
 
-from piep.errors import ConfigError, PiepError
-from piep.scenario import Scenario
+from piep.core.errors import ConfigError, PiepError
+from piep.core.scenario import Scenario
 
 log = logging.getLogger("piep.optimize")
 
@@ -173,9 +173,9 @@ def _clear_gain(scn: Scenario, cm, fm, obj: Objective, chosen: dict[str, Any],
     """Whether `chosen` beats the reference beyond the uncertainty: under every corner of
     the frequency model's bands (a clock or power-limit gain is model-based), and, where
     the batch changes, with an energy per output token lower beyond the predictor's
-    intervals (`piep.results.clear_best`)."""
+    intervals (`piep.core.results.clear_best`)."""
     from piep.plan.planner import leaves, phase_curves, under_limit
-    from piep.results import clear_best
+    from piep.core.results import clear_best
     gen_len = scn.workload.gen_len
     lvs = {b: leaves(scn.replace(batch=b).deployment, cm)
            for b in {chosen["batch"], ref["batch"]}}
@@ -400,7 +400,7 @@ def online(scn: Scenario, res: OfflineResult, objective: Objective, opts: Online
                  step.point["batch"], step.point["power_limit_w"], step.point["sm_mhz"],
                  step.objective, " (accepted)" if step.accepted else "")
         if opts.log:
-            from piep.artifacts import append_jsonl
+            from piep.core.artifacts import append_jsonl
             append_jsonl(opts.log, {"axis": step.axis, "point": step.point,
                                     "measured": step.measured, "objective": step.objective,
                                     "accepted": step.accepted})
@@ -418,7 +418,7 @@ def online(scn: Scenario, res: OfflineResult, objective: Objective, opts: Online
 def _measurer(scn: Scenario, opts: OnlineOptions, clocks: Callable[[], Any]):
     """(measure, close): replayed, or the reference runner with device steps."""
     if opts.replay:
-        from piep.artifacts import read_input_jsonl
+        from piep.core.artifacts import read_input_jsonl
         rows = [r["measured"] for r in read_input_jsonl(opts.replay)
                 if isinstance(r, dict) and isinstance(r.get("measured"), dict)]
         if not rows:

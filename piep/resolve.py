@@ -7,10 +7,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from piep.errors import ConfigError
-from piep.gpus import DEFAULT_GPU
-from piep.layout import Deployment
-from piep.scenario import Scenario
+from piep.core.errors import ConfigError
+from piep.core.gpus import DEFAULT_GPU
+from piep.core.layout import Deployment
+from piep.core.scenario import Scenario
 from piep.tree.builder import past_window
 
 PREDICTORS = ("auto", "learned", "roofline")
@@ -154,13 +154,13 @@ def resolve(scn: Scenario, predictor: str = "auto") -> Resolved:
 
 
 def _reference_gpu() -> str:
-    from piep.gpus import spec_sheets
+    from piep.core.gpus import spec_sheets
     return spec_sheets()["reference"]
 
 
 def engine_profile(gpu: str, engine: str):
     """The profile of a non-reference engine on a calibrated GPU, or one clear error."""
-    from piep.engines import ENGINES
+    from piep.core.engines import ENGINES
     from piep.predict.engines import load_profile
     profile = load_profile(gpu, engine)
     if profile is None:

@@ -7,8 +7,8 @@ import logging
 import sys
 from typing import Any
 
-from piep.errors import PiepError
-from piep.gpus import DEFAULT_GPU
+from piep.core.errors import PiepError
+from piep.core.gpus import DEFAULT_GPU
 
 CHUNK = 8192  # deployments priced per table
 log = logging.getLogger("piep.sweep")
@@ -28,11 +28,11 @@ def sweep(configs: list[dict[str, Any]], *, gpu: str = DEFAULT_GPU, predictor: s
     """One row per configuration: its prediction's summary, or `error` with the reason it
     was refused. Priced in chunks through the one pricing path (`piep.predict.pricing`)."""
     from piep import api
-    from piep.gpus import load_gpu
-    from piep.models import load_model
+    from piep.core.gpus import load_gpu
+    from piep.core.models import load_model
     from piep.predict.pricing import price
     from piep.predict.table import TableBuilder
-    from piep.scenario import Scenario
+    from piep.core.scenario import Scenario
     builder = TableBuilder()
     gpu_profile = load_gpu(gpu)
     tell = _Progress(len(configs)) if progress else None
@@ -113,5 +113,5 @@ class _Progress:
 
 def _summary(doc: dict[str, Any]) -> dict[str, Any]:
     """A sweep row's fields of a prediction document (`Priced.summary`'s)."""
-    from piep.results import flat
+    from piep.core.results import flat
     return {**flat(doc), "predictor": doc["predictor"], "flags": doc["flags"]}

@@ -12,7 +12,7 @@ import sys
 
 import torch
 
-from piep.config import ModelSpec
+from piep.core.config import ModelSpec
 from piep.sampling.generate import Generator
 from piep.sampling.model import StageModel, Topology, make_tp_groups
 from piep.sampling.runner import Dist

@@ -11,10 +11,10 @@ os.environ["PIEP_DATA_DIR"] = tempfile.mkdtemp(prefix="piep-test-data-")
 import pytest  # noqa: E402
 from hypothesis import HealthCheck, settings  # noqa: E402
 
-from piep.config import Parallel, Workload  # noqa: E402
-from piep.gpus import load_gpu  # noqa: E402
-from piep.layout import validate  # noqa: E402
-from piep.models import load_model  # noqa: E402
+from piep.core.config import Parallel, Workload  # noqa: E402
+from piep.core.gpus import load_gpu  # noqa: E402
+from piep.core.layout import validate  # noqa: E402
+from piep.core.models import load_model  # noqa: E402
 
 # test tiers by file (markers; `-m pure`, `-m "replay and not slow"`, ...): the default tier
 # is everything but `gpu` and `slow`; .ci/run runs `slow` (multi-process gloo) after it

@@ -10,8 +10,8 @@ import pytest
 
 from piep.bench_results import read_results, replay_record, requests_of
 from piep.cli import main
-from piep.errors import ConfigError
-from piep.trace import poisson_trace
+from piep.core.errors import ConfigError
+from piep.core.trace import poisson_trace
 
 REQUESTS = {"input_lens": [100, 200, 50], "output_lens": [10, 0, 1],
             "ttfts": [0.05, 0.0, 0.04], "itls": [[0.01] * 9, [], []],
@@ -186,7 +186,7 @@ def test_a_user_engine_fitted_on_too_few_runs_takes_its_base_engines_band(tmp_pa
     from piep import api
     from piep.fit.engines import widened_to_base
     from piep.predict.engines import load_profile, save_profile, user_profile_dir
-    from piep.scenario import Scenario
+    from piep.core.scenario import Scenario
     monkeypatch.setenv("PIEP_DATA_DIR", str(tmp_path / "data"))
     shipped = load_profile("h200", "hf-cb")
     narrow = replace(shipped, name="my-cb", like="hf-cb", intervals={"all": math.log(1.027)},

@@ -4,7 +4,7 @@ board's probe (`piep env --board-probe` measures the same on a user's GPU)."""
 import pytest
 
 from piep.cli import main
-from piep.records import Measurement
+from piep.core.records import Measurement
 
 
 def test_a_records_board_probe_is_the_mean_of_its_gpus():

@@ -8,7 +8,7 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from piep.errors import ConfigError  # noqa: E402
+from piep.core.errors import ConfigError  # noqa: E402
 from _virtual_clock import WorkClock  # noqa: E402
 
 TINY = {"model_type": "llama", "hidden_size": 64, "intermediate_size": 176,
@@ -58,9 +58,9 @@ def test_the_plan_interleaves_every_kind_and_model_at_the_recipes_shares():
 
 
 def test_a_gpu_is_calibrated_interrupted_and_resumed(tmp_path, monkeypatch):
-    from piep.artifacts import read_jsonl
+    from piep.core.artifacts import read_jsonl
     from piep.dataset import load_calibration
-    from piep.gpus import load_gpu
+    from piep.core.gpus import load_gpu
     from piep.sampling.gpu_calibration import MODULES, RUNS, Recipe, calibrate_gpu
     monkeypatch.setenv("PIEP_DATA_DIR", str(tmp_path / "data"))
     shapes, runs = _recipe_items(tmp_path)

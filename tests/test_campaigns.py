@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from piep.sampling import design
-from piep.trace import poisson_trace
+from piep.core.trace import poisson_trace
 
 ROOT = Path(__file__).resolve().parent.parent
 ENGINES = ROOT / "calibration/h200/engines"

@@ -4,7 +4,7 @@ requests arriving at once, on the calibrated GPU and on a spec-sheet one.
 * A serving engine's batch is the stream of its requests: `predict` and `serve` give the
   same energy, time, latencies, partition, flags and interval, exactly (tolerance 0).
 * A generate() engine has no server: `serve` refuses it in one line, naming the engines
-  that serve; its answers carry the same names (piep.results) as a stream's.
+  that serve; its answers carry the same names (piep.core.results) as a stream's.
 * compare's row, a sweep's point, report's prediction and plan's predictor baseline are
   predict's answer to the last bit.
 """
@@ -14,11 +14,11 @@ import json
 import pytest
 
 from piep import api
-from piep.engines import ENGINES, names
-from piep.errors import ConfigError
-from piep.results import QUANTITIES, flat
-from piep.scenario import Scenario
-from piep.trace import make_trace
+from piep.core.engines import ENGINES, names
+from piep.core.errors import ConfigError
+from piep.core.results import QUANTITIES, flat
+from piep.core.scenario import Scenario
+from piep.core.trace import make_trace
 
 MODEL, PROMPT, GEN = "llama-3-8b", 300, 40
 SHARED = ("energy_j", "time_s", "requests", "output_tokens", "j_per_output_token",
@@ -119,10 +119,10 @@ def test_a_stream_is_a_scenario(tmp_path, capsys):
 
 
 def test_answers_are_typed_and_written_by_one_serializer():
-    """A prediction and a served stream are typed results (piep.results) built once; the
+    """A prediction and a served stream are typed results (piep.core.results) built once; the
     documents are their `to_json`, under the registered schemas."""
-    from piep.artifacts import check_document
-    from piep.results import Prediction, ServingResult
+    from piep.core.artifacts import check_document
+    from piep.core.results import Prediction, ServingResult
     from piep.serving.serve import served
     pred = api.prediction(MODEL, engine="hf-static", tp=2, batch=4)
     assert isinstance(pred, Prediction) and pred.outcome.requests == 4
@@ -144,7 +144,7 @@ def test_long_lists_are_written_a_row_per_line_as_the_same_document():
     (written by the C encoder); the document reads back the same, a short one is written
     as an indented dump is."""
     import json as json_
-    from piep.artifacts import LONG_LIST, json_text
+    from piep.core.artifacts import LONG_LIST, json_text
     doc = {"energy_j": 1.5, "per_request": [{"id": str(i), "e2e_s": i / 3}
                                             for i in range(LONG_LIST + 1)],
            "flags": [{"name": "x", "rows": [[1, 2]] * LONG_LIST}], "nan": float("nan")}
@@ -164,7 +164,7 @@ def test_a_batch_summary_states_what_its_requests_state(gen_len):
     of one-token requests null)."""
     from dataclasses import replace
 
-    from piep.results import Summary
+    from piep.core.results import Summary
     batch = Summary.batch(12.5, 3.0, requests=8, gen_len=gen_len, prefill_s=0.25)
     assert batch.alike
     doc = batch.to_json()
@@ -179,7 +179,7 @@ def test_batch_rows_are_the_rows_of_batch_summaries():
     one-token requests null, rates of an empty window zero."""
     import numpy as np
 
-    from piep.results import Summary, batch_rows
+    from piep.core.results import Summary, batch_rows
     rng = np.random.default_rng(3)
     n = 300
     energy, time = rng.uniform(0, 5e4, n), rng.uniform(0, 90, n)

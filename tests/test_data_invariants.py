@@ -4,9 +4,9 @@ import statistics
 
 import pytest
 
-from piep.gpus import load_gpu
+from piep.core.gpus import load_gpu
 from piep.dataset import load_calibration
-from piep.records import Measurement
+from piep.core.records import Measurement
 from piep.tree import build_tree
 
 GPU = load_gpu("h200")

@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from piep.artifacts import SCHEMAS, check_document, read_json, write_json
+from piep.core.artifacts import SCHEMAS, check_document, read_json, write_json
 from piep.cli import main
-from piep.errors import ArtifactError
+from piep.core.errors import ArtifactError
 
 ROOT = Path(__file__).resolve().parent.parent
 GOLDEN = Path(__file__).with_name("data") / "predict_golden.json"
@@ -128,7 +128,7 @@ def test_the_shipped_json_schemas_are_the_registry_and_every_document_meets_them
     (`python benchmarks/docs.py --write`), and every committed document and every command's
     document validates against its kind's."""
     jsonschema = pytest.importorskip("jsonschema")
-    from piep.artifacts import schema_files
+    from piep.core.artifacts import schema_files
     folder = ROOT / "piep" / "schemas"
     made = schema_files()
     shipped = {p.name: p.read_text() for p in folder.glob("*.schema.json")}

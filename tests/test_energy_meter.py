@@ -2,7 +2,7 @@ import pytest
 
 from piep.device.energy import TickMeter
 from piep.device.fake import FakeClock, FakeDevice
-from piep.errors import DeviceError
+from piep.core.errors import DeviceError
 
 IDLE_W, BUSY_W = 120.0, 450.0
 

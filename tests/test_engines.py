@@ -7,9 +7,9 @@ import pytest
 
 from piep import api
 from piep.cli import main
-from piep.config import BF16_BYTES
-from piep.errors import ConfigError
-from piep.engines import ENGINES
+from piep.core.config import BF16_BYTES
+from piep.core.errors import ConfigError
+from piep.core.engines import ENGINES
 from piep.fit.engines import engine_records, fit_profile
 from piep.predict.engines import load_profile, save_profile
 from piep.predict.learned import load_learned
@@ -527,8 +527,8 @@ def test_any_windowed_config_gets_a_positive_answer_inside_its_interval():
     window, tied or not) under hf-eager and hf-static, below, across and past the window:
     every valid one is answered, positive, inside its interval."""
     import random
-    from piep.config import ModelSpec
-    from piep.errors import PiepError
+    from piep.core.config import ModelSpec
+    from piep.core.errors import PiepError
     rng = random.Random(3)
     answered = 0
     for _ in range(40):

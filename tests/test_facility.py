@@ -1,4 +1,4 @@
-"""Facility energy, carbon and cost (piep.results: Facility): board energy x PUE, then x the grid's
+"""Facility energy, carbon and cost (piep.core.results: Facility): board energy x PUE, then x the grid's
 intensity or a price, each with the boards' interval carried; the flags on every command
 that prices a deployment."""
 
@@ -9,8 +9,8 @@ import json
 import pytest
 
 from piep.cli import main
-from piep.errors import ConfigError
-from piep.results import Facility, with_facility
+from piep.core.errors import ConfigError
+from piep.core.results import Facility, with_facility
 
 
 @pytest.mark.pure

@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from piep.config import ModelSpec, Parallel, Workload
-from piep.errors import ConfigError
-from piep.families import FAMILIES, MOE_TYPES, PRICED
-from piep.layout import validate
+from piep.core.config import ModelSpec, Parallel, Workload
+from piep.core.errors import ConfigError
+from piep.core.families import FAMILIES, MOE_TYPES, PRICED
+from piep.core.layout import validate
 from piep.tree import build_tree
 
 CONFIGS = Path(__file__).resolve().parent.parent / "calibration" / "h200" / "families" / \
@@ -53,7 +53,7 @@ def layer_leaves(spec: ModelSpec, engine: str | None = "hf-eager") -> dict[str, 
 
 
 def _gpu():
-    from piep.gpus import load_gpu
+    from piep.core.gpus import load_gpu
     return load_gpu("h200")
 
 
@@ -143,7 +143,7 @@ def test_partial_rotary_rotates_its_share_and_copies_the_rest():
 
 def test_a_family_round_trips_through_its_config_and_a_record_shape():
     from piep.meter import model_shape
-    from piep.records import spec_of_shape
+    from piep.core.records import spec_of_shape
     for model_type in PRICED:
         spec = small(model_type)
         assert ModelSpec.from_hf_config(spec.to_hf_config(), name=model_type) == spec
@@ -157,7 +157,7 @@ def test_llama_hashes_and_shapes_are_as_before():
     """A Llama-family record's hash and shape carry nothing of the families (records
     written before the families were data still name their model)."""
     from piep.meter import model_shape
-    from piep.models import load_model
+    from piep.core.models import load_model
     spec = load_model("llama-2-7b")
     assert spec.facts() == {} and "family" not in model_shape(spec)
     assert spec.config_hash() == "3ecfcc32bedcdf7d"
@@ -170,7 +170,7 @@ def test_families_not_priced_yet_say_what_the_tree_lacks(model_type):
 
 
 def test_the_priced_mixtures_of_experts_are_those_named():
-    from piep.families import MOE_PRICED
+    from piep.core.families import MOE_PRICED
     assert set(MOE_TYPES) & set(PRICED) == set(MOE_PRICED)
 
 
@@ -256,7 +256,7 @@ def test_transformers_builds_what_the_row_says(model_type):
 def test_a_shared_expert_counts_its_mlp_and_its_gate():
     """Qwen2-MoE's shared expert: gate, up and down of its width, and its gate of one
     output; the same in the parameter count and in the memory check's weights."""
-    from piep.layout import GIB
+    from piep.core.layout import GIB
     shared, routed = small("qwen2_moe"), replace(small("qwen2_moe"), shared_expert_ffn=0)
     assert shared.layer_params() - routed.layer_params() == 3 * 128 * 128 + 128
     dep = validate(shared, Parallel(), Workload(batch=1, prompt_len=8, gen_len=2), _gpu(),

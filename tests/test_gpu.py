@@ -10,7 +10,7 @@ pytestmark = [pytest.mark.gpu,
 
 @pytest.mark.parametrize("name", ["llama-2-7b", "qwen2.5-7b"])
 def test_graph_and_eager_produce_identical_tokens(name):
-    from piep.models import load_model
+    from piep.core.models import load_model
     from piep.sampling.generate import Generator
     from piep.sampling.model import StageModel, Topology
     spec = load_model(name)

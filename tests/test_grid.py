@@ -2,7 +2,7 @@ import json
 
 import pytest
 
-from piep.artifacts import read_jsonl
+from piep.core.artifacts import read_jsonl
 from piep.sampling.design import build_design
 from piep.sampling.grid import config_key, pending, run_grid
 

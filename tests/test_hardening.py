@@ -13,7 +13,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-import piep.artifacts as artifacts
+import piep.core.artifacts as artifacts
 from piep.cli import main
 
 DATA = Path(__file__).with_name("data")
@@ -78,7 +78,7 @@ def _finite(value) -> bool:
 def runs(tmp_path_factory):
     """Committed runs to fit on (outside the tests' own folders): the reference runner's,
     and one model's hf-static runs (one model: no leave-one-model-out pass); a plan file."""
-    from piep.artifacts import read_jsonl
+    from piep.core.artifacts import read_jsonl
     from piep.fit.engines import engine_records
     folder = tmp_path_factory.mktemp("runs")
     ref = read_jsonl(ROOT / "calibration/h200/e2e/raw/e2e_2gpu.jsonl")[:6]

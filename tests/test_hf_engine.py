@@ -142,7 +142,7 @@ def test_continuous_batching_replays_a_trace(config, tmp_path):
 def test_kernel_census_splits_per_layer_from_outside():
     from collections import Counter
 
-    from piep.config import ModelSpec, Workload
+    from piep.core.config import ModelSpec, Workload
     from piep.sampling.census import census, split_counts
     per_layer, outside = split_counts({2: Counter(a=7, b=3), 4: Counter(a=11, b=3, c=2)})
     assert per_layer == Counter(a=2.0, c=1.0) and outside == Counter(a=3.0, b=3.0)
@@ -162,7 +162,7 @@ def test_kernel_census_splits_kernel_time_per_step_per_layer_and_outside(monkeyp
     the prefill call, over G - 1 steps), per layer (4 layers minus 2, over 2), outside."""
     from collections import Counter
 
-    from piep.config import ModelSpec, Workload
+    from piep.core.config import ModelSpec, Workload
     from piep.sampling import census as cz
 
     def calls(spec, engine, workload, device, seed):

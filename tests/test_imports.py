@@ -11,7 +11,7 @@ class Block(importlib.abc.MetaPathFinder):
             raise ImportError(f'blocked: {name}')
 sys.meta_path.insert(0, Block())
 import piep.cli, piep.api, piep.tree, piep.predict.pricing, piep.predict.roofline, piep.sweep
-import piep.layout, piep.models, piep.artifacts, piep.device
+import piep.core.layout, piep.core.models, piep.core.artifacts, piep.device
 assert piep.device.list_gpus() == []
 code = piep.cli.main(['predict', '--model', 'llama-2-7b', '--tp', '2', '--json'])
 assert code == 0

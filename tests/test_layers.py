@@ -9,10 +9,10 @@ from pathlib import Path
 PIEP = Path(__file__).resolve().parent.parent / "piep"
 # top-level modules and subpackages of piep by layer (0 lowest)
 LAYERS = {
-    0: ("__init__", "errors", "outputs", "artifacts", "families", "config"),
-    1: ("gpus", "models", "device", "stats", "engines", "trace", "results"),
-    2: ("layout", "clocks", "meter"),
-    3: ("tree", "scenario", "records", "bench_results", "dataset"),
+    0: ("__init__", "core"),
+    1: ("device", "stats"),
+    2: ("clocks", "meter"),
+    3: ("tree", "bench_results", "dataset"),
     4: ("predict",),
     5: ("resolve", "flags"),
     6: ("api", "plan", "sampling", "compare", "sweep", "serving", "fit"),
@@ -66,6 +66,38 @@ def _piep_edges():
                 yield path, src, dst
 
 
+# the core's modules by layer: each imports only the core's layers below its own
+CORE_LAYERS = {
+    0: ("errors", "families"),
+    1: ("config", "outputs", "engines", "results"),
+    2: ("artifacts",),
+    3: ("gpus", "models", "trace"),
+    4: ("layout",),
+    5: ("scenario", "records"),
+}
+CORE_LEVEL = {m: level for level, mods in CORE_LAYERS.items() for m in mods}
+
+
+def test_the_core_imports_only_itself_and_down():
+    """The core is the floor: it imports no wing, and its own modules point down."""
+    core = PIEP / "core"
+    mods = {p.stem for p in core.glob("*.py")} - {"__init__"}
+    assert mods == set(CORE_LEVEL), f"give these a core layer: {sorted(mods ^ set(CORE_LEVEL))}"
+    bad = []
+    for path, src, name in _imports():
+        if src != "core" or path.stem == "__init__" or not name.startswith("piep"):
+            continue
+        parts = name.split(".")
+        if name == "piep.__version__" or parts[:2] == ["piep", "__version__"]:
+            continue
+        if parts[1] != "core":
+            bad.append(f"{path} imports {name} (a wing)")
+        elif len(parts) > 2 and CORE_LEVEL[parts[2]] >= CORE_LEVEL[path.stem] \
+                and parts[2] != path.stem:
+            bad.append(f"{path} imports {name} (not below it)")
+    assert not bad, "\n".join(bad)
+
+
 def test_every_unit_has_a_layer():
     units = {p.stem if p.is_file() else p.name for p in PIEP.iterdir()
              if (p.suffix == ".py" or (p.is_dir() and (p / "__init__.py").exists()))}
@@ -112,14 +144,14 @@ def test_pynvml_only_in_the_device_seam():
 # the campaign designs (data: which runs each measurement campaign made) and the harness of
 # transformers' continuous batching (that engine's own measurement) name engines as data
 # (bench_results reads the result files of vLLM's and SGLang's benchmarks: a format's name)
-NAMES_ENGINES = ("piep/engines.py", "piep/sampling/design.py", "piep/sampling/hf_cb.py",
+NAMES_ENGINES = ("piep/core/engines.py", "piep/sampling/design.py", "piep/sampling/hf_cb.py",
                  "piep/bench_results.py")
 
 
 def test_only_the_registry_names_an_engine():
-    """Engine facts live in one record each (piep/engines.py): code asks a record what it
+    """Engine facts live in one record each (piep/core/engines.py): code asks a record what it
     needs (`engine(name).serves`, `names(host_fitted=True)`), it does not compare names."""
-    from piep.engines import ENGINES
+    from piep.core.engines import ENGINES
     found = [f"{path.relative_to(PIEP.parent)}:{node.lineno} {node.value!r}"
              for path, tree in _parsed()
              if str(path.relative_to(PIEP.parent)) not in NAMES_ENGINES

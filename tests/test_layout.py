@@ -1,8 +1,8 @@
 import pytest
 
-from piep.config import Parallel, Workload
-from piep.errors import ConfigError, FitError
-from piep.layout import GIB
+from piep.core.config import Parallel, Workload
+from piep.core.errors import ConfigError, FitError
+from piep.core.layout import GIB
 
 
 def test_tp_must_divide_heads(make_dep):

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from piep.api import predict
-from piep.gpus import load_gpu
+from piep.core.gpus import load_gpu
 from piep.predict.combiner import TAU, Combiner
 from piep.predict.learned import load_learned, predictor_dir
 from piep.predict.module_models import CONSTANT_STD
@@ -238,7 +238,7 @@ def test_an_eager_decode_copy_that_graph_mode_compiles_has_its_own_models():
 
 def test_the_reference_host_is_the_pinned_campaigns_not_the_first_file_by_name():
     from piep.dataset import REFERENCE_HOST_FILE, load_calibration, reference_host
-    from piep.records import HostOverhead
+    from piep.core.records import HostOverhead
     host = load_calibration("h200").host
     assert host[0].file != REFERENCE_HOST_FILE  # a later campaign sorts first
     assert reference_host(host).file == REFERENCE_HOST_FILE
@@ -299,7 +299,7 @@ def test_a_users_refit_answers_in_place_of_the_shipped_predictor(tmp_path, monke
     """`piep train --from-measurements` writes to the user data directory, and what it
     wrote answers from then on (it was written and never read: 345.707 J before and after
     a refit on 12 committed records); the shipped predictor is left as it was."""
-    from piep.artifacts import read_jsonl
+    from piep.core.artifacts import read_jsonl
     from piep.cli import main
     from pathlib import Path
     runs = read_jsonl(Path(__file__).parents[1] / "calibration/h200/e2e/raw/e2e_1gpu_s0.jsonl")

@@ -12,8 +12,8 @@ import pytest
 from piep import meter
 from piep.cli import main
 from piep.device.fake import FakeClock, FakeDevice
-from piep.errors import ConfigError
-from piep.records import append_record
+from piep.core.errors import ConfigError
+from piep.core.records import append_record
 
 
 def _fake_gpus(clock, busy_w: float, idle_w: float = 100.0, n: int = 2):

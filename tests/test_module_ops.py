@@ -6,8 +6,8 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from piep.config import ModelSpec, Parallel, Workload  # noqa: E402
-from piep.layout import validate  # noqa: E402
+from piep.core.config import ModelSpec, Parallel, Workload  # noqa: E402
+from piep.core.layout import validate  # noqa: E402
 from piep.sampling.modules import COMPUTE_KINDS, build_op, shape_key  # noqa: E402
 from piep.tree import build_tree  # noqa: E402
 
@@ -30,7 +30,7 @@ def _leaf_ops(h200, compiled: bool):
     from piep.tree.nodes import COPY_KINDS
     # (a sliding window the prompt passes: the windowed forms' copies, kv_slide among them)
     windowed = replace(SMALL, sliding_window=8)
-    # every family fact at once (piep.families): the leaves no Llama has
+    # every family fact at once (piep.core.families): the leaves no Llama has
     family = replace(SMALL, model_type="phi3", fused_qkv=True, fused_gate_up=True,
                      activation="gelu_tanh", qk_norm="head", post_norms=True, rotary_dim=16,
                      nope_layers=(1,), scaled_embeddings=True, residual_scale=True,

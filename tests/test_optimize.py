@@ -8,7 +8,7 @@ import pytest
 from piep.api import scenario
 from piep.cli import main
 from piep.device.fake import FakeClockDevice
-from piep.errors import ConfigError
+from piep.core.errors import ConfigError
 from piep.optimize import (DeviceSteps, Objective, ReplayMeasure, offline, online_search,
                            pareto, restricted_optimum)
 from piep.clocks import ClockRuntime

@@ -13,10 +13,10 @@ from pathlib import Path
 
 import pytest
 
-import piep.artifacts as artifacts
-from piep import outputs
+import piep.core.artifacts as artifacts
+from piep.core import outputs
 from piep.cli import main
-from piep.errors import OutputError
+from piep.core.errors import OutputError
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -248,7 +248,7 @@ def test_appends_of_two_processes_are_not_refused(tmp_path):
     outputs.claim(tmp_path / "other.json")  # this process holds a claim of its own
     try:
         artifacts.append_jsonl(path, {"a": 1})
-        code = ("import sys; from piep.artifacts import append_jsonl; "
+        code = ("import sys; from piep.core.artifacts import append_jsonl; "
                 f"append_jsonl({str(path)!r}, {{'a': 2}})")
         subprocess.run([sys.executable, "-c", code], check=True, timeout=60)
         artifacts.append_jsonl(path, {"a": 3})

@@ -8,7 +8,7 @@ import pytest
 from piep import api
 from piep.cli import main
 from piep.device.fake import FakeClockDevice
-from piep.gpus import load_gpu
+from piep.core.gpus import load_gpu
 from piep.fit import freq as fit
 from piep.plan.freq import load_freq_model, response
 from piep.clocks import clock_for

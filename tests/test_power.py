@@ -126,8 +126,8 @@ def _draw(n: int, seed: int, engine: str, small: bool = False) -> list[dict]:
 def test_no_batch_engine_draws_more_than_the_board_over_a_sweep(engine):
     """1,000 random deployments of each batch engine: every phase of every GPU within the
     board's limit (a phase under 1 s within the burst allowance, flagged)."""
-    from piep.errors import PiepError
-    from piep.scenario import Scenario
+    from piep.core.errors import PiepError
+    from piep.core.scenario import Scenario
     checked, deps, first = 0, [], None
     for cfg in _draw(1000, 7, engine):
         try:  # (as a sweep resolves its points: variants of the first)
@@ -155,8 +155,8 @@ def test_no_batch_engine_draws_more_than_the_board_over_a_sweep(engine):
 
 
 def _check_serving_engine(n: int, seed: int):
-    from piep.errors import PiepError
-    from piep.scenario import Scenario
+    from piep.core.errors import PiepError
+    from piep.core.scenario import Scenario
     checked = 0
     for cfg in _draw(n, seed, "hf-cb", small=True):
         try:
@@ -184,8 +184,8 @@ def test_a_long_heavy_prefill_under_continuous_batching_stays_at_the_limit():
     """64 prompts of 2,048 tokens at once under hf-cb: ~25 s of prefill iterations whose
     kernels add up to ~810 W; held at the 700 W limit and flagged."""
     from piep.serving.serve import serve
-    from piep.scenario import Scenario
-    from piep.trace import make_trace
+    from piep.core.scenario import Scenario
+    from piep.core.trace import make_trace
     scn = Scenario.build("llama-2-7b", engine="hf-cb", batch=64, prompt_len=2048, gen_len=128)
     doc = api.predict(scn, hosts=False)
     assert doc["prefill"]["time_s"] > 10

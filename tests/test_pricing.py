@@ -9,9 +9,9 @@ import numpy as np
 import pytest
 
 from piep import api
-from piep.config import ModelSpec
-from piep.errors import PiepError
-from piep.models import load_model
+from piep.core.config import ModelSpec
+from piep.core.errors import PiepError
+from piep.core.models import load_model
 from piep.predict.pricing import CATEGORIES, price
 from piep.predict.table import QUANT, TableBuilder, concat, select
 from piep.sweep import sweep

@@ -6,9 +6,9 @@ import json
 
 import pytest
 
-from piep.errors import ConfigError
-from piep.gpus import load_gpu
-from piep.records import Measurement, ServingReplay, merge_repeats, read_runs
+from piep.core.errors import ConfigError
+from piep.core.gpus import load_gpu
+from piep.core.records import Measurement, ServingReplay, merge_repeats, read_runs
 
 RUN = {"model": "llama-2-7b", "tp": 2, "batch": 4, "prompt_len": 128, "gen_len": 64,
        "mode": "graph", "energy_j": 300.0, "time_s": 1.5}
@@ -88,7 +88,7 @@ def test_a_file_of_records_is_read_typed_and_a_bad_line_is_named(tmp_path):
 
 def test_a_module_sample_is_typed_with_its_shape():
     from piep.dataset import load_calibration, repeat_check_pairs
-    from piep.records import ModuleSample
+    from piep.core.records import ModuleSample
     doc = {"schema": "piep.module_sample", "kind": "q_proj", "phase": "decode", "tokens": 8,
            "d_in": 4096, "d_out": 4096, "mode": "graph", "time_s": 2e-5, "energy_j": 0.01,
            "shape_fields": ["d_in", "d_out", "kind", "mode", "phase", "tokens"]}

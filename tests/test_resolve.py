@@ -9,9 +9,9 @@ import pytest
 from piep import api
 from piep.cli import main
 from piep.predict.learned import OUT_OF_RANGE_WIDENING
-from piep.scenario import Scenario
+from piep.core.scenario import Scenario
 from piep.serving.serve import serve, serving_scenario
-from piep.trace import poisson_trace
+from piep.core.trace import poisson_trace
 
 TRACE = poisson_trace(rate_per_s=2, requests=12, prompt_len="uniform:100:400",
                       gen_len="uniform:16:48", seed=3)
@@ -114,7 +114,7 @@ def test_a_scenario_file_asks_what_its_flags_asked(argv, tmp_path, capsys):
     """`--scenario FILE.json` (the 'scenario' of a prediction) is the whole request: the
     same answer; a flag beside it changes its field."""
     import dataclasses
-    from piep.models import load_model
+    from piep.core.models import load_model
     spec = dataclasses.replace(load_model("llama-3-8b"), name="mine", num_layers=8)
     (tmp_path / "config.json").write_text(json.dumps(spec.to_hf_config()))
     argv = [a.replace("{config}", str(tmp_path / "config.json")) for a in argv]
@@ -150,7 +150,7 @@ def test_a_serving_engines_batch_is_the_stream_of_its_requests(tp):
     """Continuous batching has no static batch: `predict --engine hf-cb --batch B` is
     `serve` of B requests arriving at once - the same energy, time, TTFT, partition, flags
     and interval - and a sweep's point is the same prediction."""
-    from piep.trace import make_trace
+    from piep.core.trace import make_trace
     from piep.sweep import sweep
     burst = make_trace([0.0] * 6, [300] * 6, [40] * 6)
     stream = serve(serving_scenario("mistral-7b", burst, tp=tp))

@@ -5,7 +5,7 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from piep.config import ModelSpec, Parallel, Workload  # noqa: E402
+from piep.core.config import ModelSpec, Parallel, Workload  # noqa: E402
 from piep.device.fake import FakeDevice  # noqa: E402
 from piep.sampling.runner import Dist, Hygiene, RankMeter, measure_config  # noqa: E402
 from _virtual_clock import WorkClock  # noqa: E402

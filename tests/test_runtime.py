@@ -11,7 +11,7 @@ import textwrap
 import pytest
 
 from piep.device.fake import FakeClockDevice
-from piep.errors import DeviceError
+from piep.core.errors import DeviceError
 from piep.clocks import ClockRuntime
 
 

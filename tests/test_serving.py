@@ -7,10 +7,10 @@ import numpy as np
 import pytest
 
 from piep.cli import main
-from piep.errors import ConfigError
+from piep.core.errors import ConfigError
 from piep.serving.costs import Curve, IterationCosts
 from piep.serving.simulate import SchedulerPolicy, simulate
-from piep.trace import make_trace, parse_dist, poisson_trace, read_trace
+from piep.core.trace import make_trace, parse_dist, poisson_trace, read_trace
 
 
 def _flat(t_iter=0.01, e_iter=1.0, idle_w=100.0):
@@ -348,7 +348,7 @@ def test_kind_time_scales_apply_to_their_rows_only():
 def _replay_of(model, trace, base, name="llama-2-7b"):
     """A serving record as `piep measure --engine hf-cb` writes it (typed), made by simulating
     `trace` with `model` (what a replay on a GPU running exactly that model would log)."""
-    from piep.models import load_model
+    from piep.core.models import load_model
     from piep.sampling.runner import model_shape
     from piep.fit.serving import SCHEDULER, _policy
     from piep.serving.serve import document, iteration_grid, serving_scenario
@@ -359,7 +359,7 @@ def _replay_of(model, trace, base, name="llama-2-7b"):
     sim = simulate(trace, costs, policy)
     doc = document(scn, trace, sim, costs, policy)
     q = sim.it_prefill_tokens + sim.it_decode_tokens
-    from piep.records import ServingReplay
+    from piep.core.records import ServingReplay
     return ServingReplay.from_json({
             "schema": "piep.serving_measurement", "schema_version": 1, "model": name,
             "config_hash": spec.config_hash(), "shape": model_shape(spec), "tp": 1,
@@ -555,7 +555,7 @@ def test_an_overloaded_stream_says_so_with_the_rate_the_engine_sustains(capsys):
     fraction of a second to tens), flagged with the rate the engine took them in at; the
     same requests at 2/s, and at 80 % of that sustained rate, are not flagged."""
     from piep.serving.serve import serve
-    from piep.scenario import Scenario
+    from piep.core.scenario import Scenario
 
     def served(rate):
         trace = poisson_trace(rate_per_s=rate, requests=400, prompt_len="lognormal:512:0.6:4096",
@@ -602,11 +602,11 @@ def test_a_paged_engine_admits_a_batch_its_scheduler_queues(capsys):
     scheduler queues what the blocks cannot hold yet); one that stalls the scheduler, and
     a model whose one request does not fit, are refused in one line saying why."""
     from piep.cli import main
-    from piep.errors import FitError
-    from piep.layout import validate
-    from piep.config import Parallel, Workload
-    from piep.gpus import load_gpu
-    from piep.models import load_model
+    from piep.core.errors import FitError
+    from piep.core.layout import validate
+    from piep.core.config import Parallel, Workload
+    from piep.core.gpus import load_gpu
+    from piep.core.models import load_model
     w = Workload(batch=256, prompt_len=2000, gen_len=1000)
     with pytest.raises(FitError):  # a static batch needs ~180 GiB
         validate(load_model("llama-3-8b"), Parallel(), w, load_gpu("h200"), engine="hf-static")

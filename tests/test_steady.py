@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from piep.cli import main
-from piep.errors import ConfigError, FitError
+from piep.core.errors import ConfigError, FitError
 from piep.fit import steady as fs
 from piep.serving import steady as st
 

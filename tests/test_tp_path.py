@@ -12,9 +12,9 @@ import pytest
 from piep import api
 from piep.cli import main
 from piep.fit import tp_path
-from piep.records import ForeignRun, load_foreign
+from piep.core.records import ForeignRun, load_foreign
 from piep.predict.pricing import price
-from piep.scenario import Scenario
+from piep.core.scenario import Scenario
 
 SUPPLIED = Path(__file__).resolve().parent.parent / "calibration/h200/engines/tp2" \
     / "hf-generate-tp2-h200.jsonl"

@@ -4,8 +4,8 @@ import pytest
 
 from piep import api
 from piep.cli import main
-from piep.errors import ConfigError
-from piep.gpus import load_gpu, transfer_gpu
+from piep.core.errors import ConfigError
+from piep.core.gpus import load_gpu, transfer_gpu
 
 
 def test_transfer_scales_the_reference_profile_by_spec_ratios():

@@ -13,8 +13,8 @@ from piep import api
 from piep.cli import main
 from piep.compare import compare
 from piep.flags import FLAGS, explain
-from piep.results import clear_best
-from piep.scenario import Scenario
+from piep.core.results import clear_best
+from piep.core.scenario import Scenario
 
 PIEP = Path(__file__).resolve().parent.parent / "piep"
 
@@ -178,7 +178,7 @@ def test_compare_takes_the_workload_as_a_scenario_file(tmp_path, capsys):
     from_file = json.loads(capsys.readouterr().out)
     assert main([*argv, "--engine", "hf-static", "--batch", "16", "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["candidates"] == from_file["candidates"]
-    from piep.trace import make_trace
+    from piep.core.trace import make_trace
     stream = api.serve("llama-2-7b", trace=make_trace([0.0, 1.0], [100, 100], [10, 10]))
     path.write_text(json.dumps(stream["scenario"]))
     assert main([*argv, "--scenario", str(path)]) == 2

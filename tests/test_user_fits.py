@@ -1,5 +1,5 @@
 """Every fitted artifact a prediction reads is looked up user-directory-first by one
-function (piep.artifacts.fitted), and `piep env` says whose each one is."""
+function (piep.core.artifacts.fitted), and `piep env` says whose each one is."""
 
 import json
 import shutil
@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from piep import api
-from piep.artifacts import calibration_dir, fitted, user_data_dir
+from piep.core.artifacts import calibration_dir, fitted, user_data_dir
 from piep.cli import main
 from piep.plan.freq import load_freq_model
 
@@ -43,8 +43,8 @@ def test_a_gpu_of_your_own_is_trained_and_answers_to_its_name(tmp_path, monkeypa
     calibrations measured from scratch on H200, device calls 59-60): `piep train --gpu NAME`
     fits a predictor into it and `--gpu NAME` answers with it, near the full calibration."""
     from piep import api
-    from piep.artifacts import user_calibration_dir
-    from piep.gpus import load_gpu
+    from piep.core.artifacts import user_calibration_dir
+    from piep.core.gpus import load_gpu
     from piep.sampling.gpu_calibration import seed_folder
     monkeypatch.setenv("PIEP_DATA_DIR", str(tmp_path / "data"))
     folder = user_calibration_dir("quick-h200")

@@ -5,11 +5,11 @@ import numpy as np
 import pytest
 
 from piep import api
-from piep.errors import ConfigError
+from piep.core.errors import ConfigError
 from piep.serving import paged, steady as st
 from piep.serving.serve import served
 from piep.serving.simulate import SchedulerPolicy, simulate
-from piep.trace import make_trace
+from piep.core.trace import make_trace
 
 
 def _resolved(model="llama-3-8b", tp=1, gpu="h100", **kw):

@@ -6,7 +6,7 @@ import sys
 
 import pytest
 
-from piep.errors import ConfigError
+from piep.core.errors import ConfigError
 from piep.fit import workers
 
 FORKS = sys.platform.startswith("linux") and len(os.sched_getaffinity(0)) > 1

@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable
 
-from piep.errors import ConfigError
+from piep.core.errors import ConfigError
 
 
 @dataclass(frozen=True)

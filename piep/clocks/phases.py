@@ -19,9 +19,9 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from piep.artifacts import read_json
+from piep.core.artifacts import read_json
 from piep.clocks.runtime import ClockRuntime, default_state_dir
-from piep.errors import ArtifactError
+from piep.core.errors import ArtifactError
 
 PHASES = ("prefill", "decode")
 
@@ -58,8 +58,8 @@ def load_plan(path: str | Path) -> dict[str, Any]:
 
 
 def _clock_range(gpu: str | None) -> tuple[float, float]:
-    from piep.errors import ConfigError
-    from piep.gpus import load_gpu
+    from piep.core.errors import ConfigError
+    from piep.core.gpus import load_gpu
     try:
         g = load_gpu(gpu or "")
         return g.sm_clock_min_mhz, g.sm_clock_max_mhz

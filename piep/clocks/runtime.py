@@ -22,8 +22,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-from piep.errors import DeviceError
-from piep.outputs import pid_alive
+from piep.core.errors import DeviceError
+from piep.core.outputs import pid_alive
 
 log = logging.getLogger("piep.runtime")
 CAP_SYS_ADMIN = 21
@@ -144,7 +144,7 @@ class ClockRuntime:
             path.unlink(missing_ok=True)
 
     def _write_state(self, dev: ClockDevice, sm_mhz: int) -> None:
-        from piep.artifacts import write_text
+        from piep.core.artifacts import write_text
         write_text(self._state_path(dev), json.dumps({"owner_pid": self.owner_pid,
                                                       "locked_sm_mhz": sm_mhz,
                                                       "time_unix": time.time()}))

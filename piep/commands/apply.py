@@ -10,7 +10,7 @@ from pathlib import Path
 
 from piep.clocks import ClockAccess
 from piep.commands.common import emit
-from piep.errors import ConfigError
+from piep.core.errors import ConfigError
 
 log = logging.getLogger("piep.apply")
 FAKE_ENV = "PIEP_FAKE_CLOCKS"  # tests: fake clock devices that log to this file

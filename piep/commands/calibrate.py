@@ -59,7 +59,7 @@ def configure(parser) -> None:
 
 
 def run(args) -> int:
-    from piep.errors import ConfigError
+    from piep.core.errors import ConfigError
     if args.what == "gpu":
         doc = _gpu(args)
     elif not args.out:
@@ -94,7 +94,7 @@ def run(args) -> int:
 def _gpu(args) -> dict:
     """`calibrate gpu`: the name checked (before torch is imported), then the calibration
     with a line of progress on stderr."""
-    from piep.errors import ConfigError
+    from piep.core.errors import ConfigError
     from piep.sampling.options import check_gpu_name
     if not args.name:
         raise ConfigError("calibrate gpu needs --name NAME (what `--gpu NAME` will answer to)")

@@ -7,12 +7,12 @@ import argparse
 import sys
 from typing import TYPE_CHECKING, Any, Callable
 
-from piep.gpus import DEFAULT_GPU
+from piep.core.gpus import DEFAULT_GPU
 from piep.report.table import fmt
-from piep.scenario import DEFAULT_ENGINE
+from piep.core.scenario import DEFAULT_ENGINE
 
 if TYPE_CHECKING:
-    from piep.scenario import Scenario
+    from piep.core.scenario import Scenario
 
 
 def add_deployment_args(p: argparse.ArgumentParser, *, model: bool = True,
@@ -34,7 +34,7 @@ def add_workload_args(p: argparse.ArgumentParser, *,
                       engines: tuple[str, ...] | None = None) -> None:
     """The workload flags and the engine (`engines`: those it may name; default every
     engine a prediction may name, the user's own too)."""
-    from piep.scenario import engine_names
+    from piep.core.scenario import engine_names
     p.add_argument("--batch", type=int, default=1, help="global batch (default 1)")
     p.add_argument("--prompt-len", type=int, default=512, help="prompt tokens (default 512)")
     p.add_argument("--gen-len", type=int, default=128, help="generated tokens (default 128)")
@@ -64,7 +64,7 @@ def engine_arg(names: tuple[str, ...], priced: bool = True):
     def check(value: str) -> str:
         if value in names:
             return value
-        from piep.scenario import own_engine_hint
+        from piep.core.scenario import own_engine_hint
         how = own_engine_hint(value) if priced else \
             "another engine: meter its runs with `piep meter`"
         raise argparse.ArgumentTypeError(f"{value!r} is not an engine here ({', '.join(names)});"
@@ -108,8 +108,8 @@ def auto_host_probe_us(measure=None) -> float:
     import sys
     import time
 
-    from piep.artifacts import load_json, user_data_dir, write_text
-    from piep.errors import ConfigError
+    from piep.core.artifacts import load_json, user_data_dir, write_text
+    from piep.core.errors import ConfigError
     path, key = user_data_dir() / HOST_PROBE_FILE, machine_key()
     try:
         known = load_json(path) if path.is_file() else {}
@@ -147,8 +147,8 @@ SCENARIO_FLAGS = ("gpu", "tp", "pp", "dp", "engine", "mode", "batch", "prompt_le
 def scenario_from_args(args: argparse.Namespace, *, model: str | None = None) -> "Scenario":
     """The validated scenario of the deployment and workload flags, or of `--scenario
     FILE.json` with the flags given beside it (those not at their defaults) changing it."""
-    from piep.errors import ConfigError
-    from piep.scenario import Scenario
+    from piep.core.errors import ConfigError
+    from piep.core.scenario import Scenario
     resolve_auto_probe(args)
     flags = {k: getattr(args, k) for k in SCENARIO_FLAGS}
     uncalibrated = getattr(args, "allow_uncalibrated", False)
@@ -167,9 +167,9 @@ def scenario_file(args: argparse.Namespace, flags: tuple[str, ...], *,
     """`--scenario FILE.json` with the flags among `flags` given beside it (those not at
     their defaults) and `changes` changing its fields; `stream_refused`: why the command
     refuses a file holding a stream of requests."""
-    from piep.artifacts import load_json
-    from piep.errors import ConfigError
-    from piep.scenario import Scenario
+    from piep.core.artifacts import load_json
+    from piep.core.errors import ConfigError
+    from piep.core.scenario import Scenario
     resolve_auto_probe(args)
     base = Scenario.from_json(load_json(args.scenario), args.scenario)
     if stream_refused and base.is_stream:
@@ -216,7 +216,7 @@ def add_json_arg(p: argparse.ArgumentParser) -> None:
 
 
 def add_facility_args(p: argparse.ArgumentParser) -> None:
-    """Facility energy, carbon and cost beside the boards' energy (piep.results: Facility)."""
+    """Facility energy, carbon and cost beside the boards' energy (piep.core.results: Facility)."""
     g = p.add_argument_group("facility, carbon and cost (board energy x PUE; intervals "
                              "carried)")
     g.add_argument("--pue", type=float, default=None, metavar="X",
@@ -230,7 +230,7 @@ def add_facility_args(p: argparse.ArgumentParser) -> None:
 
 def facility_of(args: argparse.Namespace):
     """The facility the flags describe, or None where none was given."""
-    from piep.results import Facility
+    from piep.core.results import Facility
     pue = getattr(args, "pue", None)
     carbon, price = getattr(args, "carbon_intensity", None), getattr(args, "price_per_kwh",
                                                                      None)
@@ -243,7 +243,7 @@ def facility_of(args: argparse.Namespace):
 def emit_facility(args: argparse.Namespace, doc: Any, human: Callable[[Any], str]) -> None:
     """`emit` with the facility's figures in the document (and a line under the human
     answer) where the facility flags were given."""
-    from piep.results import with_facility
+    from piep.core.results import with_facility
     facility = facility_of(args)
     if facility is None:
         emit(args, doc, human)
@@ -261,7 +261,7 @@ def emit_facility(args: argparse.Namespace, doc: Any, human: Callable[[Any], str
 
 def emit(args: argparse.Namespace, doc: Any, human: Callable[[Any], str]) -> None:
     if getattr(args, "json", False):  # one write: json.dump writes each piece alone
-        from piep.artifacts import json_text
+        from piep.core.artifacts import json_text
         sys.stdout.write(json_text(doc) + "\n")
     else:
         print(human(doc))
@@ -309,7 +309,7 @@ def outcome_lines(doc: dict) -> list[str]:
     requests, and where the energy goes (by phase; by compute, communication, wait,
     idle)."""
     from piep.report.table import fmt, table
-    from piep.results import label
+    from piep.core.results import label
     iv = doc.get("interval") or {}
     e_iv, t_iv = iv.get("energy_j"), iv.get("time_s")
 

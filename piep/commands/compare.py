@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from piep.commands.common import (add_facility_args, add_workload_args, emit_facility,
                                   flag_lines, scenario_file)
-from piep.gpus import DEFAULT_GPU
+from piep.core.gpus import DEFAULT_GPU
 from piep.report.table import fmt, table
 
 
@@ -23,7 +23,7 @@ def configure(parser) -> None:
 
 def run(args) -> int:
     from piep.compare import compare, parse_candidate
-    from piep.scenario import Scenario
+    from piep.core.scenario import Scenario
     model, fields = parse_candidate(args.candidates[0])
     fields.pop("engine", None)  # the base carries the command's engine; candidates may not
     names = ("gpu", "engine", "mode", "batch", "prompt_len", "gen_len", "cache_len",

@@ -35,7 +35,7 @@ def configure(parser) -> None:
 
 def _board_probe() -> dict[str, float]:
     """This board's probe powers, or one line saying what it needs."""
-    from piep.errors import ConfigError
+    from piep.core.errors import ConfigError
     p = board_probe_here()
     if p is None:
         raise ConfigError("--board-probe needs torch, a CUDA GPU and NVML: run it on the GPU "
@@ -45,7 +45,7 @@ def _board_probe() -> dict[str, float]:
 
 def _host_probe() -> dict[str, float]:
     """This host's launch probe, or one line saying what it needs."""
-    from piep.errors import ConfigError
+    from piep.core.errors import ConfigError
     p = host_probe_here(repeats=HOST_PROBES)
     if p is None:
         raise ConfigError("--host-probe needs torch and a CUDA GPU: run it on the host that "
@@ -76,8 +76,8 @@ def _predictors(gpus) -> dict:
 
 def _fitted(gpus) -> dict:
     """Every fitted artifact a prediction reads, per GPU, and whose it is: the user's own
-    (the user data directory) or the shipped one (piep.artifacts.fitted looks them up)."""
-    from piep.artifacts import fitted, user_data_dir
+    (the user data directory) or the shipped one (piep.core.artifacts.fitted looks them up)."""
+    from piep.core.artifacts import fitted, user_data_dir
     from piep.predict.engines import known_profiles
     out = {}
     for gpu in gpus:
@@ -96,17 +96,17 @@ def _fitted(gpus) -> dict:
 
 
 def run(args) -> int:
-    from piep.artifacts import calibration_dir, data_root
+    from piep.core.artifacts import calibration_dir, data_root
     from piep.device import list_gpus
-    from piep.gpus import known_gpus
+    from piep.core.gpus import known_gpus
     root = data_root()
     cal = {}
     for gpu in known_gpus():  # shipped, or the user's own (`piep calibrate gpu`)
         folder = calibration_dir(gpu)
         cal[gpu] = sorted(p.name for p in folder.iterdir() if p.is_dir() or p.suffix == ".json")
     from piep.predict.engines import known_profiles
-    from piep.engines import ENGINES, names
-    from piep.scenario import describe_engine
+    from piep.core.engines import ENGINES, names
+    from piep.core.scenario import describe_engine
     engines = [{"name": name, "gpu": None, "version": __version__,
                 "description": ENGINES[name].description, "runs": None}
                for name in names(reference=True)]

@@ -11,7 +11,7 @@ log = logging.getLogger("piep.measure")
 
 def configure(parser) -> None:
     parser.add_argument("--model", help="shipped name or config.json path (single configuration)")
-    from piep.engines import ENGINES
+    from piep.core.engines import ENGINES
     add_deployment_args(parser, model=False, engines=tuple(ENGINES))
     parser.add_argument("--grid", metavar="DESIGN.jsonl",
                         help="measure every configuration of a design file (resumable)")
@@ -51,8 +51,8 @@ def configure(parser) -> None:
 
 
 def run(args) -> int:
-    from piep.engines import names
-    from piep.errors import ConfigError
+    from piep.core.engines import names
+    from piep.core.errors import ConfigError
     if not args.model and not args.grid:
         raise ConfigError("give --model (one configuration) or --grid DESIGN.jsonl")
     serving = names(serves=True)
@@ -80,11 +80,11 @@ def run(args) -> int:
 def _engine(engine: str | None, mode: str | None) -> tuple[str, str]:
     """(engine, reference-runner mode): the transformers engines measured here, or the
     reference runner (whose --mode is an alias of --engine piep-graph|piep-eager)."""
-    from piep.engines import ENGINES
-    from piep.scenario import engine_for
+    from piep.core.engines import ENGINES
+    from piep.core.scenario import engine_for
     if engine in ENGINES and not ENGINES[engine].reference:
         if mode is not None:
-            from piep.errors import ConfigError
+            from piep.core.errors import ConfigError
             raise ConfigError(f"--mode {mode} belongs to piep's reference runner; drop it "
                               f"with --engine {engine}")
         return engine, ENGINES[engine].decode

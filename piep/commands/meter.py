@@ -9,7 +9,7 @@ import shlex
 import subprocess
 
 from piep.commands.common import emit, host_probe_here
-from piep.errors import ConfigError
+from piep.core.errors import ConfigError
 
 
 def configure(parser) -> None:
@@ -62,7 +62,7 @@ def _metered(cmd: list[str], gpus):
 
 def run(args) -> int:
     from piep.meter import record
-    from piep.records import append_record as append
+    from piep.core.records import append_record as append
     cmd = list(args.passthrough)
     if args.serving_result:
         return _serving(args, cmd)
@@ -98,7 +98,7 @@ def _serving(args, cmd: list[str]) -> int:
     file), or read with the file's own energy."""
     from pathlib import Path
     from piep.bench_results import held_at, replay_record
-    from piep.records import append_record as append
+    from piep.core.records import append_record as append
     if args.tp < 1 or args.run == 0:
         raise ConfigError("--tp is a positive integer; --run counts from 1 (or -1, the last)")
     run_index = args.run - 1 if args.run > 0 else args.run
@@ -133,7 +133,7 @@ def _serving(args, cmd: list[str]) -> int:
 def _steady(args, run_index: int, window: dict | None) -> int:
     """A run held at its max_concurrency: a steady-state record (piep.steady_measurement),
     its energy the window around the command less its start-up and tear-down at idle."""
-    from piep.artifacts import append_jsonl, check_document
+    from piep.core.artifacts import append_jsonl, check_document
     from piep.bench_results import steady_record
     if not args.gpu:
         raise ConfigError(f"{args.serving_result}: a run held at max_concurrency is a steady "

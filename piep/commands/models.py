@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from piep.commands.common import emit
-from piep.models import load_model, shipped_models
+from piep.core.models import load_model, shipped_models
 from piep.report.table import table
 
 
@@ -18,7 +18,7 @@ def configure(parser) -> None:
 def run(args) -> int:
     if args.action == "add" or args.model_id:
         return _add(args)
-    from piep.models import no_shipped_models
+    from piep.core.models import no_shipped_models
     rows, refused = [], []
     if not shipped_models():
         raise no_shipped_models()
@@ -50,8 +50,8 @@ def run(args) -> int:
 
 
 def _add(args) -> int:
-    from piep.errors import ConfigError
-    from piep.models import add_model
+    from piep.core.errors import ConfigError
+    from piep.core.models import add_model
     if args.action != "add" or not args.model_id:
         raise ConfigError("give `piep models add ORG/NAME` (e.g. Qwen/Qwen3-8B)")
     path = add_model(args.model_id, revision=args.revision)

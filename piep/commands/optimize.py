@@ -7,7 +7,7 @@ import math
 from pathlib import Path
 
 from piep.commands.common import (add_deployment_args, add_facility_args, emit_facility, scenario_from_args)
-from piep.errors import ConfigError
+from piep.core.errors import ConfigError
 
 AXES = ("batch", "clock", "power")
 
@@ -70,7 +70,7 @@ def _axes(text: str) -> list[str]:
 
 def run(args) -> int:
     from piep.optimize import Objective, offline
-    from piep.artifacts import figure_path, writable
+    from piep.core.artifacts import figure_path, writable
     _axes(args.online_axes)
     if args.plot:
         figure_path(args.plot)
@@ -137,7 +137,7 @@ def _plot(res, path: Path) -> None:
     ax.legend(fontsize=8)
     ax.set_title("piep optimize (predicted)")
     fig.tight_layout()
-    from piep.artifacts import save_figure
+    from piep.core.artifacts import save_figure
     save_figure(fig, path, dpi=110)
 
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from piep.commands.common import add_deployment_args, emit, scenario_from_args
-from piep.errors import ConfigError
+from piep.core.errors import ConfigError
 
 
 def parse_fraction(text: str, what: str) -> float:
@@ -57,10 +57,10 @@ def run(args) -> int:
     from piep import api
     import json
 
-    from piep.artifacts import write_text
+    from piep.core.artifacts import write_text
     from piep.plan.freq import load_freq_model
     from piep.plan.planner import plan_for
-    from piep.artifacts import figure_path, writable
+    from piep.core.artifacts import figure_path, writable
     if args.out:
         writable(args.out, "--out")
     if args.plot:
@@ -75,7 +75,7 @@ def run(args) -> int:
     plan = plan_for(api.resolve(scn, args.predictor), load_freq_model(dep.gpu.name),
                     max_slowdown=max_slowdown, dwell_s=args.dwell_ms / 1e3,
                     power_limit_w=args.power_limit)
-    from piep.artifacts import output_set
+    from piep.core.artifacts import output_set
     with output_set() as tx:  # the plan and its figure: both, or neither (the old stay)
         if args.out:
             write_text(tx.file(args.out), json.dumps(plan, indent=2) + "\n")
@@ -139,5 +139,5 @@ def plot_plan(scn, plan, path: str, *, predictor: str, power_limit_w: float | No
         ax.set_title(f"{plan['model']} {name} (model-based)")
         ax.legend(fontsize=8)
     fig.tight_layout()
-    from piep.artifacts import save_figure
+    from piep.core.artifacts import save_figure
     save_figure(fig, path, dpi=110)

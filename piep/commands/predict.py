@@ -59,10 +59,10 @@ def _per_gpu(gpus: list[dict]) -> str:
 def run(args) -> int:
     from piep import api
     if args.modules < 0:
-        from piep.errors import ConfigError
+        from piep.core.errors import ConfigError
         raise ConfigError(f"--modules={args.modules} must be >= 0")
     if args.request_rate is not None:
-        from piep.errors import ConfigError
+        from piep.core.errors import ConfigError
         raise ConfigError("--request-rate went: a request stream is `piep serve --model M "
                           f"--rate {args.request_rate:g}` (continuous batching, per-request "
                           "energy)")

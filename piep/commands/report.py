@@ -20,8 +20,8 @@ def configure(parser) -> None:
 def _measured(path: str, scn) -> dict:
     """The measurement of this deployment in `path`, checked: its schema's keys and
     types, a positive energy and time."""
-    from piep.artifacts import read_records
-    from piep.errors import ArtifactError
+    from piep.core.artifacts import read_records
+    from piep.core.errors import ArtifactError
     p, w = scn.parallel, scn.workload
     want = {"tp": p.tp, "pp": p.pp, "dp": p.dp, "batch": w.batch, "prompt_len": w.prompt_len,
             "gen_len": w.gen_len, "mode": scn.mode}
@@ -38,7 +38,7 @@ def _measured(path: str, scn) -> dict:
 def run(args) -> int:
     from pathlib import Path
 
-    from piep.artifacts import writable_folder
+    from piep.core.artifacts import writable_folder
     from piep.report.hotspot import REPORT_SIGNATURE, build_report
     writable_folder(args.out, "--out", REPORT_SIGNATURE)
     scn = scenario_from_args(args)

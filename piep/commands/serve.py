@@ -5,7 +5,7 @@ from __future__ import annotations
 from piep.commands.common import (add_facility_args, dtypes_words, emit_facility, flag_lines,
                                   host_note, host_probe_arg, out_of_range_lines, outcome_lines,
                                   resolve_auto_probe, scenario_file)
-from piep.gpus import DEFAULT_GPU
+from piep.core.gpus import DEFAULT_GPU
 from piep.report.table import fmt, table
 
 
@@ -13,7 +13,7 @@ SERVE_SIGNATURE = "serving.json"  # the file that marks a serve --out folder
 
 
 def configure(parser) -> None:
-    from piep.engines import ENGINES, names
+    from piep.core.engines import ENGINES, names
     add_facility_args(parser)
     parser.add_argument("--model",
                         help="shipped name (see `piep models`) or path to config.json / folder")
@@ -76,13 +76,13 @@ def configure(parser) -> None:
 
 
 def run(args) -> int:
-    from piep.errors import ConfigError
+    from piep.core.errors import ConfigError
     from piep.serving.policy import read_policy
     from piep.serving.serve import load_curve, serve_simulated
     if args.requests_shown < 0:
         raise ConfigError(f"--requests-shown={args.requests_shown} must be >= 0")
 
-    from piep.artifacts import figure_path, writable, writable_folder
+    from piep.core.artifacts import figure_path, writable, writable_folder
     if args.plot:
         figure_path(args.plot)
     if args.vllm_result:
@@ -92,7 +92,7 @@ def run(args) -> int:
     policy = read_policy(args.policy) if args.policy else None
     scn = _scenario(args)
     doc, sim = serve_simulated(scn, predictor=args.predictor, user_policy=policy)
-    from piep.artifacts import output_set, write_json, write_text
+    from piep.core.artifacts import output_set, write_json, write_text
     with output_set() as tx:  # serving.json, the trace and the figure: all of them or none
         if args.out:
             stage = tx.folder(args.out, SERVE_SIGNATURE)
@@ -101,7 +101,7 @@ def run(args) -> int:
                        body, command="piep serve")
             write_text(stage / "trace.jsonl", scn.requests().to_jsonl())
         if args.vllm_result:
-            from piep.artifacts import json_text
+            from piep.core.artifacts import json_text
             from piep.bench_results import vllm_result
             write_text(tx.file(args.vllm_result),
                        json_text(vllm_result(doc, scn.requests())) + "\n")
@@ -117,10 +117,10 @@ def run(args) -> int:
 def _scenario(args):
     """The served scenario: --scenario FILE.json with the flags given beside it, or the
     model, layout and engine flags with --trace or --rate."""
-    from piep.engines import names
-    from piep.errors import ConfigError
-    from piep.scenario import Scenario
-    from piep.trace import poisson_trace, read_trace
+    from piep.core.engines import names
+    from piep.core.errors import ConfigError
+    from piep.core.scenario import Scenario
+    from piep.core.trace import poisson_trace, read_trace
     if args.trace and args.rate is not None:
         raise ConfigError("give --trace FILE or --rate R, not both")
     prompt, gen = default_lengths(args.model if not args.scenario else None)
@@ -208,7 +208,7 @@ def _plot(scn, sim, doc, curve, path) -> None:
                va="center", transform=d.transAxes)
     d.set_ylabel("J per output token")
     fig.tight_layout()
-    from piep.artifacts import save_figure
+    from piep.core.artifacts import save_figure
     save_figure(fig, path, dpi=110)
     plt.close(fig)
 
@@ -218,8 +218,8 @@ def default_lengths(model: str | None) -> tuple[str, str]:
     generations of median 128 (lognormal, sigma 0.6), cut at 4,096 and 1,024 tokens, or
     lower where the model's context is shorter (a quarter of it for the generation, the
     rest for the prompt): every drawn request fits the model."""
-    from piep.errors import ConfigError
-    from piep.models import load_model
+    from piep.core.errors import ConfigError
+    from piep.core.models import load_model
     prompt_max, gen_max = 4096, 1024
     if model:
         try:

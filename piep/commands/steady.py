@@ -8,7 +8,7 @@ from piep.report.table import fmt
 
 
 def configure(parser) -> None:
-    from piep.engines import ENGINES, names
+    from piep.core.engines import ENGINES, names
     steady = names(steady=True)
     parser.add_argument("--model", required=True,
                         help="shipped name (see `piep models`), model ID, or path to "

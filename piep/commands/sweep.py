@@ -7,7 +7,7 @@ import sys
 
 from piep.commands.common import (add_facility_args, emit, engine_arg, facility_of,
                                   host_probe_arg, resolve_auto_probe)
-from piep.gpus import DEFAULT_GPU
+from piep.core.gpus import DEFAULT_GPU
 
 FIELDS = ("model", "tp", "pp", "dp", "batch", "prompt_len", "gen_len", "mode", "engine",
           "requests", "output_tokens", "energy_j", "time_s", "j_per_output_token",
@@ -29,7 +29,7 @@ def configure(parser) -> None:
                                 ("--gen-len", [128], "generated tokens")):
         parser.add_argument(flag, type=int, nargs="+", default=default,
                             help=f"{what} (default {default[0]})")
-    from piep.scenario import engine_names
+    from piep.core.scenario import engine_names
     parser.add_argument("--mode", nargs="+", choices=("graph", "eager"), default=None,
                         help="the reference runner's decode (alias of --engine piep-graph|"
                              "piep-eager; default graph)")
@@ -51,15 +51,15 @@ def configure(parser) -> None:
 def run(args) -> int:
     from piep.sweep import grid, sweep
     if args.out:
-        from piep.artifacts import writable
+        from piep.core.artifacts import writable
         writable(args.out, "--out")  # before the work
     configs = grid(models=args.model, tp=args.tp, pp=args.pp, dp=args.dp, batch=args.batch,
                    prompt_len=args.prompt_len, gen_len=args.gen_len,
                    mode=args.mode or [None], engine=args.engine or [None])
     resolve_auto_probe(args)
     if args.host_probe_us is not None:
-        from piep.errors import ConfigError
-        from piep.engines import names
+        from piep.core.errors import ConfigError
+        from piep.core.engines import names
         fitted = [c for c in configs if c.get("engine") in names(host_fitted=True)]
         if not fitted:
             raise ConfigError(f"--host-probe-us applies to engines fitted per host "
@@ -68,14 +68,14 @@ def run(args) -> int:
             c["host_probe_us"] = args.host_probe_us
     rows = sweep(configs, gpu=args.gpu, predictor=args.predictor, progress=True)
     if rows and all("error" in r for r in rows):
-        from piep.errors import ConfigError
+        from piep.core.errors import ConfigError
         raise ConfigError(f"no point of the grid is valid ({len(rows)} refused); the first: "
                           f"{rows[0]['error']}")
     doc = {"schema": "piep.sweep", "schema_version": 1, "boundary": BOUNDARY, "rows": rows}
-    from piep.results import with_facility
+    from piep.core.results import with_facility
     with_facility(doc, facility_of(args))  # (its columns in the CSV too)
     if args.out:
-        from piep.artifacts import json_text, write_text
+        from piep.core.artifacts import json_text, write_text
         as_json = str(args.out).lower().endswith(".json")
         write_text(args.out, json_text(doc) + "\n" if as_json else _csv(rows))
         refused = sum("error" in r for r in rows)

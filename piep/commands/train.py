@@ -6,11 +6,11 @@ from __future__ import annotations
 from pathlib import Path
 
 from piep.commands.common import emit
-from piep.gpus import DEFAULT_GPU
+from piep.core.gpus import DEFAULT_GPU
 
 
 def configure(parser) -> None:
-    from piep.engines import names
+    from piep.core.engines import names
     parser.add_argument("--gpu", default=DEFAULT_GPU)
     parser.add_argument("--engine", metavar="NAME",
                         help="fit this engine's profile (host terms over piep's module "
@@ -82,7 +82,7 @@ def run(args) -> int:
 def _claim_output(args) -> Path:
     """The folder the fit writes (--out, else a user's fit goes to the user data
     directory, the shipped fit to calibration/), checked and claimed before it starts."""
-    from piep.artifacts import writable, writable_folder
+    from piep.core.artifacts import writable, writable_folder
     if args.engine:
         from piep.predict.engines import shipped_profile_dir, user_profile_dir
         folder = Path(args.out or (user_profile_dir(args.gpu, args.engine)
@@ -100,10 +100,10 @@ def _claim_output(args) -> Path:
 def _fit_steady(args) -> int:
     """An engine's steady-state profile (`piep steady`) fitted on measured steady states,
     written where `piep steady` finds it (the user data directory, or --out)."""
-    from piep.artifacts import read_records, user_gpu_dir, writable, write_json
-    from piep.errors import ConfigError
+    from piep.core.artifacts import read_records, user_gpu_dir, writable, write_json
+    from piep.core.errors import ConfigError
     from piep.fit.steady import RECORD_SCHEMA, fit_records
-    from piep.engines import names
+    from piep.core.engines import names
     from piep.predict.steady import PROFILE_SCHEMA
     if args.engine not in names(steady=True):
         raise ConfigError(f"--steady-states fits the profile of an engine `piep steady` "
@@ -133,8 +133,8 @@ def _fit_steady(args) -> int:
 
 def _check_engine(args) -> None:
     """The engine flags, before anything is read or fitted: one line where they clash."""
-    from piep.engines import ENGINES, names
-    from piep.errors import ConfigError
+    from piep.core.engines import ENGINES, names
+    from piep.core.errors import ConfigError
     if args.like and not args.engine:
         raise ConfigError("--like goes with --engine NAME (the engine of your own it prices)")
     if args.engine in ENGINES and ENGINES[args.engine].steady:
@@ -149,7 +149,7 @@ def _check_engine(args) -> None:
     if args.engine in ENGINES:
         raise ConfigError(f"{args.engine} is piep's reference runner: `piep train` without "
                           f"--engine fits it")
-    from piep.artifacts import USER_NAME
+    from piep.core.artifacts import USER_NAME
     if not USER_NAME.fullmatch(args.engine):
         raise ConfigError(f"--engine {args.engine!r}: an engine of your own is named in lower "
                           f"case letters, digits, '.', '-' and '_' (e.g. vllm-0.11)")

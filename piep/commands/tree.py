@@ -18,9 +18,9 @@ def configure(parser) -> None:
 
 
 def run(args) -> int:
-    from piep.artifacts import write_json
+    from piep.core.artifacts import write_json
     from piep.tree import build_tree
-    from piep.errors import ConfigError
+    from piep.core.errors import ConfigError
     if bool(args.model) == bool(args.model_flag):
         raise ConfigError("name the model once: `piep tree MODEL` or `piep tree --model MODEL`")
     dep = scenario_from_args(args, model=args.model or args.model_flag).deployment

@@ -11,7 +11,7 @@ from dataclasses import asdict, dataclass
 from typing import Any, Callable, Protocol
 
 from piep.device import clock as host_clock
-from piep.errors import DeviceError
+from piep.core.errors import DeviceError
 
 
 class EnergyCounter(Protocol):

@@ -105,7 +105,7 @@ class FakeClockDevice:
                 fh.write(" ".join(map(str, call)) + "\n")
 
     def set_locked_clocks(self, min_mhz: int, max_mhz: int) -> None:
-        from piep.errors import DeviceError
+        from piep.core.errors import DeviceError
         if self.no_permission:
             raise DeviceError("setting GPU clocks needs root or CAP_SYS_ADMIN")
         self.locked = (min_mhz, max_mhz)
@@ -118,7 +118,7 @@ class FakeClockDevice:
     power_limit: float | None = None
 
     def set_power_limit_w(self, watts: float) -> None:
-        from piep.errors import DeviceError
+        from piep.core.errors import DeviceError
         if self.no_permission:
             raise DeviceError("setting a GPU power limit needs root or CAP_SYS_ADMIN")
         self.power_limit = float(watts)

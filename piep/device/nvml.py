@@ -8,7 +8,7 @@ import threading
 
 import pynvml
 
-from piep.errors import DeviceError
+from piep.core.errors import DeviceError
 
 _init_lock = threading.Lock()
 _initialized = False

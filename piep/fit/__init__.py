@@ -4,6 +4,6 @@ training (`predictor`, on the calibration records `piep.dataset` reads; the kern
 replayed request traces (`serving`), the tensor-parallel path from runs of another
 harness (`tp_path`), the frequency model and its check on a clock sweep (`freq`,
 `freq_check`), `piep train`'s orchestration (`train`) and what its folds log as they end
-(`progress`). piep.predict keeps what a prediction reads; piep.records reads what a
+(`progress`). piep.predict keeps what a prediction reads; piep.core.records reads what a
 measurement record says.
 """

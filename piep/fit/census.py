@@ -17,10 +17,10 @@ from __future__ import annotations
 import statistics
 from pathlib import Path
 
-from piep.artifacts import calibration_dir, read_records
-from piep.config import ModelSpec
-from piep.layout import Deployment
-from piep.records import KernelCensus
+from piep.core.artifacts import calibration_dir, read_records
+from piep.core.config import ModelSpec
+from piep.core.layout import Deployment
+from piep.core.records import KernelCensus
 
 SCHEMA = "piep.kernel_census"
 FUSED_PREFIX = "triton_"     # kernels a compiler generated
@@ -35,9 +35,9 @@ def census_dir(gpu: str) -> Path:
 def census_deployment(rec: KernelCensus, spec: ModelSpec, gpu) -> Deployment:
     """The deployment a census record of the model `spec` profiled (tp 1, its engine's
     decode mode)."""
-    from piep.config import Parallel, Workload
-    from piep.layout import validate
-    from piep.engines import engine
+    from piep.core.config import Parallel, Workload
+    from piep.core.layout import validate
+    from piep.core.engines import engine
     wl = Workload(batch=rec.batch, prompt_len=rec.prompt_len, gen_len=rec.gen_len,
                   mode=engine(rec.engine).decode)
     return validate(spec, Parallel(), wl, gpu, check_memory=False, engine=rec.engine)

@@ -12,11 +12,11 @@ import statistics
 from dataclasses import replace
 from typing import Any
 
-from piep.errors import ArtifactError, ConfigError
-from piep.engines import ENGINES, engine as engine_record, names as engine_names
+from piep.core.errors import ArtifactError, ConfigError
+from piep.core.engines import ENGINES, engine as engine_record, names as engine_names
 from piep.predict.engines import EngineProfile, shipped_profile_dir
-from piep.records import REFERENCE, Measurement, merge_repeats, read_runs
-from piep.scenario import EngineRef
+from piep.core.records import REFERENCE, Measurement, merge_repeats, read_runs
+from piep.core.scenario import EngineRef
 from piep.tree.builder import past_window
 
 log = logging.getLogger("piep.engines")

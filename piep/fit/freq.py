@@ -12,8 +12,8 @@ from typing import Any, Callable
 
 import numpy as np
 
-from piep.artifacts import calibration_dir
-from piep.gpus import GPU
+from piep.core.artifacts import calibration_dir
+from piep.core.gpus import GPU
 from piep.plan.freq import THROTTLE_FRACTION, FreqModel, LeafArrays, Param, write_freq_model
 from piep.plan.planner import phase_curves
 

@@ -11,7 +11,7 @@ from typing import Any, Callable
 import numpy as np
 
 from piep.clocks import ClockAccess
-from piep.errors import ConfigError
+from piep.core.errors import ConfigError
 from piep.fit.freq import refit_from_sweep, single_leaf
 from piep.plan.freq import FreqModel, _at, load_freq_model, user_freq_model_path, write_freq_model
 

@@ -7,7 +7,7 @@ a quarter of the board's idle power and 1.25x its limit (short phases read up to
 its time at least half the roofline's (no kernel beats the board's peak FLOP/s and
 memory bandwidth) and at most a thousand times the roofline's plus a minute, and each
 phase within the run. A record outside is refused in one line naming it. (Types, signs
-and finiteness are the typed records' own checks, `piep.records`.)
+and finiteness are the typed records' own checks, `piep.core.records`.)
 """
 
 from __future__ import annotations
@@ -16,9 +16,9 @@ from dataclasses import replace
 from typing import Sequence
 
 
-from piep.errors import ConfigError
-from piep.gpus import GPU
-from piep.records import Measurement, ServingReplay
+from piep.core.errors import ConfigError
+from piep.core.gpus import GPU
+from piep.core.records import Measurement, ServingReplay
 
 POWER_FLOOR = 0.25       # x the board's idle power: the least a run's boards average
 POWER_CEILING = 1.25     # x the board's limit: the most

@@ -11,9 +11,9 @@ from typing import Any, Callable
 
 import numpy as np
 
-from piep.config import ModelSpec, Parallel, Workload
-from piep.gpus import DEFAULT_GPU, GPU, load_gpu
-from piep.layout import Deployment
+from piep.core.config import ModelSpec, Parallel, Workload
+from piep.core.gpus import DEFAULT_GPU, GPU, load_gpu
+from piep.core.layout import Deployment
 from piep.predict.collectives import Collectives
 from piep.predict.combiner import FEATURES as ALPHA_FEATURES
 from piep.predict.combiner import Combiner
@@ -26,7 +26,7 @@ from piep.predict.table import KIND_ID, PHASES, LeafTable, TableBuilder, select
 from piep.tree import build_tree
 from piep.tree.builder import LINEAR_KINDS, shape_key
 from piep.tree.nodes import COMPUTE_KINDS
-from piep.records import Measurement, ModuleSample, merge_repeats
+from piep.core.records import Measurement, ModuleSample, merge_repeats
 
 log = logging.getLogger("piep.train")
 ALPHA_RIDGE = 0.05
@@ -83,7 +83,7 @@ def _shape_tuple(spec: ModelSpec) -> tuple:
 def exclusive_filter(held_out: ModelSpec, gpu: GPU) -> Callable[[ModuleSample], bool]:
     """True for module samples whose kernel shape only the held-out model (or a model of
     identical shape) has, among every model the sampler drew shapes from."""
-    from piep.models import load_model, shipped_models, synthetic_specs
+    from piep.core.models import load_model, shipped_models, synthetic_specs
     others = [load_model(m.name) for m in shipped_models()] + synthetic_specs()
     others = [o for o in others if not o.is_moe and _shape_tuple(o) != _shape_tuple(held_out)]
     shared = set().union(*(signatures(o, gpu) for o in others)) if others else set()
@@ -366,7 +366,7 @@ def train_shipped(gpu_name: str = DEFAULT_GPU, progress=None) -> tuple[LearnedMo
     gpu = load_gpu(gpu_name)
     cal = load_calibration(gpu_name)
     if not cal.modules or not cal.e2e:
-        from piep.errors import ArtifactError
+        from piep.core.errors import ArtifactError
         raise ArtifactError(f"no training data for {gpu_name} here (module samples, end-to-end "
                             f"runs): `piep train` fits on a checkout's calibration/ "
                             f"(PIEP_HOME=CHECKOUT), an installed piep carries only the "
@@ -382,9 +382,9 @@ def train_shipped(gpu_name: str = DEFAULT_GPU, progress=None) -> tuple[LearnedMo
 def refit_on_measurements(gpu_name: str, path) -> tuple[LearnedModel, int]:
     """Keep the shipped module models; refit the gap terms and the combiner on a user's
     own end-to-end records (e.g. of their serving engine)."""
-    from piep.errors import ArtifactError
+    from piep.core.errors import ArtifactError
     from piep.predict.learned import predictor_dir
-    from piep.records import read_runs
+    from piep.core.records import read_runs
     from piep.predict.store import load
     gpu = load_gpu(gpu_name)
     folder = predictor_dir(gpu_name)
@@ -423,7 +423,7 @@ def moves_beyond_band(shipped: LearnedModel, refit: LearnedModel,
     largest such move (on the runs' deployments and `PROBES`), else None."""
     from piep.predict.learned import interval_group
     from piep.predict.pricing import price
-    from piep.scenario import Scenario
+    from piep.core.scenario import Scenario
     probes = [Scenario.build(gpu=shipped.gpu, check_memory=False, **p).deployment
               for p in PROBES]
     deps = list(deps) + probes

@@ -26,19 +26,19 @@ from typing import Any
 
 import numpy as np
 
-from piep.engines import ENGINES, names
-from piep.errors import ArtifactError
+from piep.core.engines import ENGINES, names
+from piep.core.errors import ArtifactError
 from piep.predict.engines import EngineProfile
 from piep.fit.engines import engine_version, profile_hosts
 from piep.fit.predictor import get_term, set_term
 from piep.fit.progress import Pace
 from piep.fit.workers import fold_map
-from piep.records import ServingReplay
+from piep.core.records import ServingReplay
 from piep.serving.costs import ATTENTION_KINDS, IterationCosts, IterationTimes, grid_sizes
 from piep.serving.serve import (SchedulerPolicy, document, iteration_grid, paged_cache,
                                 policy_of, run, window_parts_j, with_host)
 from piep.serving.simulate import repriced
-from piep.trace import Trace, make_trace
+from piep.core.trace import Trace, make_trace
 
 log = logging.getLogger("piep.train")
 SERVING = names(serves=True)[0]  # the serving engine piep replays: continuous batching
@@ -89,8 +89,8 @@ class _Case:
 def _spec(rep: ServingReplay):
     """The replayed model: the shipped config of that name where the record's config hash
     is its (the record's shape lacks a sliding window), else the record's shape."""
-    from piep.errors import ConfigError
-    from piep.models import load_model
+    from piep.core.errors import ConfigError
+    from piep.core.models import load_model
     try:
         shipped = load_model(rep.model)
     except ConfigError:

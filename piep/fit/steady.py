@@ -19,7 +19,7 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from piep.errors import FitError
+from piep.core.errors import FitError
 from piep.serving.steady import GROUPS, Parts, SteadyProfile
 
 SCALE_BOUND = 8.0
@@ -131,7 +131,7 @@ RECORD_SCHEMA = "piep.steady_measurement"
 def lengths_of(workload: dict[str, Any], where: str):
     """A record's workload as `Lengths`: a prompt mean and the output lengths as a
     histogram (`output_len_bins`, `output_len_counts`) or their mean and mean square."""
-    from piep.errors import ConfigError
+    from piep.core.errors import ConfigError
     from piep.serving.steady import Lengths
     prompt = workload.get("prompt_len")
     if workload.get("output_len_bins") is not None:

@@ -28,9 +28,9 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from piep.records import ForeignRun
-from piep.engines import ENGINES
-from piep.errors import ConfigError
+from piep.core.records import ForeignRun
+from piep.core.engines import ENGINES
+from piep.core.errors import ConfigError
 
 TERMS = ("tp_call_host_s", "tp_step_host_s", "tp_gap_w")
 PROBE_RANGE_US = (3.0, 20.0)
@@ -68,7 +68,7 @@ class Pricer:
                  terms: dict[str, float] | None = None) -> tuple[float, float]:
         from piep.predict.pricing import price
         from piep.predict.table import TableBuilder
-        from piep.scenario import Scenario
+        from piep.core.scenario import Scenario
         model = self.model(run.engine)
         key = (id(run), probe_us, id(model.modules))
         if key not in self._tables:
@@ -198,8 +198,8 @@ def leave_one_out(runs: Sequence[ForeignRun], priced: Pricer, probe_us: float | 
 
 def shipped_runs(gpu: str) -> list[ForeignRun]:
     """The tensor-parallel runs shipped for `gpu` (`calibration/<gpu>/engines/tp2/`)."""
-    from piep.artifacts import calibration_dir
-    from piep.records import load_foreign
+    from piep.core.artifacts import calibration_dir
+    from piep.core.records import load_foreign
     folder = calibration_dir(gpu) / "engines" / "tp2"
     return [r for path in sorted(folder.glob("*.jsonl")) for r in load_foreign(path)]
 
@@ -210,7 +210,7 @@ def with_tp_path(profile, runs: Sequence[ForeignRun], priced: Pricer, source: st
     terms, the tp degrees of its own engine's runs added to the measured ones, its
     leave-one-run-out errors, and the interval of its tp group no narrower than those
     errors (nor than its tp=1 interval)."""
-    from piep.config import Parallel
+    from piep.core.config import Parallel
     from piep.predict.learned import interval_group
     priced.profiles[profile.name] = profile
     probe = harness_probe_us(runs, priced)

@@ -10,14 +10,14 @@ from typing import Any
 
 def tp_path(*, gpu: str, engine: str, from_measurements: str, out: str | None = None,
             like: str | None = None) -> dict[str, Any]:
-    """Runs of another harness (`piep.records.ForeignRun`): the tensor-parallel path of the
+    """Runs of another harness (`piep.core.records.ForeignRun`): the tensor-parallel path of the
     engine's current profile (yours, else the shipped one) fitted on them."""
-    from piep.errors import ConfigError
-    from piep.records import load_foreign
+    from piep.core.errors import ConfigError
+    from piep.core.records import load_foreign
     from piep.fit.tp_path import Pricer, with_tp_path
     from piep.predict.engines import save_profile, shipped_profile_dir, user_profile_dir
     from piep.resolve import engine_profile as current_profile
-    from piep.engines import names
+    from piep.core.engines import names
     paths = names(tp_path=True)
     if engine not in paths or like:
         raise ConfigError(f"{from_measurements}: runs of another harness (no piep schema) "
@@ -31,7 +31,7 @@ def tp_path(*, gpu: str, engine: str, from_measurements: str, out: str | None = 
     for folder in (user_profile_dir(gpu, engine),
                    shipped_profile_dir(gpu, engine)):
         if (folder / "profile.json").is_file():
-            from piep.artifacts import read_json
+            from piep.core.artifacts import read_json
             prov = read_json(folder / "profile.json", "piep.engine_profile") \
                 .get("provenance", {})
             profile.meta["tp_path"]["on_top_of"] = prov.get("on_top_of") or {
@@ -54,21 +54,21 @@ def engine_profile(*, gpu: str, engine: str, like: str | None = None,
     """Fit an engine's profile (on the shipped runs, or yours), save it (yours to the user
     data directory unless `out`) and say what was fitted."""
     from piep import api
-    from piep.engines import ENGINES
-    from piep.errors import ConfigError
+    from piep.core.engines import ENGINES
+    from piep.core.errors import ConfigError
     from piep.fit.engines import (engine_records, fit_profile, host_probe_range_us,
                                   profile_lomo, with_intervals)
     from piep.predict.engines import save_profile, shipped_profile_dir, user_profile_dir
     from piep.predict.learned import LearnedModel
     from piep.fit.predictor import get_term
-    from piep.records import read_runs
-    from piep.artifacts import read_json
+    from piep.core.records import read_runs
+    from piep.core.artifacts import read_json
     base = api.cost_model(gpu, "learned")
     if not isinstance(base, LearnedModel):
         raise ConfigError(f"an engine profile is fitted over the learned predictor; none "
                           f"is trained for {gpu}: piep train --gpu {gpu}")
     record = ENGINES[like or engine]  # what fits it: its own record, or its base's
-    from piep.records import is_foreign
+    from piep.core.records import is_foreign
     if from_measurements and is_foreign(from_measurements):
         return tp_path(gpu=gpu, engine=engine, from_measurements=from_measurements,
                        out=out, like=like)

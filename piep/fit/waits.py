@@ -6,13 +6,13 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from piep.records import WaitSample
+from piep.core.records import WaitSample
 
 
 def fit_all(samples: Path, out: Path) -> list[dict[str, Any]]:
     """Gamma fit per (collective, bytes, group size, phase, mode) of the raw samples, and
     the median transfer time of the fastest rank; written to `out` (piep.wait_fits)."""
-    from piep.artifacts import read_records, write_json
+    from piep.core.artifacts import read_records, write_json
     from piep.stats.gamma import fit_waits
     fits = []
     for s in read_records(samples, "piep.wait_samples", given=True, parse=WaitSample.from_json):

@@ -30,7 +30,7 @@ def workers(n_items: int) -> int:
         try:
             cores = min(cores, max(1, int(limit)))
         except ValueError:
-            from piep.errors import ConfigError
+            from piep.core.errors import ConfigError
             raise ConfigError(f"{WORKERS_ENV}={limit!r} is not a number of processes; give "
                               f"an integer >= 1 (1: no worker processes)") from None
     return max(1, min(cores, n_items))

@@ -30,8 +30,8 @@ from typing import Any
 
 import numpy as np
 
-from piep.artifacts import calibration_dir, read_json, write_json
-from piep.errors import ConfigError
+from piep.core.artifacts import calibration_dir, read_json, write_json
+from piep.core.errors import ConfigError
 from piep.predict.power import BoardLimit
 from piep.predict.pricing import Priced
 from piep.predict.timeline import lay_out
@@ -123,13 +123,13 @@ def freq_model_path(gpu: str) -> Path:
 def user_freq_model_path(gpu: str) -> Path:
     """Where a user's refit of the frequency model goes (`piep plan --validate`); it
     answers in place of the shipped one."""
-    from piep.artifacts import user_gpu_dir
+    from piep.core.artifacts import user_gpu_dir
     return user_gpu_dir(gpu) / "dvfs" / "freq_model.json"
 
 
 def load_freq_model(gpu: str) -> FreqModel:
     """The frequency model that answers for `gpu`: the user's refit, else the shipped."""
-    from piep.artifacts import fitted
+    from piep.core.artifacts import fitted
     path = fitted(gpu, "dvfs", "freq_model.json")
     if path is None:
         raise ConfigError(f"no frequency model for GPU {gpu!r} ({freq_model_path(gpu)}); "

@@ -21,8 +21,8 @@ from typing import Any
 
 import numpy as np
 
-from piep.artifacts import provenance
-from piep.layout import Deployment
+from piep.core.artifacts import provenance
+from piep.core.layout import Deployment
 from piep.plan.freq import (FreqModel, LeafArrays, leaf_arrays, phase_totals, response,
                             totals_at_each_clock)
 from piep.predict.pricing import deployment_fields

@@ -30,12 +30,12 @@ from typing import Any
 
 import numpy as np
 
-from piep.artifacts import (calibration_dir, fitted, read_json, read_text,
+from piep.core.artifacts import (calibration_dir, fitted, read_json, read_text,
                             user_gpu_dir, write_json)
 from piep.predict.combiner import Combiner
 from piep.predict.host import TERMS, HostTerms
-from piep.engines import names as engine_names
-from piep.scenario import ENGINE_PROFILE_SCHEMA, forget_user_engines
+from piep.core.engines import names as engine_names
+from piep.core.scenario import ENGINE_PROFILE_SCHEMA, forget_user_engines
 
 log = logging.getLogger("piep.engines")
 SCHEMA = ENGINE_PROFILE_SCHEMA

@@ -8,7 +8,7 @@ import math
 
 import numpy as np
 
-from piep.gpus import GPU
+from piep.core.gpus import GPU
 from piep.tree.nodes import Node
 
 FEATURES = ("log_tokens", "log_flops", "log_bytes", "log_intensity", "log_roof_ratio",

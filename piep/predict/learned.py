@@ -20,8 +20,8 @@ from typing import Any
 
 import numpy as np
 
-from piep.gpus import GPU
-from piep.layout import Deployment
+from piep.core.gpus import GPU
+from piep.core.layout import Deployment
 from piep.predict.collectives import Collectives
 from piep.predict.combiner import Combiner
 from piep.predict.host import HostTerms
@@ -158,21 +158,21 @@ def interval_group(mode: str, parallel) -> str:
 
 def predictor_dir(gpu: str) -> Path:
     """Where the shipped predictor of `gpu` lives (what `piep train` fits)."""
-    from piep.artifacts import calibration_dir
+    from piep.core.artifacts import calibration_dir
     return calibration_dir(gpu) / "predictor"
 
 
 def user_predictor_dir(gpu: str) -> Path:
     """Where a user's refit of `gpu`'s predictor goes (`piep train --from-measurements`);
     it takes precedence over the shipped one."""
-    from piep.artifacts import user_gpu_dir
+    from piep.core.artifacts import user_gpu_dir
     return user_gpu_dir(gpu) / "predictor"
 
 
 def answering_predictor_dir(gpu: str) -> Path | None:
     """The folder of the predictor that answers for `gpu`: the user's refit, else the
     shipped one; None while neither exists."""
-    from piep.artifacts import fitted
+    from piep.core.artifacts import fitted
     path = fitted(gpu, "predictor", "predictor.json")
     return None if path is None else path.parent
 
@@ -186,7 +186,7 @@ def load_learned(gpu: str) -> LearnedModel | None:
 
 @lru_cache(maxsize=4)
 def _load_learned(gpu: str, folder: str) -> LearnedModel | None:
-    from piep.gpus import load_gpu
+    from piep.core.gpus import load_gpu
     from piep.predict.store import load
     model = load(Path(folder), load_gpu(gpu))
     if Path(folder) == user_predictor_dir(gpu):

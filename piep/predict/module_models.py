@@ -15,7 +15,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from piep.gpus import GPU
+from piep.core.gpus import GPU
 from piep.predict import features as _features
 from piep.predict.blas import MATRIX_MNK
 from piep.predict.features import feature_matrix, leaf_features
@@ -210,7 +210,7 @@ def _fit_kind(x: np.ndarray, log_ratio: np.ndarray, power: np.ndarray,
 
 
 def sample_leaf(sample) -> Node:
-    """The leaf a module sample measured (a `piep.records.ModuleSample`)."""
+    """The leaf a module sample measured (a `piep.core.records.ModuleSample`)."""
     from piep.tree.builder import leaf_from_shape
     return leaf_from_shape({k: v for k, v in sample.shape.items() if k != "mode"})
 

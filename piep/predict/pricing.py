@@ -16,11 +16,11 @@ from typing import Any, Protocol, Sequence
 
 import numpy as np
 
-from piep.layout import Deployment
+from piep.core.layout import Deployment
 from piep.predict.power import SUSTAINED_S, BoardLimit
 from piep.predict.table import KIND_NAMES, KINDS, PHASES, LeafTable, TableBuilder
 from piep.predict.timeline import Timeline, lay_out
-from piep.results import Prediction, Summary, batch_rows
+from piep.core.results import Prediction, Summary, batch_rows
 
 CATEGORIES = ("compute", "communication", "wait", "idle")
 

@@ -12,8 +12,8 @@ from typing import Any
 
 import numpy as np
 
-from piep.gpus import GPU
-from piep.layout import Deployment
+from piep.core.gpus import GPU
+from piep.core.layout import Deployment
 from piep.predict.pricing import Prices
 from piep.predict.table import LeafTable
 

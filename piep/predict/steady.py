@@ -11,8 +11,8 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-from piep.engines import names
-from piep.errors import ConfigError
+from piep.core.engines import names
+from piep.core.errors import ConfigError
 
 GROUPS = ("fixed", "tokens", "keys", "comm")
 
@@ -56,7 +56,7 @@ def profile_path(engine: str, gpu: str):
     """Where the steady-state profile of `engine` on `gpu` is: the user's own fit (the
     user data directory), else the shipped one fitted on public measurements
     (calibration/public/engines/<engine>/<gpu>.json); None where neither exists."""
-    from piep.artifacts import data_root, gpu_key, user_gpu_dir
+    from piep.core.artifacts import data_root, gpu_key, user_gpu_dir
     for path in (user_gpu_dir(gpu) / "engines" / engine / "steady.json",
                  data_root() / "calibration" / "public" / "engines" / engine
                  / f"{gpu_key(gpu)}.json"):
@@ -70,7 +70,7 @@ def load_profile(engine: str, gpu: str) -> tuple[SteadyProfile, tuple[str, ...]]
     the engine's profile of the GPU nearest in memory bandwidth by their spec sheets (its
     engine terms carried over, the GPU priced by piep's own calibration or spec sheet;
     flagged `steady_profile_other_gpu`)."""
-    from piep.artifacts import read_json
+    from piep.core.artifacts import read_json
     if engine not in names(steady=True):
         raise ConfigError(f"engine {engine!r} has no steady-state model; engines: "
                           f"{', '.join(names(steady=True))}")
@@ -91,7 +91,7 @@ def load_profile(engine: str, gpu: str) -> tuple[SteadyProfile, tuple[str, ...]]
 def _nearest(gpu: str, candidates: list[str]) -> str:
     """The candidate GPU whose spec-sheet HBM bandwidth is nearest `gpu`'s (in ratio); the
     first where either has no spec sheet."""
-    from piep.gpus import spec_sheets
+    from piep.core.gpus import spec_sheets
     sheets = spec_sheets()["gpus"]
     if gpu not in sheets:
         return candidates[0]
@@ -103,6 +103,6 @@ def _nearest(gpu: str, candidates: list[str]) -> str:
 
 def shipped_profiles() -> list[str]:
     """'engine on gpu' of every shipped steady-state profile."""
-    from piep.artifacts import data_root
+    from piep.core.artifacts import data_root
     root = data_root() / "calibration" / "public" / "engines"
     return sorted(f"{p.parent.name} on {p.stem}" for p in root.glob("*/*.json"))

@@ -9,8 +9,8 @@ from typing import Any
 
 import numpy as np
 
-from piep.artifacts import output_set, read_json, read_text, write_json, write_text
-from piep.gpus import GPU
+from piep.core.artifacts import output_set, read_json, read_text, write_json, write_text
+from piep.core.gpus import GPU
 from piep.predict.collectives import Collectives
 from piep.predict.combiner import FEATURES as ALPHA_FEATURES
 from piep.predict.combiner import Combiner
@@ -63,7 +63,7 @@ def _save_document(model: LearnedModel, folder: Path, kinds: dict, **prov: Any) 
 
 def _forest(path: Path):
     """A module model's LightGBM text; one that is not whole is one error naming it."""
-    from piep.errors import ArtifactError
+    from piep.core.errors import ArtifactError
     from piep.predict.gbdt import Forest
     try:
         return Forest(read_text(path))

@@ -23,8 +23,8 @@ from typing import Sequence
 
 import numpy as np
 
-from piep.config import Parallel, Workload
-from piep.layout import Deployment
+from piep.core.config import Parallel, Workload
+from piep.core.layout import Deployment
 from piep.predict.blas import product
 from piep.tree import build_tree
 from piep.tree.builder import SLIDING, decode_context, experts_hit, window_weights

@@ -1,6 +1,6 @@
 """Spec-sheet transfer (`--allow-uncalibrated`): a GPU without calibration is predicted by
 the calibrated reference GPU's learned predictor, rebuilt on a profile scaled by spec-sheet
-ratios (`piep.gpus.transfer_gpu`). Module time keeps the learned efficiency over the new
+ratios (`piep.core.gpus.transfer_gpu`). Module time keeps the learned efficiency over the new
 roofline; board power scales with TDP; collectives with link bandwidth. Flagged, with a
 wide fixed band: nothing of it was measured on the target GPU."""
 
@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-from piep.layout import Deployment
+from piep.core.layout import Deployment
 from piep.predict.pricing import Prices
 from piep.predict.table import LeafTable
 

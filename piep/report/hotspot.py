@@ -14,9 +14,9 @@ import json
 from pathlib import Path
 from typing import Any
 
-from piep.errors import PiepError
-from piep.results import clear_best
-from piep.scenario import Scenario
+from piep.core.errors import PiepError
+from piep.core.results import clear_best
+from piep.core.scenario import Scenario
 
 KIND_GROUPS = {"allreduce": "communication", "allgather": "communication", "p2p": "communication",
                "pipeline_wait": "wait"}
@@ -134,7 +134,7 @@ def _figures(out: Path, doc, kinds, lay, measured, wait_samples) -> dict[str, Pa
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
-    from piep.artifacts import save_figure
+    from piep.core.artifacts import save_figure
     figs = out / "figures"
     paths: dict[str, Path] = {}
     # stacked energy by kind and phase
@@ -215,7 +215,7 @@ def _figures(out: Path, doc, kinds, lay, measured, wait_samples) -> dict[str, Pa
 
 def _wait_samples(doc) -> dict[str, Any] | None:
     """Measured waits of the calibration closest to this deployment's phase/mode."""
-    from piep.artifacts import calibration_dir, load_json, read_jsonl
+    from piep.core.artifacts import calibration_dir, load_json, read_jsonl
     root = calibration_dir(doc["gpu"]) / "waits"
     if doc["layout"]["tp"] < 2 or not (root / "waits.jsonl").is_file():
         return None
@@ -236,7 +236,7 @@ def build_report(scn: Scenario, out: Path, *, predictor: str = "auto",
                  measured: dict[str, Any] | None = None,
                  compare: list[str] | None = None) -> dict[str, Any]:
     from piep import api
-    from piep.artifacts import output_set, write_json, write_text
+    from piep.core.artifacts import output_set, write_json, write_text
     from piep.compare import compare as compare_fn
     doc = api.predict(scn, predictor=predictor)
     comparison = None

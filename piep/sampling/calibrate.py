@@ -16,15 +16,15 @@ from typing import Any
 
 import torch
 
-from piep.artifacts import read_jsonl
-from piep.config import Parallel, Workload
+from piep.core.artifacts import read_jsonl
+from piep.core.config import Parallel, Workload
 from piep.device import clock
-from piep.errors import PiepError
-from piep.models import synthetic_specs
-from piep.records import append_record
+from piep.core.errors import PiepError
+from piep.core.models import synthetic_specs
+from piep.core.records import append_record
 from piep.sampling.options import CalibrateOptions
 from piep.sampling.protocol import capture, seconds
-from piep.gpus import DEFAULT_GPU
+from piep.core.gpus import DEFAULT_GPU
 
 log = logging.getLogger("piep.calibrate")
 
@@ -46,9 +46,9 @@ def module_shapes(*, seed: int = 0, per_kind: int = 28, kinds: tuple[str, ...] |
         return drawn + (module_shapes(seed=seed, per_kind=per_kind, kinds=rest, modes=modes,
                                       head_dims=head_dims, models=models, tps=tps)
                         if rest else [])
-    from piep.gpus import load_gpu
-    from piep.layout import Deployment
-    from piep.models import load_model, shipped_models
+    from piep.core.gpus import load_gpu
+    from piep.core.layout import Deployment
+    from piep.core.models import load_model, shipped_models
     from piep.sampling.modules import COMPUTE_KINDS, shape_key
     from piep.tree import build_tree
     rng = random.Random(seed)
@@ -113,7 +113,7 @@ def engine_kernel_shapes(kinds: tuple[str, ...], *, seed: int = 0, per_kind: int
     packed iterations (batch 1, 1-2048 queries over 16-65536 gathered keys). `modes`: the
     kind's modes among them (default its first); a copy drawn only in eager mode is a
     decode step's (eager prefill copies train nothing: `module_models.is_fitted`)."""
-    from piep.models import load_model, shipped_models
+    from piep.core.models import load_model, shipped_models
     rng = random.Random(seed)
     specs = [load_model(m.name) for m in shipped_models()]
     specs = [s for s in specs if not s.is_moe] + synthetic_specs()
@@ -284,7 +284,7 @@ def run_waits(out: Path, *, models: list[str], workloads: list[dict[str, int]],
               modes: tuple[str, ...] = ("graph", "eager"), steps: int = 64,
               prefills: int = 16) -> None:
     """Real tp=2 generation; each rank times every AllReduce; rank 0 writes raw waits."""
-    from piep.models import load_model
+    from piep.core.models import load_model
     from piep.sampling.generate import Generator
     from piep.sampling.model import StageModel, Topology, make_tp_groups
     from piep.sampling.runner import Dist
@@ -357,7 +357,7 @@ INSITU_CASES = (("llama-2-7b", 8, 512), ("qwen2.5-7b", 32, 256), ("llama-2-13b",
 def run_insitu(out: Path, *, decode_steps: int = 16) -> None:
     """Kernel times per module kind inside real eager prefill and decode (torch.profiler
     with a named range around each module), to check the isolated module samples."""
-    from piep.models import load_model
+    from piep.core.models import load_model
     from piep.sampling import model as model_mod
     from piep.sampling.generate import Generator
     from piep.sampling.model import StageModel, Topology

@@ -26,11 +26,11 @@ from typing import Any
 
 import torch
 
-from piep.artifacts import writable
-from piep.config import ModelSpec, Parallel, Workload
+from piep.core.artifacts import writable
+from piep.core.config import ModelSpec, Parallel, Workload
 from piep.device import clock
-from piep.errors import ConfigError, PiepError
-from piep.records import append_record
+from piep.core.errors import ConfigError, PiepError
+from piep.core.records import append_record
 from piep.sampling.hf import HF_ENGINES, HFGenerate, build_model
 from piep.sampling.runner import Dist, _sync
 

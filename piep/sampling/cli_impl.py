@@ -9,10 +9,10 @@ from typing import Any
 
 import torch
 
-from piep.config import Parallel, Workload
-from piep.engines import ENGINES
-from piep.errors import ConfigError
-from piep.records import append_record
+from piep.core.config import Parallel, Workload
+from piep.core.engines import ENGINES
+from piep.core.errors import ConfigError
+from piep.core.records import append_record
 from piep.sampling.grid import (free_memory, load_design, parallel_workload, run_grid,
                                 spec_of)
 from piep.sampling.hf import HF_ENGINES, build_model, measure_hf
@@ -34,9 +34,9 @@ def _device(choice: str, d: Dist):
 def _predicted_memory(spec, parallel, workload, gpu: str) -> float | None:
     """piep's own memory estimate, recorded beside the measured peak (None where piep
     refuses the layout: that must not stop a measurement)."""
-    from piep.errors import PiepError
-    from piep.gpus import load_gpu
-    from piep.layout import validate
+    from piep.core.errors import PiepError
+    from piep.core.gpus import load_gpu
+    from piep.core.layout import validate
     try:
         return validate(spec, parallel, workload, load_gpu(gpu),
                         check_memory=False).peak_memory_gib()
@@ -67,14 +67,14 @@ def measure_main(opts: MeasureOptions) -> dict[str, Any] | None:
     try:
         if opts.grid:
             return _grid(opts, d, device, dtype, hygiene, meter)
-        from piep.models import load_model
+        from piep.core.models import load_model
         spec = load_model(opts.model)
         if device.type == "cpu" and opts.device == "auto" and spec.num_params() > 1e9:
             raise ConfigError(f"no CUDA GPU: measuring {spec.name} on the CPU measures no "
                               f"energy and takes minutes; pass --device cpu to do it anyway")
         if ENGINES[opts.engine].serves:  # a request trace replayed
             from piep.sampling.hf_cb import measure_trace
-            from piep.trace import read_trace
+            from piep.core.trace import read_trace
             traces = [(path, read_trace(path)) for path in opts.trace]  # all valid first
             model = build_model(spec, Parallel(), d, device, dtype, opts.weights, opts.seed)
             recs = []
@@ -91,8 +91,8 @@ def measure_main(opts: MeasureOptions) -> dict[str, Any] | None:
         parallel = Parallel(tp=opts.tp, pp=opts.pp, dp=opts.dp)
         workload = Workload(batch=opts.batch, prompt_len=opts.prompt_len,
                             gen_len=opts.gen_len, mode=opts.mode)
-        from piep.gpus import load_gpu
-        from piep.layout import validate
+        from piep.core.gpus import load_gpu
+        from piep.core.layout import validate
         validate(spec, parallel, workload, load_gpu(opts.gpu), check_memory=False)
         if opts.engine in HF_ENGINES:
             if opts.clock_plan:

@@ -17,10 +17,10 @@ from pathlib import Path
 from functools import lru_cache
 from typing import Any
 
-from piep.config import ModelSpec, Parallel, Workload
-from piep.errors import PiepError
-from piep.gpus import DEFAULT_GPU, load_gpu
-from piep.layout import validate
+from piep.core.config import ModelSpec, Parallel, Workload
+from piep.core.errors import PiepError
+from piep.core.gpus import DEFAULT_GPU, load_gpu
+from piep.core.layout import validate
 from piep.predict.pricing import prediction
 from piep.predict.roofline import RooflineModel
 
@@ -36,7 +36,7 @@ def campaign(name: str) -> dict[str, Any]:
 
 @lru_cache(maxsize=8)
 def _campaign(name: str) -> dict[str, Any]:
-    from piep.artifacts import calibration_dir, load_json
+    from piep.core.artifacts import calibration_dir, load_json
     return load_json(calibration_dir(DEFAULT_GPU) / "designs" / f"{name}.json")
 
 
@@ -57,7 +57,7 @@ def named_spec(name: str) -> tuple[ModelSpec, dict[str, Any] | None]:
     inline = shapes().get(name)
     if inline:
         return ModelSpec.from_hf_config(inline, name=name), inline
-    from piep.models import load_model
+    from piep.core.models import load_model
     return load_model(name), None
 
 
@@ -153,7 +153,7 @@ def _design_row(name: str, lay: str, dep, roof, inline: dict | None
 
 def write_design(path: Path, **kwargs) -> int:
     rows = build_design(**kwargs)
-    from piep.artifacts import write_text
+    from piep.core.artifacts import write_text
     write_text(path, "".join(json.dumps(r) + "\n" for r in rows))
     return len(rows)
 
@@ -236,7 +236,7 @@ def build_replicates(engine: str, runs) -> list[dict]:
 
 
 def write_engine_design(name: str) -> int:
-    from piep.artifacts import write_text
+    from piep.core.artifacts import write_text
     listed = listed_runs()
     rows = build_replicates(*listed[name]) if name in listed else \
         build_engine_design(**engine_designs()[name])
@@ -246,8 +246,8 @@ def write_engine_design(name: str) -> int:
 
 
 def write_cb_traces() -> int:
-    from piep.artifacts import write_text
-    from piep.trace import poisson_trace
+    from piep.core.artifacts import write_text
+    from piep.core.trace import poisson_trace
     root = Path("calibration/h200/engines/hf-cb")
     serving = campaign("serving")
     traces = {name: {k: v for k, v in entry.items() if k not in ("set", "why")}

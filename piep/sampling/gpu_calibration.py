@@ -27,10 +27,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
-from piep.artifacts import read_json, read_jsonl, user_calibration_dir, write_json
-from piep.errors import ConfigError
-from piep.gpus import DEFAULT_GPU
-from piep.records import append_record
+from piep.core.artifacts import read_json, read_jsonl, user_calibration_dir, write_json
+from piep.core.errors import ConfigError
+from piep.core.gpus import DEFAULT_GPU
+from piep.core.records import append_record
 from piep.sampling.options import check_gpu_name
 
 log = logging.getLogger("piep.calibrate")
@@ -177,7 +177,7 @@ def seed_folder(folder: Path, name: str, described: dict[str, Any], idle_w: floa
                  reference: str) -> None:
     """gpu.json (memory and idle power measured; the rest the reference GPU's, saying so)
     and the reference calibration's collectives and waits."""
-    from piep.artifacts import calibration_dir
+    from piep.core.artifacts import calibration_dir
     ref = calibration_dir(reference)
     doc = read_json(ref / "gpu.json", "piep.gpu_profile")
     values = {k: {"value": v["value"], "source": f"copied from {reference}: not measured "
@@ -205,7 +205,7 @@ def calibrate_gpu(name: str, bench: Bench, *, recipe: Recipe = Recipe(),
                   clock: Callable[[], float] = time.monotonic) -> dict[str, Any]:
     """Measure (or resume) the calibration `name` on `bench`; `shapes` and `runs` replace
     the recipe's draws (tests); `budget_s` stops this call early (resumable)."""
-    from piep.gpus import load_gpu
+    from piep.core.gpus import load_gpu
     folder = user_calibration_dir(check_gpu_name(name))
     state_path = folder / STATE
     described = bench.describe()
@@ -286,7 +286,7 @@ def _measure(bench: Bench, folder: Path, task: Task) -> None:
 
 
 def _measure_one(bench: Bench, folder: Path, task: Task) -> None:
-    from piep.errors import PiepError
+    from piep.core.errors import PiepError
     from piep.sampling.grid import config_key, failure_record
     t0 = time.monotonic()
     if task.kind == "module":

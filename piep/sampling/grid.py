@@ -9,10 +9,10 @@ import random
 from pathlib import Path
 from typing import Any, Iterable
 
-from piep.artifacts import read_jsonl
-from piep.config import ModelSpec, Parallel, Workload
+from piep.core.artifacts import read_jsonl
+from piep.core.config import ModelSpec, Parallel, Workload
 from piep.device import clock as host_clock
-from piep.records import KEY_FIELDS, append_record, run_key
+from piep.core.records import KEY_FIELDS, append_record, run_key
 
 log = logging.getLogger("piep.measure")
 
@@ -32,7 +32,7 @@ def spec_of(cfg: dict[str, Any]) -> ModelSpec:
     """A grid entry names a shipped model or carries its own config.json body."""
     if "config" in cfg:
         return ModelSpec.from_hf_config(cfg["config"], name=cfg["model"])
-    from piep.models import load_model
+    from piep.core.models import load_model
     return load_model(cfg["model"])
 
 

@@ -27,10 +27,10 @@ from typing import Any
 
 import torch
 
-from piep.config import ModelSpec, Parallel, Workload
+from piep.core.config import ModelSpec, Parallel, Workload
 from piep.device import clock
-from piep.engines import engine as engine_record, names
-from piep.errors import ConfigError
+from piep.core.engines import engine as engine_record, names
+from piep.core.errors import ConfigError
 from piep.sampling.runner import (Dist, Hygiene, RankMeter, _cpu_model, _driver, _spread, _sync,
                                  record_head)
 

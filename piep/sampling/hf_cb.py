@@ -28,12 +28,12 @@ from typing import Any
 
 import torch
 
-from piep.config import ModelSpec
-from piep.errors import DeviceError
+from piep.core.config import ModelSpec
+from piep.core.errors import DeviceError
 from piep.sampling.hf import host_probe, median_probe
 from piep.sampling.runner import (Dist, Hygiene, RankMeter, _cpu_model, _driver, _sync,
                                   model_shape)
-from piep.trace import Trace
+from piep.core.trace import Trace
 
 log = logging.getLogger("piep.measure")
 SCHEMA = "piep.serving_measurement"

@@ -16,7 +16,7 @@ import torch
 import torch.distributed as dist
 import torch.nn.functional as F
 
-from piep.config import ModelSpec
+from piep.core.config import ModelSpec
 
 
 @dataclass

@@ -6,9 +6,9 @@ from typing import Any
 
 import torch
 
-from piep.config import ModelSpec, Parallel, Workload
-from piep.errors import ConfigError
-from piep.models import load_model
+from piep.core.config import ModelSpec, Parallel, Workload
+from piep.core.errors import ConfigError
+from piep.core.models import load_model
 from piep.sampling.runner import Dist, Hygiene, RankMeter, measure_config
 
 

@@ -6,15 +6,15 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from piep.engines import DEFAULT_ENGINE
-from piep.errors import ConfigError
-from piep.gpus import DEFAULT_GPU
+from piep.core.engines import DEFAULT_ENGINE
+from piep.core.errors import ConfigError
+from piep.core.gpus import DEFAULT_GPU
 
 
 
 def check_gpu_name(name: str) -> str:
     """A name for a GPU calibration of the user's own: a folder name, no shipped one's."""
-    from piep.artifacts import USER_NAME, data_root
+    from piep.core.artifacts import USER_NAME, data_root
     if not USER_NAME.fullmatch(name or ""):
         raise ConfigError(f"--name {name!r}: lower-case letters, digits, '.', '_', '-' "
                           f"(e.g. h100-sxm)")

@@ -215,7 +215,7 @@ def cli() -> None:
     doc = nocontext(args.seconds) if args.what == "nocontext" else main(args.seconds)
     if doc is not None:
         doc["command"] = " ".join(__import__("sys").argv)
-        from piep.artifacts import write_text
+        from piep.core.artifacts import write_text
         write_text(args.out, json.dumps(doc, indent=2))
 
 

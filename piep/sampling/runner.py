@@ -23,9 +23,9 @@ import torch
 import torch.distributed as dist
 
 from piep.meter import model_shape  # noqa: F401  (re-exported: samplers import it here)
-from piep.config import ModelSpec, Parallel, Workload
+from piep.core.config import ModelSpec, Parallel, Workload
 from piep.device import clock
-from piep.errors import ConfigError
+from piep.core.errors import ConfigError
 from piep.sampling.generate import Generator
 from piep.sampling.model import StageModel, Topology, make_tp_groups
 
@@ -87,7 +87,7 @@ def _sync(device) -> None:
 
 
 def _provenance(device) -> dict[str, Any]:
-    from piep.artifacts import git_hash
+    from piep.core.artifacts import git_hash
     info: dict[str, Any] = {"torch": torch.__version__, "cuda": torch.version.cuda,
                             "host_cpu": _cpu_model(), "runner_git": git_hash(),
                             "vm_runtime": platform.release(), "python": platform.python_version()}

@@ -152,7 +152,7 @@ def main(argv: list[str] | None = None) -> int:
     if doc is not None:
         text = json.dumps(doc, indent=2) + "\n"
         if args.out:
-            from piep.artifacts import write_text
+            from piep.core.artifacts import write_text
             write_text(args.out, text)
         print(text, end="")
     return 0

@@ -24,7 +24,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from piep.layout import Deployment
+from piep.core.layout import Deployment
 from piep.predict.pricing import row_energies
 from piep.predict.table import HEAD_KINDS, TableBuilder, iteration_table
 

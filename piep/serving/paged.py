@@ -23,7 +23,7 @@ from typing import ClassVar
 
 import numpy as np
 
-from piep.layout import GIB, Deployment
+from piep.core.layout import GIB, Deployment
 from piep.serving.costs import STEP, _cell, _grid, held_share
 from piep.serving.simulate import SchedulerPolicy
 from piep.serving.steady import PagedServer, SteadyProfile, kv_bytes_per_token, \
@@ -246,12 +246,12 @@ def server_of(res, user_policy=None) -> PagedServer:
     file's scheduler settings (`--policy`: max_batch_tokens, max_requests_per_batch,
     block_size) on top; host terms and hf-cb's memory keys are refused in one line (the
     profile prices the host; vLLM's memory is its own budget)."""
-    from piep.errors import ConfigError
+    from piep.core.errors import ConfigError
     dep = res.scenario.deployment
     given = {}
     if user_policy is not None:
         other = sorted(set(user_policy.scheduler) - set(POLICY_KEYS)) \
-            + (["host"] if user_policy.host else [])
+            + ["host"] * bool(user_policy.host)
         if other:
             raise ConfigError(f"--policy {user_policy.source}: {', '.join(other)} "
                               f"belong(s) to hf-cb; for {res.scenario.engine.name} give "

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from piep.errors import ConfigError
+from piep.core.errors import ConfigError
 
 SCHEDULER_KEYS = {"block_size": int, "kv_memory_share": float, "num_blocks": int,
                   "max_batch_tokens": int, "max_requests_per_batch": int,
@@ -61,8 +61,8 @@ def _number(path: str, key: str, value: Any, kind: type) -> float:
 
 def read_policy(path: str | Path) -> UserPolicy:
     """A policy file, checked key by key (one line per problem, naming the key)."""
-    from piep.artifacts import load_json
-    from piep.errors import ArtifactError
+    from piep.core.artifacts import load_json
+    from piep.core.errors import ArtifactError
     p = Path(path)
     try:
         doc = load_json(p)

@@ -16,18 +16,18 @@ from typing import Any
 
 import numpy as np
 
-from piep.errors import ConfigError
+from piep.core.errors import ConfigError
 from piep.flags import IDLE_DOMINATED, explain
-from piep.engines import names
+from piep.core.engines import names
 from piep.predict.power import SUSTAINED_S
 from piep.predict.pricing import flags as pricing_flags
 from piep.resolve import Resolved, resolve
-from piep.results import Prediction, ServingResult, Summary
-from piep.scenario import Scenario
+from piep.core.results import Prediction, ServingResult, Summary
+from piep.core.scenario import Scenario
 from piep.serving.costs import IterationCosts, IterationGrid
 from piep.serving.policy import UserPolicy
 from piep.serving.simulate import SchedulerPolicy, Simulation, simulate
-from piep.trace import Trace, make_trace
+from piep.core.trace import Trace, make_trace
 
 GIB = 1024 ** 3
 

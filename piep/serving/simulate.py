@@ -24,9 +24,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from piep.errors import ConfigError
+from piep.core.errors import ConfigError
 from piep.serving.costs import IterationCosts
-from piep.trace import Trace
+from piep.core.trace import Trace
 
 
 DECODE_RUN = 4  # decode-only iterations run at once from this many (fewer: one at a time)

@@ -35,9 +35,9 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from piep.config import BF16_BYTES, Workload
-from piep.errors import ConfigError, FitError
-from piep.layout import GIB, Deployment
+from piep.core.config import BF16_BYTES, Workload
+from piep.core.errors import ConfigError, FitError
+from piep.core.layout import GIB, Deployment
 from piep.tree.nodes import COMM_KINDS
 from piep.predict.steady import (GROUPS, PROFILE_SCHEMA, SteadyProfile,  # noqa: F401
                                  load_profile, profile_path, shipped_profiles)

@@ -7,8 +7,8 @@ with communication nodes injected by the layout.
 
 from __future__ import annotations
 
-from piep.config import BF16_BYTES
-from piep.layout import Deployment
+from piep.core.config import BF16_BYTES
+from piep.core.layout import Deployment
 from piep.tree.nodes import COPY_KINDS, Node
 
 TOKEN_BYTES = 8  # int64 token ids

@@ -9,7 +9,7 @@ from typing import Any, Iterator
 COMPUTE_KINDS = ("embedding", "rmsnorm", "q_proj", "k_proj", "v_proj", "rope", "attention",
                  "o_proj", "gate_proj", "up_proj", "activation", "down_proj", "final_norm",
                  "lm_head", "sampling", "residual", "sdpa_masked",
-                 # of families beyond Llama's (piep.families): fused projections, GeGLU's
+                 # of families beyond Llama's (piep.core.families): fused projections, GeGLU's
                  # activation, a multiply by a scalar
                  "qkv_proj", "gate_up_proj", "geglu", "scale",
                  # eager attention's pointwise passes over the materialized scores

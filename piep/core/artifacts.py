@@ -22,12 +22,15 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any, Callable, Iterable
 
-from piep import __version__, outputs
-from piep.errors import ArtifactError, OutputError
+from piep import __version__
+
+from piep.core import outputs
+from piep.core.errors import ArtifactError, OutputError
 
 log = logging.getLogger("piep.artifacts")
 
-REPO_ROOT = Path(__file__).resolve().parent.parent
+PACKAGE = Path(__file__).resolve().parent.parent  # piep/
+REPO_ROOT = PACKAGE.parent
 
 
 def data_root() -> Path:
@@ -42,7 +45,7 @@ def _root(home: str | None) -> Path:
         return Path(home)
     if (REPO_ROOT / "calibration").is_dir():
         return REPO_ROOT
-    return Path(__file__).resolve().parent / "_data"
+    return PACKAGE / "_data"
 
 
 def model_trees_dir() -> Path:
@@ -60,7 +63,7 @@ def gpu_key(name: str) -> str:
     as '../x', is refused)."""
     key = str(name).strip().lower()
     if not USER_NAME.fullmatch(key):
-        from piep.errors import ConfigError
+        from piep.core.errors import ConfigError
         raise ConfigError(f"--gpu {name!r}: a GPU is named in letters, digits, '.', '-' and "
                           f"'_' (e.g. h200, h100-sxm)")
     return key
@@ -216,7 +219,7 @@ def journal_dir() -> Path:
 
 
 def recover_outputs() -> None:
-    """Complete the commits of outputs that killed runs left halfway (`piep.outputs`)."""
+    """Complete the commits of outputs that killed runs left halfway (`piep.core.outputs`)."""
     outputs.recover(journal_dir())
 
 
@@ -428,7 +431,7 @@ def register(name: str, version: int, *, positive: tuple[str, ...] = (),
 
 _WORKLOAD = dict(model=str, tp=int, pp=int, dp=int, batch=int, prompt_len=int, gen_len=int,
                  mode=str)
-# what a prediction of a batch and a served stream both state, named as piep.results names it
+# what a prediction of a batch and a served stream both state, named as piep.core.results names it
 _OUTCOME = dict(requests=int, output_tokens=int, energy_j=NUM, time_s=NUM,
                 j_per_output_token=NUM, j_per_request=NUM, ttft_s=dict, tpot_s=dict, e2e_s=dict,
                 prefill=dict, decode=dict, no_request=dict, breakdown_j=dict, flags=list)
@@ -536,7 +539,7 @@ def read_records(path: Path | str, schema: str, *, given: bool = False,
                  parse: Callable[[dict[str, Any], str], Any] | None = None) -> list[Any]:
     """The records of `schema` in a JSONL file, each checked (other lines are skipped);
     `given`: a file the user named, which must exist (else: none yet, an output to resume);
-    `parse(record, where)`: each record typed (e.g. `piep.records.Measurement.from_json`).
+    `parse(record, where)`: each record typed (e.g. `piep.core.records.Measurement.from_json`).
     The file is read a line at a time: only its records of `schema` are held."""
     if not given and not Path(path).exists():
         return []

@@ -22,12 +22,12 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Mapping
 
-from piep.config import FAMILY_FIELDS, ModelSpec, Parallel, Workload, size_problem
-from piep.engines import ENGINES, names
-from piep.engines import engine as engine_record
-from piep.errors import ConfigError
-from piep.gpus import GPU
-from piep.layout import Deployment, validate
+from piep.core.config import FAMILY_FIELDS, ModelSpec, Parallel, Workload, size_problem
+from piep.core.engines import ENGINES, names
+from piep.core.engines import engine as engine_record
+from piep.core.errors import ConfigError
+from piep.core.gpus import GPU
+from piep.core.layout import Deployment, validate
 
 HOST_PROBE = "launch_add_s"  # the probe host time scales with (time per tiny launch)
 BOARD_PROBE = "decode_gemm_power_w"  # a board's probe: a decode-like GEMM's power
@@ -86,7 +86,7 @@ def _spec(doc: Mapping[str, Any], where: str) -> ModelSpec:
             raise ConfigError(f"{where}: shape lacks {', '.join(missing)} (a shape states "
                               f"{', '.join(SHAPE_FIELDS)})")
         return spec_of_shape(str(doc["model"]), shape)
-    from piep.models import load_model
+    from piep.core.models import load_model
     try:
         return load_model(str(doc["model"]))
     except ConfigError:
@@ -399,7 +399,7 @@ def read_runs(path, schema: str, *, given: bool = False) -> list:
     """The records of `schema` in a JSONL file (other lines are skipped), each checked and
     typed: piep.measurement as `Measurement`s, piep.serving_measurement as
     `ServingReplay`s; `given`: a file the user named, which must exist."""
-    from piep.artifacts import read_records
+    from piep.core.artifacts import read_records
     kind = ServingReplay if schema == "piep.serving_measurement" else Measurement
     return read_records(path, schema, given=given, parse=kind.from_json)
 
@@ -608,7 +608,7 @@ def append_record(path, doc: Mapping[str, Any]) -> None:
     """Append one record of the lab to a JSONL file, after reading it back the way the
     fits will (its schema, then its type): a record they could not read is refused in one
     line before it is written, not found at fitting time."""
-    from piep.artifacts import append_jsonl, check_document
+    from piep.core.artifacts import append_jsonl, check_document
     where = f"record for {path}"
     check_document(dict(doc), where)
     if doc["schema"] in TYPED:
@@ -691,8 +691,8 @@ def foreign_run(rec: Any, where: str) -> ForeignRun:
 
 def is_foreign(path: str | Path) -> bool:
     """The file's first record is not one of piep's (it has no `schema`)."""
-    from piep.artifacts import iter_jsonl
-    from piep.errors import ArtifactError
+    from piep.core.artifacts import iter_jsonl
+    from piep.core.errors import ArtifactError
     try:
         for _, first in iter_jsonl(path):
             return isinstance(first, Mapping) and "schema" not in first
@@ -703,7 +703,7 @@ def is_foreign(path: str | Path) -> bool:
 
 def load_foreign(path: str | Path) -> list[ForeignRun]:
     """Every run of a JSONL file of another harness (one line per run)."""
-    from piep.artifacts import iter_jsonl
+    from piep.core.artifacts import iter_jsonl
     runs = [foreign_run(rec, f"{path}:{i}") for i, rec in iter_jsonl(path)]
     if not runs:
         raise ConfigError(f"{path}: no runs")

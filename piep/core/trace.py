@@ -18,8 +18,8 @@ from pathlib import Path
 
 import numpy as np
 
-from piep.config import LIMITS
-from piep.errors import ConfigError
+from piep.core.config import LIMITS
+from piep.core.errors import ConfigError
 
 # the longest stream priced: a month of arrivals. Beyond it the window is the boards' idle
 # power over the gaps, not serving (a rate of 1e-9/s or an arrival at 1e12 s priced decades
@@ -100,7 +100,7 @@ def read_trace(path: str | Path) -> Trace:
     """A trace file: JSONL (one object per line) or CSV with a header."""
     import itertools
 
-    from piep.artifacts import iter_jsonl, read_text
+    from piep.core.artifacts import iter_jsonl, read_text
     if Path(path).suffix.lower() == ".csv":
         source = csv.DictReader(io.StringIO(read_text(path)))
     else:

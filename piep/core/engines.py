@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from piep.errors import ConfigError
+from piep.core.errors import ConfigError
 
 
 @dataclass(frozen=True, kw_only=True)

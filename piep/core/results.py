@@ -16,7 +16,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from piep.errors import ConfigError
+from piep.core.errors import ConfigError
 
 # name: (label in tables, meaning), the words `piep predict`, `serve`, `compare`, `sweep`,
 # `report` and `optimize` use for them

@@ -14,15 +14,15 @@ from functools import cached_property, lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from piep.artifacts import read_json, user_data_dir
-from piep.config import ModelSpec, Parallel, Workload
-from piep.engines import DEFAULT_ENGINE, ENGINES, Engine, names, reference_engine
-from piep.errors import ConfigError, PiepError
-from piep.gpus import DEFAULT_GPU, GPU
-from piep.layout import Deployment, validate
+from piep.core.artifacts import read_json, user_data_dir
+from piep.core.config import ModelSpec, Parallel, Workload
+from piep.core.engines import DEFAULT_ENGINE, ENGINES, Engine, names, reference_engine
+from piep.core.errors import ConfigError, PiepError
+from piep.core.gpus import DEFAULT_GPU, GPU
+from piep.core.layout import Deployment, validate
 
 if TYPE_CHECKING:  # numpy and the trace module load when a stream is asked for
-    from piep.trace import Trace
+    from piep.core.trace import Trace
 
 log = logging.getLogger("piep.scenario")
 ENGINE_PROFILE_SCHEMA = "piep.engine_profile"  # where a user's engine names what it is like
@@ -259,7 +259,7 @@ class Scenario:
             return self.workload.trace
         import numpy as np
 
-        from piep.trace import make_trace
+        from piep.core.trace import make_trace
         n = self.workload.batch // self.parallel.dp
         w = self.workload
         return make_trace(np.zeros(n), np.full(n, w.prompt_len), np.full(n, w.gen_len),
@@ -277,7 +277,7 @@ class Scenario:
         if isinstance(model, ModelSpec):
             spec = model
         else:
-            from piep.models import load_model
+            from piep.core.models import load_model
             spec = load_model(model)
         ref = engine_for(engine, mode, host_probe_us)
         # (a steady-priced engine's GPU is priced from the reference GPU's, its profile
@@ -296,7 +296,7 @@ class Scenario:
         """A variant: any of model, gpu, tp, pp, dp, engine, mode, batch, prompt_len,
         gen_len, cache_len, host_probe_us, trace (a stream instead of a batch); validated
         again."""
-        from piep.models import load_model
+        from piep.core.models import load_model
         model = changes.pop("model", self.model)
         gpu, transfer = self.gpu, self.transfer
         if "gpu" in changes:
@@ -350,7 +350,7 @@ class Scenario:
     def to_json(self) -> dict[str, Any]:
         """The scenario as a document (`--scenario FILE.json` reads it back): a shipped
         model by name, any other by its config."""
-        from piep.models import shipped_models
+        from piep.core.models import shipped_models
         shipped = {m.name for m in shipped_models()}
         m = self.model
         model: Any = m.name if m.name in shipped and _shipped_spec(m.name) == m else \
@@ -412,7 +412,7 @@ SCENARIO_SCHEMA = "piep.scenario"
 
 def _requests(rows: Any, where: str) -> "Trace":
     """A stream's requests from scenario rows: arrival_s, prompt_len, gen_len[, id]."""
-    from piep.trace import make_trace
+    from piep.core.trace import make_trace
     if not isinstance(rows, list) or not all(isinstance(r, dict) for r in rows):
         raise ConfigError(f"{where} is a list of {{arrival_s, prompt_len, gen_len[, id]}}")
     for k, r in enumerate(rows):
@@ -428,15 +428,15 @@ def _requests(rows: Any, where: str) -> "Trace":
 
 
 def _shipped_spec(name: str) -> ModelSpec:
-    from piep.models import load_model
+    from piep.core.models import load_model
     return load_model(name)
 
 
 def gpu_profile(name: str, allow_uncalibrated: bool = False) -> tuple[GPU, dict | None]:
     """(GPU profile, spec-sheet ratios or None): the calibration, or with
     `allow_uncalibrated` the spec-sheet transfer for a GPU that has none."""
-    from piep.artifacts import gpu_key
-    from piep.gpus import known_gpus, load_gpu, transfer_gpu
+    from piep.core.artifacts import gpu_key
+    from piep.core.gpus import known_gpus, load_gpu, transfer_gpu
     gpu_key(name)  # a name at all (not a path)
     try:
         return load_gpu(name), None

@@ -14,8 +14,8 @@ from dataclasses import asdict, dataclass, fields as dataclass_fields
 from functools import lru_cache
 from typing import Any, Mapping
 
-from piep.errors import ConfigError
-from piep.families import (ACTIVATIONS, FAMILIES, MOE_PRICED, MOE_TYPES, PRICED, nope_layers,
+from piep.core.errors import ConfigError
+from piep.core.families import (ACTIVATIONS, FAMILIES, MOE_PRICED, MOE_TYPES, PRICED, nope_layers,
                            rotary_share, sliding_layers, softcapped)
 
 BF16_BYTES = 2
@@ -104,7 +104,7 @@ def _positive_int(key: str, value: Any, problems: list[str]) -> int:
 @dataclass(frozen=True, kw_only=True)
 class ModelSpec:
     """Shape of a dense decoder: Llama's layer, and what its family runs beyond it
-    (`piep.families`: q/k norms, post-norms, fused projections, GeGLU, partial RoPE,
+    (`piep.core.families`: q/k norms, post-norms, fused projections, GeGLU, partial RoPE,
     sliding and NoPE layers, scalar multiplies)."""
 
     name: str
@@ -135,7 +135,7 @@ class ModelSpec:
     checkpoint_dtype: str | None = None
     # quantized weights in words (`quantization_config`); None: not quantized
     quantization: str | None = None
-    # --- what the family's layer runs beyond Llama's (piep.families; defaults: Llama) ---
+    # --- what the family's layer runs beyond Llama's (piep.core.families; defaults: Llama) ---
     qk_norm: str | None = None         # "head" | "whole": RMSNorm of q and k before RoPE
     pre_norms: bool = True             # RMSNorm before attention and before the MLP
     post_norms: bool = False           # RMSNorm of attention's and the MLP's outputs
@@ -483,7 +483,7 @@ class ModelSpec:
 TEXT_TYPES = {"gemma3": "gemma3_text", "llama4": "llama4_text", "mistral3": "ministral3"}
 # the families whose config.json piep wrote as Llama's before families were data
 LLAMA_LIKE = ("llama", "mistral", "qwen2")
-# the fields a family sets (piep.families), with Llama's values
+# the fields a family sets (piep.core.families), with Llama's values
 FAMILY_FIELDS = ("qk_norm", "pre_norms", "post_norms", "fused_qkv", "fused_gate_up",
                  "gated_mlp", "parallel_block",
                  "activation", "rotary_dim", "sliding_layers", "nope_layers",

@@ -10,9 +10,9 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from piep.artifacts import load_json, model_trees_dir
-from piep.config import ModelSpec
-from piep.errors import ArtifactError, ConfigError
+from piep.core.artifacts import load_json, model_trees_dir
+from piep.core.config import ModelSpec
+from piep.core.errors import ArtifactError, ConfigError
 
 
 @dataclass(frozen=True)
@@ -69,7 +69,7 @@ def hf_cache_dir() -> Path:
 
 def _own_dir(repo_id: str) -> Path:
     """Where `piep models add` keeps a model ID's config.json."""
-    from piep.artifacts import user_data_dir
+    from piep.core.artifacts import user_data_dir
     return user_data_dir() / "models" / repo_id.replace("/", "--")
 
 
@@ -96,7 +96,7 @@ def add_model(repo_id: str, *, revision: str = "main", timeout_s: float = 20.0,
     import urllib.error
     import urllib.request
 
-    from piep.artifacts import output_set, parse_json, write_text
+    from piep.core.artifacts import output_set, parse_json, write_text
     if not HUB_ID.fullmatch(repo_id or ""):
         raise ConfigError(f"{repo_id!r}: a model ID is ORG/NAME (e.g. Qwen/Qwen3-8B)")
     if not re.fullmatch(r"[A-Za-z0-9._-]+", revision):

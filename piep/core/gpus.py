@@ -6,8 +6,8 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
-from piep.artifacts import calibration_dir, read_json
-from piep.errors import ConfigError
+from piep.core.artifacts import calibration_dir, read_json
+from piep.core.errors import ConfigError
 
 DEFAULT_GPU = "h200"  # the GPU piep is calibrated on; every command's default
 
@@ -57,14 +57,14 @@ class GPU:
 
 
 def known_gpus() -> list[str]:
-    from piep.artifacts import user_calibration_dir
+    from piep.core.artifacts import user_calibration_dir
     roots = (calibration_dir("x").parent, user_calibration_dir("x").parent)
     return sorted({p.parent.name for root in roots for p in root.glob("*/gpu.json")})
 
 
 @lru_cache(maxsize=8)
 def load_gpu(name: str) -> GPU:
-    from piep.artifacts import gpu_key
+    from piep.core.artifacts import gpu_key
     key = gpu_key(name)
     path = calibration_dir(key) / "gpu.json"
     if not path.is_file():
@@ -80,7 +80,7 @@ def load_gpu(name: str) -> GPU:
 
 
 def spec_sheets() -> dict[str, Any]:
-    from piep.artifacts import data_root
+    from piep.core.artifacts import data_root
     return read_json(data_root() / "calibration" / "spec_sheets.json", "piep.spec_sheets")
 
 

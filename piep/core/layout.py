@@ -8,10 +8,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 
-from piep.config import BF16_BYTES, ModelSpec, Parallel, Workload, divisors
-from piep.engines import Engine, engine as engine_record
-from piep.errors import ConfigError, FitError
-from piep.gpus import GPU
+from piep.core.config import BF16_BYTES, ModelSpec, Parallel, Workload, divisors
+from piep.core.engines import Engine, engine as engine_record
+from piep.core.errors import ConfigError, FitError
+from piep.core.gpus import GPU
 
 GIB = 1024 ** 3
 

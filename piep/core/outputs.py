@@ -16,7 +16,7 @@
 * What a killed run left beside an output (temporaries, staging folders) is removed by
   the next run that writes there.
 
-Only `piep.artifacts` uses this module; everything else writes through it.
+Only `piep.core.artifacts` uses this module; everything else writes through it.
 """
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-from piep.errors import OutputError
+from piep.core.errors import OutputError
 
 # a leftover beside an output: .NAME.PID-TOKEN.piep-KIND
 _LEFTOVER = re.compile(r"^\.(?P<name>.+)\.(?P<pid>\d+)-[0-9a-f]{8}\.piep-(?P<kind>tmp|new|old)"
