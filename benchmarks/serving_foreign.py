@@ -47,7 +47,7 @@ def as_vllm_result(rep) -> dict:
 
 def foreign_replays():
     """(the built-in replays, the same as benchmark replays read back)."""
-    from piep.bench_results import replay_record
+    from piep.sampling.bench_results import replay_record
     from piep.fit.engines import engine_records
     from piep.core.records import ServingReplay
     built_in = engine_records("h200", "hf-cb")

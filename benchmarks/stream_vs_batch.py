@@ -24,7 +24,7 @@ sys.path.insert(0, str(ROOT))
 def main() -> int:
     from piep.fit.engines import engine_records
     from piep.predict.pricing import price
-    from piep.resolve import resolve
+    from piep.predict.resolve import resolve
     from piep.core.scenario import Scenario
     from piep.serving.serve import serve, serving_scenario
     from piep.core.trace import make_trace

@@ -1,5 +1,5 @@
 """Python API: the library functions the CLI calls. Every prediction goes through the one
-pricing path (`piep.predict.pricing`) for a resolved `Scenario` (`piep.resolve`); a
+pricing path (`piep.predict.pricing`) for a resolved `Scenario` (`piep.predict.resolve`); a
 serving engine's batch is priced as the stream it is (its requests arriving at once, its
 scheduler running them: `piep.serving`)."""
 
@@ -7,9 +7,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from piep.resolve import (PREDICTORS, Resolved, cost_model, deployment, engine_profile,  # noqa: F401
+from piep.predict.resolve import (PREDICTORS, Resolved, cost_model, deployment, engine_profile,  # noqa: F401
                           resolve, scenario)
-from piep.flags import explain
+from piep.predict.flags import explain
 from piep.core.results import Prediction
 from piep.core.scenario import Scenario
 

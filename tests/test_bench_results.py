@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from piep.bench_results import read_results, replay_record, requests_of
+from piep.sampling.bench_results import read_results, replay_record, requests_of
 from piep.cli import main
 from piep.core.errors import ConfigError
 from piep.core.trace import poisson_trace
@@ -216,7 +216,7 @@ def _held(n=60, concurrency=4, **over):
 
 
 def test_a_run_held_at_a_concurrency_is_a_steady_state(tmp_path, monkeypatch, capsys):
-    from piep.bench_results import steady_record
+    from piep.sampling.bench_results import steady_record
     path = tmp_path / "held.json"
     path.write_text(json.dumps(_held()))
     rec = steady_record(path, model="llama-2-7b", engine="vllm", engine_version="0.11",

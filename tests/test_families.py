@@ -142,7 +142,7 @@ def test_partial_rotary_rotates_its_share_and_copies_the_rest():
 
 
 def test_a_family_round_trips_through_its_config_and_a_record_shape():
-    from piep.meter import model_shape
+    from piep.sampling.meter import model_shape
     from piep.core.records import spec_of_shape
     for model_type in PRICED:
         spec = small(model_type)
@@ -156,7 +156,7 @@ def test_a_family_round_trips_through_its_config_and_a_record_shape():
 def test_llama_hashes_and_shapes_are_as_before():
     """A Llama-family record's hash and shape carry nothing of the families (records
     written before the families were data still name their model)."""
-    from piep.meter import model_shape
+    from piep.sampling.meter import model_shape
     from piep.core.models import load_model
     spec = load_model("llama-2-7b")
     assert spec.facts() == {} and "family" not in model_shape(spec)

@@ -11,14 +11,13 @@ PIEP = Path(__file__).resolve().parent.parent / "piep"
 LAYERS = {
     0: ("__init__", "core"),
     1: ("device", "stats"),
-    2: ("clocks", "meter"),
-    3: ("tree", "bench_results", "dataset"),
+    2: ("clocks",),
+    3: ("tree", "dataset"),
     4: ("predict",),
-    5: ("resolve", "flags"),
-    6: ("api", "plan", "sampling", "compare", "sweep", "serving", "fit"),
-    7: ("optimize", "report"),
-    8: ("commands",),
-    9: ("cli", "__main__"),
+    5: ("api", "plan", "sampling", "compare", "sweep", "serving", "fit"),
+    6: ("optimize", "report"),
+    7: ("commands",),
+    8: ("cli", "__main__"),
 }
 LEVEL = {unit: level for level, units in LAYERS.items() for unit in units}
 
@@ -145,7 +144,7 @@ def test_pynvml_only_in_the_device_seam():
 # transformers' continuous batching (that engine's own measurement) name engines as data
 # (bench_results reads the result files of vLLM's and SGLang's benchmarks: a format's name)
 NAMES_ENGINES = ("piep/core/engines.py", "piep/sampling/design.py", "piep/sampling/hf_cb.py",
-                 "piep/bench_results.py")
+                 "piep/sampling/bench_results.py")
 
 
 def test_only_the_registry_names_an_engine():

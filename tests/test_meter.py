@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from piep import meter
+from piep.sampling import meter
 from piep.cli import main
 from piep.device.fake import FakeClock, FakeDevice
 from piep.core.errors import ConfigError

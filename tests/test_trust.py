@@ -12,7 +12,7 @@ import pytest
 from piep import api
 from piep.cli import main
 from piep.compare import compare
-from piep.flags import FLAGS, explain
+from piep.predict.flags import FLAGS, explain
 from piep.core.results import clear_best
 from piep.core.scenario import Scenario
 

@@ -347,5 +347,5 @@ def out_of_range_lines(doc: dict) -> list[str]:
 
 def flag_lines(flags) -> list[str]:
     """Each distinct flag's registered meaning, as lines under a human table."""
-    from piep.flags import lines
+    from piep.predict.flags import lines
     return lines(flags)

@@ -1,7 +1,7 @@
 """`piep meter -- CMD`: the energy of a command on this machine's GPUs, as a measurement
 record of a foreign engine (one window around the command; `--prefill-cmd` adds the
 prefill split); with `--serving-result FILE`, a serving benchmark's run (vLLM's or
-SGLang's result file, piep.bench_results) as a replayed trace."""
+SGLang's result file, piep.sampling.bench_results) as a replayed trace."""
 
 from __future__ import annotations
 
@@ -48,7 +48,7 @@ def configure(parser) -> None:
 
 
 def _window(gpus):
-    from piep.meter import window
+    from piep.sampling.meter import window
     return window(gpus)
 
 
@@ -61,7 +61,7 @@ def _metered(cmd: list[str], gpus):
 
 
 def run(args) -> int:
-    from piep.meter import record
+    from piep.sampling.meter import record
     from piep.core.records import append_record as append
     cmd = list(args.passthrough)
     if args.serving_result:
@@ -97,7 +97,7 @@ def _serving(args, cmd: list[str]) -> int:
     """A serving benchmark's run as a replay: metered around `cmd` (which writes the result
     file), or read with the file's own energy."""
     from pathlib import Path
-    from piep.bench_results import held_at, replay_record
+    from piep.sampling.bench_results import held_at, replay_record
     from piep.core.records import append_record as append
     if args.tp < 1 or args.run == 0:
         raise ConfigError("--tp is a positive integer; --run counts from 1 (or -1, the last)")
@@ -134,7 +134,7 @@ def _steady(args, run_index: int, window: dict | None) -> int:
     """A run held at its max_concurrency: a steady-state record (piep.steady_measurement),
     its energy the window around the command less its start-up and tear-down at idle."""
     from piep.core.artifacts import append_jsonl, check_document
-    from piep.bench_results import steady_record
+    from piep.sampling.bench_results import steady_record
     if not args.gpu:
         raise ConfigError(f"{args.serving_result}: a run held at max_concurrency is a steady "
                           f"state: give --gpu (the GPU type it ran on, e.g. h100)")

@@ -102,7 +102,7 @@ def run(args) -> int:
             write_text(stage / "trace.jsonl", scn.requests().to_jsonl())
         if args.vllm_result:
             from piep.core.artifacts import json_text
-            from piep.bench_results import vllm_result
+            from piep.sampling.bench_results import vllm_result
             write_text(tx.file(args.vllm_result),
                        json_text(vllm_result(doc, scn.requests())) + "\n")
             doc["vllm_result"] = args.vllm_result

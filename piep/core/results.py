@@ -226,7 +226,7 @@ class Prediction:
     """A batch priced: what `piep predict` answers (schema piep.prediction), built once
     (`piep.api.prediction`) and written by one serializer (`to_json`). Its requests,
     energy, time and latencies are `outcome`'s; `phases` splits the window (prefill,
-    decode, no request); `flag_notes` explain `flags` (piep.flags)."""
+    decode, no request); `flag_notes` explain `flags` (piep.predict.flags)."""
     predictor: str
     engine: str                         # the engine in words
     deployment: dict[str, Any]          # model, gpu, layout, workload

@@ -1,9 +1,6 @@
-"""Fitting: what piep learns from measurements, in one room. The learned predictor's
-training (`predictor`, on the calibration records `piep.dataset` reads; the kernel
-`census` of an engine), the engine-profile fits (`engines`), the serving profile from
-replayed request traces (`serving`), the tensor-parallel path from runs of another
-harness (`tp_path`), the frequency model and its check on a clock sweep (`freq`,
-`freq_check`), `piep train`'s orchestration (`train`) and what its folds log as they end
-(`progress`). piep.predict keeps what a prediction reads; piep.core.records reads what a
-measurement record says.
-"""
+"""Fitting: what piep learns from measurements - the learned predictor (`predictor`, on
+records `piep.dataset` reads), engine, serving and steady-state profiles, the frequency model.
+Only the command line imports it; it imports core/ and the wings below it."""
+
+__all__ = ["census", "engines", "freq", "freq_check", "plausible", "predictor", "progress",
+           "serving", "steady", "tp_path", "train", "waits", "workers"]

@@ -50,7 +50,7 @@ class Pricer:
     current one of the engine)."""
 
     def __init__(self, gpu: str = "h200", profiles: dict[str, Any] | None = None):
-        from piep.resolve import cost_model
+        from piep.predict.resolve import cost_model
         self.gpu, self.base = gpu, cost_model(gpu, "learned")
         self.profiles = dict(profiles or {})
         # (run, probe, module models) -> the run's leaf table and its module outputs: a fit
@@ -60,7 +60,7 @@ class Pricer:
     def model(self, engine: str):
         """The cost model of `engine`."""
         if engine not in self.profiles:
-            from piep.resolve import engine_profile
+            from piep.predict.resolve import engine_profile
             self.profiles[engine] = engine_profile(self.gpu, engine)
         return self.profiles[engine].apply(self.base)
 

@@ -16,7 +16,7 @@ def tp_path(*, gpu: str, engine: str, from_measurements: str, out: str | None = 
     from piep.core.records import load_foreign
     from piep.fit.tp_path import Pricer, with_tp_path
     from piep.predict.engines import save_profile, shipped_profile_dir, user_profile_dir
-    from piep.resolve import engine_profile as current_profile
+    from piep.predict.resolve import engine_profile as current_profile
     from piep.core.engines import names
     paths = names(tp_path=True)
     if engine not in paths or like:

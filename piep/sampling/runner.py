@@ -22,7 +22,7 @@ from typing import Any
 import torch
 import torch.distributed as dist
 
-from piep.meter import model_shape  # noqa: F401  (re-exported: samplers import it here)
+from piep.sampling.meter import model_shape  # noqa: F401  (re-exported: samplers import it here)
 from piep.core.config import ModelSpec, Parallel, Workload
 from piep.device import clock
 from piep.core.errors import ConfigError
@@ -351,8 +351,8 @@ def _record(spec, parallel, workload, ranks, k_prefill, k_decode, steps, sdpa, t
 
 def record_head(spec: ModelSpec, parallel: Parallel, workload: Workload,
                 mode: str) -> dict[str, Any]:
-    """What every measurement record starts with (`piep.meter.record_head`)."""
-    from piep.meter import record_head as head
+    """What every measurement record starts with (`piep.sampling.meter.record_head`)."""
+    from piep.sampling.meter import record_head as head
     return head(spec, parallel, workload, mode)
 
 

@@ -17,11 +17,11 @@ from typing import Any
 import numpy as np
 
 from piep.core.errors import ConfigError
-from piep.flags import IDLE_DOMINATED, explain
+from piep.predict.flags import IDLE_DOMINATED, explain
 from piep.core.engines import names
 from piep.predict.power import SUSTAINED_S
 from piep.predict.pricing import flags as pricing_flags
-from piep.resolve import Resolved, resolve
+from piep.predict.resolve import Resolved, resolve
 from piep.core.results import Prediction, ServingResult, Summary
 from piep.core.scenario import Scenario
 from piep.serving.costs import IterationCosts, IterationGrid

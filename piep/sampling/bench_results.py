@@ -158,7 +158,7 @@ def replay_record(path: str | Path, *, model, engine: str, engine_version: str,
     around the benchmark, idle-corrected to its duration), else the file's own
     `gpu_energy_j`. `model`: a name or config.json piep reads, or a ModelSpec."""
     from piep.core.config import ModelSpec
-    from piep.meter import model_shape
+    from piep.sampling.meter import model_shape
     from piep.core.models import load_model
     runs = read_results(path)
     if not -len(runs) <= run_index < len(runs):

@@ -3,7 +3,7 @@ windows aligned to the NVML counter's ticks around any work on this machine's GP
 waits to the ticks priced at idle power), written as measurement records an engine
 profile is fitted on (`piep train --engine NAME --from-measurements`).
 
-    from piep import meter
+    from piep.sampling import meter
     with meter.window([0, 1]) as whole:          # the GPUs the engine runs on
         engine.generate(prompts, max_new_tokens=G)  # must return when the GPUs are done
     rec = meter.record("llama-3-8b", engine="vllm", engine_version="0.9", batch=B,
