@@ -211,7 +211,7 @@ def insitu_gap(gpu) -> list[list]:
     from piep.core.layout import validate
     from piep.core.config import Parallel, Workload
     from piep.core.models import load_model
-    from piep.predict.learned import load_learned
+    from piep.predict.store import load_learned
     from piep.predict.table import TableBuilder
     path = ROOT / "calibration" / "h200" / "insitu" / "insitu.jsonl"
     model = load_learned("h200")

@@ -96,7 +96,7 @@ def kernel_power() -> list[tuple[str, str, int, float, float, float]]:
 def bias_by_board(runs: list[dict]) -> list[tuple[str, int, float, str]]:
     """(board, runs, median energy error of the shipped predictor, files) per board."""
     from piep.core.gpus import load_gpu
-    from piep.predict.learned import predictor_dir
+    from piep.predict.store import predictor_dir
     from piep.predict.pricing import price
     from piep.predict.store import load
     from piep.core.records import Measurement

@@ -23,7 +23,7 @@ from piep.core.layout import Deployment  # noqa: E402
 from piep.fit.engines import (engine_records, profile_lomo, profile_rows,  # noqa: E402
                               typical_host_s)
 from piep.predict.engines import load_profile  # noqa: E402
-from piep.predict.learned import load_learned  # noqa: E402
+from piep.predict.store import load_learned  # noqa: E402
 from piep.predict.pricing import price  # noqa: E402
 from piep.core.artifacts import read_jsonl  # noqa: E402
 from piep.core.records import KernelCensus, read_runs  # noqa: E402

@@ -30,7 +30,7 @@ from serving_blind import blind_rows  # noqa: E402
 from engines_blind import device_calls  # noqa: E402
 
 from piep.fit.engines import engine_records  # noqa: E402
-from piep.predict.learned import load_learned  # noqa: E402
+from piep.predict.store import load_learned  # noqa: E402
 from piep.fit.serving import held_out  # noqa: E402
 from piep.stats.conformal import cross_coverage  # noqa: E402
 

@@ -65,7 +65,7 @@ def _held_out(job):
     """Rows of one shape's replays, predicted by a fit on the other shapes' replays."""
     shape, maxiter = job
     from piep.fit.serving import _cases, case_row, fit_cb_profile
-    from piep.predict.learned import load_learned
+    from piep.predict.store import load_learned
     base = load_learned("h200")
     _, reps = foreign_replays()
     train = [r for r in reps if r.model != shape]

@@ -118,7 +118,7 @@ def foreign_fit() -> tuple[float, float, int]:
     leave-one-shape-out folds, shapes), as `piep train --engine NAME --like hf-cb` fits."""
     import serving_foreign
     from piep.fit.serving import Shared, fit_cb_profile, held_out_on_hosts
-    from piep.predict.learned import load_learned
+    from piep.predict.store import load_learned
     base = load_learned("h200")
     _, reps = serving_foreign.foreign_replays()
     shared = Shared()

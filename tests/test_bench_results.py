@@ -141,7 +141,7 @@ def test_a_serving_engine_of_your_own_is_fitted_from_its_benchmarks(tmp_path, mo
     90 W while the host works) at two rates, fitted `--like hf-cb`: `piep serve --engine
     NAME` then predicts a third rate as the engine serves it."""
     from piep.fit.serving import _with_terms
-    from piep.predict.learned import load_learned
+    from piep.predict.store import load_learned
     monkeypatch.setenv("PIEP_DATA_DIR", str(tmp_path / "data"))
     base = load_learned("h200")
     truth = _with_terms(base, {"time_scale.prefill": 1.1, "time_scale.kind:attention": 1.8,

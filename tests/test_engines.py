@@ -12,7 +12,7 @@ from piep.core.errors import ConfigError
 from piep.core.engines import ENGINES
 from piep.fit.engines import engine_records, fit_profile
 from piep.predict.engines import load_profile, save_profile
-from piep.predict.learned import load_learned
+from piep.predict.store import load_learned
 from piep.fit.predictor import get_term
 from piep.tree import build_tree
 from piep.tree.builder import ELEMENTWISE

@@ -66,7 +66,7 @@ def test_many_rows_go_to_lightgbm_with_the_same_numbers(monkeypatch):
     times faster), a prediction's few by numpy (more than a few by LightGBM once it is
     imported): the same numbers either way."""
     import piep.predict.gbdt as gbdt
-    from piep.predict.learned import load_learned
+    from piep.predict.store import load_learned
     km = load_learned("h200").modules.kinds["linear"]
     rng = np.random.default_rng(1)
     x = km.mean + rng.normal(size=(gbdt.MANY_ROWS + 5, len(km.mean))) * km.std
@@ -167,7 +167,7 @@ def test_products_in_blocks_give_the_whole_products_numbers(monkeypatch):
 def test_the_range_test_finds_the_nearest_sample():
     """The out-of-range flag (the nearest training sample, found by one matrix product per
     chunk) is the brute-force search's, also for leaves close to the threshold."""
-    from piep.predict.learned import load_learned
+    from piep.predict.store import load_learned
     rng = np.random.default_rng(2)
     flagged = 0
     for km in load_learned("h200").modules.kinds.values():
@@ -191,7 +191,7 @@ def test_the_range_test_at_its_threshold_searches_in_double_precision(monkeypatc
     single-precision search can tell: they are searched again in double precision and
     answered as the brute-force search answers them."""
     import piep.predict.module_models as mm
-    from piep.predict.learned import load_learned
+    from piep.predict.store import load_learned
     km = load_learned("h200").modules.kinds["linear"]
     train, limit = km.train_z, km.oor_threshold
     rng = np.random.default_rng(4)
@@ -278,7 +278,7 @@ def test_a_kinds_gbdts_beside_the_caller_give_its_numbers():
     """`boosted_aside` (the shipped module models' forests on the worker thread, from
     `MANY_ROWS` rows; at once below) answers what `boosted` answers, to the bit."""
     from piep.predict import module_models as mm
-    from piep.predict.learned import load_learned
+    from piep.predict.store import load_learned
     rng = np.random.default_rng(6)
     kinds = load_learned("h200").modules.kinds
     for name in ("linear", "attention", "norm"):

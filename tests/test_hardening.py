@@ -437,7 +437,7 @@ def test_a_broken_fitted_file_is_one_line_naming_it(what, spoil, tmp_path, monke
                 mine / "engines" / "hf-static" / "profile.json")
     spoil(mine)
     monkeypatch.setenv("PIEP_DATA_DIR", str(tmp_path / "data"))
-    from piep.predict.learned import load_learned
+    from piep.predict.store import load_learned
     load_learned.cache_clear()
     try:
         code, out, err = _run(["predict", "--model", "llama-2-7b", "--engine", "hf-static"])

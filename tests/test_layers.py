@@ -181,3 +181,30 @@ def test_the_roles_of_lab_fitting_and_prediction():
                 and (e[2] in ("fit", "serving", "resolve", "api")
                      or (e[2] == "predict" and e[0] not in LAB_READS_THE_PREDICTOR))]
     assert not [e for e in edges if e[2] == "fit" and e[1] not in ("fit", "commands")]
+
+
+def test_no_cycle_between_modules():
+    """No two modules import each other, even lazily inside a function (a circle the
+    layers cannot see: two modules of one wing)."""
+    modules = {".".join(p.relative_to(PIEP.parent).with_suffix("").parts)
+               .removesuffix(".__init__") for p, _ in _parsed()}
+    graph = defaultdict(set)
+    for path, _, name in _imports():
+        src = ".".join(path.with_suffix("").parts).removesuffix(".__init__")
+        while name and name not in modules:
+            name = name.rpartition(".")[0]
+        if name and name not in (src, "piep"):
+            graph[src].add(name)
+    state: dict[str, int] = {}
+
+    def visit(u, stack):
+        state[u] = 1
+        for v in sorted(graph[u]):
+            if state.get(v) == 1:
+                raise AssertionError("import cycle: " + " -> ".join(stack + [u, v]))
+            if v not in state:
+                visit(v, stack + [u])
+        state[u] = 2
+    for u in sorted(graph):
+        if u not in state:
+            visit(u, [])

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from piep import api
-from piep.predict.learned import load_learned
+from piep.predict.store import load_learned
 from piep.predict.power import SUSTAINED_S, BoardLimit
 from piep.predict.pricing import price
 

@@ -384,7 +384,7 @@ def test_the_serving_fit_recovers_an_engine_from_its_iteration_logs():
     """Replays simulated with known terms (slow attention, 30 ms per iteration, 90 W while
     waiting for the host) are fitted back: iteration times and window energies of a trace
     the fit never saw come out as the known engine gives them."""
-    from piep.predict.learned import load_learned
+    from piep.predict.store import load_learned
     from piep.fit.serving import _cases, _with_terms, case_row, fit_cb_profile
     base = load_learned("h200")
     truth = _with_terms(base, {"time_scale.prefill": 1.1, "time_scale.kind:attention": 1.8,
@@ -458,7 +458,7 @@ def test_iterations_priced_in_part_cost_what_the_whole_grid_gives():
     grid priced at the points a known schedule reads, and a schedule re-priced at another
     gap power (the energies a simulation at that power gives; its times are refused
     changed)."""
-    from piep.predict.learned import load_learned
+    from piep.predict.store import load_learned
     from piep.serving.costs import IterationTimes
     from piep.serving.serve import iteration_grid, serving_scenario, with_host
     from piep.serving.simulate import repriced
@@ -512,7 +512,7 @@ def test_a_fit_without_iteration_logs_retimes_simulated_schedules():
             errs.append((np.log(tpot / c.meas[1]) ** 2 + np.log(e2e / c.meas[2]) ** 2
                          + np.log(energy / c.meas[0]) ** 2) / 3)
         return float(np.mean(errs))
-    from piep.predict.learned import load_learned
+    from piep.predict.store import load_learned
     base = load_learned("h200")
     reps = sorted(engine_records("h200", "hf-cb"), key=lambda r: len(r.requests))[:3]
     cases = _cases(base, reps, 1.3)

@@ -59,7 +59,7 @@ def _host_probe() -> dict[str, float]:
 
 def _predictors(gpus) -> dict:
     """Which predictor answers for each GPU: the user's refit, or the shipped one."""
-    from piep.predict.learned import answering_predictor_dir, user_predictor_dir
+    from piep.predict.store import answering_predictor_dir, user_predictor_dir
     out = {}
     for gpu in gpus:
         folder = answering_predictor_dir(gpu)
@@ -67,7 +67,7 @@ def _predictors(gpus) -> dict:
             out[gpu] = {"folder": str(folder), "source": "your refit (piep train "
                         "--from-measurements)" if folder == user_predictor_dir(gpu)
                         else "shipped"}
-            from piep.predict.learned import load_learned
+            from piep.predict.store import load_learned
             moved = (load_learned(gpu).meta or {}).get("moves_shipped")
             if moved:
                 out[gpu]["moves_shipped"] = moved

@@ -40,7 +40,7 @@ def configure(parser) -> None:
 
 
 def run(args) -> int:
-    from piep.predict.learned import load_learned
+    from piep.predict.store import load_learned
     if args.steady_states:
         return _fit_steady(args)
     _check_engine(args)
@@ -90,7 +90,7 @@ def _claim_output(args) -> Path:
                                    else shipped_profile_dir(args.gpu, args.engine)))
         writable(folder / "profile.json", "--out")
         return folder
-    from piep.predict.learned import predictor_dir, user_predictor_dir
+    from piep.predict.store import predictor_dir, user_predictor_dir
     from piep.predict.store import SIGNATURE
     folder = Path(args.out or (user_predictor_dir(args.gpu) if args.from_measurements
                                else predictor_dir(args.gpu)))

@@ -383,7 +383,7 @@ def refit_on_measurements(gpu_name: str, path) -> tuple[LearnedModel, int]:
     """Keep the shipped module models; refit the gap terms and the combiner on a user's
     own end-to-end records (e.g. of their serving engine)."""
     from piep.core.errors import ArtifactError
-    from piep.predict.learned import predictor_dir
+    from piep.predict.store import predictor_dir
     from piep.core.records import read_runs
     from piep.predict.store import load
     gpu = load_gpu(gpu_name)

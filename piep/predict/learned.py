@@ -14,8 +14,6 @@ from __future__ import annotations
 import logging
 import math
 from dataclasses import dataclass, field, replace
-from functools import lru_cache
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -154,44 +152,3 @@ def interval_group(mode: str, parallel) -> str:
     lay = "tp" if parallel.tp > 1 else "pp" if parallel.pp > 1 else "dp" if parallel.dp > 1 \
         else "single"
     return f"{mode}/{lay}"
-
-
-def predictor_dir(gpu: str) -> Path:
-    """Where the shipped predictor of `gpu` lives (what `piep train` fits)."""
-    from piep.core.artifacts import calibration_dir
-    return calibration_dir(gpu) / "predictor"
-
-
-def user_predictor_dir(gpu: str) -> Path:
-    """Where a user's refit of `gpu`'s predictor goes (`piep train --from-measurements`);
-    it takes precedence over the shipped one."""
-    from piep.core.artifacts import user_gpu_dir
-    return user_gpu_dir(gpu) / "predictor"
-
-
-def answering_predictor_dir(gpu: str) -> Path | None:
-    """The folder of the predictor that answers for `gpu`: the user's refit, else the
-    shipped one; None while neither exists."""
-    from piep.core.artifacts import fitted
-    path = fitted(gpu, "predictor", "predictor.json")
-    return None if path is None else path.parent
-
-
-def load_learned(gpu: str) -> LearnedModel | None:
-    """The learned predictor that answers for `gpu` (the user's refit, else the shipped
-    one), or None while none is trained."""
-    folder = answering_predictor_dir(gpu)
-    return None if folder is None else _load_learned(gpu, str(folder))
-
-
-@lru_cache(maxsize=4)
-def _load_learned(gpu: str, folder: str) -> LearnedModel | None:
-    from piep.core.gpus import load_gpu
-    from piep.predict.store import load
-    model = load(Path(folder), load_gpu(gpu))
-    if Path(folder) == user_predictor_dir(gpu):
-        model.name = "learned (your refit)"
-    return model
-
-
-load_learned.cache_clear = _load_learned.cache_clear  # after a fit writes a predictor

@@ -35,7 +35,7 @@ def cost_model(gpu: str = DEFAULT_GPU, predictor: str = "auto"):
     from piep.predict.roofline import RooflineModel
     if predictor == "roofline":
         return RooflineModel()
-    from piep.predict.learned import load_learned
+    from piep.predict.store import load_learned
     learned = load_learned(gpu)
     if learned is None:
         if predictor == "learned":
