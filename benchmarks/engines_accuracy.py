@@ -253,7 +253,7 @@ def window_rows(base) -> list[str]:
     from piep.tree.builder import past_window
     gpu = load_gpu("h200")
     out = []
-    for engine in sorted(names(reference=False, serves=False)):
+    for engine in sorted(names(reference=False, kind="batch")):
         model = load_profile("h200", engine).apply(base)
         runs = [(r, d) for r in engine_records("h200", engine)
                 if past_window(d := r.deployment(gpu, engine=engine, on_its_host=True))]
@@ -527,9 +527,9 @@ def main() -> int:
              "training set): energy | time |",
              "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     detail, extra, curves, hosts, oor, ablations = [], [], [], [], [], []
-    records_of = [r for e in names(reference=False, serves=False)
+    records_of = [r for e in names(reference=False, kind="batch")
                   for r in engine_records("h200", e)]
-    for engine in sorted(names(reference=False, serves=False)):  # serving: its own report
+    for engine in sorted(names(reference=False, kind="batch")):  # serving: its own report
         records = engine_records("h200", engine)
         if not records:
             continue

@@ -5,7 +5,7 @@ scheduler running them: `piep.serving`)."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Callable, NamedTuple
 
 from piep.predict.resolve import (PREDICTORS, Resolved, cost_model, deployment, engine_profile,  # noqa: F401
                           resolve, scenario)
@@ -22,7 +22,7 @@ def serve(model: "str | Scenario | Resolved", *, predictor: str = "auto",
     from piep.serving.serve import serve as serve_scenario
     if isinstance(model, str):
         from piep.core.engines import names
-        kwargs.setdefault("engine", names(serves=True)[0])
+        kwargs.setdefault("engine", names(kind="stream")[0])
     if not isinstance(model, Resolved):
         model = scenario(model, **kwargs)
     return serve_scenario(model, predictor=predictor, user_policy=user_policy, hosts=hosts)
@@ -43,7 +43,7 @@ def steady(model: str, *, engine: str | None = None, gpu: str = "h100", tp: int 
     from piep.core.engines import names
     from piep.serving import steady as st
     from piep.core.trace import parse_dist
-    engine = engine or names(steady=True)[0]
+    engine = engine or names(profile="steady")[0]
     rng = np.random.default_rng(seed)
     draws = 20000
     lengths = st.Lengths.drawn(parse_dist(str(prompt_len), "prompt_len")(rng, draws),
@@ -86,7 +86,6 @@ def prediction(model: "str | Scenario | Resolved", *, predictor: str = "auto",
     (a sweep prices them in one table), for its module attribution."""
     from dataclasses import replace
 
-    from piep.predict.pricing import price
     res = model if isinstance(model, Resolved) else resolve(scenario(model, **kwargs),
                                                            predictor)
     scn = res.scenario
@@ -94,28 +93,61 @@ def prediction(model: "str | Scenario | Resolved", *, predictor: str = "auto",
         from piep.core.errors import ConfigError
         raise ConfigError("a stream of requests is served, not predicted as a batch: piep "
                           "serve --scenario FILE (piep.api.serve)")
-    if scn.engine.record.serves:  # continuous batching: the batch is a stream
-        from piep.serving.serve import batch_as_stream
-
-        def priced(r):
-            return batch_as_stream(r, batch_tree)
-    else:
-        def priced(r):
-            return price([r.deployment], r.cost_model, detail=True).prediction(0)
-    pred = priced(res)
+    how = pricer(res)
+    pred = how.prediction(res, batch_tree)
     flags = res.merged_flags(pred.flags)
-
-    def answer(r):  # energy and time on another host (no module attribution needed)
-        if r.scenario.engine.record.serves:  # the stream alone, not the batch's tree
-            from piep.serving.serve import served
-            o = served(r, hosts=False)[0].outcome
-            return o.energy_j, o.time_s
-        p = price([r.deployment], r.cost_model)
-        return float(p.energy_j[0]), float(p.time_s[0])
     return replace(
         pred, engine=scn.engine.description,  # the tree knows the engine it is priced as
         scenario=scn.to_json(),  # the request, as `--scenario FILE.json` reads it
-        host_dependence=res.host_dependence(answer) if hosts else None,
+        host_dependence=res.host_dependence(how.totals) if hosts else None,
         engine_ref=res.engine_ref, flags=tuple(flags),
         transfer=None if res.transfer is None else dict(res.transfer),
         flag_notes=explain(flags))
+
+
+class Pricer(NamedTuple):
+    """How an engine kind's batch is priced: its prediction (`batch_tree`: its tree
+    already priced among many, where the kind reads it), its (energy J, time s) alone (on
+    another host), whether it reads its tree's module detail, and what a clock plan's
+    baseline says of it (None: nothing to add)."""
+    prediction: Callable[[Resolved, Prediction | None], Prediction]
+    totals: Callable[[Resolved], tuple[float, float]]
+    reads_tree: bool
+    plan_note: str | None
+
+
+def _batch_prediction(res: Resolved, batch_tree: Prediction | None = None) -> Prediction:
+    from piep.predict.pricing import price
+    return price([res.deployment], res.cost_model, detail=True).prediction(0)
+
+
+def _batch_totals(res: Resolved) -> tuple[float, float]:
+    from piep.predict.pricing import price
+    p = price([res.deployment], res.cost_model)
+    return float(p.energy_j[0]), float(p.time_s[0])
+
+
+def _stream_prediction(res: Resolved, batch_tree: Prediction | None = None) -> Prediction:
+    from piep.serving.serve import batch_as_stream
+    return batch_as_stream(res, batch_tree)
+
+
+def _stream_totals(res: Resolved) -> tuple[float, float]:
+    from piep.serving.serve import served  # the stream alone, not the batch's tree
+    o = served(res, hosts=False)[0].outcome
+    return o.energy_j, o.time_s
+
+
+# by the engine's kind (piep.core.engines): a static batch, or requests its scheduler runs
+PRICERS = {
+    "batch": Pricer(_batch_prediction, _batch_totals, reads_tree=False, plan_note=None),
+    "stream": Pricer(_stream_prediction, _stream_totals, reads_tree=True,
+                     plan_note="a serving engine: the clocks are chosen on the modules of its "
+                               "batch run as a static batch; the predictor baseline is the "
+                               "batch as a stream of requests"),
+}
+
+
+def pricer(res: Resolved) -> Pricer:
+    """The pricer of a resolved scenario's engine kind."""
+    return PRICERS[res.scenario.engine.record.kind]

@@ -64,7 +64,7 @@ def sweep(configs: list[dict[str, Any]], *, gpu: str = DEFAULT_GPU, predictor: s
         for cm, deps, valid in by_model.values():
             # a serving engine's batch is a stream its scheduler runs, the tree priced here
             # attributing it (one engine a cost model: a table is all streams or none)
-            streams = valid[0][1].scenario.engine.record.serves
+            streams = api.pricer(valid[0][1]).reads_tree
             priced = price(deps, cm, builder=builder, detail=streams)
             for i, ((row, res), summary) in enumerate(zip(valid, priced.summaries())):
                 if not streams:

@@ -47,9 +47,9 @@ def test_one_answer_per_question(engine, tp, batch, gpu):
     phases = sum(doc[k]["energy_j"] for k in ("prefill", "decode", "no_request"))
     assert phases == pytest.approx(doc["energy_j"])
     # (a steady-priced engine's profile was fitted on H100 runs: no spec-sheet flag there)
-    assert (gpu != "h200" and not ENGINES[engine].steady) == ("uncalibrated_gpu" in doc["flags"])
+    assert (gpu != "h200" and not ENGINES[engine].profile == "steady") == ("uncalibrated_gpu" in doc["flags"])
     burst = make_trace([0.0] * batch, [PROMPT] * batch, [GEN] * batch)
-    if ENGINES[engine].serves:
+    if ENGINES[engine].kind == "stream":
         stream = api.serve(MODEL, trace=burst, engine=engine, tp=tp, gpu=gpu,
                            allow_uncalibrated=True, hosts=False)
         assert {k: doc[k] for k in SHARED} == {k: stream[k] for k in SHARED}
@@ -58,7 +58,7 @@ def test_one_answer_per_question(engine, tp, batch, gpu):
         served = api.serve(scn, hosts=False)  # the batch, served
         assert served == stream | {"scenario": scn.to_json()}
     else:
-        with pytest.raises(ConfigError, match=names(serves=True)[0]):
+        with pytest.raises(ConfigError, match=names(kind="stream")[0]):
             api.serve(scn)
         assert "priced_as" not in doc
     if gpu == "h200":

@@ -149,7 +149,7 @@ NAMES_ENGINES = ("piep/core/engines.py", "piep/sampling/design.py", "piep/sampli
 
 def test_only_the_registry_names_an_engine():
     """Engine facts live in one record each (piep/core/engines.py): code asks a record what it
-    needs (`engine(name).serves`, `names(host_fitted=True)`), it does not compare names."""
+    needs (`engine(name).kind`, `names(host_fitted=True)`), it does not compare names."""
     from piep.core.engines import ENGINES
     found = [f"{path.relative_to(PIEP.parent)}:{node.lineno} {node.value!r}"
              for path, tree in _parsed()

@@ -55,7 +55,7 @@ def run(args) -> int:
     from piep.core.errors import ConfigError
     if not args.model and not args.grid:
         raise ConfigError("give --model (one configuration) or --grid DESIGN.jsonl")
-    serving = names(serves=True)
+    serving = names(kind="stream")
     if (args.engine in serving) != bool(args.trace):
         raise ConfigError(f"--engine {'|'.join(serving)} replays a request trace: give both "
                           f"--engine {serving[0]} and --trace FILE")

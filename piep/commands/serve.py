@@ -23,7 +23,7 @@ def configure(parser) -> None:
                              "flags given beside it change its fields")
     parser.add_argument("--gpu", default=DEFAULT_GPU, help=f"GPU type (default {DEFAULT_GPU})")
     parser.add_argument("--tp", type=int, default=1, help="tensor parallel degree (default 1)")
-    serving = names(serves=True)
+    serving = names(kind="stream")
     parser.add_argument("--engine", default=None, metavar="NAME",
                         help=f"the serving engine (default {serving[0]}: "
                              f"{ENGINES[serving[0]].description}; or one of your own, "
@@ -141,7 +141,7 @@ def _scenario(args):
     resolve_auto_probe(args)
     flags = {k: getattr(args, k) for k in names_}
     return Scenario.build(args.model, trace=trace, allow_uncalibrated=args.allow_uncalibrated,
-                          **{**flags, "engine": args.engine or names(serves=True)[0]})
+                          **{**flags, "engine": args.engine or names(kind="stream")[0]})
 
 
 def summary(d: dict, shown: int) -> str:

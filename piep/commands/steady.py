@@ -9,7 +9,7 @@ from piep.report.table import fmt
 
 def configure(parser) -> None:
     from piep.core.engines import ENGINES, names
-    steady = names(steady=True)
+    steady = names(profile="steady")
     parser.add_argument("--model", required=True,
                         help="shipped name (see `piep models`), model ID, or path to "
                              "config.json / folder")

@@ -105,9 +105,9 @@ def _fit_steady(args) -> int:
     from piep.fit.steady import RECORD_SCHEMA, fit_records
     from piep.core.engines import names
     from piep.predict.steady import PROFILE_SCHEMA
-    if args.engine not in names(steady=True):
+    if args.engine not in names(profile="steady"):
         raise ConfigError(f"--steady-states fits the profile of an engine `piep steady` "
-                          f"prices: --engine {'|'.join(names(steady=True))}")
+                          f"prices: --engine {'|'.join(names(profile='steady'))}")
     if args.like or args.from_measurements:
         raise ConfigError("--steady-states fits the engine's own steady-state profile: no "
                           "--like, no --from-measurements")
@@ -137,7 +137,7 @@ def _check_engine(args) -> None:
     from piep.core.errors import ConfigError
     if args.like and not args.engine:
         raise ConfigError("--like goes with --engine NAME (the engine of your own it prices)")
-    if args.engine in ENGINES and ENGINES[args.engine].steady:
+    if args.engine in ENGINES and ENGINES[args.engine].profile == "steady":
         raise ConfigError(f"{args.engine} is fitted on whole runs held at a concurrency: "
                           f"piep train --engine {args.engine} --gpu GPU --steady-states "
                           f"FILE.jsonl (piep meter --serving-result makes them)")

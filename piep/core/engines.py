@@ -2,9 +2,10 @@
 
 An engine is the software that runs the model. Its record says what it is, how it decodes,
 the structure it adds to the model tree (how it holds and reads the KV cache), its host
-path and the host terms its profile fits on end-to-end runs, whether it serves request
-streams, and how its runs are measured. Code elsewhere asks a record (`engine(name)`, or
-the names with a property: `names(serves=True)`); it does not name engines.
+path and the host terms its profile fits on end-to-end runs, its kind (a static batch or a
+stream of requests) and profile, and how its runs are measured. Code elsewhere asks a
+record (`engine(name)`, or the names with a property: `names(kind="stream")`); it does not
+name engines.
 """
 
 from __future__ import annotations
@@ -62,9 +63,14 @@ class Engine:
     # an engine of a user's own (vLLM, SGLang: `piep train --engine NAME --like BASE`)
     # may be priced as this one: a fit recipe and a structure it can share
     like_base: bool = False
-    # --- serving and measurement ---
-    # a request stream under continuous batching: `piep serve` simulates its scheduler
-    serves: bool = False
+    # --- how it is priced and fitted (chosen once: piep.api.PRICERS, piep.fit.train) ---
+    # "batch": a static batch, priced by its tree; "stream": requests as they come, priced
+    # by simulating its scheduler (`piep serve`; a batch is its requests arriving at once)
+    kind: str = "batch"
+    # what prices it over the reference runner: "engine" (host terms and kernel scales
+    # fitted on its runs: piep.predict.engines), "steady" (a profile of whole runs held at
+    # a concurrency, over the reference runner's tree: piep.predict.steady); None: none
+    profile: str | None = "engine"
     # transformers `generate()` as piep measures it (piep.sampling.hf)
     runs_generate: bool = False
     # the schema of the records its profile is fitted on
@@ -76,18 +82,23 @@ class Engine:
     tp_path: bool = False
     # how its runs are measured
     measure: str = ""
-    # priced over the reference runner's tree through a steady-state profile fitted on
-    # whole runs of the engine (piep.serving.steady, piep.serving.paged), not a profile of
-    # the predictor's host terms: its own kernels and host are in the profile's scales
-    steady: bool = False
+
+    def __post_init__(self) -> None:
+        if self.kind not in KINDS or self.profile not in PROFILES:
+            raise ValueError(f"engine {self.name}: kind {self.kind!r} (one of {KINDS}), "
+                             f"profile {self.profile!r} (one of {PROFILES})")
+
+
+KINDS = ("batch", "stream")
+PROFILES = ("engine", "steady", None)
 
 
 ENGINES: dict[str, Engine] = {e.name: e for e in (
     Engine(name="piep-graph", description="piep reference runner", decode="graph",
-           reference=True,
+           reference=True, profile=None,
            measure="piep measure --model M ... (CUDA-graph decode over a static cache)"),
     Engine(name="piep-eager", description="piep reference runner", decode="eager",
-           reference=True, graph_twin="piep-graph", measure="piep measure --mode eager ..."),
+           reference=True, profile=None, graph_twin="piep-graph", measure="piep measure --mode eager ..."),
     Engine(name="hf-eager", description="transformers generate(), eager, DynamicCache",
            decode="eager", dynamic_cache=True, applies_window=True,
            fitted_terms=("host_launch_s", "eager_decode_launch_s", "step_host_s"),
@@ -107,14 +118,14 @@ ENGINES: dict[str, Engine] = {e.name: e for e in (
            decode="eager", masked_cache=True, masked_prefill=True, paged_cache=True,
            fitted_terms=("time_scale.prefill", "time_scale.kind:attention", "host_launch_s",
                          "step_host_s", "request_host_s", "launch_gap_w"),
-           host_fitted=True, serves=True, record_schema="piep.serving_measurement",
+           host_fitted=True, kind="stream", record_schema="piep.serving_measurement",
            like_base=True,
            measure="piep measure --engine hf-cb --trace TRACE.jsonl"),
     # vLLM: paged KV cache in 16-token blocks, chunked prefill, CUDA graphs, recompute
     # preemption; fitted on whole benchmark runs held at a concurrency (public ones shipped)
     Engine(name="vllm",
            description="vLLM (paged KV cache, chunked prefill, CUDA graphs)",
-           decode="graph", serves=True, steady=True,
+           decode="graph", kind="stream", profile="steady",
            record_schema="piep.steady_measurement",
            measure="piep meter --serving-result r.json --gpu GPU -- vllm bench serve "
                    "--max-concurrency N ..."),
@@ -133,7 +144,8 @@ def engine(name: str | None) -> Engine:
 
 
 def names(**properties: object) -> tuple[str, ...]:
-    """The built-in engines whose record has these values (e.g. `serves=True`), in order."""
+    """The built-in engines whose record has these values (e.g. `kind="stream"`), in
+    order."""
     return tuple(e.name for e in ENGINES.values()
                  if all(getattr(e, k) == v for k, v in properties.items()))
 

@@ -199,7 +199,7 @@ def validate(model: ModelSpec, parallel: Parallel, workload: Workload, gpu: GPU,
 
 
 def _check_fit(dep: Deployment) -> None:
-    paged = dep.engine_record.serves
+    paged = dep.engine_record.kind == "stream"
     if paged:  # a paged KV cache: requests wait for its blocks, so one at a time must fit
         dep = replace(dep, workload=replace(dep.workload, batch=dep.parallel.dp))
     need = dep.peak_memory_gib()

@@ -671,9 +671,9 @@ def foreign_run(rec: Any, where: str) -> ForeignRun:
         raise ConfigError(f"{where}: lacks {', '.join(missing)} (a run needs "
                           f"{', '.join(FOREIGN_NEEDED)})")
     engine = engine_of(rec)
-    if engine is None or ENGINES[engine].serves:  # (a server's runs are its own records)
+    if engine is None or ENGINES[engine].kind == "stream":  # (a server's runs are its own records)
         raise ConfigError(f"{where}: engine {rec['engine']!r} (mode {rec.get('mode')!r}) is "
-                          f"none of piep's batch engines ({', '.join(names(serves=False))}; "
+                          f"none of piep's batch engines ({', '.join(names(kind='batch'))}; "
                           f"or transformers with an eager or static-cache mode)")
     try:
         ints = {k: int(rec[k]) for k in ("tp", "batch", "prompt_len", "gen_len")}

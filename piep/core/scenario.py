@@ -231,8 +231,8 @@ class Scenario:
 
     def _stream_batch(self, stream: Stream) -> Batch:
         """What a stream's deployment is validated with: its longest request alone."""
-        serving = names(serves=True)
-        if not self.engine.record.serves:
+        serving = names(kind="stream")
+        if self.engine.record.kind != "stream":
             raise ConfigError(f"a stream of requests is priced for an engine that serves "
                               f"them as they come ({', '.join(serving)}), not "
                               f"{self.engine.name}; price a batch of it with --batch")
@@ -283,7 +283,7 @@ class Scenario:
         # (a steady-priced engine's GPU is priced from the reference GPU's, its profile
         # fitted on that GPU's runs or flagged as another's: resolve says which)
         profile, ratios = (gpu, None) if isinstance(gpu, GPU) else \
-            gpu_profile(gpu, allow_uncalibrated or ref.record.steady)
+            gpu_profile(gpu, allow_uncalibrated or ref.record.profile == "steady")
         return cls(model=spec, gpu=profile, parallel=Parallel(tp=tp, pp=pp, dp=dp),
                    engine=ref,
                    workload=Stream(trace=trace) if trace is not None else
@@ -301,8 +301,8 @@ class Scenario:
         gpu, transfer = self.gpu, self.transfer
         if "gpu" in changes:
             new = changes.pop("gpu")
-            steady = engine_for(changes["engine"], None).record.steady \
-                if changes.get("engine") else self.engine.record.steady
+            steady = engine_for(changes["engine"], None).record.profile == "steady" \
+                if changes.get("engine") else self.engine.record.profile == "steady"
             gpu, ratios = (new, None) if isinstance(new, GPU) else \
                 gpu_profile(new, changes.pop("allow_uncalibrated", False) or steady)
             transfer = tuple(sorted(ratios.items())) if ratios else None

@@ -135,7 +135,7 @@ def fit_profile(base, records: list[Measurement], engine: str, *,
             setattr(host, name, START[name])
     if record.compiled_decode:  # its fused kernels' in-situ time, from its census
         from piep.fit.census import fused_kernel_estimate
-        shipped = [r for e in engine_names(host_fitted=True, serves=False)
+        shipped = [r for e in engine_names(host_fitted=True, kind="batch")
                    for r in engine_records(base.gpu.name, e)]
         specs = {r.model: r.spec for r in shipped + records}  # the censused models' shapes
         host.fused_kernel_s = float(fused_kernel_estimate(base.gpu, recipe, specs) or 0.0)

@@ -41,7 +41,7 @@ from piep.serving.simulate import repriced
 from piep.core.trace import Trace, make_trace
 
 log = logging.getLogger("piep.train")
-SERVING = names(serves=True)[0]  # the serving engine piep replays: continuous batching
+SERVING = names(kind="stream")[0]  # the serving engine piep replays: continuous batching
 FITTED = ENGINES[SERVING].fitted_terms
 TIME_TERMS = FITTED[:-1]  # the last, the power in host gaps, is fitted on energy
 START = {"time_scale.prefill": 1.0, "time_scale.kind:attention": 1.0, "host_launch_s": 1e-5,

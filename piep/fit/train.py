@@ -5,7 +5,7 @@ The command parses and prints; this is where the fits are put together."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable, NamedTuple
 
 
 def tp_path(*, gpu: str, engine: str, from_measurements: str, out: str | None = None,
@@ -56,8 +56,7 @@ def engine_profile(*, gpu: str, engine: str, like: str | None = None,
     from piep import api
     from piep.core.engines import ENGINES
     from piep.core.errors import ConfigError
-    from piep.fit.engines import (engine_records, fit_profile, host_probe_range_us,
-                                  profile_lomo, with_intervals)
+    from piep.fit.engines import (engine_records, host_probe_range_us)
     from piep.predict.engines import save_profile, shipped_profile_dir, user_profile_dir
     from piep.predict.learned import LearnedModel
     from piep.fit.predictor import get_term
@@ -73,13 +72,9 @@ def engine_profile(*, gpu: str, engine: str, like: str | None = None,
         return tp_path(gpu=gpu, engine=engine, from_measurements=from_measurements,
                        out=out, like=like)
     if from_measurements:
-        from piep.fit.plausible import check_replays, check_runs
         records = [r for r in read_runs(from_measurements, record.record_schema, given=True)
                    if r.energy_j is not None]
-        if record.serves:
-            check_replays(records, base.gpu)
-        else:
-            check_runs(records, base.gpu, record.name)
+        FITTERS[record.kind].check(records, base.gpu, record.name)
         out = Path(out) if out else user_profile_dir(gpu, engine)
         source = from_measurements
     else:
@@ -89,39 +84,7 @@ def engine_profile(*, gpu: str, engine: str, like: str | None = None,
     # a shipped profile predicts an unknown host as the calibration machines' typical one;
     # a user's, fitted on their own runs, as the host of those runs
     fit = {"default_host_s": None} if from_measurements else {}
-    if record.serves:  # a serving engine: fitted on replayed request traces
-        from piep.fit.serving import Shared, fit_cb_profile, held_out_on_hosts
-        shared = Shared()  # the grids and reserved memory of these replays, for every fit
-        profile = fit_cb_profile(base, records, name=engine, like=like, shared=shared, **fit)
-        if len(records) >= 3:  # intervals from leave-one-shape-out (else -trace-out) residuals
-            by = "model" if len({r.model for r in records}) >= 2 else "trace"
-            # predicted without a host probe, and with each replay's (same held-out fits)
-            rows = held_out_on_hosts(base, records, by=by, shared=shared, **fit, name=engine,
-                                     hosts=(False, True) if profile.host.host_probe_ref_s
-                                     else (False,))
-            profile = with_intervals(profile, rows[False], f"leave-one-"
-                                     f"{'shape' if by == 'model' else 'replay'}-out residuals")
-            profile.meta["held_out"] = by
-            if True in rows:
-                hosted = with_intervals(profile, rows[True])
-                profile.meta.update({f"{k}_host_probe": hosted.meta[k] for k in
-                                     ("lomo_energy_mape", "lomo_time_mape")})
-    else:
-        if like:  # an engine of the user's own, priced as a built-in one
-            fit["like"] = like
-        profile = fit_profile(base, records, engine, **fit)
-        models = {r.model for r in records}
-        if len(models) >= 2:  # intervals from leave-one-model-out residuals, predicted
-            # as a user without a host probe would (on the profile's default host), and
-            # with each run's host probe (the same held-out fits)
-            rows = profile_lomo(base, records, engine, **fit,
-                                hosts=(False, True) if profile.host.host_probe_ref_s
-                                else (False,))
-            profile = with_intervals(profile, rows[False])
-            if True in rows:
-                hosted = with_intervals(profile, rows[True])
-                profile.meta.update({f"{k}_host_probe": hosted.meta[k] for k in
-                                     ("lomo_energy_mape", "lomo_time_mape")})
+    profile = FITTERS[record.kind].fit(base, records, engine, like, fit)
     if from_measurements:  # yours: too few held out to size a band -> the base engine's
         from piep.fit.engines import widened_to_base
         from piep.predict.engines import EngineProfile
@@ -150,3 +113,72 @@ def engine_profile(*, gpu: str, engine: str, like: str | None = None,
                                                     for k in profile.meta["fitted_terms"]},
             "lomo_energy_mape": profile.meta.get("lomo_energy_mape"),
             "lomo_time_mape": profile.meta.get("lomo_time_mape")}
+
+
+def _fit_replays(base, records, engine: str, like: str | None, fit: dict[str, Any]):
+    """A serving engine's profile, fitted on replayed request traces, with its bands from
+    leave-one-shape-out (else leave-one-replay-out) residuals."""
+    from piep.fit.engines import with_intervals
+    from piep.fit.serving import Shared, fit_cb_profile, held_out_on_hosts
+    shared = Shared()  # the grids and reserved memory of these replays, for every fit
+    profile = fit_cb_profile(base, records, name=engine, like=like, shared=shared, **fit)
+    if len(records) >= 3:
+        by = "model" if len({r.model for r in records}) >= 2 else "trace"
+        # predicted without a host probe, and with each replay's (same held-out fits)
+        rows = held_out_on_hosts(base, records, by=by, shared=shared, **fit, name=engine,
+                                 hosts=(False, True) if profile.host.host_probe_ref_s
+                                 else (False,))
+        profile = with_intervals(profile, rows[False], f"leave-one-"
+                                 f"{'shape' if by == 'model' else 'replay'}-out residuals")
+        profile.meta["held_out"] = by
+        profile = _with_host_probe_errors(profile, rows)
+    return profile
+
+
+def _fit_runs(base, records, engine: str, like: str | None, fit: dict[str, Any]):
+    """A batch engine's profile, fitted on its end-to-end runs, with its bands from
+    leave-one-model-out residuals (two models or more)."""
+    from piep.fit.engines import fit_profile, profile_lomo, with_intervals
+    if like:  # an engine of the user's own, priced as a built-in one
+        fit = {**fit, "like": like}
+    profile = fit_profile(base, records, engine, **fit)
+    if len({r.model for r in records}) >= 2:
+        # predicted as a user without a host probe would (on the profile's default host),
+        # and with each run's host probe (the same held-out fits)
+        rows = profile_lomo(base, records, engine, **fit,
+                            hosts=(False, True) if profile.host.host_probe_ref_s
+                            else (False,))
+        profile = with_intervals(profile, rows[False])
+        profile = _with_host_probe_errors(profile, rows)
+    return profile
+
+
+def _with_host_probe_errors(profile, rows):
+    """The held-out errors with each run's host probe beside the profile's (where the
+    rows have them)."""
+    from piep.fit.engines import with_intervals
+    if True in rows:
+        hosted = with_intervals(profile, rows[True])
+        profile.meta.update({f"{k}_host_probe": hosted.meta[k] for k in
+                             ("lomo_energy_mape", "lomo_time_mape")})
+    return profile
+
+
+def _check_runs(records, gpu, name: str) -> None:
+    from piep.fit.plausible import check_runs
+    check_runs(records, gpu, name)
+
+
+def _check_replays(records, gpu, name: str) -> None:
+    from piep.fit.plausible import check_replays
+    check_replays(records, gpu)
+
+
+class Fitter(NamedTuple):
+    """How an engine kind's profile is fitted: its records checked, then fitted."""
+    check: Callable[..., None]
+    fit: Callable[..., Any]
+
+
+# by the engine's kind (piep.core.engines): generate() runs, or replayed request traces
+FITTERS = {"batch": Fitter(_check_runs, _fit_runs), "stream": Fitter(_check_replays, _fit_replays)}

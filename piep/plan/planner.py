@@ -261,12 +261,11 @@ def plan_for(res, fm: FreqModel, **options: Any) -> dict[str, Any]:
     """The clock plan of a resolved scenario (`make_plan`'s options); its predictor
     baseline is the scenario's prediction (a serving engine's: the stream of its
     requests, while its clocks are chosen on its static batch's modules, noted)."""
+    from piep import api
     plan = make_plan(res.deployment, res.cost_model, fm, **options)
-    if res.scenario.engine.record.serves:
-        from piep import api
+    note = api.pricer(res).plan_note
+    if note:  # its baseline is priced otherwise than the plan's batch
         doc = api.predict(res, hosts=False)
         plan["default"].update(predictor_energy_j=doc["energy_j"], predictor_time_s=doc["time_s"])
-        plan["notes"].append("a serving engine: the clocks are chosen on the modules of its "
-                             "batch run as a static batch; the predictor baseline is the "
-                             "batch as a stream of requests")
+        plan["notes"].append(note)
     return plan

@@ -125,7 +125,7 @@ def resolve(scn: Scenario, predictor: str = "auto") -> Resolved:
     calibrated = scn.gpu.name if scn.transfer is None else _reference_gpu()
     model = cost_model(calibrated, predictor)
     steady = None
-    if scn.engine.record.steady:  # the reference tree, scaled by the engine's own runs
+    if scn.engine.record.profile == "steady":  # the reference tree, scaled by the engine's own runs
         from piep.predict.steady import load_profile
         steady, profile = load_profile(scn.engine.structure, scn.gpu.name), None
     else:

@@ -71,9 +71,9 @@ def load_profile(engine: str, gpu: str) -> tuple[SteadyProfile, tuple[str, ...]]
     engine terms carried over, the GPU priced by piep's own calibration or spec sheet;
     flagged `steady_profile_other_gpu`)."""
     from piep.core.artifacts import read_json
-    if engine not in names(steady=True):
+    if engine not in names(profile="steady"):
         raise ConfigError(f"engine {engine!r} has no steady-state model; engines: "
-                          f"{', '.join(names(steady=True))}")
+                          f"{', '.join(names(profile='steady'))}")
     path = profile_path(engine, gpu)
     flags: tuple[str, ...] = ()
     if path is None:

@@ -72,7 +72,7 @@ def measure_main(opts: MeasureOptions) -> dict[str, Any] | None:
         if device.type == "cpu" and opts.device == "auto" and spec.num_params() > 1e9:
             raise ConfigError(f"no CUDA GPU: measuring {spec.name} on the CPU measures no "
                               f"energy and takes minutes; pass --device cpu to do it anyway")
-        if ENGINES[opts.engine].serves:  # a request trace replayed
+        if ENGINES[opts.engine].kind == "stream":  # a request trace replayed
             from piep.sampling.hf_cb import measure_trace
             from piep.core.trace import read_trace
             traces = [(path, read_trace(path)) for path in opts.trace]  # all valid first

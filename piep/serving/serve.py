@@ -100,7 +100,7 @@ def policy_of(scn: Scenario, profile, override: dict[str, float] | None = None
 def serving_scenario(model, trace: Trace, **kwargs: Any) -> Scenario:
     """The scenario of `trace` served on a model (a name, a config path or a spec): its
     layout and engine (default: the first serving engine) as keyword fields."""
-    kwargs.setdefault("engine", names(serves=True)[0])
+    kwargs.setdefault("engine", names(kind="stream")[0])
     return Scenario.build(model, trace=trace, **kwargs)
 
 
@@ -161,8 +161,8 @@ def _priced_now(res: Resolved, user_policy: UserPolicy | None):
 
 def _resolved(scn: "Scenario | Resolved", predictor: str) -> Resolved:
     res = scn if isinstance(scn, Resolved) else resolve(scn, predictor)
-    if not res.scenario.engine.record.serves:
-        serving = names(serves=True)
+    if res.scenario.engine.record.kind != "stream":
+        serving = names(kind="stream")
         raise ConfigError(f"--engine {res.scenario.engine.name}: piep serve predicts "
                           f"continuous batching ({', '.join(serving)}); give --engine "
                           f"{serving[0]}")
