@@ -182,6 +182,26 @@ def vllm_stream() -> str:
             f"median.")
 
 
+def layout_map() -> str:
+    """docs/development.md's map: piep's rooms by floor (piep.FLOORS, highest first), each
+    with the first sentence of its docstring (a folder's: its door's)."""
+    import ast
+    import textwrap
+
+    from piep import FLOORS
+    lines = ["```"]
+    for floor in sorted(FLOORS, reverse=True):
+        for unit in FLOORS[floor]:
+            path = ROOT / "piep" / unit / "__init__.py"
+            name = f"{unit}/" if path.is_file() else unit
+            path = path if path.is_file() else ROOT / "piep" / f"{unit}.py"
+            doc = " ".join((ast.get_docstring(ast.parse(path.read_text())) or "").split())
+            first = re.split(r"(?<=\.)\s", doc, maxsplit=1)[0].rstrip(".")
+            lines += textwrap.wrap(f"{floor}  {name:<10} {first}", width=92,
+                                   subsequent_indent=" " * 14, break_on_hyphens=False)
+    return "\n".join(lines + ["```"])
+
+
 def calibrate_gpu() -> str:
     """docs/measuring.md's figures of the quick calibration `piep calibrate gpu` measured
     on H200 (the last row of reports/calibration_cost.md)."""
@@ -328,6 +348,7 @@ def blocks() -> dict[str, str]:
         "serving_accuracy": serving_accuracy(),
         "serving_foreign": serving_foreign(),
         "vllm_stream": vllm_stream(),
+        "layout_map": layout_map(),
         "calibrate_gpu": calibrate_gpu(),
         "clock_plans": clock_plans(),
         "engine_terms": engine_terms(),
@@ -337,7 +358,8 @@ def blocks() -> dict[str, str]:
 
 # the files with generated blocks
 BLOCK_FILES = ("README.md", "docs/commands.md", "docs/measuring.md", "docs/method.md",
-               "docs/engines.md", "docs/serving.md", "docs/clock-plans.md")
+               "docs/engines.md", "docs/serving.md", "docs/clock-plans.md",
+               "docs/development.md")
 
 
 def flags_doc() -> str:

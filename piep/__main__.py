@@ -1,3 +1,5 @@
+"""`python -m piep`: the command line (piep.cli)."""
+
 from piep.cli import main
 
 raise SystemExit(main())

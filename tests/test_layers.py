@@ -6,19 +6,11 @@ import ast
 from collections import defaultdict
 from pathlib import Path
 
+from piep import CORE_FLOORS, FLOORS
+
 PIEP = Path(__file__).resolve().parent.parent / "piep"
-# top-level modules and subpackages of piep by layer (0 lowest)
-LAYERS = {
-    0: ("__init__", "core"),
-    1: ("device", "stats"),
-    2: ("clocks",),
-    3: ("tree", "dataset"),
-    4: ("predict",),
-    5: ("api", "plan", "sampling", "compare", "sweep", "serving", "fit"),
-    6: ("optimize", "report"),
-    7: ("commands",),
-    8: ("cli", "__main__"),
-}
+# top-level modules and subpackages of piep by layer (0 lowest): piep.FLOORS
+LAYERS = FLOORS
 LEVEL = {unit: level for level, units in LAYERS.items() for unit in units}
 
 
@@ -65,15 +57,7 @@ def _piep_edges():
                 yield path, src, dst
 
 
-# the core's modules by layer: each imports only the core's layers below its own
-CORE_LAYERS = {
-    0: ("errors", "families"),
-    1: ("config", "outputs", "engines", "results"),
-    2: ("artifacts",),
-    3: ("gpus", "models", "trace"),
-    4: ("layout",),
-    5: ("scenario", "records"),
-}
+CORE_LAYERS = CORE_FLOORS
 CORE_LEVEL = {m: level for level, mods in CORE_LAYERS.items() for m in mods}
 
 
