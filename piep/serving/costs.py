@@ -334,9 +334,11 @@ class IterationGrid:
         """The module models' outputs for table `i` (computed once per predictor: one grid
         may be priced by several)."""
         key = (i, id(model.modules))
-        if key not in self.cache:
-            self.cache[key] = model.modules.predict(self.tables[i][0], model.gpu)
-        return self.cache[key]
+        kept = self.cache.get(key)
+        if kept is None or kept[0] is not model.modules:  # (kept alive: its id not reused)
+            kept = self.cache[key] = (model.modules,
+                                      model.modules.predict(self.tables[i][0], model.gpu))
+        return kept[1]
 
 
 def _row_energies(table, prices) -> tuple[np.ndarray, ...]:
@@ -425,6 +427,8 @@ class IterationTimes:
         from piep.predict.module_models import ModuleOutputs
         from piep.predict.table import concat
         key = (id(model.modules), model.host.queue_ahead)
+        if key in self._stacked and self._stacked[key][-1] is not model.modules:
+            del self._stacked[key]  # another object at a freed one's address
         if key not in self._stacked:
             parts, outs, group = [], [], []
             for grid, points in self.grids:
@@ -438,8 +442,8 @@ class IterationTimes:
                                        for it in self.items]) for c in range(4)]
             self._stacked[key] = (concat(parts), ModuleOutputs.concat(outs),
                                   np.flatnonzero(np.concatenate(group)), starts, corners,
-                                  [self._lines(starts, g) for g in (0, 2)])
-        return self._stacked[key]
+                                  [self._lines(starts, g) for g in (0, 2)], model.modules)
+        return self._stacked[key][:-1]
 
     def _lines(self, starts: np.ndarray, group: int) -> "_Lines":
         """Where every iteration reads group `group` (body 0: of its tokens; head 2: of its
