@@ -16,34 +16,11 @@ from piep.core.gpus import load_gpu  # noqa: E402
 from piep.core.layout import validate  # noqa: E402
 from piep.core.models import load_model  # noqa: E402
 
-# test tiers by file (markers; `-m pure`, `-m "replay and not slow"`, ...): the default tier
-# is everything but `gpu` and `slow`; .ci/run runs `slow` (multi-process gloo) after it
-TIERS = {
-    "pure": ("test_tree", "test_layout", "test_layers", "test_gamma", "test_models",
-             "test_imports", "test_cli", "test_grid", "test_cli_flags", "test_families"),
-    "fake_device": ("test_runtime", "test_energy_meter", "test_runner_energy"),
-    "replay": ("test_learned", "test_pricing", "test_engines", "test_report", "test_optimize",
-               "test_plan", "test_roofline", "test_transfer", "test_data_invariants",
-               "test_documents", "test_serving", "test_hardening", "test_resolve",
-               "test_steady", "test_facility", "test_vllm_stream"),
-    "gloo": ("test_runner_numerics", "test_collectives_sampler", "test_hf_engine",
-             "test_module_ops"),
-    "gpu": ("test_gpu",),
-}
-_TIER_OF = {name: tier for tier, names in TIERS.items() for name in names}
-
 # property tests draw the same examples on every run and never time out or fail a health
 # check on a loaded machine: what they find does not depend on the machine's speed
 settings.register_profile("piep", derandomize=True, deadline=None, database=None,
                           suppress_health_check=[HealthCheck.too_slow])
 settings.load_profile("piep")
-
-
-def pytest_collection_modifyitems(items):
-    for item in items:
-        tier = _TIER_OF.get(item.path.stem)
-        if tier:
-            item.add_marker(tier)
 
 
 @pytest.fixture

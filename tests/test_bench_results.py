@@ -13,6 +13,8 @@ from piep.cli import main
 from piep.core.errors import ConfigError
 from piep.core.trace import poisson_trace
 
+pytestmark = pytest.mark.replay
+
 REQUESTS = {"input_lens": [100, 200, 50], "output_lens": [10, 0, 1],
             "ttfts": [0.05, 0.0, 0.04], "itls": [[0.01] * 9, [], []],
             "latencies": [0.14, 0.0, 0.04], "start_times": [1000.5, 1000.0, 1000.7],

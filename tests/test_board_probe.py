@@ -6,6 +6,8 @@ import pytest
 from piep.cli import main
 from piep.core.records import Measurement
 
+pytestmark = pytest.mark.fake_device
+
 
 def test_a_records_board_probe_is_the_mean_of_its_gpus():
     run = {"model": "llama-2-7b", "tp": 2, "batch": 1, "prompt_len": 8, "gen_len": 8,

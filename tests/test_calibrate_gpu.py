@@ -6,6 +6,8 @@ import json
 
 import pytest
 
+pytestmark = pytest.mark.fake_device
+
 torch = pytest.importorskip("torch")
 
 from piep.core.errors import ConfigError  # noqa: E402

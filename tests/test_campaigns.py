@@ -10,6 +10,8 @@ import pytest
 from piep.sampling import design
 from piep.core.trace import poisson_trace
 
+pytestmark = pytest.mark.replay
+
 ROOT = Path(__file__).resolve().parent.parent
 ENGINES = ROOT / "calibration/h200/engines"
 

@@ -8,6 +8,8 @@ from hypothesis import strategies as st
 
 from piep.cli import main
 
+pytestmark = pytest.mark.pure
+
 
 def run(capsys, *argv):
     code = main(list(argv))

@@ -5,7 +5,11 @@ import argparse
 import os
 from pathlib import Path
 
+import pytest
+
 from piep.cli import build_parser
+
+pytestmark = pytest.mark.pure
 
 FROZEN = Path(__file__).resolve().parent / "data" / "cli_flags.txt"
 

@@ -8,6 +8,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.gloo
+
 pytest.importorskip("torch")
 WORKER = Path(__file__).with_name("_collectives_worker.py")
 

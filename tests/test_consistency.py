@@ -20,6 +20,8 @@ from piep.core.results import QUANTITIES, flat
 from piep.core.scenario import Scenario
 from piep.core.trace import make_trace
 
+pytestmark = pytest.mark.replay
+
 MODEL, PROMPT, GEN = "llama-3-8b", 300, 40
 SHARED = ("energy_j", "time_s", "requests", "output_tokens", "j_per_output_token",
           "j_per_request", "output_tokens_per_s", "ttft_s", "tpot_s", "e2e_s", "breakdown_j",

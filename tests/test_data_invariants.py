@@ -9,6 +9,8 @@ from piep.dataset import load_calibration
 from piep.core.records import Measurement
 from piep.tree import build_tree
 
+pytestmark = pytest.mark.replay
+
 GPU = load_gpu("h200")
 CAL = load_calibration("h200")
 RECORDS = [m.doc for m in CAL.e2e]  # the records as the runner wrote them

@@ -15,6 +15,8 @@ from piep.core.artifacts import SCHEMAS, check_document, read_json, write_json
 from piep.cli import main
 from piep.core.errors import ArtifactError
 
+pytestmark = pytest.mark.replay
+
 ROOT = Path(__file__).resolve().parent.parent
 GOLDEN = Path(__file__).with_name("data") / "predict_golden.json"
 GOLDEN_ARGS = ["predict", "--model", "llama-2-7b", "--gpu", "h200", "--tp", "2", "--batch", "16",

@@ -4,6 +4,8 @@ from piep.device.energy import TickMeter
 from piep.device.fake import FakeClock, FakeDevice
 from piep.core.errors import DeviceError
 
+pytestmark = pytest.mark.fake_device
+
 IDLE_W, BUSY_W = 120.0, 450.0
 
 

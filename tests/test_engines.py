@@ -17,6 +17,8 @@ from piep.fit.predictor import get_term
 from piep.tree import build_tree
 from piep.tree.builder import ELEMENTWISE
 
+pytestmark = pytest.mark.replay
+
 
 def _layer_leaves(dep, phase):
     tree = build_tree(dep)

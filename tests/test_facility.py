@@ -12,6 +12,8 @@ from piep.cli import main
 from piep.core.errors import ConfigError
 from piep.core.results import Facility, with_facility
 
+pytestmark = pytest.mark.replay
+
 
 @pytest.mark.pure
 def test_facility_arithmetic_by_hand():

@@ -14,6 +14,8 @@ from piep.core.families import FAMILIES, MOE_TYPES, PRICED
 from piep.core.layout import validate
 from piep.tree import build_tree
 
+pytestmark = pytest.mark.pure
+
 CONFIGS = Path(__file__).resolve().parent.parent / "calibration" / "h200" / "families" / \
     "configs"
 # a small decoder every family reads (its own keys added per family below)

@@ -3,6 +3,8 @@ import pytest
 
 from piep.stats.gamma import anderson_darling, expected_wait_s, fit_waits
 
+pytestmark = pytest.mark.pure
+
 
 def test_recovers_gamma_parameters():
     rng = np.random.default_rng(0)

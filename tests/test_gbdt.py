@@ -13,6 +13,8 @@ import pytest
 
 from piep.predict.gbdt import Forest
 
+pytestmark = pytest.mark.replay
+
 PREDICTOR = Path(__file__).resolve().parent.parent / "calibration" / "h200" / "predictor"
 
 

@@ -6,6 +6,8 @@ from piep.core.artifacts import read_jsonl
 from piep.sampling.design import build_design
 from piep.sampling.grid import config_key, pending, run_grid
 
+pytestmark = pytest.mark.pure
+
 torch = pytest.importorskip("torch")
 
 

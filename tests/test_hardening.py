@@ -16,6 +16,8 @@ from hypothesis import strategies as st
 import piep.core.artifacts as artifacts
 from piep.cli import main
 
+pytestmark = pytest.mark.replay
+
 DATA = Path(__file__).with_name("data")
 ROOT = Path(__file__).parents[1]
 ODD = st.one_of(st.sampled_from(["nan", "inf", "-1", "0", "1e9", "x", "", "2", "7", "1,2",

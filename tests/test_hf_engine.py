@@ -12,6 +12,8 @@ import sys
 
 import pytest
 
+pytestmark = pytest.mark.gloo
+
 if os.environ.get("PIEP_REQUIRE_TORCH"):
     import torch  # noqa: F401
     import transformers

@@ -3,6 +3,10 @@
 import subprocess
 import sys
 
+import pytest
+
+pytestmark = pytest.mark.pure
+
 BLOCKER = r"""
 import importlib.abc, sys
 class Block(importlib.abc.MetaPathFinder):

@@ -6,7 +6,11 @@ import ast
 from collections import defaultdict
 from pathlib import Path
 
+import pytest
+
 from piep import CORE_FLOORS, FLOORS
+
+pytestmark = pytest.mark.pure
 
 PIEP = Path(__file__).resolve().parent.parent / "piep"
 # top-level modules and subpackages of piep by layer (0 lowest): piep.FLOORS
@@ -192,3 +196,15 @@ def test_no_cycle_between_modules():
     for u in sorted(graph):
         if u not in state:
             visit(u, [])
+
+
+TIERS = ("pure", "fake_device", "replay", "gloo", "gpu")
+
+
+def test_every_test_file_names_its_tier():
+    """Each test file says its tier (`pytestmark`), not a table elsewhere."""
+    tests = Path(__file__).resolve().parent
+    untiered = [p.name for p in sorted(tests.glob("test_*.py"))
+                if not any(f"pytest.mark.{t}" in line for line in p.read_text().splitlines()
+                           if line.startswith(("pytestmark", " ")) for t in TIERS)]
+    assert not untiered, untiered

@@ -4,6 +4,8 @@ from piep.core.config import Parallel, Workload
 from piep.core.errors import ConfigError, FitError
 from piep.core.layout import GIB
 
+pytestmark = pytest.mark.pure
+
 
 def test_tp_must_divide_heads(make_dep):
     with pytest.raises(ConfigError, match=r"tp=3 does not divide num_attention_heads=32; use tp in"):

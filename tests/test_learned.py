@@ -14,6 +14,8 @@ from piep.predict.pricing import prediction as evaluate
 from piep.predict.store import load, save
 from piep.predict.table import KIND_ID
 
+pytestmark = pytest.mark.replay
+
 
 @pytest.fixture(scope="module")
 def shipped():

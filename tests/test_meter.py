@@ -15,6 +15,8 @@ from piep.device.fake import FakeClock, FakeDevice
 from piep.core.errors import ConfigError
 from piep.core.records import append_record
 
+pytestmark = pytest.mark.fake_device
+
 
 def _fake_gpus(clock, busy_w: float, idle_w: float = 100.0, n: int = 2):
     """GPUs at `busy_w` between the times in `span` (set by the caller), else idle."""

@@ -6,6 +6,8 @@ from piep.core.config import ModelSpec
 from piep.core.errors import ConfigError
 from piep.core.models import load_model, shipped_models
 
+pytestmark = pytest.mark.pure
+
 REQUIRED = {"vicuna-7b", "vicuna-13b", "vicuna-33b", "llama-2-7b", "llama-2-13b", "llama-2-70b",
             "llama-3-8b", "llama-3-70b", "mistral-7b", "mistral-small-24b", "mixtral-8x7b",
             "qwen2.5-7b", "qwen2.5-14b", "qwen2.5-32b", "qwen2.5-72b"}

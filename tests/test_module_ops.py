@@ -4,6 +4,8 @@ from dataclasses import replace
 
 import pytest
 
+pytestmark = pytest.mark.gloo
+
 torch = pytest.importorskip("torch")
 
 from piep.core.config import ModelSpec, Parallel, Workload  # noqa: E402

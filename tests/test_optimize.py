@@ -13,6 +13,8 @@ from piep.optimize import (DeviceSteps, Objective, ReplayMeasure, offline, onlin
                            pareto, restricted_optimum)
 from piep.clocks import ClockRuntime
 
+pytestmark = pytest.mark.replay
+
 
 @pytest.fixture(scope="module")
 def eds():

@@ -18,6 +18,8 @@ from piep.core import outputs
 from piep.cli import main
 from piep.core.errors import OutputError
 
+pytestmark = pytest.mark.pure
+
 ROOT = Path(__file__).resolve().parent.parent
 
 

@@ -16,6 +16,8 @@ from piep.plan.planner import leaves, make_plan, phase_curves
 from piep.clocks import ClockRuntime
 from piep.fit.freq_check import ModelKernels, sweep
 
+pytestmark = pytest.mark.replay
+
 
 @pytest.fixture(scope="module")
 def fm():

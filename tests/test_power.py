@@ -11,6 +11,8 @@ from piep.predict.store import load_learned
 from piep.predict.power import SUSTAINED_S, BoardLimit
 from piep.predict.pricing import price
 
+pytestmark = pytest.mark.replay
+
 LIMIT_W = 700.0
 BOARD = BoardLimit(burst_ratio=1.1, burst_s=0.5, stretch_exponent=0.5)  # burst 770 W
 

@@ -18,6 +18,8 @@ from piep.sweep import sweep
 from piep.tree import build_tree
 from piep.tree.builder import decode_context
 
+pytestmark = pytest.mark.replay
+
 MODELS = ("llama-2-7b", "llama-3-8b", "qwen2.5-7b", "mistral-small-24b", "vicuna-33b",
           "llama-3-70b")
 

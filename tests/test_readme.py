@@ -6,6 +6,10 @@ import re
 import sys
 from pathlib import Path
 
+import pytest
+
+pytestmark = pytest.mark.replay
+
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "benchmarks"))
 

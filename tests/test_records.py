@@ -10,6 +10,8 @@ from piep.core.errors import ConfigError
 from piep.core.gpus import load_gpu
 from piep.core.records import Measurement, ServingReplay, merge_repeats, read_runs
 
+pytestmark = pytest.mark.pure
+
 RUN = {"model": "llama-2-7b", "tp": 2, "batch": 4, "prompt_len": 128, "gen_len": 64,
        "mode": "graph", "energy_j": 300.0, "time_s": 1.5}
 

@@ -10,6 +10,8 @@ import pytest
 from piep import api
 from piep.report.hotspot import build_report
 
+pytestmark = pytest.mark.replay
+
 
 @pytest.fixture(scope="module")
 def report(tmp_path_factory):

@@ -13,6 +13,8 @@ from piep.core.scenario import Scenario
 from piep.serving.serve import serve, serving_scenario
 from piep.core.trace import poisson_trace
 
+pytestmark = pytest.mark.replay
+
 TRACE = poisson_trace(rate_per_s=2, requests=12, prompt_len="uniform:100:400",
                       gen_len="uniform:16:48", seed=3)
 

@@ -4,6 +4,8 @@ from piep.api import predict
 from piep.predict.pricing import prediction as evaluate
 from piep.predict.roofline import RooflineModel
 
+pytestmark = pytest.mark.replay
+
 
 def test_prediction_schema_and_partition(make_dep):
     doc = predict("llama-2-7b", tp=2, batch=16, predictor="roofline")

@@ -3,6 +3,8 @@ time that advances with the work (`_virtual_clock`)."""
 
 import pytest
 
+pytestmark = pytest.mark.fake_device
+
 torch = pytest.importorskip("torch")
 
 from piep.core.config import ModelSpec, Parallel, Workload  # noqa: E402

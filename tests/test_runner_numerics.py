@@ -10,6 +10,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.gloo
+
 if os.environ.get("PIEP_REQUIRE_TORCH"):
     import torch
     import transformers

@@ -14,6 +14,8 @@ from piep.device.fake import FakeClockDevice
 from piep.core.errors import DeviceError
 from piep.clocks import ClockRuntime
 
+pytestmark = pytest.mark.fake_device
+
 
 class Tick:
     def __init__(self):

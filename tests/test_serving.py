@@ -12,6 +12,8 @@ from piep.serving.costs import Curve, IterationCosts
 from piep.serving.simulate import SchedulerPolicy, simulate
 from piep.core.trace import make_trace, parse_dist, poisson_trace, read_trace
 
+pytestmark = pytest.mark.replay
+
 
 def _flat(t_iter=0.01, e_iter=1.0, idle_w=100.0):
     """Iterations that cost a fixed time and energy whatever they hold."""

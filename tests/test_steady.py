@@ -12,6 +12,8 @@ from piep.core.errors import ConfigError, FitError
 from piep.fit import steady as fs
 from piep.serving import steady as st
 
+pytestmark = pytest.mark.replay
+
 ROOT = Path(__file__).resolve().parent.parent
 ROWS = ROOT / "calibration" / "public" / "mlenergy-v3" / "rows.jsonl"
 CENSUS = ROOT / "benchmarks" / "data" / "model_census"

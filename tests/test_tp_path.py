@@ -16,6 +16,8 @@ from piep.core.records import ForeignRun, load_foreign
 from piep.predict.pricing import price
 from piep.core.scenario import Scenario
 
+pytestmark = pytest.mark.replay
+
 SUPPLIED = Path(__file__).resolve().parent.parent / "calibration/h200/engines/tp2" \
     / "hf-generate-tp2-h200.jsonl"
 

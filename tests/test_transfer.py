@@ -7,6 +7,8 @@ from piep.cli import main
 from piep.core.errors import ConfigError
 from piep.core.gpus import load_gpu, transfer_gpu
 
+pytestmark = pytest.mark.replay
+
 
 def test_transfer_scales_the_reference_profile_by_spec_ratios():
     h200 = load_gpu("h200")

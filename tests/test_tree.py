@@ -5,6 +5,8 @@ import pytest
 from piep.tree import build_tree
 from piep.tree.nodes import Node
 
+pytestmark = pytest.mark.pure
+
 
 def find(tree: Node, path_suffix: str):
     hits = [(p, m, n) for p, m, n in tree.walk() if p.endswith(path_suffix)]

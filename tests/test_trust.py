@@ -16,6 +16,8 @@ from piep.predict.flags import FLAGS, explain
 from piep.core.results import clear_best
 from piep.core.scenario import Scenario
 
+pytestmark = pytest.mark.replay
+
 PIEP = Path(__file__).resolve().parent.parent / "piep"
 
 

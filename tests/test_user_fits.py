@@ -12,6 +12,8 @@ from piep.core.artifacts import calibration_dir, fitted, user_data_dir
 from piep.cli import main
 from piep.plan.freq import load_freq_model
 
+pytestmark = pytest.mark.replay
+
 ROOT = Path(__file__).resolve().parent.parent
 
 

@@ -11,6 +11,8 @@ from piep.serving.serve import served
 from piep.serving.simulate import SchedulerPolicy, simulate
 from piep.core.trace import make_trace
 
+pytestmark = pytest.mark.replay
+
 
 def _resolved(model="llama-3-8b", tp=1, gpu="h100", **kw):
     return api.resolve(api.scenario(model, gpu=gpu, tp=tp, engine="vllm", batch=1,

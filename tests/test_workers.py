@@ -9,6 +9,8 @@ import pytest
 from piep.core.errors import ConfigError
 from piep.fit import workers
 
+pytestmark = pytest.mark.replay
+
 FORKS = sys.platform.startswith("linux") and len(os.sched_getaffinity(0)) > 1
 
 
