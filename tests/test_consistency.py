@@ -48,6 +48,14 @@ def test_one_answer_per_question(engine, tp, batch, gpu):
     assert sum(doc["breakdown_j"].values()) == pytest.approx(doc["energy_j"])
     phases = sum(doc[k]["energy_j"] for k in ("prefill", "decode", "no_request"))
     assert phases == pytest.approx(doc["energy_j"])
+    # generation only (MLPerf's): the decode phase's energy; active: all but no request
+    tokens = batch * GEN
+    assert doc["j_per_output_token_generation"] == pytest.approx(
+        doc["decode"]["energy_j"] / tokens)
+    assert doc["j_per_output_token_active"] == pytest.approx(
+        (doc["energy_j"] - doc["no_request"]["energy_j"]) / tokens)
+    assert doc["j_per_output_token_generation"] < doc["j_per_output_token_active"] \
+        <= doc["j_per_output_token"]
     # (a steady-priced engine's profile was fitted on H100 runs: no spec-sheet flag there)
     assert (gpu != "h200" and not ENGINES[engine].profile == "steady") == ("uncalibrated_gpu" in doc["flags"])
     burst = make_trace([0.0] * batch, [PROMPT] * batch, [GEN] * batch)

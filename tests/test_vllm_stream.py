@@ -118,8 +118,17 @@ def test_lower_load_costs_more_per_token():
         trace = make_trace(arrival - arrival[0], np.full(n, 256), np.full(n, 128))
         r, _ = served(api.scenario("llama-3-8b", gpu="h100", engine="vllm", trace=trace),
                       hosts=False)
-        return r.outcome.energy_j / r.outcome.output_tokens
-    assert j_per_token(1.0) > 1.5 * j_per_token(50.0)
+        doc = r.to_json()
+        # a slow stream idles between requests: active and generation-only figures leave
+        # that out (and the prefill), each from the document's own blocks
+        idle, pre = doc["no_request"]["energy_j"], doc["prefill"]["energy_j"]
+        assert doc["j_per_output_token_active"] == pytest.approx(
+            (doc["energy_j"] - idle) / doc["output_tokens"])
+        assert doc["j_per_output_token_generation"] == pytest.approx(
+            (doc["energy_j"] - idle - pre) / doc["output_tokens"])
+        return r.outcome.energy_j / r.outcome.output_tokens, idle
+    (slow, idle), (fast, _) = j_per_token(1.0), j_per_token(50.0)
+    assert slow > 1.5 * fast and idle > 0
 
 
 def test_a_policy_sets_the_vllm_server_and_nothing_else():

@@ -38,6 +38,13 @@ QUANTITIES: dict[str, tuple[str, str]] = {
     "input_tokens": ("input tokens", "the requests' prompt tokens"),
     "j_per_input_token": ("J per input token", "energy / input tokens (the whole window's)"),
     "j_per_total_token": ("J per total token", "energy / (input + output tokens)"),
+    # generation only, as MLPerf's draft energy schema counts energy per token (the prefill
+    # left out), and active, as a meter that stops between requests sees it
+    "j_per_output_token_generation": ("J per output token, generation",
+                                      "(energy - prefill - no request in flight) / output "
+                                      "tokens"),
+    "j_per_output_token_active": ("J per output token, active",
+                                  "(energy - no request in flight) / output tokens"),
 }
 # the scalar a flat row (compare, sweep CSV) gives of a latency: its median over requests
 MEDIAN = {"ttft_s": "ttft_p50_s", "tpot_s": "tpot_p50_s", "e2e_s": "e2e_p50_s"}
@@ -81,17 +88,21 @@ class Summary:
     alike: bool = False
     # the requests' prompt tokens (every replica's)
     input_tokens: int = 0
+    # of energy_j: the prefill's (the document's prefill phase) and the boards' while no
+    # request is in flight
+    prefill_j: float = 0.0
+    no_request_j: float = 0.0
 
     @classmethod
     def batch(cls, energy_j: float, time_s: float, *, requests: int, gen_len: int,
-              prefill_s: float, prompt_len: int = 0) -> "Summary":
+              prefill_s: float, prompt_len: int = 0, prefill_j: float = 0.0) -> "Summary":
         """A static batch: every request arrives at 0, has its first token when the
         prefill ends and its last when the batch does."""
         steps = max(gen_len - 1, 0)
         tpot = (time_s - prefill_s) / steps if steps else float("nan")
         return cls(energy_j, time_s, requests * gen_len, np.full(requests, prefill_s),
                    np.full(requests, tpot), np.full(requests, time_s), alike=True,
-                   input_tokens=requests * prompt_len)
+                   input_tokens=requests * prompt_len, prefill_j=prefill_j)
 
     @property
     def requests(self) -> int:
@@ -111,7 +122,11 @@ class Summary:
                 "input_tokens": self.input_tokens,
                 "j_per_input_token": e / self.input_tokens if self.input_tokens else 0.0,
                 "j_per_total_token": e / (self.input_tokens + tokens)
-                if self.input_tokens + tokens else 0.0}
+                if self.input_tokens + tokens else 0.0,
+                "j_per_output_token_generation":
+                    (e - self.prefill_j - self.no_request_j) / tokens if tokens else 0.0,
+                "j_per_output_token_active": (e - self.no_request_j) / tokens if tokens
+                else 0.0}
 
     def row(self) -> dict[str, object]:
         """The summary as a flat row (latencies by their medians)."""
@@ -120,7 +135,8 @@ class Summary:
 
 def batch_rows(energy_j: np.ndarray, time_s: np.ndarray, *, requests: np.ndarray,
                gen_len: np.ndarray, prefill_s: np.ndarray,
-               prompt_len: np.ndarray | None = None) -> list[dict[str, object]]:
+               prompt_len: np.ndarray | None = None,
+               prefill_j: np.ndarray | None = None) -> list[dict[str, object]]:
     """The flat rows of many static batches (arrays, an entry per batch) at once: each the
     row `Summary.batch(...).row()` gives, the same numbers in the same order of keys
     (tests/test_consistency.py holds them equal), without a summary object per batch."""
@@ -144,7 +160,11 @@ def batch_rows(energy_j: np.ndarray, time_s: np.ndarray, *, requests: np.ndarray
                "e2e_p50_s": np.asarray(time_s, float).tolist(),
                "input_tokens": np.broadcast_to(inputs, tokens.shape).tolist(),
                "j_per_input_token": ratio(energy_j, np.broadcast_to(inputs, tokens.shape)),
-               "j_per_total_token": ratio(energy_j, inputs + tokens)}
+               "j_per_total_token": ratio(energy_j, inputs + tokens),
+               "j_per_output_token_generation": ratio(
+                   np.asarray(energy_j, float) - (0.0 if prefill_j is None else prefill_j),
+                   tokens),
+               "j_per_output_token_active": ratio(energy_j, tokens)}
     return [dict(zip(columns, values)) for values in zip(*columns.values())]
 
 
@@ -217,6 +237,18 @@ def clear_best(options: list[tuple[str, float, "list[float] | None"]], *, what: 
             "difference_base": o[0], "why": why}
 
 
+# how an answer apportions its energy (the `attribution` field of its document)
+ATTRIBUTION = {
+    "modules": "each leaf of the model tree: the energy priced for its kernels, launch gaps "
+               "and waits (modules_raw_sum_j: their sum before the combiner's weights)",
+    "modules_of_a_stream": "the batch tree's attribution of each leaf, scaled to the "
+                           "stream's energy",
+    "batch_requests": "equal shares: a static batch's requests run together",
+    "stream_requests": "each scheduler iteration's energy shared by the tokens each request "
+                       "put in it (prompt tokens and generated ones); the boards' energy "
+                       "while no request is in flight goes to no request",
+}
+
 # 2: one name per quantity (QUANTITIES), latencies per request
 PREDICTION_SCHEMA, PREDICTION_VERSION = "piep.prediction", 2
 
@@ -257,7 +289,12 @@ class Prediction:
             "per_gpu": [dict(g) for g in self.per_gpu], "interval": self.interval,
             "breakdown_j": dict(self.breakdown_j), "modules": list(self.modules),
             "modules_raw_sum_j": self.modules_raw_sum_j, "flags": list(self.flags),
-            "out_of_range_kinds": list(self.out_of_range_kinds)}
+            "out_of_range_kinds": list(self.out_of_range_kinds),
+            "attribution": {
+                "modules": ATTRIBUTION["modules" if self.priced_as is None
+                                       else "modules_of_a_stream"],
+                "requests": ATTRIBUTION["batch_requests" if self.priced_as is None
+                                        else "stream_requests"]}}
         optional = {"scheduler": self.scheduler, "priced_as": self.priced_as,
                     "scenario": self.scenario, "host_dependence": self.host_dependence,
                     "engine_ref": self.engine_ref, "transfer": self.transfer,
@@ -303,6 +340,7 @@ class ServingResult:
             "iterations": self.iterations,
             "mean_requests_per_iteration": self.mean_requests_per_iteration,
             "scheduler": dict(self.scheduler), "per_request": list(self.per_request),
+            "attribution": {"requests": ATTRIBUTION["stream_requests"]},
             "flags": list(self.flags)}
         optional = {"predictor": self.predictor, "engine_ref": self.engine_ref,
                     "transfer": self.transfer, "interval": self.interval,

@@ -122,7 +122,8 @@ class Priced:
         work = [d.workload for d in self.table.deps]
         rows = batch_rows(self.energy_j, self.time_s, requests=[w.batch for w in work],
                           gen_len=[w.gen_len for w in work], prefill_s=self.phase_time_s[:, 0],
-                          prompt_len=[w.prompt_len for w in work])
+                          prompt_len=[w.prompt_len for w in work],
+                          prefill_j=self.phase_energy_j[:, 0])
         name = self.model.name
         for i, row in enumerate(rows):
             row["predictor"] = name
@@ -134,7 +135,8 @@ class Priced:
         w = self.table.deps[i].workload
         return Summary.batch(float(self.energy_j[i]), float(self.time_s[i]), requests=w.batch,
                              gen_len=w.gen_len, prefill_s=float(self.phase_time_s[i, 0]),
-                             prompt_len=w.prompt_len)
+                             prompt_len=w.prompt_len,
+                             prefill_j=float(self.phase_energy_j[i, 0]))
 
     def document(self, i: int) -> dict[str, Any]:
         """The prediction document of deployment i (`piep predict --json`)."""

@@ -269,7 +269,8 @@ def batch_as_stream(res: Resolved, batch: Prediction | None = None) -> Predictio
     before = sim.it_start_s + sim.it_time_s <= ttft
     prefill_j = float((sim.it_kernel_j + sim.it_gap_j)[before].sum())
     e_scale, t_scale = energy / batch.outcome.energy_j, time_s / batch.outcome.time_s
-    one = outcome(scn.requests(), sim, energy)  # one replica's requests
+    one = outcome(scn.requests(), sim, energy, prefill_j=prefill_j,  # one replica's requests
+                  no_request_j=stream["no_request"]["energy_j"])
     return replace(
         batch, predictor=stream["predictor"],
         outcome=replace(one, output_tokens=batch.outcome.output_tokens, replicas=p.dp),
@@ -308,13 +309,16 @@ def load_curve(scn: "Scenario | Resolved", factors=(0.25, 0.5, 1.0, 2.0, 4.0), *
     return out
 
 
-def outcome(trace: Trace, sim: Simulation, energy_j: float) -> Summary:
-    """The stream's energy, window and latencies, request by request."""
+def outcome(trace: Trace, sim: Simulation, energy_j: float, *, prefill_j: float = 0.0,
+            no_request_j: float = 0.0) -> Summary:
+    """The stream's energy (of it: the prefill's and the boards' with no request in
+    flight), window and latencies, request by request."""
     steps = trace.gen_len - 1
     first, last = sim.first_token_s, sim.last_token_s
     tpot = np.where(steps > 0, (last - first) / np.maximum(steps, 1), np.nan)
     return Summary(energy_j, sim.end_s, trace.gen_tokens, first - trace.arrival_s, tpot,
-                   last - trace.arrival_s, input_tokens=int(np.sum(trace.prompt_len)))
+                   last - trace.arrival_s, input_tokens=int(np.sum(trace.prompt_len)),
+                   prefill_j=prefill_j, no_request_j=no_request_j)
 
 
 def document(scn: Scenario, trace: Trace, sim: Simulation, costs, policy) -> dict[str, Any]:
@@ -341,7 +345,7 @@ def serving_result(scn: Scenario, trace: Trace, sim: Simulation, costs,
     it_e = sim.it_kernel_j + sim.it_gap_j
     share = sim.it_prefill_tokens / tokens  # each iteration's prefill by its tokens
     prefill_j, prefill_s = float((it_e * share).sum()), float((sim.it_time_s * share).sum())
-    out = outcome(trace, sim, energy)
+    out = outcome(trace, sim, energy, prefill_j=prefill_j, no_request_j=idle_j)
     flags = ([] if trace.was_sorted else ["unsorted_trace"]) \
         + pricing_flags(scn.deployment, costs.out_of_range)
     held = sim.it_kernel_j + sim.it_gap_j >= costs.limit_w * sim.it_time_s * (1 - 1e-9)
