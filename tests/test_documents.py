@@ -81,7 +81,7 @@ def test_every_schema_is_exercised_somewhere():
     written = {"piep.prediction", "piep.comparison", "piep.sweep", "piep.clock_plan",
                "piep.optimize", "piep.env", "piep.model_tree", "piep.measurement_failure",
                "piep.serving", "piep.scenario", "piep.gpu_calibration",
-               "piep.module_failure", "piep.steady_state"}
+               "piep.module_failure", "piep.steady_state", "piep.power_curves"}
     assert set(SCHEMAS) <= committed | written
 
 
@@ -145,7 +145,10 @@ def test_the_shipped_json_schemas_are_the_registry_and_every_document_meets_them
     for argv in (["predict", "--model", "llama-2-7b", "--json"],
                  ["serve", "--model", "llama-3-8b", "--rate", "4", "--requests", "10",
                   "--json"],
-                 ["steady", "--model", "llama-3-8b", "--max-num-seqs", "8", "--json"]):
+                 ["steady", "--model", "llama-3-8b", "--max-num-seqs", "8", "--json"],
+                 ["plan", "--model", "llama-2-7b", "--power-curves", "100", "--json"],
+                 ["serve", "--model", "llama-3-8b", "--engine", "vllm", "--gpu", "h100",
+                  "--rate", "4", "--requests", "10", "--json"]):
         doc = _cli(argv)
         assert not list(validators[doc["schema"]].iter_errors(doc)), argv
         seen.add(doc["schema"])

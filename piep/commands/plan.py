@@ -36,6 +36,12 @@ def configure(parser) -> None:
     parser.add_argument("--plot", metavar="FILE.png",
                         help="energy and time of each phase locked at every SM clock, with "
                              "the plan's clocks marked")
+    parser.add_argument("--power-curves", type=float, nargs="?", const=25.0, default=None,
+                        metavar="STEP_W",
+                        help="instead of a plan: throughput, board power and J per output "
+                             "token at every power limit the boards can be set to (every "
+                             "STEP_W watts, default 25), default clocks, for a capacity "
+                             "planner (piep.power_curves; --out writes the JSON)")
     parser.add_argument("--validate", action="store_true",
                         help="sweep SM clocks on this machine's GPUs (needs root), measure "
                              "reference kernels and refit the frequency model")
@@ -70,6 +76,8 @@ def run(args) -> int:
         raise ConfigError(f"--dwell-ms={args.dwell_ms} must be a number >= 0")
     scn = scenario_from_args(args)
     dep = scn.deployment
+    if args.power_curves is not None:
+        return _power_curves(args, scn)
     if args.power_limit is not None:
         dep.gpu.check_power_limits([args.power_limit], "--power-limit")
     plan = plan_for(api.resolve(scn, args.predictor), load_freq_model(dep.gpu.name),
@@ -85,6 +93,46 @@ def run(args) -> int:
             plan = {**plan, "plot": args.plot}
     emit(args, plan, lambda p: summary(p, args.out))
     return 0
+
+
+def _power_curves(args, scn) -> int:
+    """`--power-curves`: the curves document, written to --out and shown."""
+    import json
+
+    from piep import api
+    from piep.core.artifacts import write_text
+    from piep.plan.freq import load_freq_model
+    from piep.plan.power_curves import power_curves
+    if args.power_limit is not None or args.plot:
+        raise ConfigError("--power-curves spans every power limit: drop --power-limit and "
+                          "--plot")
+    doc = power_curves(api.resolve(scn, args.predictor), load_freq_model(scn.gpu.name),
+                       step_w=args.power_curves)
+    if args.out:
+        write_text(args.out, json.dumps(doc, indent=2) + "\n")
+    emit(args, doc, lambda d: curves_table(d, args.out))
+    return 0
+
+
+def curves_table(doc, out=None) -> str:
+    from piep.report.table import fmt
+    head = (f"power curves of {doc['model']} on {doc['layout']['gpus']}x {doc['gpu']}, batch "
+            f"{doc['workload']['batch']}, prompt {doc['workload']['prompt_len']}, gen "
+            f"{doc['workload']['gen_len']}, default clocks  [energy boundary: GPU boards only]")
+    rows = [(f"{p['power_limit_w']:.0f}", fmt(p["output_tokens_per_s"]),
+             fmt(p["power_w_per_gpu"]), fmt(p["j_per_output_token"]),
+             "yes" if p["limit_binds"] else "no") for p in doc["points"]]
+    widths = [max(len(r[i]) for r in rows + [("limit W", "tokens/s", "W per GPU",
+                                               "J per token", "binds")]) for i in range(5)]
+    names = ("limit W", "tokens/s", "W per GPU", "J per token", "binds")
+    lines = [head, "  ".join(n.rjust(w) for n, w in zip(names, widths)),
+             "  ".join("-" * w for w in widths)]
+    lines += ["  ".join(c.rjust(w) for c, w in zip(r, widths)) for r in rows]
+    if doc.get("interval_level"):
+        lines.append(f"interval (in --json): {doc['interval_level']}")
+    if out:
+        lines.append(f"wrote {out}")
+    return "\n".join(lines)
 
 
 def _band(b) -> str:

@@ -482,6 +482,8 @@ register("piep.steady_state", 1, engine=str, gpu=str, server=dict, workload=dict
          running_requests=NUM, j_per_output_token=NUM, output_tokens_per_s=NUM,
          power_w=NUM, profile=dict, flags=list)
 register("piep.spec_sheets", 1, reference=str, gpus=dict)
+register("piep.power_curves", 1, model=str, gpu=str, engine=str, layout=dict, workload=dict,
+         points=list)
 register("piep.serving", 2, model=str, engine=str, per_request=list, **_OUTCOME)
 register("piep.serving_measurement", 1, model=str, engine=dict, energy_j=OPT_NUM, time_s=NUM,
          per_request=list, positive=("time_s", "energy_j"))
