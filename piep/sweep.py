@@ -23,6 +23,59 @@ def grid(*, models, tp, pp, dp, batch, prompt_len, gen_len, mode=(None,),
                                             mode, engine)]
 
 
+def grid_key(configs: list[dict[str, Any]]) -> str:
+    """What identifies a grid across machines: a hash of its configurations in order."""
+    import hashlib
+    import json
+    text = json.dumps(configs, sort_keys=True, default=str)
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def shard(configs: list[dict[str, Any]], index: int, of: int) -> list[dict[str, Any]]:
+    """Shard `index` of `of`: every `of`-th configuration from the `index`-th (so the
+    shards of a grid mixing cheap and dear points get alike work)."""
+    return configs[index::of]
+
+
+def merge(docs: list[tuple[str, dict[str, Any]]]) -> dict[str, Any]:
+    """The sweep document of a whole grid from its shards' (each `(where, doc)`): their
+    rows interleaved back into the grid's order, as one unsharded sweep writes it. Every
+    shard of one grid (the same key, count and total) must be there once."""
+    from piep.core.errors import ConfigError
+    if not docs:
+        raise ConfigError("--merge: give the shards' sweep files (JSON)")
+    keys = set()
+    for where, doc in docs:
+        sh = doc.get("shard")
+        if not isinstance(sh, dict):
+            raise ConfigError(f"--merge {where}: not a shard's sweep (no 'shard'; write it "
+                              f"with `piep sweep ... --shard I/N --out FILE.json`)")
+        keys.add((sh["grid"], sh["of"], sh["configs"]))
+    if len(keys) > 1:
+        raise ConfigError(f"--merge: the files are shards of {len(keys)} different grids or "
+                          f"shard counts; merge one grid's shards together")
+    (key, of, total), = keys
+    by_index = {}
+    for where, doc in docs:
+        i = doc["shard"]["index"]
+        if i in by_index:
+            raise ConfigError(f"--merge: shard {i}/{of} given twice ({by_index[i][0]}, "
+                              f"{where})")
+        if len(doc["rows"]) != len(range(i, total, of)):
+            raise ConfigError(f"--merge {where}: shard {i}/{of} has {len(doc['rows'])} rows, "
+                              f"not {len(range(i, total, of))}: an unfinished shard")
+        by_index[i] = (where, doc)
+    missing = sorted(set(range(of)) - set(by_index))
+    if missing:
+        raise ConfigError(f"--merge: shard(s) {', '.join(f'{i}/{of}' for i in missing)} "
+                          f"missing")
+    rows: list[dict[str, Any]] = [{}] * total
+    for i, (_, doc) in by_index.items():
+        rows[i::of] = doc["rows"]
+    first = by_index[0][1]
+    return {k: v for k, v in first.items() if k not in ("shard", "rows")} | {"rows": rows}
+
+
 def sweep(configs: list[dict[str, Any]], *, gpu: str = DEFAULT_GPU, predictor: str = "auto",
           progress: bool = False) -> list[dict[str, Any]]:
     """One row per configuration: its prediction's summary, or `error` with the reason it

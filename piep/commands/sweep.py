@@ -18,7 +18,7 @@ BOUNDARY = "gpu_board"  # what energy_j counts: GPU boards only (not CPU, DRAM, 
 
 def configure(parser) -> None:
     add_facility_args(parser)
-    parser.add_argument("--model", nargs="+", required=True,
+    parser.add_argument("--model", nargs="+",
                         help="shipped names or config paths (every combination is predicted)")
     parser.add_argument("--gpu", default=DEFAULT_GPU, help=f"GPU type (default {DEFAULT_GPU})")
     for flag, default, what in (("--tp", [1], "tensor parallel degrees"),
@@ -46,16 +46,40 @@ def configure(parser) -> None:
     parser.add_argument("--out", metavar="FILE",
                         help="write the rows to FILE (JSON if it ends in .json, else CSV), "
                              "whole or not at all; stdout then says what was written")
+    parser.add_argument("--shard", metavar="I/N", default=None,
+                        help="predict shard I of N of the grid (every N-th point from the "
+                             "I-th), for one machine of many; --out FILE.json, then --merge")
+    parser.add_argument("--merge", nargs="+", metavar="SHARD.json", default=None,
+                        help="instead of predicting: the shards' files as one sweep, in the "
+                             "grid's order (every shard once)")
 
 
 def run(args) -> int:
-    from piep.sweep import grid, sweep
+    from piep.core.errors import ConfigError
+    from piep.sweep import grid, grid_key, shard, sweep
     if args.out:
         from piep.core.artifacts import writable
         writable(args.out, "--out")  # before the work
+    if args.merge:
+        if args.model or args.shard:
+            raise ConfigError("--merge joins finished shards: no --model, no --shard")
+        from piep.core.artifacts import read_json
+        from piep.sweep import merge
+        return _write(args, merge([(p, read_json(p, "piep.sweep")) for p in args.merge]))
+    if not args.model:
+        raise ConfigError("give --model (the models to sweep), or --merge SHARD.json ...")
     configs = grid(models=args.model, tp=args.tp, pp=args.pp, dp=args.dp, batch=args.batch,
                    prompt_len=args.prompt_len, gen_len=args.gen_len,
                    mode=args.mode or [None], engine=args.engine or [None])
+    part = None
+    if args.shard:
+        from piep.core.config import parse_shard
+        index, of = parse_shard(args.shard)
+        if not (args.out and str(args.out).lower().endswith(".json")):
+            raise ConfigError("--shard writes a piece of the grid for --merge: give --out "
+                              "FILE.json")
+        part = {"index": index, "of": of, "configs": len(configs), "grid": grid_key(configs)}
+        configs = shard(configs, index, of)
     resolve_auto_probe(args)
     if args.host_probe_us is not None:
         from piep.core.errors import ConfigError
@@ -67,13 +91,20 @@ def run(args) -> int:
         for c in fitted:
             c["host_probe_us"] = args.host_probe_us
     rows = sweep(configs, gpu=args.gpu, predictor=args.predictor, progress=True)
-    if rows and all("error" in r for r in rows):
-        from piep.core.errors import ConfigError
+    if rows and all("error" in r for r in rows) and part is None:
         raise ConfigError(f"no point of the grid is valid ({len(rows)} refused); the first: "
                           f"{rows[0]['error']}")
     doc = {"schema": "piep.sweep", "schema_version": 1, "boundary": BOUNDARY, "rows": rows}
     from piep.core.results import with_facility
     with_facility(doc, facility_of(args))  # (its columns in the CSV too)
+    if part is not None:
+        doc["shard"] = part
+    return _write(args, doc)
+
+
+def _write(args, doc: dict) -> int:
+    """The sweep document to --out (JSON or CSV, whole or not at all), or to stdout."""
+    rows = doc["rows"]
     if args.out:
         from piep.core.artifacts import json_text, write_text
         as_json = str(args.out).lower().endswith(".json")

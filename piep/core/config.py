@@ -593,3 +593,15 @@ def divisors(n: int) -> tuple[int, ...]:
     """The divisors of n, ascending (pairs d, n // d up to sqrt n)."""
     small = [d for d in range(1, math.isqrt(n) + 1) if n % d == 0]
     return tuple(small + [n // d for d in reversed(small) if d * d != n])
+
+
+def parse_shard(text: str) -> tuple[int, int]:
+    """`I/N`: every N-th item of a list (of configurations, of pending work) from the
+    I-th: shard I of N."""
+    try:
+        i, n = (int(x) for x in text.split("/"))
+    except ValueError:
+        raise ConfigError(f"--shard={text!r}: give I/N, e.g. 0/2") from None
+    if n < 1 or not 0 <= i < n:
+        raise ConfigError(f"--shard={text!r}: need 0 <= I < N")
+    return i, n

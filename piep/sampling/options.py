@@ -7,6 +7,7 @@ import math
 from dataclasses import dataclass
 
 from piep.core.engines import DEFAULT_ENGINE
+from piep.core.config import parse_shard  # noqa: F401  (the options read it)
 from piep.core.errors import ConfigError
 from piep.core.gpus import DEFAULT_GPU
 
@@ -22,17 +23,6 @@ def check_gpu_name(name: str) -> str:
         raise ConfigError(f"--name {name}: piep ships a calibration of that name; choose "
                           f"another for yours (e.g. {name}-mine)")
     return name
-
-
-def parse_shard(text: str) -> tuple[int, int]:
-    """`I/N`: take every N-th pending configuration starting at I."""
-    try:
-        i, n = (int(x) for x in text.split("/"))
-    except ValueError:
-        raise ConfigError(f"--shard={text!r}: give I/N, e.g. 0/2") from None
-    if n < 1 or not 0 <= i < n:
-        raise ConfigError(f"--shard={text!r}: need 0 <= I < N")
-    return i, n
 
 
 @dataclass(frozen=True, kw_only=True)
