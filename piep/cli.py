@@ -38,6 +38,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "plan": ("plan", "GPU clock plan for a deployment"),
     "apply": ("apply", "apply a clock plan through NVML"),
     "optimize": ("optimize", "batch x power limit x SM clock search"),
+    "export": ("export", "a deployment's predictions as Prometheus metrics (port, textfile "
+                         "or stdout)"),
 }
 
 
