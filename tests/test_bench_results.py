@@ -298,3 +298,35 @@ def test_a_served_answer_round_trips_as_vllms_result_file(tmp_path, capsys):
     assert rec["time_s"] == pytest.approx(served["time_s"])
     ttft = sorted(r["ttft_s"] for r in rec["per_request"])
     assert ttft == pytest.approx(sorted(r["ttft_s"] for r in served["per_request"]))
+
+
+def test_a_vllm_bench_sweep_folder_is_every_run_it_holds(tmp_path, capsys):
+    """`vllm bench sweep serve -o DIR` writes DIR/<experiment>/<SERVE-..-BENCH-..>/run=N.json
+    (each a `vllm bench serve` result with the combination's overrides): each run becomes
+    a record with its own gpu_energy_j (a steady state where held at a concurrency), and
+    one bad run keeps every record out."""
+    exp = tmp_path / "sweep" / "20261205_010000"
+    held = exp / "SERVE--max_num_seqs=4-BENCH--max_concurrency=4"
+    rate = exp / "SERVE--max_num_seqs=4-BENCH--request_rate=2"
+    for folder in (held, rate):
+        folder.mkdir(parents=True)
+    for n in (0, 1):
+        (held / f"run={n}.json").write_text(json.dumps({**_held(), "run_number": n}))
+        (rate / f"run={n}.json").write_text(json.dumps({**_vllm(gpu_energy_j=90.0),
+                                                        "run_number": n}))
+    (held / "summary.json").write_text("[]")  # the combination's summary: not a run
+    base = ["meter", "--serving-result", str(tmp_path / "sweep"), "--model", "llama-2-7b",
+            "--engine", "vllm", "--engine-version", "0.11", "--gpu", "h100"]
+    out = tmp_path / "runs.jsonl"
+    assert main([*base, "--out", str(out), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["records"] == 4
+    recs = [json.loads(line) for line in out.read_text().splitlines()]
+    assert [r["schema"] for r in recs] == ["piep.steady_measurement"] * 2 \
+        + ["piep.serving_measurement"] * 2
+    assert [r["energy_j"] for r in recs[2:]] == [90.0, 90.0]
+    (rate / "run=1.json").write_text(json.dumps(_vllm()))  # no energy: nothing written
+    bad = tmp_path / "bad.jsonl"
+    assert main([*base, "--out", str(bad)]) == 2
+    assert "gpu_energy_j" in capsys.readouterr().err and not bad.exists()
+    assert main([*base, "--out", str(bad), "--", "true"]) == 2
+    assert "one meter window" in capsys.readouterr().err

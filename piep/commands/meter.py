@@ -21,13 +21,15 @@ def configure(parser) -> None:
     parser.add_argument("--prompt-len", type=int, help="tokens per prompt")
     parser.add_argument("--gen-len", type=int,
                         help="new tokens per prompt (the prefill's included)")
-    parser.add_argument("--serving-result", metavar="FILE",
+    parser.add_argument("--serving-result", metavar="FILE|DIR",
                         help="a serving benchmark's result file, written by the command "
                              "(`vllm bench serve --save-result --save-detailed`, SGLang's "
                              "`bench_serving --output-file F --output-details`): the record "
                              "is that run replayed (its requests and timings), its energy "
                              "the window around the command (or, without a command, the "
-                             "file's own gpu_energy_j); no --batch/--prompt-len/--gen-len")
+                             "file's own gpu_energy_j); a folder: every run=N.json of `vllm "
+                             "bench sweep serve`, each with its own gpu_energy_j; no "
+                             "--batch/--prompt-len/--gen-len")
     parser.add_argument("--gpu", metavar="NAME",
                         help="with --serving-result of a run held at --max-concurrency: the "
                              "GPU type it ran on (e.g. h100); the record is a steady state "
@@ -95,12 +97,41 @@ def run(args) -> int:
 
 def _serving(args, cmd: list[str]) -> int:
     """A serving benchmark's run as a replay: metered around `cmd` (which writes the result
-    file), or read with the file's own energy."""
+    file), or read with the file's own energy; a folder of `vllm bench sweep serve` is
+    every run it holds, each with its own energy."""
+    from pathlib import Path
+    if args.tp < 1 or args.run == 0:
+        raise ConfigError("--tp is a positive integer; --run counts from 1 (or -1, the last)")
+    folder = Path(args.serving_result)
+    if not folder.is_dir():
+        return _serving_file(args, cmd)
+    if cmd:
+        raise ConfigError(f"{folder}: a folder of many runs cannot share one meter window; "
+                          f"read their own gpu_energy_j (no command), or meter each run")
+    runs = sorted(folder.rglob("run=*.json"))
+    if not runs:
+        raise ConfigError(f"{folder}: no run=N.json (the runs `vllm bench sweep serve` "
+                          f"writes in its output folder)")
+    import copy
+    for path in runs:  # (each checked before any is written: one fails, none is kept)
+        _serving_file(copy.copy(args), [], dry=True, path=str(path))
+    for path in runs:
+        one = copy.copy(args)
+        one.serving_result, one.run, one.quiet = str(path), -1, True
+        _serving_file(one, [])
+    emit(args, {"out": args.out, "records": len(runs),
+                "runs": [str(p.relative_to(folder)) for p in runs]},
+         lambda d: f"{d['records']} runs of {folder} -> {d['out']}")
+    return 0
+
+
+def _serving_file(args, cmd: list[str], *, dry: bool = False, path: str | None = None) -> int:
+    """One result file's run (`_serving`); `dry`: only build the record (a check)."""
     from pathlib import Path
     from piep.sampling.bench_results import held_at, replay_record
     from piep.core.records import append_record as append
-    if args.tp < 1 or args.run == 0:
-        raise ConfigError("--tp is a positive integer; --run counts from 1 (or -1, the last)")
+    if path is not None:
+        args.serving_result, args.run = path, -1
     run_index = args.run - 1 if args.run > 0 else args.run
     window, result = None, Path(args.serving_result)
     if cmd:
@@ -113,7 +144,7 @@ def _serving(args, cmd: list[str]) -> int:
         window = {"energy_j": whole.energy_j, "time_s": whole.time_s, "idle_power_w": idle_w,
                   "command": shlex.join(cmd)}
     if held_at(args.serving_result, run_index) is not None:
-        return _steady(args, run_index, window)
+        return _steady(args, run_index, window, dry=dry)
     rec = replay_record(args.serving_result, model=args.model, engine=args.engine,
                         engine_version=args.engine_version, tp=args.tp, run_index=run_index,
                         energy_j=window and window["energy_j"], window=window)
@@ -122,7 +153,11 @@ def _serving(args, cmd: list[str]) -> int:
         rec["energy_j"] = window["energy_j"] - window["idle_power_w"] * outside
         rec["idle_power_w"] = window["idle_power_w"]
         window["outside_s"] = outside
+    if dry:
+        return 0
     append(args.out, rec)
+    if getattr(args, "quiet", False):
+        return 0
     emit(args, rec, lambda r: (f"{r['model']} on {r['engine']['name']} "
                                f"{r['engine']['version']}: {r['requests']} requests "
                                f"({r['failed_requests']} failed, left out), "
@@ -130,7 +165,7 @@ def _serving(args, cmd: list[str]) -> int:
     return 0
 
 
-def _steady(args, run_index: int, window: dict | None) -> int:
+def _steady(args, run_index: int, window: dict | None, *, dry: bool = False) -> int:
     """A run held at its max_concurrency: a steady-state record (piep.steady_measurement),
     its energy the window around the command less its start-up and tear-down at idle."""
     from piep.core.artifacts import append_jsonl, check_document
@@ -141,7 +176,12 @@ def _steady(args, run_index: int, window: dict | None) -> int:
     rec = steady_record(args.serving_result, model=args.model, engine=args.engine,
                         engine_version=args.engine_version, gpu=args.gpu.lower(), tp=args.tp,
                         run_index=run_index, window=window)
-    append_jsonl(args.out, check_document(rec, args.out))
+    check_document(rec, args.out)
+    if dry:
+        return 0
+    append_jsonl(args.out, rec)
+    if getattr(args, "quiet", False):
+        return 0
     emit(args, rec, lambda r: (f"{r['model']} on {r['engine']['name']} "
                                f"{r['engine']['version']}, held at "
                                f"{r['server']['max_num_seqs']}: {r['output_tokens_per_s']:.1f} "
