@@ -148,3 +148,21 @@ def test_a_policy_sets_the_vllm_server_and_nothing_else():
     for bad in ({"scheduler": {"safety_margin": 0.1}}, {"host": {"step_host_s": 1e-3}}):
         with pytest.raises(ConfigError, match="belong.* to hf-cb"):
             served(scn, user_policy=UserPolicy(name="x", source="p.json", **bad))
+
+
+def test_a_stream_held_full_has_its_steady_window():
+    """Far more requests than slots at once: the window at the peak concurrency leaves the
+    ramp-up and the drain out (the drain prefills nothing: cheap per output token), costing
+    per token what `piep steady` says held full; a trickle without a plateau has none."""
+    n = 2000
+    trace = make_trace(np.zeros(n), np.full(n, 512), np.full(n, 256))
+    r, _ = served(api.scenario("llama-3-8b", gpu="h100", engine="vllm", trace=trace),
+                  user_policy=None, hosts=False)
+    w = r.steady_window
+    assert 0 < w["start_s"] < w["end_s"] < r.outcome.time_s
+    steady = api.steady("llama-3-8b", gpu="h100", prompt_len=512, output_len=256)
+    assert w["j_per_output_token"] == pytest.approx(steady["j_per_output_token"], rel=0.15)
+    one = make_trace([0.0, 30.0], [64, 64], [4, 4])
+    r1, _ = served(api.scenario("llama-3-8b", gpu="h100", engine="vllm", trace=one),
+                   hosts=False)
+    assert r1.steady_window is None

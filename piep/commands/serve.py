@@ -153,6 +153,12 @@ def summary(d: dict, shown: int) -> str:
              f"flight {fmt(d['no_request']['energy_j'])}",
              f"iterations {d['iterations']}, {d['mean_requests_per_iteration']:.1f} requests "
              f"per iteration on average"]
+    w = d.get("steady_window")
+    if w and w.get("j_per_output_token"):
+        lines.append(f"steady window (held at its peak, {w['mean_requests_per_iteration']:.0f} "
+                     f"requests per iteration): {fmt(w['j_per_output_token'])} J per output "
+                     f"token, {fmt(w['output_tokens_per_s'])} tokens/s, from "
+                     f"{w['start_s']:.3g} to {w['end_s']:.3g} s")
     if shown:
         top = sorted(d["per_request"], key=lambda r: -r["energy_j"])[:shown]
         lines += ["", table([[r["id"], r["energy_j"], r["ttft_s"], r["tpot_s"], r["e2e_s"]]

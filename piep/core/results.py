@@ -328,6 +328,7 @@ class ServingResult:
     host_dependence: dict[str, Any] | None = None
     flag_notes: list[dict[str, str]] | None = None
     load: dict[str, Any] | None = None  # arrival rate, the rate the engine sustains
+    steady_window: dict[str, Any] | None = None  # where it ran at its peak concurrency
     out_of_range_kinds: tuple[str, ...] | None = None  # where flagged out_of_range
 
     def to_json(self) -> dict[str, Any]:
@@ -346,6 +347,7 @@ class ServingResult:
                     "transfer": self.transfer, "interval": self.interval,
                     "scenario": self.scenario, "host_dependence": self.host_dependence,
                     "flag_notes": self.flag_notes, "load": self.load,
+                    "steady_window": self.steady_window,
                     "out_of_range_kinds": None if self.out_of_range_kinds is None
                     else list(self.out_of_range_kinds)}
         doc.update({k: v for k, v in optional.items() if v is not None})

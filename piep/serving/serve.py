@@ -383,7 +383,41 @@ def serving_result(scn: Scenario, trace: Trace, sim: Simulation, costs,
                    "max_batch_tokens": policy.max_batch_tokens,
                    "safety_margin": policy.safety_margin},
         per_request=per_request, flags=tuple(flags), load=load,
+        steady_window=steady_window(sim, costs.idle_power_w),
         out_of_range_kinds=costs.out_of_range_kinds or None)
+
+
+# a steady window: the iterations that run at least this share of the stream's peak
+# requests, from the first to the last of them, when there are at least STEADY_MIN of them
+STEADY_SHARE = 0.95
+STEADY_MIN = 10
+
+
+def steady_window(sim: Simulation, idle_power_w: float) -> dict[str, Any] | None:
+    """The window where a stream ran at its peak concurrency (ML.ENERGY's steady state: a
+    server held full, its ramp-up and drain left out): from the first iteration with at
+    least STEADY_SHARE of the peak requests to the end of the last; its energy (iterations,
+    and the boards idle inside it), output tokens (decoded, and first tokens made in it) and
+    the quantities per token. None where fewer than STEADY_MIN iterations reach it."""
+    if not len(sim.it_requests):
+        return None
+    at = np.flatnonzero(sim.it_requests >= STEADY_SHARE * sim.it_requests.max())
+    if len(at) < STEADY_MIN:
+        return None
+    a, b = at[0], at[-1]
+    start, end = float(sim.it_start_s[a]), float(sim.it_start_s[b] + sim.it_time_s[b])
+    inside = slice(a, b + 1)
+    busy = float(sim.it_time_s[inside].sum())
+    energy = float((sim.it_kernel_j + sim.it_gap_j)[inside].sum()) \
+        + max(end - start - busy, 0.0) * idle_power_w
+    firsts = int(np.count_nonzero((sim.first_token_s > start) & (sim.first_token_s <= end)))
+    tokens = int(sim.it_decode_tokens[inside].sum()) + firsts
+    return {"start_s": start, "end_s": end, "energy_j": energy, "output_tokens": tokens,
+            "j_per_output_token": energy / tokens if tokens else None,
+            "output_tokens_per_s": tokens / (end - start) if end > start else None,
+            "mean_requests_per_iteration": float(sim.it_requests[inside].mean()),
+            "definition": f"iterations at >= {STEADY_SHARE:.0%} of the peak requests "
+                          f"({int(sim.it_requests.max())}), first to last"}
 
 
 # a stream is overloaded when its requests' wait for their first token grows by at least
