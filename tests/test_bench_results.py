@@ -192,7 +192,7 @@ def test_a_user_engine_fitted_on_too_few_runs_takes_its_base_engines_band(tmp_pa
     monkeypatch.setenv("PIEP_DATA_DIR", str(tmp_path / "data"))
     shipped = load_profile("h200", "hf-cb")
     narrow = replace(shipped, name="my-cb", like="hf-cb", intervals={"all": math.log(1.027)},
-                     time_intervals={"all": math.log(1.5)}, meta={**shipped.meta, "lomo_runs": 3})
+                     time_intervals={"all": math.log(1.5)}, meta=replace(shipped.meta, lomo_runs=3))
     mine = widened_to_base(narrow, shipped, 3)
     assert mine.intervals["all"] == shipped.intervals["all"]  # hf-cb's is wider
     assert mine.time_intervals["all"] == math.log(1.5)  # its own is wider

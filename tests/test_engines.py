@@ -110,7 +110,7 @@ def test_an_engine_at_an_unmeasured_tp_degree_has_a_wider_interval(monkeypatch):
         assert "widened" not in one["interval"]["level"]
     import copy
     prof = copy.deepcopy(load_profile("h200", "hf-static"))  # the loaded one is read-only
-    prof.meta["tp_measured"] = [1, 2, 4]
+    prof.meta.tp_measured = [1, 2, 4]
     monkeypatch.setattr(engines, "load_profile", lambda gpu, engine: prof)
     measured = api.predict("llama-3-8b", engine="hf-static", tp=4, batch=8)
     assert "unmeasured_engine_layout" not in measured["flags"]
@@ -305,7 +305,7 @@ def test_shipped_profile_is_reproduced_from_its_runs(engine):
     for name in ENGINES[engine].fitted_terms:
         assert getattr(refit.host, name) == pytest.approx(getattr(shipped.host, name),
                                                           rel=1e-6, abs=1e-12)
-    assert refit.meta["runs"] == shipped.meta["runs"] > 5
+    assert refit.meta.runs == shipped.meta.runs > 5
 
 
 def test_a_user_profile_takes_precedence(tmp_path, monkeypatch):
@@ -338,7 +338,7 @@ def test_train_engine_from_own_measurements(tmp_path, monkeypatch, capsys):
     # runs with host probes: the profile is fitted per host and keeps both figures
     mine = load_profile("h200", "hf-static")
     assert mine.host.host_probe_ref_s > 0
-    assert np.isfinite(mine.meta["lomo_time_mape_host_probe"])
+    assert np.isfinite(mine.meta.lomo_time_mape_host_probe)
 
 
 def test_an_engine_of_your_own_is_fitted_and_priced_as_a_builtin(tmp_path, monkeypatch,
@@ -513,10 +513,10 @@ def test_a_sliding_window_caps_the_cache_and_masks_attention_past_it():
 
 def test_a_profile_whose_runs_never_crossed_a_window_flags_it(tmp_path, monkeypatch):
     prof = load_profile("h200", "hf-eager")
-    assert prof.meta["window_measured"]  # the shipped runs crossed windows
+    assert prof.meta.window_measured  # the shipped runs crossed windows
     args = dict(engine="hf-eager", batch=2, prompt_len=4500, gen_len=64)
     assert "unmeasured_sliding_window" not in api.predict("mistral-7b", **args)["flags"]
-    prof.meta["window_measured"] = False
+    prof.meta.window_measured = False
     monkeypatch.setenv("PIEP_DATA_DIR", str(tmp_path))
     save_profile(prof, tmp_path / "h200" / "engines" / "hf-eager")
     assert "unmeasured_sliding_window" in api.predict("mistral-7b", **args)["flags"]
@@ -638,7 +638,7 @@ def test_an_engine_combiner_holds_the_prefill_decode_split(monkeypatch):
     for weight in (0.0, engines.COMBINER_PHASE_WEIGHT):
         monkeypatch.setattr(engines, "COMBINER_PHASE_WEIGHT", weight)
         prof = fit_profile(base, records, "hf-static")
-        assert prof.combiner is not None and prof.meta["combiner"] == "refit"
+        assert prof.combiner is not None and prof.meta.combiner == "refit"
         rows = rows_of(engines._cases(records, base.gpu, "hf-static"), prof.apply(base))
         err[weight] = np.mean([abs(math.log(r[f"pred_{k}"] / r[k]))
                                for r in rows for k in ("prefill_j", "decode_j")])

@@ -401,7 +401,7 @@ def test_the_serving_fit_recovers_an_engine_from_its_iteration_logs():
                                            gen_len="lognormal:80:0.5:200"), base)
     profile = fit_cb_profile(base, train)
     assert profile.host.launch_gap_w == pytest.approx(90.0, abs=6.0)
-    (case,) = _cases(base, [test], profile.meta["scheduler"]["reserved_gib"])
+    (case,) = _cases(base, [test], profile.meta.scheduler["reserved_gib"])
     row = case_row(case, profile.apply(base))
     assert row["pred_energy_j"] == pytest.approx(row["energy_j"], rel=0.03)
     assert row["pred_time_s"] == pytest.approx(row["time_s"], rel=0.03)
@@ -583,7 +583,7 @@ def test_held_out_folds_are_named_by_their_replays_and_the_engine_fitted(monkeyp
 
     import piep.fit.serving as fs
     monkeypatch.setattr(fs, "fit_cb_profile", lambda base, recs, **kw: SimpleNamespace(
-        apply=lambda b: b, meta={"scheduler": {"reserved_gib": 1.0}}))
+        apply=lambda b: b, meta=SimpleNamespace(scheduler={"reserved_gib": 1.0})))
     monkeypatch.setattr(fs, "_cases", lambda base, test, reserved, h, shared: test)
     monkeypatch.setattr(fs, "case_row", lambda c, model: {"model": c.model})
     monkeypatch.setattr(fs, "fold_map", lambda fn, groups: [fn(g) for g in groups])

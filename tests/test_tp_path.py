@@ -110,7 +110,7 @@ def test_the_shipped_profiles_measured_tp2_and_cover_the_supplied_runs():
     for engine in ("hf-eager", "hf-static"):
         res = api.resolve(Scenario.build("llama-2-7b", engine=engine, tp=2))
         assert 2 in res.profile.measured_tp and "unmeasured_engine_layout" not in res.flags
-        meta = res.profile.meta["tp_path"]
+        meta = res.profile.meta.tp_path
         assert meta["energy_mape"] <= 10 and meta["time_mape"] <= 12  # the targets
         for run in (r for r in runs if r.engine == engine and r.tp == 2):
             doc = api.predict("llama-2-7b", engine=engine, tp=2, batch=run.batch,

@@ -115,9 +115,9 @@ def run(args) -> int:
             engines.append({"name": name, "gpu": gpu, "version": prof.version,
                             "description": describe_engine(name, prof.like),
                             **({"like": prof.like} if prof.like else {}),
-                            "runs": prof.meta.get("runs"),
-                            "tp_measured": prof.meta.get("tp_measured"),
-                            "lomo_energy_mape": prof.meta.get("lomo_energy_mape"),
+                            "runs": prof.meta.runs,
+                            "tp_measured": prof.meta.tp_measured,
+                            "lomo_energy_mape": prof.meta.lomo_energy_mape,
                             "host_probe_ref_us": 1e6 * prof.host.host_probe_ref_s
                             if prof.host.host_probe_ref_s else None})
     doc = {"schema": "piep.env", "schema_version": 1, "piep": __version__,

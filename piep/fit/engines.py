@@ -14,7 +14,7 @@ from typing import Any
 
 from piep.core.errors import ArtifactError, ConfigError
 from piep.core.engines import ENGINES, engine as engine_record, names as engine_names
-from piep.predict.engines import EngineProfile, shipped_profile_dir
+from piep.predict.engines import EngineProfile, ProfileMeta, shipped_profile_dir
 from piep.core.records import REFERENCE, Measurement, merge_repeats, read_runs
 from piep.core.scenario import EngineRef
 from piep.tree.builder import past_window
@@ -152,14 +152,14 @@ def fit_profile(base, records: list[Measurement], engine: str, *,
         fit_combiner(model, ts, phase_weight=COMBINER_PHASE_WEIGHT)
     return EngineProfile(engine, version, base.gpu.name, model.host,
                          model.combiner if refit_combiner else None,
-                         meta={"runs": len(cases), "models": sorted({c.run.model
-                                                                     for c in cases}),
-                               "tp_measured": sorted({c.run.parallel.tp for c in cases}),
-                               "window_measured": any(past_window(c.dep) for c in cases),
-                               "fitted_terms": list(terms),
-                               **({"fused_kernel_from": "kernel census"} if host.fused_kernel_s
-                                  else {}),
-                               "combiner": "refit" if refit_combiner else "reference"},
+                         meta=ProfileMeta(
+                             runs=len(cases), models=sorted({c.run.model for c in cases}),
+                             tp_measured=sorted({c.run.parallel.tp for c in cases}),
+                             window_measured=any(past_window(c.dep) for c in cases),
+                             fitted_terms=list(terms),
+                             fused_kernel_from="kernel census" if host.fused_kernel_s
+                             else None,
+                             combiner="refit" if refit_combiner else "reference"),
                          like=like)
 
 
@@ -212,13 +212,14 @@ def with_intervals(profile: EngineProfile, rows: list[dict[str, Any]],
     from piep.stats.conformal import basis
     qe = q([abs(math.log(r["pred_energy_j"] / r["energy_j"])) for r in rows])
     qt = q([abs(math.log(r["pred_time_s"] / r["time_s"])) for r in rows])
-    meta = {**profile.meta, "lomo_runs": len(rows),
+    meta = {**profile.meta.to_json(), "lomo_runs": len(rows),
             "interval_basis": {"all": basis(len(rows), held_out)},
             "lomo_energy_mape": 100 * statistics.mean(abs(r["pred_energy_j"] / r["energy_j"] - 1)
                                                       for r in rows),
             "lomo_time_mape": 100 * statistics.mean(abs(r["pred_time_s"] / r["time_s"] - 1)
                                                     for r in rows)}
-    return replace(profile, intervals={"all": qe}, time_intervals={"all": qt}, meta=meta)
+    return replace(profile, intervals={"all": qe}, time_intervals={"all": qt},
+                   meta=ProfileMeta.from_json(meta))
 
 
 def widened_to_base(profile: EngineProfile, base: EngineProfile | None,
@@ -233,14 +234,15 @@ def widened_to_base(profile: EngineProfile, base: EngineProfile | None,
     def wider(own: dict[str, float], theirs: dict[str, float]) -> dict[str, float]:
         return {g: max(own.get(g, own.get("all", 0.0)), theirs.get(g, theirs.get("all", 0.0)))
                 for g in {*own, *theirs}}
-    meta = {**profile.meta, "interval_from": {"engine": base.name, "held_out": held_out},
+    meta = {**profile.meta.to_json(),
+            "interval_from": {"engine": base.name, "held_out": held_out},
             "interval_basis": {g: f"{base.name}'s 90 % band or this fit's own largest "
                                   f"held-out error, the wider ({held_out} held-out residuals "
                                   f"are too few to size a band; {MIN_HELD_OUT} needed)"
                                for g in {*profile.intervals, *base.intervals}}}
     return replace(profile, intervals=wider(profile.intervals, base.intervals),
                    time_intervals=wider(profile.time_intervals, base.time_intervals),
-                   meta=meta)
+                   meta=ProfileMeta.from_json(meta))
 
 
 def host_probe_range_us(records: list) -> list[float] | None:

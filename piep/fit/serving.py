@@ -28,7 +28,7 @@ import numpy as np
 
 from piep.core.engines import ENGINES, names
 from piep.core.errors import ArtifactError
-from piep.predict.engines import EngineProfile
+from piep.predict.engines import EngineProfile, ProfileMeta
 from piep.fit.engines import engine_version, profile_hosts
 from piep.fit.predictor import get_term, set_term
 from piep.fit.progress import Pace
@@ -394,12 +394,12 @@ def fit_cb_profile(base, records: list[ServingReplay], *, maxiter: int = 400,
         _fit_time_and_energy(base, cases, maxiter)
     fitted = _fit_gap_power(timed, cases, simulated)
     return EngineProfile(name, version, base.gpu.name, fitted.host, None,
-                         meta={"runs": len(records), "traces": [r.trace for r in records],
-                               "models": sorted({r.model for r in records}),
-                               "iteration_logs": sum(c.iterations is not None for c in cases),
-                               "tp_measured": [1], "fitted_terms": list(FITTED),
-                               "combiner": "reference",
-                               "scheduler": {**SCHEDULER, "reserved_gib": reserved}},
+                         meta=ProfileMeta(
+                             runs=len(records), traces=[r.trace for r in records],
+                             models=sorted({r.model for r in records}),
+                             iteration_logs=sum(c.iterations is not None for c in cases),
+                             tp_measured=[1], fitted_terms=list(FITTED), combiner="reference",
+                             scheduler={**SCHEDULER, "reserved_gib": reserved}),
                          like=like)
 
 
@@ -439,7 +439,7 @@ def held_out_on_hosts(base, records: list[ServingReplay], *, by: str = "model",
         model = profile.apply(base)
         test = [r for r in records if key(r) == group]
         return {h: [case_row(c, model) for c in
-                    _cases(base, test, profile.meta["scheduler"]["reserved_gib"], h, shared)]
+                    _cases(base, test, profile.meta.scheduler["reserved_gib"], h, shared)]
                 for h in hosts}
     pace = Pace(f"{name} leave-one-{'replay' if by == 'trace' else by}-out")
     for i, (group, rows) in enumerate(zip(groups, fold_map(fold, groups))):

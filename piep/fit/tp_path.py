@@ -211,6 +211,7 @@ def with_tp_path(profile, runs: Sequence[ForeignRun], priced: Pricer, source: st
     leave-one-run-out errors, and the interval of its tp group no narrower than those
     errors (nor than its tp=1 interval)."""
     from piep.core.config import Parallel
+    from piep.predict.engines import ProfileMeta
     from piep.predict.learned import interval_group
     priced.profiles[profile.name] = profile
     probe = harness_probe_us(runs, priced)
@@ -221,7 +222,7 @@ def with_tp_path(profile, runs: Sequence[ForeignRun], priced: Pricer, source: st
         setattr(host, k, v)
     own = [r for r in rows if r["engine"] == profile.name]
     tps = {r.tp for r in runs if r.engine == profile.name}
-    meta = {**profile.meta, "tp_measured": sorted(set(profile.measured_tp) | tps)}
+    meta = {**profile.meta.to_json(), "tp_measured": sorted(set(profile.measured_tp) | tps)}
     meta["tp_path"] = {
         "source": source, "harness_probe_us": probe, "terms": fitted.terms,
         "fitted_on": list(fitted.runs),
@@ -242,5 +243,5 @@ def with_tp_path(profile, runs: Sequence[ForeignRun], priced: Pricer, source: st
             group: f"band of the larger of its tp=1 band and the largest of {len(own)} "
                    f"leave-one-run-out errors at tp={max(tps)} (too few to size a 90 % band; "
                    f"in sample: no held-out coverage)"}
-    return replace(profile, host=host, meta=meta, intervals=energy_log,
+    return replace(profile, host=host, meta=ProfileMeta.from_json(meta), intervals=energy_log,
                    time_intervals=time_log)

@@ -34,15 +34,15 @@ def tp_path(*, gpu: str, engine: str, from_measurements: str, out: str | None = 
             from piep.core.artifacts import read_json
             prov = read_json(folder / "profile.json", "piep.engine_profile") \
                 .get("provenance", {})
-            profile.meta["tp_path"]["on_top_of"] = prov.get("on_top_of") or {
+            profile.meta.tp_path["on_top_of"] = prov.get("on_top_of") or {
                 k: prov.get(k) for k in ("command", "git", "source")}
             break
     path = save_profile(profile, out, source=from_measurements,
                         command=f"piep train --gpu {gpu} --engine {engine} "
                                 f"--from-measurements {from_measurements}")
-    tp = profile.meta["tp_path"]
+    tp = profile.meta.tp_path
     return {"profile": str(path), "engine": profile.name, "version": profile.version,
-            "runs": len(runs), "tp_measured": profile.meta["tp_measured"],
+            "runs": len(runs), "tp_measured": profile.meta.tp_measured,
             "terms": tp["terms"], "harness_probe_us": tp["harness_probe_us"],
             "leave_one_run_out_energy_mape": tp.get("energy_mape"),
             "leave_one_run_out_time_mape": tp.get("time_mape")}
@@ -91,9 +91,9 @@ def engine_profile(*, gpu: str, engine: str, like: str | None = None,
         shipped = shipped_profile_dir(gpu, like or engine) / "profile.json"
         theirs = EngineProfile.from_json(read_json(shipped, "piep.engine_profile")) \
             if shipped.is_file() else None
-        profile = widened_to_base(profile, theirs, profile.meta.get("lomo_runs", 0))
+        profile = widened_to_base(profile, theirs, profile.meta.lomo_runs or 0)
     if (hosts := host_probe_range_us(records)) is not None:
-        profile.meta["host_probe_range_us"] = hosts
+        profile.meta.host_probe_range_us = hosts
     if not from_measurements and not like:  # the shipped tensor-parallel runs
         from piep.fit.tp_path import Pricer, shipped_runs, with_tp_path
         runs = shipped_runs(gpu)
@@ -109,10 +109,10 @@ def engine_profile(*, gpu: str, engine: str, like: str | None = None,
                                    else ""))
     return {"profile": str(path), "engine": profile.name, "version": profile.version,
             **({"like": profile.like} if profile.like else {}),
-            "runs": profile.meta["runs"], "terms": {k: get_term(profile.host, k)
-                                                    for k in profile.meta["fitted_terms"]},
-            "lomo_energy_mape": profile.meta.get("lomo_energy_mape"),
-            "lomo_time_mape": profile.meta.get("lomo_time_mape")}
+            "runs": profile.meta.runs, "terms": {k: get_term(profile.host, k)
+                                                    for k in profile.meta.fitted_terms},
+            "lomo_energy_mape": profile.meta.lomo_energy_mape,
+            "lomo_time_mape": profile.meta.lomo_time_mape}
 
 
 def _fit_replays(base, records, engine: str, like: str | None, fit: dict[str, Any]):
@@ -130,7 +130,7 @@ def _fit_replays(base, records, engine: str, like: str | None, fit: dict[str, An
                                  else (False,))
         profile = with_intervals(profile, rows[False], f"leave-one-"
                                  f"{'shape' if by == 'model' else 'replay'}-out residuals")
-        profile.meta["held_out"] = by
+        profile.meta.held_out = by
         profile = _with_host_probe_errors(profile, rows)
     return profile
 
@@ -159,8 +159,8 @@ def _with_host_probe_errors(profile, rows):
     from piep.fit.engines import with_intervals
     if True in rows:
         hosted = with_intervals(profile, rows[True])
-        profile.meta.update({f"{k}_host_probe": hosted.meta[k] for k in
-                             ("lomo_energy_mape", "lomo_time_mape")})
+        profile.meta.lomo_energy_mape_host_probe = hosted.meta.lomo_energy_mape
+        profile.meta.lomo_time_mape_host_probe = hosted.meta.lomo_time_mape
     return profile
 
 

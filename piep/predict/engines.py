@@ -25,6 +25,7 @@ import functools
 import json
 import logging
 from dataclasses import dataclass, field, replace
+from dataclasses import fields as dataclass_fields
 from pathlib import Path
 from typing import Any
 
@@ -53,6 +54,47 @@ def user_profile_dir(gpu: str, engine: str) -> Path:
 
 
 @dataclass
+class ProfileMeta:
+    """What a profile's fit recorded beside its terms (`meta` of profile.json): the runs it
+    was fitted on, how its bands were sized, what its runs covered. Keys another piep
+    wrote that this one does not know are kept in `extra`."""
+    runs: int | None = None                   # end-to-end runs (or replays) fitted on
+    models: list[str] | None = None           # their models
+    traces: list[str] | None = None           # a serving engine's replayed traces
+    iteration_logs: int | None = None         # ... how many of them logged iterations
+    scheduler: dict[str, Any] | None = None   # a serving engine's scheduler settings
+    fitted_terms: list[str] | None = None     # the host terms fitted
+    combiner: str | None = None               # how its combiner was fitted (or kept)
+    fused_kernel_from: str | None = None      # a compiled engine's fused-kernel census
+    held_out: str | None = None               # what its bands hold out (model, trace)
+    interval_basis: dict[str, str] | None = None  # per band group: what it was sized on
+    interval_from: dict[str, Any] | None = None   # a user's too-few runs: the base's band
+    lomo_runs: int | None = None
+    lomo_energy_mape: float | None = None
+    lomo_time_mape: float | None = None
+    lomo_energy_mape_host_probe: float | None = None
+    lomo_time_mape_host_probe: float | None = None
+    host_probe_range_us: list[float] | None = None  # its runs' fastest and slowest hosts
+    tp_measured: list[int] | None = None      # the tp degrees its runs had
+    tp_path: dict[str, Any] | None = None     # transformers' tp>1 path, fitted apart
+    window_measured: bool | None = None       # its runs attended past a sliding window
+    families_measured: list[str] | None = None  # the model families its runs had
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @classmethod
+    def from_json(cls, doc: dict[str, Any] | None) -> "ProfileMeta":
+        names = {f.name for f in dataclass_fields(cls)} - {"extra"}
+        doc = dict(doc or {})
+        return cls(**{k: doc.pop(k) for k in list(doc) if k in names}, extra=doc)
+
+    def to_json(self) -> dict[str, Any]:
+        """The recorded keys (those set), then the unknown ones."""
+        out = {f.name: getattr(self, f.name) for f in dataclass_fields(self)
+               if f.name != "extra" and getattr(self, f.name) is not None}
+        return {**out, **self.extra}
+
+
+@dataclass
 class EngineProfile:
     """An engine's fitted host terms (and optionally its combiner) over piep's module
     models, with the engine version its runs were measured with."""
@@ -63,7 +105,7 @@ class EngineProfile:
     combiner: Combiner | None = None   # None: the reference runner's
     intervals: dict[str, float] = field(default_factory=dict)       # q90 |log| energy
     time_intervals: dict[str, float] = field(default_factory=dict)
-    meta: dict[str, Any] = field(default_factory=dict)
+    meta: ProfileMeta = field(default_factory=ProfileMeta)
     # an engine of the user's own: the built-in engine it is priced as (None: a built-in)
     like: str | None = None
 
@@ -71,7 +113,7 @@ class EngineProfile:
     def measured_tp(self) -> tuple[int, ...]:
         """The tensor-parallel degrees the profile's runs had (a profile without the
         record: tp=1 alone)."""
-        return tuple(self.meta.get("tp_measured") or (1,))
+        return tuple(self.meta.tp_measured or (1,))
 
     def apply(self, base):
         """The learned model `base` running this engine (its intervals widened at a tp
@@ -81,7 +123,7 @@ class EngineProfile:
                        combiner=self.combiner or base.combiner,
                        intervals=self.intervals or base.intervals,
                        time_intervals=self.time_intervals or base.time_intervals,
-                       interval_basis=self.meta.get("interval_basis", {}) if own
+                       interval_basis=(self.meta.interval_basis or {}) if own
                        else base.interval_basis,
                        measured_tp=self.measured_tp,
                        name=f"{base.name} + {self.name} profile")
@@ -95,7 +137,7 @@ class EngineProfile:
                 "combiner": None if self.combiner is None else
                 {"W": self.combiner.w.tolist(), "b": self.combiner.b, "tau": self.combiner.tau},
                 "intervals": {"energy_log": self.intervals, "time_log": self.time_intervals},
-                "meta": self.meta}
+                "meta": self.meta.to_json()}
 
     @classmethod
     def from_json(cls, doc: dict[str, Any]) -> "EngineProfile":
@@ -106,7 +148,7 @@ class EngineProfile:
                    None if comb is None else Combiner(np.asarray(comb["W"], float),
                                                       float(comb["b"]), float(comb["tau"])),
                    doc["intervals"]["energy_log"], doc["intervals"]["time_log"],
-                   doc.get("meta", {}), doc["engine"].get("like"))
+                   ProfileMeta.from_json(doc.get("meta")), doc["engine"].get("like"))
 
 
 def save_profile(profile: EngineProfile, folder: Path, **prov: Any) -> Path:

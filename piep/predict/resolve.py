@@ -96,7 +96,7 @@ class Resolved:
         if profile is None or scn.engine.host_probe_us is not None \
                 or not profile.host.host_probe_ref_s:
             return None
-        hosts = profile.meta.get("host_probe_range_us")
+        hosts = profile.meta.host_probe_range_us
         if not hosts:
             return None
         out = [answer(resolve(scn.replace(host_probe_us=float(p)), self.predictor))
@@ -182,7 +182,7 @@ def _flags(scn: Scenario, profile, transfer, model=None, steady=None) -> tuple[s
     if (getattr(model, "meta", None) or {}).get("moves_shipped"):
         flags.append("refit_moves_shipped")
     if (scn.model.facts() or scn.model.is_moe) and scn.model.model_type not in (
-            (profile.meta if profile else {}).get("families_measured") or ()):
+            (profile.meta.families_measured if profile else None) or ()):
         flags.append("unmeasured_family")
     if steady is not None:
         return tuple(dict.fromkeys((*flags, *steady[1])))
@@ -190,9 +190,9 @@ def _flags(scn: Scenario, profile, transfer, model=None, steady=None) -> tuple[s
         return tuple(flags)
     if scn.parallel.tp not in profile.measured_tp:
         flags.append("unmeasured_engine_layout")
-    if not profile.meta.get("window_measured") and past_window(scn.deployment):
+    if not profile.meta.window_measured and past_window(scn.deployment):
         flags.append("unmeasured_sliding_window")
-    if profile.meta.get("interval_from"):
+    if profile.meta.interval_from:
         flags.append("few_runs_interval")
     return tuple(flags)
 

@@ -76,7 +76,7 @@ def paged_cache(scn: Scenario, *, block_size: int, memory_percent: float,
 def policy_of(scn: Scenario, profile, override: dict[str, float] | None = None
               ) -> SchedulerPolicy:
     """The engine profile's scheduler settings, with a user policy's `override` on top."""
-    meta = dict(profile.meta.get("scheduler", {}) if profile is not None else {})
+    meta = dict((profile.meta.scheduler or {}) if profile is not None else {})
     if override and ("num_blocks" in override or "kv_memory_share" in override):
         meta.pop("kv_memory_share", None)
         meta.pop("memory_percent", None)
