@@ -204,7 +204,15 @@ TIERS = ("pure", "fake_device", "replay", "gloo", "gpu")
 def test_every_test_file_names_its_tier():
     """Each test file says its tier (`pytestmark`), not a table elsewhere."""
     tests = Path(__file__).resolve().parent
-    untiered = [p.name for p in sorted(tests.glob("test_*.py"))
+    untiered = [p.name for p in sorted(tests.rglob("test_*.py"))
                 if not any(f"pytest.mark.{t}" in line for line in p.read_text().splitlines()
                            if line.startswith(("pytestmark", " ")) for t in TIERS)]
     assert not untiered, untiered
+
+
+def test_tests_mirror_the_wings():
+    """A test folder is named for the wing of piep it tests (piep/<wing>/)."""
+    tests = Path(__file__).resolve().parent
+    wings = {p.name for p in PIEP.iterdir() if (p / "__init__.py").is_file()}
+    folders = {p.parent.name for p in tests.rglob("test_*.py") if p.parent != tests}
+    assert folders and folders <= wings, sorted(folders - wings)

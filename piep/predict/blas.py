@@ -9,7 +9,7 @@ main thread, while one of 50,000 x 8 or of m.n.k 524,288 ran on one thread
 worker thread (`piep.predict.gbdt.predict_aside`) and of the steps after it. A product
 here is taken a block of rows at a time, each block below those sizes. Rows do not mix
 in a product: the blocks give each row the numbers the whole product gives
-(tests/test_gbdt.py).
+(tests/predict/test_gbdt.py).
 """
 
 from __future__ import annotations

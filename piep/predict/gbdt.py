@@ -93,7 +93,7 @@ class Forest:
     def predict(self, x: np.ndarray, num_threads: int | None = None) -> np.ndarray:
         """One prediction per row of `x`; many rows at once (a sweep), or more than a few in
         a process that has imported LightGBM, go to LightGBM's own evaluator where it is
-        installed (the same numbers, `tests/test_gbdt.py`, several times faster there;
+        installed (the same numbers, `tests/predict/test_gbdt.py`, several times faster there;
         `num_threads` is its)."""
         return predict_together([self], x, num_threads)[0]
 

@@ -3,16 +3,15 @@ every committed design, trace and config from them, and every shape a campaign n
 known."""
 
 import json
-from pathlib import Path
 
 import pytest
 
 from piep.sampling import design
 from piep.core.trace import poisson_trace
+from _paths import ROOT  # noqa: E402
 
 pytestmark = pytest.mark.replay
 
-ROOT = Path(__file__).resolve().parent.parent
 ENGINES = ROOT / "calibration/h200/engines"
 
 

@@ -1,7 +1,6 @@
 """Serving: traces, the continuous-batching scheduler simulator, and `piep serve`."""
 
 import json
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -11,6 +10,7 @@ from piep.core.errors import ConfigError
 from piep.serving.costs import Curve, IterationCosts
 from piep.serving.simulate import SchedulerPolicy, simulate
 from piep.core.trace import make_trace, parse_dist, poisson_trace, read_trace
+from _paths import ROOT  # noqa: E402
 
 pytestmark = pytest.mark.replay
 
@@ -224,7 +224,7 @@ def test_policy_host_terms_price_an_uncalibrated_gpu_and_the_roofline_says_why(t
     roofline, which has no host, is refused naming itself."""
     from piep.cli import main
     from piep.predict.table import KINDS
-    trace = Path(__file__).resolve().parent.parent / "calibration" / "h200" / "engines" / \
+    trace = ROOT / "calibration" / "h200" / "engines" / \
         "hf-cb" / "traces" / "tiny.jsonl"
     argv = ["serve", "--model", "llama-3-8b", "--gpu", "h100", "--engine", "hf-cb",
             "--trace", str(trace), "--allow-uncalibrated", "--json", "--policy"]

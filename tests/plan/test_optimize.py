@@ -12,6 +12,7 @@ from piep.core.errors import ConfigError
 from piep.optimize import (DeviceSteps, Objective, ReplayMeasure, offline, online_search,
                            pareto, restricted_optimum)
 from piep.clocks import ClockRuntime
+from _paths import ROOT  # noqa: E402
 
 pytestmark = pytest.mark.replay
 
@@ -165,8 +166,7 @@ def test_cli_bad_input_one_line(capsys):
 def test_committed_h200_online_search_replays():
     """The committed online batch search (calibration/h200/optimize) re-runs from its log
     and lands on the point it landed on."""
-    from pathlib import Path
-    path = Path(__file__).resolve().parent.parent / "calibration/h200/optimize/" \
+    path = ROOT / "calibration/h200/optimize/" \
         "online_llama-2-7b_eds.jsonl"
     steps = [json.loads(line) for line in path.read_text().splitlines()]
     assert steps[0]["axis"] == "reference" and steps[0]["point"]["batch"] == 1

@@ -3,7 +3,6 @@ function (piep.core.artifacts.fitted), and `piep env` says whose each one is."""
 
 import json
 import shutil
-from pathlib import Path
 
 import pytest
 
@@ -11,10 +10,10 @@ from piep import api
 from piep.core.artifacts import calibration_dir, fitted, user_data_dir
 from piep.cli import main
 from piep.plan.freq import load_freq_model
+from _paths import ROOT  # noqa: E402
 
 pytestmark = pytest.mark.replay
 
-ROOT = Path(__file__).resolve().parent.parent
 
 
 def test_a_users_frequency_model_answers_in_place_of_the_shipped_one(capsys):

@@ -3,7 +3,6 @@ same alone or among many, and the timeline and partition keep their invariants."
 
 import json
 import random
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -17,6 +16,7 @@ from piep.predict.table import QUANT, TableBuilder, concat, select
 from piep.sweep import sweep
 from piep.tree import build_tree
 from piep.tree.builder import decode_context
+from _paths import ROOT  # noqa: E402
 
 pytestmark = pytest.mark.replay
 
@@ -58,7 +58,7 @@ def _windowed_deps(n, seed):
             for _ in range(n)]
 
 
-FAMILY_CONFIGS = Path(__file__).resolve().parent.parent / "calibration" / "h200" / \
+FAMILY_CONFIGS = ROOT / "calibration" / "h200" / \
     "families" / "configs"
 
 

@@ -2,7 +2,6 @@
 
 import json
 from dataclasses import replace
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -11,10 +10,10 @@ from piep.cli import main
 from piep.core.errors import ConfigError, FitError
 from piep.fit import steady as fs
 from piep.serving import steady as st
+from _paths import ROOT  # noqa: E402
 
 pytestmark = pytest.mark.replay
 
-ROOT = Path(__file__).resolve().parent.parent
 ROWS = ROOT / "calibration" / "public" / "mlenergy-v3" / "rows.jsonl"
 CENSUS = ROOT / "benchmarks" / "data" / "model_census"
 

@@ -13,6 +13,7 @@ from piep.predict.module_models import CONSTANT_STD
 from piep.predict.pricing import prediction as evaluate
 from piep.predict.store import load, save
 from piep.predict.table import KIND_ID
+from _paths import ROOT  # noqa: E402
 
 pytestmark = pytest.mark.replay
 
@@ -253,8 +254,7 @@ def _tiny_calibration(home, every: int = 6, models=("llama-2-13b", "llama-2-7b",
     every `every`-th module sample (and every host probe), the collectives, wait fits and
     probe, and `models`' single-GPU end-to-end runs."""
     import shutil
-    from pathlib import Path
-    src = Path(__file__).parents[1]
+    src = ROOT
     cal, shipped = home / "calibration" / "h200", src / "calibration" / "h200"
     (home / "model_trees").symlink_to(src / "model_trees")
     for part in ("gpu.json", "probe/probe_main.json", "waits/fits.json",
@@ -303,8 +303,7 @@ def test_a_users_refit_answers_in_place_of_the_shipped_predictor(tmp_path, monke
     a refit on 12 committed records); the shipped predictor is left as it was."""
     from piep.core.artifacts import read_jsonl
     from piep.cli import main
-    from pathlib import Path
-    runs = read_jsonl(Path(__file__).parents[1] / "calibration/h200/e2e/raw/e2e_1gpu_s0.jsonl")
+    runs = read_jsonl(ROOT / "calibration/h200/e2e/raw/e2e_1gpu_s0.jsonl")
     path = tmp_path / "mine.jsonl"
     path.write_text("".join(json.dumps(r) + "\n" for r in runs[:12]))
     shipped = predict("llama-2-7b")

@@ -4,14 +4,14 @@ import json
 import os
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
+from _paths import TESTS  # noqa: E402
 
 pytestmark = pytest.mark.gloo
 
 pytest.importorskip("torch")
-WORKER = Path(__file__).with_name("_collectives_worker.py")
+WORKER = TESTS / "_collectives_worker.py"
 
 
 @pytest.mark.slow

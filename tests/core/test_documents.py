@@ -14,11 +14,11 @@ import pytest
 from piep.core.artifacts import SCHEMAS, check_document, read_json, write_json
 from piep.cli import main
 from piep.core.errors import ArtifactError
+from _paths import ROOT, DATA  # noqa: E402
 
 pytestmark = pytest.mark.replay
 
-ROOT = Path(__file__).resolve().parent.parent
-GOLDEN = Path(__file__).with_name("data") / "predict_golden.json"
+GOLDEN = DATA / "predict_golden.json"
 GOLDEN_ARGS = ["predict", "--model", "llama-2-7b", "--gpu", "h200", "--tp", "2", "--batch", "16",
                "--prompt-len", "512", "--gen-len", "128", "--json"]
 

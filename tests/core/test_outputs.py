@@ -17,10 +17,10 @@ import piep.core.artifacts as artifacts
 from piep.core import outputs
 from piep.cli import main
 from piep.core.errors import OutputError
+from _paths import ROOT  # noqa: E402
 
 pytestmark = pytest.mark.pure
 
-ROOT = Path(__file__).resolve().parent.parent
 
 
 def _run(argv):

@@ -5,17 +5,17 @@ missing values (NaN, or zero as missing) their default way."""
 import json
 import os
 import sys
-from pathlib import Path
 
 import lightgbm as lgb
 import numpy as np
 import pytest
 
 from piep.predict.gbdt import Forest
+from _paths import ROOT  # noqa: E402
 
 pytestmark = pytest.mark.replay
 
-PREDICTOR = Path(__file__).resolve().parent.parent / "calibration" / "h200" / "predictor"
+PREDICTOR = ROOT / "calibration" / "h200" / "predictor"
 
 
 def _same(text: str, x: np.ndarray) -> None:

@@ -6,9 +6,9 @@ import json
 import os
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
+from _paths import TESTS  # noqa: E402
 
 pytestmark = pytest.mark.gloo
 
@@ -19,7 +19,7 @@ else:
     torch = pytest.importorskip("torch")
     transformers = pytest.importorskip("transformers")
 
-WORKER = Path(__file__).with_name("_numerics_worker.py")
+WORKER = TESTS / "_numerics_worker.py"
 GEN = 6
 
 

@@ -12,6 +12,7 @@ from piep.sampling.bench_results import read_results, replay_record, requests_of
 from piep.cli import main
 from piep.core.errors import ConfigError
 from piep.core.trace import poisson_trace
+from _paths import ROOT  # noqa: E402
 
 pytestmark = pytest.mark.replay
 
@@ -256,8 +257,7 @@ def test_a_run_held_at_a_concurrency_is_a_steady_state(tmp_path, monkeypatch, ca
 def test_steady_states_fit_the_profile_piep_steady_reads(tmp_path, monkeypatch, capsys):
     """The public steady states of two models, as records: `piep train --engine vllm`
     fits a profile into the user data directory, and `piep steady` answers with it."""
-    from pathlib import Path
-    root = Path(__file__).resolve().parent.parent
+    root = ROOT
     monkeypatch.setenv("PIEP_DATA_DIR", str(tmp_path / "data"))
     monkeypatch.chdir(root)  # (the records name their configs from the repository's root)
     lines = (root / "calibration/public/mlenergy-v3/steady.jsonl").read_text().splitlines()

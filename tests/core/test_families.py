@@ -4,7 +4,6 @@ the tree holds those modules, each layer kind apart."""
 
 from dataclasses import replace
 import json
-from pathlib import Path
 
 import pytest
 
@@ -13,10 +12,11 @@ from piep.core.errors import ConfigError
 from piep.core.families import FAMILIES, MOE_TYPES, PRICED
 from piep.core.layout import validate
 from piep.tree import build_tree
+from _paths import ROOT  # noqa: E402
 
 pytestmark = pytest.mark.pure
 
-CONFIGS = Path(__file__).resolve().parent.parent / "calibration" / "h200" / "families" / \
+CONFIGS = ROOT / "calibration" / "h200" / "families" / \
     "configs"
 # a small decoder every family reads (its own keys added per family below)
 SMALL = {"hidden_size": 128, "num_hidden_layers": 6, "num_attention_heads": 4,

@@ -5,7 +5,6 @@ did not see, and the shipped profiles cover the supplied tp=2 runs."""
 import copy
 import json
 from dataclasses import replace
-from pathlib import Path
 
 import pytest
 
@@ -15,10 +14,11 @@ from piep.fit import tp_path
 from piep.core.records import ForeignRun, load_foreign
 from piep.predict.pricing import price
 from piep.core.scenario import Scenario
+from _paths import ROOT  # noqa: E402
 
 pytestmark = pytest.mark.replay
 
-SUPPLIED = Path(__file__).resolve().parent.parent / "calibration/h200/engines/tp2" \
+SUPPLIED = ROOT / "calibration/h200/engines/tp2" \
     / "hf-generate-tp2-h200.jsonl"
 
 
