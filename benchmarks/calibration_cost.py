@@ -166,7 +166,8 @@ def from_calibrate_gpu(cal, gpu, all_cases, folder: Path = CALIBRATE_GPU
 def mape(rows, key: str, mode: str | None = None, layout: str | None = None) -> float:
     rs = [r for r in rows if (mode is None or r["mode"] == mode)
           and (layout is None or r["layout"] == layout)]
-    return 100 * statistics.mean(abs(r[f"pred_{key}"] / r[key] - 1) for r in rs)
+    from piep.stats.conformal import mape as mean_error
+    return mean_error(rs, key)
 
 
 def main(argv: list[str]) -> int:

@@ -17,7 +17,6 @@ end-to-end latency; energy also by traffic class. Takes ~10 minutes (15 profile 
 
 from __future__ import annotations
 
-import statistics
 import sys
 from pathlib import Path
 
@@ -50,10 +49,12 @@ def name(row) -> str:
 
 
 def mape(rows, key) -> str:
-    errs = [r[f"pred_{key}"] / r[key] - 1 for r in rows if r.get(key)]
-    if not errs:
+    from piep.stats.conformal import mape as mean_error
+    rows = [r for r in rows if r.get(key)]
+    if not rows:
         return "-"
-    return (f"{100 * statistics.mean(map(abs, errs)):.1f} % "
+    errs = [r[f"pred_{key}"] / r[key] - 1 for r in rows]
+    return (f"{mean_error(rows, key):.1f} % "
             f"({100 * min(errs):+.0f}..{100 * max(errs):+.0f} %)")
 
 

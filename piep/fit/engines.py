@@ -209,15 +209,12 @@ def with_intervals(profile: EngineProfile, rows: list[dict[str, Any]],
     """The 90 % half-widths of |log(pred/measured)| over held-out rows (`held_out`: of
     what, in words), pooled (an engine has too few runs per layout to split them)."""
     from piep.stats.conformal import band as q
-    from piep.stats.conformal import basis
+    from piep.stats.conformal import basis, mape
     qe = q([abs(math.log(r["pred_energy_j"] / r["energy_j"])) for r in rows])
     qt = q([abs(math.log(r["pred_time_s"] / r["time_s"])) for r in rows])
     meta = {**profile.meta.to_json(), "lomo_runs": len(rows),
             "interval_basis": {"all": basis(len(rows), held_out)},
-            "lomo_energy_mape": 100 * statistics.mean(abs(r["pred_energy_j"] / r["energy_j"] - 1)
-                                                      for r in rows),
-            "lomo_time_mape": 100 * statistics.mean(abs(r["pred_time_s"] / r["time_s"] - 1)
-                                                    for r in rows)}
+            "lomo_energy_mape": mape(rows, "energy_j"), "lomo_time_mape": mape(rows, "time_s")}
     return replace(profile, intervals={"all": qe}, time_intervals={"all": qt},
                    meta=ProfileMeta.from_json(meta))
 

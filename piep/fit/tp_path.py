@@ -212,6 +212,7 @@ def with_tp_path(profile, runs: Sequence[ForeignRun], priced: Pricer, source: st
     errors (nor than its tp=1 interval)."""
     from piep.core.config import Parallel
     from piep.predict.engines import ProfileMeta
+    from piep.stats.conformal import mape
     from piep.predict.learned import interval_group
     priced.profiles[profile.name] = profile
     probe = harness_probe_us(runs, priced)
@@ -227,10 +228,8 @@ def with_tp_path(profile, runs: Sequence[ForeignRun], priced: Pricer, source: st
         "source": source, "harness_probe_us": probe, "terms": fitted.terms,
         "fitted_on": list(fitted.runs),
         "leave_one_run_out": [{k: v for k, v in r.items() if k != "terms"} for r in own],
-        **({"energy_mape": 100 * float(np.mean([abs(r["pred_energy_j"] / r["energy_j"] - 1)
-                                                 for r in own])),
-            "time_mape": 100 * float(np.mean([abs(r["pred_time_s"] / r["time_s"] - 1)
-                                               for r in own]))} if own else {})}
+        **({"energy_mape": mape(own, "energy_j"), "time_mape": mape(own, "time_s")}
+           if own else {})}
     energy_log, time_log = dict(profile.intervals), dict(profile.time_intervals)
     if own:
         group = interval_group(ENGINES[profile.name].decode, Parallel(tp=max(tps)))
