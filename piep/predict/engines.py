@@ -83,6 +83,7 @@ class ProfileMeta:
 
     @classmethod
     def from_json(cls, doc: dict[str, Any] | None) -> "ProfileMeta":
+        """The record of a profile.json's `meta` (unknown keys into `extra`)."""
         names = {f.name for f in dataclass_fields(cls)} - {"extra"}
         doc = dict(doc or {})
         return cls(**{k: doc.pop(k) for k in list(doc) if k in names}, extra=doc)
