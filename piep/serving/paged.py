@@ -10,9 +10,9 @@ requests over the K keys they hold (paged attention reads each request's own blo
 its prompt chunks' causal attention by their query-key pairs (one prompt of as many
 pairs). Each part is priced once on a log2 grid of its variables and interpolated, so the
 simulator (`piep.serving.simulate`, with vLLM's recompute preemption) asks for any
-iteration in microseconds. A sliding layer's blocks count as a full layer's in the
-scheduler (vLLM frees them past the window): a cache that admits more requests than
-modelled on such models.
+iteration in microseconds. On a model with sliding layers the cache is sized for the
+stream's mean held context (`for_trace`): vLLM frees a sliding layer's blocks past its
+window, the simulator counts a request's blocks by its tokens.
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ from piep.core.layout import GIB, Deployment
 from piep.serving.costs import STEP, _cell, _grid, held_share
 from piep.serving.simulate import SchedulerPolicy
 from piep.serving.steady import PagedServer, SteadyProfile, kv_bytes_per_token, \
-    kv_memory_gib, row_groups, work
+    kv_memory_gib, request_kv_bytes, row_groups, work
 
 FIELDS = ("time_s", "kernel_j", "gap_j", "comm_j", "wait_j")
 
@@ -42,6 +42,27 @@ def policy(dep: Deployment, server: PagedServer) -> SchedulerPolicy:
                            max_batch_tokens=server.max_num_batched_tokens,
                            max_requests_per_batch=server.max_num_seqs, safety_margin=0.0,
                            preempt=True)
+
+
+def window_factor(dep: Deployment, context: float, block_size: int) -> float:
+    """How many more requests of `context` tokens the cache holds than its tokens say: a
+    sliding layer keeps its window (and a block) alone, as vLLM's hybrid allocator frees
+    the blocks past it (`request_kv_bytes`); 1 without sliding layers."""
+    m = dep.model
+    if not (m.sliding_window and any(sliding for (sliding, _), _ in m.layer_kinds())):
+        return 1.0
+    return kv_bytes_per_token(dep) * (context + block_size / 2) \
+        / request_kv_bytes(dep, context, block_size)
+
+
+def for_trace(pol: SchedulerPolicy, dep: Deployment, trace) -> SchedulerPolicy:
+    """The policy for these requests: on a model with sliding layers, the simulator (which
+    counts a request's blocks by its tokens, every layer's) gets the blocks a request of
+    the trace's mean held context (its prompt and half its output) leaves free
+    (`window_factor`; exact at that context); unchanged otherwise."""
+    held = float(np.mean(trace.prompt_len + trace.gen_len / 2)) if len(trace) else 1.0
+    factor = window_factor(dep, held, pol.block_size)
+    return pol if factor == 1.0 else replace(pol, num_blocks=int(pol.num_blocks * factor))
 
 
 @dataclass(frozen=True)
@@ -266,7 +287,8 @@ def priced(res, server: PagedServer | None = None):
     dep = res.scenario.deployment
     server = server or PagedServer.defaults(dep.gpu.name, dep.gpu.memory_gib)
     pol = policy(dep, server)
+    most = window_factor(dep, dep.model.max_position, pol.block_size)  # (the grid's reach)
     costs = build(dep, res.cost_model, server, res.steady[0],
-                  max_keys=pol.num_blocks * pol.block_size)
+                  max_keys=int(pol.num_blocks * pol.block_size * most))
     return res.cost_model, pol, costs
 

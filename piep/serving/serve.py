@@ -206,6 +206,9 @@ def _simulated(res: Resolved, user_policy: UserPolicy | None = None
     scn = res.scenario
     model, policy, costs = _priced(res, user_policy)
     trace = scn.requests()
+    if res.steady is not None:  # its cache for these requests (sliding layers' windows)
+        from piep.serving.paged import for_trace
+        policy = for_trace(policy, scn.deployment, trace)
     sim = simulate(trace, costs, policy)
     if res.steady is not None:  # out of range: the grid points this stream read
         costs = costs.within(sim, float(np.max(trace.prompt_len + trace.gen_len)))
@@ -298,6 +301,9 @@ def load_curve(scn: "Scenario | Resolved", factors=(0.25, 0.5, 1.0, 2.0, 4.0), *
     if span <= 0:
         return []
     _, policy, costs = _priced(res, user_policy)  # the same for every load
+    if res.steady is not None:  # (the same requests: the same cache)
+        from piep.serving.paged import for_trace
+        policy = for_trace(policy, res.scenario.deployment, trace)
     out = []
     for f in factors:
         t = make_trace(trace.arrival_s / f, trace.prompt_len, trace.gen_len, ids=trace.ids)

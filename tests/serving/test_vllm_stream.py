@@ -166,3 +166,26 @@ def test_a_stream_held_full_has_its_steady_window():
     r1, _ = served(api.scenario("llama-3-8b", gpu="h100", engine="vllm", trace=one),
                    hosts=False)
     assert r1.steady_window is None
+
+
+def test_sliding_layers_leave_the_cache_room_for_more_requests():
+    """vLLM frees a sliding layer's blocks past its window: on Gemma 3 (five local layers
+    to one global) the simulated server holds about the requests `piep steady` says its
+    cache holds, not the fifth of them its tokens would; a model without sliding layers
+    keeps its cache as it was."""
+    from _paths import ROOT
+    gemma = str(ROOT / "benchmarks/data/model_census/gemma-3-12b-it.json")
+    n = 1500
+    trace = make_trace(np.zeros(n), np.full(n, 2048), np.full(n, 2048))
+    res = api.resolve(api.scenario(gemma, gpu="h100", engine="vllm", trace=trace))
+    dep = res.scenario.deployment
+    _, pol, costs = paged.priced(res)
+    mine = paged.for_trace(pol, dep, trace)
+    assert mine.num_blocks > 2 * pol.num_blocks
+    sim = simulate(trace, costs, mine)
+    server = st.PagedServer.defaults(dep.gpu.name, dep.gpu.memory_gib)
+    held = st.concurrency(dep, server, st.Lengths.fixed(2048, 2048))["running"]
+    assert np.median(sim.it_requests) == pytest.approx(held, rel=0.2)
+    llama = _resolved()
+    _, plain, _ = paged.priced(llama)
+    assert paged.for_trace(plain, llama.scenario.deployment, trace) is plain
