@@ -117,8 +117,8 @@ def _serving(args, cmd: list[str]) -> int:
         _serving_file(copy.copy(args), [], dry=True, path=str(path))
     for path in runs:
         one = copy.copy(args)
-        one.serving_result, one.run, one.quiet = str(path), -1, True
-        _serving_file(one, [])
+        one.quiet = True
+        _serving_file(one, [], path=str(path))
     emit(args, {"out": args.out, "records": len(runs),
                 "runs": [str(p.relative_to(folder)) for p in runs]},
          lambda d: f"{d['records']} runs of {folder} -> {d['out']}")

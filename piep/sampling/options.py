@@ -7,7 +7,7 @@ import math
 from dataclasses import dataclass
 
 from piep.core.engines import DEFAULT_ENGINE
-from piep.core.config import parse_shard  # noqa: F401  (the options read it)
+from piep.core.config import parse_shard
 from piep.core.errors import ConfigError
 from piep.core.gpus import DEFAULT_GPU
 

@@ -24,7 +24,7 @@ from typing import ClassVar
 import numpy as np
 
 from piep.core.layout import GIB, Deployment
-from piep.serving.costs import STEP, _cell, _grid, held_share
+from piep.serving.costs import STEP, _cell, _grid, _line, _log2, held_share
 from piep.serving.simulate import SchedulerPolicy
 from piep.serving.steady import PagedServer, SteadyProfile, kv_bytes_per_token, \
     kv_memory_gib, request_kv_bytes, row_groups, work
@@ -180,14 +180,14 @@ class PagedCosts:
 
 
 def _at1(logs: list[list[float]], value: float) -> list[float]:
-    """The three fields of a one-variable part at `value` (linear in log2)."""
-    i, w = _cell(value, len(logs[0]))
-    return [2.0 ** (v[i] + (v[i + 1] - v[i]) * w) if w else 2.0 ** v[i] for v in logs]
+    """The three fields of a one-variable part at `value` (linear in log2, as the hf-cb
+    costs read theirs)."""
+    return _line(logs, *_cell(value, len(logs[0])))[2]
 
 
 def _interp(values: np.ndarray, log_x: np.ndarray) -> np.ndarray:
     axis = np.arange(len(values)) * STEP
-    return np.exp2(np.interp(log_x, axis, np.log2(np.maximum(values, 1e-30))))
+    return np.exp2(np.interp(log_x, axis, _log2(values)))
 
 
 def build(dep: Deployment, cost_model, server: PagedServer, profile: SteadyProfile, *,

@@ -159,6 +159,15 @@ def _priced_now(res: Resolved, user_policy: UserPolicy | None):
     return model, policy, iteration_grid(scn, policy).costs(model)
 
 
+def _for_trace(res: Resolved, policy, trace):
+    """The scheduler policy for these requests: a steady-priced engine's cache sized for
+    them (`piep.serving.paged.for_trace`: sliding layers' windows); others' as priced."""
+    if res.steady is None:
+        return policy
+    from piep.serving.paged import for_trace
+    return for_trace(policy, res.scenario.deployment, trace)
+
+
 def _resolved(scn: "Scenario | Resolved", predictor: str) -> Resolved:
     res = scn if isinstance(scn, Resolved) else resolve(scn, predictor)
     if res.scenario.engine.record.kind != "stream":
@@ -206,9 +215,7 @@ def _simulated(res: Resolved, user_policy: UserPolicy | None = None
     scn = res.scenario
     model, policy, costs = _priced(res, user_policy)
     trace = scn.requests()
-    if res.steady is not None:  # its cache for these requests (sliding layers' windows)
-        from piep.serving.paged import for_trace
-        policy = for_trace(policy, scn.deployment, trace)
+    policy = _for_trace(res, policy, trace)
     sim = simulate(trace, costs, policy)
     if res.steady is not None:  # out of range: the grid points this stream read
         costs = costs.within(sim, float(np.max(trace.prompt_len + trace.gen_len)))
@@ -301,9 +308,7 @@ def load_curve(scn: "Scenario | Resolved", factors=(0.25, 0.5, 1.0, 2.0, 4.0), *
     if span <= 0:
         return []
     _, policy, costs = _priced(res, user_policy)  # the same for every load
-    if res.steady is not None:  # (the same requests: the same cache)
-        from piep.serving.paged import for_trace
-        policy = for_trace(policy, res.scenario.deployment, trace)
+    policy = _for_trace(res, policy, trace)  # (the same requests: the same cache)
     out = []
     for f in factors:
         t = make_trace(trace.arrival_s / f, trace.prompt_len, trace.gen_len, ids=trace.ids)
