@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Device call 70 (nvidia-h200), PLANNED in session 26, not yet run (issue 49); to run it,
-# move it to calibration/h200/device/run70.sh and `run` it with PIEP_GIT_COMMIT set:
+# Device call 70 (nvidia-h200), planned in session 26, run in session 29 (issue 49):
+# `bash calibration/h200/device/run70.sh` with PIEP_GIT_COMMIT set:
 # (1) module samples of what the new families run (q/k norms at their rows and widths,
 #     GeGLU's gate, scalar multiplies, fused qkv and gate_up GEMMs, and since session 27
 #     eager attention's passes over Gemma 2's soft-capped scores), drawn from the trees of

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Device call 71 (nvidia-h200), PLANNED in session 27, not yet run (issue 52); to run it,
-# move it to calibration/h200/device/run71.sh and `run` it with PIEP_GIT_COMMIT set:
+# Device call 71 (nvidia-h200), planned in session 27, run in session 29 (issue 52):
+# `bash calibration/h200/device/run71.sh` with PIEP_GIT_COMMIT set:
 # (1) module samples of what a mixture of experts runs (the router's GEMM, the routing's
 #     softmax and top-k, the copies of hidden states in expert order, the experts'
 #     grouped GEMMs: torch._grouped_mm over the experts reached), drawn from the trees of
