@@ -206,7 +206,10 @@ class ModelSpec:
                     f"{self.experts_per_token} per token): piep prices dense decoders so far "
                     f"(docs/models.md); its experts and router are not "
                     f"modelled yet")
-        if self.quantization:
+        if self.fp8_weights and self.is_moe:
+            return (f"FP8 experts ({self.quantization}): piep prices FP8 dense projections "
+                    f"only so far; missing: module samples of FP8 grouped GEMMs")
+        if self.quantization and not self.fp8_weights:
             method = self.quantization.split(" (")[0]
             bits = next((b for word, b in QUANT_BITS if word in method), None)
             # the layers' GEMMs at the quantized bits; embeddings and LM head stay 16-bit
@@ -220,11 +223,26 @@ class ModelSpec:
         return None
 
     @property
+    def fp8_weights(self) -> bool:
+        """Whether the layers' projections hold FP8 weights (priced as row-wise FP8 GEMMs:
+        the tree's `fp8_linear`; the LM head and embeddings stay bf16)."""
+        return bool(self.quantization) and self.quantization.startswith("FP8")
+
+    @property
+    def weight_bytes(self) -> float:
+        """Bytes per weight of the layers' projections."""
+        return 1.0 if self.fp8_weights else float(BF16_BYTES)
+
+    @property
     def dtypes(self) -> dict[str, str]:
-        """What an answer prices its weights and KV cache in (bf16: the engines piep
-        models run bf16), and the checkpoint's own dtype where its config states one."""
-        return {"weights": "bf16", "kv_cache": "bf16",
-                **({"checkpoint": self.checkpoint_dtype} if self.checkpoint_dtype else {})}
+        """What an answer prices its weights and KV cache in (bf16, or the layers' FP8
+        e4m3 weights of an FP8 checkpoint), and the checkpoint's own dtype where its
+        config states one."""
+        weights = ("fp8 e4m3 layers (row-wise scales), bf16 embeddings and head"
+                   if self.fp8_weights else "bf16")
+        return {"weights": weights, "kv_cache": "bf16",
+                **({"checkpoint": self.checkpoint_dtype} if self.checkpoint_dtype else {}),
+                **({"quantization": self.quantization} if self.quantization else {})}
 
     @property
     def attention(self) -> str:
@@ -530,8 +548,26 @@ def quantization(qc: Any) -> str | None:
                f"groups of {qc['group_size']}" if qc.get("group_size") else None,
                f"{qc['activation_scheme']} activations" if qc.get("activation_scheme")
                else None]
+    if method == "compressed-tensors" and (fp8 := _compressed_fp8(qc)):
+        words, details = ["FP8"], ["compressed-tensors", *fp8]
+    elif method == "fbgemm_fp8":
+        details.insert(0, "fbgemm, row-wise weights, dynamic per-token activations")
     details = [d for d in details if d]
     return " ".join(words) + (f" ({', '.join(details)})" if details else "")
+
+
+def _compressed_fp8(qc: Mapping) -> list[str] | None:
+    """A compressed-tensors config whose every group holds 8-bit float weights (the
+    FP8-dynamic and FP8 checkpoints): its weight and activation schemes in words."""
+    groups = [g for g in (qc.get("config_groups") or {}).values() if isinstance(g, Mapping)]
+    weights = [g.get("weights") or {} for g in groups]
+    if not groups or not all(w.get("num_bits") == 8 and w.get("type") == "float"
+                             for w in weights):
+        return None
+    act = groups[0].get("input_activations") or {}
+    return [f"{weights[0].get('strategy', 'tensor')}-wise weights",
+            f"{'dynamic' if act.get('dynamic') else 'static'} "
+            f"{act.get('strategy', 'tensor')} activations" if act else "16-bit activations"]
 
 
 @dataclass(frozen=True, kw_only=True)

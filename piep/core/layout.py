@@ -112,7 +112,9 @@ class Deployment:
             layer_w += heads * m.head_dim + 2 * kv_rank
         layers = self.stage_layers()[0]
         kv_cache = self.kv_slots() * 2 * b * kv_rank * BF16_BYTES
-        weights_layers = layers * layer_w * BF16_BYTES
+        # an FP8 checkpoint's projections: a byte per weight (norms and their row scales
+        # are a rounding error next to them)
+        weights_layers = layers * layer_w * m.weight_bytes
         embed = m.vocab_size * h * BF16_BYTES  # replicated over TP (row gather, no collective)
         head = 0 if m.tie_word_embeddings else vocab * h * BF16_BYTES
         tokens = b * w.prompt_len

@@ -53,12 +53,14 @@ def spec_of_shape(model: str, s: Mapping[str, Any]) -> ModelSpec:
                     s.get("sliding_window"), str(s.get("model_type") or "llama"),
                     s.get("tied") is True,
                     tuple(sorted((k, tuple(v) if isinstance(v, list) else v)
-                                 for k, v in facts.items())), moe)
+                                 for k, v in facts.items())), moe,
+                    s.get("quantization") if isinstance(s.get("quantization"), str) else None)
 
 
 @functools.lru_cache(maxsize=1024)
 def _spec_of(model, hidden, layers, heads, kv_heads, head_dim, ffn, vocab, qkv_bias,
-             window, model_type="llama", tied=False, facts=(), moe=()) -> ModelSpec:
+             window, model_type="llama", tied=False, facts=(), moe=(),
+             quantization=None) -> ModelSpec:
     unknown = [k for k, _ in facts if k not in FAMILY_FIELDS]
     if unknown:
         raise ConfigError(f"{model}: shape.family has unknown facts {unknown} (known: "
@@ -67,7 +69,7 @@ def _spec_of(model, hidden, layers, heads, kv_heads, head_dim, ffn, vocab, qkv_b
                      num_heads=heads, num_kv_heads=kv_heads, head_dim=head_dim,
                      intermediate_size=ffn, vocab_size=vocab, qkv_bias=qkv_bias,
                      sliding_window=window, max_position=1 << 20, tie_word_embeddings=tied,
-                     **dict(facts), **dict(moe))
+                     quantization=quantization, **dict(facts), **dict(moe))
 
 
 SHAPE_FIELDS = ("hidden", "layers", "heads", "kv_heads", "head_dim", "ffn", "vocab")

@@ -7,6 +7,8 @@ times of collectives in real multi-GPU decoding (synchronized sampler, SPEC §2)
 
 from __future__ import annotations
 
+import dataclasses
+import itertools
 import logging
 import math
 import random
@@ -47,10 +49,8 @@ def module_shapes(*, seed: int = 0, per_kind: int = 28, kinds: tuple[str, ...] |
                                       head_dims=head_dims, models=models, tps=tps)
                         if rest else [])
     from piep.core.gpus import load_gpu
-    from piep.core.layout import Deployment
     from piep.core.models import load_model, shipped_models
-    from piep.sampling.modules import COMPUTE_KINDS, shape_key
-    from piep.tree import build_tree
+    from piep.sampling.modules import shape_key
     rng = random.Random(seed)
     gpu = load_gpu(DEFAULT_GPU)
     if models:
@@ -59,26 +59,13 @@ def module_shapes(*, seed: int = 0, per_kind: int = 28, kinds: tuple[str, ...] |
         specs = [load_model(m.name) for m in shipped_models()]
         specs = [s for s in specs if not s.is_moe] + synthetic_specs()
     pool: dict[tuple, dict[str, dict[str, Any]]] = {}
-    for spec in specs:
-        for tp in tps or (1, 2, 4, 8):
-            if spec.num_heads % tp or (spec.num_kv_heads % tp and tp % spec.num_kv_heads):
-                continue
-            for batch in (1, 2, 4, 8, 16, 32, 64):
-                for prompt in (128, 512, 2048):
-                    for gen in (64, 2048):
-                        wl = Workload(batch=batch, prompt_len=prompt, gen_len=gen)
-                        dep = Deployment(spec, Parallel(tp=tp), wl, gpu)
-                        for _, _, leaf in build_tree(dep).leaves():
-                            if leaf.kind not in COMPUTE_KINDS or (kinds and
-                                                                  leaf.kind not in kinds):
-                                continue
-                            key = shape_key(leaf)
-                            if leaf.kind == "rope":  # the sampler's layout of q and k
-                                key.update(leaf.attrs["layout"])
-                            if head_dims and key.get("head_dim") not in head_dims:
-                                continue
-                            pool.setdefault((key["kind"], key["phase"]), {})[
-                                repr(sorted(key.items()))] = key
+    for leaf in _drawn_leaves(specs, tps or (1, 2, 4, 8), gpu, kinds):
+        key = shape_key(leaf)
+        if leaf.kind == "rope":  # the sampler's layout of q and k
+            key.update(leaf.attrs["layout"])
+        if head_dims and key.get("head_dim") not in head_dims:
+            continue
+        pool.setdefault((key["kind"], key["phase"]), {})[repr(sorted(key.items()))] = key
     chosen = []
     for (kind, phase), shapes in sorted(pool.items()):
         items = sorted(shapes.values(), key=lambda s: repr(sorted(s.items())))
@@ -90,6 +77,35 @@ def module_shapes(*, seed: int = 0, per_kind: int = 28, kinds: tuple[str, ...] |
                 chosen.append({**s, "mode": "eager"})
     rng.shuffle(chosen)
     return [s for s in chosen if not modes or s["mode"] in modes]
+
+
+# the quantization an FP8 projection's samples are drawn for (`fp8_linear`)
+FP8_ROWWISE = "FP8 (row-wise weights, dynamic per-token activations)"
+
+
+def _drawn_leaves(specs, tps, gpu, kinds):
+    """The compute leaves (of `kinds`, or all) of every spec's trees over a grid of
+    layouts and workloads; a mixture of experts' also under generate() (hf-eager), whose
+    decode steps run other expert kernels (`experts_batched`), where those are asked for."""
+    from piep.core.layout import Deployment
+    from piep.sampling.modules import COMPUTE_KINDS
+    from piep.tree import build_tree
+    generate = ("hf-eager",) if kinds and "experts_batched" in kinds else ()
+    if kinds and "fp8_linear" in kinds:  # the dense models' projections in FP8
+        specs = [dataclasses.replace(s, quantization=FP8_ROWWISE) for s in specs
+                 if not s.is_moe]
+    for spec in specs:
+        for tp in tps:
+            if spec.num_heads % tp or (spec.num_kv_heads % tp and tp % spec.num_kv_heads):
+                continue
+            for batch, prompt, gen in itertools.product((1, 2, 4, 8, 16, 32, 64),
+                                                        (128, 512, 2048), (64, 2048)):
+                wl = Workload(batch=batch, prompt_len=prompt, gen_len=gen)
+                for engine in (None, *(generate if spec.is_moe else ())):
+                    dep = Deployment(spec, Parallel(tp=tp), wl, gpu, engine=engine)
+                    yield from (leaf for _, _, leaf in build_tree(dep).leaves()
+                                if leaf.kind in COMPUTE_KINDS
+                                and (not kinds or leaf.kind in kinds))
 
 
 # kernels of transformers' engines that piep's reference runner does not run (the masked

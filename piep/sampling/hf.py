@@ -194,11 +194,17 @@ def build_model(spec: ModelSpec, parallel: Parallel, d: Dist, device, dtype,
     if parallel.pp != 1 or parallel.dp != 1:
         raise ConfigError("the transformers engines run tensor parallelism only (pp=dp=1)")
     torch.manual_seed(seed)
+    if spec.fp8_weights and (parallel.tp != 1 or weights):
+        raise ConfigError("FP8 layers are built from random weights at tp=1 only")
     if parallel.tp == 1:
         if weights:
             return AutoModelForCausalLM.from_pretrained(weights, dtype=dtype).to(device).eval()
         with torch.device(device):
             model = AutoModelForCausalLM.from_config(_hf_config(spec), dtype=dtype)
+        if spec.fp8_weights:  # the layers' projections as an FP8 checkpoint holds them
+            from piep.sampling.fp8 import to_fp8
+            log.info("%s: %d projections in row-wise FP8", spec.name, to_fp8(model))
+            torch.cuda.empty_cache() if torch.cuda.is_available() else None
         return model.eval()
     ckpt = weights or _random_checkpoint(spec, d, device, dtype, seed)
     try:  # transformers >= 5.17 names it DistributedConfig; `tp_plan=` is its older alias

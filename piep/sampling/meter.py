@@ -44,7 +44,9 @@ def model_shape(spec: ModelSpec) -> dict[str, Any]:
             # a mixture of experts: how many, how many a token, their width, a shared one's
             **({"experts": {"count": spec.num_experts, "per_token": spec.experts_per_token,
                             "ffn": spec.ffn_of_experts, "shared_ffn": spec.shared_expert_ffn}}
-               if spec.is_moe else {})}
+               if spec.is_moe else {}),
+            # quantized weights, in words (`ModelSpec.quantization`)
+            **({"quantization": spec.quantization} if spec.quantization else {})}
 
 
 def record_head(spec: ModelSpec, parallel: Parallel, workload: Workload,

@@ -50,6 +50,10 @@ def build_op(s: dict[str, Any], mode: str, device, dtype=torch.bfloat16,
         return x.normal_(0, 0.02, generator=gen)
     if kind in GROUPED_KINDS:
         return _grouped_op(s, device, rnd)
+    if kind == "experts_batched":
+        return _batched_op(s, device, rnd, gen)
+    if kind == "fp8_linear":
+        return _fp8_op(s, rnd)
     if kind in LINEAR_KINDS:
         w_bytes = s["d_in"] * s["d_out"] * 2
         n = _copies(w_bytes + t * s["d_in"] * 2, 16)
@@ -140,6 +144,33 @@ def _grouped_op(s: dict[str, Any], device, rnd) -> Op:
     def loop(i):
         return torch.cat([xs[i][a:b] @ ws[i][j] for j, (a, b) in enumerate(zip(starts, ends))])
     return Op(loop, n, w_bytes)
+
+
+def _batched_op(s: dict[str, Any], device, rnd, gen) -> Op:
+    """transformers' `batched_mm` experts path (generate()'s decode steps): the weights of
+    `tokens` (token, expert) pairs gathered from a table of experts laid out as
+    transformers holds them (experts x d_out x d_in), then one `torch.bmm` of each pair's
+    row through its copy. The table's size does not change what is moved (each pair copies
+    one expert's whole matrix), so 8 experts stand for any count."""
+    t, d_in, d_out = s["tokens"], s["d_in"], s["d_out"]
+    table = 8
+    n = _copies(table * d_in * d_out * 2, 4)
+    ws = [rnd(table, d_out, d_in) for _ in range(n)]
+    xs = [rnd(t, d_in, 1) for _ in range(n)]
+    ids = [torch.randint(0, table, (t,), device=device, generator=gen) for _ in range(n)]
+    return Op(lambda i: torch.bmm(ws[i][ids[i]], xs[i]), n, t * d_in * d_out * 2)
+
+
+def _fp8_op(s: dict[str, Any], rnd) -> Op:
+    """A projection of FP8 weights as the reference runner runs it (piep.sampling.fp8):
+    the input's rows quantized at run time, one row-wise scaled FP8 GEMM."""
+    from piep.sampling.fp8 import Fp8Linear
+    t, d_in, d_out = s["tokens"], s["d_in"], s["d_out"]
+    n = _copies(d_in * d_out + t * d_in * 2, 16)
+    layers = [Fp8Linear(rnd(d_out, d_in), rnd(d_out) if s.get("bias") else None)
+              for _ in range(n)]
+    xs = [rnd(t, d_in) for _ in range(n)]
+    return Op(lambda i: layers[i](xs[i]), n, d_in * d_out)
 
 
 def _attention_op(s: dict[str, Any], mode: str, rnd) -> Op:

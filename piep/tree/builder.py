@@ -25,6 +25,11 @@ LAUNCHES = {
     # softmax, top-k and renormalization with the sort, histogram and offsets of the
     # tokens by expert, a gather or scatter of hidden states, the experts' grouped GEMMs
     "router": 1, "routing": 8, "moe_copy": 1, "experts_gate_up": 1, "experts_down": 1,
+    # generate()'s decode steps (batched_mm): each (token, expert) pair's weights gathered,
+    # then one batched matrix-vector product over the pairs
+    "experts_batched": 2,
+    # an FP8 projection (row-wise): the rows' max, their scale and cast, the FP8 GEMM
+    "fp8_linear": 5,
 }
 # attention-like leaves: their kernel is set by batch, heads, KV heads, head dim, query
 # length and context (SDPA; the masked SDPA over a static or a gathered paged cache)
@@ -161,6 +166,9 @@ def shape_key(node: Node) -> dict:
     if node.kind in GROUPED_KINDS:  # (the sampler runs the experts reached, rounded)
         return {**base, "d_in": a["d_in"], "d_out": a["d_out"],
                 "experts": max(1, round(a["experts"]))}
+    if node.kind in ("experts_batched", "fp8_linear"):
+        return {**base, "d_in": a["d_in"], "d_out": a["d_out"],
+                **({"bias": True} if a.get("bias") else {})}
     if node.kind in LINEAR_KINDS:
         return {**base, "d_in": a["d_in"], "d_out": a["d_out"],
                 **({"bias": True} if a.get("bias") else {})}
@@ -183,6 +191,12 @@ def leaf_from_shape(s: dict) -> Node:
     kind, phase, t = s["kind"], s["phase"], s["tokens"]
     if kind in GROUPED_KINDS:
         return _grouped(kind, kind, phase, t, s["experts"], s["d_in"], s["d_out"])
+    if kind == "experts_batched":
+        return _batched(kind, phase, t, s["d_in"], s["d_out"])
+    if kind == "fp8_linear":
+        node = _linear(kind, "q_proj", phase, t, s["d_in"], s["d_out"], s.get("bias", False))
+        _as_fp8(node)
+        return node
     if kind in LINEAR_KINDS:
         return _linear(kind, kind, phase, t, s["d_in"], s["d_out"], s.get("bias", False))
     if kind in ATTENTION_LIKE:
@@ -343,25 +357,54 @@ def _grouped(name: str, kind: str, phase: str, pairs: int, hit: float, d_in: int
 GROUPED_KINDS = ("experts_gate_up", "experts_down")
 
 
+def _batched(name: str, phase: str, pairs: int, d_in: int, d_out: int) -> Node:
+    """transformers' `batched_mm` experts path, which `generate()` switches to for its decode
+    steps on a GPU (`_optimize_model_for_decode`, transformers 5.x): the weights of every
+    (token, expert) pair gathered into a copy (`weight[expert_ids]`: read and written),
+    then `torch.bmm` of the pairs' rows through their copies (read again). Each pair moves
+    its expert's whole weight matrix, however many pairs share the expert."""
+    w = pairs * d_in * d_out
+    return Node(name, "experts_batched", phase, flops=2.0 * w,
+                bytes_read=(2 * w + pairs * d_in) * BF16_BYTES,
+                bytes_written=(w + pairs * d_out) * BF16_BYTES, tokens=pairs,
+                launches=LAUNCHES["experts_batched"], attrs={"d_in": d_in, "d_out": d_out})
+
+
+def batched_experts(dep: Deployment, phase: str) -> bool:
+    """Whether a mixture of experts' layer runs `batched_mm` (generate()'s decode steps)
+    rather than `grouped_mm` (its prefill, continuous batching, the reference runner)."""
+    return phase == "decode" and dep.engine_record.runs_generate
+
+
 def _moe(dep: Deployment, phase: str, t: int) -> list[Node]:
     """A mixture of experts' MLP as transformers 5.x runs it by default (`grouped_mm`):
     the router's GEMM and its routing, the hidden states gathered in expert order, the
     experts' gate_up and down grouped GEMMs over the experts the tokens reach
-    (`experts_hit`: routed uniformly), the activation, the weighted scatter back; and a
+    (`experts_hit`: routed uniformly), the activation, the weighted scatter back
+    (generate()'s decode steps: `batched_mm`, each pair's weights copied, `_batched`); and a
     shared expert beside them (Qwen2-MoE: its MLP, a sigmoid gate, the add)."""
     m, h = dep.model, dep.model.hidden_size
     e, k, f = m.num_experts, m.experts_per_token, dep.expert_ffn_per_rank
     pairs = t * k  # (token, expert) pairs
     hit = experts_hit(e, k, t)
     reads, writes, per_el = ELEMENTWISE["activation"]
+    if batched_experts(dep, phase):
+        experts = [_elementwise("moe_repeat", "moe_copy", phase, pairs, h, reads=1,
+                                writes=1, flops_per=0),
+                   _batched("experts_gate_up", phase, pairs, h, 2 * f),
+                   _elementwise("activation", "activation", phase, pairs, f, reads=reads,
+                                writes=writes, flops_per=per_el),
+                   _batched("experts_down", phase, pairs, f, h)]
+    else:
+        experts = [_elementwise("moe_permute", "moe_copy", phase, pairs, h, reads=1,
+                                writes=1, flops_per=0),
+                   _grouped("experts_gate_up", "experts_gate_up", phase, pairs, hit, h, 2 * f),
+                   _elementwise("activation", "activation", phase, pairs, f, reads=reads,
+                                writes=writes, flops_per=per_el),
+                   _grouped("experts_down", "experts_down", phase, pairs, hit, f, h)]
     out = [_linear("router", "router", phase, t, h, e),
            _elementwise("routing", "routing", phase, t, e, reads=2, writes=2, flops_per=10),
-           _elementwise("moe_permute", "moe_copy", phase, pairs, h, reads=1, writes=1,
-                        flops_per=0),
-           _grouped("experts_gate_up", "experts_gate_up", phase, pairs, hit, h, 2 * f),
-           _elementwise("activation", "activation", phase, pairs, f, reads=reads,
-                        writes=writes, flops_per=per_el),
-           _grouped("experts_down", "experts_down", phase, pairs, hit, f, h),
+           *experts,
            _elementwise("moe_combine", "moe_copy", phase, pairs, h, reads=2, writes=1,
                         flops_per=2)]
     if m.shared_expert_ffn:
@@ -458,7 +501,28 @@ def _layer(dep: Deployment, phase: str, batch: int, q_len: int, ctx: int, count:
     if full_in_windowed:
         for _, _, node in layer.walk():
             node.attrs["context"] = "full"
+    if m.fp8_weights:
+        for _, _, node in layer.walk():
+            if node.kind in FP8_LINEAR_OF:
+                _as_fp8(node)
     return layer
+
+
+# the projections an FP8 checkpoint stores in FP8 (the LM head, the router and the
+# experts stay 16-bit: transformers' fbgemm_fp8 and finegrained FP8 skip `lm_head`)
+FP8_LINEAR_OF = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj",
+                 "down_proj", "qkv_proj", "gate_up_proj")
+
+
+def _as_fp8(node: Node) -> None:
+    """A projection of FP8 weights (one byte each, a float scale per output row) run as
+    row-wise FP8: each token's row scaled by its own max and cast to e4m3, one FP8 GEMM
+    with both scales (`fp8_linear`; the module sampler's op)."""
+    d_in, d_out, t = node.attrs["d_in"], node.attrs["d_out"], node.tokens
+    node.kind = "fp8_linear"
+    node.launches = LAUNCHES["fp8_linear"]
+    node.bytes_read = d_in * d_out + 4 * d_out + 2 * t * d_in * BF16_BYTES
+    node.bytes_written = t * d_in + t * d_out * BF16_BYTES
 
 
 def _layer_name(kind: tuple[bool, bool], kinds: list) -> str:

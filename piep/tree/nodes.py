@@ -16,7 +16,11 @@ COMPUTE_KINDS = ("embedding", "rmsnorm", "q_proj", "k_proj", "v_proj", "rope", "
                  # (Gemma 2's soft-capping: scale, tanh cap, mask, softmax, cast)
                  "scores",
                  # a mixture of experts' router, routing, copies and grouped GEMMs
-                 "router", "routing", "moe_copy", "experts_gate_up", "experts_down")
+                 "router", "routing", "moe_copy", "experts_gate_up", "experts_down",
+                 # generate()'s decode steps: the pairs' weights gathered, a batched GEMV
+                 "experts_batched",
+                 # a projection of FP8 weights (row-wise scales, dynamic per-token FP8 input)
+                 "fp8_linear")
 COMM_KINDS = ("allreduce", "allgather", "p2p")
 # copies of the KV cache some engines make (priced by their module samples; without
 # samples, at the GPU's measured copy rate); `kv_slide`: a sliding cache's concatenation
