@@ -93,9 +93,10 @@ def _engine(engine: str | None, mode: str | None) -> tuple[str, str]:
 
 
 def _human(doc) -> str:
-    if "traces" in doc:
+    if "traces" in doc or "trace" in doc:  # replays of one trace or of several
         return "\n".join(f"{t['trace']}: {t['requests']} requests, {t['energy_j']} J, "
-                         f"{t['time_s']:.2f} s (GPU boards only)" for t in doc["traces"])
+                         f"{t['time_s']:.2f} s (GPU boards only)"
+                         for t in doc.get("traces", [doc]))
     if "records" in doc:
         return f"measured {doc['records']} configuration(s) into {doc['out']}"
     e = doc.get("energy_j")

@@ -65,6 +65,8 @@ def module_shapes(*, seed: int = 0, per_kind: int = 28, kinds: tuple[str, ...] |
             key.update(leaf.attrs["layout"])
         if head_dims and key.get("head_dim") not in head_dims:
             continue
+        if leaf.kind == "fp8_linear" and (key["d_in"] % 16 or key["d_out"] % 16):
+            continue  # (FP8 GEMMs take sizes in multiples of 16: no checkpoint has others)
         pool.setdefault((key["kind"], key["phase"]), {})[repr(sorted(key.items()))] = key
     chosen = []
     for (kind, phase), shapes in sorted(pool.items()):

@@ -214,3 +214,15 @@ def test_host_probe_auto_is_measured_once_and_kept(tmp_path, monkeypatch, capsys
     assert main(argv) == 2
     err = capsys.readouterr().err
     assert "needs torch and a CUDA GPU here" in err and err.count("\n") == 1
+
+
+def test_measure_summarizes_one_trace_or_several():
+    """`piep measure --engine hf-cb --trace` returns one trace's record itself and several
+    under `traces`; the summary reads both (one trace's summary crashed on its record)."""
+    from piep.commands.measure import _human
+    rec = {"trace": "tiny.jsonl", "requests": 150, "energy_j": 5101.4, "time_s": 29.14,
+           "schema": "piep.serving_measurement"}
+    one = _human(rec)
+    assert one.startswith("tiny.jsonl: 150 requests, 5101.4 J, 29.14 s")
+    several = _human({"traces": [rec, {**rec, "trace": "code.jsonl"}]})
+    assert several.splitlines()[1].startswith("code.jsonl: 150 requests")
