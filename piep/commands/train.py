@@ -33,6 +33,10 @@ def configure(parser) -> None:
                              "full (piep.steady_measurement: `piep meter --serving-result "
                              "--gpu` of a run at --max-concurrency); fits the profile `piep "
                              "steady` reads (into the user data directory, or --out)")
+    parser.add_argument("--add-kinds", action="store_true",
+                        help="add to the shipped predictor a model for each kind group it has "
+                             "none of yet (new module samples: FP8 projections, experts), "
+                             "leaving every model it has, its combiner and terms as they are")
     parser.add_argument("--out", metavar="FOLDER",
                         help="where to write (default: calibration/<gpu>/predictor, or for "
                              "an engine calibration/<gpu>/engines/<engine>; a fit on your "
@@ -49,6 +53,12 @@ def run(args) -> int:
         from piep.fit.train import engine_profile
         doc = engine_profile(gpu=args.gpu, engine=args.engine, like=args.like,
                              from_measurements=args.from_measurements, out=str(out))
+    elif args.add_kinds:
+        from piep.predict.store import save
+        from piep.fit.predictor import add_kinds
+        model, counts = add_kinds(args.gpu)
+        save(model, out, command=f"piep train --gpu {args.gpu} --add-kinds")
+        doc = {"predictor": str(out), "added_kinds": counts or "none (every group has one)"}
     elif args.from_measurements:
         from piep.predict.store import save
         from piep.fit.predictor import refit_on_measurements
@@ -137,6 +147,9 @@ def _check_engine(args) -> None:
     from piep.core.errors import ConfigError
     if args.like and not args.engine:
         raise ConfigError("--like goes with --engine NAME (the engine of your own it prices)")
+    if args.add_kinds and (args.engine or args.from_measurements or args.steady_states):
+        raise ConfigError("--add-kinds adds module models to the shipped predictor; run it "
+                          "alone (without --engine, --from-measurements, --steady-states)")
     if args.engine in ENGINES and ENGINES[args.engine].profile == "steady":
         raise ConfigError(f"{args.engine} is fitted on whole runs held at a concurrency: "
                           f"piep train --engine {args.engine} --gpu GPU --steady-states "

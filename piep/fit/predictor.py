@@ -379,6 +379,25 @@ def train_shipped(gpu_name: str = DEFAULT_GPU, progress=None) -> tuple[LearnedMo
     return model, rows
 
 
+def add_kinds(gpu_name: str = DEFAULT_GPU) -> tuple[LearnedModel, dict[str, int]]:
+    """The shipped predictor with a model for each kind group it has none of yet, fitted
+    on the committed module samples (each as a full `piep train` would fit it); every
+    model it has, its combiner, terms and intervals stay as they are, so no answer it
+    priced from its own models moves. Returns it and the samples of each group added."""
+    from piep.dataset import load_calibration
+    from piep.predict.store import load, predictor_dir
+    gpu = load_gpu(gpu_name)
+    model = load(predictor_dir(gpu_name), gpu)
+    samples = load_calibration(gpu_name).modules
+    fitted = fit_module_models(samples, gpu)
+    added = {g: km for g, km in fitted.items() if g not in model.modules.kinds}
+    counts = {g: len(km.train_z) for g, km in added.items()}
+    model.modules.kinds.update(added)
+    model.meta = {**model.meta, "added_kinds": {**model.meta.get("added_kinds", {}),
+                                                **counts}}
+    return model, counts
+
+
 def refit_on_measurements(gpu_name: str, path) -> tuple[LearnedModel, int]:
     """Keep the shipped module models; refit the gap terms and the combiner on a user's
     own end-to-end records (e.g. of their serving engine)."""

@@ -21,7 +21,7 @@ from piep.predict.blas import MATRIX_MNK
 from piep.predict.features import feature_matrix, leaf_features
 from piep.predict.gbdt import (Forest, distinct_columns, joint_splits, predict_aside,
                                predict_together)
-from piep.tree.builder import LINEAR_KINDS, expands_kv
+from piep.tree.builder import GROUPED_KINDS, LINEAR_KINDS, expands_kv
 from piep.tree.nodes import COPY_KINDS, Node
 
 GBDT_PARAMS = {"objective": "regression", "learning_rate": 0.15, "max_depth": 7,
@@ -229,6 +229,8 @@ def model_group(kind: str, decode: bool | None = None, eager: bool = False) -> s
     prefill code (a strided copy several times slower); a copy that a graph-mode decode
     step compiles has one more pair for eager decode (one pair over both missed hf-static's
     compiled copies: leave-one-model-out energy 4.4 -> 5.5 %)."""
+    if kind in GROUPED_KINDS:  # (one kernel over many experts' weights: not a GEMM's)
+        return "experts"
     if kind in LINEAR_KINDS:
         return "linear"
     if kind in COPY_KINDS and decode is not None:
@@ -249,7 +251,11 @@ FALLBACK_GROUP = {"sdpa_masked": "attention", "kv_slide.decode": "kv_append.deco
                   "scores": "activation",
                   # a mixture of experts' routing (softmax, top-k, sort: elementwise-bound
                   # passes over tokens x experts) and its copies of hidden states
-                  "routing": "activation", "moe_copy": "residual"}
+                  "routing": "activation", "moe_copy": "residual",
+                  # the experts' grouped GEMMs as GEMMs (predictors trained before their
+                  # samples had a group of their own); an FP8 projection as a bf16 one
+                  # (flagged `fp8_unsampled`)
+                  "experts": "linear", "fp8_linear": "linear"}
 
 
 def _call_power_w(sample) -> float:

@@ -28,8 +28,9 @@ LAUNCHES = {
     # generate()'s decode steps (batched_mm): each (token, expert) pair's weights gathered,
     # then one batched matrix-vector product over the pairs
     "experts_batched": 2,
-    # an FP8 projection (row-wise): the rows' max, their scale and cast, the FP8 GEMM
-    "fp8_linear": 5,
+    # an FP8 projection (row-wise, piep.sampling.fp8.quantize_rows): |x|, the rows' max,
+    # its cast, clamp and scale, x in float, divided, cast to e4m3; the FP8 GEMM
+    "fp8_linear": 9,
 }
 # attention-like leaves: their kernel is set by batch, heads, KV heads, head dim, query
 # length and context (SDPA; the masked SDPA over a static or a gathered paged cache)
@@ -395,13 +396,22 @@ def _moe(dep: Deployment, phase: str, t: int) -> list[Node]:
                    _elementwise("activation", "activation", phase, pairs, f, reads=reads,
                                 writes=writes, flops_per=per_el),
                    _batched("experts_down", phase, pairs, f, h)]
-    else:
+    else:  # (each grouped GEMM's rows past the routed ones masked to zero before and
+        # after it, and the weighted rows put back in token order: passes of their own)
         experts = [_elementwise("moe_permute", "moe_copy", phase, pairs, h, reads=1,
                                 writes=1, flops_per=0),
+                   _elementwise("moe_mask_in", "moe_copy", phase, pairs, h, reads=1,
+                                writes=1, flops_per=0),
                    _grouped("experts_gate_up", "experts_gate_up", phase, pairs, hit, h, 2 * f),
+                   _elementwise("moe_mask_gate_up", "moe_copy", phase, pairs, 2 * f, reads=1,
+                                writes=1, flops_per=0),
                    _elementwise("activation", "activation", phase, pairs, f, reads=reads,
                                 writes=writes, flops_per=per_el),
-                   _grouped("experts_down", "experts_down", phase, pairs, hit, f, h)]
+                   _grouped("experts_down", "experts_down", phase, pairs, hit, f, h),
+                   _elementwise("moe_mask_down", "moe_copy", phase, pairs, h, reads=1,
+                                writes=1, flops_per=0),
+                   _elementwise("moe_unpermute", "moe_copy", phase, pairs, h, reads=1,
+                                writes=1, flops_per=0)]
     out = [_linear("router", "router", phase, t, h, e),
            _elementwise("routing", "routing", phase, t, e, reads=2, writes=2, flops_per=10),
            *experts,

@@ -8,9 +8,9 @@
 # (2) transformers generate(), eager, on the MoE design (calibration/h200/moe/
 #     design_eager.jsonl: 4 shapes x 3 workloads; random weights route near-uniformly, as
 #     piep assumes) -> moe_s71_eager.jsonl.
-# Before it: `python benchmarks/moe_accuracy.py --predict` (blind predictions, committed).
+# Before it: `python benchmarks/heldout_accuracy.py moe --predict` (blind predictions, committed;
 # After it: copy the records to calibration/h200/moe/raw/, `python benchmarks/
-# moe_accuracy.py` (blind vs measured); then `piep train` with (1) among the module files.
+# heldout_accuracy.py moe` (blind vs measured); then `piep train --add-kinds` (1)).
 # Read-only on the GPU. Mixtral 8x7B's bf16 weights take 87 GiB of the H200's 140.
 set -uo pipefail
 export PYTHONUNBUFFERED=1 PYTHONPATH=$PWD PIEP_GIT_COMMIT=${PIEP_GIT_COMMIT:-unknown}
