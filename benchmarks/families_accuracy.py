@@ -168,8 +168,8 @@ def report(table: list[dict], serving: list[dict], blind: list[dict]) -> str:
     """reports/families.md: every held-out run, per family and engine, and the blind set."""
     lines = ["# New families, held out", "",
              "Made by `python benchmarks/families_accuracy.py --write` from the runs in "
-             "`calibration/h200/families/raw/` (device calls 66, 68, 69; scripts and logs in "
-             "`calibration/h200/device/run66.sh`, `run68.sh`). The shapes "
+             "`calibration/h200/families/raw/` (device calls 66, 68, 69, 70; scripts and logs in "
+             "`calibration/h200/device/run66.sh`, `run68.sh`, `run70.sh`). The shapes "
              "(`calibration/h200/families/configs/`) are built by transformers from each "
              "family's own config; nothing piep ships was fitted on them: the predictor's "
              "module models and the engines' profiles were fitted on Llama, Mistral and "
@@ -209,7 +209,7 @@ def report(table: list[dict], serving: list[dict], blind: list[dict]) -> str:
                      f"{r['tpot_p50_s']:.3f} / {r['predicted_tpot_p50_s']:.3f} |")
     lines += ["", "## Blind: predicted before the run", "",
               f"`{BLIND.relative_to(ROOT)}`, written by `--predict` at the commit it names "
-              "(typical host), before device calls 68 and 69.", "",
+              "(typical host), before device calls 68 to 70.", "",
               "| shape | engine | run | energy error | time error | commit |",
               "|---|---|---|---|---|---|"]
     for r in blind:
