@@ -561,6 +561,9 @@ def overview_report() -> None:
     families = sum(1 for f in fam.glob("*.jsonl") if "_cb_" not in f.name
                    for _ in read_jsonl(f))
     family_replays = sum(1 for f in fam.glob("*_cb_*.jsonl") for _ in read_jsonl(f))
+    held = {name: sum(1 for f in (ROOT / "calibration" / "h200" / name / "raw").glob("*.jsonl")
+                      for r in read_jsonl(f) if r.get("schema") == "piep.measurement")
+            for name in ("moe", "fp8")}
     rows = [
         ("`gpu.json`", "GPU constants for the roofline and memory fit, each with its source "
          "(measured, or assumed)", "by hand from `probe/`"),
@@ -599,10 +602,17 @@ def overview_report() -> None:
         ("`optimize/`", "the online batch-axis search on H200, step by step",
          "`piep optimize --online`"),
         ("`families/`", f"transformers runs of families beyond Llama's ({families} generate() "
-         f"runs, {family_replays} hf-cb replays; device calls 66, 68, 69): their shapes' "
+         f"runs, {family_replays} hf-cb replays; device calls 66, 68, 69, 70): their shapes' "
          "configs, designs, blind predictions; held out in "
          "`reports/families.md`", "`piep measure --engine`; "
          "`python benchmarks/families_accuracy.py`"),
+        ("`moe/`", f"transformers runs of mixtures of experts ({held['moe']} generate() runs, "
+         "an hf-cb replay; device calls 71-72): configs, design, blind predictions; held out "
+         "in `reports/moe.md`", "`device/run71.sh`, `run72.sh`; "
+         "`python benchmarks/heldout_accuracy.py moe`"),
+        ("`fp8/`", f"generate() runs of FP8 checkpoints' shapes, the projections in row-wise "
+         f"FP8 ({held['fp8']} runs; device call 72): configs, design; held out in "
+         "`reports/fp8.md`", "`device/run72.sh`; `python benchmarks/heldout_accuracy.py fp8`"),
         ("`device/`", f"the {len(scripts)} device scripts (`run1.sh` .. `{scripts[-1].name}`) and "
          "their logs", "each call's exact command"),
     ]

@@ -379,7 +379,8 @@ def _family_words(fam, name: str = "") -> str:
     """What a family's row says its layer runs beyond Llama's, in words."""
     from piep.core.families import MOE_PRICED
     words = ["routed experts (a top-k router, the experts' grouped GEMMs over the experts "
-             "a step's tokens reach, routed uniformly)"] if name in MOE_PRICED else []
+             "a step's tokens reach, routed uniformly; generate()'s decode steps gather each "
+             "(token, expert) pair's weights, batched_mm)"] if name in MOE_PRICED else []
     if fam.qk_norm:
         words.append("RMSNorm of q and k " + ("per head" if fam.qk_norm == "head"
                                                else "over all heads"))
@@ -428,9 +429,10 @@ def models_doc() -> str:
              "| model_type | what its layer runs beyond Llama's | held out: runs, energy, "
              "time |", "|---|---|---|"]
     text = (ROOT / report).read_text()
+    moe = _moe_held_out()
     for name in PRICED:
         held = "measured in the shipped fits" if name in ("llama", "mistral", "qwen2") \
-            else "not measured yet"
+            else moe.get(name, "not measured yet")
         if f"| {name} | hf-eager |" in text:
             _, _, runs, energy, time_, _ = _cells(report, f"| {name} | hf-eager |")
             held = f"{runs} runs, {energy}, {time_}"
@@ -445,10 +447,41 @@ def models_doc() -> str:
               "attention, attention sinks, chunked attention, expert biases), not modelled "
               "yet; and a mixture of experts whose config mixes dense layers among the "
               "sparse ones.",
-              "* quantized weights (any `quantization_config`: FP8, AWQ, GPTQ, bitsandbytes, "
-              "MXFP4, ...): no quantized kernel was measured; every answer names the dtypes "
-              "it prices (`dtypes`: bf16 weights and KV cache).", ""]
+              "* quantized weights other than FP8 (AWQ, GPTQ, bitsandbytes, MXFP4, ...): "
+              "their kernels were not measured; the refusal names them and the weights' "
+              "memory at the checkpoint's bits.", ""]
+    _, runs, energy, time_ = _cells("reports/fp8.md", "| all |")
+    lines += ["FP8 checkpoints (`fbgemm_fp8`, compressed-tensors FP8, fine-grained FP8 with "
+              "128x128 block scales) are priced with the layers' projections as row-wise FP8 "
+              "GEMMs (`fp8_linear`: a byte per weight, each token's row quantized at run time; "
+              "module samples of `piep.sampling.fp8`, device call 72), the LM head and "
+              "embeddings in bf16; block-scaled checkpoints carry `fp8_block_scales` (their "
+              "kernel, DeepGEMM or a Hub Triton kernel, is not sampled). Held out "
+              f"([reports/fp8.md](../reports/fp8.md), hf-eager): {runs} runs, energy {energy}, "
+              f"time {time_}. Every answer names its dtypes (`dtypes`: weights, KV cache, the "
+              "quantization).", "",
+              "Mixtures of experts are measured with random weights, which route "
+              "near-uniformly, as piep prices them; a trained router skews, and the experts "
+              "a step reaches then fall (fewer weights read in a grouped GEMM): uniform "
+              "routing prices the most experts a step can reach. Held out: "
+              "[reports/moe.md](../reports/moe.md).", ""]
     return "\n".join(lines)
+
+
+def _moe_held_out() -> dict[str, str]:
+    """A priced mixture of experts' family: its held-out runs, energy and time
+    (reports/moe.md's rows of the measured shapes of that family)."""
+    import json
+    rows = [[c.strip() for c in line.strip("|").split("|")]
+            for line in (ROOT / "reports" / "moe.md").read_text().splitlines()
+            if line.startswith("| ")]
+    summary = {r[0]: r[1:] for r in rows if len(r) == 4}  # (model, runs, energy, time)
+    out: dict[str, list] = {}
+    for path in sorted((ROOT / "calibration" / "h200" / "moe" / "configs").glob("*.json")):
+        if path.stem in summary:
+            kind = json.loads(path.read_text())["model_type"]
+            out.setdefault(kind, []).append(summary[path.stem])
+    return {k: "; ".join(f"{r} runs, {e}, {t}" for r, e, t in v) for k, v in out.items()}
 
 
 def write_schema_files() -> list[str]:

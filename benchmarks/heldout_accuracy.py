@@ -75,6 +75,26 @@ def measured(name: str) -> dict[tuple, dict]:
             if r.get("schema") == "piep.measurement" and r.get("energy_j")}
 
 
+def replay_rows(name: str) -> list[dict]:
+    """The set's measured hf-cb replays (piep.serving_measurement records of raw/), each
+    beside `piep serve` of its model and trace at the host probe it measured."""
+    from piep.core.records import read_runs
+    from piep.fit.serving import observed
+    out = []
+    for path in sorted((folder(name) / "raw").glob("*_cb*.jsonl")):
+        for rec in read_runs(path, "piep.serving_measurement"):
+            energy, tpot, _ = observed(rec)
+            doc = api.serve(str(folder(name) / "configs" / f"{rec.model}.json"),
+                            engine="hf-cb", trace=str(ROOT / rec.trace), hosts=False,
+                            host_probe_us=None if rec.host_probe_s is None
+                            else 1e6 * rec.host_probe_s)
+            out.append({"model": rec.model, "trace": Path(rec.trace).name,
+                        "energy_j": energy, "time_s": rec.time_s, "tpot_s": tpot,
+                        "pred_j": doc["energy_j"], "pred_s": doc["time_s"],
+                        "pred_tpot_s": doc["tpot_s"]["p50"]})
+    return out
+
+
 def errors(pred: list[dict], seen: dict[tuple, dict]) -> list[tuple[float, float]]:
     return [(p["energy_j"] / seen[key(p)]["energy_j"] - 1,
              p["time_s"] / seen[key(p)]["time_s"] - 1) for p in pred if key(p) in seen]
@@ -124,6 +144,15 @@ def report(name: str) -> str:
         lines += ["", f"Blind (`predictions_blind.jsonl`, commit {commit}, before the runs): "
                       f"energy {mean_abs(berrs, 0):.1f} %, time {mean_abs(berrs, 1):.1f} % "
                       f"(mean |error|, {len(berrs)} runs)."]
+    replays = replay_rows(name)
+    if replays:
+        lines += ["", "## Continuous-batching replays (hf-cb, at the replay's host probe)", "",
+                  "| model | trace | energy J (meas / pred) | error | time s (meas / pred) | "
+                  "median TPOT s (meas / pred) |", "|---|---|---|---|---|---|"]
+        lines += [f"| {r['model']} | {r['trace']} | {r['energy_j']:.0f} / {r['pred_j']:.0f} | "
+                  f"{100 * (r['pred_j'] / r['energy_j'] - 1):+.1f} % | {r['time_s']:.1f} / "
+                  f"{r['pred_s']:.1f} | {r['tpot_s']:.3f} / {r['pred_tpot_s']:.3f} |"
+                  for r in replays]
     flags = sorted({f for p in now for f in p["flags"]})
     lines += ["", f"Flags on these answers: {', '.join(flags) or 'none'}."]
     return "\n".join(lines) + "\n"

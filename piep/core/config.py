@@ -238,7 +238,8 @@ class ModelSpec:
         """What an answer prices its weights and KV cache in (bf16, or the layers' FP8
         e4m3 weights of an FP8 checkpoint), and the checkpoint's own dtype where its
         config states one."""
-        weights = ("fp8 e4m3 layers (row-wise scales), bf16 embeddings and head"
+        scales = "block scales" if "blocks" in (self.quantization or "") else "row-wise scales"
+        weights = (f"fp8 e4m3 layers ({scales}), bf16 embeddings and head"
                    if self.fp8_weights else "bf16")
         return {"weights": weights, "kv_cache": "bf16",
                 **({"checkpoint": self.checkpoint_dtype} if self.checkpoint_dtype else {}),

@@ -271,9 +271,13 @@ class Scenario:
               batch: int = 1, prompt_len: int = 512, gen_len: int = 128,
               cache_len: int | None = None, allow_uncalibrated: bool = False,
               check_memory: bool = True, host_probe_us: float | None = None,
-              trace: "Trace | None" = None) -> "Scenario":
+              trace: "Trace | str | Path | None" = None) -> "Scenario":
         """From names and numbers: a shipped model name or config path, a GPU name; with
-        `trace`, a stream of those requests instead of a batch."""
+        `trace` (a Trace, or a trace file's path), a stream of those requests instead of a
+        batch."""
+        if isinstance(trace, (str, Path)):
+            from piep.core.trace import read_trace
+            trace = read_trace(trace)
         if isinstance(model, ModelSpec):
             spec = model
         else:

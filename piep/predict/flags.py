@@ -75,6 +75,18 @@ FLAGS: dict[str, Flag] = {f.name: f for f in (
          "benchmarks/families_accuracy.py; piep's reference runner runs Llama's layer only)",
          "none (the shipped band)",
          "meter runs of this family with a transformers engine and refit its profile"),
+    Flag("fp8_unsampled",
+         "the model's projections hold FP8 weights and the predictor answering has no module "
+         "samples of FP8 projections: they are priced as bf16 GEMMs (at FP8's bytes)",
+         "none (the shipped band)",
+         "sample them (piep calibrate modules --kinds fp8_linear) and add their model "
+         "(piep train --add-kinds)"),
+    Flag("fp8_block_scales",
+         "the checkpoint scales its FP8 weights per 128x128 block (transformers runs DeepGEMM "
+         "or a Triton kernel fetched from the Hub for them, neither sampled here): priced "
+         "from the row-wise FP8 projections piep samples (piep.sampling.fp8)",
+         "none (the shipped band)",
+         "none yet: module samples of the block-scaled kernel"),
     Flag("uncalibrated_gpu",
          "no calibration of this GPU: the reference GPU's predictor moved by spec-sheet "
          "ratios (calibration/spec_sheets.json)",

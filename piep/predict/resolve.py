@@ -184,6 +184,12 @@ def _flags(scn: Scenario, profile, transfer, model=None, steady=None) -> tuple[s
     if (scn.model.facts() or scn.model.is_moe) and scn.model.model_type not in (
             (profile.meta.families_measured if profile else None) or ()):
         flags.append("unmeasured_family")
+    if scn.model.fp8_weights:
+        kinds = getattr(getattr(model, "modules", None), "kinds", {})
+        if "fp8_linear" not in kinds:
+            flags.append("fp8_unsampled")
+        if "blocks" in (scn.model.quantization or ""):
+            flags.append("fp8_block_scales")
     if steady is not None:
         return tuple(dict.fromkeys((*flags, *steady[1])))
     if profile is None:

@@ -206,6 +206,33 @@ def test_a_mixture_of_experts_layer_by_hand():
     assert {"shared_gate_proj", "shared_expert_gate", "shared_add"} <= names
 
 
+def test_generate_decodes_experts_by_batched_mm_and_prefills_by_grouped_mm():
+    """transformers' generate() switches a mixture of experts to `batched_mm` for its decode
+    steps on a GPU (`_optimize_model_for_decode`): each (token, expert) pair's weights are
+    gathered (read and written) and read again by one batched GEMV, so a step moves its
+    pairs' whole matrices; the prefill, continuous batching and the reference runner's
+    tree keep the grouped GEMMs, with their masking and unpermuting passes."""
+    spec = small("qwen3_moe")
+    wl = Workload(batch=4, prompt_len=8, gen_len=2)
+
+    def leaves(engine, phase):
+        dep = validate(spec, Parallel(), wl, _gpu(), check_memory=False, engine=engine)
+        return {n.name: n for _, _, n in build_tree(dep).leaves() if n.phase == phase}
+    step = leaves("hf-eager", "decode")
+    gate_up, down = step["experts_gate_up"], step["experts_down"]
+    assert gate_up.kind == down.kind == "experts_batched" and gate_up.tokens == 8
+    w = 8 * 128 * 128  # 8 pairs of (hidden 128) x (2 x 64)
+    assert gate_up.bytes_read == (2 * w + 8 * 128) * 2
+    assert gate_up.bytes_written == (w + 8 * 128) * 2 and gate_up.flops == 2 * w
+    assert "moe_repeat" in step and "moe_mask_in" not in step
+    for engine, phase in (("hf-eager", "prefill"), ("hf-cb", "decode"), (None, "decode")):
+        grouped = leaves(engine, phase)
+        assert grouped["experts_gate_up"].kind == "experts_gate_up", (engine, phase)
+        assert {"moe_mask_in", "moe_mask_gate_up", "moe_mask_down", "moe_unpermute"} <= \
+            set(grouped)
+        assert grouped["moe_mask_gate_up"].attrs["width"] == 2 * 64
+
+
 def test_the_measured_shapes_read_as_their_families():
     types = {json.loads(p.read_text())["model_type"] for p in CONFIGS.glob("*.json")}
     assert types <= set(PRICED) and len(types) >= 7

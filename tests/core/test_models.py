@@ -149,9 +149,12 @@ def test_models_add_fetches_one_config_json_and_nothing_else(tmp_path, monkeypat
 
 
 @pytest.mark.parametrize("change, needle", [
-    ({"quantization_config": {"quant_method": "fp8", "fmt": "e4m3",
-                              "weight_block_size": [128, 128], "activation_scheme": "dynamic"}},
-     "quantized weights (FP8 (e4m3, 128x128 blocks, dynamic activations))"),
+    ({"quantization_config": {"quant_method": "gptq", "bits": 4, "group_size": 128}},
+     "quantized weights (GPTQ int4 (groups of 128))"),
+    ({"model_type": "qwen3_moe", "num_experts": 128, "num_experts_per_tok": 8,
+      "moe_intermediate_size": 768, "quantization_config": {
+          "quant_method": "fp8", "weight_block_size": [128, 128]}},
+     "FP8 experts (FP8 (128x128 blocks)): piep prices FP8 dense projections only"),
     ({"quantization_config": {"quant_method": "awq", "bits": 4, "group_size": 128}},
      "quantized weights (AWQ int4 (groups of 128))"),
     ({"model_type": "qwen3_moe", "num_experts": 128, "num_experts_per_tok": 8,
@@ -193,17 +196,55 @@ def test_every_answer_names_its_dtypes_and_models_lists_only_what_it_answers(cap
 
 
 def test_a_quantized_refusal_says_what_is_missing_and_what_its_weights_take():
-    """FP8/AWQ answers are refused, naming the kernels piep has not sampled and the weight
+    """int4 answers are refused, naming the kernels piep has not sampled and the weight
     memory at the checkpoint's bits (its layers quantized, embeddings and head in 16 bits)."""
     import re
     base = load_model("llama-3-8b").to_hf_config()
-    fp8 = ModelSpec.from_hf_config({**base, "quantization_config": {
-        "quant_method": "fp8", "weight_block_size": [128, 128]}}, name="fp8")
     awq = ModelSpec.from_hf_config({**base, "quantization_config": {
         "quant_method": "awq", "bits": 4, "group_size": 128}}, name="awq")
-    assert "missing: module samples of FP8 GEMMs" in fp8.unpriced
-    assert "AWQ's int4 GEMMs" in awq.unpriced
-    gib = {s.name: float(re.search(r"about ([\d.]+) GiB", s.unpriced).group(1))
-           for s in (fp8, awq)}
+    gptq = ModelSpec.from_hf_config({**base, "quantization_config": {
+        "quant_method": "gptq", "bits": 4, "group_size": 128}}, name="gptq")
+    assert "AWQ's int4 GEMMs" in awq.unpriced and "GPTQ's int4 GEMMs" in gptq.unpriced
+    gib = float(re.search(r"about ([\d.]+) GiB", awq.unpriced).group(1))
     bf16 = load_model("llama-3-8b").num_params() * 2 / 2 ** 30
-    assert gib["awq"] < gib["fp8"] < bf16 and 0.45 < gib["fp8"] / bf16 < 0.6
+    assert 0.2 < gib / bf16 < 0.45
+
+
+@pytest.mark.parametrize("qc, words", [
+    ({"quant_method": "fbgemm_fp8", "activation_scale_ub": 1200.0},
+     "FP8 (fbgemm, row-wise weights, dynamic per-token activations)"),
+    ({"quant_method": "compressed-tensors", "format": "float-quantized", "config_groups": {
+        "group_0": {"weights": {"num_bits": 8, "type": "float", "strategy": "channel"},
+                    "input_activations": {"num_bits": 8, "type": "float",
+                                          "strategy": "token", "dynamic": True}}}},
+     "FP8 (compressed-tensors, channel-wise weights, dynamic token activations)"),
+    ({"quant_method": "fp8", "fmt": "e4m3", "weight_block_size": [128, 128],
+      "activation_scheme": "dynamic"}, "FP8 (e4m3, 128x128 blocks, dynamic activations)"),
+])
+def test_fp8_checkpoints_are_priced_in_fp8_and_say_so(qc, words):
+    """An FP8 checkpoint (fbgemm, compressed-tensors FP8-dynamic, fine-grained blocks) is
+    priced with its projections in FP8: each becomes an `fp8_linear` leaf of a byte per
+    weight, the LM head stays bf16, the weights' memory nearly halves, and the answer names
+    the weight dtype and the quantization (it was priced as bf16 in silence)."""
+    from piep.core.config import Parallel, Workload
+    from piep.core.gpus import load_gpu
+    from piep.core.layout import validate
+    from piep.tree import build_tree
+    base = load_model("llama-3-8b").to_hf_config()
+    spec = ModelSpec.from_hf_config({**base, "quantization_config": qc}, name="fp8")
+    assert spec.quantization == words and spec.fp8_weights and spec.unpriced is None
+    assert spec.dtypes["weights"].startswith("fp8 e4m3 layers")
+    assert spec.dtypes["quantization"] == words
+    wl, gpu = Workload(batch=4, prompt_len=128, gen_len=8), load_gpu("h200")
+    fp8, bf16 = (validate(s, Parallel(), wl, gpu, engine="hf-eager")
+                 for s in (spec, load_model("llama-3-8b")))
+    leaves = {(leaf.phase, leaf.name): leaf for _, _, leaf in build_tree(fp8).leaves()}
+    ref = {(leaf.phase, leaf.name): leaf for _, _, leaf in build_tree(bf16).leaves()}
+    for key, leaf in leaves.items():
+        if ref[key].kind in ("q_proj", "o_proj", "gate_proj", "down_proj"):
+            assert leaf.kind == "fp8_linear" and leaf.flops == ref[key].flops
+            d_in, d_out = leaf.attrs["d_in"], leaf.attrs["d_out"]
+            assert leaf.bytes_read == d_in * d_out + 4 * d_out + 4 * leaf.tokens * d_in
+    assert leaves[("decode", "lm_head")].kind == "lm_head"
+    w8, w16 = (d.memory_items_gib()["all"]["weights"] for d in (fp8, bf16))
+    assert 0.5 < w8 / w16 < 0.65  # (the embeddings and the LM head stay bf16)

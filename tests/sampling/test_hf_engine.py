@@ -69,6 +69,42 @@ def test_one_generate_call_is_the_measured_quantity(config):
     assert rec["cache_layers"] == ["DynamicLayer"]  # no window: every key kept
 
 
+def test_an_fp8_checkpoint_runs_its_projections_in_fp8(tmp_path):
+    """An FP8 config is measured with each decoder projection an `Fp8Linear` (row-wise
+    FP8 weights, inputs quantized per token: piep.sampling.fp8, what the module sampler's
+    `fp8_linear` runs); the record names its quantization, and a spec read back from the
+    record is FP8 again."""
+    from piep.core.records import Measurement
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps({**TINY, "quantization_config": {"quant_method": "fbgemm_fp8"}}))
+    rec = _measure(["--model", str(path), "--engine", "hf-eager", "--batch", "2",
+                    "--prompt-len", "6", "--gen-len", "3"])
+    assert rec["shape"]["quantization"].startswith("FP8 (fbgemm")
+    assert Measurement.from_json(rec).spec.fp8_weights
+
+
+def test_fp8_layers_follow_the_linears_they_replace():
+    """`to_fp8` swaps every linear of the decoder's layers (7 a Llama layer), not the LM
+    head; each answers within FP8's rounding of the bf16 layer it replaced."""
+    import torch
+    from transformers import AutoModelForCausalLM
+
+    from piep.core.config import ModelSpec
+    from piep.sampling.fp8 import Fp8Linear, to_fp8
+    from piep.sampling.hf import _hf_config
+    torch.manual_seed(0)
+    model = AutoModelForCausalLM.from_config(_hf_config(ModelSpec.from_hf_config(
+        TINY, name="tiny")))
+    q = model.model.layers[0].self_attn.q_proj
+    x = torch.randn(5, 64)
+    want = q(x)
+    assert to_fp8(model) == 2 * 7
+    got = model.model.layers[0].self_attn.q_proj(x)
+    assert isinstance(model.model.layers[0].self_attn.q_proj, Fp8Linear)
+    assert type(model.lm_head) is torch.nn.Linear
+    assert torch.allclose(got, want, atol=0.08 * float(want.abs().max()))
+
+
 def test_the_record_names_a_sliding_window_cache(tmp_path):
     """A Mistral-type model with a sliding window: transformers' DynamicCache keeps the
     window (what piep's tree prices for hf-eager past the window)."""

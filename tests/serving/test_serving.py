@@ -637,3 +637,14 @@ def test_a_sweep_prices_hf_cb_batches_as_predict_does():
         assert row["energy_j"] == pytest.approx(doc["energy_j"], rel=1e-12)
         assert row["time_s"] == pytest.approx(doc["time_s"], rel=1e-12)
         assert row["flags"] == doc["flags"]
+
+
+def test_the_api_takes_a_trace_file_by_its_path():
+    """`api.serve(model, trace=PATH)`: the path is read as `piep serve --trace` reads it
+    (it failed deep in the scenario on the string)."""
+    from piep import api
+    from _paths import ROOT
+    path = ROOT / "calibration" / "h200" / "engines" / "hf-cb" / "traces" / "tiny.jsonl"
+    by_path = api.serve("llama-2-7b", engine="hf-cb", trace=str(path), hosts=False)
+    by_trace = api.serve("llama-2-7b", engine="hf-cb", trace=read_trace(path), hosts=False)
+    assert by_path["energy_j"] == by_trace["energy_j"] and by_path["requests"] == 150
