@@ -362,7 +362,8 @@ class ModelSpec:
         if self.rotary_dim is not None:
             cfg["partial_rotary_factor"] = self.rotary_dim / self.head_dim
         if self.is_moe:
-            cfg.update({"num_local_experts" if self.model_type == "mixtral" else "num_experts":
+            cfg.update({"num_local_experts" if self.model_type in ("mixtral", "granitemoe")
+                        else "num_experts":
                         self.num_experts, "num_experts_per_tok": self.experts_per_token})
             if self.expert_ffn:
                 cfg["moe_intermediate_size"] = self.expert_ffn

@@ -84,6 +84,11 @@ FAMILIES: dict[str, Family] = {
     # them as grouped GEMMs over the tokens sorted by expert: `grouped_mm`)
     "mixtral": Family(qkv_bias=False),
     "qwen3_moe": Family(qk_norm="head"),
+    # (OLMoE: OLMo's q/k RMSNorms over all heads, Llama's pre-norms; Granite MoE:
+    # Granite's multipliers)
+    "olmoe": Family(qk_norm="whole",
+                    per_model="queries and keys clamped where `clip_qkv` (priced as nothing)"),
+    "granitemoe": Family(scaled_embeddings=True, residual_scale=True, logit_scale=True),
     "qwen2_moe": Family(qkv_bias=True,
                         per_model="a shared expert beside the routed ones "
                                   "(`shared_expert_intermediate_size`), gated"),
@@ -103,7 +108,7 @@ FAMILIES: dict[str, Family] = {
 MOE_TYPES = ("mixtral", "qwen2_moe", "qwen3_moe", "gpt_oss", "deepseek_v2", "deepseek_v3",
              "llama4", "llama4_text", "olmoe", "granitemoe", "phimoe", "dbrx", "jamba",
              "minimax", "glm4_moe", "ernie4_5_moe", "hunyuan_v1_moe")
-MOE_PRICED = ("mixtral", "qwen2_moe", "qwen3_moe")
+MOE_PRICED = ("mixtral", "qwen2_moe", "qwen3_moe", "olmoe", "granitemoe")
 PRICED = tuple(sorted(k for k, f in FAMILIES.items()
                       if f.missing is None and (k not in MOE_TYPES or k in MOE_PRICED)))
 # the activations of a gated MLP: silu (SwiGLU) and the GELUs of GeGLU (Gemma); tanh's

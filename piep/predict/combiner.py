@@ -15,8 +15,13 @@ from piep.tree.nodes import COMM_KINDS
 TAU = 2.5
 FEATURES = ("decode", "eager_decode", "linear", "attention", "comm", "wait", "other",
             "log_tokens")
+# generate()'s decode-step experts (two long kernels: a gather of weights and a batched
+# GEMV over them, memory-bound as a decode projection is) count as projections for the
+# combiner; an FP8 projection stays apart (eight short elementwise kernels quantize its
+# input before its GEMM). Set after the first held-out comparison (reports/moe.md)
+GEMM_LIKE = LINEAR_KINDS + ("experts_batched",)
 # per kind (KINDS order): linear, attention, communication, pipeline wait
-_CATEGORY = np.array([[k in LINEAR_KINDS, k in ATTENTION_LIKE, k in COMM_KINDS,
+_CATEGORY = np.array([[k in GEMM_LIKE, k in ATTENTION_LIKE, k in COMM_KINDS,
                        k == "pipeline_wait"] for k in KINDS], dtype=float)
 
 

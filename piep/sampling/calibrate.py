@@ -87,12 +87,15 @@ FP8_ROWWISE = "FP8 (row-wise weights, dynamic per-token activations)"
 
 def _drawn_leaves(specs, tps, gpu, kinds):
     """The compute leaves (of `kinds`, or all) of every spec's trees over a grid of
-    layouts and workloads; a mixture of experts' also under generate() (hf-eager), whose
-    decode steps run other expert kernels (`experts_batched`), where those are asked for."""
+    layouts and workloads; a mixture of experts' also under generate() (its eager engine),
+    whose decode steps run other expert kernels (`experts_batched`), where those are asked
+    for."""
+    from piep.core.engines import names
     from piep.core.layout import Deployment
     from piep.sampling.modules import COMPUTE_KINDS
     from piep.tree import build_tree
-    generate = ("hf-eager",) if kinds and "experts_batched" in kinds else ()
+    generate = names(runs_generate=True, decode="eager")[:1] \
+        if kinds and "experts_batched" in kinds else ()
     if kinds and "fp8_linear" in kinds:  # the dense models' projections in FP8
         specs = [dataclasses.replace(s, quantization=FP8_ROWWISE) for s in specs
                  if not s.is_moe]

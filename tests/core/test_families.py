@@ -33,6 +33,10 @@ OWN_KEYS = {  # what a family's config states beyond the small shape
     "qwen3_moe": {"num_experts": 8, "num_experts_per_tok": 2, "moe_intermediate_size": 64},
     "qwen2_moe": {"num_experts": 8, "num_experts_per_tok": 2, "moe_intermediate_size": 64,
                   "shared_expert_intermediate_size": 128},
+    "olmoe": {"num_experts": 8, "num_experts_per_tok": 2},
+    "granitemoe": {"num_local_experts": 4, "num_experts_per_tok": 2,
+                   "embedding_multiplier": 12.0, "residual_multiplier": 0.22,
+                   "logits_scaling": 8.0},
     "glm4": {"partial_rotary_factor": 0.5, "attention_bias": True},
     "smollm3": {"no_rope_layer_interval": 3},
 }
@@ -256,7 +260,8 @@ def test_transformers_builds_what_the_row_says(model_type):
                if type(mod).__name__ == "Linear"}
     tree = next(iter(layer_leaves(spec).values()))
     if spec.is_moe:  # experts and router are parameters (grouped GEMMs), not Linear
-        experts = layer.mlp.experts
+        experts = getattr(layer, "mlp", None) or layer.block_sparse_moe  # (Granite MoE)
+        experts = experts.experts
         assert tuple(experts.gate_up_proj.shape) == (spec.num_experts, 2 * spec.ffn_of_experts,
                                                      spec.hidden_size)
         shared = {"gate_proj", "up_proj", "down_proj", "shared_expert_gate"}
