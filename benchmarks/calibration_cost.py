@@ -123,7 +123,8 @@ def from_scratch(cal, gpu, all_cases, calls: tuple[int, ...]
     from piep.core.artifacts import read_jsonl
     from piep.dataset import latest_ops
     from piep.fit.predictor import Case
-    from piep.core.records import HostOverhead, Measurement, ModuleSample, merge_repeats
+    from piep.core.samples import HostOverhead, ModuleSample
+    from piep.core.records import Measurement, merge_repeats
     modules, host, recs, minutes = [], [], [], 0.0
     for call in calls:
         mod_file, e2e_file = QUICK_RUNS[call]

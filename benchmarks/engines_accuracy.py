@@ -26,7 +26,8 @@ from piep.predict.engines import load_profile  # noqa: E402
 from piep.predict.store import load_learned  # noqa: E402
 from piep.predict.pricing import price  # noqa: E402
 from piep.core.artifacts import read_jsonl  # noqa: E402
-from piep.core.records import KernelCensus, read_runs  # noqa: E402
+from piep.core.samples import KernelCensus  # noqa: E402
+from piep.core.records import read_runs  # noqa: E402
 from piep.core.engines import ENGINES as REGISTRY, names  # noqa: E402
 from piep.stats.conformal import cross_coverage  # noqa: E402
 from piep.tree.builder import ELEMENTWISE  # noqa: E402

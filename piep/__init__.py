@@ -19,9 +19,10 @@ FLOORS = {
 # the core's modules by floor: each imports only the core's floors below its own
 CORE_FLOORS = {
     0: ("errors", "families"),
-    1: ("config", "outputs", "engines", "results"),
+    1: ("config", "outputs", "engines", "results", "samples"),
     2: ("artifacts",),
-    3: ("gpus", "models", "trace"),
+    3: ("gpus", "models", "trace", "foreign"),
     4: ("layout",),
     5: ("scenario", "records"),
+    6: ("writer",),
 }

@@ -10,8 +10,8 @@ from typing import Any
 from piep.core.artifacts import calibration_dir, check_document, load_json, read_json, read_jsonl
 from piep.core.errors import ArtifactError
 from piep.core.gpus import DEFAULT_GPU
-from piep.core.records import (CollectiveSample, HostOverhead, Measurement, ModuleSample,
-                          ProbeCollective, WaitFit)
+from piep.core.samples import CollectiveSample, HostOverhead, ModuleSample, ProbeCollective, WaitFit
+from piep.core.records import Measurement
 
 
 @dataclass

@@ -64,7 +64,7 @@ def _metered(cmd: list[str], gpus):
 
 def run(args) -> int:
     from piep.sampling.meter import record
-    from piep.core.records import append_record as append
+    from piep.core.writer import append_record as append
     cmd = list(args.passthrough)
     if args.serving_result:
         return _serving(args, cmd)
@@ -129,7 +129,7 @@ def _serving_file(args, cmd: list[str], *, dry: bool = False, path: str | None =
     """One result file's run (`_serving`); `dry`: only build the record (a check)."""
     from pathlib import Path
     from piep.sampling.bench_results import held_at, replay_record
-    from piep.core.records import append_record as append
+    from piep.core.writer import append_record as append
     if path is not None:
         args.serving_result, args.run = path, -1
     run_index = args.run - 1 if args.run > 0 else args.run

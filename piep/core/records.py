@@ -1,16 +1,11 @@
-"""What the lab writes and the fits read, typed once at the boundary.
+"""Run records, typed once at the boundary: what a fit reads of a measured run.
 
 A `Measurement` is one end-to-end run (the reference runner's, or an engine's `generate()`
 call), a `ServingReplay` one request trace replayed by a serving engine. Each is read from
 its JSON record by `from_json`, which names every missing or malformed field in one line,
 and gives back the record as written by `to_json`. The fits (piep.fit) read their fields,
-never the record's keys; records of another harness (a model, a layout, lengths, energy
-and time, no `schema`) load through the same types; `ForeignRun` is a `generate()` call
-measured by another harness (the supplied tp=2 runs), whose engine is named as piep names
-it (`"engine": "hf-static"`) or as transformers with its cache mode.
-
-The lab's samplers append their records through `append_record`, which reads each back the
-way the fits will before it is written.
+never the record's keys. The lab's samples are `piep.core.samples`, runs of another
+harness `piep.core.foreign`, the writer's check `piep.core.writer`.
 """
 
 from __future__ import annotations
@@ -19,13 +14,11 @@ import functools
 import math
 import statistics
 from dataclasses import dataclass, field, replace
-from pathlib import Path
 from typing import Any, Mapping
 
 from piep.core.config import FAMILY_FIELDS, ModelSpec, Parallel, Workload, size_problem
-from piep.core.engines import ENGINES, names
 from piep.core.engines import engine as engine_record
-from piep.core.errors import ConfigError
+from piep.core.errors import ConfigError, require_fields
 from piep.core.gpus import GPU
 from piep.core.layout import Deployment, validate
 
@@ -99,12 +92,7 @@ def _spec(doc: Mapping[str, Any], where: str) -> ModelSpec:
 def _need(doc: Any, where: str, ints: tuple[str, ...], nums: tuple[str, ...],
           strs: tuple[str, ...] = ("model",)) -> None:
     """One line naming every field of `doc` missing or of the wrong type."""
-    if not isinstance(doc, Mapping):
-        raise ConfigError(f"{where}: a record is a JSON object")
-    missing = [k for k in strs + ints + nums if doc.get(k) is None]
-    if missing:
-        raise ConfigError(f"{where}: lacks {', '.join(missing)} (a record states "
-                          f"{', '.join(strs + ints + nums)})")
+    require_fields(doc, where, strs + ints + nums, states=True)
     for k in ints:
         if problem := size_problem(k, doc[k]):
             raise ConfigError(f"{where}: {problem}")
@@ -404,309 +392,3 @@ def read_runs(path, schema: str, *, given: bool = False) -> list:
     from piep.core.artifacts import read_records
     kind = ServingReplay if schema == "piep.serving_measurement" else Measurement
     return read_records(path, schema, given=given, parse=kind.from_json)
-
-
-@dataclass(frozen=True)
-class ModuleSample:
-    """One node kind run in isolation at one shape (piep calibrate modules): its time per
-    call (CUDA events) and energy per call (a tick-aligned window), in a decode mode."""
-    kind: str
-    mode: str                    # graph (a CUDA graph replay) or eager
-    phase: str | None            # prefill or decode: which trees the shape came from
-    shape: Mapping[str, Any]     # the shape as sampled (kind, phase, tokens, widths, ...)
-    time_s: float
-    energy_j: float | None
-    power_w: float | None = None         # the window's mean board power
-    sm_clock_mhz: float | None = None    # the SM clock read after the window
-    repeat: int = 0              # 1: the second measurement of a repeated shape
-    op_version: int = 1          # the sampler's op (a newer one replaces an older)
-    check: str = ""              # "repeat": a pass of the repeat check
-    captures: tuple | None = None  # a tiny call's fresh captures (it is their median)
-    time_unix: float | None = None
-    doc: Mapping[str, Any] = field(default_factory=dict, compare=False, repr=False)
-
-    @classmethod
-    def from_json(cls, doc: Any, where: str = "sample") -> "ModuleSample":
-        if not isinstance(doc, Mapping):
-            raise ConfigError(f"{where}: a module sample is a JSON object")
-        missing = [k for k in ("kind", "mode", "time_s", "shape_fields") if doc.get(k) is None]
-        missing += [k for k in doc.get("shape_fields") or () if k not in doc]
-        if missing:
-            raise ConfigError(f"{where}: module sample without {', '.join(missing)}")
-        return cls(kind=doc["kind"], mode=doc["mode"], phase=doc.get("phase"),
-                   shape={k: doc[k] for k in doc["shape_fields"]}, time_s=doc["time_s"],
-                   energy_j=doc.get("energy_j"), power_w=doc.get("power_w"),
-                   sm_clock_mhz=doc.get("sm_clock_mhz"), repeat=doc.get("repeat", 0),
-                   op_version=doc.get("op_version", 1), check=doc.get("check", ""),
-                   captures=None if doc.get("captures") is None else tuple(doc["captures"]),
-                   time_unix=doc.get("time_unix"),
-                   doc=doc)
-
-    def to_json(self) -> dict[str, Any]:
-        """The sample as written."""
-        return dict(self.doc)
-
-
-@dataclass(frozen=True)
-class HostOverhead:
-    """A module campaign's host probe: the host's time per tiny eager launch, and the
-    board power while the GPU sees only those launches (the power in launch gaps)."""
-    launch_gap_power_w: float
-    launch_s: float | None = None
-    file: str | None = None       # the campaign file it came from
-    gpu_uuid: str | None = None
-    doc: Mapping[str, Any] = field(default_factory=dict, compare=False, repr=False)
-
-    @classmethod
-    def from_json(cls, doc: Any, file: str | None = None) -> "HostOverhead":
-        if not isinstance(doc, Mapping) or doc.get("launch_gap_power_w") is None:
-            raise ConfigError(f"{file or 'host record'}: a host overhead record states "
-                              f"launch_gap_power_w")
-        return cls(doc["launch_gap_power_w"], doc.get("launch_s"), file, doc.get("gpu_uuid"),
-                   doc)
-
-
-def _fields(doc: Any, where: str, names: tuple[str, ...], what: str) -> None:
-    """One line naming every field of `names` that `doc` (a JSON object) lacks."""
-    if not isinstance(doc, Mapping):
-        raise ConfigError(f"{where}: {what} is a JSON object")
-    missing = [k for k in names if doc.get(k) is None]
-    if missing:
-        raise ConfigError(f"{where}: {what} without {', '.join(missing)}")
-
-
-@dataclass(frozen=True)
-class CollectiveSample:
-    """One collective in isolation (piep calibrate collectives): its time per call (CUDA
-    events) and each GPU's energy per call (a tick-aligned window of back-to-back calls)."""
-    kind: str                    # allreduce, allgather, p2p
-    mode: str                    # graph or eager
-    size_bytes: int
-    time_s: float
-    energy_j_per_gpu: tuple      # None for a GPU without a reading
-    group_size: int = 2
-    reduce_op: str | None = None  # sum or avg (AllReduce; None: stated nowhere)
-    superseded: bool = False     # a later campaign re-measured this point
-    time_unix: float | None = None
-    doc: Mapping[str, Any] = field(default_factory=dict, compare=False, repr=False)
-
-    @classmethod
-    def from_json(cls, doc: Any, where: str = "collective sample") -> "CollectiveSample":
-        _fields(doc, where, ("kind", "mode", "size_bytes", "time_s"), "a collective sample")
-        return cls(doc["kind"], doc["mode"], doc["size_bytes"], doc["time_s"],
-                   tuple(doc.get("energy_j_per_gpu") or (None,)), doc.get("group_size", 2),
-                   doc.get("reduce_op"), bool(doc.get("superseded_by")), doc.get("time_unix"),
-                   doc)
-
-    @property
-    def energy_known(self) -> bool:
-        return None not in self.energy_j_per_gpu
-
-    def to_json(self) -> dict[str, Any]:
-        return dict(self.doc)
-
-
-@dataclass(frozen=True)
-class ProbeCollective:
-    """A collective the device probe timed, eagerly and in a CUDA graph (no energy)."""
-    kind: str                    # allreduce, allgather, p2p
-    size_bytes: int
-    eager_s: float | None
-    graph_s: float | None
-
-    @classmethod
-    def from_json(cls, doc: Any, where: str = "probe") -> "ProbeCollective":
-        _fields(doc, where, ("kind", "size_bytes"), "a probed collective")
-        ms = {m: doc.get(f"{m}_ms") for m in ("eager", "graph")}
-        return cls("p2p" if doc["kind"] == "sendrecv" else doc["kind"], doc["size_bytes"],
-                   *(v / 1000 if v else None for v in ms.values()))
-
-
-# what names a wait distribution: one Gamma fit per distinct value of these
-WAIT_KEYS = ("model", "collective", "group_size", "phase", "mode", "size_bytes", "batch",
-             "prompt_len")
-
-
-@dataclass(frozen=True)
-class WaitSample:
-    """AllReduce waiting times in real tp=N decoding (piep calibrate waits): each rank's
-    wait before each call, and each rank's duration of each call."""
-    key: Mapping[str, Any]       # the WAIT_KEYS values
-    waits_s: tuple[tuple[float, ...], ...]      # per rank, per call
-    durations_ms: tuple[tuple[float, ...], ...]  # per rank, per call
-
-    @classmethod
-    def from_json(cls, doc: Any, where: str = "wait sample") -> "WaitSample":
-        _fields(doc, where, WAIT_KEYS + ("waits_s", "durations_ms"), "a wait sample")
-        return cls({k: doc[k] for k in WAIT_KEYS}, tuple(map(tuple, doc["waits_s"])),
-                   tuple(map(tuple, doc["durations_ms"])))
-
-    @property
-    def waits(self) -> list[float]:
-        """Every rank's waits, rank after rank."""
-        return [w for rank in self.waits_s for w in rank]
-
-    @property
-    def fastest_ms(self) -> list[float]:
-        """Per call, the shortest duration over the ranks: the last rank to arrive waits
-        for nobody, its duration is the transfer's."""
-        return [min(x) for x in zip(*self.durations_ms)]
-
-
-@dataclass(frozen=True)
-class WaitFit:
-    """A Gamma fit of one wait distribution (piep.wait_fits): its parameters, the waits it
-    saw (`n` positive of `n_total`) and where it was measured."""
-    phase: str
-    mode: str
-    size_bytes: int
-    fit: Mapping[str, Any]       # piep.stats.gamma's fit (shape, scale, n, n_total, ...)
-    doc: Mapping[str, Any] = field(default_factory=dict, compare=False, repr=False)
-
-    @classmethod
-    def from_json(cls, doc: Any, where: str = "wait fit") -> "WaitFit":
-        _fields(doc, where, ("phase", "mode", "size_bytes", "fit"), "a wait fit")
-        return cls(doc["phase"], doc["mode"], doc["size_bytes"], doc["fit"], doc)
-
-    @property
-    def share(self) -> float:
-        """The share of calls that waited at all (only the earlier rank of a pair waits)."""
-        return self.fit["n"] / max(self.fit["n_total"], 1)
-
-
-@dataclass(frozen=True)
-class KernelCensus:
-    """One `generate()` call of an engine profiled kernel by kernel (python -m
-    piep.sampling.census): its decode step's kernels per layer and outside the layers,
-    by name (counts, and durations where timed), and its prefill's."""
-    model: str
-    engine: str
-    batch: int
-    prompt_len: int
-    gen_len: int
-    decode_step: Mapping[str, Any]
-    prefill: Mapping[str, Any]
-    doc: Mapping[str, Any] = field(default_factory=dict, compare=False, repr=False)
-
-    @classmethod
-    def from_json(cls, doc: Any, where: str = "census") -> "KernelCensus":
-        _fields(doc, where, ("model", "engine", "batch", "prompt_len", "gen_len",
-                             "decode_step", "prefill"), "a kernel census")
-        return cls(doc["model"], doc["engine"], doc["batch"], doc["prompt_len"],
-                   doc["gen_len"], doc["decode_step"], doc["prefill"], doc)
-
-
-# the typed reading of each schema the lab writes (others are checked by schema alone)
-TYPED = {"piep.measurement": Measurement.from_json,
-         "piep.serving_measurement": ServingReplay.from_json,
-         "piep.module_sample": ModuleSample.from_json,
-         "piep.host_overhead": HostOverhead.from_json,
-         "piep.collective_sample": CollectiveSample.from_json,
-         "piep.wait_samples": WaitSample.from_json,
-         "piep.kernel_census": KernelCensus.from_json}
-
-
-def append_record(path, doc: Mapping[str, Any]) -> None:
-    """Append one record of the lab to a JSONL file, after reading it back the way the
-    fits will (its schema, then its type): a record they could not read is refused in one
-    line before it is written, not found at fitting time."""
-    from piep.core.artifacts import append_jsonl, check_document
-    where = f"record for {path}"
-    check_document(dict(doc), where)
-    if doc["schema"] in TYPED:
-        TYPED[doc["schema"]](doc, where)
-    append_jsonl(path, dict(doc))
-
-
-# what a run of another harness (tp=2 generate() calls, ...) states
-FOREIGN_NEEDED = ("model", "engine", "tp", "batch", "prompt_len", "gen_len", "energy_j", "time_s")
-
-
-@dataclass(frozen=True)
-class ForeignRun:
-    """One measured `generate()` call of another harness, loaded as it is (a model, a
-    built-in engine, a layout, a workload, energy and time of the whole call; no prefill
-    split, no host probe): the repeat of median energy, and its repeats."""
-    model: str
-    engine: str                 # a built-in engine of piep
-    tp: int
-    batch: int
-    prompt_len: int
-    gen_len: int
-    energy_j: float
-    time_s: float
-    repeats: tuple[tuple[float, float], ...]  # (energy_j, time_s) of each repeat, in order
-    source: str                 # file:line
-
-    @property
-    def label(self) -> str:
-        """`engine tpN bB`, how reports name the run."""
-        return f"{self.engine} tp{self.tp} b{self.batch}"
-
-    def spread(self, key: str = "energy_j") -> float:
-        """(max - min) / median of the repeats (0 without repeats)."""
-        values = sorted(e if key == "energy_j" else t for e, t in self.repeats)
-        return (values[-1] - values[0]) / values[len(values) // 2] if values else 0.0
-
-
-def engine_of(rec: dict[str, Any]) -> str | None:
-    """The built-in engine a record names: piep's name, or transformers and its mode."""
-    name = rec.get("engine")
-    if name in ENGINES:
-        return name
-    if name == "transformers":  # generate() by its cache: static (compiled) or dynamic
-        mode = str(rec.get("mode", "")).lower()
-        generate = names(runs_generate=True)
-        for key, words in (("compiled_decode", ("static",)),
-                           ("dynamic_cache", ("eager", "dynamic"))):
-            if any(w in mode for w in words):
-                return next(e for e in generate if getattr(ENGINES[e], key))
-    return None
-
-
-def foreign_run(rec: Any, where: str) -> ForeignRun:
-    """One record, checked: one line names what is missing or wrong."""
-    if not isinstance(rec, dict):
-        raise ConfigError(f"{where}: a run is a JSON object")
-    missing = [k for k in FOREIGN_NEEDED if rec.get(k) is None]
-    if missing:
-        raise ConfigError(f"{where}: lacks {', '.join(missing)} (a run needs "
-                          f"{', '.join(FOREIGN_NEEDED)})")
-    engine = engine_of(rec)
-    if engine is None or ENGINES[engine].kind == "stream":  # (a server's runs are its own records)
-        raise ConfigError(f"{where}: engine {rec['engine']!r} (mode {rec.get('mode')!r}) is "
-                          f"none of piep's batch engines ({', '.join(names(kind='batch'))}; "
-                          f"or transformers with an eager or static-cache mode)")
-    try:
-        ints = {k: int(rec[k]) for k in ("tp", "batch", "prompt_len", "gen_len")}
-        energy, time_s = float(rec["energy_j"]), float(rec["time_s"])
-        repeats = tuple((float(r["energy_j"]), float(r["time_s"]))
-                        for r in rec.get("repeats_in_order") or ())
-    except (TypeError, ValueError, KeyError) as exc:
-        raise ConfigError(f"{where}: {exc}") from None
-    if min(ints.values()) < 1 or not (energy > 0 and time_s > 0):
-        raise ConfigError(f"{where}: tp, batch, prompt_len, gen_len must be >= 1 and "
-                          f"energy_j, time_s > 0")
-    return ForeignRun(model=str(rec["model"]), engine=engine, energy_j=energy, time_s=time_s,
-                      repeats=repeats, source=where, **ints)
-
-
-def is_foreign(path: str | Path) -> bool:
-    """The file's first record is not one of piep's (it has no `schema`)."""
-    from piep.core.artifacts import iter_jsonl
-    from piep.core.errors import ArtifactError
-    try:
-        for _, first in iter_jsonl(path):
-            return isinstance(first, Mapping) and "schema" not in first
-    except ArtifactError:  # not JSON lines: read as piep's, which says what is wrong
-        return False
-    return False
-
-
-def load_foreign(path: str | Path) -> list[ForeignRun]:
-    """Every run of a JSONL file of another harness (one line per run)."""
-    from piep.core.artifacts import iter_jsonl
-    runs = [foreign_run(rec, f"{path}:{i}") for i, rec in iter_jsonl(path)]
-    if not runs:
-        raise ConfigError(f"{path}: no runs")
-    return runs

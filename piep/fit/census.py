@@ -20,7 +20,7 @@ from pathlib import Path
 from piep.core.artifacts import calibration_dir, read_records
 from piep.core.config import ModelSpec
 from piep.core.layout import Deployment
-from piep.core.records import KernelCensus
+from piep.core.samples import KernelCensus
 
 SCHEMA = "piep.kernel_census"
 FUSED_PREFIX = "triton_"     # kernels a compiler generated

@@ -26,7 +26,8 @@ from piep.predict.table import KIND_ID, PHASES, LeafTable, TableBuilder, select
 from piep.tree import build_tree
 from piep.tree.builder import LINEAR_KINDS, shape_key
 from piep.tree.nodes import COMPUTE_KINDS
-from piep.core.records import Measurement, ModuleSample, merge_repeats
+from piep.core.records import Measurement, merge_repeats
+from piep.core.samples import ModuleSample
 
 log = logging.getLogger("piep.train")
 ALPHA_RIDGE = 0.05

@@ -28,7 +28,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from piep.core.records import ForeignRun
+from piep.core.foreign import ForeignRun
 from piep.core.engines import ENGINES
 from piep.core.errors import ConfigError
 
@@ -199,7 +199,7 @@ def leave_one_out(runs: Sequence[ForeignRun], priced: Pricer, probe_us: float | 
 def shipped_runs(gpu: str) -> list[ForeignRun]:
     """The tensor-parallel runs shipped for `gpu` (`calibration/<gpu>/engines/tp2/`)."""
     from piep.core.artifacts import calibration_dir
-    from piep.core.records import load_foreign
+    from piep.core.foreign import load_foreign
     folder = calibration_dir(gpu) / "engines" / "tp2"
     return [r for path in sorted(folder.glob("*.jsonl")) for r in load_foreign(path)]
 

@@ -10,10 +10,10 @@ from typing import Any, Callable, NamedTuple
 
 def tp_path(*, gpu: str, engine: str, from_measurements: str, out: str | None = None,
             like: str | None = None) -> dict[str, Any]:
-    """Runs of another harness (`piep.core.records.ForeignRun`): the tensor-parallel path of the
+    """Runs of another harness (`piep.core.foreign.ForeignRun`): the tensor-parallel path of the
     engine's current profile (yours, else the shipped one) fitted on them."""
     from piep.core.errors import ConfigError
-    from piep.core.records import load_foreign
+    from piep.core.foreign import load_foreign
     from piep.fit.tp_path import Pricer, with_tp_path
     from piep.predict.engines import save_profile, shipped_profile_dir, user_profile_dir
     from piep.predict.resolve import engine_profile as current_profile
@@ -67,7 +67,7 @@ def engine_profile(*, gpu: str, engine: str, like: str | None = None,
         raise ConfigError(f"an engine profile is fitted over the learned predictor; none "
                           f"is trained for {gpu}: piep train --gpu {gpu}")
     record = ENGINES[like or engine]  # what fits it: its own record, or its base's
-    from piep.core.records import is_foreign
+    from piep.core.foreign import is_foreign
     if from_measurements and is_foreign(from_measurements):
         return tp_path(gpu=gpu, engine=engine, from_measurements=from_measurements,
                        out=out, like=like)

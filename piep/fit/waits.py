@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from piep.core.records import WaitSample
+from piep.core.samples import WaitSample
 
 
 def fit_all(samples: Path, out: Path) -> list[dict[str, Any]]:

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Iterable
 import numpy as np
 
 if TYPE_CHECKING:  # a prediction reads no records: their module loads when they are given
-    from piep.core.records import CollectiveSample, ProbeCollective, WaitFit
+    from piep.core.samples import CollectiveSample, ProbeCollective, WaitFit
 
 Curve = tuple[list[float], list[float]]  # x: log2 size in bytes, y: per the table
 

@@ -210,7 +210,7 @@ def _fit_kind(x: np.ndarray, log_ratio: np.ndarray, power: np.ndarray,
 
 
 def sample_leaf(sample) -> Node:
-    """The leaf a module sample measured (a `piep.core.records.ModuleSample`)."""
+    """The leaf a module sample measured (a `piep.core.samples.ModuleSample`)."""
     from piep.tree.builder import leaf_from_shape
     return leaf_from_shape({k: v for k, v in sample.shape.items() if k != "mode"})
 

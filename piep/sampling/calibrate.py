@@ -23,7 +23,7 @@ from piep.core.config import Parallel, Workload
 from piep.device import clock
 from piep.core.errors import PiepError
 from piep.core.models import synthetic_specs
-from piep.core.records import append_record
+from piep.core.writer import append_record
 from piep.sampling.options import CalibrateOptions
 from piep.sampling.protocol import capture, seconds
 from piep.core.gpus import DEFAULT_GPU

@@ -30,7 +30,7 @@ from piep.core.artifacts import writable
 from piep.core.config import ModelSpec, Parallel, Workload
 from piep.device import clock
 from piep.core.errors import ConfigError, PiepError
-from piep.core.records import append_record
+from piep.core.writer import append_record
 from piep.sampling.hf import HF_ENGINES, HFGenerate, build_model
 from piep.sampling.runner import Dist, _sync
 

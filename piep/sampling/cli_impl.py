@@ -12,7 +12,7 @@ import torch
 from piep.core.config import Parallel, Workload
 from piep.core.engines import ENGINES
 from piep.core.errors import ConfigError
-from piep.core.records import append_record
+from piep.core.writer import append_record
 from piep.sampling.grid import (free_memory, load_design, parallel_workload, run_grid,
                                 spec_of)
 from piep.sampling.hf import HF_ENGINES, build_model, measure_hf

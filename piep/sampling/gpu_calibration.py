@@ -30,7 +30,7 @@ from typing import Any, Callable
 from piep.core.artifacts import read_json, read_jsonl, user_calibration_dir, write_json
 from piep.core.errors import ConfigError
 from piep.core.gpus import DEFAULT_GPU
-from piep.core.records import append_record
+from piep.core.writer import append_record
 from piep.sampling.options import check_gpu_name
 
 log = logging.getLogger("piep.calibrate")

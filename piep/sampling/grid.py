@@ -12,7 +12,8 @@ from typing import Any, Iterable
 from piep.core.artifacts import read_jsonl
 from piep.core.config import ModelSpec, Parallel, Workload
 from piep.device import clock as host_clock
-from piep.core.records import KEY_FIELDS, append_record, run_key
+from piep.core.records import KEY_FIELDS, run_key
+from piep.core.writer import append_record
 
 log = logging.getLogger("piep.measure")
 

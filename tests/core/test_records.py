@@ -90,7 +90,7 @@ def test_a_file_of_records_is_read_typed_and_a_bad_line_is_named(tmp_path):
 
 def test_a_module_sample_is_typed_with_its_shape():
     from piep.dataset import load_calibration, repeat_check_pairs
-    from piep.core.records import ModuleSample
+    from piep.core.samples import ModuleSample
     doc = {"schema": "piep.module_sample", "kind": "q_proj", "phase": "decode", "tokens": 8,
            "d_in": 4096, "d_out": 4096, "mode": "graph", "time_s": 2e-5, "energy_j": 0.01,
            "shape_fields": ["d_in", "d_out", "kind", "mode", "phase", "tokens"]}
@@ -98,7 +98,7 @@ def test_a_module_sample_is_typed_with_its_shape():
     assert s.shape == {"d_in": 4096, "d_out": 4096, "kind": "q_proj", "mode": "graph",
                        "phase": "decode", "tokens": 8}
     assert (s.repeat, s.op_version, s.check, s.captures) == (0, 1, "", None)
-    with pytest.raises(ConfigError, match="without tokens"):
+    with pytest.raises(ConfigError, match="a module sample lacks tokens"):
         ModuleSample.from_json({k: v for k, v in doc.items() if k != "tokens"})
     cal = load_calibration("h200")
     assert all(isinstance(m, ModuleSample) for m in cal.modules)

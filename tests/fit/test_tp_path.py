@@ -11,7 +11,7 @@ import pytest
 from piep import api
 from piep.cli import main
 from piep.fit import tp_path
-from piep.core.records import ForeignRun, load_foreign
+from piep.core.foreign import ForeignRun, load_foreign
 from piep.predict.pricing import price
 from piep.core.scenario import Scenario
 from _paths import ROOT  # noqa: E402

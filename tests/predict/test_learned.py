@@ -241,7 +241,7 @@ def test_an_eager_decode_copy_that_graph_mode_compiles_has_its_own_models():
 
 def test_the_reference_host_is_the_pinned_campaigns_not_the_first_file_by_name():
     from piep.dataset import REFERENCE_HOST_FILE, load_calibration, reference_host
-    from piep.core.records import HostOverhead
+    from piep.core.samples import HostOverhead
     host = load_calibration("h200").host
     assert host[0].file != REFERENCE_HOST_FILE  # a later campaign sorts first
     assert reference_host(host).file == REFERENCE_HOST_FILE

@@ -13,7 +13,7 @@ from piep.sampling import meter
 from piep.cli import main
 from piep.device.fake import FakeClock, FakeDevice
 from piep.core.errors import ConfigError
-from piep.core.records import append_record
+from piep.core.writer import append_record
 
 pytestmark = pytest.mark.fake_device
 
