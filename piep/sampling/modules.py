@@ -124,11 +124,14 @@ def build_op(s: dict[str, Any], mode: str, device, dtype=torch.bfloat16,
 def _grouped_op(s: dict[str, Any], device, rnd) -> Op:
     """The experts' grouped GEMM of a mixture of experts: `tokens` rows split evenly over
     `experts` experts, each through its own weights (torch._grouped_mm where this torch
-    and GPU run it, as transformers' grouped_mm path does; else a GEMM per expert)."""
+    and GPU run it, as transformers' grouped_mm path does; else a GEMM per expert). The
+    weights lie as transformers holds them, (experts, d_out, d_in), and are passed
+    transposed as its `_grouped_linear` passes them (op version 2; version 1 held them
+    as (experts, d_in, d_out))."""
     t, e, d_in, d_out = s["tokens"], s["experts"], s["d_in"], s["d_out"]
     w_bytes = e * d_in * d_out * 2
     n = _copies(w_bytes + t * d_in * 2, 8)
-    ws = [rnd(e, d_in, d_out) for _ in range(n)]
+    ws = [rnd(e, d_out, d_in).transpose(-2, -1) for _ in range(n)]
     xs = [rnd(t, d_in) for _ in range(n)]
     ends = [round(t * (i + 1) / e) for i in range(e)]
     grouped = getattr(torch, "_grouped_mm", None)

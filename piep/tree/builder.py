@@ -143,7 +143,9 @@ SCORE_PASSES = (("scores_scale", 1, 1, 1), ("softcap_div", 1, 1, 1),
 # (2: attention and rope reproduce the runner's in-situ kernel sequence; 3: eager-mode
 # ops are timed as captured kernels, without the sampler's own host launch gaps)
 # (kv_expand 2: a graph-mode decode call is compiled, as in hf-static's decode step)
-SAMPLER_OP_VERSION = {"attention": 2, "rope": 2, "kv_expand": 2}
+SAMPLER_OP_VERSION = {"attention": 2, "rope": 2, "kv_expand": 2,
+                      # (the experts' weights in transformers' layout, passed transposed)
+                      "experts_gate_up": 2, "experts_down": 2}
 EAGER_TIMING_VERSION = 3
 
 
