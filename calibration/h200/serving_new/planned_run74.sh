@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# Device call 74 (nvidia-h200), PLANNED in session 29, not yet run (issue 53 item 2); to
+# run it, move it to calibration/h200/device/run74.sh and `run` it with PIEP_GIT_COMMIT
+# set. Three serving shapes in no public list (configs/: MHA with head dim 64; GQA with
+# two KV heads and head dim 96; deep and narrow, 48 layers of hidden 1536), each replayed
+# at two loads (the tiny and code traces of calibration/h200/engines/hf-cb/traces) by
+# transformers' continuous batching (hf-cb); each record keeps its host probe.
+# Predicted before the call: predictions_blind.jsonl (`piep serve --json` at the commit it
+# names, typical host). After it: copy the records to raw/, compare (benchmarks/
+# families_accuracy.py's replay table reads the same records), then add them to
+# calibration/h200/engines/hf-cb/raw for the leave-one-shape-out figures of
+# reports/serving.md (`python benchmarks/serving_accuracy.py`).
+# Read-only on the GPU.
+set -uo pipefail
+export PYTHONUNBUFFERED=1 PYTHONPATH=$PWD PIEP_GIT_COMMIT=${PIEP_GIT_COMMIT:-unknown}
+L="$OUT/run74.log"
+S=calibration/h200/serving_new
+T=calibration/h200/engines/hf-cb/traces
+echo "== start $(date +%T) commit $PIEP_GIT_COMMIT" >> "$L"
+for m in piep-serve-mha-hd64 piep-serve-gqa2-hd96 piep-serve-deep-narrow; do
+    timeout ${CB_S:-170} python3 -m piep measure --engine hf-cb --model $S/configs/$m.json \
+        --trace $T/tiny.jsonl $T/code.jsonl --out "$OUT/serving_s74_$m.jsonl" >> "$L" 2>&1
+    echo "cb $m rc=$? $(date +%T)" >> "$L"
+done
+wc -l "$OUT"/*.jsonl; grep -E " J, |failed|Error|rc=|requests" "$L" | tail -n 30
