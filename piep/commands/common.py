@@ -298,8 +298,10 @@ def host_note(doc: dict) -> str | None:
 def dtypes_words(doc: dict) -> str:
     """'bf16 weights and KV cache' (and the checkpoint's dtype where it differs)."""
     d = doc.get("dtypes") or {}
+    if d.get("weights", "bf16") != "bf16":  # (FP8 layers)
+        return f"weights {d['weights']}, {d.get('kv_cache', 'bf16')} KV cache"
     kept = d.get("checkpoint") in (None, "bfloat16")
-    return f"{d.get('weights', 'bf16')} weights and KV cache" + (
+    return "bf16 weights and KV cache" + (
         "" if kept else f" (its {d['checkpoint']} checkpoint priced in bf16)")
 
 

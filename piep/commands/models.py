@@ -29,7 +29,7 @@ def run(args) -> int:
             refused.append({"name": m.name, "why": why})
             continue
         rows.append({"name": m.name, "model_type": spec.model_type,
-                     "weights": spec.dtypes["weights"],
+                     "weights": "fp8" if spec.fp8_weights else spec.dtypes["weights"],
                      "checkpoint_dtype": spec.checkpoint_dtype,
                      "params_b": spec.num_params() / 1e9,
                      "published_params_b": m.source.get("published_params", 0) / 1e9,

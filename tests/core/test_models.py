@@ -248,3 +248,15 @@ def test_fp8_checkpoints_are_priced_in_fp8_and_say_so(qc, words):
     assert leaves[("decode", "lm_head")].kind == "lm_head"
     w8, w16 = (d.memory_items_gib()["all"]["weights"] for d in (fp8, bf16))
     assert 0.5 < w8 / w16 < 0.65  # (the embeddings and the LM head stay bf16)
+
+
+def test_an_fp8_answer_says_its_weights_in_its_first_line(tmp_path, capsys):
+    from piep.cli import main
+    cfg = {**load_model("llama-3-8b").to_hf_config(),
+           "quantization_config": {"quant_method": "fbgemm_fp8"}}
+    (tmp_path / "config.json").write_text(json.dumps(cfg))
+    assert main(["predict", "--model", str(tmp_path / "config.json"), "--engine",
+                 "hf-eager"]) == 0
+    first = capsys.readouterr().out.splitlines()[0]
+    assert "weights fp8 e4m3 layers (row-wise scales), bf16 embeddings and head, bf16 KV " \
+           "cache" in first
