@@ -395,6 +395,10 @@ def _family_words(fam, name: str = "") -> str:
                                 (fam.layer_norm, "LayerNorms (priced as RMSNorm's pass)"),
                                 (fam.softcaps, "eager attention over soft-capped scores "
                                                "(7 passes over them), capped logits"),
+                                (fam.sinks, "eager attention with a sink logit per head "
+                                            "(7 passes over the scores)"),
+                                (fam.expert_bias, "experts and router with biases, a "
+                                                  "clamped SwiGLU gate"),
                                 (fam.scaled_embeddings, "scaled embeddings"),
                                 (fam.residual_scale, "scaled residual branches"),
                                 (fam.logit_scale, "scaled logits"),
@@ -444,9 +448,8 @@ def models_doc() -> str:
               f"{', '.join(f'`{t}`' for t in MOE_PRICED)} "
               f"({', '.join(f'`{t}`' for t in MOE_TYPES if t not in MOE_PRICED)}): their "
               "layers run more than a top-k router and routed experts (multi-head latent "
-              "attention, attention sinks, chunked attention, expert biases), not modelled "
-              "yet; and a mixture of experts whose config mixes dense layers among the "
-              "sparse ones.",
+              "attention, chunked attention, grouped or sigmoid routing, dense layers among "
+              "the sparse ones), not modelled yet.",
               "* quantized weights other than FP8 (AWQ, GPTQ, bitsandbytes, MXFP4, ...): "
               "their kernels were not measured; the refusal names them and the weights' "
               "memory at the checkpoint's bits.", ""]

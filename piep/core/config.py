@@ -155,6 +155,8 @@ class ModelSpec:
     query_scale: bool = False          # queries scaled by their positions after RoPE
     score_cap: bool = False            # attention scores soft-capped: eager attention
     logit_cap: bool = False            # final logits soft-capped (tanh)
+    attention_sinks: bool = False      # eager attention with a sink logit per head
+    expert_bias: bool = False          # experts and router with biases, a clamped gate
 
     def __post_init__(self) -> None:
         problems: list[str] = []
@@ -351,7 +353,7 @@ class ModelSpec:
         if self.sliding_layers is not None:
             cfg["layer_types"] = ["sliding_attention" if i in self.sliding_layers
                                   else "full_attention" for i in range(self.num_layers)]
-        elif self.model_type in ("gemma2", "gemma3_text"):  # their default alternates
+        elif self.model_type in ("gemma2", "gemma3_text", "gpt_oss"):  # theirs alternates
             cfg["layer_types"] = ["sliding_attention" if self.sliding_window
                                   else "full_attention"] * self.num_layers
         if self.nope_layers or self.model_type == "smollm3":
@@ -362,7 +364,8 @@ class ModelSpec:
         if self.rotary_dim is not None:
             cfg["partial_rotary_factor"] = self.rotary_dim / self.head_dim
         if self.is_moe:
-            cfg.update({"num_local_experts" if self.model_type in ("mixtral", "granitemoe")
+            cfg.update({"num_local_experts" if self.model_type in ("mixtral", "granitemoe",
+                                                                   "gpt_oss")
                         else "num_experts":
                         self.num_experts, "num_experts_per_tok": self.experts_per_token})
             if self.expert_ffn:
@@ -495,7 +498,8 @@ class ModelSpec:
             nope_layers=nope_layers(config, model_type, layers),
             scaled_embeddings=fam.scaled_embeddings, residual_scale=fam.residual_scale,
             logit_scale=fam.logit_scale, query_scale=fam.query_scale,
-            score_cap=score_cap, logit_cap=logit_cap,
+            score_cap=score_cap, logit_cap=logit_cap, attention_sinks=fam.sinks,
+            expert_bias=fam.expert_bias,
         )
 
 
@@ -508,7 +512,7 @@ FAMILY_FIELDS = ("qk_norm", "pre_norms", "post_norms", "fused_qkv", "fused_gate_
                  "gated_mlp", "parallel_block",
                  "activation", "rotary_dim", "sliding_layers", "nope_layers",
                  "scaled_embeddings", "residual_scale", "logit_scale", "query_scale",
-                 "score_cap", "logit_cap")
+                 "score_cap", "logit_cap", "attention_sinks", "expert_bias")
 LLAMA_DEFAULTS = {f.name: f.default for f in dataclass_fields(ModelSpec)
                   if f.name in FAMILY_FIELDS
                   or f.name in ("quantization", "expert_ffn", "shared_expert_ffn")}

@@ -54,6 +54,13 @@ class Family:
     # otherwise (Gemma 2's config class sets both); transformers runs soft-capped scores
     # with its eager attention (SDPA cannot cap them)
     softcaps: bool = False
+    # eager attention with a learned sink logit per head beside every query's scores
+    # (gpt-oss: its modeling code runs no SDPA; scale, mask, the sinks concatenated, the
+    # max subtracted, softmax, the sinks dropped)
+    sinks: bool = False
+    # the experts' GEMMs add a bias per expert and gate with a clamped SwiGLU; the router
+    # adds a bias (gpt-oss)
+    expert_bias: bool = False
     # what the family's configs state per model beyond the shape, in words (docs)
     per_model: str | None = None
     # why it is not priced yet (None: priced); a mixture of experts is refused elsewhere
@@ -92,6 +99,12 @@ FAMILIES: dict[str, Family] = {
     "qwen2_moe": Family(qkv_bias=True,
                         per_model="a shared expert beside the routed ones "
                                   "(`shared_expert_intermediate_size`), gated"),
+    "gpt_oss": Family(sinks=True, expert_bias=True,
+                      per_model="local and global layers (`layer_types`), q/k/v/o biases "
+                                "where `attention_bias`; MXFP4 checkpoints are refused (give "
+                                "the config without `quantization_config` to price the "
+                                "experts dequantized in bf16, as transformers runs them "
+                                "without the Hub's kernels)"),
     "gemma2": Family(post_norms=True, scaled_embeddings=True, tied=True, softcaps=True,
                      per_model="local and global layers, soft-capped attention scores and "
                                "logits (`attn_logit_softcapping`, "
@@ -104,11 +117,11 @@ FAMILIES: dict[str, Family] = {
 }
 # mixtures of experts by model_type; those not in MOE_PRICED are refused by name, in one
 # line, also where a config does not state its expert count (multi-head latent attention,
-# attention sinks, chunked attention, expert biases: not modelled yet)
+# chunked attention, grouped or sigmoid routing: not modelled yet)
 MOE_TYPES = ("mixtral", "qwen2_moe", "qwen3_moe", "gpt_oss", "deepseek_v2", "deepseek_v3",
              "llama4", "llama4_text", "olmoe", "granitemoe", "phimoe", "dbrx", "jamba",
              "minimax", "glm4_moe", "ernie4_5_moe", "hunyuan_v1_moe")
-MOE_PRICED = ("mixtral", "qwen2_moe", "qwen3_moe", "olmoe", "granitemoe")
+MOE_PRICED = ("mixtral", "qwen2_moe", "qwen3_moe", "olmoe", "granitemoe", "gpt_oss")
 PRICED = tuple(sorted(k for k, f in FAMILIES.items()
                       if f.missing is None and (k not in MOE_TYPES or k in MOE_PRICED)))
 # the activations of a gated MLP: silu (SwiGLU) and the GELUs of GeGLU (Gemma); tanh's
@@ -150,8 +163,9 @@ def sliding_layers(config: Mapping[str, Any], model_type: str,
     types = config.get("layer_types")
     if isinstance(types, list) and len(types) == layers:
         sliding = tuple(i for i, t in enumerate(types) if t == "sliding_attention")
-    elif model_type in ("gemma3_text", "gemma2"):
-        pattern = config.get("sliding_window_pattern") or (2 if model_type == "gemma2" else 6)
+    elif model_type in ("gemma3_text", "gemma2", "gpt_oss"):  # (their configs' defaults)
+        pattern = config.get("sliding_window_pattern") or (6 if model_type == "gemma3_text"
+                                                           else 2)
         if not isinstance(pattern, int) or isinstance(pattern, bool) or pattern < 1:
             return None
         sliding = tuple(i for i in range(layers) if (i + 1) % pattern)

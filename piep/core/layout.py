@@ -11,6 +11,7 @@ from dataclasses import dataclass, field, replace
 from piep.core.config import BF16_BYTES, ModelSpec, Parallel, Workload, divisors
 from piep.core.engines import Engine, engine as engine_record
 from piep.core.errors import ConfigError, FitError
+from piep.core.families import MOE_PRICED
 from piep.core.gpus import GPU
 
 GIB = 1024 ** 3
@@ -167,7 +168,8 @@ def validate(model: ModelSpec, parallel: Parallel, workload: Workload, gpu: GPU,
     tp, pp, dp = parallel.tp, parallel.pp, parallel.dp
     if model.unpriced:
         fix = "; give the unquantized model's config.json to price it in bf16" \
-            if model.quantization and not model.is_moe else ""
+            if model.quantization and (not model.is_moe or model.model_type in MOE_PRICED) \
+            else ""
         raise ConfigError(f"{model.name}: {model.unpriced}{fix}")
     if not splits(model, tp):
         why = (f"does not divide num_attention_heads={model.num_heads}" if model.num_heads % tp

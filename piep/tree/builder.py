@@ -139,6 +139,12 @@ ELEMENTWISE = {  # kind -> (reads, writes, flops per element)
 SCORE_PASSES = (("scores_scale", 1, 1, 1), ("softcap_div", 1, 1, 1),
                 ("softcap_tanh", 1, 1, 8), ("softcap_mul", 1, 1, 1), ("scores_mask", 2, 1, 1),
                 ("softmax", 1, 2, 5), ("softmax_cast", 2, 1, 0))
+# gpt-oss's eager attention with sinks (its eager_attention_forward): scale, mask, the
+# sink logits concatenated (a copy of the scores), their max, subtracted, softmax, and the
+# sinks dropped before PV (a strided slice PV copies)
+SINK_PASSES = (("scores_scale", 1, 1, 1), ("scores_mask", 2, 1, 1), ("sinks_concat", 1, 1, 0),
+               ("scores_max", 1, 0, 1), ("scores_shift", 2, 1, 1), ("softmax", 1, 1, 5),
+               ("sinks_drop", 1, 1, 0))
 # the module sampler's op per kind: bumped when an op changes the kernels it runs
 # (2: attention and rope reproduce the runner's in-situ kernel sequence; 3: eager-mode
 # ops are timed as captured kernels, without the sampler's own host launch gaps)
@@ -232,7 +238,8 @@ def _cache_attention(dep: Deployment, phase: str, batch: int, q_len: int, ctx: i
     (K/V expanded to every query head); `append_ctx`, the keys a sliding DynamicCache step
     concatenates to past its window (a strided slice: `kv_slide`; default: every key)."""
     hq, hkv, d = dep.heads_per_rank, dep.kv_heads_per_rank, dep.model.head_dim
-    eager = dep.model.score_cap  # every key's score materialized, K/V repeated to each head
+    # every key's score materialized, K/V repeated to each head (soft-capped scores, sinks)
+    eager = dep.model.score_cap or dep.model.attention_sinks
     masked = masked or eager
     out = []
     if dep.engine_record.dynamic_cache and phase == "decode":
@@ -253,7 +260,8 @@ def _cache_attention(dep: Deployment, phase: str, batch: int, q_len: int, ctx: i
     if eager:  # (QK^T and PV priced as the masked SDPA over the same keys)
         out += [_elementwise(name, "scores", phase, batch * hq * q_len, ctx, reads=reads,
                              writes=writes, flops_per=per)
-                for name, reads, writes, per in SCORE_PASSES]
+                for name, reads, writes, per in (SCORE_PASSES if dep.model.score_cap
+                                                 else SINK_PASSES)]
     return out
 
 
@@ -414,7 +422,15 @@ def _moe(dep: Deployment, phase: str, t: int) -> list[Node]:
                                 writes=1, flops_per=0),
                    _elementwise("moe_unpermute", "moe_copy", phase, pairs, h, reads=1,
                                 writes=1, flops_per=0)]
-    out = [_linear("router", "router", phase, t, h, e),
+    if m.expert_bias:  # each GEMM's per-expert bias gathered and added; the clamped gate's
+        # clamps, scaled sigmoid and (up + 1): two passes beyond SwiGLU's one
+        bias = [_elementwise(f"{g.name}_bias", "moe_copy", phase, pairs, g.attrs["d_out"],
+                             reads=2, writes=1, flops_per=1)
+                for g in experts if g.name in ("experts_gate_up", "experts_down")]
+        clamp = [_elementwise(f"gate_clamp_{i}", "activation", phase, pairs, f, reads=reads,
+                              writes=writes, flops_per=per_el) for i in (1, 2)]
+        experts = [*experts, *bias, *clamp]
+    out = [_linear("router", "router", phase, t, h, e, bias=m.expert_bias),
            _elementwise("routing", "routing", phase, t, e, reads=2, writes=2, flops_per=10),
            *experts,
            _elementwise("moe_combine", "moe_copy", phase, pairs, h, reads=2, writes=1,

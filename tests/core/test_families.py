@@ -34,6 +34,8 @@ OWN_KEYS = {  # what a family's config states beyond the small shape
     "qwen2_moe": {"num_experts": 8, "num_experts_per_tok": 2, "moe_intermediate_size": 64,
                   "shared_expert_intermediate_size": 128},
     "olmoe": {"num_experts": 8, "num_experts_per_tok": 2},
+    "gpt_oss": {"num_local_experts": 4, "num_experts_per_tok": 2, "sliding_window": 16,
+                "attention_bias": True},
     "granitemoe": {"num_local_experts": 4, "num_experts_per_tok": 2,
                    "embedding_multiplier": 12.0, "residual_multiplier": 0.22,
                    "logits_scaling": 8.0},
@@ -262,8 +264,11 @@ def test_transformers_builds_what_the_row_says(model_type):
     if spec.is_moe:  # experts and router are parameters (grouped GEMMs), not Linear
         experts = getattr(layer, "mlp", None) or layer.block_sparse_moe  # (Granite MoE)
         experts = experts.experts
-        assert tuple(experts.gate_up_proj.shape) == (spec.num_experts, 2 * spec.ffn_of_experts,
-                                                     spec.hidden_size)
+        shape = (2 * spec.ffn_of_experts, spec.hidden_size)
+        if getattr(experts, "is_transposed", False):  # (gpt-oss holds them transposed)
+            shape = shape[::-1]
+        assert tuple(experts.gate_up_proj.shape) == (spec.num_experts, *shape)
+        assert hasattr(experts, "gate_up_proj_bias") == spec.expert_bias
         shared = {"gate_proj", "up_proj", "down_proj", "shared_expert_gate"}
         assert linears - shared == {n for n, k in tree if k in LINEARS} - {
             "router", "experts_gate_up", "experts_down", "shared_gate_proj", "shared_up_proj",
@@ -297,3 +302,22 @@ def test_a_shared_expert_counts_its_mlp_and_its_gate():
                    check_memory=False)
     assert dep.memory_items_gib()["all"]["weights"] * GIB == pytest.approx(
         2 * shared.num_params(), rel=1e-12)
+
+
+def test_gpt_oss_runs_eager_attention_with_sinks_and_biased_experts():
+    """gpt-oss (transformers' modeling code: no SDPA, a sink logit per head; experts with
+    biases and a clamped SwiGLU; a router with a bias; local and global layers by default
+    alternating): its layers hold the passes over the scores with the sinks, the experts'
+    bias adds and the gate's extra passes; an MXFP4 checkpoint is refused with the fix."""
+    spec = small("gpt_oss")
+    assert spec.attention_sinks and spec.expert_bias and spec.sliding_layers == (0, 2, 4)
+    for leaves in layer_leaves(spec).values():
+        names = [n for n, _ in leaves]
+        assert {"sinks_concat", "sinks_drop", "experts_gate_up_bias", "experts_down_bias",
+                "gate_clamp_1"} <= set(names)
+        assert "softcap_tanh" not in names
+    cfg = {"model_type": "gpt_oss", **SMALL, **OWN_KEYS["gpt_oss"],
+           "quantization_config": {"quant_method": "mxfp4"}}
+    mxfp4 = ModelSpec.from_hf_config(cfg, name="gpt-oss")
+    with pytest.raises(ConfigError, match="MXFP4.*give the unquantized model's config"):
+        validate(mxfp4, Parallel(), Workload(batch=1, prompt_len=8, gen_len=2), _gpu())

@@ -159,8 +159,8 @@ def test_models_add_fetches_one_config_json_and_nothing_else(tmp_path, monkeypat
      "quantized weights (AWQ int4 (groups of 128))"),
     ({"model_type": "qwen3_moe", "num_experts": 128, "num_experts_per_tok": 8,
       "mlp_only_layers": [0]}, "dense layers among the sparse ones"),
-    ({"model_type": "gpt_oss", "num_local_experts": 32, "num_experts_per_tok": 4},
-     "a mixture of experts (model_type 'gpt_oss', 32 experts, 4 per token)"),
+    ({"model_type": "phimoe", "num_local_experts": 16, "num_experts_per_tok": 2},
+     "a mixture of experts (model_type 'phimoe', 16 experts, 2 per token)"),
     ({"model_type": "deepseek_v3"}, "a mixture of experts (model_type 'deepseek_v3')"),
     ({"model_type": "exaone"}, "'exaone' is not priced yet (the tree lacks its attention"),
 ])
