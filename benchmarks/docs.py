@@ -381,6 +381,10 @@ def _family_words(fam, name: str = "") -> str:
     words = ["routed experts (a top-k router, the experts' grouped GEMMs over the experts "
              "a step's tokens reach, routed uniformly; generate()'s decode steps gather each "
              "(token, expert) pair's weights, batched_mm)"] if name in MOE_PRICED else []
+    if fam.dense_experts:
+        words = ["experts: every expert through every token (one bmm per projection over "
+                 "all experts, scaled by the router's sigmoid scores, zero off the top k), "
+                 "an ungated shared expert beside them"]
     if fam.qk_norm:
         words.append("RMSNorm of q and k " + ("per head" if fam.qk_norm == "head"
                                                else "over all heads"))
@@ -414,6 +418,7 @@ def _family_words(fam, name: str = "") -> str:
 def models_doc() -> str:
     """docs/models.md: the families piep reads, what it prices of each, and how well
     (reports/families.md)."""
+    from piep.core.config import TEXT_TYPES
     from piep.core.families import FAMILIES, MOE_PRICED, MOE_TYPES, PRICED
     report = "reports/families.md"
     lines = ["# Models", "",
@@ -444,12 +449,14 @@ def models_doc() -> str:
     lines += ["", "Not priced yet, refused in one line that says why:", ""]
     lines += [f"* `{name}`: the tree lacks its {fam.missing}." for name, fam in FAMILIES.items()
               if fam.missing]
+    refused = [t for t in MOE_TYPES
+               if t not in MOE_PRICED and TEXT_TYPES.get(t) not in MOE_PRICED]
     lines += ["* mixtures of experts other than "
               f"{', '.join(f'`{t}`' for t in MOE_PRICED)} "
-              f"({', '.join(f'`{t}`' for t in MOE_TYPES if t not in MOE_PRICED)}): their "
-              "layers run more than a top-k router and routed experts (multi-head latent "
-              "attention, chunked attention, grouped or sigmoid routing, dense layers among "
-              "the sparse ones), not modelled yet.",
+              f"({', '.join(f'`{t}`' for t in refused)}): "
+              "their layers run more than the experts priced here (multi-head latent "
+              "attention, grouped routing with expert score biases, linear-attention or "
+              "state-space layers, dense layers among the sparse ones), not modelled yet.",
               "* quantized weights other than FP8 (AWQ, GPTQ, bitsandbytes, MXFP4, ...): "
               "their kernels were not measured; the refusal names them and the weights' "
               "memory at the checkpoint's bits.", ""]

@@ -157,6 +157,7 @@ class ModelSpec:
     logit_cap: bool = False            # final logits soft-capped (tanh)
     attention_sinks: bool = False      # eager attention with a sink logit per head
     expert_bias: bool = False          # experts and router with biases, a clamped gate
+    dense_experts: bool = False        # every expert runs every token (Llama 4)
 
     def __post_init__(self) -> None:
         problems: list[str] = []
@@ -356,7 +357,7 @@ class ModelSpec:
         elif self.model_type in ("gemma2", "gemma3_text", "gpt_oss"):  # theirs alternates
             cfg["layer_types"] = ["sliding_attention" if self.sliding_window
                                   else "full_attention"] * self.num_layers
-        if self.nope_layers or self.model_type == "smollm3":
+        if self.nope_layers or self.model_type in ("smollm3", "llama4_text"):
             cfg["no_rope_layers"] = [int(i not in self.nope_layers)
                                      for i in range(self.num_layers)]
         if self.activation != "silu":
@@ -365,7 +366,7 @@ class ModelSpec:
             cfg["partial_rotary_factor"] = self.rotary_dim / self.head_dim
         if self.is_moe:
             cfg.update({"num_local_experts" if self.model_type in ("mixtral", "granitemoe",
-                                                                   "gpt_oss")
+                                                                   "gpt_oss", "llama4_text")
                         else "num_experts":
                         self.num_experts, "num_experts_per_tok": self.experts_per_token})
             if self.expert_ffn:
@@ -374,8 +375,10 @@ class ModelSpec:
                 cfg["shared_expert_intermediate_size"] = self.shared_expert_ffn
         if self.model_type == "starcoder2":  # its one key for every projection's bias
             cfg["use_bias"] = self.qkv_bias
-        if self.model_type == "cohere":
+        if self.model_type in ("cohere", "llama4_text"):
             cfg["use_qk_norm"] = self.qk_norm is not None
+        if self.dense_experts:  # (Llama 4: every layer sparse, the shared expert as wide)
+            cfg.update(interleave_moe_layer_step=1, intermediate_size_mlp=self.intermediate_size)
         if self.score_cap or self.logit_cap or self.model_type == "gemma2":
             # (the caps' values do not change what runs; Gemma 2's defaults)
             cfg["attn_logit_softcapping"] = 50.0 if self.score_cap else None
@@ -442,9 +445,11 @@ class ModelSpec:
             if key in values:
                 _positive_int(key, values[key], problems)
         if model_type in MOE_PRICED and (config.get("mlp_only_layers")
-                                         or (config.get("decoder_sparse_step") or 1) != 1):
+                                         or (config.get("decoder_sparse_step") or 1) != 1
+                                         or (config.get("interleave_moe_layer_step") or 1) != 1):
             problems.append("dense layers among the sparse ones (mlp_only_layers, "
-                            "decoder_sparse_step) are not modelled yet")
+                            "decoder_sparse_step, interleave_moe_layer_step) are not "
+                            "modelled yet")
         if problems:
             raise ConfigError(f"{name}: not a usable config.json: " + "; ".join(problems))
         heads = values["num_heads"]
@@ -483,7 +488,8 @@ class ModelSpec:
             experts_per_token=values.get("experts_per_token", 1),
             expert_ffn=values.get("expert_ffn") if values.get("num_experts", 1) > 1 else None,
             shared_expert_ffn=int(values.get("shared_expert_ffn") or 0)
-            if model_type == "qwen2_moe" else 0,
+            if model_type == "qwen2_moe" else values["intermediate_size"]
+            if fam.dense_experts and values.get("num_experts", 1) > 1 else 0,
             initializer_range=float(values.get("initializer_range", 0.02)),
             checkpoint_dtype=_dtype(values.get("torch_dtype")),
             quantization=quantization(config.get("quantization_config")),
@@ -499,7 +505,7 @@ class ModelSpec:
             scaled_embeddings=fam.scaled_embeddings, residual_scale=fam.residual_scale,
             logit_scale=fam.logit_scale, query_scale=fam.query_scale,
             score_cap=score_cap, logit_cap=logit_cap, attention_sinks=fam.sinks,
-            expert_bias=fam.expert_bias,
+            expert_bias=fam.expert_bias, dense_experts=fam.dense_experts,
         )
 
 
@@ -512,7 +518,7 @@ FAMILY_FIELDS = ("qk_norm", "pre_norms", "post_norms", "fused_qkv", "fused_gate_
                  "gated_mlp", "parallel_block",
                  "activation", "rotary_dim", "sliding_layers", "nope_layers",
                  "scaled_embeddings", "residual_scale", "logit_scale", "query_scale",
-                 "score_cap", "logit_cap", "attention_sinks", "expert_bias")
+                 "score_cap", "logit_cap", "attention_sinks", "expert_bias", "dense_experts")
 LLAMA_DEFAULTS = {f.name: f.default for f in dataclass_fields(ModelSpec)
                   if f.name in FAMILY_FIELDS
                   or f.name in ("quantization", "expert_ffn", "shared_expert_ffn")}

@@ -61,6 +61,9 @@ class Family:
     # the experts' GEMMs add a bias per expert and gate with a clamped SwiGLU; the router
     # adds a bias (gpt-oss)
     expert_bias: bool = False
+    # every expert runs every token, scaled by its router score, as one bmm per projection
+    # over all experts, beside an ungated shared expert (Llama 4's Llama4TextMoe)
+    dense_experts: bool = False
     # what the family's configs state per model beyond the shape, in words (docs)
     per_model: str | None = None
     # why it is not priced yet (None: priced); a mixture of experts is refused elsewhere
@@ -105,6 +108,14 @@ FAMILIES: dict[str, Family] = {
                                 "the config without `quantization_config` to price the "
                                 "experts dequantized in bf16, as transformers runs them "
                                 "without the Hub's kernels)"),
+    "llama4_text": Family(qkv_bias=False, qk_norm="head", query_scale=True,
+                          dense_experts=True,
+                          per_model="layers without RoPE (`no_rope_layers`, by default every "
+                                    "fourth), whose queries are scaled by position and whose "
+                                    "q/k L2 norms are priced on every layer; chunked attention "
+                                    "(`attention_chunk_size`) priced as full attention (long "
+                                    "contexts priced high); dense layers among the sparse "
+                                    "ones (`interleave_moe_layer_step` > 1) refused"),
     "gemma2": Family(post_norms=True, scaled_embeddings=True, tied=True, softcaps=True,
                      per_model="local and global layers, soft-capped attention scores and "
                                "logits (`attn_logit_softcapping`, "
@@ -121,7 +132,8 @@ FAMILIES: dict[str, Family] = {
 MOE_TYPES = ("mixtral", "qwen2_moe", "qwen3_moe", "gpt_oss", "deepseek_v2", "deepseek_v3",
              "llama4", "llama4_text", "olmoe", "granitemoe", "phimoe", "dbrx", "jamba",
              "minimax", "glm4_moe", "ernie4_5_moe", "hunyuan_v1_moe")
-MOE_PRICED = ("mixtral", "qwen2_moe", "qwen3_moe", "olmoe", "granitemoe", "gpt_oss")
+MOE_PRICED = ("mixtral", "qwen2_moe", "qwen3_moe", "olmoe", "granitemoe", "gpt_oss",
+              "llama4_text")
 PRICED = tuple(sorted(k for k, f in FAMILIES.items()
                       if f.missing is None and (k not in MOE_TYPES or k in MOE_PRICED)))
 # the activations of a gated MLP: silu (SwiGLU) and the GELUs of GeGLU (Gemma); tanh's
@@ -180,9 +192,10 @@ def nope_layers(config: Mapping[str, Any], model_type: str, layers: int) -> tupl
     flags = config.get("no_rope_layers")
     if isinstance(flags, list) and len(flags) == layers:
         return tuple(i for i, use in enumerate(flags) if not use)
-    every = config.get("no_rope_layer_interval")
+    every = config.get("no_rope_layer_interval",
+                       4 if model_type == "llama4_text" else None)  # (Llama 4's default)
     if isinstance(every, int) and not isinstance(every, bool) and every > 0 \
-            and model_type == "smollm3":
+            and model_type in ("smollm3", "llama4_text"):
         return tuple(i for i in range(layers) if (i + 1) % every == 0)
     return ()
 

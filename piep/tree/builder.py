@@ -396,6 +396,8 @@ def _moe(dep: Deployment, phase: str, t: int) -> list[Node]:
     shared expert beside them (Qwen2-MoE: its MLP, a sigmoid gate, the add)."""
     m, h = dep.model, dep.model.hidden_size
     e, k, f = m.num_experts, m.experts_per_token, dep.expert_ffn_per_rank
+    if m.dense_experts:
+        return _dense_moe(dep, phase, t)
     pairs = t * k  # (token, expert) pairs
     hit = experts_hit(e, k, t)
     reads, writes, per_el = ELEMENTWISE["activation"]
@@ -447,6 +449,39 @@ def _moe(dep: Deployment, phase: str, t: int) -> list[Node]:
                 _elementwise("shared_add", "moe_copy", phase, t, h, reads=2, writes=1,
                              flops_per=1)]
     return out
+
+
+def _dense_moe(dep: Deployment, phase: str, t: int) -> list[Node]:
+    """Llama 4's mixture of experts as transformers runs it (Llama4TextMoe): the router's
+    GEMM, top-k and sigmoid scores over every expert (zero off the top k); the tokens
+    repeated once per expert and scaled by their scores; each projection one bmm over all
+    experts, every expert through every token (priced as the grouped GEMM of as many
+    rows, every expert reached); the experts' outputs summed; an ungated shared expert
+    beside them, added."""
+    m, h = dep.model, dep.model.hidden_size
+    e, f = m.num_experts, dep.expert_ffn_per_rank
+    rows = e * t
+    reads, writes, per_el = ELEMENTWISE["activation"]
+    fs = max(1, m.shared_expert_ffn // dep.parallel.tp)
+    return [_linear("router", "router", phase, t, h, e),
+            _elementwise("routing", "routing", phase, t, e, reads=2, writes=2, flops_per=10),
+            _elementwise("moe_repeat", "moe_copy", phase, rows, h, reads=1, writes=1,
+                         flops_per=0),
+            _elementwise("moe_scale", "moe_copy", phase, rows, h, reads=2, writes=1,
+                         flops_per=1),
+            _grouped("experts_gate_up", "experts_gate_up", phase, rows, e, h, 2 * f),
+            _elementwise("activation", "activation", phase, rows, f, reads=reads,
+                         writes=writes, flops_per=per_el),
+            _grouped("experts_down", "experts_down", phase, rows, e, f, h),
+            _elementwise("moe_combine", "moe_copy", phase, rows, h, reads=1, writes=1,
+                         flops_per=1),
+            _linear("shared_gate_proj", "gate_proj", phase, t, h, fs),
+            _linear("shared_up_proj", "up_proj", phase, t, h, fs),
+            _elementwise("shared_activation", "activation", phase, t, fs, reads=reads,
+                         writes=writes, flops_per=per_el),
+            _linear("shared_down_proj", "down_proj", phase, t, fs, h),
+            _elementwise("shared_add", "moe_copy", phase, t, h, reads=2, writes=1,
+                         flops_per=1)]
 
 
 def _mlp(dep: Deployment, phase: str, t: int) -> list[Node]:

@@ -36,6 +36,7 @@ OWN_KEYS = {  # what a family's config states beyond the small shape
     "olmoe": {"num_experts": 8, "num_experts_per_tok": 2},
     "gpt_oss": {"num_local_experts": 4, "num_experts_per_tok": 2, "sliding_window": 16,
                 "attention_bias": True},
+    "llama4_text": {"num_local_experts": 4, "num_experts_per_tok": 1},
     "granitemoe": {"num_local_experts": 4, "num_experts_per_tok": 2,
                    "embedding_multiplier": 12.0, "residual_multiplier": 0.22,
                    "logits_scaling": 8.0},
@@ -262,14 +263,16 @@ def test_transformers_builds_what_the_row_says(model_type):
                if type(mod).__name__ == "Linear"}
     tree = next(iter(layer_leaves(spec).values()))
     if spec.is_moe:  # experts and router are parameters (grouped GEMMs), not Linear
-        experts = getattr(layer, "mlp", None) or layer.block_sparse_moe  # (Granite MoE)
+        experts = (getattr(layer, "mlp", None) or getattr(layer, "feed_forward", None)
+                   or layer.block_sparse_moe)  # (Llama 4, Granite MoE)
         experts = experts.experts
         shape = (2 * spec.ffn_of_experts, spec.hidden_size)
-        if getattr(experts, "is_transposed", False):  # (gpt-oss holds them transposed)
-            shape = shape[::-1]
+        if getattr(experts, "is_transposed", False) or spec.dense_experts:
+            shape = shape[::-1]  # (gpt-oss and Llama 4 hold them transposed)
         assert tuple(experts.gate_up_proj.shape) == (spec.num_experts, *shape)
         assert hasattr(experts, "gate_up_proj_bias") == spec.expert_bias
-        shared = {"gate_proj", "up_proj", "down_proj", "shared_expert_gate"}
+        shared = {"gate_proj", "up_proj", "down_proj"} | (
+            set() if spec.dense_experts else {"shared_expert_gate"})  # (Llama 4's: ungated)
         assert linears - shared == {n for n, k in tree if k in LINEARS} - {
             "router", "experts_gate_up", "experts_down", "shared_gate_proj", "shared_up_proj",
             "shared_down_proj", "shared_expert_gate"}
@@ -277,7 +280,9 @@ def test_transformers_builds_what_the_row_says(model_type):
     else:
         assert linears == {n for n, k in tree if k in LINEARS}
     norms = [name for name, mod in layer.named_modules() if "Norm" in type(mod).__name__]
-    assert len(norms) == sum(k == "rmsnorm" for _, k in tree)
+    # (Llama 4's one qk_norm module normalizes q and k: two passes)
+    assert len(norms) + sum(n.endswith(".qk_norm") for n in norms) == \
+        sum(k == "rmsnorm" for _, k in tree)
     cfg = model.config
     if spec.sliding_layers is not None:
         assert [i for i, t in enumerate(cfg.layer_types) if t == "sliding_attention"] == \
@@ -321,3 +326,26 @@ def test_gpt_oss_runs_eager_attention_with_sinks_and_biased_experts():
     mxfp4 = ModelSpec.from_hf_config(cfg, name="gpt-oss")
     with pytest.raises(ConfigError, match="MXFP4.*give the unquantized model's config"):
         validate(mxfp4, Parallel(), Workload(batch=1, prompt_len=8, gen_len=2), _gpu())
+
+
+def test_llama4_runs_every_expert_on_every_token():
+    """Llama 4 (Llama4TextMoe in transformers): the tokens repeated once per expert, each
+    projection one bmm over all experts (every expert through every token, zero-scaled
+    off the top k), an ungated shared expert beside them; every fourth layer without RoPE
+    by default; a config nested under `text_config` reads the same; an interleaved one
+    (dense layers among the sparse ones) is refused."""
+    spec = small("llama4_text")
+    assert spec.dense_experts and spec.shared_expert_ffn == 256 and spec.nope_layers == (3,)
+    dep = validate(spec, Parallel(), Workload(batch=2, prompt_len=8, gen_len=2), _gpu(),
+                   check_memory=False)
+    prefill = {n.name: n for _, _, n in build_tree(dep).children[0].children[0].leaves()}
+    gate_up = prefill["experts_gate_up"]
+    assert gate_up.tokens == 4 * 16 and gate_up.attrs["experts"] == 4  # 4 experts x 16 tokens
+    assert {"moe_repeat", "moe_scale", "shared_gate_proj", "shared_add"} <= set(prefill)
+    assert "shared_expert_gate" not in prefill
+    nested = ModelSpec.from_hf_config({"model_type": "llama4", "text_config": {
+        "model_type": "llama4_text", **SMALL, **OWN_KEYS["llama4_text"]}}, name="scout")
+    assert nested.dense_experts and nested.num_experts == 4
+    with pytest.raises(ConfigError, match="dense layers among the sparse ones"):
+        ModelSpec.from_hf_config({"model_type": "llama4_text", **SMALL, **OWN_KEYS[
+            "llama4_text"], "interleave_moe_layer_step": 2}, name="maverick")
