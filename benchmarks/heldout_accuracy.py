@@ -89,6 +89,33 @@ def measured(name: str) -> dict[tuple, dict]:
             if r.get("schema") == "piep.measurement" and r.get("energy_j")}
 
 
+def bf16_twins(name: str, seen: dict[tuple, dict]) -> list[tuple]:
+    """FP8 runs whose bf16 twin (the shape without `-fp8`) was measured at the same
+    workload by the families' calls: (model, B, P, G, bf16 J, FP8 J, piep's FP8 / bf16
+    at each run's host probe)."""
+    if name != "fp8":
+        return []
+    families = ROOT / "calibration" / "h200" / "families"
+    bf16 = {(r["model"], r["batch"], r["prompt_len"], r["gen_len"]): r
+            for path in sorted((families / "raw").glob("*_eager.jsonl"))
+            for r in read_jsonl(path) if r.get("energy_j")}
+    out = []
+    for (model, b, p, g), run in sorted(seen.items()):
+        twin = bf16.get((model.replace("-fp8", ""), b, p, g))
+        if twin is None:
+            continue
+        priced = []
+        for path, rec in ((folder(name) / "configs" / f"{model}.json", run),
+                          (families / "configs" / f"{twin['model']}.json", twin)):
+            probe = rec["host_probe"]["launch_add_s"]
+            priced.append(api.predict(str(path), engine="hf-eager", batch=b, prompt_len=p,
+                                      gen_len=g, hosts=False,
+                                      host_probe_us=1e6 * probe)["energy_j"])
+        out.append((model, b, p, g, twin["energy_j"], run["energy_j"],
+                    priced[0] / priced[1]))
+    return out
+
+
 def replay_rows(name: str) -> list[dict]:
     """The set's measured hf-cb replays (piep.serving_measurement records of raw/), each
     beside `piep serve` of its model and trace at the host probe it measured."""
@@ -158,6 +185,18 @@ def report(name: str) -> str:
         lines += ["", f"Blind (`predictions_blind.jsonl`, commit {commit}, before the runs): "
                       f"energy {mean_abs(berrs, 0):.1f} %, time {mean_abs(berrs, 1):.1f} % "
                       f"(mean |error|, {len(berrs)} runs)."]
+    twins = bf16_twins(name, seen)
+    if twins:
+        lines += ["", "## The same runs in bf16, measured", "",
+                  "The FP8 shape's bf16 twin (calibration/h200/families/raw, hf-eager, device "
+                  "call 66) at the same workload: in eager decode, FP8 with its unfused "
+                  "per-token quantization (eight small kernels before each GEMM) costs more "
+                  "energy than bf16. The two were measured on different hosts; piep prices "
+                  "each at its own host probe.", "",
+                  "| model | batch | prompt | gen | bf16 J | FP8 J | FP8 / bf16 (measured) | "
+                  "FP8 / bf16 (piep) |", "|---|---|---|---|---|---|---|---|"]
+        lines += [f"| {m} | {b} | {p} | {g} | {e16:.1f} | {e8:.1f} | {e8 / e16:.2f} | "
+                  f"{ratio:.2f} |" for m, b, p, g, e16, e8, ratio in twins]
     replays = replay_rows(name)
     if replays:
         lines += ["", "## Continuous-batching replays (hf-cb, at the replay's host probe)", "",
