@@ -6,13 +6,14 @@ of our own, the layers' projections in row-wise FP8), run with transformers `gen
 run of either set trains anything (the hf-eager profile was fitted on bf16 Llama, Mistral
 and Qwen2 runs), so every error here leaves its model, its family and its set out.
 
-    python benchmarks/heldout_accuracy.py moe --predict  # blind predictions of the design
+    python benchmarks/heldout_accuracy.py moe --predict design_eager2.jsonl  # blind, once
     python benchmarks/heldout_accuracy.py moe            # blind and now, vs measured
     python benchmarks/heldout_accuracy.py moe --write    # ... into reports/moe.md
     python benchmarks/heldout_accuracy.py fp8 --write    # reports/fp8.md
 
-`--predict` writes the set's `predictions_blind.jsonl` by the code of the commit it
-names, before its runs are measured (MoE: f411e6a, before device call 71).
+`--predict DESIGN` writes that design's `predictions_blind*.jsonl` (design_eager2.jsonl ->
+predictions_blind2.jsonl) by the code of the commit it names, before its runs are
+measured, and never over a file already there (MoE: f411e6a before device call 71).
 """
 
 from __future__ import annotations
@@ -64,12 +65,14 @@ def key(row: dict) -> tuple:
     return (row["model"], row["batch"], row["prompt_len"], row["gen_len"])
 
 
-def predictions(name: str, seen: dict[tuple, dict] | None = None) -> list[dict]:
-    """Every design row priced as piep prices it now: at the host probe its run measured
-    where `seen` holds its run (as benchmarks/families_accuracy.py prices), else at the
-    profile's typical host."""
+def predictions(name: str, seen: dict[tuple, dict] | None = None,
+                designs: list[Path] | None = None) -> list[dict]:
+    """Every row of the set's designs (or of `designs`) priced as piep prices it now: at
+    the host probe its run measured where `seen` holds its run (as
+    benchmarks/families_accuracy.py prices), else at the profile's typical host."""
     out = []
-    for row in read_jsonl(folder(name) / "design_eager.jsonl"):
+    for row in (r for path in designs or sorted(folder(name).glob("design_eager*.jsonl"))
+                for r in read_jsonl(path)):
         probe = ((seen or {}).get(key(row)) or {}).get("host_probe", {}).get("launch_add_s")
         doc = api.predict(str(folder(name) / "configs" / f"{row['model']}.json"),
                           engine=row["engine"], tp=row["tp"], batch=row["batch"],
@@ -149,8 +152,8 @@ def report(name: str) -> str:
     title, source, after = SETS[name]
     seen = measured(name)
     now = predictions(name, seen)
-    blind_path = folder(name) / "predictions_blind.jsonl"
-    blind = {key(p): p for p in read_jsonl(blind_path)} if blind_path.is_file() else {}
+    blind = {key(p): p for path in sorted(folder(name).glob("predictions_blind*.jsonl"))
+             for p in read_jsonl(path)}
     lines = [f"# {title}", "",
              f"Made by `python benchmarks/heldout_accuracy.py {name} --write` from "
              f"`calibration/h200/{name}/raw/` ({source}). No end-to-end run of this set "
@@ -180,11 +183,17 @@ def report(name: str) -> str:
     errs = errors(now, seen)
     lines.append(f"| all | {len(errs)} | {mean_abs(errs, 0):.1f} % | {mean_abs(errs, 1):.1f} % |")
     if blind:
-        berrs = errors(list(blind.values()), seen)
-        commit = next(iter(blind.values()))["commit"]
-        lines += ["", f"Blind (`predictions_blind.jsonl`, commit {commit}, before the runs): "
-                      f"energy {mean_abs(berrs, 0):.1f} %, time {mean_abs(berrs, 1):.1f} % "
-                      f"(mean |error|, {len(berrs)} runs)."]
+        measured_blind = [p for p in blind.values() if key(p) in seen]
+        berrs = errors(measured_blind, seen)
+        commits = sorted({p["commit"][:12] for p in measured_blind})
+        waiting = len(blind) - len(measured_blind)
+        if berrs:
+            lines += ["", f"Blind (`predictions_blind*.jsonl`, commit {', '.join(commits)}, "
+                          f"before the runs): energy {mean_abs(berrs, 0):.1f} %, time "
+                          f"{mean_abs(berrs, 1):.1f} % (mean |error|, {len(berrs)} runs)."]
+        if waiting:
+            lines += ["", f"{waiting} more blind predictions wait for their runs "
+                          f"(`predictions_blind*.jsonl`)."]
     twins = bf16_twins(name, seen)
     if twins:
         lines += ["", "## The same runs in bf16, measured", "",
@@ -214,13 +223,18 @@ def report(name: str) -> str:
 def main() -> int:
     args = sys.argv[1:]
     if not args or args[0] not in SETS:
-        print(f"usage: heldout_accuracy.py {{{','.join(SETS)}}} [--predict | --write]",
+        print(f"usage: heldout_accuracy.py {{{','.join(SETS)}}} [--predict DESIGN | --write]",
               file=sys.stderr)
         return 2
     name = args[0]
-    if "--predict" in args:
-        rows = predictions(name)
-        path = folder(name) / "predictions_blind.jsonl"
+    if "--predict" in args:  # --predict DESIGN: its blind predictions, never over others
+        design = folder(name) / args[args.index("--predict") + 1]
+        path = design.with_name(design.name.replace("design_eager", "predictions_blind"))
+        if path.exists() or not design.is_file() or path == design:
+            print(f"{path.relative_to(ROOT)} exists (blind predictions are written once), "
+                  f"or {design.name} is no design_eager*.jsonl of {name}", file=sys.stderr)
+            return 2
+        rows = predictions(name, designs=[design])
         write_text(path, "".join(json.dumps(r) + "\n" for r in rows))
         print(f"wrote {path.relative_to(ROOT)} ({len(rows)} rows)")
         return 0
