@@ -175,10 +175,7 @@ def shape_key(node: Node) -> dict:
     if node.kind in GROUPED_KINDS:  # (the sampler runs the experts reached, rounded)
         return {**base, "d_in": a["d_in"], "d_out": a["d_out"],
                 "experts": max(1, round(a["experts"]))}
-    if node.kind in ("experts_batched", "fp8_linear"):
-        return {**base, "d_in": a["d_in"], "d_out": a["d_out"],
-                **({"bias": True} if a.get("bias") else {})}
-    if node.kind in LINEAR_KINDS:
+    if node.kind in LINEAR_KINDS + ("experts_batched", "fp8_linear"):
         return {**base, "d_in": a["d_in"], "d_out": a["d_out"],
                 **({"bias": True} if a.get("bias") else {})}
     if node.kind in ATTENTION_LIKE:
