@@ -158,6 +158,10 @@ class ModelSpec:
     attention_sinks: bool = False      # eager attention with a sink logit per head
     expert_bias: bool = False          # experts and router with biases, a clamped gate
     dense_experts: bool = False        # every expert runs every token (Llama 4)
+    # how unevenly a trained router spreads tokens over the experts: the Zipf exponent of
+    # their popularity (0: uniform, as random weights route); a config states it as
+    # `piep_routing_skew` (no Hugging Face config has such a key)
+    routing_skew: float = 0.0
 
     def __post_init__(self) -> None:
         problems: list[str] = []
@@ -185,6 +189,14 @@ class ModelSpec:
             if self.experts_per_token > self.num_experts:
                 problems.append(f"num_experts_per_tok={self.experts_per_token} exceeds "
                                 f"num_local_experts={self.num_experts}")
+            skew = self.routing_skew
+            if isinstance(skew, bool) or not isinstance(skew, (int, float)) \
+                    or not 0 <= skew <= 4:
+                problems.append(f"piep_routing_skew={skew!r} is not a number in [0, 4] "
+                                f"(a Zipf exponent of the experts' popularity; 0: uniform)")
+            elif skew and (not self.is_moe or self.dense_experts):
+                problems.append("piep_routing_skew applies to a mixture of experts whose "
+                                "tokens reach only their routed experts")
         if problems:
             raise ConfigError(f"{self.name}: invalid config: " + "; ".join(problems))
 
@@ -377,6 +389,8 @@ class ModelSpec:
             cfg["use_bias"] = self.qkv_bias
         if self.model_type in ("cohere", "llama4_text"):
             cfg["use_qk_norm"] = self.qk_norm is not None
+        if self.routing_skew:
+            cfg["piep_routing_skew"] = self.routing_skew
         if self.dense_experts:  # (Llama 4: every layer sparse, the shared expert as wide)
             cfg.update(interleave_moe_layer_step=1, intermediate_size_mlp=self.intermediate_size)
         if self.score_cap or self.logit_cap or self.model_type == "gemma2":
@@ -491,6 +505,7 @@ class ModelSpec:
             if model_type == "qwen2_moe" else values["intermediate_size"]
             if fam.dense_experts and values.get("num_experts", 1) > 1 else 0,
             initializer_range=float(values.get("initializer_range", 0.02)),
+            routing_skew=config.get("piep_routing_skew", 0.0),
             checkpoint_dtype=_dtype(values.get("torch_dtype")),
             quantization=quantization(config.get("quantization_config")),
             qk_norm=fam.qk_norm or ("head" if config.get("use_qk_norm") else None),
@@ -521,7 +536,8 @@ FAMILY_FIELDS = ("qk_norm", "pre_norms", "post_norms", "fused_qkv", "fused_gate_
                  "score_cap", "logit_cap", "attention_sinks", "expert_bias", "dense_experts")
 LLAMA_DEFAULTS = {f.name: f.default for f in dataclass_fields(ModelSpec)
                   if f.name in FAMILY_FIELDS
-                  or f.name in ("quantization", "expert_ffn", "shared_expert_ffn")}
+                  or f.name in ("quantization", "expert_ffn", "shared_expert_ffn",
+                                "routing_skew")}
 
 
 def _moe_words(config: Mapping[str, Any], model_type: str) -> str | None:

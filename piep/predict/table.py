@@ -52,22 +52,23 @@ CANON = ((1, 1, 2), (2, 1, 2), (1, 2, 3), (1, 3, 5), (2, 3, 4), (3, 2, 7), (2, 5
          (3, 4, 6), (1, 5, 4))
 
 
-def _hit(tokens: np.ndarray, experts: tuple[int, int] | None) -> np.ndarray:
+def _hit(tokens: np.ndarray, experts: tuple[int, int, float] | None) -> np.ndarray:
     """The experts `tokens` reach (`piep.tree.builder.experts_hit`; zero without experts):
     the one quantity of a tree not polynomial in the workload (a mixture of experts reads
     the weights of the experts its tokens reach)."""
     if experts is None:
         return np.zeros_like(tokens)
-    return experts_hit(*experts, tokens)
+    count, per_token, skew = experts
+    return experts_hit(count, per_token, tokens, skew)
 
 
-def _prefill_basis(b, q, cache, experts: tuple[int, int] | None = None):
+def _prefill_basis(b, q, cache, experts: tuple[int, int, float] | None = None):
     b, q, L = np.asarray(b, float), np.asarray(q, float), np.asarray(cache, float)
     return np.stack([np.ones_like(b), b, q, b * q, b * q * q, L, b * L, b * q * L,
                      _hit(b * q, experts)], -1)
 
 
-def _decode_basis(b, c, experts: tuple[int, int] | None = None):
+def _decode_basis(b, c, experts: tuple[int, int, float] | None = None):
     b, c = np.asarray(b, float), np.asarray(c, float)
     return np.stack([np.ones_like(b), b, c, b * c, _hit(b, experts)], -1)
 
@@ -102,8 +103,9 @@ class Skeleton:
     # slide (its decode quantities are in the full context, `decode_context(full=True)`);
     # None: no such leaf
     full_context: np.ndarray | None = None
-    # a mixture of experts' (experts, per token): the bases' column of experts reached
-    experts: tuple[int, int] | None = None
+    # a mixture of experts' (experts, per token, routing skew): the bases' column of
+    # experts reached
+    experts: tuple[int, int, float] | None = None
     # the coefficients of every quantity side by side (QUANT order, the leaves within each),
     # prefill's (8, quantities x leaves) and decode's (4, ...), and which columns are
     # prefill leaves: one product per basis gives all of a deployment's quantities
@@ -180,7 +182,8 @@ def build_skeleton(model, parallel: Parallel, gpu, engine: str | None = None) ->
                      decode_context(dep), decode_context(dep, full=True)))
     phase = np.array([p for p, *_ in first])
     vals = np.array([r[0] for r in rows], float)           # (canon, leaves, quant)
-    experts = (model.num_experts, model.experts_per_token) if model.is_moe else None
+    experts = (model.num_experts, model.experts_per_token, model.routing_skew) \
+        if model.is_moe else None
     pb = _prefill_basis([r[1] for r in rows], [r[2] for r in rows], [r[3] for r in rows],
                         experts)
     db = _decode_basis([r[1] for r in rows], [r[4] for r in rows], experts)

@@ -346,10 +346,18 @@ def _residual(dep: Deployment, name: str, phase: str, t: int) -> list[Node]:
                                   flops_per=1)]
 
 
-def experts_hit(experts: int, per_token: int, tokens: int) -> float:
-    """The experts a step's `tokens` reach, routed uniformly (`per_token` of `experts`
-    each): E (1 - (1 - k/E)^T). A trained router skews: fewer experts, more tokens each."""
-    return experts * (1.0 - (1.0 - per_token / experts) ** tokens)
+def experts_hit(experts: int, per_token: int, tokens, skew: float = 0.0):
+    """The experts a step's `tokens` reach (a number, or an array of them), `per_token` of
+    `experts` each: routed uniformly, E (1 - (1 - k/E)^T); with a trained router's `skew`
+    (expert i chosen by a token with probability min(1, k p_i), p_i ~ i^-skew), the sum
+    of 1 - (1 - k p_i)^T: fewer experts, more tokens each."""
+    if not skew:
+        return experts * (1.0 - (1.0 - per_token / experts) ** tokens)
+    import numpy as np
+    popularity = np.arange(1, experts + 1, dtype=float) ** -skew
+    chosen = np.minimum(1.0, per_token * popularity / popularity.sum())
+    miss = (1.0 - chosen) ** np.asarray(tokens, dtype=float)[..., None]
+    return np.maximum((1.0 - miss).sum(-1), per_token)  # (a token reaches k experts)
 
 
 def _grouped(name: str, kind: str, phase: str, pairs: int, hit: float, d_in: int,
@@ -396,7 +404,7 @@ def _moe(dep: Deployment, phase: str, t: int) -> list[Node]:
     if m.dense_experts:
         return _dense_moe(dep, phase, t)
     pairs = t * k  # (token, expert) pairs
-    hit = experts_hit(e, k, t)
+    hit = experts_hit(e, k, t, m.routing_skew)
     reads, writes, per_el = ELEMENTWISE["activation"]
     if batched_experts(dep, phase):
         experts = [_elementwise("moe_repeat", "moe_copy", phase, pairs, h, reads=1,

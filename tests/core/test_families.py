@@ -349,3 +349,35 @@ def test_llama4_runs_every_expert_on_every_token():
     with pytest.raises(ConfigError, match="dense layers among the sparse ones"):
         ModelSpec.from_hf_config({"model_type": "llama4_text", **SMALL, **OWN_KEYS[
             "llama4_text"], "interleave_moe_layer_step": 2}, name="maverick")
+
+
+def test_a_trained_routers_skew_is_an_input_of_the_config():
+    """`piep_routing_skew` (the Zipf exponent of the experts' popularity; 0: uniform, as
+    random weights route): a step's tokens reach fewer experts, so a grouped GEMM reads
+    fewer weights (continuous batching, vLLM, the reference runner); generate()'s decode
+    (batched_mm: each pair copies its expert) does not change. Refused outside [0, 4] and
+    for a dense model; written back by to_hf_config."""
+    import numpy as np
+
+    from piep import api
+    from piep.tree.builder import experts_hit
+    tokens = np.array([1, 4, 64, 4096])
+    uniform = experts_hit(64, 4, tokens)
+    assert np.allclose(experts_hit(64, 4, tokens, 1e-12), uniform)
+    skewed = experts_hit(64, 4, tokens, 1.2)
+    assert skewed[0] == 4 and np.all(skewed[1:] < uniform[1:]) and np.all(np.diff(skewed) > 0)
+    cfg = {"model_type": "qwen3_moe", **SMALL, **OWN_KEYS["qwen3_moe"]}
+    spec = ModelSpec.from_hf_config({**cfg, "piep_routing_skew": 1.2}, name="skewed")
+    assert spec.routing_skew == 1.2
+    assert ModelSpec.from_hf_config(spec.to_hf_config(), name="again").routing_skew == 1.2
+    for bad, match in ((5, "not a number in"), ("x", "not a number in")):
+        with pytest.raises(ConfigError, match=match):
+            ModelSpec.from_hf_config({**cfg, "piep_routing_skew": bad}, name="bad")
+    with pytest.raises(ConfigError, match="applies to a mixture of experts"):
+        ModelSpec.from_hf_config({"model_type": "qwen3", **SMALL, "piep_routing_skew": 1.0},
+                                 name="dense")
+    plain = ModelSpec.from_hf_config(cfg, name="uniform")
+    kw = dict(batch=8, prompt_len=64, gen_len=32, hosts=False)
+    for engine, falls in (("hf-cb", True), ("hf-eager", False)):
+        a, b = (api.predict(s, engine=engine, **kw)["decode"]["energy_j"] for s in (plain, spec))
+        assert (b < a) == falls and (b == a) != falls, engine
