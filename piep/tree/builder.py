@@ -443,17 +443,25 @@ def _moe(dep: Deployment, phase: str, t: int) -> list[Node]:
            _elementwise("moe_combine", "moe_copy", phase, pairs, h, reads=2, writes=1,
                         flops_per=2)]
     if m.shared_expert_ffn:
-        fs = max(1, m.shared_expert_ffn // dep.parallel.tp)
-        out += [_linear("shared_gate_proj", "gate_proj", phase, t, h, fs),
-                _linear("shared_up_proj", "up_proj", phase, t, h, fs),
-                _elementwise("shared_activation", "activation", phase, t, fs, reads=reads,
-                             writes=writes, flops_per=per_el),
-                _linear("shared_down_proj", "down_proj", phase, t, fs, h),
-                _linear("shared_expert_gate", "router", phase, t, h, 1),
-                _scale("shared_expert_scale", phase, t, h),
-                _elementwise("shared_add", "moe_copy", phase, t, h, reads=2, writes=1,
-                             flops_per=1)]
+        out += _shared_expert(dep, phase, t, gated=True)
     return out
+
+
+def _shared_expert(dep: Deployment, phase: str, t: int, *, gated: bool) -> list[Node]:
+    """A shared expert beside the routed ones: its gated MLP on every token, `gated` by a
+    sigmoid of one output (Qwen2-MoE; Llama 4's is not), added to the experts' sum."""
+    h, reads, writes, per_el = dep.model.hidden_size, *ELEMENTWISE["activation"]
+    fs = max(1, dep.model.shared_expert_ffn // dep.parallel.tp)
+    gate = [_linear("shared_expert_gate", "router", phase, t, h, 1),
+            _scale("shared_expert_scale", phase, t, h)] if gated else []
+    return [_linear("shared_gate_proj", "gate_proj", phase, t, h, fs),
+            _linear("shared_up_proj", "up_proj", phase, t, h, fs),
+            _elementwise("shared_activation", "activation", phase, t, fs, reads=reads,
+                         writes=writes, flops_per=per_el),
+            _linear("shared_down_proj", "down_proj", phase, t, fs, h),
+            *gate,
+            _elementwise("shared_add", "moe_copy", phase, t, h, reads=2, writes=1,
+                         flops_per=1)]
 
 
 def _dense_moe(dep: Deployment, phase: str, t: int) -> list[Node]:
@@ -467,7 +475,6 @@ def _dense_moe(dep: Deployment, phase: str, t: int) -> list[Node]:
     e, f = m.num_experts, dep.expert_ffn_per_rank
     rows = e * t
     reads, writes, per_el = ELEMENTWISE["activation"]
-    fs = max(1, m.shared_expert_ffn // dep.parallel.tp)
     return [_linear("router", "router", phase, t, h, e),
             _elementwise("routing", "routing", phase, t, e, reads=2, writes=2, flops_per=10),
             _elementwise("moe_repeat", "moe_copy", phase, rows, h, reads=1, writes=1,
@@ -480,13 +487,7 @@ def _dense_moe(dep: Deployment, phase: str, t: int) -> list[Node]:
             _grouped("experts_down", "experts_down", phase, rows, e, f, h),
             _elementwise("moe_combine", "moe_copy", phase, rows, h, reads=1, writes=1,
                          flops_per=1),
-            _linear("shared_gate_proj", "gate_proj", phase, t, h, fs),
-            _linear("shared_up_proj", "up_proj", phase, t, h, fs),
-            _elementwise("shared_activation", "activation", phase, t, fs, reads=reads,
-                         writes=writes, flops_per=per_el),
-            _linear("shared_down_proj", "down_proj", phase, t, fs, h),
-            _elementwise("shared_add", "moe_copy", phase, t, h, reads=2, writes=1,
-                         flops_per=1)]
+            *_shared_expert(dep, phase, t, gated=False)]
 
 
 def _mlp(dep: Deployment, phase: str, t: int) -> list[Node]:
