@@ -53,9 +53,16 @@ def to_fp8(model: nn.Module) -> int:
     """Replace every linear layer inside the decoder's layers (attention and MLP
     projections; not the LM head, not the embeddings) with an `Fp8Linear` of its weights,
     as an FP8 checkpoint holds them. Returns how many were replaced."""
+    from piep.core.errors import ConfigError
     layers = model.get_decoder().layers
     swaps = [(parent, name, child) for parent in layers.modules()
              for name, child in parent.named_children() if type(child) is nn.Linear]
+    odd = next((f"{name} ({c.out_features} x {c.in_features})" for _, name, c in swaps
+                if c.in_features % 16 or c.out_features % 16), None)
+    if odd:  # (what torch._scaled_mm refuses, in a traceback, at the first call)
+        raise ConfigError(f"FP8 projections take sizes in multiples of 16: {odd} is not; "
+                          f"give the config without quantization_config to measure it in "
+                          f"bf16")
     for parent, name, child in swaps:
         setattr(parent, name, Fp8Linear.from_linear(child))
     return len(swaps)

@@ -90,6 +90,7 @@ def test_fp8_layers_follow_the_linears_they_replace():
     from transformers import AutoModelForCausalLM
 
     from piep.core.config import ModelSpec
+    from piep.core.errors import ConfigError
     from piep.sampling.fp8 import Fp8Linear, to_fp8
     from piep.sampling.hf import _hf_config
     torch.manual_seed(0)
@@ -104,6 +105,10 @@ def test_fp8_layers_follow_the_linears_they_replace():
     assert isinstance(model.model.layers[0].self_attn.q_proj, Fp8Linear)
     assert type(model.lm_head) is torch.nn.Linear
     assert torch.allclose(got, want, atol=0.08 * float(want.abs().max()))
+    odd = AutoModelForCausalLM.from_config(_hf_config(ModelSpec.from_hf_config(
+        {**TINY, "intermediate_size": 120}, name="odd")))
+    with pytest.raises(ConfigError, match=r"multiples of 16: gate_proj \(120 x 64\)"):
+        to_fp8(odd)
 
 
 def test_the_record_names_a_sliding_window_cache(tmp_path):
