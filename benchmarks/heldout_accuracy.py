@@ -42,7 +42,8 @@ SETS = {
             "batch), and its grouped path masks the rows past the routed ones before and "
             "after each grouped GEMM and unpermutes the output (four passes); the tree "
             "prices both since. The combiner counts the decode-step experts as projections "
-            "(set after the first comparison: energy 14.8 -> 12.9 %)."),
+            "(set after the first comparison; reports/moe.md at 12179df shows the errors "
+            "before it)."),
     "fp8": ("FP8 checkpoints, held out",
             "device call 72 (`calibration/h200/device/run72.sh`: module samples of row-wise "
             "FP8 projections, `fp8_linear`, drawn from the shipped dense models' trees; the "
