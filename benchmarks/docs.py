@@ -385,6 +385,14 @@ def _family_words(fam, name: str = "") -> str:
         words = ["experts: every expert through every token (one bmm per projection over "
                  "all experts, scaled by the router's sigmoid scores, zero off the top k), "
                  "an ungated shared expert beside them"]
+    if fam.latent_attention:
+        words[0] = words[0].replace("a top-k router", "a top-k router (float32 GEMM)")
+        words += ["multi-head latent attention (queries through their low rank where "
+                  "`q_lora_rank`; keys and values compressed to `kv_lora_rank` plus a rotary "
+                  "key of `qk_rope_head_dim`, which is all the KV cache holds; every step "
+                  "expands every cached position again through `kv_b_proj` and assembles the "
+                  "keys; SDPA over every head)",
+                  "shared experts (`n_shared_experts`) added without a gate"]
     if fam.qk_norm:
         words.append("RMSNorm of q and k " + ("per head" if fam.qk_norm == "head"
                                                else "over all heads"))
@@ -454,9 +462,8 @@ def models_doc() -> str:
     lines += ["* mixtures of experts other than "
               f"{', '.join(f'`{t}`' for t in MOE_PRICED)} "
               f"({', '.join(f'`{t}`' for t in refused)}): "
-              "their layers run more than the experts priced here (multi-head latent "
-              "attention, grouped routing with expert score biases, linear-attention or "
-              "state-space layers, dense layers among the sparse ones), not modelled yet.",
+              "their layers run more than the experts priced here (linear-attention or "
+              "state-space layers, experts of their own kinds), not modelled yet.",
               "* quantized weights other than FP8 (AWQ, GPTQ, bitsandbytes, MXFP4, ...): "
               "their kernels were not measured; the refusal names them and the weights' "
               "memory at the checkpoint's bits.", ""]
@@ -468,8 +475,16 @@ def models_doc() -> str:
               "embeddings in bf16; block-scaled checkpoints carry `fp8_block_scales` (their "
               "kernel, DeepGEMM or a Hub Triton kernel, is not sampled). Held out "
               f"([reports/fp8.md](../reports/fp8.md), hf-eager): {runs} runs, energy {energy}, "
-              f"time {time_}. Every answer names its dtypes (`dtypes`: weights, KV cache, the "
-              "quantization).", "",
+              f"time {time_}. FP8 experts (DeepSeek-V3's checkpoint) are priced as the bf16 "
+              "grouped GEMMs piep samples, reading a byte per weight, and carry "
+              "`fp8_experts_unsampled`. Every answer names its dtypes (`dtypes`: weights, KV "
+              "cache, the quantization).", "",
+              "A mixture of experts' dense layers (DeepSeek's `first_k_dense_replace`, Qwen "
+              "MoE's `mlp_only_layers` and `decoder_sparse_step`, Llama 4's `moe_layers` and "
+              "`interleave_moe_layer_step`) are a layer kind of their own (`layer_dense`), "
+              "their MLP at `intermediate_size` (Llama 4: `intermediate_size_mlp`). A latent "
+              "attention's heads are split over tensor-parallel ranks as vLLM and SGLang "
+              "split them, its compressed projection and cache on every rank.", "",
               "Mixtures of experts are measured with random weights, which route "
               "near-uniformly, as piep prices them by default; a trained router skews, and "
               "the experts a step reaches then fall (fewer weights read in a grouped GEMM): "

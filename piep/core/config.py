@@ -15,8 +15,9 @@ from functools import lru_cache
 from typing import Any, Mapping
 
 from piep.core.errors import ConfigError
-from piep.core.families import (ACTIVATIONS, FAMILIES, MOE_PRICED, MOE_TYPES, PRICED, nope_layers,
-                           rotary_share, sliding_layers, softcapped)
+from piep.core.families import (ACTIVATIONS, FAMILIES, MOE_PRICED, MOE_TYPES, PRICED,
+                                dense_layers, nope_layers, rotary_share, sliding_layers,
+                                softcapped)
 
 BF16_BYTES = 2
 
@@ -158,6 +159,23 @@ class ModelSpec:
     attention_sinks: bool = False      # eager attention with a sink logit per head
     expert_bias: bool = False          # experts and router with biases, a clamped gate
     dense_experts: bool = False        # every expert runs every token (Llama 4)
+    # a mixture of experts' layers whose MLP is dense (DeepSeek's `first_k_dense_replace`,
+    # Qwen MoE's `mlp_only_layers` and `decoder_sparse_step`, Llama 4's `moe_layers`), and
+    # those MLPs' width where it is not intermediate_size (Llama 4's intermediate_size_mlp)
+    dense_layers: tuple[int, ...] = ()
+    dense_ffn: int | None = None
+    # multi-head latent attention (DeepSeek V2/V3): (q_lora_rank, 0 where queries are
+    # projected at once; kv_lora_rank; qk_rope_head_dim; v_head_dim); head_dim is the
+    # queries' and keys' (qk_nope_head_dim + qk_rope_head_dim). None: q/k/v projections
+    mla: tuple[int, int, int, int] | None = None
+    # the router picks experts within its best groups (DeepSeek's n_group / topk_group:
+    # sigmoid or softmax scores, the groups' scores, a mask): more routing kernels
+    group_routing: bool = False
+    # the router's GEMM in float32, its weights cast from bf16 at every call (DeepSeek)
+    router_fp32: bool = False
+    # a shared expert's output gated by a sigmoid of one more projection (Qwen2-MoE; False:
+    # added as it is, DeepSeek's `n_shared_experts`)
+    shared_expert_gate: bool = True
     # how unevenly a trained router spreads tokens over the experts: the Zipf exponent of
     # their popularity (0: uniform, as random weights route); a config states it as
     # `piep_routing_skew` (no Hugging Face config has such a key)
@@ -181,11 +199,19 @@ class ModelSpec:
             if self.rotary_dim is not None and not 0 < self.rotary_dim <= self.head_dim:
                 problems.append(f"rotary_dim={self.rotary_dim} is not within head_dim="
                                 f"{self.head_dim}")
-            outside = [i for i in (*(self.sliding_layers or ()), *self.nope_layers)
-                       if not 0 <= i < self.num_layers]
+            outside = [i for i in (*(self.sliding_layers or ()), *self.nope_layers,
+                                   *self.dense_layers) if not 0 <= i < self.num_layers]
             if outside:
                 problems.append(f"layer indices {outside[:3]} are outside the "
                                 f"{self.num_layers} layers")
+            if self.mla is not None and not (
+                    all(isinstance(v, int) and v >= 0 for v in self.mla)
+                    and min(self.mla[1:]) >= 1 and self.mla[2] < self.head_dim):
+                problems.append(f"latent attention {self.mla} needs kv_lora_rank, "
+                                f"qk_rope_head_dim and v_head_dim >= 1, the rotary dims "
+                                f"below the query/key head dim {self.head_dim}")
+            if self.dense_layers and not self.is_moe:
+                problems.append("dense_layers apply to a mixture of experts")
             if self.experts_per_token > self.num_experts:
                 problems.append(f"num_experts_per_tok={self.experts_per_token} exceeds "
                                 f"num_local_experts={self.num_experts}")
@@ -221,14 +247,11 @@ class ModelSpec:
                     f"{self.experts_per_token} per token): piep prices dense decoders so far "
                     f"(docs/models.md); its experts and router are not "
                     f"modelled yet")
-        if self.fp8_weights and self.is_moe:
-            return (f"FP8 experts ({self.quantization}): piep prices FP8 dense projections "
-                    f"only so far; missing: module samples of FP8 grouped GEMMs")
         if self.quantization and not self.fp8_weights:
             method = self.quantization.split(" (")[0]
             bits = next((b for word, b in QUANT_BITS if word in method), None)
             # the layers' GEMMs at the quantized bits; embeddings and LM head stay 16-bit
-            gib = (self.num_layers * self.layer_params() * bits / 8 + BF16_BYTES * (
+            gib = (self.layers_params() * bits / 8 + BF16_BYTES * (
                 self.embedding_params() + self.lm_head_params())) / 2 ** 30
             size = (f"; its weights take about {gib:.1f} GiB (layers at {bits:g} bits per "
                     f"weight)" if bits else "")
@@ -262,23 +285,64 @@ class ModelSpec:
 
     @property
     def attention(self) -> str:
+        if self.mla is not None:
+            return "MLA"
         if self.num_kv_heads == self.num_heads:
             return "MHA"
         return "MQA" if self.num_kv_heads == 1 else "GQA"
 
-    def layer_params(self) -> int:
-        h = self.hidden_size
-        attn = h * self.q_size + 2 * h * self.kv_size + self.q_size * h
+    @property
+    def v_head_dim(self) -> int:
+        """A head's width of values (and of the attention's output per head)."""
+        return self.head_dim if self.mla is None else self.mla[3]
+
+    def attention_params(self, tp: int = 1) -> int:
+        """The weights of one layer's attention on one of `tp` ranks (heads split; a latent
+        attention's down-projection of keys and values, and its norm, on every rank)."""
+        h, heads = self.hidden_size, self.num_heads // tp
+        if self.mla is not None:
+            q_rank, kv_rank, rope, v = self.mla
+            nope = self.head_dim - rope
+            q = h * q_rank + q_rank + q_rank * heads * self.head_dim if q_rank \
+                else h * heads * self.head_dim
+            return (q + h * (kv_rank + rope) + kv_rank + kv_rank * heads * (nope + v)
+                    + heads * v * h)
+        q, kv = heads * self.head_dim, max(1, self.num_kv_heads // tp) * self.head_dim
+        attn = 2 * h * q + 2 * h * kv
         if self.qkv_bias:
-            attn += self.q_size + 2 * self.kv_size
+            attn += q + 2 * kv
         if self.o_bias:
             attn += h
-        gates = 3 if self.gated_mlp else 2
-        mlp = gates * h * self.ffn_of_experts * self.num_experts
-        router = h * self.num_experts if self.is_moe else 0
-        # a shared expert: its gated MLP and its gate (one output: hidden -> 1)
-        shared = 3 * h * self.shared_expert_ffn + (h if self.shared_expert_ffn else 0)
-        return attn + mlp + router + shared + self.norm_params()
+        return attn
+
+    def mlp_params(self, sparse: bool = True, tp: int = 1) -> int:
+        """The weights of one layer's MLP on one of `tp` ranks: a mixture of experts'
+        (`sparse`; routed experts split by width, the router on every rank, a shared
+        expert and its gate) or a dense one."""
+        h, gates = self.hidden_size, 3 if self.gated_mlp else 2
+        if not (self.is_moe and sparse):
+            return gates * h * ((self.dense_ffn or self.intermediate_size) // tp)
+        experts = gates * h * max(1, self.ffn_of_experts // tp) * self.num_experts
+        shared = 3 * h * (self.shared_expert_ffn // tp) + (
+            h if self.shared_expert_ffn and self.shared_expert_gate else 0)
+        return experts + h * self.num_experts + shared
+
+    def layer_params(self, sparse: bool = True) -> int:
+        return self.attention_params() + self.mlp_params(sparse) + self.norm_params()
+
+    def layers_params(self) -> int:
+        """The weights of every layer (dense layers among sparse ones counted as theirs)."""
+        dense = len(self.dense_layers)
+        return ((self.num_layers - dense) * self.layer_params()
+                + dense * self.layer_params(sparse=False))
+
+    def kv_per_token(self, tp: int = 1) -> int:
+        """Elements one layer caches per token on one of `tp` ranks: K and V of its KV
+        heads (replicated where tp exceeds them), or a latent attention's compressed
+        keys and values and its rotary key (on every rank)."""
+        if self.mla is not None:
+            return self.mla[1] + self.mla[2]
+        return 2 * max(1, self.num_kv_heads // tp) * self.head_dim
 
     @property
     def ffn_of_experts(self) -> int:
@@ -289,22 +353,29 @@ class ModelSpec:
         """The RMSNorm weights of one layer (pre-norms, post-norms, q/k norms)."""
         qk = {None: 0, "head": 2 * self.head_dim,
               "whole": self.q_size + self.kv_size}[self.qk_norm]
+        if self.dense_experts:  # (Llama 4's q/k norms: L2 norms without weights)
+            qk = 0
+        # (a latent attention's norms of the compressed queries and keys: attention_params)
         pre = 0 if not self.pre_norms else 1 if self.parallel_block else 2
         return self.hidden_size * (pre + 2 * self.post_norms) + qk
 
-    def layer_kinds(self, layers: range | None = None) -> list[tuple[tuple[bool, bool], int]]:
+    def layer_kinds(self, layers: range | None = None
+                    ) -> list[tuple[tuple[bool, bool, bool], int]]:
         """The kinds of layer in `layers` (default: all) with how many of each, in order of
-        first appearance: (sliding, rope) - whether it attends the sliding window (where
-        the model has one) and whether it applies RoPE."""
+        first appearance: (sliding, rope, sparse) - whether it attends the sliding window
+        (where the model has one), whether it applies RoPE, and whether its MLP is a
+        mixture of experts."""
         layers = range(self.num_layers) if layers is None else layers
-        if self.sliding_layers is None and not self.nope_layers:  # every layer alike
-            return [((bool(self.sliding_window), True), len(layers))] if len(layers) else []
+        if self.sliding_layers is None and not self.nope_layers \
+                and not self.dense_layers:  # every layer alike
+            return [((bool(self.sliding_window), True, self.is_moe), len(layers))] \
+                if len(layers) else []
         sliding = set(range(self.num_layers) if self.sliding_layers is None
                       else self.sliding_layers) if self.sliding_window else set()
-        nope = set(self.nope_layers)
-        counts: dict[tuple[bool, bool], int] = {}
+        nope, dense = set(self.nope_layers), set(self.dense_layers)
+        counts: dict[tuple[bool, bool, bool], int] = {}
         for i in layers:
-            key = (i in sliding, i not in nope)
+            key = (i in sliding, i not in nope, self.is_moe and i not in dense)
             counts[key] = counts.get(key, 0) + 1
         return list(counts.items())
 
@@ -315,7 +386,7 @@ class ModelSpec:
         return 0 if self.tie_word_embeddings else self.vocab_size * self.hidden_size
 
     def num_params(self) -> int:
-        return (self.num_layers * self.layer_params() + self.embedding_params()
+        return (self.layers_params() + self.embedding_params()
                 + self.lm_head_params() + self.hidden_size)
 
     def config_hash(self) -> str:
@@ -374,7 +445,7 @@ class ModelSpec:
                                      for i in range(self.num_layers)]
         if self.activation != "silu":
             cfg["hidden_act"] = cfg["hidden_activation"] = "gelu_pytorch_tanh"
-        if self.rotary_dim is not None:
+        if self.rotary_dim is not None and self.mla is None:
             cfg["partial_rotary_factor"] = self.rotary_dim / self.head_dim
         if self.is_moe:
             cfg.update({"num_local_experts" if self.model_type in ("mixtral", "granitemoe",
@@ -385,14 +456,33 @@ class ModelSpec:
                 cfg["moe_intermediate_size"] = self.expert_ffn
             if self.model_type == "qwen2_moe":
                 cfg["shared_expert_intermediate_size"] = self.shared_expert_ffn
+        if self.mla is not None:
+            q_rank, rank, rope, v = self.mla
+            cfg.update(kv_lora_rank=rank, q_lora_rank=q_rank or None, qk_rope_head_dim=rope,
+                       qk_nope_head_dim=self.head_dim - rope, v_head_dim=v)
+            cfg.pop("head_dim")
+        if self.model_type in ("deepseek_v2", "deepseek_v3") and self.is_moe:
+            cfg.update(n_routed_experts=cfg.pop("num_experts"),
+                       n_shared_experts=self.shared_expert_ffn // self.ffn_of_experts,
+                       first_k_dense_replace=len(self.dense_layers),
+                       **({"n_group": 1, "topk_group": 1} if self.model_type == "deepseek_v3"
+                          else {"topk_method": "group_limited_greedy", "n_group": 1,
+                                "topk_group": 1} if self.group_routing
+                          else {"topk_method": "greedy"}))
+        elif self.dense_layers and self.model_type == "llama4_text":
+            cfg["moe_layers"] = [i for i in range(self.num_layers)
+                                 if i not in self.dense_layers]
+        elif self.dense_layers:
+            cfg["mlp_only_layers"] = list(self.dense_layers)
         if self.model_type == "starcoder2":  # its one key for every projection's bias
             cfg["use_bias"] = self.qkv_bias
         if self.model_type in ("cohere", "llama4_text"):
             cfg["use_qk_norm"] = self.qk_norm is not None
         if self.routing_skew:
             cfg["piep_routing_skew"] = self.routing_skew
-        if self.dense_experts:  # (Llama 4: every layer sparse, the shared expert as wide)
-            cfg.update(interleave_moe_layer_step=1, intermediate_size_mlp=self.intermediate_size)
+        if self.dense_experts:  # (Llama 4: the shared expert as wide as the experts)
+            cfg.update(interleave_moe_layer_step=1,
+                       intermediate_size_mlp=self.dense_ffn or self.intermediate_size)
         if self.score_cap or self.logit_cap or self.model_type == "gemma2":
             # (the caps' values do not change what runs; Gemma 2's defaults)
             cfg["attn_logit_softcapping"] = 50.0 if self.score_cap else None
@@ -458,17 +548,13 @@ class ModelSpec:
                     "intermediate_size", "vocab_size", "max_position", "expert_ffn"):
             if key in values:
                 _positive_int(key, values[key], problems)
-        if model_type in MOE_PRICED and (config.get("mlp_only_layers")
-                                         or (config.get("decoder_sparse_step") or 1) != 1
-                                         or (config.get("interleave_moe_layer_step") or 1) != 1):
-            problems.append("dense layers among the sparse ones (mlp_only_layers, "
-                            "decoder_sparse_step, interleave_moe_layer_step) are not "
-                            "modelled yet")
+        mla = _latent(config, problems) if fam.latent_attention else None
         if problems:
             raise ConfigError(f"{name}: not a usable config.json: " + "; ".join(problems))
         heads = values["num_heads"]
         hidden = values["hidden_size"]
-        head_dim = values.get("head_dim")
+        # (a latent attention's queries and keys: the unrotated and rotary dims)
+        head_dim = config["qk_nope_head_dim"] + mla[2] if mla else values.get("head_dim")
         if head_dim is None:
             if not isinstance(heads, int) or heads <= 0 or not isinstance(hidden, int) \
                     or hidden % heads:
@@ -481,6 +567,14 @@ class ModelSpec:
         layers = values["num_layers"]
         rotary = rotary_share(config)
         score_cap, logit_cap = softcapped(config, fam)
+        moe = values.get("num_experts", 1) > 1
+        dense = dense_layers(config, model_type, layers) if moe else ()
+        if fam.latent_attention:  # DeepSeek's shared experts: n of the routed ones' width
+            shared = (config.get("n_shared_experts") or 0) * values.get("expert_ffn", 0)
+        elif model_type == "qwen2_moe":
+            shared = int(values.get("shared_expert_ffn") or 0)
+        else:  # (Llama 4's shared expert: an MLP of intermediate_size)
+            shared = values["intermediate_size"] if fam.dense_experts and moe else 0
         return cls(
             name=name,
             model_type=model_type,
@@ -500,10 +594,16 @@ class ModelSpec:
             sliding_window=window if window and window > 0 else None,
             num_experts=values.get("num_experts", 1),
             experts_per_token=values.get("experts_per_token", 1),
-            expert_ffn=values.get("expert_ffn") if values.get("num_experts", 1) > 1 else None,
-            shared_expert_ffn=int(values.get("shared_expert_ffn") or 0)
-            if model_type == "qwen2_moe" else values["intermediate_size"]
-            if fam.dense_experts and values.get("num_experts", 1) > 1 else 0,
+            expert_ffn=values.get("expert_ffn") if moe else None,
+            shared_expert_ffn=shared,
+            dense_layers=dense,
+            dense_ffn=config.get("intermediate_size_mlp")
+            if dense and model_type == "llama4_text" else None,
+            mla=mla,
+            group_routing=model_type == "deepseek_v3" or (
+                model_type == "deepseek_v2"
+                and config.get("topk_method") == "group_limited_greedy"),
+            router_fp32=fam.router_fp32, shared_expert_gate=fam.shared_expert_gate,
             initializer_range=float(values.get("initializer_range", 0.02)),
             routing_skew=config.get("piep_routing_skew", 0.0),
             checkpoint_dtype=_dtype(values.get("torch_dtype")),
@@ -513,7 +613,8 @@ class ModelSpec:
             fused_qkv=fam.fused_qkv, fused_gate_up=fam.fused_gate_up,
             gated_mlp=fam.gated_mlp, parallel_block=fam.parallel_block,
             activation=ACTIVATIONS[act],
-            rotary_dim=None if rotary is None else max(2, int(head_dim * rotary)),
+            rotary_dim=mla[2] if mla else None if rotary is None
+            else max(2, int(head_dim * rotary)),
             sliding_layers=sliding_layers(config, model_type, layers)
             if window else None,
             nope_layers=nope_layers(config, model_type, layers),
@@ -533,11 +634,32 @@ FAMILY_FIELDS = ("qk_norm", "pre_norms", "post_norms", "fused_qkv", "fused_gate_
                  "gated_mlp", "parallel_block",
                  "activation", "rotary_dim", "sliding_layers", "nope_layers",
                  "scaled_embeddings", "residual_scale", "logit_scale", "query_scale",
-                 "score_cap", "logit_cap", "attention_sinks", "expert_bias", "dense_experts")
+                 "score_cap", "logit_cap", "attention_sinks", "expert_bias", "dense_experts",
+                 "dense_layers", "dense_ffn", "mla", "group_routing", "router_fp32",
+                 "shared_expert_gate")
 LLAMA_DEFAULTS = {f.name: f.default for f in dataclass_fields(ModelSpec)
                   if f.name in FAMILY_FIELDS
                   or f.name in ("quantization", "expert_ffn", "shared_expert_ffn",
                                 "routing_skew")}
+
+
+MLA_KEYS = ("kv_lora_rank", "qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim")
+
+
+def _latent(config: Mapping[str, Any], problems: list[str]) -> tuple[int, int, int, int] | None:
+    """A latent attention's (q_lora_rank or 0, kv_lora_rank, qk_rope_head_dim,
+    v_head_dim) from a DeepSeek config (the problems added to `problems`)."""
+    values = {k: config.get(k) for k in MLA_KEYS}
+    bad = [f"{k}={_shown(v)}" for k, v in values.items()
+           if isinstance(v, bool) or not isinstance(v, int) or not 1 <= v <= 1 << 16]
+    q_rank = config.get("q_lora_rank") or 0
+    if isinstance(q_rank, bool) or not isinstance(q_rank, int) or not 0 <= q_rank <= 1 << 20:
+        bad.append(f"q_lora_rank={_shown(q_rank)}")
+    if bad:
+        problems.append(f"multi-head latent attention needs {', '.join(MLA_KEYS)} as "
+                        f"integers >= 1 and q_lora_rank as one or null: got {'; '.join(bad)}")
+        return None
+    return (q_rank, values["kv_lora_rank"], values["qk_rope_head_dim"], values["v_head_dim"])
 
 
 def _moe_words(config: Mapping[str, Any], model_type: str) -> str | None:

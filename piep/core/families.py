@@ -64,6 +64,12 @@ class Family:
     # every expert runs every token, scaled by its router score, as one bmm per projection
     # over all experts, beside an ungated shared expert (Llama 4's Llama4TextMoe)
     dense_experts: bool = False
+    # multi-head latent attention (DeepSeek V2/V3: `kv_lora_rank`, `q_lora_rank`,
+    # `qk_nope_head_dim`, `qk_rope_head_dim`, `v_head_dim`), the router's GEMM in float32
+    # and a shared expert added without a gate (`n_shared_experts`)
+    latent_attention: bool = False
+    router_fp32: bool = False
+    shared_expert_gate: bool = True
     # what the family's configs state per model beyond the shape, in words (docs)
     per_model: str | None = None
     # why it is not priced yet (None: priced); a mixture of experts is refused elsewhere
@@ -109,13 +115,27 @@ FAMILIES: dict[str, Family] = {
                                 "experts dequantized in bf16, as transformers runs them "
                                 "without the Hub's kernels)"),
     "llama4_text": Family(qkv_bias=False, qk_norm="head", query_scale=True,
-                          dense_experts=True,
+                          dense_experts=True, shared_expert_gate=False,
                           per_model="layers without RoPE (`no_rope_layers`, by default every "
                                     "fourth), whose queries are scaled by position and whose "
                                     "q/k L2 norms are priced on every layer; chunked attention "
                                     "(`attention_chunk_size`) priced as full attention (long "
                                     "contexts priced high); dense layers among the sparse "
-                                    "ones (`interleave_moe_layer_step` > 1) refused"),
+                                    "ones (`interleave_moe_layer_step`, `moe_layers`) at "
+                                    "`intermediate_size_mlp`"),
+    # DeepSeek: latent attention, experts within the best groups (V3: sigmoid scores, a
+    # bias, always grouped; V2: softmax, grouped where `topk_method` says), shared experts
+    "deepseek_v2": Family(latent_attention=True, router_fp32=True, shared_expert_gate=False,
+                          per_model="dense MLPs in the first layers (`first_k_dense_replace`), "
+                                    "grouped routing where `topk_method` is "
+                                    "group_limited_greedy"),
+    "deepseek_v3": Family(latent_attention=True, router_fp32=True, shared_expert_gate=False,
+                          per_model="dense MLPs in the first layers (`first_k_dense_replace`); "
+                                    "experts picked within the best groups (`n_group`, "
+                                    "`topk_group`: sigmoid scores and a bias, more routing "
+                                    "kernels); heads split over tensor-parallel ranks as vLLM and "
+                                    "SGLang split them (transformers' plan keeps the "
+                                    "attention whole on every rank)"),
     "gemma2": Family(post_norms=True, scaled_embeddings=True, tied=True, softcaps=True,
                      per_model="local and global layers, soft-capped attention scores and "
                                "logits (`attn_logit_softcapping`, "
@@ -133,13 +153,38 @@ MOE_TYPES = ("mixtral", "qwen2_moe", "qwen3_moe", "gpt_oss", "deepseek_v2", "dee
              "llama4", "llama4_text", "olmoe", "granitemoe", "phimoe", "dbrx", "jamba",
              "minimax", "glm4_moe", "ernie4_5_moe", "hunyuan_v1_moe")
 MOE_PRICED = ("mixtral", "qwen2_moe", "qwen3_moe", "olmoe", "granitemoe", "gpt_oss",
-              "llama4_text")
+              "llama4_text", "deepseek_v2", "deepseek_v3")
 PRICED = tuple(sorted(k for k, f in FAMILIES.items()
                       if f.missing is None and (k not in MOE_TYPES or k in MOE_PRICED)))
 # the activations of a gated MLP: silu (SwiGLU) and the GELUs of GeGLU (Gemma); tanh's
 # approximation and erf's run one elementwise kernel each, priced alike
 ACTIVATIONS = {"silu": "silu", "swish": "silu", "gelu_pytorch_tanh": "gelu_tanh",
                "gelu_new": "gelu_tanh", "gelu_fast": "gelu_tanh", "gelu": "gelu_tanh"}
+
+
+def dense_layers(config: Mapping[str, Any], model_type: str, layers: int) -> tuple[int, ...]:
+    """The layers of a mixture of experts whose MLP is dense: DeepSeek's first
+    `first_k_dense_replace`; Qwen MoE's `mlp_only_layers` and those off every
+    `decoder_sparse_step`-th; Llama 4's not in `moe_layers` (by default every
+    `interleave_moe_layer_step`-th from the step's last)."""
+    def whole(v) -> bool:
+        return isinstance(v, int) and not isinstance(v, bool)
+    if model_type in ("deepseek_v2", "deepseek_v3"):
+        k = config.get("first_k_dense_replace") or 0
+        return tuple(range(min(k, layers))) if whole(k) else ()
+    if model_type in ("qwen2_moe", "qwen3_moe"):
+        only = config.get("mlp_only_layers") or []
+        step = config.get("decoder_sparse_step") or 1
+        step = step if whole(step) and step > 0 else 1
+        return tuple(i for i in range(layers) if i in only or (i + 1) % step)
+    if model_type == "llama4_text":
+        sparse = config.get("moe_layers")
+        if not isinstance(sparse, list):
+            step = config.get("interleave_moe_layer_step") or 1
+            step = step if whole(step) and step > 0 else 1
+            sparse = range(step - 1, layers, step)
+        return tuple(i for i in range(layers) if i not in set(sparse))
+    return ()
 
 
 def family(model_type: str) -> Family | None:

@@ -87,7 +87,15 @@ class Deployment:
         window = m.sliding_window if self.engine_record.applies_window else None
         kinds = m.layer_kinds(range(self.stage_layers()[0]))
         return sum(n * (min(w.context_len, window) if sliding and window else w.context_len)
-                   for (sliding, _), n in kinds)
+                   for (sliding, *_), n in kinds)
+
+    def stage_weights(self) -> float:
+        """The weights of the first stage's layers on one rank (elements): each layer's
+        attention, MLP (a mixture of experts' or, on its dense layers, a dense one) and
+        norms, at the tensor-parallel split."""
+        m, tp = self.model, self.parallel.tp
+        return sum(n * (m.attention_params(tp) + m.mlp_params(sparse, tp) + m.norm_params())
+                   for (_, _, sparse), n in m.layer_kinds(range(self.stage_layers()[0])))
 
     def memory_items_gib(self) -> dict[str, dict[str, float]]:
         """Itemized memory per stage position (first/last stage differ), in GiB."""
@@ -103,19 +111,10 @@ class Deployment:
         h, b = m.hidden_size, self.replica_batch
         heads, kv_heads = self.heads_per_rank, self.kv_heads_per_rank
         ffn, vocab = self.ffn_per_rank, self.vocab_per_rank
-        kv_rank = kv_heads * m.head_dim
-        experts = (3 if m.gated_mlp else 2) * h * self.expert_ffn_per_rank * m.num_experts
-        if m.is_moe:  # the router, and a shared expert's MLP and gate
-            experts += h * m.num_experts + (3 * h * (m.shared_expert_ffn // p.tp) + h
-                                            if m.shared_expert_ffn else 0)
-        layer_w = (h * heads * m.head_dim * 2 + 2 * h * kv_rank + experts + m.norm_params())
-        if m.qkv_bias:
-            layer_w += heads * m.head_dim + 2 * kv_rank
-        layers = self.stage_layers()[0]
-        kv_cache = self.kv_slots() * 2 * b * kv_rank * BF16_BYTES
+        kv_cache = self.kv_slots() * b * m.kv_per_token(p.tp) * BF16_BYTES
         # an FP8 checkpoint's projections: a byte per weight (norms and their row scales
         # are a rounding error next to them)
-        weights_layers = layers * layer_w * m.weight_bytes
+        weights_layers = self.stage_weights() * m.weight_bytes
         embed = m.vocab_size * h * BF16_BYTES  # replicated over TP (row gather, no collective)
         head = 0 if m.tie_word_embeddings else vocab * h * BF16_BYTES
         tokens = b * w.prompt_len

@@ -87,6 +87,11 @@ FLAGS: dict[str, Flag] = {f.name: f for f in (
          "from the row-wise FP8 projections piep samples (piep.sampling.fp8)",
          "none (the shipped band)",
          "none yet: module samples of the block-scaled kernel"),
+    Flag("fp8_experts_unsampled",
+         "the experts hold FP8 weights: their grouped GEMMs are priced as the bf16 ones piep "
+         "samples, reading a byte per weight (no FP8 grouped-GEMM kernel is sampled)",
+         "none (the shipped band)",
+         "none yet: module samples of an FP8 grouped GEMM"),
     Flag("uncalibrated_gpu",
          "no calibration of this GPU: the reference GPU's predictor moved by spec-sheet "
          "ratios (calibration/spec_sheets.json)",

@@ -190,6 +190,8 @@ def _flags(scn: Scenario, profile, transfer, model=None, steady=None) -> tuple[s
             flags.append("fp8_unsampled")
         if "blocks" in (scn.model.quantization or ""):
             flags.append("fp8_block_scales")
+        if scn.model.is_moe:
+            flags.append("fp8_experts_unsampled")
     if steady is not None:
         return tuple(dict.fromkeys((*flags, *steady[1])))
     if profile is None:

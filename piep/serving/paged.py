@@ -49,7 +49,7 @@ def window_factor(dep: Deployment, context: float, block_size: int) -> float:
     sliding layer keeps its window (and a block) alone, as vLLM's hybrid allocator frees
     the blocks past it (`request_kv_bytes`); 1 without sliding layers."""
     m = dep.model
-    if not (m.sliding_window and any(sliding for (sliding, _), _ in m.layer_kinds())):
+    if not (m.sliding_window and any(sliding for (sliding, *_), _ in m.layer_kinds())):
         return 1.0
     return kv_bytes_per_token(dep) * (context + block_size / 2) \
         / request_kv_bytes(dep, context, block_size)

@@ -37,8 +37,8 @@ def kv_blocks(scn: Scenario, block_size: int, memory_share: float) -> int:
     m, dep = scn.model, scn.deployment
     weights_gib = dep.memory_items_gib()["all" if scn.parallel.pp == 1 else "first_stage"]
     free_gib = scn.gpu.memory_gib - weights_gib["weights"] - weights_gib["cuda_context"]
-    block_gib = block_size * m.num_layers / scn.parallel.pp * 2 * dep.kv_heads_per_rank \
-        * m.head_dim * 2 / GIB
+    block_gib = block_size * m.num_layers / scn.parallel.pp * m.kv_per_token(scn.parallel.tp) \
+        * 2 / GIB
     return max(1, int(memory_share * free_gib / block_gib))
 
 
@@ -53,7 +53,7 @@ def paged_cache(scn: Scenario, *, block_size: int, memory_percent: float,
     m, dep = scn.model, scn.deployment
     weights = dep.memory_items_gib()["all" if scn.parallel.pp == 1 else "first_stage"]
     avail = memory_percent * (scn.gpu.memory_gib - weights["weights"] - reserved_gib) * GIB
-    page = m.head_dim * dep.kv_heads_per_rank            # K or V of one token, one layer
+    page = m.kv_per_token(scn.parallel.tp) / 2           # K or V of one token, one layer
     layers = m.num_layers // scn.parallel.pp
     masks = 2 if getattr(m, "sliding_window", None) else 1
     io_m = 7 * 4 + 4 + 8 + 8                              # int32 inputs/outputs, int64 indices

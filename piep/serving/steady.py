@@ -210,7 +210,7 @@ def kv_bytes_per_token(dep: Deployment) -> float:
     """KV-cache bytes of one token on one GPU (keys and values of the first stage's
     layers, bf16)."""
     m = dep.model
-    return 2 * dep.stage_layers()[0] * dep.kv_heads_per_rank * m.head_dim * BF16_BYTES
+    return dep.stage_layers()[0] * m.kv_per_token(dep.parallel.tp) * BF16_BYTES
 
 
 def request_kv_bytes(dep: Deployment, context: float, block_size: int) -> float:
@@ -220,7 +220,7 @@ def request_kv_bytes(dep: Deployment, context: float, block_size: int) -> float:
     m = dep.model
     per_layer = kv_bytes_per_token(dep) / dep.stage_layers()[0]
     held = 0.0
-    for (sliding, _), count in m.layer_kinds(range(dep.stage_layers()[0])):
+    for (sliding, *_), count in m.layer_kinds(range(dep.stage_layers()[0])):
         tokens = min(context, m.sliding_window + block_size) if sliding and \
             m.sliding_window else context
         held += count * (tokens + block_size / 2)

@@ -338,6 +338,62 @@ def _qkv(dep: Deployment, phase: str, batch: int, t: int, rope: bool) -> list[No
     return out
 
 
+def _latent_copy(name: str, kind: str, phase: str, batch: int, ctx: int, width: int,
+                 extra_out: int = 0) -> Node:
+    """A copy of a latent attention's cache (`width` elements a position: the compressed
+    keys and values and the rotary key), of `ctx` positions (`extra_out` more written)."""
+    return Node(name, kind, phase, bytes_read=batch * ctx * width * BF16_BYTES,
+                bytes_written=batch * (ctx + extra_out) * width * BF16_BYTES, tokens=batch,
+                context_len=ctx, launches=LAUNCHES[kind],
+                attrs={"heads": 1, "kv_heads": 1, "head_dim": width, "batch": batch})
+
+
+def _latent_attention(dep: Deployment, phase: str, batch: int, q_len: int, ctx: int,
+                      static: bool) -> list[Node]:
+    """Multi-head latent attention as transformers 5.x runs it (DeepSeek V2/V3's
+    attention): queries projected at once or through their low rank and its norm; keys
+    and values compressed to one latent and a rotary key per token (`kv_a_proj`), the
+    latent normed, RoPE on the rotary parts; the cache holds the compressed positions,
+    and every step expands all of them again (`kv_b_proj` over every cached position,
+    the keys assembled from the expanded and rotary parts, queries concatenated); SDPA
+    over every head (its FLOPs and K/V bytes at the mean of the query/key and value head
+    dims). Heads split over tensor-parallel ranks as vLLM and SGLang split them (the
+    compressed projection on every rank)."""
+    m, h, t = dep.model, dep.model.hidden_size, batch * q_len
+    q_rank, rank, rope, v = m.mla
+    heads, qk = dep.heads_per_rank, m.head_dim
+    if q_rank:
+        out = [_linear("q_a_proj", "q_proj", phase, t, h, q_rank, m.qkv_bias),
+               _norm("q_a_norm", phase, t, q_rank),
+               _linear("q_b_proj", "q_proj", phase, t, q_rank, heads * qk)]
+    else:
+        out = [_linear("q_proj", "q_proj", phase, t, h, heads * qk)]
+    out += [_linear("kv_a_proj_with_mqa", "k_proj", phase, t, h, rank + rope,
+                    m.qkv_bias),
+            _norm("kv_a_norm", phase, t, rank),
+            _rope(phase, t, heads * rope, rope, batch, rope)]
+    record = dep.engine_record
+    if record.dynamic_cache and phase == "decode":
+        out.append(_latent_copy("kv_append", "kv_append", phase, batch, ctx, rank + rope, 1))
+    if record.paged_cache:
+        out.append(_latent_copy("kv_gather", "kv_gather", phase, batch, ctx, rank + rope))
+    keys = batch * ctx
+    out += [_elementwise("q_concat", "moe_copy", phase, t, heads * qk, reads=1, writes=1,
+                         flops_per=0),
+            _linear("kv_b_proj", "v_proj", phase, keys, rank, heads * (qk - rope + v)),
+            Node("key_assembly", "kv_expand", phase,
+                 bytes_read=keys * (heads * (qk - rope) + rope) * BF16_BYTES,
+                 bytes_written=keys * heads * qk * BF16_BYTES, tokens=batch, context_len=ctx,
+                 launches=LAUNCHES["kv_expand"],
+                 attrs={"heads": heads, "kv_heads": 1, "head_dim": qk, "batch": batch})]
+    attention = _attention(phase, batch, q_len, ctx, heads, heads, (qk + v) // 2,
+                           masked_cache=static, kind="attention" if record.paged_cache
+                           else None)
+    if record.paged_cache:  # the packed float mask, queries x keys
+        attention.bytes_read += batch * q_len * ctx * BF16_BYTES
+    return out + [attention]
+
+
 def _residual(dep: Deployment, name: str, phase: str, t: int) -> list[Node]:
     """A residual add (after Granite's multiply of the branch by its scalar)."""
     h = dep.model.hidden_size
@@ -437,14 +493,31 @@ def _moe(dep: Deployment, phase: str, t: int) -> list[Node]:
         clamp = [_elementwise(f"gate_clamp_{i}", "activation", phase, pairs, f, reads=reads,
                               writes=writes, flops_per=per_el) for i in (1, 2)]
         experts = [*experts, *bias, *clamp]
-    out = [_linear("router", "router", phase, t, h, e, bias=m.expert_bias),
-           _elementwise("routing", "routing", phase, t, e, reads=2, writes=2, flops_per=10),
-           *experts,
+    out = [*_router(dep, phase, t), *experts,
            _elementwise("moe_combine", "moe_copy", phase, pairs, h, reads=2, writes=1,
                         flops_per=2)]
     if m.shared_expert_ffn:
-        out += _shared_expert(dep, phase, t, gated=True)
+        out += _shared_expert(dep, phase, t, gated=m.shared_expert_gate)
     return out
+
+
+def _router(dep: Deployment, phase: str, t: int) -> list[Node]:
+    """The router's GEMM (in float32 with its weights cast at each call, DeepSeek's) and
+    its routing: softmax or sigmoid, top-k, renormalized; within the best groups of
+    experts (DeepSeek's `n_group`), the groups' scores, their top-k, a mask and its fill
+    besides: two more passes over (tokens, experts) and about ten more kernels."""
+    m, h, e = dep.model, dep.model.hidden_size, dep.model.num_experts
+    router = _linear("router", "router", phase, t, h, e, bias=m.expert_bias)
+    if m.router_fp32:  # weights read, written in fp32 and read again; fp32 in and out
+        router.bytes_read += h * e * (BF16_BYTES + 4) + t * h * 4
+        router.bytes_written += h * e * 4 + t * e * 2
+        router.launches += 2
+    passes = 4 if m.group_routing else 2
+    routing = _elementwise("routing", "routing", phase, t, e, reads=passes, writes=passes,
+                           flops_per=5 * passes)
+    if m.group_routing:
+        routing.launches += 10
+    return [router, routing]
 
 
 def _shared_expert(dep: Deployment, phase: str, t: int, *, gated: bool) -> list[Node]:
@@ -475,8 +548,7 @@ def _dense_moe(dep: Deployment, phase: str, t: int) -> list[Node]:
     e, f = m.num_experts, dep.expert_ffn_per_rank
     rows = e * t
     reads, writes, per_el = ELEMENTWISE["activation"]
-    return [_linear("router", "router", phase, t, h, e),
-            _elementwise("routing", "routing", phase, t, e, reads=2, writes=2, flops_per=10),
+    return [*_router(dep, phase, t),
             _elementwise("moe_repeat", "moe_copy", phase, rows, h, reads=1, writes=1,
                          flops_per=0),
             _elementwise("moe_scale", "moe_copy", phase, rows, h, reads=2, writes=1,
@@ -490,12 +562,15 @@ def _dense_moe(dep: Deployment, phase: str, t: int) -> list[Node]:
             *_shared_expert(dep, phase, t, gated=False)]
 
 
-def _mlp(dep: Deployment, phase: str, t: int) -> list[Node]:
+def _mlp(dep: Deployment, phase: str, t: int, sparse: bool = True) -> list[Node]:
     """Gate and up (one fused GEMM, or two), the gated activation, down; or a plain MLP:
-    up (c_fc), the activation, down (c_proj); or a mixture of experts (`_moe`)."""
+    up (c_fc), the activation, down (c_proj); or a mixture of experts (`_moe`; `sparse`
+    off: a dense layer of one, at its dense width)."""
     m, f, h = dep.model, dep.ffn_per_rank, dep.model.hidden_size
-    if m.is_moe:
+    if m.is_moe and sparse:
         return _moe(dep, phase, t)
+    if m.dense_ffn:
+        f = m.dense_ffn // dep.parallel.tp
     if not m.gated_mlp:
         return [_linear("c_fc", "up_proj", phase, t, h, f, m.qkv_bias),
                 _elementwise("activation", "activation", phase, t, f, reads=1, writes=1,
@@ -513,14 +588,41 @@ def _mlp(dep: Deployment, phase: str, t: int) -> list[Node]:
                   _linear("down_proj", "down_proj", phase, t, f, h)]
 
 
+def _attention_forms(dep: Deployment, phase: str, batch: int, q_len: int, ctx: int,
+                     static: bool, window: int | None, all_forms: bool) -> list[Node]:
+    """A layer's cache handling and attention: over every key, or (a sliding layer of a
+    windowed engine) its two forms, before and past the window, each weighted by its
+    share (`window_weights`; `all_forms`: both at weight 1)."""
+    if window is None or (phase == "decode" and dep.engine_record.masked_cache):
+        # (a static sliding cache is attended whole, masked, at every step: decode_context)
+        return _cache_attention(dep, phase, batch, q_len, ctx, static)
+    full, slide = (1, 1) if all_forms else window_weights(dep)[PHASE_INDEX[phase]]
+    # past the window: the prompt's keys (prefill) or the window's (a decode step, whose
+    # DynamicCache concatenates the new key to the window's last window - 1)
+    forms = ((FULL_CONTEXT, "full_context", full,
+              _cache_attention(dep, phase, batch, q_len, ctx, static)),
+             (SLIDING, "sliding_window", slide,
+              _cache_attention(dep, phase, batch, q_len,
+                               q_len if phase == "prefill" else window, True,
+                               append_ctx=window - 1)))
+    out = []
+    for form, form_name, weight, nodes in forms:
+        if weight or all_forms:
+            for node in nodes:
+                node.attrs["window"] = form
+            out.append(Node(form_name, "window", phase, count=weight, children=nodes))
+    return out
+
+
 def _layer(dep: Deployment, phase: str, batch: int, q_len: int, ctx: int, count: int,
-           all_forms: bool = False, kind: tuple[bool, bool] = (True, True),
+           all_forms: bool = False, kind: tuple[bool, bool, bool] = (True, True, True),
            name: str = "layer") -> Node:
-    """`count` layers of one kind (sliding, rope): whether they attend the model's sliding
-    window (where the engine applies one) and apply RoPE (`ModelSpec.layer_kinds`)."""
+    """`count` layers of one kind (sliding, rope, sparse): whether they attend the model's
+    sliding window (where the engine applies one), apply RoPE and run a mixture of
+    experts (`ModelSpec.layer_kinds`)."""
     m = dep.model
     h, t, tp = m.hidden_size, batch * q_len, dep.parallel.tp
-    sliding, rope = kind
+    sliding, rope, sparse = kind
     engine_window = window_of(dep)
     window = engine_window if sliding else None
     # a layer that attends every key in a model whose other layers slide: its decode
@@ -533,26 +635,12 @@ def _layer(dep: Deployment, phase: str, batch: int, q_len: int, ctx: int, count:
     layer = Node(name, "layer", phase, count=count, tokens=t, ranks=tp)
     if m.pre_norms:
         layer.add(_norm("input_norm", phase, t, h))
-    layer.add(*_qkv(dep, phase, batch, t, rope))
-    if window is None or (phase == "decode" and dep.engine_record.masked_cache):
-        # (a static sliding cache is attended whole, masked, at every step: decode_context)
-        layer.add(*_cache_attention(dep, phase, batch, q_len, ctx, static))
+    if m.mla is not None:
+        layer.add(*_latent_attention(dep, phase, batch, q_len, ctx, static))
     else:
-        full, slide = (1, 1) if all_forms else window_weights(dep)[PHASE_INDEX[phase]]
-        # past the window: the prompt's keys (prefill) or the window's (a decode step,
-        # whose DynamicCache concatenates the new key to the window's last window - 1)
-        forms = ((FULL_CONTEXT, "full_context", full,
-                  _cache_attention(dep, phase, batch, q_len, ctx, static)),
-                 (SLIDING, "sliding_window", slide,
-                  _cache_attention(dep, phase, batch, q_len,
-                                   q_len if phase == "prefill" else window, True,
-                                   append_ctx=window - 1)))
-        for form, form_name, weight, nodes in forms:
-            if weight or all_forms:
-                for node in nodes:
-                    node.attrs["window"] = form
-                layer.add(Node(form_name, "window", phase, count=weight, children=nodes))
-    layer.add(_linear("o_proj", "o_proj", phase, t, dep.heads_per_rank * m.head_dim, h,
+        layer.add(*_qkv(dep, phase, batch, t, rope),
+                  *_attention_forms(dep, phase, batch, q_len, ctx, static, window, all_forms))
+    layer.add(_linear("o_proj", "o_proj", phase, t, dep.heads_per_rank * m.v_head_dim, h,
                       m.o_bias))
     if tp > 1:
         layer.add(_allreduce(phase, t, h, tp, "attn"))
@@ -561,7 +649,7 @@ def _layer(dep: Deployment, phase: str, batch: int, q_len: int, ctx: int, count:
     layer.add(*_residual(dep, "attn_residual", phase, t))
     if m.pre_norms and not m.parallel_block:  # (a parallel block's MLP reads input_norm's)
         layer.add(_norm("post_norm", phase, t, h))
-    layer.add(*_mlp(dep, phase, t))
+    layer.add(*_mlp(dep, phase, t, sparse))
     if tp > 1:
         layer.add(_allreduce(phase, t, h, tp, "mlp"))
     if m.post_norms:
@@ -574,6 +662,8 @@ def _layer(dep: Deployment, phase: str, batch: int, q_len: int, ctx: int, count:
         for _, _, node in layer.walk():
             if node.kind in FP8_LINEAR_OF:
                 _as_fp8(node)
+            elif node.kind in GROUPED_KINDS + ("experts_batched",):
+                _fp8_experts(node)
     return layer
 
 
@@ -594,17 +684,31 @@ def _as_fp8(node: Node) -> None:
     node.bytes_written = t * d_in + t * d_out * BF16_BYTES
 
 
-def _layer_name(kind: tuple[bool, bool], kinds: list) -> str:
+def _fp8_experts(node: Node) -> None:
+    """An FP8 checkpoint's experts: their weights read at a byte each (and, in
+    generate()'s `batched_mm`, copied at a byte each), priced as the bf16 grouped or
+    batched GEMMs piep samples (no FP8 grouped kernel is sampled: the answer says so)."""
+    a = node.attrs
+    weights = (a["experts"] if node.kind in GROUPED_KINDS else node.tokens) \
+        * a["d_in"] * a["d_out"]
+    copies = 2 if node.kind == "experts_batched" else 1  # (read, copied, read again)
+    node.bytes_read -= copies * weights
+    node.bytes_written -= (copies - 1) * weights
+
+
+def _layer_name(kind: tuple[bool, bool, bool], kinds: list) -> str:
     """'layer' where a stage's layers are alike; else what sets these apart
     ('layer_sliding', 'layer_global', 'layer_nope', ...)."""
     if len(kinds) == 1:
         return "layer"
-    sliding, rope = kind
+    sliding, rope, sparse = kind
     parts = []
     if len({k[0] for k, _ in kinds}) > 1:
         parts.append("sliding" if sliding else "global")
     if len({k[1] for k, _ in kinds}) > 1:
         parts.append("rope" if rope else "nope")
+    if len({k[2] for k, _ in kinds}) > 1:
+        parts.append("sparse" if sparse else "dense")
     return "layer_" + "_".join(parts)
 
 

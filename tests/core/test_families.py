@@ -41,6 +41,17 @@ OWN_KEYS = {  # what a family's config states beyond the small shape
                    "embedding_multiplier": 12.0, "residual_multiplier": 0.22,
                    "logits_scaling": 8.0},
     "glm4": {"partial_rotary_factor": 0.5, "attention_bias": True},
+    # (latent attention: head_dim is qk_nope + qk_rope; the dense first layers apart below)
+    "deepseek_v2": {"n_routed_experts": 8, "num_experts_per_tok": 2,
+                    "moe_intermediate_size": 64, "n_shared_experts": 2,
+                    "first_k_dense_replace": 0, "kv_lora_rank": 32, "q_lora_rank": None,
+                    "qk_nope_head_dim": 16, "qk_rope_head_dim": 16, "v_head_dim": 24,
+                    "topk_method": "greedy"},
+    "deepseek_v3": {"n_routed_experts": 8, "num_experts_per_tok": 2,
+                    "moe_intermediate_size": 64, "n_shared_experts": 1,
+                    "first_k_dense_replace": 0, "kv_lora_rank": 32, "q_lora_rank": 48,
+                    "qk_nope_head_dim": 24, "qk_rope_head_dim": 8, "v_head_dim": 16,
+                    "n_group": 2, "topk_group": 1},
     "smollm3": {"no_rope_layer_interval": 3},
 }
 LINEARS = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj",
@@ -90,7 +101,7 @@ def test_each_family_layer_holds_what_its_row_says(model_type):
 def test_layer_kinds_stand_apart_with_their_counts():
     gemma = small("gemma3_text")  # every third layer global
     assert gemma.sliding_layers == (0, 1, 3, 4)
-    assert gemma.layer_kinds() == [((True, True), 4), ((False, True), 2)]
+    assert gemma.layer_kinds() == [((True, True, False), 4), ((False, True, False), 2)]
     assert set(layer_leaves(gemma)) == {"layer_sliding", "layer_global"}
     smol = small("smollm3")  # every third layer without RoPE
     assert smol.nope_layers == (2, 5)
@@ -271,8 +282,9 @@ def test_transformers_builds_what_the_row_says(model_type):
             shape = shape[::-1]  # (gpt-oss and Llama 4 hold them transposed)
         assert tuple(experts.gate_up_proj.shape) == (spec.num_experts, *shape)
         assert hasattr(experts, "gate_up_proj_bias") == spec.expert_bias
-        shared = {"gate_proj", "up_proj", "down_proj"} | (
-            set() if spec.dense_experts else {"shared_expert_gate"})  # (Llama 4's: ungated)
+        shared = {"gate_proj", "up_proj", "down_proj"} | (  # (Llama 4's, DeepSeek's: ungated)
+            {"shared_expert_gate"} if spec.shared_expert_gate and not spec.dense_experts
+            else set())
         assert linears - shared == {n for n, k in tree if k in LINEARS} - {
             "router", "experts_gate_up", "experts_down", "shared_gate_proj", "shared_up_proj",
             "shared_down_proj", "shared_expert_gate"}
@@ -295,6 +307,27 @@ def test_transformers_builds_what_the_row_says(model_type):
             assert 2 * buf.numel() == (spec.rotary_dim or spec.head_dim), name
     act = getattr(cfg, "hidden_activation", None) or cfg.hidden_act
     assert ("gelu" in act) == (spec.activation == "gelu_tanh")
+
+
+@pytest.mark.gloo  # (torch and transformers on the CPU)
+@pytest.mark.parametrize("model_type, dense", [
+    ("deepseek_v2", {"first_k_dense_replace": 2}), ("deepseek_v3", {"first_k_dense_replace": 2}),
+    ("qwen3_moe", {"mlp_only_layers": [1]}), ("qwen2_moe", {"decoder_sparse_step": 2}),
+    ("llama4_text", {"interleave_moe_layer_step": 2, "intermediate_size_mlp": 512})])
+def test_transformers_counts_the_layer_weights_piep_counts(model_type, dense):
+    """Latent attention, shared experts and dense layers among sparse ones: the layers'
+    weights piep counts (its memory) are those of the model transformers builds."""
+    pytest.importorskip("torch")
+    pytest.importorskip("transformers")
+    from transformers import AutoModelForCausalLM
+
+    from piep.sampling.hf import _hf_config
+    spec = ModelSpec.from_hf_config({"model_type": model_type, **SMALL, **OWN_KEYS[model_type],
+                                     **dense}, name=model_type)
+    assert spec.dense_layers
+    model = AutoModelForCausalLM.from_config(_hf_config(spec))
+    assert sum(p.numel() for name, p in model.named_parameters()
+               if ".layers." in name) == spec.layers_params()
 
 
 def test_a_shared_expert_counts_its_mlp_and_its_gate():
@@ -333,7 +366,8 @@ def test_llama4_runs_every_expert_on_every_token():
     projection one bmm over all experts (every expert through every token, zero-scaled
     off the top k), an ungated shared expert beside them; every fourth layer without RoPE
     by default; a config nested under `text_config` reads the same; an interleaved one
-    (dense layers among the sparse ones) is refused."""
+    (Maverick: dense layers among the sparse ones) runs its dense layers at
+    `intermediate_size_mlp`."""
     spec = small("llama4_text")
     assert spec.dense_experts and spec.shared_expert_ffn == 256 and spec.nope_layers == (3,)
     dep = validate(spec, Parallel(), Workload(batch=2, prompt_len=8, gen_len=2), _gpu(),
@@ -346,9 +380,96 @@ def test_llama4_runs_every_expert_on_every_token():
     nested = ModelSpec.from_hf_config({"model_type": "llama4", "text_config": {
         "model_type": "llama4_text", **SMALL, **OWN_KEYS["llama4_text"]}}, name="scout")
     assert nested.dense_experts and nested.num_experts == 4
-    with pytest.raises(ConfigError, match="dense layers among the sparse ones"):
-        ModelSpec.from_hf_config({"model_type": "llama4_text", **SMALL, **OWN_KEYS[
-            "llama4_text"], "interleave_moe_layer_step": 2}, name="maverick")
+    maverick = ModelSpec.from_hf_config({"model_type": "llama4_text", **SMALL, **OWN_KEYS[
+        "llama4_text"], "interleave_moe_layer_step": 2, "intermediate_size_mlp": 512},
+        name="maverick")
+    assert maverick.dense_layers == (0, 2, 4) and maverick.dense_ffn == 512
+    leaves = layer_leaves(maverick)
+    assert set(leaves) == {"layer_rope_dense", "layer_rope_sparse", "layer_nope_sparse"}
+    dense = validate(maverick, Parallel(), Workload(batch=1, prompt_len=8, gen_len=2), _gpu(),
+                     check_memory=False)
+    stage = build_tree(dense).children[0].children[0].children[0]
+    gate = next(n for layer in stage.children if layer.name == "layer_rope_dense"
+                for _, _, n in layer.leaves() if n.name == "gate_proj")
+    assert gate.attrs["d_out"] == 512
+    assert ModelSpec.from_hf_config(maverick.to_hf_config(), name="maverick") == maverick
+
+
+def test_dense_layers_among_sparse_ones_count_as_theirs():
+    """Qwen MoE's `mlp_only_layers` and `decoder_sparse_step`, DeepSeek's
+    `first_k_dense_replace`: those layers run a dense MLP of intermediate_size (a layer
+    node of their own), their weights count as a dense MLP's, and a config written back
+    reads the same."""
+    qwen = ModelSpec.from_hf_config({"model_type": "qwen3_moe", **SMALL, **OWN_KEYS[
+        "qwen3_moe"], "mlp_only_layers": [0], "decoder_sparse_step": 2}, name="q")
+    assert qwen.dense_layers == (0, 2, 4)
+    assert qwen.layer_kinds() == [((False, True, False), 3), ((False, True, True), 3)]
+    assert set(layer_leaves(qwen)) == {"layer_dense", "layer_sparse"}
+    alike = small("qwen3_moe")
+    assert qwen.num_params() == alike.num_params() - 3 * (
+        alike.layer_params() - alike.layer_params(sparse=False))
+    assert ModelSpec.from_hf_config(qwen.to_hf_config(), name="q") == qwen
+    deep = ModelSpec.from_hf_config({"model_type": "deepseek_v3", **SMALL, **{
+        **OWN_KEYS["deepseek_v3"], "first_k_dense_replace": 2}}, name="d")
+    assert deep.dense_layers == (0, 1)
+    assert ModelSpec.from_hf_config(deep.to_hf_config(), name="d") == deep
+    leaves = layer_leaves(deep)
+    assert "experts_gate_up" not in [n for n, _ in leaves["layer_dense"]]
+    assert "gate_proj" in [n for n, _ in leaves["layer_dense"]]
+
+
+def test_deepseek_latent_attention_by_hand():
+    """DeepSeek's multi-head latent attention as transformers 5.x runs it: the cache holds
+    kv_lora_rank + qk_rope_head_dim a token and layer (not K and V per head), every decode
+    step expands all cached positions again (kv_b_proj over batch x context tokens), the
+    attention runs every head; V3 routes within groups (more routing kernels) with an
+    fp32 router; the shared experts are added ungated."""
+    from piep.core.layout import Deployment
+    v3 = ModelSpec.from_hf_config({"model_type": "deepseek_v3", **SMALL,
+                                   **OWN_KEYS["deepseek_v3"]}, name="v3")
+    assert v3.mla == (48, 32, 8, 16) and v3.head_dim == 32 and v3.attention == "MLA"
+    assert v3.kv_per_token() == 40 and v3.kv_per_token(tp=2) == 40
+    assert v3.group_routing and v3.router_fp32 and not v3.shared_expert_gate
+    assert v3.shared_expert_ffn == 64
+    w = Workload(batch=2, prompt_len=8, gen_len=5, mode="eager")
+    dep = validate(v3, Parallel(), w, _gpu(), engine="hf-eager", check_memory=False)
+    decode = {n.name: n for _, _, n in build_tree(dep).children[0].children[1].leaves()}
+    ctx = 8 + 5 // 2  # eager decode: the live prefix's mean
+    assert decode["kv_b_proj"].tokens == 2 * ctx
+    assert decode["kv_b_proj"].attrs["d_out"] == 4 * (24 + 16)
+    assert decode["kv_append"].bytes_read == 2 * ctx * 40 * 2
+    assert decode["o_proj"].attrs["d_in"] == 4 * 16
+    assert decode["attention"].flops == 4.0 * 2 * 4 * 1 * ctx * (32 + 16) / 2
+    assert decode["routing"].launches > 8 and "shared_expert_gate" not in decode
+    kv = Deployment(v3, Parallel(), Workload(batch=4, prompt_len=100, gen_len=28), _gpu())
+    assert kv.memory_items_gib()["all"]["kv_cache"] == pytest.approx(
+        6 * 128 * 4 * 40 * 2 / 2 ** 30)
+    v2 = small("deepseek_v2")
+    assert v2.mla == (0, 32, 16, 24) and not v2.group_routing
+    assert "q_proj" in [n for n, _ in next(iter(layer_leaves(v2).values()))]
+
+
+def test_fp8_experts_read_a_byte_per_weight_and_say_so(tmp_path):
+    """An FP8 mixture of experts (DeepSeek-V3's checkpoint): its grouped GEMMs read a byte
+    per expert weight, priced from the bf16 samples, and the answer flags it."""
+    from piep import api
+    cfg = {"model_type": "qwen3_moe", **SMALL, **OWN_KEYS["qwen3_moe"]}
+    fp8 = ModelSpec.from_hf_config({**cfg, "quantization_config": {
+        "quant_method": "fp8", "weight_block_size": [128, 128]}}, name="f")
+    bf16 = ModelSpec.from_hf_config(cfg, name="b")
+
+    def gate_up(spec):
+        dep = validate(spec, Parallel(), Workload(batch=2, prompt_len=8, gen_len=2), _gpu(),
+                       check_memory=False)
+        return next(n for _, _, n in build_tree(dep).leaves() if n.kind == "experts_gate_up")
+    a, b = gate_up(fp8), gate_up(bf16)
+    weights = b.attrs["experts"] * b.attrs["d_in"] * b.attrs["d_out"]
+    assert b.bytes_read - a.bytes_read == pytest.approx(weights)
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps({**cfg, "quantization_config": {
+        "quant_method": "fp8", "weight_block_size": [128, 128]}}))
+    doc = api.predict(model=str(path), batch=2, prompt_len=64, gen_len=8)
+    assert "fp8_experts_unsampled" in doc["flags"]
 
 
 def test_a_trained_routers_skew_is_an_input_of_the_config():
