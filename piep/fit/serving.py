@@ -4,7 +4,9 @@ Three steps, each on what measures it best:
 
 1. The KV cache: the engine's memory handler is modelled (`serve.paged_cache`); what it
    reserves beyond the weights is read off the blocks each replay reports.
-2. Time: the kernel time scales (all kernels; attention and the K/V gather on top), the
+2. Time: the time scale of the paged attention and its K/V gather (an SDPA under a float
+   mask, a kernel the module samples do not run; every other kernel is priced by the
+   module models as generate()'s are), the
    host time per kernel launch, per iteration and per request of an iteration, fitted on
    the duration of every recorded iteration (each trace weighing the same, its iterations
    by their time) given the Σq, Σkv and requests the engine logged; where no replay has
@@ -44,8 +46,8 @@ log = logging.getLogger("piep.train")
 SERVING = names(kind="stream")[0]  # the serving engine piep replays: continuous batching
 FITTED = ENGINES[SERVING].fitted_terms
 TIME_TERMS = FITTED[:-1]  # the last, the power in host gaps, is fitted on energy
-START = {"time_scale.prefill": 1.0, "time_scale.kind:attention": 1.0, "host_launch_s": 1e-5,
-         "step_host_s": 0.03, "request_host_s": 5e-4}
+START = {"time_scale.kind:attention": 1.0, "host_launch_s": 1e-5, "step_host_s": 0.03,
+         "request_host_s": 5e-4}
 SCHEDULER = {"block_size": 256, "max_requests_per_batch": 1024, "safety_margin": 0.15,
              "memory_percent": 0.9}  # transformers 5.17's defaults (greedy: no processors)
 

@@ -147,7 +147,7 @@ def test_a_serving_engine_of_your_own_is_fitted_from_its_benchmarks(tmp_path, mo
     from piep.predict.store import load_learned
     monkeypatch.setenv("PIEP_DATA_DIR", str(tmp_path / "data"))
     base = load_learned("h200")
-    truth = _with_terms(base, {"time_scale.prefill": 1.1, "time_scale.kind:attention": 1.8,
+    truth = _with_terms(base, {"time_scale.kind:attention": 1.8,
                                "host_launch_s": 2e-5, "step_host_s": 0.03,
                                "request_host_s": 4e-4, "launch_gap_w": 90.0})
     replays = tmp_path / "replays.jsonl"

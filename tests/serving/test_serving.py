@@ -389,7 +389,7 @@ def test_the_serving_fit_recovers_an_engine_from_its_iteration_logs():
     from piep.predict.store import load_learned
     from piep.fit.serving import _cases, _with_terms, case_row, fit_cb_profile
     base = load_learned("h200")
-    truth = _with_terms(base, {"time_scale.prefill": 1.1, "time_scale.kind:attention": 1.8,
+    truth = _with_terms(base, {"time_scale.kind:attention": 1.8,
                                "host_launch_s": 2e-5, "step_host_s": 0.03,
                                "request_host_s": 4e-4, "launch_gap_w": 90.0})
     train = [_replay_of(truth, poisson_trace(rate_per_s=r, requests=60, seed=s,
