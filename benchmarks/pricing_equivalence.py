@@ -89,7 +89,12 @@ serve energies within 6 %, times unchanged, the batch-as-stream prefill the iter
 before the last first token), serve's `load` added; the predictor and engine profiles
 refit to record their intervals' basis (every other number within 4e-8 relative, the
 combiner's refit noise): new snapshot. Then every answer states its `dtypes` (a key
-added, every number 0.0): new snapshot.
+added, every number 0.0): new snapshot. Session 29 refit the DVFS model (optimize_eds
+within 0.4 %, its front 68 -> 69 points). Session 30 (issue 53, item 1): hf-cb's
+iterations lost the fitted scale on every kernel (0.68; the body is priced as generate()'s)
+and the profile was refit (attention scale 3.17 -> 1.97): hf-cb and serve energies and
+times within 3 % (hf-cb_tp2 11,497 -> 11,176 J), a stream's TTFT up to 49 %, the hf-cb
+rows of compare and sweep alike; every other document unchanged: new snapshot.
 """
 
 from __future__ import annotations
