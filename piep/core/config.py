@@ -247,7 +247,7 @@ class ModelSpec:
                     f"{self.experts_per_token} per token): piep prices dense decoders so far "
                     f"(docs/models.md); its experts and router are not "
                     f"modelled yet")
-        if self.quantization and not self.fp8_weights:
+        if self.quantization and not self.fp8_weights and not self.dequantized:
             method = self.quantization.split(" (")[0]
             bits = next((b for word, b in QUANT_BITS if word in method), None)
             # the layers' GEMMs at the quantized bits; embeddings and LM head stay 16-bit
@@ -267,6 +267,13 @@ class ModelSpec:
         return bool(self.quantization) and self.quantization.startswith("FP8")
 
     @property
+    def dequantized(self) -> bool:
+        """Whether transformers dequantizes the checkpoint to bf16 as it loads it: gpt-oss's
+        MXFP4 experts where the `kernels` package (the Hub's MXFP4 Triton kernels) is
+        missing (transformers 5.x, quantizer_mxfp4); priced so, in bf16, and flagged."""
+        return self.model_type == "gpt_oss" and (self.quantization or "").startswith("MXFP4")
+
+    @property
     def weight_bytes(self) -> float:
         """Bytes per weight of the layers' projections."""
         return 1.0 if self.fp8_weights else float(BF16_BYTES)
@@ -278,7 +285,8 @@ class ModelSpec:
         config states one."""
         scales = "block scales" if "blocks" in (self.quantization or "") else "row-wise scales"
         weights = (f"fp8 e4m3 layers ({scales}), bf16 embeddings and head"
-                   if self.fp8_weights else "bf16")
+                   if self.fp8_weights else "bf16 (the MXFP4 experts dequantized at load)"
+                   if self.dequantized else "bf16")
         return {"weights": weights, "kv_cache": "bf16",
                 **({"checkpoint": self.checkpoint_dtype} if self.checkpoint_dtype else {}),
                 **({"quantization": self.quantization} if self.quantization else {})}

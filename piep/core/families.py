@@ -110,10 +110,9 @@ FAMILIES: dict[str, Family] = {
                                   "(`shared_expert_intermediate_size`), gated"),
     "gpt_oss": Family(sinks=True, expert_bias=True,
                       per_model="local and global layers (`layer_types`), q/k/v/o biases "
-                                "where `attention_bias`; MXFP4 checkpoints are refused (give "
-                                "the config without `quantization_config` to price the "
-                                "experts dequantized in bf16, as transformers runs them "
-                                "without the Hub's kernels)"),
+                                "where `attention_bias`; MXFP4 checkpoints priced as "
+                                "transformers loads them without the `kernels` package: "
+                                "dequantized to bf16 (`mxfp4_dequantized`)"),
     "llama4_text": Family(qkv_bias=False, qk_norm="head", query_scale=True,
                           dense_experts=True, shared_expert_gate=False,
                           per_model="layers without RoPE (`no_rope_layers`, by default every "

@@ -92,6 +92,12 @@ FLAGS: dict[str, Flag] = {f.name: f for f in (
          "samples, reading a byte per weight (no FP8 grouped-GEMM kernel is sampled)",
          "none (the shipped band)",
          "none yet: module samples of an FP8 grouped GEMM"),
+    Flag("mxfp4_dequantized",
+         "the checkpoint's experts are MXFP4: priced as transformers loads them without the "
+         "`kernels` package, dequantized to bf16 (memory and GEMMs in bf16); with it, the "
+         "Hub's MXFP4 Triton kernels run, which no module sample covers",
+         "none (the shipped band)",
+         "none yet: module samples of the MXFP4 MoE kernels"),
     Flag("uncalibrated_gpu",
          "no calibration of this GPU: the reference GPU's predictor moved by spec-sheet "
          "ratios (calibration/spec_sheets.json)",

@@ -346,7 +346,9 @@ def test_gpt_oss_runs_eager_attention_with_sinks_and_biased_experts():
     """gpt-oss (transformers' modeling code: no SDPA, a sink logit per head; experts with
     biases and a clamped SwiGLU; a router with a bias; local and global layers by default
     alternating): its layers hold the passes over the scores with the sinks, the experts'
-    bias adds and the gate's extra passes; an MXFP4 checkpoint is refused with the fix."""
+    bias adds and the gate's extra passes; an MXFP4 checkpoint is priced as transformers
+    loads it without the `kernels` package (dequantized to bf16: the same answer as the
+    bf16 config's), and says so; MXFP4 of another family is still refused."""
     spec = small("gpt_oss")
     assert spec.attention_sinks and spec.expert_bias and spec.sliding_layers == (0, 2, 4)
     for leaves in layer_leaves(spec).values():
@@ -357,8 +359,24 @@ def test_gpt_oss_runs_eager_attention_with_sinks_and_biased_experts():
     cfg = {"model_type": "gpt_oss", **SMALL, **OWN_KEYS["gpt_oss"],
            "quantization_config": {"quant_method": "mxfp4"}}
     mxfp4 = ModelSpec.from_hf_config(cfg, name="gpt-oss")
-    with pytest.raises(ConfigError, match="MXFP4.*give the unquantized model's config"):
-        validate(mxfp4, Parallel(), Workload(batch=1, prompt_len=8, gen_len=2), _gpu())
+    assert mxfp4.dequantized and mxfp4.weight_bytes == 2 and not mxfp4.unpriced
+    assert "dequantized" in mxfp4.dtypes["weights"]
+    w = Workload(batch=1, prompt_len=8, gen_len=2)
+    assert validate(mxfp4, Parallel(), w, _gpu()).peak_memory_gib() == \
+        validate(spec, Parallel(), w, _gpu()).peak_memory_gib()
+    other = ModelSpec.from_hf_config({**cfg, "model_type": "qwen3_moe",
+                                      **OWN_KEYS["qwen3_moe"]}, name="q")
+    with pytest.raises(ConfigError, match="MXFP4"):
+        validate(other, Parallel(), w, _gpu())
+
+
+def test_an_mxfp4_answer_is_flagged(tmp_path):
+    from piep import api
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps({"model_type": "gpt_oss", **SMALL, **OWN_KEYS["gpt_oss"],
+                                "quantization_config": {"quant_method": "mxfp4"}}))
+    doc = api.predict(model=str(path), batch=1, prompt_len=64, gen_len=8)
+    assert "mxfp4_dequantized" in doc["flags"]
 
 
 def test_llama4_runs_every_expert_on_every_token():
