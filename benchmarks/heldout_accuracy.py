@@ -63,7 +63,9 @@ def folder(name: str) -> Path:
 
 
 def key(row: dict) -> tuple:
-    return (row["model"], row["batch"], row["prompt_len"], row["gen_len"])
+    """A run's configuration (a layout of one GPU unless its row says otherwise)."""
+    return (row["model"], row.get("tp", 1), row.get("ep", 1), row["batch"], row["prompt_len"],
+            row["gen_len"])
 
 
 def predictions(name: str, seen: dict[tuple, dict] | None = None,
@@ -76,11 +78,13 @@ def predictions(name: str, seen: dict[tuple, dict] | None = None,
                 for r in read_jsonl(path)):
         probe = ((seen or {}).get(key(row)) or {}).get("host_probe", {}).get("launch_add_s")
         doc = api.predict(str(folder(name) / "configs" / f"{row['model']}.json"),
-                          engine=row["engine"], tp=row["tp"], batch=row["batch"],
+                          engine=row["engine"], tp=row["tp"], ep=row.get("ep", 1),
+                          batch=row["batch"],
                           prompt_len=row["prompt_len"], gen_len=row["gen_len"], hosts=False,
                           host_probe_us=None if probe is None else 1e6 * probe)
         out.append({**{k: row[k] for k in ("model", "engine", "batch", "prompt_len",
                                             "gen_len")},
+                    **({k: row[k] for k in ("tp", "ep") if row.get(k, 1) != 1}),
                     "energy_j": doc["energy_j"], "time_s": doc["time_s"],
                     "flags": doc["flags"], "commit": git_hash()})
     return out
@@ -104,7 +108,7 @@ def bf16_twins(name: str, seen: dict[tuple, dict]) -> list[tuple]:
             for path in sorted((families / "raw").glob("*_eager.jsonl"))
             for r in read_jsonl(path) if r.get("energy_j")}
     out = []
-    for (model, b, p, g), run in sorted(seen.items()):
+    for (model, _, _, b, p, g), run in sorted(seen.items()):
         twin = bf16.get((model.replace("-fp8", ""), b, p, g))
         if twin is None:
             continue

@@ -10,11 +10,12 @@ from piep.core.engines import DEFAULT_ENGINE
 from piep.core.results import clear_best, flat
 from piep.core.scenario import Scenario
 
-_LAYOUT = re.compile(r"^(?:(tp|pp|dp)(\d+))+$")
+_LAYOUT = re.compile(r"^(?:(tp|pp|dp|ep)(\d+))+$")
 
 
 def parse_candidate(text: str) -> tuple[str, dict[str, Any]]:
-    """`llama-2-7b@tp2`, `llama-3-70b@tp2pp2`, `llama-2-7b@tp2:hf-static`, `mistral-7b:hf-eager`
+    """`llama-2-7b@tp2`, `llama-3-70b@tp2pp2`, `llama-2-7b@tp2:hf-static`, `mistral-7b:hf-eager`,
+    `qwen3-30b-a3b@tp2ep2` (experts sharded over the tp group)
     or a bare model (tp=pp=dp=1, the command's engine)."""
     head, sep, engine = text.rpartition(":")
     if not sep or "/" in engine:  # no engine (a path may hold a colon)
@@ -33,7 +34,7 @@ def parse_candidate(text: str) -> tuple[str, dict[str, Any]]:
         if not _LAYOUT.match(layout):
             raise ConfigError(f"candidate {text!r}: layout after '@' must look like tp2, tp2pp2 "
                               f"or tp1dp2, optionally followed by :ENGINE (e.g. :hf-static)")
-        for key, value in re.findall(r"(tp|pp|dp)(\d+)", layout):
+        for key, value in re.findall(r"(tp|pp|dp|ep)(\d+)", layout):
             degrees[key] = int(value)
     if not model:
         raise ConfigError(f"candidate {text!r} names no model")

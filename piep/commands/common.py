@@ -27,6 +27,9 @@ def add_deployment_args(p: argparse.ArgumentParser, *, model: bool = True,
     p.add_argument("--tp", type=int, default=1, help="tensor parallel degree (default 1)")
     p.add_argument("--pp", type=int, default=1, help="pipeline parallel degree (default 1)")
     p.add_argument("--dp", type=int, default=1, help="data parallel replicas (default 1)")
+    p.add_argument("--ep", type=int, default=1,
+                   help="a mixture of experts' experts sharded whole over the tp ranks: "
+                        "ep = tp (default 1: each expert split by width over them)")
     add_workload_args(p, engines=engines)
 
 
@@ -140,8 +143,8 @@ def resolve_auto_probe(args: argparse.Namespace) -> None:
 
 
 # the flags that describe a scenario (Scenario.build's fields of the same names)
-SCENARIO_FLAGS = ("gpu", "tp", "pp", "dp", "engine", "mode", "batch", "prompt_len", "gen_len",
-                  "cache_len", "host_probe_us")
+SCENARIO_FLAGS = ("gpu", "tp", "pp", "dp", "ep", "engine", "mode", "batch", "prompt_len",
+                  "gen_len", "cache_len", "host_probe_us")
 
 
 def scenario_from_args(args: argparse.Namespace, *, model: str | None = None) -> "Scenario":

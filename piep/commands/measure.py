@@ -59,6 +59,9 @@ def run(args) -> int:
     if (args.engine in serving) != bool(args.trace):
         raise ConfigError(f"--engine {'|'.join(serving)} replays a request trace: give both "
                           f"--engine {serving[0]} and --trace FILE")
+    if getattr(args, "ep", 1) != 1:
+        raise ConfigError("--ep: piep's runners do not shard experts (the planned runs of "
+                          "calibration/h200/moe/planned_ep.sh will); measure with --ep 1")
     if args.clock_plan and args.grid:
         raise ConfigError("--clock-plan applies to one configuration (--model), not --grid")
     try:

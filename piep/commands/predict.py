@@ -26,9 +26,10 @@ def configure(parser) -> None:
 
 def summary(doc: dict, top: int = 8) -> str:
     w, lay = doc["workload"], doc["layout"]
+    ep = f" ep={lay['ep']}" if "ep" in lay else ""
     lines = [
         f"{doc['model']} on {lay['gpus']}x {doc['gpu']} (tp={lay['tp']} pp={lay['pp']} "
-        f"dp={lay['dp']}), batch {w['batch']}, prompt {w['prompt_len']}, gen {w['gen_len']}, "
+        f"dp={lay['dp']}{ep}), batch {w['batch']}, prompt {w['prompt_len']}, gen {w['gen_len']}, "
         f"{w['mode']}, {dtypes_words(doc)}  [predictor: {doc['predictor']}; energy boundary: GPU "
         f"boards only]",
         "",

@@ -69,7 +69,7 @@ LIMITS = {"hidden_size": 1 << 20, "num_layers": 1 << 14, "num_heads": 1 << 16,
           "num_kv_heads": 1 << 16, "head_dim": 1 << 16, "intermediate_size": 1 << 24,
           "vocab_size": 1 << 24, "max_position": 1 << 30, "num_experts": 1 << 16,
           "expert_ffn": 1 << 24, "shared_expert_ffn": 1 << 24,
-          "experts_per_token": 1 << 16, "tp": 1 << 16, "pp": 1 << 14, "dp": 1 << 16,
+          "experts_per_token": 1 << 16, "tp": 1 << 16, "pp": 1 << 14, "dp": 1 << 16, "ep": 1 << 16,
           "batch": 1 << 24, "prompt_len": 1 << 30, "gen_len": 1 << 30, "cache_len": 1 << 31}
 
 
@@ -323,14 +323,15 @@ class ModelSpec:
             attn += h
         return attn
 
-    def mlp_params(self, sparse: bool = True, tp: int = 1) -> int:
+    def mlp_params(self, sparse: bool = True, tp: int = 1, ep: int = 1) -> int:
         """The weights of one layer's MLP on one of `tp` ranks: a mixture of experts'
-        (`sparse`; routed experts split by width, the router on every rank, a shared
-        expert and its gate) or a dense one."""
+        (`sparse`; routed experts split by width, or `ep` > 1: 1/ep of them whole; the
+        router on every rank, a shared expert and its gate) or a dense one."""
         h, gates = self.hidden_size, 3 if self.gated_mlp else 2
         if not (self.is_moe and sparse):
             return gates * h * ((self.dense_ffn or self.intermediate_size) // tp)
-        experts = gates * h * max(1, self.ffn_of_experts // tp) * self.num_experts
+        experts = gates * h * self.ffn_of_experts * (self.num_experts // ep) if ep > 1 \
+            else gates * h * max(1, self.ffn_of_experts // tp) * self.num_experts
         shared = 3 * h * (self.shared_expert_ffn // tp) + (
             h if self.shared_expert_ffn and self.shared_expert_gate else 0)
         return experts + h * self.num_experts + shared
@@ -730,23 +731,31 @@ def _compressed_fp8(qc: Mapping) -> list[str] | None:
 
 @dataclass(frozen=True, kw_only=True)
 class Parallel:
-    """Tensor x pipeline x data parallel degrees."""
+    """Tensor x pipeline x data parallel degrees, and the ranks a mixture of experts'
+    experts are sharded over whole (`ep`: 1, or the tensor-parallel group's tp: vLLM's
+    `--enable-expert-parallel` at one data-parallel replica, transformers'
+    `enable_expert_parallel`)."""
 
     tp: int = 1
     pp: int = 1
     dp: int = 1
+    ep: int = 1
 
     def __post_init__(self) -> None:
-        for key in ("tp", "pp", "dp"):
+        for key in ("tp", "pp", "dp", "ep"):
             if problem := size_problem(key, getattr(self, key)):
                 raise ConfigError(problem)
+        if self.ep not in (1, self.tp):
+            raise ConfigError(f"ep={self.ep}: experts are sharded over the tensor-parallel "
+                              f"group (ep = tp = {self.tp}) or not at all (ep = 1); across "
+                              f"data-parallel replicas (all-to-all) is not modelled yet")
 
     @property
     def world_size(self) -> int:
         return self.tp * self.pp * self.dp
 
     def label(self) -> str:
-        return f"tp{self.tp}pp{self.pp}dp{self.dp}"
+        return f"tp{self.tp}pp{self.pp}dp{self.dp}" + (f"ep{self.ep}" if self.ep > 1 else "")
 
 
 MODES = ("graph", "eager")

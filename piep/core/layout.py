@@ -53,8 +53,10 @@ class Deployment:
     @property
     def expert_ffn_per_rank(self) -> int:
         """A routed expert's MLP width on one TP rank (transformers' plan shards each
-        expert's gate/up by columns and down by rows, as a dense MLP's)."""
-        return max(1, self.model.ffn_of_experts // self.parallel.tp)
+        expert's gate/up by columns and down by rows, as a dense MLP's); whole where the
+        experts are sharded over the ranks instead (ep > 1)."""
+        p = self.parallel
+        return self.model.ffn_of_experts if p.ep > 1 else max(1, self.model.ffn_of_experts // p.tp)
 
     @property
     def vocab_per_rank(self) -> int:
@@ -93,8 +95,8 @@ class Deployment:
         """The weights of the first stage's layers on one rank (elements): each layer's
         attention, MLP (a mixture of experts' or, on its dense layers, a dense one) and
         norms, at the tensor-parallel split."""
-        m, tp = self.model, self.parallel.tp
-        return sum(n * (m.attention_params(tp) + m.mlp_params(sparse, tp) + m.norm_params())
+        m, tp, ep = self.model, self.parallel.tp, self.parallel.ep
+        return sum(n * (m.attention_params(tp) + m.mlp_params(sparse, tp, ep) + m.norm_params())
                    for (_, _, sparse), n in m.layer_kinds(range(self.stage_layers()[0])))
 
     def memory_items_gib(self) -> dict[str, dict[str, float]]:
@@ -177,6 +179,16 @@ def validate(model: ModelSpec, parallel: Parallel, workload: Workload, gpu: GPU,
                else f"does not divide intermediate_size={model.intermediate_size}")
         raise ConfigError(f"tp={tp} {why}; use tp in "
                           f"{{{', '.join(map(str, valid_tps(model)))}}}")
+    if parallel.ep > 1 and not model.is_moe:
+        raise ConfigError(f"ep={parallel.ep}: {model.name} has no experts to shard (a dense "
+                          f"model); use ep=1")
+    if parallel.ep > 1 and (model.num_experts % parallel.ep or model.dense_experts):
+        raise ConfigError(f"ep={parallel.ep} does not split {model.name}'s "
+                          f"{model.num_experts} experts into equal shares; use ep=1 or a tp "
+                          f"that divides them" if not model.dense_experts else
+                          f"ep={parallel.ep}: {model.name} runs every expert on every token "
+                          f"(Llama 4's bmm over all experts), which is not sharded by expert "
+                          f"here; use ep=1")
     if model.num_layers % pp:
         ok = [d for d in divisors(model.num_layers) if d <= 32]
         raise ConfigError(f"pp={pp} does not split num_hidden_layers={model.num_layers} into "

@@ -30,8 +30,10 @@ KEY_FIELDS = ("model", "tp", "pp", "dp", "batch", "prompt_len", "gen_len", "mode
 
 
 def run_key(cfg: Mapping[str, Any]) -> str:
-    """model|tp|pp|dp|batch|prompt|gen|mode of a configuration (a record, a design row)."""
-    return "|".join(str(cfg[k]) for k in KEY_FIELDS)
+    """model|tp|pp|dp|batch|prompt|gen|mode of a configuration (a record, a design row),
+    and |epN where its experts are sharded over N ranks."""
+    ep = cfg.get("ep", 1)
+    return "|".join(str(cfg[k]) for k in KEY_FIELDS) + (f"|ep{ep}" if ep != 1 else "")
 
 
 def spec_of_shape(model: str, s: Mapping[str, Any]) -> ModelSpec:
@@ -201,12 +203,13 @@ class Measurement:
         if doc.get("gpus") is not None and size_problem("tp", doc["gpus"]):
             raise ConfigError(f"{where}: gpus={doc['gpus']!r} must be an integer >= 1")
         try:
-            parallel = Parallel(tp=doc["tp"], pp=doc.get("pp", 1), dp=doc.get("dp", 1))
+            parallel = Parallel(tp=doc["tp"], pp=doc.get("pp", 1), dp=doc.get("dp", 1),
+                                ep=doc.get("ep", 1))
         except ConfigError as exc:
             raise ConfigError(f"{where}: {exc}") from None
         mode = doc.get("mode") or mode
         key = doc.get("key") or run_key({**doc, "tp": parallel.tp, "pp": parallel.pp,
-                                         "dp": parallel.dp, "mode": mode})
+                                         "dp": parallel.dp, "ep": parallel.ep, "mode": mode})
         name, version = _engine(doc)
         return cls(key=key, model=str(doc["model"]), spec=_spec(doc, where), parallel=parallel,
                    batch=doc["batch"], prompt_len=doc["prompt_len"], gen_len=doc["gen_len"],

@@ -267,7 +267,8 @@ class Scenario:
 
     @classmethod
     def build(cls, model: str | ModelSpec, *, gpu: str | GPU = DEFAULT_GPU, tp: int = 1,
-              pp: int = 1, dp: int = 1, engine: str | None = None, mode: str | None = None,
+              pp: int = 1, dp: int = 1, ep: int = 1, engine: str | None = None,
+              mode: str | None = None,
               batch: int = 1, prompt_len: int = 512, gen_len: int = 128,
               cache_len: int | None = None, allow_uncalibrated: bool = False,
               check_memory: bool = True, host_probe_us: float | None = None,
@@ -288,7 +289,7 @@ class Scenario:
         # fitted on that GPU's runs or flagged as another's: resolve says which)
         profile, ratios = (gpu, None) if isinstance(gpu, GPU) else \
             gpu_profile(gpu, allow_uncalibrated or ref.record.profile == "steady")
-        return cls(model=spec, gpu=profile, parallel=Parallel(tp=tp, pp=pp, dp=dp),
+        return cls(model=spec, gpu=profile, parallel=Parallel(tp=tp, pp=pp, dp=dp, ep=ep),
                    engine=ref,
                    workload=Stream(trace=trace) if trace is not None else
                    Batch(batch=batch, prompt_len=prompt_len, gen_len=gen_len,
@@ -297,7 +298,7 @@ class Scenario:
                    check_memory=check_memory)
 
     def replace(self, **changes: Any) -> "Scenario":
-        """A variant: any of model, gpu, tp, pp, dp, engine, mode, batch, prompt_len,
+        """A variant: any of model, gpu, tp, pp, dp, ep, engine, mode, batch, prompt_len,
         gen_len, cache_len, host_probe_us, trace (a stream instead of a batch); validated
         again."""
         from piep.core.models import load_model
@@ -311,8 +312,9 @@ class Scenario:
                 gpu_profile(new, changes.pop("allow_uncalibrated", False) or steady)
             transfer = tuple(sorted(ratios.items())) if ratios else None
         p, w = self.parallel, self.workload
-        parallel = Parallel(tp=changes.pop("tp", p.tp), pp=changes.pop("pp", p.pp),
-                            dp=changes.pop("dp", p.dp))
+        tp = changes.pop("tp", p.tp)  # (experts sharded over the group keep following it)
+        parallel = Parallel(tp=tp, pp=changes.pop("pp", p.pp), dp=changes.pop("dp", p.dp),
+                            ep=changes.pop("ep", tp if p.ep > 1 else 1))
         engine = self.engine
         probe = changes.pop("host_probe_us", engine.host_probe_us)
         if "engine" in changes or "mode" in changes:
@@ -349,7 +351,7 @@ class Scenario:
         """`MODEL@tpXppYdpZ[:ENGINE]`, the grammar of `piep compare`."""
         p = self.parallel
         engine = "" if self.engine.name == DEFAULT_ENGINE else f":{self.engine.name}"
-        return f"{self.model.name}@tp{p.tp}pp{p.pp}dp{p.dp}{engine}"
+        return f"{self.model.name}@{p.label()}{engine}"
 
     def to_json(self) -> dict[str, Any]:
         """The scenario as a document (`--scenario FILE.json` reads it back): a shipped
@@ -362,7 +364,8 @@ class Scenario:
         p, w, e = self.parallel, self.workload, self.engine
         return {"schema": SCENARIO_SCHEMA, "schema_version": 1, "model": model,
                 "gpu": self.gpu.name, "allow_uncalibrated": self.transfer is not None,
-                "layout": {"tp": p.tp, "pp": p.pp, "dp": p.dp},
+                "layout": {"tp": p.tp, "pp": p.pp, "dp": p.dp,
+                           **({"ep": p.ep} if p.ep > 1 else {})},
                 "engine": {"name": e.name, "host_probe_us": e.host_probe_us},
                 "workload": {"requests": w.trace.rows()} if isinstance(w, Stream) else
                 {"batch": w.batch, "prompt_len": w.prompt_len, "gen_len": w.gen_len,
@@ -385,7 +388,7 @@ class Scenario:
         for key, kind in parts.items():
             if key in doc and kind is not None and not isinstance(doc[key], kind):
                 raise ConfigError(f"{where}: {key} must be {kind.__name__}")
-        fields = {"layout": ("tp", "pp", "dp"), "engine": ("name", "host_probe_us"),
+        fields = {"layout": ("tp", "pp", "dp", "ep"), "engine": ("name", "host_probe_us"),
                   "workload": ("batch", "prompt_len", "gen_len", "cache_len", "requests")}
         values: dict[str, Any] = {}
         for part, keys in fields.items():

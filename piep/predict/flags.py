@@ -92,6 +92,14 @@ FLAGS: dict[str, Flag] = {f.name: f for f in (
          "samples, reading a byte per weight (no FP8 grouped-GEMM kernel is sampled)",
          "none (the shipped band)",
          "none yet: module samples of an FP8 grouped GEMM"),
+    Flag("unmeasured_expert_parallel",
+         "the experts are sharded over the tensor-parallel ranks (ep > 1), which no run "
+         "measured: each rank's grouped GEMMs are priced at the busiest rank's pairs (the "
+         "others wait for it at the all-reduce; every rank's energy priced so, an upper "
+         "bound), generate()'s batched decode with every pair on every rank",
+         "x1.5 (log) on energy and time (not measured: a chosen factor)",
+         "run calibration/h200/moe/design_eager_ep.jsonl when a multi-GPU machine is "
+         "lent (calibration/h200/moe/planned_ep.sh)"),
     Flag("mxfp4_dequantized",
          "the checkpoint's experts are MXFP4: priced as transformers loads them without the "
          "`kernels` package, dequantized to bf16 (memory and GEMMs in bf16); with it, the "

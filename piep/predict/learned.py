@@ -140,7 +140,9 @@ class LearnedModel:
             ("collectives beyond 2 GPUs", dep.parallel.world_size > 2),
             (f"the engine at tp={dep.parallel.tp}, which none of its runs had",
              bool(self.measured_tp) and dep.parallel.tp not in self.measured_tp),
-            ("the module models extrapolate", far)) if beyond]
+            ("the module models extrapolate", far),
+            ("experts sharded over the ranks, which no run had", dep.parallel.ep > 1))
+            if beyond]
         for what in widened:
             qe, qt = qe * OUT_OF_RANGE_WIDENING, qt * OUT_OF_RANGE_WIDENING
             level += f"; widened x{OUT_OF_RANGE_WIDENING} (log): {what}"

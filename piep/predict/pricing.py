@@ -187,7 +187,8 @@ def deployment_fields(dep: Deployment) -> dict[str, Any]:
     """model, gpu, layout and workload of a deployment, as every document states them."""
     p, w = dep.parallel, dep.workload
     return {"model": dep.model.name, "gpu": dep.gpu.name,
-            "layout": {"tp": p.tp, "pp": p.pp, "dp": p.dp, "gpus": p.world_size},
+            "layout": {"tp": p.tp, "pp": p.pp, "dp": p.dp, "gpus": p.world_size,
+                       **({"ep": p.ep} if p.ep > 1 else {})},
             "workload": {"batch": w.batch, "prompt_len": w.prompt_len, "gen_len": w.gen_len,
                          "mode": w.mode},
             "dtypes": dep.model.dtypes}

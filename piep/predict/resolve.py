@@ -184,6 +184,8 @@ def _flags(scn: Scenario, profile, transfer, model=None, steady=None) -> tuple[s
     if (scn.model.facts() or scn.model.is_moe) and scn.model.model_type not in (
             (profile.meta.families_measured if profile else None) or ()):
         flags.append("unmeasured_family")
+    if scn.parallel.ep > 1:
+        flags.append("unmeasured_expert_parallel")
     if scn.model.dequantized:
         flags.append("mxfp4_dequantized")
     if scn.model.fp8_weights:

@@ -27,7 +27,7 @@ from piep.core.config import Parallel, Workload
 from piep.core.layout import Deployment
 from piep.predict.blas import product
 from piep.tree import build_tree
-from piep.tree.builder import SLIDING, decode_context, experts_hit, window_weights
+from piep.tree.builder import SLIDING, decode_context, experts_hit, rank_pairs, window_weights
 from piep.tree.nodes import COMM_KINDS, COMPUTE_KINDS, COPY_KINDS
 
 # leaf kinds by index (`LeafTable.kind_id`); the combiner also prices pipeline waits
@@ -46,31 +46,37 @@ PHASES = ("prefill", "decode")
 QUANT = ("flops", "bytes_read", "bytes_written", "comm_bytes", "tokens", "context_len",
          "batch_attr")
 STATIC = ("d_in", "d_out", "heads", "kv_heads", "width")
-# canonical (replica batch, prompt, gen) points: prefill basis rank 8, decode rank 4,
+# canonical (replica batch, prompt, gen) points: prefill basis rank 8, decode rank 4, and
+# a mixture of experts' experts reached and busiest rank's pairs beside them (10 and 6),
 # with points to spare for the residual check
 CANON = ((1, 1, 2), (2, 1, 2), (1, 2, 3), (1, 3, 5), (2, 3, 4), (3, 2, 7), (2, 5, 9),
-         (3, 4, 6), (1, 5, 4))
+         (3, 4, 6), (1, 5, 4), (3, 5, 3), (4, 1, 6), (1, 6, 2))
 
 
-def _hit(tokens: np.ndarray, experts: tuple[int, int, float] | None) -> np.ndarray:
-    """The experts `tokens` reach (`piep.tree.builder.experts_hit`; zero without experts):
-    the one quantity of a tree not polynomial in the workload (a mixture of experts reads
-    the weights of the experts its tokens reach)."""
+Experts = tuple[int, int, float, int]  # (count, per token, routing skew, ranks sharding them)
+
+
+def _hit(tokens: np.ndarray, experts: Experts | None) -> np.ndarray:
+    """The experts `tokens` reach (`piep.tree.builder.experts_hit`; zero without experts)
+    and the pairs of the busiest rank where experts are sharded over ranks
+    (`rank_pairs`; zero otherwise): the quantities of a tree not polynomial in the
+    workload (a mixture of experts reads the weights of the experts its tokens reach)."""
     if experts is None:
-        return np.zeros_like(tokens)
-    count, per_token, skew = experts
-    return experts_hit(count, per_token, tokens, skew)
+        return np.zeros((2, *np.shape(tokens)))
+    count, per_token, skew, ep = experts
+    return np.stack([experts_hit(count, per_token, tokens, skew) * np.ones_like(tokens),
+                     rank_pairs(count, per_token, tokens, skew, ep)])
 
 
-def _prefill_basis(b, q, cache, experts: tuple[int, int, float] | None = None):
+def _prefill_basis(b, q, cache, experts: Experts | None = None):
     b, q, L = np.asarray(b, float), np.asarray(q, float), np.asarray(cache, float)
     return np.stack([np.ones_like(b), b, q, b * q, b * q * q, L, b * L, b * q * L,
-                     _hit(b * q, experts)], -1)
+                     *_hit(b * q, experts)], -1)
 
 
-def _decode_basis(b, c, experts: tuple[int, int, float] | None = None):
+def _decode_basis(b, c, experts: Experts | None = None):
     b, c = np.asarray(b, float), np.asarray(c, float)
-    return np.stack([np.ones_like(b), b, c, b * c, _hit(b, experts)], -1)
+    return np.stack([np.ones_like(b), b, c, b * c, *_hit(b, experts)], -1)
 
 
 def hides_host_gaps(eager: np.ndarray, phase: str, pp: np.ndarray) -> np.ndarray:
@@ -105,7 +111,7 @@ class Skeleton:
     full_context: np.ndarray | None = None
     # a mixture of experts' (experts, per token, routing skew): the bases' column of
     # experts reached
-    experts: tuple[int, int, float] | None = None
+    experts: Experts | None = None
     # the coefficients of every quantity side by side (QUANT order, the leaves within each),
     # prefill's (8, quantities x leaves) and decode's (4, ...), and which columns are
     # prefill leaves: one product per basis gives all of a deployment's quantities
@@ -182,7 +188,7 @@ def build_skeleton(model, parallel: Parallel, gpu, engine: str | None = None) ->
                      decode_context(dep), decode_context(dep, full=True)))
     phase = np.array([p for p, *_ in first])
     vals = np.array([r[0] for r in rows], float)           # (canon, leaves, quant)
-    experts = (model.num_experts, model.experts_per_token, model.routing_skew) \
+    experts = (model.num_experts, model.experts_per_token, model.routing_skew, parallel.ep) \
         if model.is_moe else None
     pb = _prefill_basis([r[1] for r in rows], [r[2] for r in rows], [r[3] for r in rows],
                         experts)
@@ -302,12 +308,12 @@ class TableBuilder:
         # the leaves do not depend on dp (replicas are identical; b is per replica) nor on
         # the mode (only the decode context does, through the basis)
         p = dep.parallel
-        key = (dep.model, p.tp, p.pp, dep.gpu, dep.engine)
+        key = (dep.model, p.tp, p.pp, p.ep, dep.gpu, dep.engine)
         sk = _skeletons.get(key)
         if sk is None:
             if len(_skeletons) >= SKELETONS_KEPT:
                 del _skeletons[next(iter(_skeletons))]  # the oldest
-            sk = _skeletons[key] = build_skeleton(dep.model, Parallel(tp=p.tp, pp=p.pp),
+            sk = _skeletons[key] = build_skeleton(dep.model, Parallel(tp=p.tp, pp=p.pp, ep=p.ep),
                                                   dep.gpu, dep.engine)
         return sk
 
@@ -322,7 +328,7 @@ class TableBuilder:
         known: dict[tuple, Skeleton] = {}  # this call's skeletons by their deployments' objects
         for i, dep in enumerate(deps):
             p = dep.parallel
-            key = (id(dep.model), p.tp, p.pp, dep.engine)
+            key = (id(dep.model), p.tp, p.pp, p.ep, dep.engine)
             sk = known.get(key)
             if sk is None:
                 sk = known[key] = self.skeleton(dep)

@@ -64,7 +64,7 @@ def load_design(path: Path) -> list[dict[str, Any]]:
 
 
 def parallel_workload(cfg: dict[str, Any]) -> tuple[Parallel, Workload]:
-    return (Parallel(tp=cfg["tp"], pp=cfg["pp"], dp=cfg["dp"]),
+    return (Parallel(tp=cfg["tp"], pp=cfg["pp"], dp=cfg["dp"], ep=cfg.get("ep", 1)),
             Workload(batch=cfg["batch"], prompt_len=cfg["prompt_len"], gen_len=cfg["gen_len"],
                      mode=cfg["mode"]))
 

@@ -209,8 +209,12 @@ def build_model(spec: ModelSpec, parallel: Parallel, d: Dist, device, dtype,
     ckpt = weights or _random_checkpoint(spec, d, device, dtype, seed)
     try:  # transformers >= 5.17 names it DistributedConfig; `tp_plan=` is its older alias
         from transformers import DistributedConfig
-        kw: dict[str, Any] = {"distributed_config": DistributedConfig(tp_plan="auto")}
+        kw: dict[str, Any] = {"distributed_config": DistributedConfig(
+            tp_plan="auto", enable_expert_parallel=parallel.ep > 1)}
     except ImportError:
+        if parallel.ep > 1:
+            raise ConfigError("experts sharded over the ranks (ep > 1) need transformers "
+                              ">= 5.17 (DistributedConfig)") from None
         kw = {"tp_plan": "auto"}
     model = AutoModelForCausalLM.from_pretrained(ckpt, dtype=dtype, **kw)
     return model.eval()

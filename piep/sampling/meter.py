@@ -58,6 +58,7 @@ def record_head(spec: ModelSpec, parallel: Parallel, workload: Workload,
         "model": spec.name, "config_hash": spec.config_hash(),
         "shape": {**model_shape(spec), "params": spec.num_params()},
         "tp": parallel.tp, "pp": parallel.pp, "dp": parallel.dp, "gpus": parallel.world_size,
+        **({"ep": parallel.ep} if parallel.ep > 1 else {}),
         "batch": workload.batch, "prompt_len": workload.prompt_len,
         "gen_len": workload.gen_len, "mode": mode}
 

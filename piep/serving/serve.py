@@ -376,7 +376,8 @@ def serving_result(scn: Scenario, trace: Trace, sim: Simulation, costs,
     p = scn.parallel
     return ServingResult(
         deployment={"model": scn.model.name, "gpu": scn.gpu.name,
-                    "layout": {"tp": p.tp, "pp": p.pp, "dp": p.dp, "gpus": p.world_size},
+                    "layout": {"tp": p.tp, "pp": p.pp, "dp": p.dp, "gpus": p.world_size,
+                               **({"ep": p.ep} if p.ep > 1 else {})},
                     "engine": scn.engine.name, "dtypes": scn.model.dtypes},
         outcome=out,
         breakdown_j={"compute": kernel_j - comm_j - wait_j, "communication": comm_j,

@@ -416,6 +416,28 @@ def experts_hit(experts: int, per_token: int, tokens, skew: float = 0.0):
     return np.maximum((1.0 - miss).sum(-1), per_token)  # (a token reaches k experts)
 
 
+def rank_pairs(experts: int, per_token: int, tokens, skew: float = 0.0, ep: int = 1):
+    """The (token, expert) pairs the busiest of `ep` ranks gets, each rank holding a
+    contiguous 1/ep of the experts (vLLM's and transformers' placement), a step's `tokens`
+    choosing `per_token` each (a number, or an array of them): the largest rank mean (with
+    a trained router's `skew`, the popular experts' rank) plus the expected maximum of
+    `ep` normal deviations times the ranks' spread (each expert's count binomial), capped
+    at every token on every expert of the rank. Zero for ep = 1 (no ranks to wait on)."""
+    import numpy as np
+    from statistics import NormalDist
+    tokens = np.asarray(tokens, dtype=float)
+    if ep <= 1:
+        return np.zeros_like(tokens)
+    popularity = np.arange(1, experts + 1, dtype=float) ** -skew
+    chosen = np.minimum(1.0, per_token * popularity / popularity.sum())
+    ranks = chosen.reshape(ep, experts // ep)
+    mean = ranks.sum(1).max()
+    spread = np.sqrt((ranks * (1.0 - ranks)).sum(1).max())
+    blom = NormalDist().inv_cdf((ep - 0.375) / (ep + 0.25))  # E max of ep deviations
+    busiest = tokens * mean + blom * spread * np.sqrt(tokens)
+    return np.minimum(busiest, tokens * min(per_token, experts // ep))
+
+
 def _grouped(name: str, kind: str, phase: str, pairs: int, hit: float, d_in: int,
              d_out: int) -> Node:
     """An experts' grouped GEMM: every (token, expert) pair's row through its expert's
@@ -455,13 +477,18 @@ def _moe(dep: Deployment, phase: str, t: int) -> list[Node]:
     (`experts_hit`: routed uniformly), the activation, the weighted scatter back
     (generate()'s decode steps: `batched_mm`, each pair's weights copied, `_batched`); and a
     shared expert beside them (Qwen2-MoE: its MLP, a sigmoid gate, the add)."""
-    m, h = dep.model, dep.model.hidden_size
+    m, h, ep = dep.model, dep.model.hidden_size, dep.parallel.ep
     e, k, f = m.num_experts, m.experts_per_token, dep.expert_ffn_per_rank
     if m.dense_experts:
         return _dense_moe(dep, phase, t)
     pairs = t * k  # (token, expert) pairs
     hit = experts_hit(e, k, t, m.routing_skew)
     reads, writes, per_el = ELEMENTWISE["activation"]
+    # experts sharded over the ranks (ep > 1): a rank's grouped GEMMs run the pairs of its
+    # experts (the busiest rank's, which the others wait for at the all-reduce) over the
+    # experts it holds that they reach; generate()'s batched_mm runs every pair on every
+    # rank (transformers clamps the other ranks' experts to a local one and zeroes them)
+    local = rank_pairs(e, k, t, m.routing_skew, ep) if ep > 1 else pairs
     if batched_experts(dep, phase):
         experts = [_elementwise("moe_repeat", "moe_copy", phase, pairs, h, reads=1,
                                 writes=1, flops_per=0),
@@ -475,12 +502,13 @@ def _moe(dep: Deployment, phase: str, t: int) -> list[Node]:
                                 writes=1, flops_per=0),
                    _elementwise("moe_mask_in", "moe_copy", phase, pairs, h, reads=1,
                                 writes=1, flops_per=0),
-                   _grouped("experts_gate_up", "experts_gate_up", phase, pairs, hit, h, 2 * f),
+                   _grouped("experts_gate_up", "experts_gate_up", phase, local, hit / ep, h,
+                            2 * f),
                    _elementwise("moe_mask_gate_up", "moe_copy", phase, pairs, 2 * f, reads=1,
                                 writes=1, flops_per=0),
-                   _elementwise("activation", "activation", phase, pairs, f, reads=reads,
+                   _elementwise("activation", "activation", phase, local, f, reads=reads,
                                 writes=writes, flops_per=per_el),
-                   _grouped("experts_down", "experts_down", phase, pairs, hit, f, h),
+                   _grouped("experts_down", "experts_down", phase, local, hit / ep, f, h),
                    _elementwise("moe_mask_down", "moe_copy", phase, pairs, h, reads=1,
                                 writes=1, flops_per=0),
                    _elementwise("moe_unpermute", "moe_copy", phase, pairs, h, reads=1,
@@ -545,7 +573,7 @@ def _dense_moe(dep: Deployment, phase: str, t: int) -> list[Node]:
     rows, every expert reached); the experts' outputs summed; an ungated shared expert
     beside them, added."""
     m, h = dep.model, dep.model.hidden_size
-    e, f = m.num_experts, dep.expert_ffn_per_rank
+    e, f = m.num_experts // dep.parallel.ep, dep.expert_ffn_per_rank  # (the rank's experts)
     rows = e * t
     reads, writes, per_el = ELEMENTWISE["activation"]
     return [*_router(dep, phase, t),
