@@ -4,8 +4,22 @@
 # (DistributedConfig(tp_plan="auto", enable_expert_parallel=True), piep.sampling.hf) beside
 # the same layouts with each expert split by width (ep = 1), on the Qwen3-30B-A3B and
 # Mixtral 8x7B shapes, tp = ep = 2, 4, 8, batch 8 and 32 (design_eager_ep.jsonl, 24 rows;
-# made by the snippet in session 30's commit "EP: designs for ep = 2, 4, 8"). N GPUs run
-# the rows of tp = N:
+# made by this snippet, run from the repository root:
+#   python - <<'EOF'
+#   import json
+#   rows = []
+#   for model in ("qwen3-30b-a3b-shape", "mixtral-8x7b-shape"):
+#       cfg = json.load(open(f"calibration/h200/moe/configs/{model}.json"))
+#       for tp in (2, 4, 8):
+#           for ep in (1, tp):
+#               for b, p in ((8, 512), (32, 1024)):
+#                   rows.append({"batch": b, "config": cfg, "dp": 1, "engine": "hf-eager",
+#                                "ep": ep, "gen_len": 32, "mode": "eager", "model": model,
+#                                "pp": 1, "prompt_len": p, "tp": tp})
+#   open("calibration/h200/moe/design_eager_ep.jsonl", "w").write(
+#       "".join(json.dumps(r, sort_keys=True) + "\n" for r in rows))
+#   EOF
+# ). N GPUs run the rows of tp = N:
 #   run(kind="nvidia-h200-x2", command="bash calibration/h200/moe/planned_ep.sh 2")
 #   run(kind="nvidia-h200-x4", command="bash calibration/h200/moe/planned_ep.sh 4")
 #   run(kind="nvidia-h200-x8", command="bash calibration/h200/moe/planned_ep.sh 8")
