@@ -153,15 +153,20 @@ def _serving_file(args, cmd: list[str], *, dry: bool = False, path: str | None =
         rec["energy_j"] = window["energy_j"] - window["idle_power_w"] * outside
         rec["idle_power_w"] = window["idle_power_w"]
         window["outside_s"] = outside
-    if dry:
-        return 0
-    append(args.out, rec)
-    if getattr(args, "quiet", False):
-        return 0
-    emit(args, rec, lambda r: (f"{r['model']} on {r['engine']['name']} "
-                               f"{r['engine']['version']}: {r['requests']} requests "
-                               f"({r['failed_requests']} failed, left out), "
-                               f"{r['energy_j']:.1f} J over {r['time_s']:.2f} s -> {args.out}"))
+    return _kept(args, rec, dry, append,
+                 lambda r: (f"{r['model']} on {r['engine']['name']} "
+                            f"{r['engine']['version']}: {r['requests']} requests "
+                            f"({r['failed_requests']} failed, left out), "
+                            f"{r['energy_j']:.1f} J over {r['time_s']:.2f} s -> {args.out}"))
+
+
+def _kept(args, rec: dict, dry: bool, append_to, words) -> int:
+    """`rec` appended to --out by `append_to` (not on a dry run), and said in `words`
+    unless --quiet."""
+    if not dry:
+        append_to(args.out, rec)
+        if not getattr(args, "quiet", False):
+            emit(args, rec, words)
     return 0
 
 
@@ -177,14 +182,9 @@ def _steady(args, run_index: int, window: dict | None, *, dry: bool = False) -> 
                         engine_version=args.engine_version, gpu=args.gpu.lower(), tp=args.tp,
                         run_index=run_index, window=window)
     check_document(rec, args.out)
-    if dry:
-        return 0
-    append_jsonl(args.out, rec)
-    if getattr(args, "quiet", False):
-        return 0
-    emit(args, rec, lambda r: (f"{r['model']} on {r['engine']['name']} "
-                               f"{r['engine']['version']}, held at "
-                               f"{r['server']['max_num_seqs']}: {r['output_tokens_per_s']:.1f} "
-                               f"tokens/s, {r['j_per_output_token']:.4g} J per output token "
-                               f"({r['requests']} requests) -> {args.out}"))
-    return 0
+    return _kept(args, rec, dry, append_jsonl,
+                 lambda r: (f"{r['model']} on {r['engine']['name']} "
+                            f"{r['engine']['version']}, held at "
+                            f"{r['server']['max_num_seqs']}: {r['output_tokens_per_s']:.1f} "
+                            f"tokens/s, {r['j_per_output_token']:.4g} J per output token "
+                            f"({r['requests']} requests) -> {args.out}"))

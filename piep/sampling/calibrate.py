@@ -256,17 +256,10 @@ def host_overhead_row(meter, idle_w: float, uuid: str | None,
                       device="cuda") -> dict[str, Any]:
     """Host launch overhead (s per eager kernel launch) and the board power of a GPU
     that only sees tiny kernels separated by launch gaps."""
-    from piep.sampling.runner import _sync
+    from piep.sampling.runner import _sync, launch_time_s
     x = torch.zeros(1, device=device)
-    for _ in range(1000):
-        x.add_(1)
-    _sync(device)
     n = 20000
-    t0 = clock.now()
-    for _ in range(n):
-        x.add_(1)
-    _sync(device)
-    per_launch = (clock.now() - t0) / n
+    per_launch = launch_time_s(x, n, 1000, device, drained=True)
     reps = max(1, int(1.0 / (per_launch * n)))
 
     def work():

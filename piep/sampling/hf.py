@@ -32,7 +32,7 @@ from piep.device import clock
 from piep.core.engines import engine as engine_record, names
 from piep.core.errors import ConfigError
 from piep.sampling.runner import (Dist, Hygiene, RankMeter, _cpu_model, _driver, _spread, _sync,
-                                 record_head)
+                                 launch_time_s, record_head)
 
 log = logging.getLogger("piep.measure")
 HF_ENGINES = names(runs_generate=True)  # the engines measured as one generate() call
@@ -86,16 +86,7 @@ def host_probe(device) -> dict[str, float]:
     for i in range(200_000):
         acc += i & 7
     python_s = clock.now() - t0
-    x = torch.zeros(16, device=device)
-    for _ in range(50):
-        x.add_(1.0)
-    _sync(device)
-    n = 2000
-    t0 = clock.now()
-    for _ in range(n):
-        x.add_(1.0)
-    launch_s = (clock.now() - t0) / n
-    _sync(device)
+    launch_s = launch_time_s(torch.zeros(16, device=device), 2000, 50, device, drained=False)
     out = {"python_loop_200k_s": python_s, "launch_add_s": launch_s}
     step = tiny_decode_step_s(device)
     if step is not None:

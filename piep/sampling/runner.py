@@ -86,6 +86,23 @@ def _sync(device) -> None:
         torch.cuda.synchronize()
 
 
+def launch_time_s(x, launches: int, warmup: int, device, *, drained: bool) -> float:
+    """Host time per `x.add_(1)` of `launches` back to back (after `warmup` of them and a
+    sync): until the host has issued them (`drained` off: the launch probe), or until the
+    GPU has run them too (the launch-gap power row's pace)."""
+    for _ in range(warmup):
+        x.add_(1)
+    _sync(device)
+    t0 = clock.now()
+    for _ in range(launches):
+        x.add_(1)
+    if drained:
+        _sync(device)
+    elapsed = clock.now() - t0
+    _sync(device)
+    return elapsed / launches
+
+
 def _provenance(device) -> dict[str, Any]:
     from piep.core.artifacts import git_hash
     info: dict[str, Any] = {"torch": torch.__version__, "cuda": torch.version.cuda,
