@@ -520,3 +520,50 @@ def test_a_trained_routers_skew_is_an_input_of_the_config():
     for engine, falls in (("hf-cb", True), ("hf-eager", False)):
         a, b = (api.predict(s, engine=engine, **kw)["decode"]["energy_j"] for s in (plain, spec))
         assert (b < a) == falls and (b == a) != falls, engine
+
+
+# the 2025-26 mixtures of experts issue 52 names, by the shapes their model cards and
+# configs state (the census holds the configs whose copies could be sourced)
+LARGE_MOE = {
+    "llama-4-scout": ({"model_type": "llama4", "text_config": {
+        "model_type": "llama4_text", "hidden_size": 5120, "num_hidden_layers": 48,
+        "num_attention_heads": 40, "num_key_value_heads": 8, "head_dim": 128,
+        "intermediate_size": 8192, "intermediate_size_mlp": 16384, "vocab_size": 202048,
+        "num_local_experts": 16, "num_experts_per_tok": 1, "attention_chunk_size": 8192,
+        "interleave_moe_layer_step": 1, "use_qk_norm": True}}, 2),
+    "llama-4-maverick": ({"model_type": "llama4", "text_config": {
+        "model_type": "llama4_text", "hidden_size": 5120, "num_hidden_layers": 48,
+        "num_attention_heads": 40, "num_key_value_heads": 8, "head_dim": 128,
+        "intermediate_size": 8192, "intermediate_size_mlp": 16384, "vocab_size": 202048,
+        "num_local_experts": 128, "num_experts_per_tok": 1, "interleave_moe_layer_step": 2,
+        "use_qk_norm": True}}, 8),
+    "gpt-oss-120b": ({"model_type": "gpt_oss", "hidden_size": 2880, "num_hidden_layers": 36,
+                      "num_attention_heads": 64, "num_key_value_heads": 8, "head_dim": 64,
+                      "intermediate_size": 2880, "num_local_experts": 128,
+                      "num_experts_per_tok": 4, "vocab_size": 201088, "sliding_window": 128,
+                      "attention_bias": True,
+                      "quantization_config": {"quant_method": "mxfp4"}}, 2),
+    "qwen3-235b-a22b": ({"model_type": "qwen3_moe", "hidden_size": 4096,
+                         "num_hidden_layers": 94, "num_attention_heads": 64,
+                         "num_key_value_heads": 4, "head_dim": 128, "intermediate_size": 12288,
+                         "moe_intermediate_size": 1536, "num_experts": 128,
+                         "num_experts_per_tok": 8, "vocab_size": 151936}, 4),
+}
+
+
+@pytest.mark.parametrize("name", LARGE_MOE)
+def test_the_large_mixtures_answer_at_the_first_layout_that_fits(name, tmp_path):
+    """Each answers at the smallest tensor-parallel degree whose weights fit H200s (bf16;
+    gpt-oss's MXFP4 dequantized as transformers loads it without kernels), and is refused
+    below it saying which degree it needs."""
+    from piep import api
+    config, tp = LARGE_MOE[name]
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(config))
+    doc = api.predict(str(path), engine="hf-eager", tp=tp, batch=1, prompt_len=512,
+                      gen_len=128)
+    assert doc["energy_j"] > 0 and doc["per_gpu"][0]["memory_gib"] < 141
+    from piep.core.errors import FitError
+    with pytest.raises(FitError, match=f"needs tp >= {tp}"):
+        api.predict(str(path), engine="hf-eager", tp=tp // 2, batch=1, prompt_len=512,
+                    gen_len=128)
