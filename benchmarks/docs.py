@@ -414,7 +414,9 @@ def _family_words(fam, name: str = "") -> str:
                                 (fam.scaled_embeddings, "scaled embeddings"),
                                 (fam.residual_scale, "scaled residual branches"),
                                 (fam.logit_scale, "scaled logits"),
-                                (fam.tied, "tied embeddings unless the config says"))
+                                (fam.tied, "tied embeddings unless the config says"),
+                                (not fam.hf_tp_plan, "no tensor-parallel plan in transformers: "
+                                                     "its engines answer at tp=1 only"))
               if flag]
     if fam.qkv_bias is not None:
         words.append("q/k/v bias always" if fam.qkv_bias else "no q/k/v bias")

@@ -70,6 +70,10 @@ class Family:
     latent_attention: bool = False
     router_fp32: bool = False
     shared_expert_gate: bool = True
+    # transformers has a tensor-parallel plan for the family (its config class's
+    # `base_model_tp_plan`); without one, `tp_plan="auto"` leaves every layer whole on
+    # every rank (gpt-oss and Granite MoE in transformers 5.17)
+    hf_tp_plan: bool = True
     # what the family's configs state per model beyond the shape, in words (docs)
     per_model: str | None = None
     # why it is not priced yet (None: priced); a mixture of experts is refused elsewhere
@@ -104,11 +108,12 @@ FAMILIES: dict[str, Family] = {
     # Granite's multipliers)
     "olmoe": Family(qk_norm="whole",
                     per_model="queries and keys clamped where `clip_qkv` (priced as nothing)"),
-    "granitemoe": Family(scaled_embeddings=True, residual_scale=True, logit_scale=True),
+    "granitemoe": Family(scaled_embeddings=True, residual_scale=True, logit_scale=True,
+                         hf_tp_plan=False),
     "qwen2_moe": Family(qkv_bias=True,
                         per_model="a shared expert beside the routed ones "
                                   "(`shared_expert_intermediate_size`), gated"),
-    "gpt_oss": Family(sinks=True, expert_bias=True,
+    "gpt_oss": Family(sinks=True, expert_bias=True, hf_tp_plan=False,
                       per_model="local and global layers (`layer_types`), q/k/v/o biases "
                                 "where `attention_bias`; MXFP4 checkpoints priced as "
                                 "transformers loads them without the `kernels` package: "

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field, replace
 from piep.core.config import BF16_BYTES, ModelSpec, Parallel, Workload, divisors
 from piep.core.engines import Engine, engine as engine_record
 from piep.core.errors import ConfigError, FitError
-from piep.core.families import MOE_PRICED
+from piep.core.families import MOE_PRICED, Family, family
 from piep.core.gpus import GPU
 
 GIB = 1024 ** 3
@@ -189,6 +189,12 @@ def validate(model: ModelSpec, parallel: Parallel, workload: Workload, gpu: GPU,
                           f"ep={parallel.ep}: {model.name} runs every expert on every token "
                           f"(Llama 4's bmm over all experts), which is not sharded by expert "
                           f"here; use ep=1")
+    if tp > 1 and engine is not None and engine_record(engine).tp_path \
+            and not (family(model.model_type) or Family()).hf_tp_plan:
+        raise ConfigError(f"{engine} at tp={tp}: transformers has no tensor-parallel plan "
+                          f"for {model.model_type} (its config class states none), so every "
+                          f"rank would run the whole model; use tp=1, or an engine that "
+                          f"shards it (vllm)")
     if model.num_layers % pp:
         ok = [d for d in divisors(model.num_layers) if d <= 32]
         raise ConfigError(f"pp={pp} does not split num_hidden_layers={model.num_layers} into "

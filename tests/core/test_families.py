@@ -560,10 +560,24 @@ def test_the_large_mixtures_answer_at_the_first_layout_that_fits(name, tmp_path)
     config, tp = LARGE_MOE[name]
     path = tmp_path / "config.json"
     path.write_text(json.dumps(config))
-    doc = api.predict(str(path), engine="hf-eager", tp=tp, batch=1, prompt_len=512,
-                      gen_len=128)
+    engine = None if name.startswith("gpt-oss") else "hf-eager"  # (no transformers tp plan)
+    doc = api.predict(str(path), engine=engine, tp=tp, batch=1, prompt_len=512, gen_len=128)
     assert doc["energy_j"] > 0 and doc["per_gpu"][0]["memory_gib"] < 141
     from piep.core.errors import FitError
     with pytest.raises(FitError, match=f"needs tp >= {tp}"):
-        api.predict(str(path), engine="hf-eager", tp=tp // 2, batch=1, prompt_len=512,
+        api.predict(str(path), engine=engine, tp=tp // 2, batch=1, prompt_len=512,
                     gen_len=128)
+
+
+def test_transformers_engines_refuse_tp_where_transformers_has_no_plan(tmp_path):
+    """gpt-oss and Granite MoE have no `base_model_tp_plan` in transformers 5.17: its
+    engines at tp > 1 would run the whole model on every rank; refused in one line, the
+    reference runner and tp=1 still answer."""
+    from piep import api
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps({"model_type": "gpt_oss", **SMALL, **OWN_KEYS["gpt_oss"]}))
+    with pytest.raises(ConfigError, match="no tensor-parallel plan for gpt_oss"):
+        api.predict(str(path), engine="hf-eager", tp=2, batch=1, prompt_len=64, gen_len=8)
+    assert api.predict(str(path), engine="hf-eager", batch=1, prompt_len=64, gen_len=8)
+    assert api.predict(str(path), tp=2, batch=1, prompt_len=64, gen_len=8)
+    assert not FAMILIES["granitemoe"].hf_tp_plan and FAMILIES["mixtral"].hf_tp_plan
