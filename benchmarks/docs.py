@@ -416,7 +416,10 @@ def _family_words(fam, name: str = "") -> str:
                                 (fam.logit_scale, "scaled logits"),
                                 (fam.tied, "tied embeddings unless the config says"),
                                 (not fam.hf_tp_plan, "no tensor-parallel plan in transformers: "
-                                                     "its engines answer at tp=1 only"))
+                                                     "its engines answer at tp=1 only"),
+                                (not fam.hf_tp_experts, "transformers' tensor-parallel plan "
+                                                        "leaves the routed experts whole on "
+                                                        "every rank (its engines at tp > 1)"))
               if flag]
     if fam.qkv_bias is not None:
         words.append("q/k/v bias always" if fam.qkv_bias else "no q/k/v bias")

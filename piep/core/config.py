@@ -323,14 +323,14 @@ class ModelSpec:
             attn += h
         return attn
 
-    def mlp_params(self, sparse: bool = True, tp: int = 1, ep: int = 1) -> int:
+    def mlp_params(self, sparse: bool = True, tp: int = 1, ep: int | None = None) -> int:
         """The weights of one layer's MLP on one of `tp` ranks: a mixture of experts'
-        (`sparse`; routed experts split by width, or `ep` > 1: 1/ep of them whole; the
+        (`sparse`; routed experts split by width, or `ep` given: 1/ep of them whole; the
         router on every rank, a shared expert and its gate) or a dense one."""
         h, gates = self.hidden_size, 3 if self.gated_mlp else 2
         if not (self.is_moe and sparse):
             return gates * h * ((self.dense_ffn or self.intermediate_size) // tp)
-        experts = gates * h * self.ffn_of_experts * (self.num_experts // ep) if ep > 1 \
+        experts = gates * h * self.ffn_of_experts * (self.num_experts // ep) if ep \
             else gates * h * max(1, self.ffn_of_experts // tp) * self.num_experts
         shared = 3 * h * (self.shared_expert_ffn // tp) + (
             h if self.shared_expert_ffn and self.shared_expert_gate else 0)

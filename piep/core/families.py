@@ -74,6 +74,9 @@ class Family:
     # `base_model_tp_plan`); without one, `tp_plan="auto"` leaves every layer whole on
     # every rank (gpt-oss and Granite MoE in transformers 5.17)
     hf_tp_plan: bool = True
+    # its plan shards the routed experts (Qwen2-MoE's shards only the attention and the
+    # shared expert: each rank runs every routed expert whole)
+    hf_tp_experts: bool = True
     # what the family's configs state per model beyond the shape, in words (docs)
     per_model: str | None = None
     # why it is not priced yet (None: priced); a mixture of experts is refused elsewhere
@@ -110,7 +113,7 @@ FAMILIES: dict[str, Family] = {
                     per_model="queries and keys clamped where `clip_qkv` (priced as nothing)"),
     "granitemoe": Family(scaled_embeddings=True, residual_scale=True, logit_scale=True,
                          hf_tp_plan=False),
-    "qwen2_moe": Family(qkv_bias=True,
+    "qwen2_moe": Family(qkv_bias=True, hf_tp_experts=False,
                         per_model="a shared expert beside the routed ones "
                                   "(`shared_expert_intermediate_size`), gated"),
     "gpt_oss": Family(sinks=True, expert_bias=True, hf_tp_plan=False,

@@ -55,8 +55,17 @@ class Deployment:
         """A routed expert's MLP width on one TP rank (transformers' plan shards each
         expert's gate/up by columns and down by rows, as a dense MLP's); whole where the
         experts are sharded over the ranks instead (ep > 1)."""
-        p = self.parallel
-        return self.model.ffn_of_experts if p.ep > 1 else max(1, self.model.ffn_of_experts // p.tp)
+        return self.model.ffn_of_experts if self.experts_whole \
+            else max(1, self.model.ffn_of_experts // self.parallel.tp)
+
+    @property
+    def experts_whole(self) -> bool:
+        """Whether a rank holds its routed experts at full width: sharded over the ranks
+        (ep > 1), or left whole on every rank by transformers' tensor-parallel plan of the
+        family (Qwen2-MoE's) under an engine that runs it."""
+        fam = family(self.model.model_type)
+        return self.parallel.ep > 1 or (self.parallel.tp > 1 and self.engine_record.tp_path
+                                        and fam is not None and not fam.hf_tp_experts)
 
     @property
     def vocab_per_rank(self) -> int:
@@ -96,7 +105,10 @@ class Deployment:
         attention, MLP (a mixture of experts' or, on its dense layers, a dense one) and
         norms, at the tensor-parallel split."""
         m, tp, ep = self.model, self.parallel.tp, self.parallel.ep
-        return sum(n * (m.attention_params(tp) + m.mlp_params(sparse, tp, ep) + m.norm_params())
+        # (routed experts whole on every rank: 1/ep of them, all where tp leaves them whole)
+        whole = ep if ep > 1 else 1 if self.experts_whole else None
+        return sum(n * (m.attention_params(tp) + m.mlp_params(sparse, tp, whole)
+                        + m.norm_params())
                    for (_, _, sparse), n in m.layer_kinds(range(self.stage_layers()[0])))
 
     def memory_items_gib(self) -> dict[str, dict[str, float]]:

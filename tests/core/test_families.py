@@ -581,3 +581,19 @@ def test_transformers_engines_refuse_tp_where_transformers_has_no_plan(tmp_path)
     assert api.predict(str(path), engine="hf-eager", batch=1, prompt_len=64, gen_len=8)
     assert api.predict(str(path), tp=2, batch=1, prompt_len=64, gen_len=8)
     assert not FAMILIES["granitemoe"].hf_tp_plan and FAMILIES["mixtral"].hf_tp_plan
+
+
+def test_qwen2_moe_keeps_its_routed_experts_whole_under_transformers_tp():
+    """Qwen2-MoE's tensor-parallel plan shards the attention and the shared expert, not the
+    routed experts: under transformers' engines at tp=2 each rank runs them whole (and
+    holds their weights); the reference runner splits them by width."""
+    spec = small("qwen2_moe")
+    w = Workload(batch=2, prompt_len=8, gen_len=2)
+
+    def experts(engine):
+        dep = validate(spec, Parallel(tp=2), w, _gpu(), engine=engine, check_memory=False)
+        gate_up = next(n for _, _, n in build_tree(dep).children[0].children[0].leaves()
+                       if n.name == "experts_gate_up")
+        return gate_up.attrs["d_out"], dep.memory_items_gib()["all"]["weights"]
+    (hf, hf_gib), (ref, ref_gib) = experts("hf-eager"), experts(None)
+    assert hf == 2 * 64 and ref == 64 and hf_gib > ref_gib
