@@ -488,8 +488,13 @@ def models_doc() -> str:
               "MoE's `mlp_only_layers` and `decoder_sparse_step`, Llama 4's `moe_layers` and "
               "`interleave_moe_layer_step`) are a layer kind of their own (`layer_dense`), "
               "their MLP at `intermediate_size` (Llama 4: `intermediate_size_mlp`). A latent "
-              "attention's heads are split over tensor-parallel ranks as vLLM and SGLang "
-              "split them, its compressed projection and cache on every rank.", "",
+              "attention's heads are split over tensor-parallel ranks as vLLM, SGLang and "
+              "transformers' DeepSeek-V2 plan split them, its compressed projection and "
+              "cache on every rank; transformers' DeepSeek-V3 plan shards only the MLP and "
+              "the experts, so under its engines every rank runs every head. Where a "
+              "family's transformers plan leaves a part whole (Qwen2-MoE's routed experts, "
+              "DeepSeek-V3's attention, all of gpt-oss and Granite MoE), its engines at tp > "
+              "1 are priced so or refused.", "",
               "Expert parallelism (`--ep N`, `MODEL@tp2ep2` in `compare`) shards a mixture "
               "of experts' experts whole over the tensor-parallel ranks (ep = tp: vLLM's "
               "`--enable-expert-parallel` at one data-parallel replica, transformers' "

@@ -77,6 +77,9 @@ class Family:
     # its plan shards the routed experts (Qwen2-MoE's shards only the attention and the
     # shared expert: each rank runs every routed expert whole)
     hf_tp_experts: bool = True
+    # its plan shards the attention (DeepSeek-V3's shards only the MLP and the experts:
+    # each rank runs every head, and no all-reduce follows the attention)
+    hf_tp_attention: bool = True
     # what the family's configs state per model beyond the shape, in words (docs)
     per_model: str | None = None
     # why it is not priced yet (None: priced); a mixture of experts is refused elsewhere
@@ -137,12 +140,11 @@ FAMILIES: dict[str, Family] = {
                                     "grouped routing where `topk_method` is "
                                     "group_limited_greedy"),
     "deepseek_v3": Family(latent_attention=True, router_fp32=True, shared_expert_gate=False,
+                          hf_tp_attention=False,
                           per_model="dense MLPs in the first layers (`first_k_dense_replace`); "
                                     "experts picked within the best groups (`n_group`, "
                                     "`topk_group`: sigmoid scores and a bias, more routing "
-                                    "kernels); heads split over tensor-parallel ranks as vLLM and "
-                                    "SGLang split them (transformers' plan keeps the "
-                                    "attention whole on every rank)"),
+                                    "kernels)"),
     "gemma2": Family(post_norms=True, scaled_embeddings=True, tied=True, softcaps=True,
                      per_model="local and global layers, soft-capped attention scores and "
                                "logits (`attn_logit_softcapping`, "

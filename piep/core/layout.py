@@ -39,7 +39,17 @@ class Deployment:
     # --- per-rank shapes ---------------------------------------------------------------
     @property
     def heads_per_rank(self) -> int:
-        return self.model.num_heads // self.parallel.tp
+        return self.model.num_heads if self.attention_whole \
+            else self.model.num_heads // self.parallel.tp
+
+    @property
+    def attention_whole(self) -> bool:
+        """Whether every rank runs the whole attention: at tp > 1 under an engine that runs
+        transformers' tensor-parallel plan, for a family whose plan leaves it unsharded
+        (DeepSeek-V3's); no all-reduce follows it then."""
+        fam = family(self.model.model_type)
+        return (self.parallel.tp > 1 and self.engine_record.tp_path and fam is not None
+                and not fam.hf_tp_attention)
 
     @property
     def kv_heads_per_rank(self) -> int:
@@ -107,7 +117,8 @@ class Deployment:
         m, tp, ep = self.model, self.parallel.tp, self.parallel.ep
         # (routed experts whole on every rank: 1/ep of them, all where tp leaves them whole)
         whole = ep if ep > 1 else 1 if self.experts_whole else None
-        return sum(n * (m.attention_params(tp) + m.mlp_params(sparse, tp, whole)
+        heads_tp = 1 if self.attention_whole else tp
+        return sum(n * (m.attention_params(heads_tp) + m.mlp_params(sparse, tp, whole)
                         + m.norm_params())
                    for (_, _, sparse), n in m.layer_kinds(range(self.stage_layers()[0])))
 

@@ -358,7 +358,8 @@ def _latent_attention(dep: Deployment, phase: str, batch: int, q_len: int, ctx: 
     the keys assembled from the expanded and rotary parts, queries concatenated); SDPA
     over every head (its FLOPs and K/V bytes at the mean of the query/key and value head
     dims). Heads split over tensor-parallel ranks as vLLM and SGLang split them (the
-    compressed projection on every rank)."""
+    compressed projection on every rank), all on every rank where transformers' plan
+    leaves the attention whole (`Deployment.attention_whole`)."""
     m, h, t = dep.model, dep.model.hidden_size, batch * q_len
     q_rank, rank, rope, v = m.mla
     heads, qk = dep.heads_per_rank, m.head_dim
@@ -670,7 +671,7 @@ def _layer(dep: Deployment, phase: str, batch: int, q_len: int, ctx: int, count:
                   *_attention_forms(dep, phase, batch, q_len, ctx, static, window, all_forms))
     layer.add(_linear("o_proj", "o_proj", phase, t, dep.heads_per_rank * m.v_head_dim, h,
                       m.o_bias))
-    if tp > 1:
+    if tp > 1 and not dep.attention_whole:
         layer.add(_allreduce(phase, t, h, tp, "attn"))
     if m.post_norms:
         layer.add(_norm("post_attn_norm", phase, t, h))

@@ -597,3 +597,19 @@ def test_qwen2_moe_keeps_its_routed_experts_whole_under_transformers_tp():
         return gate_up.attrs["d_out"], dep.memory_items_gib()["all"]["weights"]
     (hf, hf_gib), (ref, ref_gib) = experts("hf-eager"), experts(None)
     assert hf == 2 * 64 and ref == 64 and hf_gib > ref_gib
+
+
+def test_deepseek_v3_under_transformers_tp_runs_every_head_on_every_rank():
+    """transformers' DeepSeek-V3 plan shards only the MLP and the experts: under its engines
+    at tp=2 each rank projects and attends every head and no all-reduce follows the
+    attention; the reference runner splits the heads (as vLLM and SGLang do)."""
+    spec = ModelSpec.from_hf_config({"model_type": "deepseek_v3", **SMALL,
+                                     **OWN_KEYS["deepseek_v3"]}, name="v3")
+    w = Workload(batch=2, prompt_len=8, gen_len=2)
+
+    def leaves(engine):
+        dep = validate(spec, Parallel(tp=2), w, _gpu(), engine=engine, check_memory=False)
+        return {n.name: n for _, _, n in build_tree(dep).children[0].children[0].leaves()}
+    hf, ref = leaves("hf-eager"), leaves(None)
+    assert hf["o_proj"].attrs["d_in"] == 2 * ref["o_proj"].attrs["d_in"] == 4 * 16
+    assert "allreduce_attn" not in hf and "allreduce_attn" in ref and "allreduce_mlp" in hf
