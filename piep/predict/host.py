@@ -139,13 +139,13 @@ class HostTerms:
         calls per row) is the host's issue time beyond the group's busy time, shared
         among its rows by their issue time; `sliding`, the share of a row's calls made in
         steps past a sliding window: those steps are a group of their own (the GPU
-        busier there than the host, the host busier before); `sharded`, the rows that are
-        calls of a module the tensor-parallel path shards (their issue time adds
-        `tp_call_host_s`)."""
+        busier there than the host, the host busier before); `sharded`, per row the calls
+        of modules the tensor-parallel path hooks (each adds `tp_call_host_s` to its issue
+        time)."""
         issue = launches * np.where(decode, self.eager_decode_launch_s,
                                     self.host_launch_s) * host_factor
         if sharded is not None and self.tp_call_host_s:
-            issue = issue + np.where(sharded, self.tp_call_host_s, 0.0) * host_factor
+            issue = issue + sharded * self.tp_call_host_s * host_factor
         graph = launches * self.gap_graph_s
         if not (self.queue_ahead and group is not None):
             return np.where(eager, np.maximum(0.0, issue - time_s), graph)

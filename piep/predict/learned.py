@@ -25,7 +25,7 @@ from piep.predict.combiner import Combiner
 from piep.predict.host import HostTerms
 from piep.predict.module_models import ModuleModels, ModuleOutputs, priced_power_w
 from piep.predict.pricing import Prices
-from piep.predict.table import KIND_ID, KIND_NAMES, SHARDED_KIND_IDS, LeafTable
+from piep.predict.table import KIND_ID, KIND_NAMES, LeafTable
 from piep.predict.timeline import stage_keys
 
 log = logging.getLogger("piep.predict")
@@ -98,7 +98,7 @@ class LearnedModel:
         if (host.tp_call_host_s or host.tp_step_host_s) and split.any():
             # transformers' tensor-parallel path: host time per sharded module call and
             # per compiled step, in gaps of their own board power
-            sharded = split & np.isin(table.kind_id, SHARDED_KIND_IDS)
+            sharded = np.where(split, table.q["tp_calls"], 0.0)
             tp_gap = host.gap_s(table.launches, t + wait, decode, eager, factor,
                                 count=table.count, group=group, sliding=table.sliding,
                                 sharded=sharded) - gap

@@ -34,18 +34,13 @@ from piep.tree.nodes import COMM_KINDS, COMPUTE_KINDS, COPY_KINDS
 KINDS = COMPUTE_KINDS + COMM_KINDS + COPY_KINDS + ("pipeline_wait",)
 KIND_ID = {k: i for i, k in enumerate(KINDS)}
 KIND_NAMES = np.array(KINDS, dtype=object)
-# the modules transformers' tensor-parallel plan shards in a Llama-family model
-# (LlamaConfig.base_model_tp_plan: q/k/v/gate/up colwise, o/down rowwise, each rowwise one
-# followed by an all-reduce; LlamaForCausalLM._tp_plan: lm_head colwise with its logits
-# gathered); counted by piep.sampling.tp_census: 7 a layer and one outside
-SHARDED_KINDS = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj",
-                 "lm_head", "qkv_proj", "gate_up_proj")
-SHARDED_KIND_IDS = np.array([KIND_ID[k] for k in SHARDED_KINDS])
 
 PHASES = ("prefill", "decode")
 QUANT = ("flops", "bytes_read", "bytes_written", "comm_bytes", "tokens", "context_len",
          "batch_attr")
-STATIC = ("d_in", "d_out", "heads", "kv_heads", "width")
+# (tp_calls: the calls of modules transformers' tensor-parallel plan hooks, per call of
+# the leaf: `piep.tree.builder._mark_sharded_calls`)
+STATIC = ("d_in", "d_out", "heads", "kv_heads", "width", "tp_calls")
 # canonical (replica batch, prompt, gen) points: prefill basis rank 8, decode rank 4, and
 # a mixture of experts' experts reached and busiest rank's pairs beside them (10 and 6),
 # with points to spare for the residual check
@@ -217,7 +212,8 @@ def build_skeleton(model, parallel: Parallel, gpu, engine: str | None = None) ->
                     np.array([n.group_size for n in leaves], float),
                     np.array([n.is_comm for n in leaves]),
                     {"d_in": attr("d_in"), "d_out": attr("d_out"), "heads": attr("heads"),
-                     "kv_heads": attr("kv_heads"), "width": attr("width", "vocab")},
+                     "kv_heads": attr("kv_heads"), "width": attr("width", "vocab"),
+                     "tp_calls": attr("tp_calls")},
                     coef, np.array([n.attrs.get("window", 0) for n in leaves]),
                     np.array([bool(n.attrs.get("fused")) for n in leaves]),
                     full if full.any() else None, experts)

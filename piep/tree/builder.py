@@ -845,4 +845,25 @@ def build_tree(dep: Deployment, all_forms: bool = False) -> Node:
     replica = Node("replica", "replica", count=p.dp, ranks=p.tp * p.pp,
                    tokens=dep.replica_batch)
     replica.add(_phase(dep, "prefill", all_forms), _phase(dep, "decode", all_forms))
+    _mark_sharded_calls(dep, replica)
     return root.add(replica)
+
+
+# the modules transformers' tensor-parallel plan shards in a Llama-family model
+# (LlamaConfig.base_model_tp_plan: q/k/v/gate/up colwise, o/down rowwise, each rowwise one
+# followed by an all-reduce; LlamaForCausalLM._tp_plan: lm_head colwise with its logits
+# gathered); counted by piep.sampling.tp_census: 7 a layer and one outside
+SHARDED_KINDS = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj",
+                 "lm_head", "qkv_proj", "gate_up_proj")
+
+
+def _mark_sharded_calls(dep: Deployment, tree: Node) -> None:
+    """Each leaf's calls of a module transformers' tensor-parallel plan hooks
+    (`attrs["tp_calls"]`, the host time `tp_call_host_s` per call at tp > 1): a sharded
+    projection, and a mixture of experts' experts module where the plan shards it
+    (`moe_tp_experts`, one call a layer: counted on its down projection)."""
+    experts = dep.model.is_moe and not dep.experts_whole
+    for _, _, node in tree.walk():
+        if node.is_leaf and (node.kind in SHARDED_KINDS
+                             or (experts and node.name == "experts_down")):
+            node.attrs["tp_calls"] = 1

@@ -122,3 +122,21 @@ def test_measure_refuses_expert_parallel_in_one_line(capsys):
     from piep.cli import main
     assert main(["measure", "--model", "llama-2-7b", "--ep", "2"]) == 2
     assert "--ep" in capsys.readouterr().err
+
+
+def test_transformers_tp_hooks_the_experts_module_once_a_layer():
+    """transformers' plan shards a mixture of experts' experts module (`moe_tp_experts`,
+    one hooked call a layer, its host time `tp_call_host_s` at tp > 1) beside the
+    projections; where its plan leaves them whole (Qwen2-MoE) no call is hooked."""
+    spec = ModelSpec.from_hf_config(MOE, name="moe")
+    for engine in (None, "hf-eager"):
+        for phase in (0, 1):
+            _, leaves = _leaves(spec, 2, 1, engine=engine, phase=phase)
+            calls = {n: node.attrs.get("tp_calls", 0) for n, node in leaves.items()}
+            assert calls["experts_down"] == 1 and calls["experts_gate_up"] == 0
+            assert calls["q_proj"] == calls["o_proj"] == 1 and calls["router"] == 0
+    qwen2 = ModelSpec.from_hf_config({**MOE, "model_type": "qwen2_moe",
+                                      "shared_expert_intermediate_size": 128}, name="q2")
+    _, leaves = _leaves(qwen2, 2, 1, engine="hf-eager")
+    assert leaves["experts_down"].attrs.get("tp_calls", 0) == 0
+    assert leaves["shared_down_proj"].attrs["tp_calls"] == 1
