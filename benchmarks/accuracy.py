@@ -25,7 +25,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from piep.core.gpus import load_gpu  # noqa: E402
-from piep.dataset import load_calibration, module_repeat_pairs, repeat_check_pairs  # noqa: E402,F401
+from piep.core.dataset import load_calibration, module_repeat_pairs, repeat_check_pairs  # noqa: E402,F401
 from piep.predict.module_models import (fit_module_models, is_fitted, model_group,  # noqa: E402
                                         priced_power_w, sample_leaf)
 from piep.predict.pricing import price  # noqa: E402

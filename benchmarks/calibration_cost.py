@@ -34,7 +34,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from piep.core.artifacts import write_text  # noqa: E402
-from piep.dataset import load_calibration  # noqa: E402
+from piep.core.dataset import load_calibration  # noqa: E402
 from piep.fit.predictor import cases, leave_one_model_out  # noqa: E402
 from piep.core.gpus import load_gpu  # noqa: E402
 
@@ -121,7 +121,7 @@ def from_scratch(cal, gpu, all_cases, calls: tuple[int, ...]
     collectives and waits), pooled."""
     import re
     from piep.core.artifacts import read_jsonl
-    from piep.dataset import latest_ops
+    from piep.core.dataset import latest_ops
     from piep.fit.predictor import Case
     from piep.core.samples import HostOverhead, ModuleSample
     from piep.core.records import Measurement, merge_repeats

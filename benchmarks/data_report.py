@@ -19,7 +19,7 @@ import numpy as np  # noqa: E402
 
 from piep.core.artifacts import load_json, read_jsonl  # noqa: E402
 from piep.core.models import SYNTHETIC  # noqa: E402
-from piep.dataset import load_calibration, module_repeat_pairs, repeat_check_pairs  # noqa: E402
+from piep.core.dataset import load_calibration, module_repeat_pairs, repeat_check_pairs  # noqa: E402
 from piep.core.records import merge_repeats  # noqa: E402
 
 CAL = ROOT / "calibration" / "h200"
@@ -331,7 +331,7 @@ K/V heads as query heads, 16-40 per GPU, from llama-2-7b's and -13b's trees at t
 draw seed 61, `device/run57.sh`), `modules_eager_copies_s35.jsonl` (repeat_kv
 eager and the sliding cache's strided concatenation, `kv_slide`, `device/run35.sh`). The
 reference runner's fitted host time per kernel starts from the launch probe of
-`modules_eager_v3.jsonl` (`piep.dataset.REFERENCE_HOST_FILE`). Logs:
+`modules_eager_v3.jsonl` (`piep.core.dataset.REFERENCE_HOST_FILE`). Logs:
 `../device/run*.log`.
 
 Each sample is one compute node kind of the model tree at one shape, run in isolation:
@@ -342,7 +342,7 @@ tick-aligned window of back-to-back replays (>= 0.3 s; 1 s in the repeat check).
 are drawn (stratified per kind and phase) from the trees of every shipped dense model and
 {len(SYNTHETIC)} synthetic shapes (hidden {min(x["hidden_size"] for x in SYNTHETIC)}-{max(x["hidden_size"] for x in SYNTHETIC)}, FFN {min(x["intermediate_size"] for x in SYNTHETIC)}-{max(x["intermediate_size"] for x in SYNTHETIC)}; `piep.core.models.SYNTHETIC`) at
 tp 1/2/4/8, batch 1-64, prompt 128-2048, generation 64-2048. Per (kind, mode) only the
-newest sampler op version is used (`piep.dataset.latest_ops`): {len(m)} samples.
+newest sampler op version is used (`piep.core.dataset.latest_ops`): {len(m)} samples.
 
 * Sampler ops = in-situ kernels: attention runs the runner's own `attention_block`
   (heads split from projection outputs, KV-cache write, attention, output reshape) and

@@ -62,7 +62,7 @@ def decode_powers() -> dict[int, float]:
 
 def measured_decode_powers() -> dict[str, str]:
     from piep.core.config import Parallel
-    from piep.dataset import load_calibration
+    from piep.core.dataset import load_calibration
     from piep.core.records import merge_repeats
     out = {}
     for mode in ("graph", "eager"):

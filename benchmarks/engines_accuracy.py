@@ -466,7 +466,7 @@ def strict_lomo(records, engine: str, with_host: bool = False) -> list[dict]:
     predictor refitted without that model's reference-runner runs and without the module
     samples of kernel shapes only it has (`exclusive_filter`), then the engine's profile
     fitted on the other models' engine runs over it."""
-    from piep.dataset import load_calibration
+    from piep.core.dataset import load_calibration
     from piep.fit.predictor import cases, exclusive_filter, fit
     gpu = load_gpu("h200")
     cal = load_calibration("h200")

@@ -21,7 +21,7 @@ import accuracy  # noqa: E402
 
 import piep.predict.module_models as mm  # noqa: E402
 from piep.core.gpus import load_gpu  # noqa: E402
-from piep.dataset import load_calibration  # noqa: E402
+from piep.core.dataset import load_calibration  # noqa: E402
 from piep.predict.features import base_time_s, leaf_features  # noqa: E402
 from piep.tree.builder import leaf_from_shape  # noqa: E402
 

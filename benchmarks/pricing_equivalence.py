@@ -174,7 +174,7 @@ def e2e_docs() -> dict[str, dict]:
     roofline (the records name shapes that no shipped config has)."""
     from piep.api import cost_model
     from piep.core.gpus import load_gpu
-    from piep.dataset import load_calibration
+    from piep.core.dataset import load_calibration
     from piep.predict.pricing import price
     from piep.core.records import merge_repeats
     gpu = load_gpu("h200")

@@ -9,7 +9,7 @@ FLOORS = {
     0: ("__init__", "core"),
     1: ("device", "stats"),
     2: ("clocks",),
-    3: ("tree", "dataset"),
+    3: ("tree",),
     4: ("predict",),
     5: ("api", "plan", "sampling", "compare", "sweep", "serving", "fit"),
     6: ("optimize", "report"),
@@ -24,5 +24,5 @@ CORE_FLOORS = {
     3: ("gpus", "models", "trace", "foreign"),
     4: ("layout",),
     5: ("scenario", "records"),
-    6: ("writer",),
+    6: ("writer", "dataset"),
 }

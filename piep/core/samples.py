@@ -185,3 +185,21 @@ class KernelCensus:
                              "decode_step", "prefill"), "a kernel census")
         return cls(doc["model"], doc["engine"], doc["batch"], doc["prompt_len"],
                    doc["gen_len"], doc["decode_step"], doc["prefill"], doc)
+
+
+# the module sampler's op per kind: bumped when an op changes the kernels it runs
+# (2: attention and rope reproduce the runner's in-situ kernel sequence; 3: eager-mode
+# ops are timed as captured kernels, without the sampler's own host launch gaps)
+# (kv_expand 2: a graph-mode decode call is compiled, as in hf-static's decode step)
+SAMPLER_OP_VERSION = {"attention": 2, "rope": 2, "kv_expand": 2,
+                      # (the experts' weights in transformers' layout, passed transposed)
+                      "experts_gate_up": 2, "experts_down": 2}
+EAGER_TIMING_VERSION = 3
+
+
+def sampler_op_version(kind: str, mode: str) -> int:
+    """The op version the module sampler runs for a kind in a mode (a sample of an older
+    op is of other kernels)."""
+    if mode == "eager":
+        return EAGER_TIMING_VERSION
+    return SAMPLER_OP_VERSION.get(kind, 1)

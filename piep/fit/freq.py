@@ -32,7 +32,7 @@ def literature_rows(gpu: str) -> list[dict[str, str]]:
 
 def throttled_clock(gpu: str) -> tuple[float, int]:
     """Median SM clock of module samples whose power reached the limit (measured)."""
-    from piep.dataset import load_calibration
+    from piep.core.dataset import load_calibration
     rows = load_calibration(gpu).modules
     limit = 700.0
     clocks = [s.sm_clock_mhz for s in rows

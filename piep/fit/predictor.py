@@ -17,7 +17,7 @@ from piep.core.layout import Deployment
 from piep.predict.collectives import Collectives
 from piep.predict.combiner import FEATURES as ALPHA_FEATURES
 from piep.predict.combiner import Combiner
-from piep.dataset import Calibration, reference_host
+from piep.core.dataset import Calibration, reference_host
 from piep.predict.host import HostTerms
 from piep.predict.learned import LearnedModel, interval_group
 from piep.predict.module_models import ModuleModels, ModuleOutputs, fit_module_models
@@ -363,7 +363,7 @@ def conformal(rows: list[dict[str, Any]], level: float = 0.9) -> tuple[dict, dic
 
 def train_shipped(gpu_name: str = DEFAULT_GPU, progress=None) -> tuple[LearnedModel, list[dict]]:
     """Fit on every run; intervals from leave-one-model-out residuals."""
-    from piep.dataset import load_calibration
+    from piep.core.dataset import load_calibration
     gpu = load_gpu(gpu_name)
     cal = load_calibration(gpu_name)
     if not cal.modules or not cal.e2e:
@@ -385,7 +385,7 @@ def add_kinds(gpu_name: str = DEFAULT_GPU) -> tuple[LearnedModel, dict[str, int]
     on the committed module samples (each as a full `piep train` would fit it); every
     model it has, its combiner, terms and intervals stay as they are, so no answer it
     priced from its own models moves. Returns it and the samples of each group added."""
-    from piep.dataset import load_calibration
+    from piep.core.dataset import load_calibration
     from piep.predict.store import load, predictor_dir
     gpu = load_gpu(gpu_name)
     model = load(predictor_dir(gpu_name), gpu)

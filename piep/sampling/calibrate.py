@@ -562,7 +562,7 @@ def _time_calls(op, n: int, d, cuda: bool = True) -> float:
 def repeat_shapes(gpu: str = DEFAULT_GPU, *, under_s: float | None = None) -> list[dict[str, Any]]:
     """The shapes the first campaign measured twice (the repeat check's set); with
     `under_s`, only those of which some measured pair ran shorter calls than that."""
-    from piep.dataset import load_calibration, module_repeat_pairs
+    from piep.core.dataset import load_calibration, module_repeat_pairs
 
     def key(s):
         return repr(sorted(s.shape.items()))

@@ -21,7 +21,8 @@ from piep.sampling.protocol import capture, seconds
 from piep.sampling.runner import _sync
 from piep.sampling.model import (apply_rope, attention_block, eager_decode_ops,
                                  prefill_ops, split_heads, static_decode_ops)
-from piep.tree.builder import (APPENDS, GROUPED_KINDS, LINEAR_KINDS, sampler_op_version,  # noqa: F401
+from piep.core.samples import sampler_op_version
+from piep.tree.builder import (APPENDS, GROUPED_KINDS, LINEAR_KINDS,  # noqa: F401
                                shape_key)
 from piep.tree.nodes import COMPUTE_KINDS, COPY_KINDS  # noqa: F401  (re-exported)
 

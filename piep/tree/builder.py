@@ -145,20 +145,6 @@ SCORE_PASSES = (("scores_scale", 1, 1, 1), ("softcap_div", 1, 1, 1),
 SINK_PASSES = (("scores_scale", 1, 1, 1), ("scores_mask", 2, 1, 1), ("sinks_concat", 1, 1, 0),
                ("scores_max", 1, 0, 1), ("scores_shift", 2, 1, 1), ("softmax", 1, 1, 5),
                ("sinks_drop", 1, 1, 0))
-# the module sampler's op per kind: bumped when an op changes the kernels it runs
-# (2: attention and rope reproduce the runner's in-situ kernel sequence; 3: eager-mode
-# ops are timed as captured kernels, without the sampler's own host launch gaps)
-# (kv_expand 2: a graph-mode decode call is compiled, as in hf-static's decode step)
-SAMPLER_OP_VERSION = {"attention": 2, "rope": 2, "kv_expand": 2,
-                      # (the experts' weights in transformers' layout, passed transposed)
-                      "experts_gate_up": 2, "experts_down": 2}
-EAGER_TIMING_VERSION = 3
-
-
-def sampler_op_version(kind: str, mode: str) -> int:
-    if mode == "eager":
-        return EAGER_TIMING_VERSION
-    return SAMPLER_OP_VERSION.get(kind, 1)
 
 LINEAR_KINDS = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj",
                 "lm_head", "qkv_proj", "gate_up_proj",

@@ -89,7 +89,7 @@ def test_a_file_of_records_is_read_typed_and_a_bad_line_is_named(tmp_path):
 
 
 def test_a_module_sample_is_typed_with_its_shape():
-    from piep.dataset import load_calibration, repeat_check_pairs
+    from piep.core.dataset import load_calibration, repeat_check_pairs
     from piep.core.samples import ModuleSample
     doc = {"schema": "piep.module_sample", "kind": "q_proj", "phase": "decode", "tokens": 8,
            "d_in": 4096, "d_out": 4096, "mode": "graph", "time_s": 2e-5, "energy_j": 0.01,

@@ -5,7 +5,7 @@ import statistics
 import pytest
 
 from piep.core.gpus import load_gpu
-from piep.dataset import load_calibration
+from piep.core.dataset import load_calibration
 from piep.core.records import Measurement
 from piep.tree import build_tree
 

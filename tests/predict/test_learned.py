@@ -89,7 +89,7 @@ def test_shipped_artifacts_carry_provenance():
 
 
 def test_refit_on_own_measurements(tmp_path):
-    from piep.dataset import load_calibration
+    from piep.core.dataset import load_calibration
     from piep.fit.predictor import refit_on_measurements
     recs = [r for r in load_calibration("h200").e2e if r.model == "llama-2-7b"][:6]
     path = tmp_path / "mine.jsonl"
@@ -240,7 +240,7 @@ def test_an_eager_decode_copy_that_graph_mode_compiles_has_its_own_models():
 
 
 def test_the_reference_host_is_the_pinned_campaigns_not_the_first_file_by_name():
-    from piep.dataset import REFERENCE_HOST_FILE, load_calibration, reference_host
+    from piep.core.dataset import REFERENCE_HOST_FILE, load_calibration, reference_host
     from piep.core.samples import HostOverhead
     host = load_calibration("h200").host
     assert host[0].file != REFERENCE_HOST_FILE  # a later campaign sorts first

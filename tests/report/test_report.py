@@ -70,7 +70,7 @@ def test_each_action_gain_is_a_difference_of_two_predictions(report):
 
 def test_cli_report_with_measurement(tmp_path, capsys):
     from piep.cli import main
-    from piep.dataset import load_calibration
+    from piep.core.dataset import load_calibration
     rec = next(r.to_json() for r in load_calibration("h200").e2e
                if r.key.startswith("llama-2-13b|2|1|1|"))
     meas = tmp_path / "m.jsonl"

@@ -61,7 +61,7 @@ def test_the_plan_interleaves_every_kind_and_model_at_the_recipes_shares():
 
 def test_a_gpu_is_calibrated_interrupted_and_resumed(tmp_path, monkeypatch):
     from piep.core.artifacts import read_jsonl
-    from piep.dataset import load_calibration
+    from piep.core.dataset import load_calibration
     from piep.core.gpus import load_gpu
     from piep.sampling.gpu_calibration import MODULES, RUNS, Recipe, calibrate_gpu
     monkeypatch.setenv("PIEP_DATA_DIR", str(tmp_path / "data"))

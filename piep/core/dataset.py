@@ -96,7 +96,7 @@ def reference_host(host: list[HostOverhead]) -> HostOverhead | None:
 def latest_ops(modules: list[ModuleSample]) -> list[ModuleSample]:
     """Per node kind, only the samples of the newest sampler op version (a newer op
     replaces an older one that did not run the same kernels as the runner)."""
-    from piep.tree.builder import sampler_op_version
+    from piep.core.samples import sampler_op_version
 
     def version(s):  # rows stamped before the per-kind table carry the global number
         return min(s.op_version, sampler_op_version(s.kind, s.mode))
