@@ -10,7 +10,8 @@ from typing import Any
 from piep.core.artifacts import calibration_dir, check_document, load_json, read_json, read_jsonl
 from piep.core.errors import ArtifactError
 from piep.core.gpus import DEFAULT_GPU
-from piep.core.samples import CollectiveSample, HostOverhead, ModuleSample, ProbeCollective, WaitFit
+from piep.core.samples import (CollectiveSample, HostOverhead, ModuleSample, ProbeCollective,
+                               WaitFit, sampler_op_version)
 from piep.core.records import Measurement
 
 
@@ -96,8 +97,6 @@ def reference_host(host: list[HostOverhead]) -> HostOverhead | None:
 def latest_ops(modules: list[ModuleSample]) -> list[ModuleSample]:
     """Per node kind, only the samples of the newest sampler op version (a newer op
     replaces an older one that did not run the same kernels as the runner)."""
-    from piep.core.samples import sampler_op_version
-
     def version(s):  # rows stamped before the per-kind table carry the global number
         return min(s.op_version, sampler_op_version(s.kind, s.mode))
     newest: dict[tuple[str, str], int] = {}

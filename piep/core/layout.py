@@ -47,9 +47,8 @@ class Deployment:
         """Whether every rank runs the whole attention: at tp > 1 under an engine that runs
         transformers' tensor-parallel plan, for a family whose plan leaves it unsharded
         (DeepSeek-V3's); no all-reduce follows it then."""
-        fam = family(self.model.model_type)
-        return (self.parallel.tp > 1 and self.engine_record.tp_path and fam is not None
-                and not fam.hf_tp_attention)
+        plan = self.hf_tp_plan
+        return plan is not None and not plan.hf_tp_attention
 
     @property
     def kv_heads_per_rank(self) -> int:
@@ -73,9 +72,15 @@ class Deployment:
         """Whether a rank holds its routed experts at full width: sharded over the ranks
         (ep > 1), or left whole on every rank by transformers' tensor-parallel plan of the
         family (Qwen2-MoE's) under an engine that runs it."""
-        fam = family(self.model.model_type)
-        return self.parallel.ep > 1 or (self.parallel.tp > 1 and self.engine_record.tp_path
-                                        and fam is not None and not fam.hf_tp_experts)
+        plan = self.hf_tp_plan
+        return self.parallel.ep > 1 or (plan is not None and not plan.hf_tp_experts)
+
+    @property
+    def hf_tp_plan(self) -> Family | None:
+        """The family whose transformers tensor-parallel plan shards this deployment (its
+        `Family` row's `hf_tp_*` fields): at tp > 1 under an engine that runs the plan;
+        None otherwise (the reference runner and vLLM shard as Megatron does)."""
+        return _hf_tp_plan(self.model, self.parallel.tp, self.engine_record)
 
     @property
     def vocab_per_rank(self) -> int:
@@ -165,6 +170,11 @@ MEMORY_ITEMS = ("weights", "kv_cache", "activations", "cuda_graph_pool", "cuda_c
                 "cublas_workspace", "nccl_workspace")
 
 
+def _hf_tp_plan(model: ModelSpec, tp: int, record: Engine) -> Family | None:
+    """`Deployment.hf_tp_plan` of a model, tp degree and engine record."""
+    return (family(model.model_type) or Family()) if tp > 1 and record.tp_path else None
+
+
 def valid_tps(model: ModelSpec, limit: int = 64) -> list[int]:
     """Tensor-parallel degrees every constraint allows: they divide the attention heads and
     the FFN width, and divide (or are a multiple of) the KV heads."""
@@ -212,8 +222,8 @@ def validate(model: ModelSpec, parallel: Parallel, workload: Workload, gpu: GPU,
                           f"ep={parallel.ep}: {model.name} runs every expert on every token "
                           f"(Llama 4's bmm over all experts), which is not sharded by expert "
                           f"here; use ep=1")
-    if tp > 1 and engine is not None and engine_record(engine).tp_path \
-            and not (family(model.model_type) or Family()).hf_tp_plan:
+    plan = _hf_tp_plan(model, tp, engine_record(engine))
+    if plan is not None and not plan.hf_tp_plan:
         raise ConfigError(f"{engine} at tp={tp}: transformers has no tensor-parallel plan "
                           f"for {model.model_type} (its config class states none), so every "
                           f"rank would run the whole model; use tp=1, or an engine that "

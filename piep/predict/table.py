@@ -41,11 +41,13 @@ QUANT = ("flops", "bytes_read", "bytes_written", "comm_bytes", "tokens", "contex
 # (tp_calls: the calls of modules transformers' tensor-parallel plan hooks, per call of
 # the leaf: `piep.tree.builder._mark_sharded_calls`)
 STATIC = ("d_in", "d_out", "heads", "kv_heads", "width", "tp_calls")
-# canonical (replica batch, prompt, gen) points: prefill basis rank 8, decode rank 4, and
-# a mixture of experts' experts reached and busiest rank's pairs beside them (10 and 6),
-# with points to spare for the residual check
+# canonical (replica batch, prompt, gen) points: prefill basis rank 8, decode rank 4, and a
+# mixture of experts' experts reached beside them, with points to spare for the residual
+# check; experts sharded over ranks add the busiest rank's pairs (ranks 10 and 6): three
+# points more (only there: every skeleton built costs a tree per point)
 CANON = ((1, 1, 2), (2, 1, 2), (1, 2, 3), (1, 3, 5), (2, 3, 4), (3, 2, 7), (2, 5, 9),
-         (3, 4, 6), (1, 5, 4), (3, 5, 3), (4, 1, 6), (1, 6, 2))
+         (3, 4, 6), (1, 5, 4))
+CANON_EP = CANON + ((3, 5, 3), (4, 1, 6), (1, 6, 2))
 
 
 Experts = tuple[int, int, float, int]  # (count, per token, routing skew, ranks sharding them)
@@ -169,7 +171,7 @@ def _solve(basis: np.ndarray, y: np.ndarray, sel: np.ndarray) -> np.ndarray:
 def build_skeleton(model, parallel: Parallel, gpu, engine: str | None = None) -> Skeleton:
     """Solve the skeleton of a model on a layout from the builder's canonical trees."""
     rows, first = [], None
-    for b, q, g in CANON:
+    for b, q, g in CANON_EP if model.is_moe and parallel.ep > 1 else CANON:
         dep = Deployment(model, parallel, Workload(batch=b * parallel.dp, prompt_len=q,
                                                    gen_len=g, mode="graph"), gpu,
                          engine=engine)
