@@ -558,7 +558,7 @@ class ModelSpec:
             if key in values:
                 _positive_int(key, values[key], problems)
         mla = _latent(config, problems) if fam.latent_attention else None
-        problems += _layer_list_problems(config)
+        problems += _moe_key_problems(config)
         if problems:
             raise ConfigError(f"{name}: not a usable config.json: " + "; ".join(problems))
         heads = values["num_heads"]
@@ -654,20 +654,23 @@ LLAMA_DEFAULTS = {f.name: f.default for f in dataclass_fields(ModelSpec)
 
 
 MLA_KEYS = ("kv_lora_rank", "qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim")
-# the keys that say which layers of a mixture of experts are dense (`dense_layers`): lists
-# of layer indices, and steps or counts of layers
+# a mixture of experts' keys beyond its shape: which layers are dense (`dense_layers`:
+# lists of layer indices, steps or counts of layers) and its shared experts (their count,
+# Qwen2-MoE's width)
 LAYER_LIST_KEYS = ("mlp_only_layers", "moe_layers")
-LAYER_STEP_KEYS = ("decoder_sparse_step", "interleave_moe_layer_step", "first_k_dense_replace")
+MOE_COUNT_KEYS = ("decoder_sparse_step", "interleave_moe_layer_step", "first_k_dense_replace",
+                   "n_shared_experts", "shared_expert_intermediate_size")
 
 
-def _layer_list_problems(config: Mapping[str, Any]) -> list[str]:
-    """What is wrong with a config's keys of dense and sparse layers (one problem each)."""
+def _moe_key_problems(config: Mapping[str, Any]) -> list[str]:
+    """What is wrong with a config's keys of dense, sparse and shared experts' layers (one
+    problem each)."""
     def whole(v) -> bool:
         return isinstance(v, int) and not isinstance(v, bool) and v >= 0
     out = [f"{k}={_shown(config[k])} must be a list of layer indices (integers >= 0)"
            for k in LAYER_LIST_KEYS if config.get(k) is not None
            and not (isinstance(config[k], list) and all(whole(i) for i in config[k]))]
-    return out + [f"{k}={_shown(config[k])} must be an integer >= 0" for k in LAYER_STEP_KEYS
+    return out + [f"{k}={_shown(config[k])} must be an integer >= 0" for k in MOE_COUNT_KEYS
                   if config.get(k) is not None and not whole(config[k])]
 
 

@@ -158,6 +158,9 @@ def test_models_add_fetches_one_config_json_and_nothing_else(tmp_path, monkeypat
     ({"model_type": "deepseek_v3"}, "multi-head latent attention needs kv_lora_rank"),
     ({"model_type": "qwen3_moe", "num_experts": 8, "num_experts_per_tok": 2,
       "mlp_only_layers": "0,1"}, "mlp_only_layers='0,1' must be a list of layer indices"),
+    ({"model_type": "qwen2_moe", "num_experts": 8, "num_experts_per_tok": 2,
+      "shared_expert_intermediate_size": -5},
+     "shared_expert_intermediate_size=-5 must be an integer >= 0"),
     ({"model_type": "exaone"}, "'exaone' is not priced yet (the tree lacks its attention"),
 ])
 def test_what_is_not_priced_yet_is_refused_by_name_in_one_line(change, needle, tmp_path,
