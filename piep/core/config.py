@@ -656,10 +656,11 @@ LLAMA_DEFAULTS = {f.name: f.default for f in dataclass_fields(ModelSpec)
 MLA_KEYS = ("kv_lora_rank", "qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim")
 # a mixture of experts' keys beyond its shape: which layers are dense (`dense_layers`:
 # lists of layer indices, steps or counts of layers) and its shared experts (their count,
-# Qwen2-MoE's width)
+# Qwen2-MoE's width), and the dense layers' width (Llama 4's)
 LAYER_LIST_KEYS = ("mlp_only_layers", "moe_layers")
 MOE_COUNT_KEYS = ("decoder_sparse_step", "interleave_moe_layer_step", "first_k_dense_replace",
-                   "n_shared_experts", "shared_expert_intermediate_size")
+                  "n_shared_experts", "shared_expert_intermediate_size",
+                  "intermediate_size_mlp")
 
 
 def _moe_key_problems(config: Mapping[str, Any]) -> list[str]:
