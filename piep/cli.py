@@ -75,23 +75,26 @@ def _fix(message: str, prog: str) -> str:
     return ""
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
+    """The command line's parser; given `argv`, only the command it names is configured
+    (the others are listed by name: a start imports one command's module, not all)."""
     import importlib
     parser = Parser(prog="piep", description=__doc__)
     parser.add_argument("--version", action="version", version=f"piep {__version__}")
     parser.add_argument("-v", "--verbose", action="store_true", help="debug logs on stderr")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    named = next((a for a in argv if not a.startswith("-")), None) if argv is not None else None
     for name, (module, help_text) in COMMANDS.items():
-        mod = importlib.import_module(f"piep.commands.{module}")
         p = sub.add_parser(name, help=help_text, description=help_text)
-        mod.configure(p)
-        add_json_arg(p)
-        p.set_defaults(handler=mod.run, subparser=p)
+        if argv is None or name == named:
+            mod = importlib.import_module(f"piep.commands.{module}")
+            mod.configure(p)
+            add_json_arg(p)
+            p.set_defaults(handler=mod.run, subparser=p)
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = build_parser()
     argv = list(sys.argv[1:] if argv is None else argv)
     passthrough: list[str] = []
     if "--" in argv:  # `piep apply PLAN -- CMD ...`: everything after -- is the command
@@ -99,6 +102,7 @@ def main(argv: list[str] | None = None) -> int:
         argv, passthrough = argv[:cut], argv[cut + 1:]
     verbose = any(a in ("-v", "--verbose") for a in argv)  # before or after the command
     argv = [a for a in argv if a not in ("-v", "--verbose")]
+    parser = build_parser(argv)
     try:
         args, extra = parser.parse_known_args(argv)
         if not getattr(args, "command", None):

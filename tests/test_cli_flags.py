@@ -39,3 +39,21 @@ def test_every_flag_is_a_decision():
     gone = sorted(set(frozen.splitlines()) - set(now.splitlines()))
     assert not added and not gone, f"flags added {added}, gone {gone}"
     assert len(frozen.splitlines()) == len(set(frozen.splitlines()))  # no flag twice
+
+
+def test_a_start_configures_only_its_command():
+    """`piep serve ...` imports serve's module, not the sixteen other commands'; the one
+    named gets every flag it has in the full parser."""
+    import subprocess
+    import sys
+    code = ("import sys; from piep.cli import build_parser; "
+            "p = build_parser(['serve', '--model', 'llama-2-7b']); "
+            "print(sorted(m for m in sys.modules if m.startswith('piep.commands.')))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True).stdout
+    assert eval(out) == ["piep.commands.common", "piep.commands.serve"]
+    full = [f for f in cli_flags(build_parser()) if f.startswith("serve ")]
+    one = [f for f in cli_flags(build_parser(["-v", "serve"])) if f.startswith("serve ")]
+    bare = [f for f in cli_flags(build_parser([])) if f.startswith("serve ")]
+    assert one == full and len(full) > 10
+    assert bare == ["serve --help -h"]
