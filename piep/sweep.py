@@ -94,7 +94,7 @@ def sweep(configs: list[dict[str, Any]], *, gpu: str = DEFAULT_GPU, predictor: s
     rows: list[dict[str, Any]] = []
     for start in range(0, len(configs), CHUNK):
         part = configs[start:start + CHUNK]
-        by_model: dict[int, tuple[Any, list, list]] = {}  # one table per cost model
+        by_model: dict[Any, tuple[list, list]] = {}  # one table per cost model
         for cfg in part:
             row = dict(cfg)
             try:
@@ -108,13 +108,13 @@ def sweep(configs: list[dict[str, Any]], *, gpu: str = DEFAULT_GPU, predictor: s
                 res = first.variant(scn) if first else api.resolve(scn, predictor)
                 resolved.setdefault(scn.engine.name, res)
                 cm = res.cost_model  # one object per engine and host: one table each
-                _, deps, valid = by_model.setdefault(id(cm), (cm, [], []))
+                deps, valid = by_model.setdefault(cm, ([], []))
                 deps.append(res.deployment)
                 valid.append((row, res))
             except PiepError as exc:
                 row["error"] = str(exc)
             rows.append(row)
-        for cm, deps, valid in by_model.values():
+        for cm, (deps, valid) in by_model.items():
             # a serving engine's batch is a stream its scheduler runs, the tree priced here
             # attributing it (one engine a cost model: a table is all streams or none)
             streams = api.pricer(valid[0][1]).reads_tree

@@ -209,3 +209,48 @@ def test_tests_mirror_the_wings():
     wings = {p.name for p in PIEP.iterdir() if (p / "__init__.py").is_file()}
     folders = {p.parent.name for p in tests.rglob("test_*.py") if p.parent != tests}
     assert folders and folders <= wings, sorted(folders - wings)
+
+
+def test_no_cache_is_keyed_by_an_address():
+    """No `id()` in piep: an object's address is reused once it is freed, so a cache keyed
+    by it can answer for another object; a cache keys by value, or by the object itself
+    where its class hashes by identity (`@dataclass(eq=False)`)."""
+    found = [f"{path.relative_to(PIEP.parent)}:{node.lineno}"
+             for path, tree in _parsed() for node in ast.walk(tree)
+             if isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
+             and node.func.id == "id"]
+    assert not found, found
+
+
+def test_a_walk_follows_a_value_and_what_is_made_of_it(tmp_path, monkeypatch):
+    """benchmarks/walks.py: a file counts when one of its functions gets the parameter,
+    something built from it or returned from a call given it, not when it only runs."""
+    import sys
+    sys.path.insert(0, str(PIEP.parent / "benchmarks"))
+    import walks
+    pkg = tmp_path / "piep"
+    pkg.mkdir()
+    (pkg / "a.py").write_text("def double(x):\n    return [x, x]\n")
+    (pkg / "b.py").write_text("class Box:\n    def __init__(self, v):\n        self.v = v\n")
+    (pkg / "c.py").write_text("def size(box):\n    return 3\n")
+    (pkg / "d.py").write_text("def other(y):\n    return y\n")
+    monkeypatch.setattr(walks, "PIEP", str(pkg) + "/")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    for name in ("a", "b", "c", "d"):
+        sys.modules.pop(f"piep_walk_{name}", None)
+    import importlib.util
+
+    def load(name):
+        spec = importlib.util.spec_from_file_location(f"piep_walk_{name}", pkg / f"{name}.py")
+        mod = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(mod)
+        return mod
+    a, b, c, d = (load(n) for n in "abcd")
+    seed = 2.5
+
+    def run():
+        pair = a.double(seed)   # entered with the value; its result carries it
+        box = b.Box(pair)       # built from the result: carries it
+        c.size(box)             # entered with what holds it
+        d.other(7.25)           # runs, but not with the value
+    assert sorted(walks.follow(run, seed)) == ["a.py", "b.py", "c.py"]

@@ -270,7 +270,7 @@ def json_text(doc: Any) -> str:
     (an indented dump runs its pure-Python encoder over every row: 1.6 s for a stream of
     100,000 requests)."""
     long_lists: dict[str, list] = {}
-    mark = f"piep-long-list-{os.getpid()}-{id(doc)}-"
+    mark = f"piep-long-list-{os.urandom(8).hex()}-"
 
     def swap(x: Any) -> Any:  # each long list replaced by a marker string
         if isinstance(x, dict):

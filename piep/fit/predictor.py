@@ -20,7 +20,8 @@ from piep.predict.combiner import Combiner
 from piep.core.dataset import Calibration, reference_host
 from piep.predict.host import HostTerms
 from piep.predict.learned import LearnedModel, interval_group
-from piep.predict.module_models import ModuleModels, ModuleOutputs, fit_module_models
+from piep.predict.module_models import (ModuleModels, ModuleOutputs, fit_module_models,
+                                        training_rows)
 from piep.predict.pricing import Priced, partition, price
 from piep.predict.table import KIND_ID, PHASES, LeafTable, TableBuilder, select
 from piep.tree import build_tree
@@ -270,7 +271,12 @@ def fit_combiner(model: LearnedModel, ts: TrainingSet, *, phase_weight: float = 
 
 def fit(cal: Calibration, gpu: GPU, train: list[Case], *,
         module_filter: Callable[[ModuleSample], bool] | None = None) -> LearnedModel:
-    samples = [r for r in cal.modules if not (module_filter and module_filter(r))]
+    keep = [not (module_filter and module_filter(r)) for r in cal.modules]
+    samples = [r for r, k in zip(cal.modules, keep) if k]
+    kept = cal.feature_cache.get(gpu.name)  # every sample's row, for the fits on subsets
+    if kept is None or kept[0] is not cal.modules:
+        kept = cal.feature_cache[gpu.name] = (cal.modules, training_rows(cal.modules, gpu))
+    rows = [t for t, k in zip(kept[1], keep) if k]
     comm = Collectives.from_calibration(cal.collectives, cal.wait_fits, cal.collective_samples)
     host = reference_host(cal.host)
     launch_s = host.launch_s if host and host.launch_s is not None else None
@@ -281,7 +287,7 @@ def fit(cal: Calibration, gpu: GPU, train: list[Case], *,
                       if cal.host else gpu.idle_power_w,
                       busy_wait_w=gpu.wait_power_w, comm_w=gpu.comm_power_w,
                       **BOARD_LIMIT_START)
-    model = LearnedModel(gpu, ModuleModels(fit_module_models(samples, gpu, cal.feature_cache)),
+    model = LearnedModel(gpu, ModuleModels(fit_module_models(samples, gpu, rows)),
                          comm, terms)
     ts = TrainingSet.build(model, train)
     fit_time_terms(model, ts)

@@ -36,7 +36,8 @@ from piep.fit.predictor import get_term, set_term
 from piep.fit.progress import Pace
 from piep.fit.workers import fold_map
 from piep.core.records import ServingReplay
-from piep.serving.costs import ATTENTION_KINDS, IterationCosts, IterationTimes, grid_sizes
+from piep.serving.costs import (ATTENTION_KINDS, IterationCosts, IterationGrid,
+                                IterationTimes, grid_sizes)
 from piep.serving.serve import (SchedulerPolicy, document, iteration_grid, paged_cache,
                                 policy_of, run, window_parts_j, with_host)
 from piep.serving.simulate import repriced
@@ -120,7 +121,7 @@ class Shared:
     share it)."""
 
     def __init__(self):
-        self.reserved: dict[int, tuple] = {}  # id -> (replay, value): held while kept
+        self.reserved: dict[ServingReplay, float | None] = {}  # replay -> its value
         self.grids: dict[tuple, Any] = {}
 
 
@@ -144,9 +145,9 @@ def reserved_gib(records: list[ServingReplay], base, shared: Shared | None = Non
     over the replays of the value that reproduces the blocks each reported)."""
     known = (shared or Shared()).reserved
     for rec in records:
-        if id(rec) not in known:
-            known[id(rec)] = (rec, _reserved_of(rec, base))
-    found = [known[id(r)][1] for r in records if known[id(r)][1] is not None]
+        if rec not in known:
+            known[rec] = _reserved_of(rec, base)
+    found = [known[r] for r in records if known[r] is not None]
     return statistics.median(found) if found else 1.3
 
 
@@ -298,11 +299,11 @@ def row_medians(values: np.ndarray, row: np.ndarray, rows: int) -> np.ndarray:
 def _simulated(cases: list[_Case], model) -> list[tuple[Any, IterationCosts]]:
     """Each replay simulated at `model`, as `piep serve` simulates it (`run`); the replays
     on one grid (of one shape) share its costs, priced once."""
-    costs: dict[int, IterationCosts] = {}  # a grid's id -> its costs at `model`
+    costs: dict[IterationGrid, IterationCosts] = {}  # a grid (by identity) -> its costs
     for c in cases:
-        if id(c.grid) not in costs:
-            costs[id(c.grid)] = c.grid.costs(model)
-    return [run(c.scn, c.trace, model, c.policy, costs=costs[id(c.grid)]) for c in cases]
+        if c.grid not in costs:
+            costs[c.grid] = c.grid.costs(model)
+    return [run(c.scn, c.trace, model, c.policy, costs=costs[c.grid]) for c in cases]
 
 
 def back_to_back(dt: np.ndarray, ready: np.ndarray) -> np.ndarray:
@@ -425,21 +426,20 @@ def held_out_on_hosts(base, records: list[ServingReplay], *, by: str = "model",
     profile's default host) from the same held-out fits (one fit per group); `shared`:
     what other fits on these replays computed; `name`: the engine fitted (progress)."""
     records = [r for r in records if r.energy_j]
-    # a replay by itself: named by its model, its trace and its place among the replays
-    replay = {id(r): f"{r.model} {Path(r.trace or 'trace').name} #{i}"
-              for i, r in enumerate(records, 1)}
-    key = {"model": lambda r: r.model, "load": lambda r: Path(r.trace or "").name,
-           "trace": lambda r: replay[id(r)]}[by]
-    groups = list(dict.fromkeys(key(r) for r in records))
+    # each replay's group; by itself: named by its model, its trace and its place
+    label = {"model": lambda i, r: r.model, "load": lambda i, r: Path(r.trace or "").name,
+             "trace": lambda i, r: f"{r.model} {Path(r.trace or 'trace').name} #{i}"}[by]
+    labels = [label(i, r) for i, r in enumerate(records, 1)]
+    groups = list(dict.fromkeys(labels))
     out: dict[bool, list[dict[str, Any]]] = {h: [] for h in hosts}
     shared = shared or Shared()
 
     def fold(group) -> dict[bool, list[dict[str, Any]]]:
-        profile = fit_cb_profile(base, [r for r in records if key(r) != group],
+        profile = fit_cb_profile(base, [r for r, g in zip(records, labels) if g != group],
                                  maxiter=maxiter, default_host_s=default_host_s,
                                  shared=shared)
         model = profile.apply(base)
-        test = [r for r in records if key(r) == group]
+        test = [r for r, g in zip(records, labels) if g == group]
         return {h: [case_row(c, model) for c in
                     _cases(base, test, profile.meta.scheduler["reserved_gib"], h, shared)]
                 for h in hosts}

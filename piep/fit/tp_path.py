@@ -53,8 +53,8 @@ class Pricer:
         from piep.predict.resolve import cost_model
         self.gpu, self.base = gpu, cost_model(gpu, "learned")
         self.profiles = dict(profiles or {})
-        # (run, probe, module models) -> the run's leaf table and its module outputs: a fit
-        # changes host terms only, which change neither
+        # (run, probe) -> the run, the module models, its leaf table and their outputs: a
+        # fit changes host terms only, which change neither (other module models: redone)
         self._tables: dict[tuple, tuple] = {}
 
     def model(self, engine: str):
@@ -70,8 +70,8 @@ class Pricer:
         from piep.predict.table import TableBuilder
         from piep.core.scenario import Scenario
         model = self.model(run.engine)
-        key = (id(run), probe_us, id(model.modules))
-        if key not in self._tables:
+        key = (run, probe_us)
+        if key not in self._tables or self._tables[key][1] is not model.modules:
             scn = Scenario.build(run.model, gpu=self.gpu, engine=run.engine, tp=run.tp,
                                  batch=run.batch, prompt_len=run.prompt_len,
                                  gen_len=run.gen_len, host_probe_us=probe_us)

@@ -37,7 +37,7 @@ log = logging.getLogger("piep.predict")
 OUT_OF_RANGE_WIDENING = 1.5
 
 
-@dataclass
+@dataclass(eq=False)  # one predictor is one object: hashed and compared by identity
 class LearnedModel:
     gpu: GPU
     modules: ModuleModels
@@ -79,15 +79,7 @@ class LearnedModel:
             wait[cm] = self.collectives.wait_s(kinds, decode[cm], mode_eager[cm], sizes)
         factor = 1.0  # per row: the host's time relative to the terms' host
         if host.host_probe_ref_s:  # only a profile fitted per host reads the deployments'
-            # the deployments' probes, per list of deployments (copies of the table on other
-            # hosts share `derived`, each with deployments of its own)
-            known = table.derived.setdefault("host_probes", {})
-            deps, probes = known.get(id(table.deps), (None, None))
-            if deps is not table.deps:
-                probes = np.array([np.nan if d.host_probe_s is None else d.host_probe_s
-                                   for d in table.deps])
-                known[id(table.deps)] = (table.deps, probes)
-            factor = host.host_factor(probes)[table.cfg]
+            factor = host.host_factor(table.host_probes())[table.cfg]
         # a host queueing ahead of the GPU idles it per segment and stage, not per row
         group = stage_keys(table.segment, table.stage, table.pp)[0] if host.queue_ahead \
             else None

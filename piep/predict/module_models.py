@@ -290,20 +290,14 @@ def is_fitted(sample) -> bool:
 
 
 def fit_module_models(samples: list, gpu: GPU,
-                      cache: dict | None = None) -> dict[str, KindModel]:
-    """The GBDT pair of every kind group, fitted on the samples that train them; `cache`
-    keeps each sample's features between fits on subsets of the same samples (leave one
-    model out fits one per model)."""
+                      rows: list | None = None) -> dict[str, KindModel]:
+    """The GBDT pair of every kind group, fitted on the samples that train them; `rows`:
+    their `training_rows`, computed once for fits on subsets of the same samples (leave
+    one model out fits one per model)."""
     by_kind: dict[str, list] = {}
-    for row in samples:
-        key = (id(row), gpu.name)
-        kept = cache.get(key) if cache is not None else None
-        if kept is None or kept[0] is not row:
-            kept = (row, _training_row(row, gpu) if is_fitted(row) else None)
-            if cache is not None:
-                cache[key] = kept
-        if kept[1] is not None:
-            group, f, ratio, power = kept[1]
+    for kept in training_rows(samples, gpu) if rows is None else rows:
+        if kept is not None:
+            group, f, ratio, power = kept
             by_kind.setdefault(group, []).append((f, ratio, power))
     models = {}
     for kind, rows in sorted(by_kind.items()):
@@ -313,6 +307,11 @@ def fit_module_models(samples: list, gpu: GPU,
     return models
 
 
+
+
+def training_rows(samples: list, gpu: GPU) -> list[tuple | None]:
+    """Each sample as its group's GBDTs learn it (None: a sample no model trains on)."""
+    return [_training_row(s, gpu) if is_fitted(s) else None for s in samples]
 
 
 def _training_row(sample, gpu: GPU) -> tuple[str, list[float], float, float]:
@@ -344,7 +343,7 @@ class ModuleOutputs:
                                for f in ("time_s", "power_w", "out_of_range")))
 
 
-@dataclass
+@dataclass(eq=False)  # hashed and compared by identity: outputs are cached per object
 class ModuleModels:
     """The GBDT pair of every kind group, over leaf tables."""
     kinds: dict[str, KindModel]

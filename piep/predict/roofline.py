@@ -35,7 +35,7 @@ def roofline_power_w(t_flops: np.ndarray, t_bytes: np.ndarray, gpu: GPU) -> np.n
     return gpu.memory_power_w + (gpu.compute_power_w - gpu.memory_power_w) * share
 
 
-@dataclass
+@dataclass(eq=False)  # one predictor is one object: hashed and compared by identity
 class RooflineModel:
     """The uncalibrated baseline (benchmarks/accuracy.py also reports it refit with
     per-mode factors on the same folds as the learned predictor)."""

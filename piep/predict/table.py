@@ -85,7 +85,7 @@ def hides_host_gaps(eager: np.ndarray, phase: str, pp: np.ndarray) -> np.ndarray
     return (pp > 1) & eager & (phase == "decode")
 
 
-@dataclass
+@dataclass(eq=False)  # one skeleton is one object: hashed and compared by identity
 class Skeleton:
     """The leaves of one (model, layout, GPU, engine) tree: what they are, and each
     quantity as polynomial coefficients in the workload."""
@@ -266,9 +266,18 @@ class LeafTable:
     # arrays derived from the rows alone, computed once by their first user (the
     # combiner's features: `combiner_features`); a copy with other deployments keeps them
     derived: dict = field(default_factory=dict, repr=False, compare=False)
+    # each deployment's launch probe, read once per table (a copy reads its own)
+    _probes: np.ndarray | None = field(default=None, init=False, repr=False, compare=False)
 
     def __len__(self) -> int:
         return len(self.cfg)
+
+    def host_probes(self) -> np.ndarray:
+        """Each deployment's host launch probe in seconds (NaN: not given)."""
+        if self._probes is None:
+            self._probes = np.array([np.nan if d.host_probe_s is None else d.host_probe_s
+                                     for d in self.deps])
+        return self._probes
 
     @property
     def gpu(self):
@@ -322,15 +331,15 @@ class TableBuilder:
         gpu = deps[0].gpu
         if any(d.gpu is not gpu and d.gpu != gpu for d in deps):
             raise ValueError("a leaf table holds deployments of one GPU")
-        groups: dict[int, tuple[Skeleton, list[int]]] = {}
-        known: dict[tuple, Skeleton] = {}  # this call's skeletons by their deployments' objects
+        groups: dict[Skeleton, list[int]] = {}
+        known: dict[tuple, Skeleton] = {}  # this call's skeletons by model, layout and engine
         for i, dep in enumerate(deps):
             p = dep.parallel
-            key = (id(dep.model), p.tp, p.pp, p.ep, dep.engine)
+            key = (dep.model, p.tp, p.pp, p.ep, dep.engine)
             sk = known.get(key)
             if sk is None:
                 sk = known[key] = self.skeleton(dep)
-            groups.setdefault(id(sk), (sk, []))[1].append(i)
+            groups.setdefault(sk, []).append(i)
         n = len(deps)
         work = [d.workload for d in deps]
         eager = np.array([w.mode == "eager" for w in work], dtype=bool)
@@ -340,8 +349,8 @@ class TableBuilder:
                "cache": np.array([w.context_len for w in work], float),
                "context": np.array([decode_context(d) for d in deps], float),
                "steps": np.array([max(w.gen_len - 1, 0) for w in work], float)}
-        size = sum(len(idx) * len(sk.kind) for sk, idx in groups.values())
-        like = next(iter(groups.values()))[0]  # a skeleton: the integer columns' types
+        size = sum(len(idx) * len(sk.kind) for sk, idx in groups.items())
+        like = next(iter(groups))  # a skeleton: the integer columns' types
         r = {k: np.empty(size) for k in QUANT + STATIC + ("count", "sliding", "launches",
                                                            "group_size")}
         r.update(phase=np.empty(size, like.phase.dtype), stage=np.empty(size, like.stage.dtype),
@@ -350,7 +359,7 @@ class TableBuilder:
         if detail:
             r["path"] = np.empty(size, dtype=object)
         start = 0
-        for sk, idx in groups.values():
+        for sk, idx in groups.items():
             stop = start + len(idx) * len(sk.kind)
             _fill(sk, deps, np.asarray(idx), per, {k: v[start:stop] for k, v in r.items()})
             start = stop

@@ -18,7 +18,7 @@ from piep.predict.table import LeafTable
 BAND = (0.5, 2.0)
 
 
-@dataclass
+@dataclass(eq=False)  # one predictor is one object: hashed and compared by identity
 class TransferredModel:
     base: Any
     ratios: dict[str, float]

@@ -209,7 +209,7 @@ def _blend(v00, v01, v10, v11, fx, fy) -> np.ndarray:
     return np.exp2(top * (1 - fx) + bottom * fx)
 
 
-@dataclass
+@dataclass(eq=False)  # one grid is one object: hashed and compared by identity
 class IterationGrid:
     """The three row groups' iteration tables on their grids, built once per (model,
     layout, engine); `costs(model)` prices them (re-pricing with other host terms reuses
@@ -333,12 +333,10 @@ class IterationGrid:
     def module_outputs(self, model, i: int):
         """The module models' outputs for table `i` (computed once per predictor: one grid
         may be priced by several)."""
-        key = (i, id(model.modules))
-        kept = self.cache.get(key)
-        if kept is None or kept[0] is not model.modules:  # (kept alive: its id not reused)
-            kept = self.cache[key] = (model.modules,
-                                      model.modules.predict(self.tables[i][0], model.gpu))
-        return kept[1]
+        key = (i, model.modules)
+        if key not in self.cache:
+            self.cache[key] = model.modules.predict(self.tables[i][0], model.gpu)
+        return self.cache[key]
 
 
 def _row_energies(table, prices) -> tuple[np.ndarray, ...]:
@@ -377,21 +375,17 @@ class IterationTimes:
     predictors only (their module outputs are computed once per grid)."""
 
     def __init__(self, items: list[tuple[IterationGrid, np.ndarray, np.ndarray, np.ndarray]]):
-        index: dict[int, int] = {}  # a grid's id -> its place among the distinct grids
-        distinct: list[IterationGrid] = []
+        index: dict[IterationGrid, int] = {}  # a grid -> its place among the distinct grids
         reads = []
         for grid, q, n, k in items:
-            if id(grid) not in index:
-                index[id(grid)] = len(distinct)
-                distinct.append(grid)
-            g = index[id(grid)]
+            g = index.setdefault(grid, len(index))
             (tx, _), (_, kx), _ = (axes for _, _, axes in grid.tables[:3])
             lt, lr, lk = (np.log2(np.maximum(np.asarray(v, float), 1.0)) for v in (q, n, k))
             (x0, x1, fx), (y0, y1, fy) = _corners(lt, tx), _corners(lk, kx)
             reads.append((g, lt, lr, [a * len(kx) + b for a in (x0, x1) for b in (y0, y1)],
                           (fx, fy)))
         self.grids: list[tuple[IterationGrid, tuple[np.ndarray, ...]]] = []
-        for g, grid in enumerate(distinct):  # per group, the grid points priced
+        for g, grid in enumerate(index):  # per group, the grid points priced
             (tx, _), _, (rx, _) = (axes for _, _, axes in grid.tables[:3])
             read = np.unique(np.concatenate([c for r in reads if r[0] == g for c in r[3]]))
             self.grids.append((grid, (np.arange(len(tx)), read, np.arange(len(rx)))))
@@ -426,9 +420,7 @@ class IterationTimes:
         body's and head's reads (`_Lines`)."""
         from piep.predict.module_models import ModuleOutputs
         from piep.predict.table import concat
-        key = (id(model.modules), model.host.queue_ahead)
-        if key in self._stacked and self._stacked[key][-1] is not model.modules:
-            del self._stacked[key]  # another object at a freed one's address
+        key = (model.modules, model.host.queue_ahead)
         if key not in self._stacked:
             parts, outs, group = [], [], []
             for grid, points in self.grids:
@@ -442,8 +434,8 @@ class IterationTimes:
                                        for it in self.items]) for c in range(4)]
             self._stacked[key] = (concat(parts), ModuleOutputs.concat(outs),
                                   np.flatnonzero(np.concatenate(group)), starts, corners,
-                                  [self._lines(starts, g) for g in (0, 2)], model.modules)
-        return self._stacked[key][:-1]
+                                  [self._lines(starts, g) for g in (0, 2)])
+        return self._stacked[key]
 
     def _lines(self, starts: np.ndarray, group: int) -> "_Lines":
         """Where every iteration reads group `group` (body 0: of its tokens; head 2: of its

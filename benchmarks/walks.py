@@ -1,0 +1,189 @@
+"""Walks: how many of piep's files a reader enters following one parameter of a command
+(issue 51's measure of how far one concern is spread).
+
+A walk runs the command in this process under a profiler and follows the parameter's
+value: a file is entered when one of its functions is called with the value, or with an
+object that holds it (one attribute, item or element deep), or with what such a call
+returned (a value derived from the parameter is followed too); an object built from it
+(`__init__` given it) is followed from then on. Functions that only run beside the
+parameter (argparse's set-up, imports, logging) are not counted; the command's own
+module and the CLI are.
+
+    python benchmarks/walks.py            # every walk, the files of each
+    python benchmarks/walks.py --json
+
+Walks: `piep serve` following --rate (the request stream) and --model; `piep train
+--engine hf-cb` (the engine-profile fit) following --engine; `piep calibrate gpu`
+following --name, on a fake board on the CPU as tests/sampling/test_calibrate_gpu.py runs
+it (needs torch).
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import io
+import json
+import os
+import sys
+import tempfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+PIEP = str(ROOT / "piep") + os.sep
+# values that are one shared object in CPython: following them would follow everything
+SHARED = (type(None), bool, type(Ellipsis))
+SCAN = 64  # a container longer than this is not looked into
+
+
+class Follow:
+    """The profiler: the objects carrying the parameter, and the files entered with one."""
+
+    def __init__(self):
+        self.carriers: dict[int, object] = {}  # id -> object, held so no id is reused
+        self.files: dict[str, int] = {}        # file -> calls made with a carrier
+        self.frames: set[int] = set()          # frames entered with a carrier
+
+    def carry(self, obj) -> None:
+        if isinstance(obj, SHARED) or (isinstance(obj, int) and -5 <= obj <= 256):
+            return
+        if isinstance(obj, (str, bytes, tuple, frozenset)) and len(obj) == 0:
+            return
+        self.carriers[id(obj)] = obj
+
+    def holds(self, obj) -> bool:
+        """`obj` is a carrier or holds one one step down."""
+        if id(obj) in self.carriers:
+            return True
+        if isinstance(obj, dict):
+            inner = list(obj.values())[:SCAN]
+        elif isinstance(obj, (list, tuple, set, frozenset)):
+            inner = list(obj)[:SCAN]
+        elif hasattr(obj, "__dict__") and not isinstance(obj, type):
+            inner = list(vars(obj).values())[:SCAN]
+        elif hasattr(type(obj), "__slots__"):
+            inner = [getattr(obj, s, None) for s in type(obj).__slots__][:SCAN]
+        else:
+            return False
+        return any(id(x) in self.carriers for x in inner)
+
+    def __call__(self, frame, event, arg):
+        code = frame.f_code
+        if event == "call":
+            if not code.co_filename.startswith(PIEP):
+                return
+            names = code.co_varnames[:code.co_argcount + code.co_kwonlyargcount
+                                     + bool(code.co_flags & 0x04) + bool(code.co_flags & 0x08)]
+            local = frame.f_locals
+            if any(n in local and self.holds(local[n]) for n in names):
+                self.frames.add(id(frame))
+                rel = code.co_filename[len(PIEP):]
+                self.files[rel] = self.files.get(rel, 0) + 1
+                if code.co_name == "__init__" and "self" in local:
+                    self.carry(local["self"])
+        elif event == "return" and id(frame) in self.frames:
+            self.frames.discard(id(frame))
+            self.carry(arg)
+
+
+def follow(run, seed) -> dict[str, int]:
+    """The files entered following `seed` while `run()` runs."""
+    walk = Follow()
+    walk.carry(seed)
+    sys.setprofile(walk)
+    try:
+        run()
+    finally:
+        sys.setprofile(None)
+    return walk.files
+
+
+def cli_walk(argv: list[str], dest: str) -> dict[str, int]:
+    """A command line's walk, following the value its parser gave to `dest`."""
+    from piep import cli
+    from piep.commands import common  # noqa: F401 (imported before the walk starts)
+    parser = cli.build_parser(argv)
+    args = parser.parse_args(argv)
+    args.passthrough, args.verbose = [], False
+    seed = getattr(args, dest)
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(io.StringIO()):
+        files = follow(lambda: args.handler(args), seed)
+    command = f"commands/{argv[0]}.py"
+    return {"cli.py": 1, command: files.pop(command, 0) or 1, **files}
+
+
+def calibrate_walk() -> dict[str, int]:
+    """`piep calibrate gpu --name NAME` on a fake board, following the name."""
+    sys.path.insert(0, str(ROOT / "tests"))
+    import torch
+    from _virtual_clock import WorkClock
+    from piep.device.fake import FakeDevice
+    from piep.sampling.gpu_calibration import Bench, Recipe, calibrate_gpu
+    from piep.sampling.runner import Hygiene, RankMeter
+    from piep.sampling.calibrate import module_shapes
+    tiny = {"model_type": "llama", "hidden_size": 64, "intermediate_size": 176,
+            "num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 2,
+            "vocab_size": 128, "max_position_embeddings": 256, "hidden_act": "silu"}
+    with tempfile.TemporaryDirectory() as tmp:
+        os.environ["PIEP_DATA_DIR"] = str(Path(tmp) / "data")
+        path = Path(tmp) / "tiny" / "config.json"
+        path.parent.mkdir()
+        path.write_text(json.dumps(tiny))
+        shapes = [s for s in module_shapes(seed=0, per_kind=1, models=(str(path),), tps=(1,))
+                  if s["tokens"] <= 256 and s.get("context_len", 0) <= 512][:4]
+        runs = [{"model": "tiny-0", "config": tiny, "tp": 1, "pp": 1, "dp": 1, "batch": 2,
+                 "prompt_len": 16, "gen_len": 8, "mode": "eager", "estimated_s": 1.0}]
+        clock = WorkClock()
+        fake = FakeDevice(lambda t: 200.0, clock, tick_s=0.05, phase_s=0.01, step_s=0.001)
+        bench = Bench("cpu", meter=RankMeter("cpu", fake=fake), dtype=torch.float32,
+                      hygiene=Hygiene(repeats=2, min_window_s=0.15, idle_s=0.2),
+                      min_window_s=0.15, describe={"gpu_name": "Fake GPU",
+                                                   "uuid": "GPU-fake-0", "memory_gib": 80.0})
+        name = "".join(["walk", "-gpu"])  # a string object of its own
+        with clock.running():
+            files = follow(lambda: calibrate_gpu(name, bench, recipe=Recipe(minutes=1.0),
+                                                 shapes=shapes, runs=runs, clock=clock),
+                           name)
+    # the CLI and its command module stand before calibrate_gpu on the way in
+    return {"cli.py": 1, "commands/calibrate.py": 1, **files}
+
+
+def walks() -> dict[str, dict[str, int]]:
+    out_dir = tempfile.mkdtemp(prefix="piep-walk-")
+    found = {
+        "piep serve, following --rate": cli_walk(
+            ["serve", "--model", "llama-3-8b", "--rate", "3.5", "--requests", "200"], "rate"),
+        "piep serve, following --model": cli_walk(
+            ["serve", "--model", "llama-3-8b", "--rate", "3.5", "--requests", "200"], "model"),
+        "piep train --engine hf-cb (the engine-profile fit), following --engine": cli_walk(
+            ["train", "--engine", "hf-cb", "--out", out_dir], "engine"),
+    }
+    try:
+        found["piep calibrate gpu, following --name"] = calibrate_walk()
+    except ModuleNotFoundError as exc:  # no torch here
+        print(f"calibrate gpu: not walked ({exc.name} missing)", file=sys.stderr)
+    return found
+
+
+TARGETS = {"piep serve": 15, "piep train": 20, "piep calibrate gpu": 20}
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--json", action="store_true")
+    args = ap.parse_args(argv)
+    found = walks()
+    if args.json:
+        print(json.dumps({k: sorted(v) for k, v in found.items()}, indent=2))
+        return 0
+    for name, files in found.items():
+        target = next(t for k, t in TARGETS.items() if name.startswith(k))
+        print(f"{name}: {len(files)} files (issue 51's target <= {target})")
+        for f in sorted(files):
+            print(f"    {f}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
