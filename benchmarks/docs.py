@@ -334,7 +334,10 @@ def serving_terms() -> str:
             f"reserve read off the replays' blocks): KV blocks of {s['block_size']} tokens, "
             f"{100 * s['memory_percent']:.0f} % of the memory left after the weights and a "
             f"{s['reserved_gib']:.2f} GiB reserve, a {100 * s['safety_margin']:.0f} % safety "
-            f"margin, at most {s['max_requests_per_batch']:,} requests an iteration.")
+            f"margin, at most {s['max_requests_per_batch']:,} requests an iteration; an idle "
+            f"engine forms its batch {1e3 * s.get('pickup_s', 0.0):.2f} ms after an arrival "
+            "(the median start of the replays' first iteration after their first arrival: "
+            "a burst that lands meanwhile is one batch).")
 
 
 def blocks() -> dict[str, str]:

@@ -94,7 +94,13 @@ within 0.4 %, its front 68 -> 69 points). Session 30 (issue 53, item 1): hf-cb's
 iterations lost the fitted scale on every kernel (0.68; the body is priced as generate()'s)
 and the profile was refit (attention scale 3.17 -> 1.97): hf-cb and serve energies and
 times within 3 % (hf-cb_tp2 11,497 -> 11,176 J), a stream's TTFT up to 49 %, the hf-cb
-rows of compare and sweep alike; every other document unchanged: new snapshot.
+rows of compare and sweep alike; every other document unchanged: new snapshot. Session 31
+(issue 53): an idle hf-cb engine forms its batch `pickup_s` = 0.285 ms after an arrival
+(the median start of the replays' first iteration, read off the iteration logs), and the
+profile was refit (launch_gap_w 98.0 -> 98.5 W, time terms unchanged): hf-cb and serve
+energies +0.2..+0.3 %, times within 1e-5, p50 TTFT within +0.2 %, no_request time
+0 -> 0.285 ms, the hf-cb rows of compare and sweep alike; every other document unchanged:
+new snapshot.
 """
 
 from __future__ import annotations

@@ -73,7 +73,8 @@ def _held_out(job):
                              like="hf-cb")
     test = [r for r in reps if r.model == shape]
     rows = [case_row(c, profile.apply(base)) for c in
-            _cases(base, test, profile.meta.scheduler["reserved_gib"], False)]
+            _cases(base, test, profile.meta.scheduler["reserved_gib"], False,
+                   pickup=profile.meta.scheduler.get("pickup_s", 0.0))]
     print(f"{shape}: energy " + ", ".join(f"{100 * (r['pred_energy_j'] / r['energy_j'] - 1):+.1f}"
                                           for r in rows) + " %", flush=True)
     return rows

@@ -2,8 +2,9 @@
 
 Three steps, each on what measures it best:
 
-1. The KV cache: the engine's memory handler is modelled (`serve.paged_cache`); what it
-   reserves beyond the weights is read off the blocks each replay reports.
+1. The scheduler: the engine's memory handler is modelled (`serve.paged_cache`); what it
+   reserves beyond the weights is read off the blocks each replay reports, and how long
+   the idle engine takes to form its first batch off the iteration logs (`pickup_s`).
 2. Time: the time scale of the paged attention and its K/V gather (an SDPA under a float
    mask, a kernel the module samples do not run; every other kernel is priced by the
    module models as generate()'s are), the
@@ -109,9 +110,18 @@ def _scenario(rep: ServingReplay, base, on_its_host: bool = False):
                             host_probe_us=None if probe is None else 1e6 * probe)
 
 
-def _policy(scn, reserved_gib: float) -> SchedulerPolicy:
+def _policy(scn, reserved_gib: float, pickup_s: float = 0.0) -> SchedulerPolicy:
     """The scheduler as `piep serve` builds it from a profile with these settings."""
-    return policy_of(scn, None, {**SCHEDULER, "reserved_gib": reserved_gib})
+    return policy_of(scn, None, {**SCHEDULER, "reserved_gib": reserved_gib,
+                                 "pickup_s": pickup_s})
+
+
+def pickup_s(records: list[ServingReplay]) -> float:
+    """How long the idle engine takes to start its first iteration after the first
+    arrival (the median over the replays with an iteration log; 0: none has one)."""
+    waits = [min(rec.iterations.t_start_s) - min(r.arrival_s for r in rec.requests)
+             for rec in records if rec.iterations is not None and rec.requests]
+    return max(statistics.median(waits), 0.0) if waits else 0.0
 
 
 class Shared:
@@ -126,11 +136,12 @@ class Shared:
 
 
 def _cases(base, records: list[ServingReplay], reserved_gib: float,
-           on_their_hosts: bool = True, shared: Shared | None = None) -> list[_Case]:
+           on_their_hosts: bool = True, shared: Shared | None = None,
+           pickup: float = 0.0) -> list[_Case]:
     out, grids = [], (shared or Shared()).grids
     for rec in records:
         scn = _scenario(rec, base, on_their_hosts)
-        policy = _policy(scn, reserved_gib)
+        policy = _policy(scn, reserved_gib, pickup)
         key = (scn.model, grid_sizes(max_tokens=policy.max_batch_tokens,
                                      max_requests=policy.max_requests_per_batch,
                                      max_keys=policy.num_blocks * policy.block_size))
@@ -391,7 +402,8 @@ def fit_cb_profile(base, records: list[ServingReplay], *, maxiter: int = 400,
     reserved = reserved_gib(records, base, shared)
     ref, default = profile_hosts(records, base.gpu.name, default_host_s)
     base = with_host(base, host_probe_ref_s=ref, host_probe_default_s=default)
-    cases = _cases(base, records, reserved, shared=shared)
+    pickup = pickup_s(records)
+    cases = _cases(base, records, reserved, shared=shared, pickup=pickup)
     logged = [c for c in cases if c.iterations is not None]
     timed, simulated = (_fit_time(base, logged, maxiter), None) if logged else \
         _fit_time_and_energy(base, cases, maxiter)
@@ -402,7 +414,8 @@ def fit_cb_profile(base, records: list[ServingReplay], *, maxiter: int = 400,
                              models=sorted({r.model for r in records}),
                              iteration_logs=sum(c.iterations is not None for c in cases),
                              tp_measured=[1], fitted_terms=list(FITTED), combiner="reference",
-                             scheduler={**SCHEDULER, "reserved_gib": reserved}),
+                             scheduler={**SCHEDULER, "reserved_gib": reserved,
+                                        "pickup_s": pickup}),
                          like=like)
 
 
@@ -441,7 +454,8 @@ def held_out_on_hosts(base, records: list[ServingReplay], *, by: str = "model",
         model = profile.apply(base)
         test = [r for r, g in zip(records, labels) if g == group]
         return {h: [case_row(c, model) for c in
-                    _cases(base, test, profile.meta.scheduler["reserved_gib"], h, shared)]
+                    _cases(base, test, profile.meta.scheduler["reserved_gib"], h, shared,
+                           profile.meta.scheduler.get("pickup_s", 0.0))]
                 for h in hosts}
     pace = Pace(f"{name} leave-one-{'replay' if by == 'trace' else by}-out")
     for i, (group, rows) in enumerate(zip(groups, fold_map(fold, groups))):

@@ -25,13 +25,13 @@ from piep.core.errors import ConfigError
 
 SCHEDULER_KEYS = {"block_size": int, "kv_memory_share": float, "num_blocks": int,
                   "max_batch_tokens": int, "max_requests_per_batch": int,
-                  "safety_margin": float}
+                  "safety_margin": float, "pickup_s": float}
 HOST_KEYS = ("step_host_s", "request_host_s", "host_launch_s", "eager_decode_launch_s",
              "launch_gap_w")
 # host terms bounded by what a host can be: a scheduler iteration's or a request's own host
 # work within a second, a kernel launch within a millisecond, the board between kernels
 # within twice an H200's 700 W limit (the shipped profiles' terms are well inside these)
-RANGES = {"kv_memory_share": (0.0, 1.0), "safety_margin": (0.0, 0.99),
+RANGES = {"kv_memory_share": (0.0, 1.0), "safety_margin": (0.0, 0.99), "pickup_s": (0.0, 1.0),
           "host.step_host_s": (0.0, 1.0), "host.request_host_s": (0.0, 1.0),
           "host.host_launch_s": (0.0, 1e-3), "host.eager_decode_launch_s": (0.0, 1e-3),
           "host.launch_gap_w": (0.0, 1400.0)}

@@ -94,7 +94,8 @@ def policy_of(scn: Scenario, profile, override: dict[str, float] | None = None
     return SchedulerPolicy(block_size=block, num_blocks=blocks,
                            max_batch_tokens=budget or 8192,
                            max_requests_per_batch=int(meta.get("max_requests_per_batch", 1024)),
-                           safety_margin=float(meta.get("safety_margin", 0.15)))
+                           safety_margin=float(meta.get("safety_margin", 0.15)),
+                           pickup_s=float(meta.get("pickup_s", 0.0)))
 
 
 def serving_scenario(model, trace: Trace, **kwargs: Any) -> Scenario:

@@ -44,11 +44,16 @@ class SchedulerPolicy:
     # goes back to the head of the queue and recomputes its tokens (vLLM's preemption);
     # without it, it waits for a block (transformers' continuous batching)
     preempt: bool = False
+    # an idle engine forms its next batch this long after a request arrives (its loop's
+    # wake-up); what arrives meanwhile joins that batch (hf-cb: from its iteration logs)
+    pickup_s: float = 0.0
 
     def __post_init__(self) -> None:
         for key in ("block_size", "num_blocks", "max_batch_tokens", "max_requests_per_batch"):
             if int(getattr(self, key)) < 1:
                 raise ConfigError(f"scheduler {key}={getattr(self, key)!r} must be >= 1")
+        if not self.pickup_s >= 0.0:
+            raise ConfigError(f"scheduler pickup_s={self.pickup_s!r} must be >= 0 seconds")
 
 
 @dataclass(frozen=True)
@@ -202,8 +207,9 @@ def simulate(trace: Trace, costs: IterationCosts, policy: SchedulerPolicy) -> Si
     prefilling: deque[int] = deque()       # partly prefilled
     waiting: deque[int] = deque()
     nxt = 0
-    t = 0.0
-    idle = 0.0
+    pickup = policy.pickup_s
+    # the window opens at 0; an idle engine starts `pickup` after the first arrival
+    t = idle = arrival_l[0] + pickup if n and pickup else 0.0
     held = 0
     its: list[tuple] = []
     cost = costs.cost_one
@@ -217,8 +223,8 @@ def simulate(trace: Trace, costs: IterationCosts, policy: SchedulerPolicy) -> Si
         if not decoding.n and not prefilling and not waiting:
             if nxt >= n:
                 break
-            idle += arrival_l[nxt] - t
-            t = arrival_l[nxt]
+            idle += arrival_l[nxt] + pickup - t
+            t = arrival_l[nxt] + pickup
             continue
         # decoding requests: one token each (their next position may open a block), the
         # head of the order (`sel`: those of it with a block, where some have none)

@@ -82,6 +82,34 @@ def test_idle_gaps_are_idle_and_memory_queues():
                  SchedulerPolicy(block_size=256, num_blocks=1))
 
 
+def test_an_idle_engine_picks_up_what_arrives_while_it_wakes():
+    """A burst that arrives within the engine's pickup is one batch; without it the first
+    request runs alone. The wake-up is idle time, once per idle start."""
+    burst = make_trace([0.0, 2e-5, 4e-5, 5.0], [8, 8, 8, 8], [2, 2, 2, 2])
+    alone = simulate(burst, _flat(), SchedulerPolicy())
+    woken = simulate(burst, _flat(), SchedulerPolicy(pickup_s=1e-4))
+    assert alone.it_requests[0] == 1 and woken.it_requests[0] == 3
+    assert woken.first_token_s[:3] == pytest.approx([1e-4 + 0.01] * 3)
+    assert woken.first_token_s[3] == pytest.approx(5.0 + 1e-4 + 0.01)
+    busy = (woken.it_time_s.sum())
+    assert woken.idle_s == pytest.approx(woken.end_s - busy, abs=1e-12)
+    with pytest.raises(ConfigError, match="pickup_s"):
+        SchedulerPolicy(pickup_s=-1.0)
+
+
+def test_the_pickup_is_read_off_the_iteration_logs():
+    from piep.fit.engines import engine_records
+    from piep.fit.serving import pickup_s
+    records = engine_records("h200", "hf-cb")
+    first = sorted(min(r.iterations.t_start_s) - min(q.arrival_s for q in r.requests)
+                   for r in records if r.iterations is not None)
+    assert pickup_s(records) == pytest.approx(first[len(first) // 2] if len(first) % 2
+                                              else (first[len(first) // 2 - 1]
+                                                    + first[len(first) // 2]) / 2)
+    assert 1e-5 < pickup_s(records) < 5e-3  # the engine's loop wakes in well under 5 ms
+    assert pickup_s([r for r in records if r.iterations is None]) == 0.0
+
+
 def test_decoders_without_a_free_block_wait_and_finishers_leave_together():
     """A decoding request whose next token opens a KV block and finds none free waits (the
     first in scheduling order take the free blocks) and goes on once a finished request
@@ -584,7 +612,7 @@ def test_held_out_folds_are_named_by_their_replays_and_the_engine_fitted(monkeyp
     import piep.fit.serving as fs
     monkeypatch.setattr(fs, "fit_cb_profile", lambda base, recs, **kw: SimpleNamespace(
         apply=lambda b: b, meta=SimpleNamespace(scheduler={"reserved_gib": 1.0})))
-    monkeypatch.setattr(fs, "_cases", lambda base, test, reserved, h, shared: test)
+    monkeypatch.setattr(fs, "_cases", lambda base, test, reserved, h, shared, pickup: test)
     monkeypatch.setattr(fs, "case_row", lambda c, model: {"model": c.model})
     monkeypatch.setattr(fs, "fold_map", lambda fn, groups: [fn(g) for g in groups])
     recs = [SimpleNamespace(energy_j=1.0, model="llama-3-8b", trace=f"traces/{t}.jsonl")
