@@ -118,7 +118,11 @@ def _drawn_leaves(specs, tps, gpu, kinds):
 # (the first drawn by default; repeat_kv in an eager decode step, hf-eager's past a
 # sliding window, is a strided copy several times slower than hf-static's compiled one)
 ENGINE_KERNELS = {"sdpa_masked": ("graph",), "kv_expand": ("graph", "eager"),
-                  "kv_append": ("eager",), "kv_gather": ("graph",), "kv_slide": ("eager",)}
+                  "kv_append": ("eager",), "kv_gather": ("graph",), "kv_slide": ("eager",),
+                  # continuous batching's packed iteration under its additive mask (no tree
+                  # prices it yet: its samples wait for hf-cb's attention to be switched)
+                  "sdpa_paged": ("graph",)}
+PAGED_QUERIES = 8192  # hf-cb's token budget of one iteration
 ENGINE_KV_BYTES = 6e9  # the largest expanded K + V of a drawn shape
 
 
@@ -131,9 +135,13 @@ def engine_kernel_shapes(kinds: tuple[str, ...], *, seed: int = 0, per_kind: int
     Per kind (the masked SDPA twice as many): decode steps of the static and dynamic
     caches (batch 1-128, cache 16-8192), and for the masked SDPA static-cache prefills
     (batch 1-32, prompt 16-2048, cache up to prompt + 1024) and continuous batching's
-    packed iterations (batch 1, 1-2048 queries over 16-65536 gathered keys). `modes`: the
-    kind's modes among them (default its first); a copy drawn only in eager mode is a
-    decode step's (eager prefill copies train nothing: `module_models.is_fitted`)."""
+    packed iterations (batch 1, 1-2048 queries over 16-65536 gathered keys); continuous
+    batching's own packed attention under its additive mask (`sdpa_paged`, as many as the
+    masked SDPA: half decoding iterations of 1-512 requests with a query each over 16-4096
+    keys each, half prompt chunks of 16-8192 queries of 1-64 requests over up to 131072
+    keys). `modes`: the kind's modes among them (default its first); a copy drawn only in
+    eager mode is a decode step's (eager prefill copies train nothing:
+    `module_models.is_fitted`)."""
     from piep.core.models import load_model, shipped_models
     rng = random.Random(seed)
     specs = [load_model(m.name) for m in shipped_models()]
@@ -152,7 +160,7 @@ def engine_kernel_shapes(kinds: tuple[str, ...], *, seed: int = 0, per_kind: int
             continue
         pool = [h for h in heads if h[0] != h[1]] if kind == "kv_expand" else heads
         n = 0
-        while n < per_kind * (2 if kind == "sdpa_masked" else 1):
+        while n < per_kind * (2 if kind in ("sdpa_masked", "sdpa_paged") else 1):
             hq, hkv, d = rng.choice(pool)
             shape = {"kind": kind, "phase": "decode", "heads": hq, "kv_heads": hkv,
                      "head_dim": d, "batch": logu(1, 128), "context_len": logu(16, 8192)}
@@ -170,6 +178,15 @@ def engine_kernel_shapes(kinds: tuple[str, ...], *, seed: int = 0, per_kind: int
                     shape["context_len"] = max(shape["q_len"], logu(16, 65536))
                 if form in (1, 2):
                     shape["phase"] = "prefill"
+            elif kind == "sdpa_paged":  # one packed iteration, K/V expanded before the call
+                shape.update(kv_heads=hq, batch=1, phase="prefill")
+                if form % 2 == 0:  # decoding requests, a query each
+                    shape["requests"] = shape["q_len"] = logu(1, 512)
+                    shape["context_len"] = shape["q_len"] * logu(16, 4096)
+                else:  # prompt chunks packed up to the token budget
+                    shape["q_len"] = logu(16, PAGED_QUERIES)
+                    shape["requests"] = logu(1, min(shape["q_len"], 64))
+                    shape["context_len"] = max(shape["q_len"], logu(64, 131072))
             elif kind == "kv_gather" and form >= 2:  # one packed iteration
                 shape.update(phase="prefill", batch=1, context_len=logu(16, 65536))
             elif kind == "kv_expand" and form == 3 and "graph" in kind_modes:
@@ -178,7 +195,8 @@ def engine_kernel_shapes(kinds: tuple[str, ...], *, seed: int = 0, per_kind: int
             if 4 * b * ctx * hq * d > ENGINE_KV_BYTES or \
                     b * shape.get("q_len", 1) * ctx > 2e9:
                 continue
-            shape["tokens"] = b * shape.get("q_len", 1) if kind == "sdpa_masked" else b
+            shape["tokens"] = b * shape.get("q_len", 1) if kind in ("sdpa_masked", "sdpa_paged") \
+                else b
             out += [{**shape, "mode": mode} for mode in kind_modes]
             n += 1
     rng.shuffle(out)

@@ -65,6 +65,8 @@ def build_op(s: dict[str, Any], mode: str, device, dtype=torch.bfloat16,
         return _attention_op(s, mode, rnd)
     if kind == "sdpa_masked":
         return _masked_sdpa_op(s, rnd)
+    if kind == "sdpa_paged":
+        return _paged_sdpa_op(s, rnd)
     if kind in COPY_KINDS:
         return _kv_copy_op(s, mode, rnd)
     w = s.get("width", 0)
@@ -219,6 +221,41 @@ def _masked_sdpa_op(s: dict[str, Any], rnd) -> Op:
     pos = torch.arange(ctx, device=dev)
     mask = (pos[None, :] <= filled + torch.arange(q_len, device=dev)[:, None])
     mask = mask[None, None].expand(b, 1, q_len, ctx)
+    return Op(lambda i: F.scaled_dot_product_attention(qs[i], ks[i], vs[i], attn_mask=mask),
+              n, 0)
+
+
+def packed_mask(q_len: int, ctx: int, requests: int, dtype, device) -> "torch.Tensor":
+    """Continuous batching's additive mask over one packed iteration: `requests` requests
+    share the `q_len` queries and `ctx` gathered keys evenly (the remainder to the last);
+    each query sees its own request's keys up to its position (0), none of the others'
+    (the dtype's minimum), as transformers' continuous batching builds it."""
+    r = max(1, min(requests, q_len, ctx))
+    q_end = torch.tensor([q_len * (i + 1) // r for i in range(r)], device=device)
+    k_end = torch.tensor([ctx * (i + 1) // r for i in range(r)], device=device)
+    owner_q = torch.bucketize(torch.arange(q_len, device=device), q_end, right=True)
+    owner_k = torch.bucketize(torch.arange(ctx, device=device), k_end, right=True)
+    # the last key a query sees: its request's queries are its newest keys
+    queries = torch.arange(q_len, device=device)
+    last_key = k_end[owner_q] - 1 - (q_end[owner_q] - 1 - queries)
+    keys = torch.arange(ctx, device=device)
+    seen = (owner_k[None, :] == owner_q[:, None]) & (keys[None, :] <= last_key[:, None])
+    mask = torch.zeros(q_len, ctx, dtype=dtype, device=device)
+    return mask.masked_fill_(~seen, torch.finfo(dtype).min)[None, None]
+
+
+def _paged_sdpa_op(s: dict[str, Any], rnd) -> Op:
+    """transformers' continuous batching's attention over one packed iteration: `q_len`
+    queries of `requests` requests over `context_len` keys gathered from the paged
+    cache, K/V expanded to every query head, under the additive mask of the queries'
+    dtype (`packed_mask`): SDPA runs other kernels under it than under a boolean mask."""
+    h, d, q_len, ctx = s["heads"], s["head_dim"], s["q_len"], s["context_len"]
+    probe = rnd(1)
+    n = _copies(2 * h * d * (q_len + 2 * ctx) + 2 * q_len * ctx, 16)
+    qs = [rnd(1, h, q_len, d) for _ in range(n)]
+    ks = [rnd(1, h, ctx, d) for _ in range(n)]
+    vs = [rnd(1, h, ctx, d) for _ in range(n)]
+    mask = packed_mask(q_len, ctx, s["requests"], probe.dtype, probe.device)
     return Op(lambda i: F.scaled_dot_product_attention(qs[i], ks[i], vs[i], attn_mask=mask),
               n, 0)
 

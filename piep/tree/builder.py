@@ -194,6 +194,11 @@ def leaf_from_shape(s: dict) -> Node:
     if kind in ATTENTION_LIKE:
         return _attention(phase, s["batch"], s["q_len"], s["context_len"], s["heads"],
                           s["kv_heads"], s["head_dim"], masked_cache=kind == "sdpa_masked")
+    if kind == "sdpa_paged":  # a packed iteration under its mask (sampled; no tree has it)
+        node = _attention(phase, 1, s["q_len"], s["context_len"], s["heads"], s["heads"],
+                          s["head_dim"], masked_cache=True, kind=kind)
+        node.bytes_read += s["q_len"] * s["context_len"] * BF16_BYTES
+        return node
     if kind in COPY_KINDS:  # only repeat_kv writes more heads than the cache holds
         return _kv_copy(kind, phase, s["batch"], s["context_len"], s["kv_heads"],
                         s["heads"] if kind == "kv_expand" else s["kv_heads"], s["head_dim"],

@@ -156,3 +156,51 @@ def test_module_shapes_drawn_from_the_models_and_layouts_asked():
     every = module_shapes(kinds=("attention",), seed=61, per_kind=4)
     assert {(s["heads"], s["kv_heads"]) for s in every} - {(32, 32), (16, 16), (40, 40),
                                                            (20, 20)}
+
+
+def test_the_packed_attention_is_each_requests_own_attention():
+    """continuous batching's packed iteration (`sdpa_paged`): under its additive mask, each
+    request's queries attend its own keys up to their positions and nothing else - the
+    same as SDPA run on each request alone."""
+    import torch.nn.functional as F
+    from piep.sampling.modules import packed_mask
+    torch.manual_seed(0)
+    h, d, q_len, ctx, requests = 2, 8, 7, 19, 3
+    q, k, v = (torch.randn(1, h, n, d) for n in (q_len, ctx, ctx))
+    packed = F.scaled_dot_product_attention(
+        q, k, v, attn_mask=packed_mask(q_len, ctx, requests, torch.float32, "cpu"))
+    q_end = [q_len * (i + 1) // requests for i in range(requests)]
+    k_end = [ctx * (i + 1) // requests for i in range(requests)]
+    for r in range(requests):
+        qs, ks = (q_end[r - 1], k_end[r - 1]) if r else (0, 0)
+        own_q, own_k = q_end[r] - qs, k_end[r] - ks
+        # causal with the queries as the newest keys: query i sees keys up to
+        # own_k - own_q + i
+        sees = torch.arange(own_k)[None, :] <= (own_k - own_q + torch.arange(own_q))[:, None]
+        alone = F.scaled_dot_product_attention(q[:, :, qs:q_end[r]], k[:, :, ks:k_end[r]],
+                                               v[:, :, ks:k_end[r]], attn_mask=sees)
+        assert torch.allclose(packed[:, :, qs:q_end[r]], alone, atol=1e-5)
+
+
+def test_packed_attention_shapes_are_drawn_and_run_but_train_nothing_yet():
+    from types import SimpleNamespace
+
+    from piep.predict.module_models import is_fitted
+    from piep.sampling.calibrate import PAGED_QUERIES, module_shapes
+    from piep.tree.builder import leaf_from_shape
+    shapes = module_shapes(kinds=("sdpa_paged",), seed=2, per_kind=8)
+    assert len(shapes) == 16
+    for s in shapes:
+        assert s["batch"] == 1 and s["kv_heads"] == s["heads"] and s["tokens"] == s["q_len"]
+        assert 1 <= s["requests"] <= s["q_len"] <= min(PAGED_QUERIES, s["context_len"])
+        leaf = leaf_from_shape({k: v for k, v in s.items() if k != "mode"})
+        # the mask (bf16, queries x keys) read beside Q, K and V
+        assert leaf.bytes_read >= 2 * s["q_len"] * s["context_len"]
+    decoding = [s for s in shapes if s["requests"] == s["q_len"]]
+    assert decoding and len(decoding) < len(shapes)
+    small = {**shapes[0], "heads": 2, "kv_heads": 2, "head_dim": 8, "q_len": 6,
+             "tokens": 6, "requests": 2, "context_len": 20}
+    out = build_op(small, "graph", "cpu", dtype=torch.float32).fn(0)
+    assert out.shape == (1, 2, 6, 8) and torch.isfinite(out).all()
+    sample = SimpleNamespace(repeat=0, kind="sdpa_paged", phase="prefill", shape=small)
+    assert not is_fitted(sample)  # until a tree prices hf-cb's attention with it
