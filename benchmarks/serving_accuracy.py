@@ -49,13 +49,8 @@ def name(row) -> str:
 
 
 def mape(rows, key) -> str:
-    from piep.stats.conformal import mape as mean_error
-    rows = [r for r in rows if r.get(key)]
-    if not rows:
-        return "-"
-    errs = [r[f"pred_{key}"] / r[key] - 1 for r in rows]
-    return (f"{mean_error(rows, key):.1f} % "
-            f"({100 * min(errs):+.0f}..{100 * max(errs):+.0f} %)")
+    from piep.stats.conformal import mape_text
+    return mape_text(rows, key)
 
 
 def repeats(records) -> list[str]:

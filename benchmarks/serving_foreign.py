@@ -81,10 +81,8 @@ def _held_out(job):
 
 
 def mape(rows, key: str) -> str:
-    from piep.stats.conformal import mape as mean_error
-    errs = [r[f"pred_{key}"] / r[key] - 1 for r in rows]
-    return (f"{mean_error(rows, key):.1f} % "
-            f"({100 * min(errs):+.0f}..{100 * max(errs):+.0f} %)")
+    from piep.stats.conformal import mape_text
+    return mape_text(rows, key)
 
 
 def built_in_row() -> str:

@@ -48,6 +48,16 @@ def mape(rows: Sequence[dict[str, Any]], key: str) -> float:
     return 100 * math.fsum(abs(r[f"pred_{key}"] / r[key] - 1) for r in rows) / len(rows)
 
 
+def mape_text(rows: Sequence[dict[str, Any]], key: str) -> str:
+    """`mape` with the range of the signed errors, as reports print it: '5.6 % (-18..+17
+    %)'; rows without a measured KEY left out ('-': none left)."""
+    rows = [r for r in rows if r.get(key)]
+    if not rows:
+        return "-"
+    errs = [r[f"pred_{key}"] / r[key] - 1 for r in rows]
+    return f"{mape(rows, key):.1f} % ({100 * min(errs):+.0f}..{100 * max(errs):+.0f} %)"
+
+
 def cross_coverage(rows: Sequence[dict[str, Any]], key: str, *, group: str = "model",
                    level: float = 0.9) -> float:
     """Share of rows inside the `level` band sized on the other groups' rows alone."""
