@@ -16,7 +16,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from piep import api  # noqa: E402
 from piep.fit.engines import engine_records  # noqa: E402
 from piep.fit.serving import FITTED, fit_cb_profile  # noqa: E402
-from piep.fit.predictor import get_term  # noqa: E402
 
 
 def main() -> int:
@@ -28,7 +27,7 @@ def main() -> int:
     dt = time.perf_counter() - t0
     print(f"hf-cb, {len(records)} replays, one fit at maxiter {maxiter}: {dt:.1f} s")
     for name in FITTED:
-        print(f"  {name} = {get_term(profile.host, name)!r}")
+        print(f"  {name} = {profile.host.term(name)!r}")
     return 0
 
 

@@ -145,20 +145,6 @@ def _time_error(ts: TrainingSet, model: LearnedModel) -> float:
 _LINEAR_TERMS = ("decode_batch_exponent",)
 
 
-def get_term(host: HostTerms, name: str) -> float:
-    field_, _, key = name.partition(".")
-    value = getattr(host, field_)
-    return float(value[key] if key else value)
-
-
-def set_term(host: HostTerms, name: str, value: float) -> None:
-    field_, _, key = name.partition(".")
-    if key:
-        getattr(host, field_)[key] = value
-    else:
-        setattr(host, field_, value)
-
-
 def fit_host_terms(model: LearnedModel, ts: TrainingSet, names: tuple[str, ...], *,
                    maxiter: int, restarts: int = 0) -> None:
     """Nelder-Mead on the log-time error of `ts` over the host terms `names` (e.g.
@@ -168,12 +154,12 @@ def fit_host_terms(model: LearnedModel, ts: TrainingSet, names: tuple[str, ...],
     from piep.stats.search import nelder_mead
     host = model.host
     log_space = [n not in _LINEAR_TERMS for n in names]
-    x0 = [math.log(get_term(host, n)) if lg else get_term(host, n)
+    x0 = [math.log(host.term(n)) if lg else host.term(n)
           for n, lg in zip(names, log_space)]
 
     def apply(theta):
         for n, lg, v in zip(names, log_space, theta):
-            set_term(host, n, float(math.exp(v)) if lg else float(v))
+            host.set_term(n, float(math.exp(v)) if lg else float(v))
     apply(nelder_mead(lambda th: (apply(th), _time_error(ts, model))[1], x0, xatol=0.01,
                       fatol=1e-6, maxiter=maxiter, restarts=restarts))
 

@@ -33,7 +33,6 @@ from piep.core.engines import ENGINES, names
 from piep.core.errors import ArtifactError
 from piep.predict.engines import EngineProfile, ProfileMeta
 from piep.fit.engines import engine_version, profile_hosts
-from piep.fit.predictor import get_term, set_term
 from piep.fit.progress import Pace
 from piep.fit.workers import fold_map
 from piep.core.records import ServingReplay
@@ -184,7 +183,7 @@ def _with_terms(model, values: dict[str, float]):
             for kind in ATTENTION_KINDS:
                 model.host.time_scale[f"kind:{kind}"] = v
         else:
-            set_term(model.host, name, v)
+            model.host.set_term(name, v)
     return model
 
 
@@ -355,7 +354,7 @@ def _fit_time_and_energy(base, cases: list[_Case], maxiter: int) -> tuple[Any, l
         else:
             break
         # each search resolves the error to a quarter of the gain the rounds stop on
-        model = _search(base, {k: get_term(model.host, k) for k in names_},
+        model = _search(base, {k: model.host.term(k) for k in names_},
                         lambda m, f: f.error(m), frozen, maxiter, xatol=FROZEN_XATOL,
                         fatol=FROZEN_GAIN * error / 4)
     return best[1], best[2]

@@ -59,7 +59,6 @@ def engine_profile(*, gpu: str, engine: str, like: str | None = None,
     from piep.fit.engines import (engine_records, host_probe_range_us)
     from piep.predict.engines import save_profile, shipped_profile_dir, user_profile_dir
     from piep.predict.learned import LearnedModel
-    from piep.fit.predictor import get_term
     from piep.core.records import read_runs
     from piep.core.artifacts import read_json
     base = api.cost_model(gpu, "learned")
@@ -109,8 +108,8 @@ def engine_profile(*, gpu: str, engine: str, like: str | None = None,
                                    else ""))
     return {"profile": str(path), "engine": profile.name, "version": profile.version,
             **({"like": profile.like} if profile.like else {}),
-            "runs": profile.meta.runs, "terms": {k: get_term(profile.host, k)
-                                                    for k in profile.meta.fitted_terms},
+            "runs": profile.meta.runs,
+            "terms": {k: profile.host.term(k) for k in profile.meta.fitted_terms},
             "lomo_energy_mape": profile.meta.lomo_energy_mape,
             "lomo_time_mape": profile.meta.lomo_time_mape}
 

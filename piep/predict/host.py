@@ -87,6 +87,20 @@ class HostTerms:
     # kernels and collectives; None: launch_gap_w)
     tp_gap_w: float | None = None
 
+    def term(self, name: str) -> float:
+        """A term by its fitted name: a field, or `time_scale.KEY`'s entry."""
+        field_, _, key = name.partition(".")
+        value = getattr(self, field_)
+        return float(value[key] if key else value)
+
+    def set_term(self, name: str, value: float) -> None:
+        """Set a term by its fitted name (`term`'s names)."""
+        field_, _, key = name.partition(".")
+        if key:
+            getattr(self, field_)[key] = value
+        else:
+            setattr(self, field_, value)
+
     def board_limit(self) -> BoardLimit:
         """How these terms' board holds its power limit over a phase."""
         return BoardLimit(burst_ratio=self.burst_power_ratio, burst_s=self.burst_s,

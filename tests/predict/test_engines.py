@@ -13,7 +13,6 @@ from piep.core.engines import ENGINES
 from piep.fit.engines import engine_records, fit_profile
 from piep.predict.engines import load_profile, save_profile
 from piep.predict.store import load_learned
-from piep.fit.predictor import get_term
 from piep.tree import build_tree
 from piep.tree.builder import ELEMENTWISE
 
@@ -422,7 +421,7 @@ def test_shipped_serving_profile_is_reproduced_from_its_traces():
     shipped = load_profile("h200", "hf-cb")
     refit = fit_cb_profile(load_learned("h200"), engine_records("h200", "hf-cb"))
     for name in ENGINES["hf-cb"].fitted_terms:
-        assert get_term(refit.host, name) == pytest.approx(get_term(shipped.host, name), rel=1e-6)
+        assert refit.host.term(name) == pytest.approx(shipped.host.term(name), rel=1e-6)
 
 
 def test_a_host_fitted_prediction_names_the_host_it_is_for(capsys):
