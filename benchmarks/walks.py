@@ -10,6 +10,7 @@ parameter (argparse's set-up, imports, logging) are not counted; the command's o
 module and the CLI are.
 
     python benchmarks/walks.py            # every walk, the files of each
+    python benchmarks/walks.py --write    # ... into reports/structure.md
     python benchmarks/walks.py --json
 
 Walks: `piep serve` following --rate (the request stream) and --model; `piep train
@@ -167,21 +168,45 @@ def walks() -> dict[str, dict[str, int]]:
 
 
 TARGETS = {"piep serve": 15, "piep train": 20, "piep calibrate gpu": 20}
+REPORT = ROOT / "reports" / "structure.md"
+
+
+def layout() -> list[str]:
+    """Rooms (top-level modules and folders) on floors, and the modules at the top."""
+    from piep import FLOORS
+    rooms = [r for units in FLOORS.values() for r in units]
+    top = sorted(p.name for p in (ROOT / "piep").glob("*.py"))
+    return [f"* {len(rooms)} rooms on {len(FLOORS)} floors (`piep.FLOORS`; issue 51: <= 22 "
+            f"on <= 10), imports only down and no cycle (tests/test_layers.py)",
+            f"* {len(top)} modules at the top of `piep/` (<= 8): {', '.join(top)}"]
+
+
+def report(found: dict[str, dict[str, int]]) -> str:
+    lines = ["# piep's structure", "",
+             "Made by `python benchmarks/walks.py --write` (the walk's definition: the "
+             "script's docstring).", "", *layout(), "",
+             "| walk | files | issue 51's target |", "|---|---|---|"]
+    for name, files in found.items():
+        target = next(t for k, t in TARGETS.items() if name.startswith(k))
+        lines.append(f"| {name} | {len(files)} | <= {target} |")
+    for name, files in found.items():
+        lines += ["", f"{name}: " + ", ".join(f"`{f}`" for f in sorted(files))]
+    return "\n".join(lines) + "\n"
 
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--json", action="store_true")
+    ap.add_argument("--write", action="store_true", help=f"also write {REPORT.name}")
     args = ap.parse_args(argv)
     found = walks()
     if args.json:
         print(json.dumps({k: sorted(v) for k, v in found.items()}, indent=2))
-        return 0
-    for name, files in found.items():
-        target = next(t for k, t in TARGETS.items() if name.startswith(k))
-        print(f"{name}: {len(files)} files (issue 51's target <= {target})")
-        for f in sorted(files):
-            print(f"    {f}")
+    else:
+        print(report(found), end="")
+    if args.write:
+        from piep.core.artifacts import write_text
+        write_text(REPORT, report(found))
     return 0
 
 
