@@ -100,7 +100,9 @@ rows of compare and sweep alike; every other document unchanged: new snapshot. S
 profile was refit (launch_gap_w 98.0 -> 98.5 W, time terms unchanged): hf-cb and serve
 energies +0.2..+0.3 %, times within 1e-5, p50 TTFT within +0.2 %, no_request time
 0 -> 0.285 ms, the hf-cb rows of compare and sweep alike; every other document unchanged:
-new snapshot.
+new snapshot. Then an hf-cb stream names as out of range only the kinds of the grid
+points it read (as vLLM's did): serve_tp1 and serve_tp2 lost `sampling` from
+out_of_range_kinds, every number unchanged: new snapshot.
 """
 
 from __future__ import annotations

@@ -80,6 +80,30 @@ class IterationCosts:
     out_of_range: bool
     limit_w: float = math.inf  # the power limit of all the layout's boards together
     out_of_range_kinds: tuple[str, ...] = ()  # the kinds of the rows out_of_range
+    # the rows out of range: their group (0 body, 1 attention, 2 head), grid point along
+    # the group's first and second axis, and kind (`within` keeps those a stream read)
+    far: tuple[np.ndarray, ...] = ()
+
+    def within(self, sim, longest: float | None = None) -> "IterationCosts":
+        """These costs naming as out of range only the kinds of the grid points a
+        simulation read: iterations up to its most tokens, keys and requests (the grid
+        point at or above each, which the interpolation reads). `longest`: unused (the
+        paged costs' prompts)."""
+        if not len(self.far):
+            return self
+        group, a, b, kinds = self.far
+        tokens = sim.it_prefill_tokens + sim.it_decode_tokens
+
+        def top(axis, values) -> int:  # the first grid point at or above the most read
+            most = math.log2(max(float(np.max(values)) if len(values) else 1.0, 1.0))
+            return int(np.searchsorted(axis, most - 1e-9))
+        t, k, r = (top(self.body.x, tokens), top(self.attention.y, sim.it_keys),
+                   top(self.head.x, sim.it_requests))
+        read = ((group == 0) & (a <= t)) | ((group == 1) & (a <= t) & (b <= k)) \
+            | ((group == 2) & (a <= r))
+        from piep.predict.table import KIND_NAMES
+        named = tuple(sorted(set(KIND_NAMES[kinds[read]])))
+        return replace(self, out_of_range=bool(named), out_of_range_kinds=named)
 
     @cached_property
     def _scalar(self) -> tuple:
@@ -251,7 +275,7 @@ class IterationGrid:
         """The iterations priced by `model`; `time_only`: their times alone, every energy
         zero (what a fit of time terms reads); `points`: per row group, the grid points
         to price (`read_points`; the others are zero), for iterations known in advance."""
-        curves, far = [], set()
+        curves, far, where = [], set(), []
         for i, (table, sel, axes) in enumerate(self.tables[:3]):
             idx = None if points is None else points[i]
             part, mo, group = self.part(model, i, idx)
@@ -274,10 +298,15 @@ class IterationGrid:
             if axes[1] is not None:
                 per = [v.reshape(len(axes[0]), len(axes[1])) for v in per]
             curves.append(Curve(axes[0], axes[1], *per))
-            far.update(part.kind[prices.out_of_range & group])
+            out = np.flatnonzero(prices.out_of_range & group)
+            far.update(part.kind[out])
+            point = part.cfg[out] if idx is None else idx[part.cfg[out]]
+            a, b = divmod(point, len(axes[1])) if axes[1] is not None else (point, 0 * point)
+            where.append((np.full(len(out), i), a, b, part.kind_id[out]))
         idle_w = 0.0 if time_only else \
             self._price(model, 3).idle_w * self.dep.parallel.world_size
-        return IterationCosts(*curves, idle_w, bool(far), self.limit_w, tuple(sorted(far)))
+        return IterationCosts(*curves, idle_w, bool(far), self.limit_w, tuple(sorted(far)),
+                              tuple(np.concatenate(c) for c in zip(*where)))
 
     @property
     def limit_w(self) -> float:

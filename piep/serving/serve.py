@@ -218,8 +218,8 @@ def _simulated(res: Resolved, user_policy: UserPolicy | None = None
     trace = scn.requests()
     policy = _for_trace(res, policy, trace)
     sim = simulate(trace, costs, policy)
-    if res.steady is not None:  # out of range: the grid points this stream read
-        costs = costs.within(sim, float(np.max(trace.prompt_len + trace.gen_len)))
+    # out of range: the kinds of the grid points this stream read
+    costs = costs.within(sim, float(np.max(trace.prompt_len + trace.gen_len)))
     result = serving_result(scn, trace, sim, costs, policy)
     result = replace(result, predictor=model.name + (f" + policy {user_policy.name!r}"
                                                      if user_policy else ""))

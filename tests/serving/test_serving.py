@@ -676,3 +676,32 @@ def test_the_api_takes_a_trace_file_by_its_path():
     by_path = api.serve("llama-2-7b", engine="hf-cb", trace=str(path), hosts=False)
     by_trace = api.serve("llama-2-7b", engine="hf-cb", trace=read_trace(path), hosts=False)
     assert by_path["energy_j"] == by_trace["energy_j"] and by_path["requests"] == 150
+
+
+def test_a_stream_is_out_of_range_only_where_it_read():
+    """The grid's rows far from the module samples name their kinds only where the
+    stream's iterations read the grid (up to its most tokens, keys and requests, the grid
+    point at or above each)."""
+    from types import SimpleNamespace
+
+    from piep.predict.table import KIND_ID
+    costs = _flat()  # grids of 1 and 2 ** 20 on every axis (log2: 0 and 20)
+    far = (np.array([0, 1, 1, 2]), np.array([0, 0, 1, 1]), np.array([0, 1, 0, 0]),
+           np.array([KIND_ID[k] for k in ("q_proj", "attention", "rope", "sampling")]))
+    costs = IterationCosts(costs.body, costs.attention, costs.head, costs.idle_power_w,
+                           True, far=far, out_of_range_kinds=("attention", "q_proj",
+                                                               "rope", "sampling"))
+    one = SimpleNamespace(it_prefill_tokens=np.array([0]), it_decode_tokens=np.array([1]),
+                          it_keys=np.array([1]), it_requests=np.array([1]))
+    assert costs.within(one).out_of_range_kinds == ("q_proj",)
+    more = SimpleNamespace(it_prefill_tokens=np.array([0, 3]), it_decode_tokens=np.array([1, 1]),
+                           it_keys=np.array([9, 9]), it_requests=np.array([1, 2]))
+    read = costs.within(more)
+    assert read.out_of_range_kinds == ("attention", "q_proj", "rope", "sampling")
+    assert read.out_of_range and costs.within(one).out_of_range
+    beyond = IterationCosts(costs.body, costs.attention, costs.head, 0.0, True,
+                            far=tuple(v[1:] for v in far),
+                            out_of_range_kinds=("attention", "rope", "sampling"))
+    assert not beyond.within(one).out_of_range and beyond.within(one).out_of_range_kinds == ()
+    none = IterationCosts(costs.body, costs.attention, costs.head, 0.0, False)
+    assert none.within(one) is none
