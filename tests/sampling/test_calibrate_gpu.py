@@ -114,3 +114,30 @@ def test_a_name_is_checked_before_anything_runs(tmp_path, monkeypatch, capsys):
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "lower-case" in err
     assert not (tmp_path / "data").exists()
+
+
+def test_packed_attention_samples_are_kept_and_train_nothing(tmp_path, monkeypatch):
+    """A calibration with continuous batching's packed attention (`sdpa_paged`, which no
+    tree prices yet) writes its samples, reads them back, and its module models train
+    as they would without them."""
+    from piep.core.dataset import load_calibration
+    from piep.core.gpus import load_gpu
+    from piep.predict.module_models import fit_module_models, is_fitted
+    from piep.sampling.gpu_calibration import Recipe, calibrate_gpu
+    monkeypatch.setenv("PIEP_DATA_DIR", str(tmp_path / "data"))
+    shapes, _ = _recipe_items(tmp_path)
+    paged = {"kind": "sdpa_paged", "phase": "prefill", "heads": 2, "kv_heads": 2,
+             "head_dim": 8, "batch": 1, "context_len": 40, "q_len": 6, "requests": 2,
+             "tokens": 6, "mode": "graph"}
+    clock = WorkClock()
+    with clock.running():
+        done = calibrate_gpu("fake-paged", _bench(clock), recipe=Recipe(minutes=1.0),
+                             shapes=shapes[:3] + [paged], runs=[], clock=clock)
+    assert done["done"] and done["measured"] == 4
+    load_gpu.cache_clear()
+    cal = load_calibration("fake-paged")
+    kept = [s for s in cal.modules if s.kind == "sdpa_paged"]
+    assert len(kept) == 1 and kept[0].shape["requests"] == 2 and not is_fitted(kept[0])
+    gpu = load_gpu("fake-paged")
+    assert fit_module_models(cal.modules, gpu).keys() == \
+        fit_module_models([s for s in cal.modules if s.kind != "sdpa_paged"], gpu).keys()
