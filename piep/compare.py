@@ -32,8 +32,8 @@ def parse_candidate(text: str) -> tuple[str, dict[str, Any]]:
         degrees["engine"] = engine
     if layout:
         if not _LAYOUT.match(layout):
-            raise ConfigError(f"candidate {text!r}: layout after '@' must look like tp2, tp2pp2 "
-                              f"or tp1dp2, optionally followed by :ENGINE (e.g. :hf-static)")
+            raise ConfigError(f"candidate {text!r}: layout after '@' must look like tp2, tp2pp2, "
+                              f"tp1dp2 or tp2ep2, optionally followed by :ENGINE (e.g. :hf-static)")
         for key, value in re.findall(r"(tp|pp|dp|ep)(\d+)", layout):
             degrees[key] = int(value)
     if not model:

@@ -291,12 +291,12 @@ def is_fitted(sample) -> bool:
 
 
 def fit_module_models(samples: list, gpu: GPU,
-                      rows: list | None = None) -> dict[str, KindModel]:
-    """The GBDT pair of every kind group, fitted on the samples that train them; `rows`:
-    their `training_rows`, computed once for fits on subsets of the same samples (leave
-    one model out fits one per model)."""
+                      prepared: list | None = None) -> dict[str, KindModel]:
+    """The GBDT pair of every kind group, fitted on the samples that train them;
+    `prepared`: their `training_rows`, computed once for fits on subsets of the same
+    samples (leave one model out fits one per model)."""
     by_kind: dict[str, list] = {}
-    for kept in training_rows(samples, gpu) if rows is None else rows:
+    for kept in training_rows(samples, gpu) if prepared is None else prepared:
         if kept is not None:
             group, f, ratio, power = kept
             by_kind.setdefault(group, []).append((f, ratio, power))

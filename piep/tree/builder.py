@@ -67,11 +67,13 @@ def _rope(phase: str, t: int, q_out: int, kv_out: int, batch: int, head_dim: int
 
 
 def _attention(phase: str, batch: int, q_len: int, ctx: int, hq: int, hkv: int,
-               d: int, *, masked_cache: bool = False, kind: str | None = None) -> Node:
+               d: int, *, masked_cache: bool = False, kind: str | None = None,
+               packed_mask: bool = False) -> Node:
     """SDPA. `masked_cache`: every query attends the whole static cache of `ctx` slots
     under a mask (transformers' static cache), K/V already expanded to all heads: SDPA
     with a mask runs other kernels than the unmasked one, so it is its own kind (`kind`
-    overrides it)."""
+    overrides it). `packed_mask`: continuous batching's additive float mask over a paged
+    cache, queries x keys, read besides."""
     kv_heads = hq if masked_cache else hkv
     if phase == "prefill" and not masked_cache:
         # causal: each query sees half the prompt on average (QK^T and PV, 2 FLOPs a MAC)
@@ -81,9 +83,10 @@ def _attention(phase: str, batch: int, q_len: int, ctx: int, hq: int, hkv: int,
         flops = 4.0 * batch * hq * q_len * ctx * d
         kv_read = batch * ctx * kv_heads * d * 2
     q_io = batch * q_len * hq * d
+    mask = batch * q_len * ctx if packed_mask else 0
     kind = kind or ("sdpa_masked" if masked_cache else "attention")
     return Node("attention", kind, phase, flops=flops,
-                bytes_read=(q_io + kv_read) * BF16_BYTES,
+                bytes_read=(q_io + kv_read + mask) * BF16_BYTES,
                 bytes_written=(q_io + batch * q_len * hkv * d * 2) * BF16_BYTES,
                 tokens=batch * q_len, context_len=ctx, launches=LAUNCHES["attention"],
                 attrs={"heads": hq, "kv_heads": kv_heads, "head_dim": d, "batch": batch})
@@ -195,10 +198,8 @@ def leaf_from_shape(s: dict) -> Node:
         return _attention(phase, s["batch"], s["q_len"], s["context_len"], s["heads"],
                           s["kv_heads"], s["head_dim"], masked_cache=kind == "sdpa_masked")
     if kind == "sdpa_paged":  # a packed iteration under its mask (sampled; no tree has it)
-        node = _attention(phase, 1, s["q_len"], s["context_len"], s["heads"], s["heads"],
-                          s["head_dim"], masked_cache=True, kind=kind)
-        node.bytes_read += s["q_len"] * s["context_len"] * BF16_BYTES
-        return node
+        return _attention(phase, 1, s["q_len"], s["context_len"], s["heads"], s["heads"],
+                          s["head_dim"], masked_cache=True, kind=kind, packed_mask=True)
     if kind in COPY_KINDS:  # only repeat_kv writes more heads than the cache holds
         return _kv_copy(kind, phase, s["batch"], s["context_len"], s["kv_heads"],
                         s["heads"] if kind == "kv_expand" else s["kv_heads"], s["head_dim"],
@@ -241,9 +242,7 @@ def _cache_attention(dep: Deployment, phase: str, batch: int, q_len: int, ctx: i
     # a paged cache's additive float mask: the masked SDPA was sampled with a boolean one
     # (other kernels), so it is priced as attention, with the serving fit's time scale
     attention = _attention(phase, batch, q_len, ctx, hq, hkv, d, masked_cache=masked,
-                           kind="attention" if paged else None)
-    if paged:  # the packed float mask, queries x keys, read by every layer
-        attention.bytes_read += batch * q_len * ctx * BF16_BYTES
+                           kind="attention" if paged else None, packed_mask=paged)
     out.append(attention)
     if eager:  # (QK^T and PV priced as the masked SDPA over the same keys)
         out += [_elementwise(name, "scores", phase, batch * hq * q_len, ctx, reads=reads,
@@ -378,12 +377,10 @@ def _latent_attention(dep: Deployment, phase: str, batch: int, q_len: int, ctx: 
                  bytes_written=keys * heads * qk * BF16_BYTES, tokens=batch, context_len=ctx,
                  launches=LAUNCHES["kv_expand"],
                  attrs={"heads": heads, "kv_heads": 1, "head_dim": qk, "batch": batch})]
-    attention = _attention(phase, batch, q_len, ctx, heads, heads, (qk + v) // 2,
-                           masked_cache=static, kind="attention" if record.paged_cache
-                           else None)
-    if record.paged_cache:  # the packed float mask, queries x keys
-        attention.bytes_read += batch * q_len * ctx * BF16_BYTES
-    return out + [attention]
+    paged = record.paged_cache  # (priced as `_cache_attention` prices a paged SDPA)
+    return out + [_attention(phase, batch, q_len, ctx, heads, heads, (qk + v) // 2,
+                             masked_cache=static, kind="attention" if paged else None,
+                             packed_mask=paged)]
 
 
 def _residual(dep: Deployment, name: str, phase: str, t: int) -> list[Node]:
@@ -402,10 +399,16 @@ def experts_hit(experts: int, per_token: int, tokens, skew: float = 0.0):
     if not skew:
         return experts * (1.0 - (1.0 - per_token / experts) ** tokens)
     import numpy as np
-    popularity = np.arange(1, experts + 1, dtype=float) ** -skew
-    chosen = np.minimum(1.0, per_token * popularity / popularity.sum())
-    miss = (1.0 - chosen) ** np.asarray(tokens, dtype=float)[..., None]
+    miss = (1.0 - _chosen(experts, per_token, skew)) ** np.asarray(tokens, dtype=float)[..., None]
     return np.maximum((1.0 - miss).sum(-1), per_token)  # (a token reaches k experts)
+
+
+def _chosen(experts: int, per_token: int, skew: float):
+    """Each expert's probability of being chosen by a token: min(1, k p_i), its
+    popularity p_i ~ i^-skew (uniform at skew 0)."""
+    import numpy as np
+    popularity = np.arange(1, experts + 1, dtype=float) ** -skew
+    return np.minimum(1.0, per_token * popularity / popularity.sum())
 
 
 def rank_pairs(experts: int, per_token: int, tokens, skew: float = 0.0, ep: int = 1):
@@ -420,9 +423,7 @@ def rank_pairs(experts: int, per_token: int, tokens, skew: float = 0.0, ep: int 
     tokens = np.asarray(tokens, dtype=float)
     if ep <= 1:
         return np.zeros_like(tokens)
-    popularity = np.arange(1, experts + 1, dtype=float) ** -skew
-    chosen = np.minimum(1.0, per_token * popularity / popularity.sum())
-    ranks = chosen.reshape(ep, experts // ep)
+    ranks = _chosen(experts, per_token, skew).reshape(ep, experts // ep)
     mean = ranks.sum(1).max()
     spread = np.sqrt((ranks * (1.0 - ranks)).sum(1).max())
     blom = NormalDist().inv_cdf((ep - 0.375) / (ep + 0.25))  # E max of ep deviations
