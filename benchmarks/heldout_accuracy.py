@@ -10,6 +10,7 @@ and Qwen2 runs), so every error here leaves its model, its family and its set ou
     python benchmarks/heldout_accuracy.py moe            # blind and now, vs measured
     python benchmarks/heldout_accuracy.py moe --write    # ... into reports/moe.md
     python benchmarks/heldout_accuracy.py fp8 --write    # reports/fp8.md
+    python benchmarks/heldout_accuracy.py moe --phases   # prefill and decode apart
 
 `--predict DESIGN` writes that design's `predictions_blind*.jsonl` (design_eager2.jsonl ->
 predictions_blind2.jsonl) by the code of the commit it names, before its runs are
@@ -225,6 +226,27 @@ def report(name: str) -> str:
     return "\n".join(lines) + "\n"
 
 
+def phase_lines(name: str) -> list[str]:
+    """Each measured run's prefill and decode (time, energy, mean power) beside piep's,
+    priced at the host probe the run measured: where a set's error sits."""
+    lines = ["| model | batch | phase | measured s | piep s | error | measured W | piep W "
+             "| energy error |", "|---|---|---|---|---|---|---|---|---|"]
+    for key, run in measured(name).items():
+        probe = run.get("host_probe", {}).get("launch_add_s")
+        doc = api.predict(str(folder(name) / "configs" / f"{run['model']}.json"),
+                          engine=run["engine"]["name"], tp=key[1], ep=key[2],
+                          batch=run["batch"], prompt_len=run["prompt_len"],
+                          gen_len=run["gen_len"], hosts=False,
+                          host_probe_us=None if probe is None else 1e6 * probe)
+        for phase in ("prefill", "decode"):
+            m, p = run[phase], doc[phase]
+            lines.append(f"| {run['model']} | {run['batch']} | {phase} | {m['time_s']:.3f} | "
+                         f"{p['time_s']:.3f} | {100 * (p['time_s'] / m['time_s'] - 1):+.1f} % "
+                         f"| {m['energy_j'] / m['time_s']:.0f} | {p['energy_j'] / p['time_s']:.0f}"
+                         f" | {100 * (p['energy_j'] / m['energy_j'] - 1):+.1f} % |")
+    return lines
+
+
 def main() -> int:
     args = sys.argv[1:]
     if not args or args[0] not in SETS:
@@ -242,6 +264,9 @@ def main() -> int:
         rows = predictions(name, designs=[design])
         write_text(path, "".join(json.dumps(r) + "\n" for r in rows))
         print(f"wrote {path.relative_to(ROOT)} ({len(rows)} rows)")
+        return 0
+    if "--phases" in args:
+        print("\n".join(phase_lines(name)))
         return 0
     text = report(name)
     print(text)
