@@ -86,21 +86,21 @@ class IterationCosts:
 
     def within(self, sim, longest: float | None = None) -> "IterationCosts":
         """These costs naming as out of range only the kinds of the grid points a
-        simulation read: iterations up to its most tokens, keys and requests (the grid
-        point at or above each, which the interpolation reads). `longest`: unused (the
-        paged costs' prompts)."""
+        simulation read: each iteration's corners of the cells its tokens, keys and
+        requests fall in (what the interpolation reads; the attention's by tokens and
+        keys together, so no point of more tokens than keys is counted). `longest`:
+        unused (the paged costs' prompts)."""
         if not len(self.far):
             return self
         group, a, b, kinds = self.far
         tokens = sim.it_prefill_tokens + sim.it_decode_tokens
-
-        def top(axis, values) -> int:  # the first grid point at or above the most read
-            most = math.log2(max(float(np.max(values)) if len(values) else 1.0, 1.0))
-            return int(np.searchsorted(axis, most - 1e-9))
-        t, k, r = (top(self.body.x, tokens), top(self.attention.y, sim.it_keys),
-                   top(self.head.x, sim.it_requests))
-        read = ((group == 0) & (a <= t)) | ((group == 1) & (a <= t) & (b <= k)) \
-            | ((group == 2) & (a <= r))
+        nk = len(self.attention.y)
+        t, k, r = (_corner_points(v, axis) for v, axis in (
+            (tokens, self.body.x), (sim.it_keys, self.attention.y), (sim.it_requests, self.head.x)))
+        pairs = np.concatenate([ti * nk + ki for ti in t for ki in k])
+        read = ((group == 0) & np.isin(a, np.concatenate(t))) \
+            | ((group == 1) & np.isin(a * nk + b, pairs)) \
+            | ((group == 2) & np.isin(a, np.concatenate(r)))
         from piep.predict.table import KIND_NAMES
         named = tuple(sorted(set(KIND_NAMES[kinds[read]])))
         return replace(self, out_of_range=bool(named), out_of_range_kinds=named)
@@ -200,6 +200,15 @@ def _cell(value: float, n: int) -> tuple[int, float]:
     if i >= n - 1:
         return n - 1, 0.0
     return i, f - i
+
+
+def _corner_points(values, axis: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Per value, the points of a log2 axis at either end of the cell it falls in (one
+    point where it falls on one), clamped to the axis."""
+    v = np.log2(np.maximum(np.asarray(values, float), 1.0))
+    low = np.clip(np.searchsorted(axis, v + 1e-9, side="right") - 1, 0, len(axis) - 1)
+    on = np.abs(axis[low] - v) <= 1e-9
+    return low, np.where(on, low, np.minimum(low + 1, len(axis) - 1))
 
 
 def _log2(v: np.ndarray) -> np.ndarray:

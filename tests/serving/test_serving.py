@@ -680,8 +680,8 @@ def test_the_api_takes_a_trace_file_by_its_path():
 
 def test_a_stream_is_out_of_range_only_where_it_read():
     """The grid's rows far from the module samples name their kinds only where the
-    stream's iterations read the grid (up to its most tokens, keys and requests, the grid
-    point at or above each)."""
+    stream's iterations read the grid: the corners of the cells their tokens, keys and
+    requests fall in, the attention's by tokens and keys together."""
     from types import SimpleNamespace
 
     from piep.predict.table import KIND_ID
@@ -698,6 +698,11 @@ def test_a_stream_is_out_of_range_only_where_it_read():
                            it_keys=np.array([9, 9]), it_requests=np.array([1, 2]))
     read = costs.within(more)
     assert read.out_of_range_kinds == ("attention", "q_proj", "rope", "sampling")
+    # a prompt as long as its keys reads no point of more tokens than keys ("rope" sits at
+    # the most tokens over one key) nor fewer tokens over the most keys ("attention")
+    whole = SimpleNamespace(it_prefill_tokens=np.array([2 ** 20]), it_decode_tokens=np.array([0]),
+                            it_keys=np.array([2 ** 20]), it_requests=np.array([1]))
+    assert costs.within(whole).out_of_range_kinds == ()
     assert read.out_of_range and costs.within(one).out_of_range
     beyond = IterationCosts(costs.body, costs.attention, costs.head, 0.0, True,
                             far=tuple(v[1:] for v in far),
