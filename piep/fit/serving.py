@@ -406,6 +406,7 @@ def fit_cb_profile(base, records: list[ServingReplay], *, maxiter: int = 400,
     logged = [c for c in cases if c.iterations is not None]
     timed, simulated = (_fit_time(base, logged, maxiter), None) if logged else \
         _fit_time_and_energy(base, cases, maxiter)
+    simulated = simulated or _simulated(cases, timed)  # (the power changes no schedule)
     fitted = _fit_gap_power(timed, cases, simulated)
     return EngineProfile(name, version, base.gpu.name, fitted.host, None,
                          meta=ProfileMeta(
@@ -414,8 +415,20 @@ def fit_cb_profile(base, records: list[ServingReplay], *, maxiter: int = 400,
                              iteration_logs=sum(c.iterations is not None for c in cases),
                              tp_measured=[1], fitted_terms=list(FITTED), combiner="reference",
                              scheduler={**SCHEDULER, "reserved_gib": reserved,
-                                        "pickup_s": pickup}),
+                                        "pickup_s": pickup},
+                             far_read=farthest_read(simulated)),
                          like=like)
+
+
+def farthest_read(simulated: list[tuple[Any, IterationCosts]]) -> dict[str, float]:
+    """Per kind, the farthest from the module samples a row the replays read lies (over
+    the out-of-range threshold, rounded up at 3 decimals): a stream reading no farther is
+    not out of range for the profile's band, sized on these replays."""
+    out: dict[str, float] = {}
+    for sim, costs in simulated:
+        for kind, reach in costs.farthest_read(sim).items():
+            out[kind] = max(out.get(kind, 0.0), math.ceil(reach * 1000.0) / 1000.0)
+    return dict(sorted(out.items()))
 
 
 def held_out(base, records: list[ServingReplay], *, by: str = "model", maxiter: int = 400,

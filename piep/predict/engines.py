@@ -79,6 +79,9 @@ class ProfileMeta:
     tp_path: dict[str, Any] | None = None     # transformers' tp>1 path, fitted apart
     window_measured: bool | None = None       # its runs attended past a sliding window
     families_measured: list[str] | None = None  # the model families its runs had
+    # a serving engine's replays: per kind, the farthest from the module samples a row
+    # they read lies (`IterationCosts.farthest_read`); its band holds rows as far
+    far_read: dict[str, float] | None = None
     extra: dict[str, Any] = field(default_factory=dict)
 
     @classmethod

@@ -35,7 +35,9 @@ FLAGS: dict[str, Flag] = {f.name: f for f in (
     Flag("out_of_range",
          "some leaves lie far from the isolated module samples the module models were fitted "
          "on (standardized distance to the nearest sample beyond 1.5x the samples' 95th "
-         "percentile nearest-neighbour distance); `out_of_range_kinds` names their kinds",
+         "percentile nearest-neighbour distance; for a serving engine fitted on replays, "
+         "farther than any row of that kind its replays read); `out_of_range_kinds` names "
+         "their kinds",
          f"x{W} in log on energy and time (not measured: a chosen factor)",
          "sample those shapes (piep calibrate) and retrain (piep train)"),
     Flag("extrapolated",

@@ -101,12 +101,24 @@ class KindModel:
         to import or build, bounded memory)."""
         if len(self.train_z) == 0:
             return np.ones(len(x), dtype=bool)
-        # a feature constant over the samples (eager decode where only graph decode was
-        # sampled) cannot split the GBDTs, so it does not make a leaf far from them
-        z = (x - self.mean) / np.where(self.std > CONSTANT_STD, self.std, np.inf)
+        z = self._standard(x)  # (holds the samples' squared norms)
+        return farther_than(z, self.train_z, self._train_sq, self.oor_threshold)
+
+    def reach(self, x: np.ndarray) -> np.ndarray:
+        """Each row's standardized distance to its nearest training sample over the
+        threshold (above 1: out of range)."""
+        if len(self.train_z) == 0 or len(x) == 0:
+            return np.full(len(x), np.inf)
+        z = self._standard(x)
+        return nearest_distance(z, self.train_z, self._train_sq) / self.oor_threshold
+
+    def _standard(self, x: np.ndarray) -> np.ndarray:
+        """Rows standardized as the samples were. A feature constant over the samples
+        (eager decode where only graph decode was sampled) cannot split the GBDTs, so it
+        does not make a leaf far from them."""
         if self._train_sq is None:
             self._train_sq = (self.train_z * self.train_z).sum(1)
-        return farther_than(z, self.train_z, self._train_sq, self.oor_threshold)
+        return (x - self.mean) / np.where(self.std > CONSTANT_STD, self.std, np.inf)
 
 
 def nearest_distance(z: np.ndarray, train: np.ndarray, train_sq: np.ndarray, *,
@@ -360,7 +372,6 @@ class ModuleModels:
         samples: KV-cache copies at the GPU's measured copy rate and power, the masked SDPA
         by the attention models (a predictor trained before either was sampled), the rest
         at the roofline and the GPU's memory-bound power, flagged out of range."""
-        from piep.predict.table import KINDS
         n = len(table)
         q = table.q
         nbytes = q["bytes_read"] + q["bytes_written"]
@@ -368,20 +379,7 @@ class ModuleModels:
                                      nbytes / gpu.hbm_bytes_per_s), 1e-9)
         t, p = np.zeros(n), np.zeros(n)
         oor = np.zeros(n, dtype=bool)
-        decode = table.decode
-        # what the features read of a row (eager only in decode: prefill runs eagerly in
-        # both modes, so its rows of either mode are one shape)
-        shape = {"tokens": q["tokens"], "flops": q["flops"], "bytes": nbytes,
-                 "d_in": q["d_in"], "d_out": q["d_out"], "heads": q["heads"],
-                 "kv_heads": q["kv_heads"], "context_len": q["context_len"],
-                 "batch": q["batch_attr"], "width": q["width"],
-                 "decode": decode.astype(float), "eager": (decode & table.mode_eager) * 1.0}
-        modes = [(d, e) for d in (False, True) for e in (False, True)]
-        names = sorted({self.group(k, d, e) for k in KINDS for d, e in modes})
-        group_of = np.array([[names.index(self.group(k, d, e)) for d, e in modes]
-                             for k in KINDS])
-        column = 2 * np.asarray(decode, dtype=int) + np.asarray(table.mode_eager, dtype=int)
-        gid = np.where(table.is_comm, -1, group_of[table.kind_id, column])
+        shape, names, gid = self._rows(table)
         # each group's forests run on a worker thread while the next group's rows are
         # prepared and the range tests run here (the largest group first)
         pending, tested = [], []  # (a group's answer, each row's distinct row, its rows)
@@ -407,3 +405,37 @@ class ModuleModels:
             t[rows] = (roof[rows] + _features.KERNEL_FLOOR_S) * np.exp(lr[inv])
             p[rows] = pw[inv]
         return ModuleOutputs(t, p, oor)
+
+    def reach(self, table, gpu: GPU, rows: np.ndarray) -> np.ndarray:
+        """How far some compute rows of `table` lie from their group's samples: the
+        standardized distance to the nearest over the out-of-range threshold (above 1: out
+        of range; inf for a group with no model)."""
+        shape, names, gid = self._rows(table)
+        out = np.full(len(rows), np.inf)
+        for i in np.unique(gid[rows]):
+            if i < 0 or names[i] not in self.kinds:
+                continue
+            at = np.flatnonzero(gid[rows] == i)
+            xs = feature_matrix({k: v[rows[at]] for k, v in shape.items()}, gpu)
+            out[at] = self.kinds[names[i]].reach(xs)
+        return out
+
+    def _rows(self, table) -> tuple[dict[str, np.ndarray], list[str], np.ndarray]:
+        """What the features read of each row of `table`, the kind groups' names, and each
+        row's group (an index into them; -1 on communication rows). Eager only in decode:
+        prefill runs eagerly in both modes, so its rows of either mode are one shape."""
+        from piep.predict.table import KINDS
+        q = table.q
+        decode = table.decode
+        shape = {"tokens": q["tokens"], "flops": q["flops"],
+                 "bytes": q["bytes_read"] + q["bytes_written"],
+                 "d_in": q["d_in"], "d_out": q["d_out"], "heads": q["heads"],
+                 "kv_heads": q["kv_heads"], "context_len": q["context_len"],
+                 "batch": q["batch_attr"], "width": q["width"],
+                 "decode": decode.astype(float), "eager": (decode & table.mode_eager) * 1.0}
+        modes = [(d, e) for d in (False, True) for e in (False, True)]
+        names = sorted({self.group(k, d, e) for k in KINDS for d, e in modes})
+        group_of = np.array([[names.index(self.group(k, d, e)) for d, e in modes]
+                             for k in KINDS])
+        column = 2 * np.asarray(decode, dtype=int) + np.asarray(table.mode_eager, dtype=int)
+        return shape, names, np.where(table.is_comm, -1, group_of[table.kind_id, column])

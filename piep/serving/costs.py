@@ -20,7 +20,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, replace
 from functools import cached_property
-from typing import NamedTuple
+from typing import Mapping, NamedTuple
 
 import numpy as np
 
@@ -81,29 +81,54 @@ class IterationCosts:
     limit_w: float = math.inf  # the power limit of all the layout's boards together
     out_of_range_kinds: tuple[str, ...] = ()  # the kinds of the rows out_of_range
     # the rows out of range: their group (0 body, 1 attention, 2 head), grid point along
-    # the group's first and second axis, and kind (`within` keeps those a stream read)
+    # the group's first and second axis, kind, and how far from the module samples
+    # (`ModuleModels.reach`; `within` keeps those a stream read)
     far: tuple[np.ndarray, ...] = ()
 
-    def within(self, sim, longest: float | None = None) -> "IterationCosts":
-        """These costs naming as out of range only the kinds of the grid points a
-        simulation read: each iteration's corners of the cells its tokens, keys and
-        requests fall in (what the interpolation reads; the attention's by tokens and
-        keys together, so no point of more tokens than keys is counted). `longest`:
-        unused (the paged costs' prompts)."""
+    def within(self, sim, longest: float | None = None,
+               allowance: Mapping[str, float] | None = None) -> "IterationCosts":
+        """These costs naming as out of range only the kinds of the rows a simulation
+        read (`_read`), and of those only the rows farther from the samples than
+        `allowance` says for their kind (the farthest the replays an engine's band was
+        sized on read, `farthest_read`; none: any). `longest`: unused (the paged costs'
+        prompts)."""
         if not len(self.far):
             return self
-        group, a, b, kinds = self.far
+        from piep.predict.table import KIND_NAMES
+        kinds, reach = self.far[3:]
+        read = self._read(sim)
+        if allowance:
+            read &= reach > np.array([allowance.get(n, 1.0) for n in KIND_NAMES])[kinds]
+        named = tuple(sorted(set(KIND_NAMES[kinds[read]])))
+        return replace(self, out_of_range=bool(named), out_of_range_kinds=named)
+
+    def farthest_read(self, sim) -> dict[str, float]:
+        """Per kind, how far from the module samples the farthest row a simulation read
+        lies (`ModuleModels.reach`: above 1, out of range), for the kinds out of range."""
+        if not len(self.far):
+            return {}
+        from piep.predict.table import KIND_NAMES
+        kinds, reach = self.far[3:]
+        read = self._read(sim)
+        out: dict[str, float] = {}
+        for kind, r in zip(KIND_NAMES[kinds[read]], reach[read]):
+            out[kind] = max(out.get(kind, 0.0), float(r))
+        return out
+
+    def _read(self, sim) -> np.ndarray:
+        """Which out-of-range rows (`far`) a simulation read: each iteration's corners of
+        the cells its tokens, keys and requests fall in (what the interpolation reads;
+        the attention's by tokens and keys together, so no point of more tokens than
+        keys is counted)."""
+        group, a, b = self.far[:3]
         tokens = sim.it_prefill_tokens + sim.it_decode_tokens
         nk = len(self.attention.y)
         t, k, r = (_corner_points(v, axis) for v, axis in (
             (tokens, self.body.x), (sim.it_keys, self.attention.y), (sim.it_requests, self.head.x)))
         pairs = np.concatenate([ti * nk + ki for ti in t for ki in k])
-        read = ((group == 0) & np.isin(a, np.concatenate(t))) \
+        return ((group == 0) & np.isin(a, np.concatenate(t))) \
             | ((group == 1) & np.isin(a * nk + b, pairs)) \
             | ((group == 2) & np.isin(a, np.concatenate(r)))
-        from piep.predict.table import KIND_NAMES
-        named = tuple(sorted(set(KIND_NAMES[kinds[read]])))
-        return replace(self, out_of_range=bool(named), out_of_range_kinds=named)
 
     @cached_property
     def _scalar(self) -> tuple:
@@ -287,7 +312,7 @@ class IterationGrid:
         curves, far, where = [], set(), []
         for i, (table, sel, axes) in enumerate(self.tables[:3]):
             idx = None if points is None else points[i]
-            part, mo, group = self.part(model, i, idx)
+            part, mo, group, kept = self._part(model, i, idx)
             prices = model.price(part) if mo is None else model.price(part, mo)
             t = _elapsed_s(part, prices)
             if idx is None:
@@ -311,7 +336,9 @@ class IterationGrid:
             far.update(part.kind[out])
             point = part.cfg[out] if idx is None else idx[part.cfg[out]]
             a, b = divmod(point, len(axes[1])) if axes[1] is not None else (point, 0 * point)
-            where.append((np.full(len(out), i), a, b, part.kind_id[out]))
+            reach = np.full(len(out), np.inf) if mo is None else \
+                self._reach(model, i)[out if kept is None else kept[out]]
+            where.append((np.full(len(out), i), a, b, part.kind_id[out], reach))
         idle_w = 0.0 if time_only else \
             self._price(model, 3).idle_w * self.dep.parallel.world_size
         return IterationCosts(*curves, idle_w, bool(far), self.limit_w, tuple(sorted(far)),
@@ -342,17 +369,24 @@ class IterationGrid:
         queues ahead): of the points' rows only the group's are kept."""
         from piep.predict.learned import LearnedModel
         from piep.predict.table import select, take_rows
+        return self._part(model, i, points)[:3]
+
+    def _part(self, model, i: int, points: np.ndarray | None = None):
+        """`part`, and the rows of the whole table it keeps (None: every row)."""
+        from piep.predict.learned import LearnedModel
+        from piep.predict.table import select, take_rows
         table, sel, _ = self.tables[i]
         learned = isinstance(model, LearnedModel)
         mo = self.module_outputs(model, i) if learned else None
         if points is None:
-            return table, mo, sel
+            return table, mo, sel, None
         rows = np.isin(table.cfg, points)  # the points' rows, in table order
         keep = sel[rows] if learned and not model.host.queue_ahead \
             else np.ones(int(rows.sum()), bool)
+        kept = np.flatnonzero(rows)[keep]
         if mo is not None:
-            mo = mo.take(np.flatnonzero(rows)[keep])
-        return take_rows(select(table, points), keep), mo, sel[rows][keep]
+            mo = mo.take(kept)
+        return take_rows(select(table, points), keep), mo, sel[rows][keep], kept
 
     def _selected(self, i: int) -> tuple[np.ndarray, np.ndarray]:
         """The rows of table `i`'s group and their deployments (their sums add the same
@@ -367,6 +401,18 @@ class IterationGrid:
     def _price(self, model, i: int):
         part, mo, _ = self.part(model, i)
         return model.price(part) if mo is None else model.price(part, mo)
+
+    def _reach(self, model, i: int) -> np.ndarray:
+        """Per row of table `i`, how far it lies from its module samples over the
+        out-of-range threshold (`ModuleModels.reach`; 0 on rows within it), computed once
+        per predictor's module models."""
+        key = ("reach", i, model.modules)
+        if key not in self.cache:
+            far = np.flatnonzero(self.module_outputs(model, i).out_of_range)
+            reach = np.zeros(len(self.tables[i][0].kind_id))
+            reach[far] = model.modules.reach(self.tables[i][0], model.gpu, far)
+            self.cache[key] = reach
+        return self.cache[key]
 
     def module_outputs(self, model, i: int):
         """The module models' outputs for table `i` (computed once per predictor: one grid

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, replace
-from typing import ClassVar
+from typing import ClassVar, Mapping
 
 import numpy as np
 
@@ -101,10 +101,12 @@ class PagedCosts:
         object.__setattr__(self, "_scales", (s["fixed"], s["tokens"], s["keys"], s["comm"]))
         object.__setattr__(self, "_fixed", fixed.tolist())
 
-    def within(self, sim, longest: float) -> "PagedCosts":
+    def within(self, sim, longest: float,
+               allowance: Mapping[str, float] | None = None) -> "PagedCosts":
         """These costs naming as out of range only the kinds of the grid points a
         simulation read (iterations up to its most tokens, requests and keys; prompts up
-        to `longest` tokens of context)."""
+        to `longest` tokens of context). `allowance`: unused (a steady profile is sized
+        on steady states, not on replays priced by rows)."""
         if not len(self.far):
             return self
         part, i, j, kinds = self.far

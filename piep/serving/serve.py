@@ -218,8 +218,11 @@ def _simulated(res: Resolved, user_policy: UserPolicy | None = None
     trace = scn.requests()
     policy = _for_trace(res, policy, trace)
     sim = simulate(trace, costs, policy)
-    # out of range: the kinds of the grid points this stream read
-    costs = costs.within(sim, float(np.max(trace.prompt_len + trace.gen_len)))
+    # out of range: the kinds of the rows this stream read, farther from the module
+    # samples than the replays the engine's band was sized on read
+    far_read = res.profile.meta.far_read if res.profile is not None else None
+    costs = costs.within(sim, float(np.max(trace.prompt_len + trace.gen_len)),
+                         allowance=far_read)
     result = serving_result(scn, trace, sim, costs, policy)
     result = replace(result, predictor=model.name + (f" + policy {user_policy.name!r}"
                                                      if user_policy else ""))

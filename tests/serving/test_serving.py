@@ -687,7 +687,8 @@ def test_a_stream_is_out_of_range_only_where_it_read():
     from piep.predict.table import KIND_ID
     costs = _flat()  # grids of 1 and 2 ** 20 on every axis (log2: 0 and 20)
     far = (np.array([0, 1, 1, 2]), np.array([0, 0, 1, 1]), np.array([0, 1, 0, 0]),
-           np.array([KIND_ID[k] for k in ("q_proj", "attention", "rope", "sampling")]))
+           np.array([KIND_ID[k] for k in ("q_proj", "attention", "rope", "sampling")]),
+           np.array([1.2, 2.0, 2.0, 2.0]))
     costs = IterationCosts(costs.body, costs.attention, costs.head, costs.idle_power_w,
                            True, far=far, out_of_range_kinds=("attention", "q_proj",
                                                                "rope", "sampling"))
@@ -698,6 +699,13 @@ def test_a_stream_is_out_of_range_only_where_it_read():
                            it_keys=np.array([9, 9]), it_requests=np.array([1, 2]))
     read = costs.within(more)
     assert read.out_of_range_kinds == ("attention", "q_proj", "rope", "sampling")
+    # the farthest row of each kind read, and an engine whose replays read as far
+    assert costs.farthest_read(more) == {"q_proj": 1.2, "attention": 2.0, "rope": 2.0,
+                                         "sampling": 2.0}
+    assert costs.within(more, allowance={"q_proj": 1.2, "rope": 2.5}).out_of_range_kinds \
+        == ("attention", "sampling")
+    assert costs.within(more, allowance={"q_proj": 1.1}).out_of_range_kinds \
+        == ("attention", "q_proj", "rope", "sampling")
     # a prompt as long as its keys reads no point of more tokens than keys ("rope" sits at
     # the most tokens over one key) nor fewer tokens over the most keys ("attention")
     whole = SimpleNamespace(it_prefill_tokens=np.array([2 ** 20]), it_decode_tokens=np.array([0]),
