@@ -102,7 +102,13 @@ energies +0.2..+0.3 %, times within 1e-5, p50 TTFT within +0.2 %, no_request tim
 0 -> 0.285 ms, the hf-cb rows of compare and sweep alike; every other document unchanged:
 new snapshot. Then an hf-cb stream names as out of range only the kinds of the grid
 points it read (as vLLM's did): serve_tp1 and serve_tp2 lost `sampling` from
-out_of_range_kinds, every number unchanged: new snapshot.
+out_of_range_kinds, every number unchanged: new snapshot. Session 32: a stream is out of
+range only where it reads a row farther from the module samples than the replays the
+hf-cb band was sized on read (the profile's `far_read`, refit: terms unchanged), and the
+grid points read are each iteration's cell corners: hf-cb_tp1, hf-cb_tp2, serve_tp1 and
+serve_tp2 lost out_of_range and its x1.5 widening (serve_tp1's energy band 8,381-14,380
+-> 9,170-13,142 J), the out_of_range flag's meaning says so; every number unchanged:
+new snapshot.
 """
 
 from __future__ import annotations

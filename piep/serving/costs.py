@@ -367,8 +367,6 @@ class IterationGrid:
         module outputs (a learned predictor's; else None) and which of its rows are the
         group's. A learned predictor's row prices read no other row (unless its host
         queues ahead): of the points' rows only the group's are kept."""
-        from piep.predict.learned import LearnedModel
-        from piep.predict.table import select, take_rows
         return self._part(model, i, points)[:3]
 
     def _part(self, model, i: int, points: np.ndarray | None = None):
