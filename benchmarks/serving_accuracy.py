@@ -48,6 +48,19 @@ def name(row) -> str:
     return Path(row["trace"] if isinstance(row, dict) else row.trace).stem
 
 
+def flag_line(loso: list[dict]) -> str:
+    """How many held-out replays `piep serve` flags out_of_range (reading rows farther
+    from the module samples than the other shapes' replays did) and their errors."""
+    far = [r for r in loso if r["out_of_range_kinds"]]
+    near = [r for r in loso if not r["out_of_range_kinds"]]
+    shapes = sorted({r["model"] for r in far})
+    return (f"Flagged out_of_range when held out (a row farther from the module samples "
+            f"than the other shapes' replays read, so the interval is widened x1.5): "
+            f"{len(far)} of {len(loso)} replays ({', '.join(shapes) or 'none'}); energy "
+            f"{mape(far, 'energy_j')} flagged, {mape(near, 'energy_j')} not; window time "
+            f"{mape(far, 'time_s')} flagged, {mape(near, 'time_s')} not.")
+
+
 def mape(rows, key) -> str:
     from piep.stats.conformal import mape_text
     return mape_text(rows, key)
@@ -119,6 +132,8 @@ def main() -> int:
               f"({len(loso)} replays).", ""]
     print(f"cross-conformal 90 % coverage (held-out shape): energy "
           f"{100 * cov['energy_j']:.0f} %, time {100 * cov['time_s']:.0f} %")
+    lines += [flag_line(loso), ""]
+    print(flag_line(loso))
     lines += ["", "## Energy by traffic class (held-out shape)", "",
               "| class | replays | energy | active energy | window time |", "|---|---|---|---|---|"]
     for label, names in CLASSES.items():

@@ -465,7 +465,7 @@ def held_out_on_hosts(base, records: list[ServingReplay], *, by: str = "model",
                                  shared=shared)
         model = profile.apply(base)
         test = [r for r, g in zip(records, labels) if g == group]
-        return {h: [case_row(c, model) for c in
+        return {h: [case_row(c, model, profile.meta.far_read) for c in
                     _cases(base, test, profile.meta.scheduler["reserved_gib"], h, shared,
                            profile.meta.scheduler.get("pickup_s", 0.0))]
                 for h in hosts}
@@ -477,10 +477,12 @@ def held_out_on_hosts(base, records: list[ServingReplay], *, by: str = "model",
     return out
 
 
-def case_row(case: _Case, model) -> dict[str, Any]:
+def case_row(case: _Case, model, far_read: dict[str, float] | None = None) -> dict[str, Any]:
     """A replay beside its prediction by `model` (window energy and time, energy above the
-    measured idle power, p50 TTFT, TPOT and end-to-end latency)."""
+    measured idle power, p50 TTFT, TPOT and end-to-end latency), and whether `piep serve`
+    would flag it out of range for a profile whose replays read as far as `far_read`."""
     sim, costs = run(case.scn, case.trace, model, case.policy, case.grid)
+    far = costs.within(sim, allowance=far_read).out_of_range_kinds
     doc = document(case.scn, case.trace, sim, costs, case.policy)
     rep = case.rep
     idle_w = rep.idle_power_w or 0.0
@@ -493,4 +495,4 @@ def case_row(case: _Case, model) -> dict[str, Any]:
             "pred_ttft_s": doc["ttft_s"]["p50"],
             "tpot_s": case.meas[1], "pred_tpot_s": doc["tpot_s"]["p50"],
             "e2e_s": case.meas[2], "pred_e2e_s": doc["e2e_s"]["p50"],
-            "queued_on_memory": sim.queued_on_memory}
+            "queued_on_memory": sim.queued_on_memory, "out_of_range_kinds": list(far)}

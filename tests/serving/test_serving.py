@@ -611,9 +611,9 @@ def test_held_out_folds_are_named_by_their_replays_and_the_engine_fitted(monkeyp
 
     import piep.fit.serving as fs
     monkeypatch.setattr(fs, "fit_cb_profile", lambda base, recs, **kw: SimpleNamespace(
-        apply=lambda b: b, meta=SimpleNamespace(scheduler={"reserved_gib": 1.0})))
+        apply=lambda b: b, meta=SimpleNamespace(scheduler={"reserved_gib": 1.0}, far_read={})))
     monkeypatch.setattr(fs, "_cases", lambda base, test, reserved, h, shared, pickup: test)
-    monkeypatch.setattr(fs, "case_row", lambda c, model: {"model": c.model})
+    monkeypatch.setattr(fs, "case_row", lambda c, model, far=None: {"model": c.model})
     monkeypatch.setattr(fs, "fold_map", lambda fn, groups: [fn(g) for g in groups])
     recs = [SimpleNamespace(energy_j=1.0, model="llama-3-8b", trace=f"traces/{t}.jsonl")
             for t in ("night", "burst", "night")]
