@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# Device call 76 (nvidia-h200), session 32: what one call of the session's device time left
+# (machines did not come for an hour) does for issues 52 and 53, taken from the planned
+# calls 73 and 74: (1) the experts' grouped GEMMs with the weights in transformers' layout
+# (op version 2: (experts, d_out, d_in), passed transposed; call 73's part 2) ->
+# modules_moe_s76.jsonl: the MoE prefills run 15-27 % longer than priced at batch 8 and 32
+# (python benchmarks/heldout_accuracy.py moe --phases); (2) continuous batching's packed
+# attention under its additive bf16 mask (`sdpa_paged`, call 74's part 2) ->
+# modules_sdpa_paged_s76.jsonl; (3) in what is left, one serving shape in no public list
+# (GQA with two KV heads, head dim 96) replayed at two loads by hf-cb ->
+# serving_s76_piep-serve-gqa2-hd96.jsonl (predicted before: serving_new/predictions_blind.jsonl).
+# Run with PIEP_GIT_COMMIT set. Read-only on the GPU.
+set -uo pipefail
+export PYTHONUNBUFFERED=1 PYTHONPATH=$PWD PIEP_GIT_COMMIT=${PIEP_GIT_COMMIT:-unknown}
+L="$OUT/run76.log"
+M=calibration/h200/moe
+S=calibration/h200/serving_new
+T=calibration/h200/engines/hf-cb/traces
+END=$(( $(date +%s) + ${TOTAL_S:-540} ))
+left() { echo $(( END - $(date +%s) )); }
+echo "== start $(date +%T) commit $PIEP_GIT_COMMIT $(nvidia-smi --query-gpu=name --format=csv,noheader)" >> "$L"
+timeout 130 python3 -m piep calibrate modules --kinds experts_gate_up experts_down \
+    --modes graph --models $M/configs/*.json --seed 94 --per-kind 16 --repeat-every 1000 \
+    --out "$OUT/modules_moe_s76.jsonl" --budget-s 110 >> "$L" 2>&1
+echo "moe modules rc=$? $(date +%T) left $(left) s" >> "$L"
+timeout 230 python3 -m piep calibrate modules --kinds sdpa_paged --modes graph \
+    --seed 74 --per-kind 28 --repeat-every 1000 \
+    --out "$OUT/modules_sdpa_paged_s76.jsonl" --budget-s 210 >> "$L" 2>&1
+echo "sdpa_paged modules rc=$? $(date +%T) left $(left) s" >> "$L"
+B=$(( $(left) - 10 ))
+if [ "$B" -gt 60 ]; then
+    timeout $B python3 -m piep measure --engine hf-cb --model $S/configs/piep-serve-gqa2-hd96.json \
+        --trace $T/tiny.jsonl $T/code.jsonl \
+        --out "$OUT/serving_s76_piep-serve-gqa2-hd96.jsonl" >> "$L" 2>&1
+    echo "cb rc=$? $(date +%T)" >> "$L"
+fi
+wc -l "$OUT"/*.jsonl; grep -E " J, |failed|Error|rc=|samples|requests" "$L" | tail -n 30
