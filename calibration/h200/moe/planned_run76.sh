@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# Device call 76 (nvidia-h200), session 32: what one call of the session's device time left
-# (machines did not come for an hour) does for issues 52 and 53, taken from the planned
-# calls 73 and 74: (1) the experts' grouped GEMMs with the weights in transformers' layout
+# Device call 76 (nvidia-h200), PLANNED in session 32, not yet run (no machine came in nine
+# tries); to run it, move it to calibration/h200/device/run76.sh. One call that serves issues
+# 52 and 53 where only one fits the device time left, taken from the planned calls 73 and
+# 74: (1) the experts' grouped GEMMs with the weights in transformers' layout
 # (op version 2: (experts, d_out, d_in), passed transposed; call 73's part 2) ->
 # modules_moe_s76.jsonl: the MoE prefills run 15-27 % longer than priced at batch 8 and 32
 # (python benchmarks/heldout_accuracy.py moe --phases); (2) continuous batching's packed
@@ -9,6 +10,8 @@
 # modules_sdpa_paged_s76.jsonl; (3) in what is left, one serving shape in no public list
 # (GQA with two KV heads, head dim 96) replayed at two loads by hf-cb ->
 # serving_s76_piep-serve-gqa2-hd96.jsonl (predicted before: serving_new/predictions_blind.jsonl).
+# After it: copy modules_*.jsonl to calibration/h200/modules/ and the replays to
+# calibration/h200/engines/hf-cb/raw/ (call76_*), then what calls 73 and 74 say after them.
 # Run with PIEP_GIT_COMMIT set. Read-only on the GPU.
 set -uo pipefail
 export PYTHONUNBUFFERED=1 PYTHONPATH=$PWD PIEP_GIT_COMMIT=${PIEP_GIT_COMMIT:-unknown}

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# Device call 73 (nvidia-h200), planned in session 29, run in session 32 (issue 52);
-# run with PIEP_GIT_COMMIT set.
-# What reports/moe.md left open: the MoE prefills run 16-27 % longer
+# Device call 73 (nvidia-h200), PLANNED in session 29, not yet run (issue 52);
+# to run it, move it to calibration/h200/device/run73.sh and `run` it with
+# PIEP_GIT_COMMIT set. What reports/moe.md left open: the MoE prefills run 16-27 % longer
 # than priced at batch 8 and 32, and the decode steps' power is under-priced.
 # (1) a kernel census of generate() on three MoE shapes (python -m piep.sampling.census:
 #     kernels per layer and per decode step, by name, with their GPU time) -> which

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Device call 75 (nvidia-h200), planned in session 29, run in session 32 (issue 52);
-# run with PIEP_GIT_COMMIT set.
+# Device call 75 (nvidia-h200), PLANNED in session 29, not yet run (issue 52); to run it,
+# move it to calibration/h200/device/run75.sh and `run` it with PIEP_GIT_COMMIT set.
 # transformers generate(), eager, on the MoE families priced since session 29 and never
 # measured (design_eager2.jsonl: gpt-oss-20b's shape in bf16, OLMoE-1B-7B's shape, and
 # Llama 4 Scout's layer over 20 layers, our own, so that one H200 holds it; three

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Device call 74 (nvidia-h200), planned in session 29, run in session 32 (issue 53 item 2);
-# run with PIEP_GIT_COMMIT set. Three serving shapes in no public list (configs/: MHA with head dim 64; GQA with
+# Device call 74 (nvidia-h200), PLANNED in session 29, not yet run (issue 53 item 2); to
+# run it, move it to calibration/h200/device/run74.sh and `run` it with PIEP_GIT_COMMIT
+# set. Three serving shapes in no public list (configs/: MHA with head dim 64; GQA with
 # two KV heads and head dim 96; deep and narrow, 48 layers of hidden 1536), each replayed
 # at two loads (the tiny and code traces of calibration/h200/engines/hf-cb/traces) by
 # transformers' continuous batching (hf-cb); each record keeps its host probe.
