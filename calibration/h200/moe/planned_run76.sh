@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Device call 76 (nvidia-h200), PLANNED in session 32, not yet run (no machine came in nine
+# Device call 76 (nvidia-h200), PLANNED in session 32, not yet run (no machine came in 15
 # tries); to run it, move it to calibration/h200/device/run76.sh. One call that serves issues
 # 52 and 53 where only one fits the device time left, taken from the planned calls 73 and
 # 74: (1) the experts' grouped GEMMs with the weights in transformers' layout
