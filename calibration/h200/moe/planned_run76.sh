@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Device call 76 (nvidia-h200), PLANNED in session 32, not yet run (no machine came in 15
+# Device call 76 (nvidia-h200), PLANNED in session 32, not yet run (no machine came in 16
 # tries); to run it, move it to calibration/h200/device/run76.sh. One call that serves issues
 # 52 and 53 where only one fits the device time left, taken from the planned calls 73 and
 # 74: (1) the experts' grouped GEMMs with the weights in transformers' layout
@@ -21,7 +21,10 @@ S=calibration/h200/serving_new
 T=calibration/h200/engines/hf-cb/traces
 END=$(( $(date +%s) + ${TOTAL_S:-540} ))
 left() { echo $(( END - $(date +%s) )); }
-echo "== start $(date +%T) commit $PIEP_GIT_COMMIT $(nvidia-smi --query-gpu=name --format=csv,noheader)" >> "$L"
+GPU=$(nvidia-smi --query-gpu=name --format=csv,noheader)
+echo "== start $(date +%T) commit $PIEP_GIT_COMMIT $GPU" >> "$L"
+# the calibration is an H200's: a call that lands on another card measures nothing
+case "$GPU" in *H200*) ;; *) echo "not an H200 ($GPU): stopping" | tee -a "$L"; exit 3 ;; esac
 timeout 130 python3 -m piep calibrate modules --kinds experts_gate_up experts_down \
     --modes graph --models $M/configs/*.json --seed 94 --per-kind 16 --repeat-every 1000 \
     --out "$OUT/modules_moe_s76.jsonl" --budget-s 110 >> "$L" 2>&1
