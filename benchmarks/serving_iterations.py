@@ -6,10 +6,16 @@ only decode (a query a request) and those that prefill: where one attention scal
 enough, the ratio drifts with the attention's work.
 
     python benchmarks/serving_iterations.py
+    python benchmarks/serving_iterations.py --by-replay   # per replay, beside its probe
+
+`--by-replay`: each replay's median measured / predicted iteration time beside the host
+probe it was priced at and its device call; where a probe misreads the host (one reading,
+beside the replay), the whole replay's ratio moves with it.
 """
 
 from __future__ import annotations
 
+import re
 import sys
 from pathlib import Path
 
@@ -38,7 +44,23 @@ def iterations() -> dict[str, np.ndarray]:
     parts = [(c.iterations, pt) for c, pt in zip(cases, logged.times.times(model))]
     q, n, k = (np.concatenate([it[i] for it, _ in parts]) for i in range(3))
     ratio = np.concatenate([it[3] / pt for it, pt in parts])
-    return {"q": q, "n": n, "k": k, "ratio": ratio, "replays": np.array(len(parts))}
+    by_replay = [(c.rep, float(np.median(it[3] / pt))) for (it, pt), c in zip(parts, cases)]
+    return {"q": q, "n": n, "k": k, "ratio": ratio, "replays": np.array(len(parts)),
+            "by_replay": by_replay}
+
+
+def replay_table(it: dict) -> list[str]:
+    """Per replay: its device call, shape, trace, launch probe and median measured /
+    predicted iteration time."""
+    lines = ["| call | shape | trace | probe us | measured / predicted (median) |",
+             "|---|---|---|---|---|"]
+    for rep, ratio in sorted(it["by_replay"], key=lambda x: (x[0].source, x[0].trace or "")):
+        call = re.search(r"call\d+", rep.source)
+        lines.append(f"| {call.group(0) if call else '-'} | {rep.model} | "
+                     f"{Path(rep.trace or '-').name} | "
+                     f"{'-' if rep.host_probe_s is None else f'{1e6 * rep.host_probe_s:.2f}'} | "
+                     f"{ratio:.2f} |")
+    return lines
 
 
 def table(it: dict[str, np.ndarray]) -> list[str]:
@@ -62,7 +84,7 @@ def table(it: dict[str, np.ndarray]) -> list[str]:
 def main() -> int:
     it = iterations()
     print(f"{len(it['ratio'])} iterations of {int(it['replays'])} replays")
-    print("\n".join(table(it)))
+    print("\n".join(replay_table(it) if "--by-replay" in sys.argv[1:] else table(it)))
     return 0
 
 
