@@ -33,7 +33,7 @@ from engines_blind import device_calls  # noqa: E402
 
 from piep.fit.engines import engine_records  # noqa: E402
 from piep.predict.store import load_learned  # noqa: E402
-from piep.fit.serving import held_out  # noqa: E402
+from piep.fit.serving import held_out, held_out_on_hosts  # noqa: E402
 from piep.stats.conformal import cross_coverage  # noqa: E402
 
 REPORT = ROOT / "reports" / "serving.md"
@@ -64,21 +64,6 @@ def session_probes(records: list) -> list:
             probes.setdefault(call(r), []).append(r.host_probe_s)
     return [replace(r, host_probe_s=statistics.median(probes[call(r)]))
             if r.host_probe_s else r for r in records]
-
-
-def fitted_on_sessions(base, records: list) -> list[dict]:
-    """Leave one shape out with the profile fitted on its device calls' median probes
-    (`session_probes`) and each held-out replay predicted at its own probe."""
-    from piep.fit.serving import Shared, _cases, case_row, fit_cb_profile
-    denoised, shared, rows = session_probes(records), Shared(), []
-    for shape in sorted({r.model for r in records}):
-        profile = fit_cb_profile(base, [r for r in denoised if r.model != shape],
-                                 shared=shared)
-        s = profile.meta.scheduler
-        test = [r for r in records if r.model == shape and r.energy_j]
-        rows += [case_row(c, profile.apply(base), profile.meta.far_read) for c in
-                 _cases(base, test, s["reserved_gib"], True, shared, s.get("pickup_s", 0.0))]
-    return rows
 
 
 def flag_line(loso: list[dict]) -> str:
@@ -127,7 +112,8 @@ def main() -> int:
     # the same folds with each replay's host read as the median probe of its device call;
     # and fitted so, each replay predicted at its own probe (what a user's one reading gets)
     by_session = held_out(base, session_probes(records), by="model")
-    session_fit = fitted_on_sessions(base, records)
+    session_fit = held_out_on_hosts(base, records, by="model", hosts=(True,),
+                                    fitted_on=session_probes(records))[True]
     blind = [("before calls 19-20 (fitted on call 18: llama-3-8b only)", blind_rows(BLIND1)),
              ("before call 21 (fitted on calls 18-20)", blind_rows(BLIND2)),
              ("before call 49 (fitted on calls 18-21)", blind_rows(BLIND3)),

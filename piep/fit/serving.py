@@ -360,15 +360,15 @@ def _fit_time_and_energy(base, cases: list[_Case], maxiter: int) -> tuple[Any, l
     return best[1], best[2]
 
 
-def _fit_gap_power(model, cases: list[_Case], simulated: list | None = None):
+def _fit_gap_power(model, cases: list[_Case], simulated: list):
     """The power in host gaps (and idle) that best reproduces the window energies: the
     energy of each replay is evaluated at two powers and the log error minimized on the
     line between (energy is linear in that power above the kernels' floor); `simulated`:
-    the replays simulated at `model` (`_simulated`), where known."""
+    the replays simulated at `model` (`_simulated`)."""
     p0 = model.host.launch_gap_w
     lo, hi = [], []
     higher = _with_terms(model, {"launch_gap_w": p0 + 50.0})
-    for c, (sim, costs) in zip(cases, simulated or _simulated(cases, model)):
+    for c, (sim, costs) in zip(cases, simulated):
         lo.append(predicted(c, sim, costs)[0])
         # the same schedule (the power changes no time), priced where it reads the grid
         tokens = sim.it_prefill_tokens + sim.it_decode_tokens
@@ -445,12 +445,16 @@ def held_out(base, records: list[ServingReplay], *, by: str = "model", maxiter: 
 def held_out_on_hosts(base, records: list[ServingReplay], *, by: str = "model",
                       maxiter: int = 400, hosts: tuple[bool, ...] = (False, True),
                       default_host_s: float | str | None = "typical",
-                      shared: Shared | None = None,
-                      name: str = SERVING) -> dict[bool, list[dict[str, Any]]]:
+                      shared: Shared | None = None, name: str = SERVING,
+                      fitted_on: list[ServingReplay] | None = None
+                      ) -> dict[bool, list[dict[str, Any]]]:
     """`held_out` for each of `hosts` (True: each replay on its host; False: on the
     profile's default host) from the same held-out fits (one fit per group); `shared`:
-    what other fits on these replays computed; `name`: the engine fitted (progress)."""
-    records = [r for r in records if r.energy_j]
+    what other fits on these replays computed; `name`: the engine fitted (progress);
+    `fitted_on`: the replays as the fits read them, one for each of `records` (another
+    reading of their hosts, say), each predicted as `records` has it."""
+    pairs = [(r, f) for r, f in zip(records, fitted_on or records) if r.energy_j]
+    records, fitted_on = [r for r, _ in pairs], [f for _, f in pairs]
     # each replay's group; by itself: named by its model, its trace and its place
     label = {"model": lambda i, r: r.model, "load": lambda i, r: Path(r.trace or "").name,
              "trace": lambda i, r: f"{r.model} {Path(r.trace or 'trace').name} #{i}"}[by]
@@ -460,7 +464,7 @@ def held_out_on_hosts(base, records: list[ServingReplay], *, by: str = "model",
     shared = shared or Shared()
 
     def fold(group) -> dict[bool, list[dict[str, Any]]]:
-        profile = fit_cb_profile(base, [r for r, g in zip(records, labels) if g != group],
+        profile = fit_cb_profile(base, [r for r, g in zip(fitted_on, labels) if g != group],
                                  maxiter=maxiter, default_host_s=default_host_s,
                                  shared=shared)
         model = profile.apply(base)

@@ -123,7 +123,11 @@ class IterationCosts:
         group, a, b = self.far[:3]
         tokens = sim.it_prefill_tokens + sim.it_decode_tokens
         nk = len(self.attention.y)
-        t, k, r = (_corner_points(v, axis) for v, axis in (
+
+        def ends(values, axis):  # a cell's upper end is read only with a weight on it
+            low, high, w = _corners(np.log2(np.maximum(np.asarray(values, float), 1.0)), axis)
+            return low, np.where(w > 0, high, low)
+        t, k, r = (ends(v, axis) for v, axis in (
             (tokens, self.body.x), (sim.it_keys, self.attention.y), (sim.it_requests, self.head.x)))
         pairs = np.concatenate([ti * nk + ki for ti in t for ki in k])
         return ((group == 0) & np.isin(a, np.concatenate(t))) \
@@ -225,15 +229,6 @@ def _cell(value: float, n: int) -> tuple[int, float]:
     if i >= n - 1:
         return n - 1, 0.0
     return i, f - i
-
-
-def _corner_points(values, axis: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Per value, the points of a log2 axis at either end of the cell it falls in (one
-    point where it falls on one), clamped to the axis."""
-    v = np.log2(np.maximum(np.asarray(values, float), 1.0))
-    low = np.clip(np.searchsorted(axis, v + 1e-9, side="right") - 1, 0, len(axis) - 1)
-    on = np.abs(axis[low] - v) <= 1e-9
-    return low, np.where(on, low, np.minimum(low + 1, len(axis) - 1))
 
 
 def _log2(v: np.ndarray) -> np.ndarray:
