@@ -1,15 +1,16 @@
 #!/usr/bin/env bash
 # Device call 78 (nvidia-h200, on the machine call 77 held), session 33 (issue 53): parts
-# 2 and 3 of planned call 76. Run as
+# 2 and 3 of planned call 76, and planned call 74's shapes in what is left. Run as
 # `TOTAL_S=<seconds> PIEP_GIT_COMMIT=<commit> bash calibration/h200/device/run78.sh`.
 # (1) continuous batching's packed attention under its additive bf16 mask (`sdpa_paged`:
 #     decoding iterations of 1-512 requests, prompt chunks of up to 8192 queries over up
 #     to 131072 keys) -> modules_sdpa_paged_s78.jsonl; hf-cb's attention is priced today
 #     as the unmasked SDPA times one fitted scale;
-# (2) in what is left, one serving shape in no public list (GQA with two KV heads, head
-#     dim 96: calibration/h200/serving_new/configs/piep-serve-gqa2-hd96.json) replayed by
-#     hf-cb at two loads (the tiny and code traces), predicted before in
-#     serving_new/predictions_blind.jsonl -> serving_s78_piep-serve-gqa2-hd96.jsonl.
+# (2) in what is left, serving shapes in no public list (calibration/h200/serving_new/
+#     configs: GQA with two KV heads and head dim 96, then MHA with head dim 64, then deep
+#     and narrow; planned call 74's) replayed by hf-cb at two loads (the tiny and code
+#     traces), predicted before in serving_new/predictions_blind.jsonl
+#     -> serving_s78_<shape>.jsonl.
 # After it: (1) to calibration/h200/modules/, (2) to calibration/h200/engines/hf-cb/raw/
 # (call78_*); price hf-cb's attention rows as `sdpa_paged`, `piep train --add-kinds`,
 # refit hf-cb, `python benchmarks/serving_accuracy.py`.
@@ -28,11 +29,12 @@ timeout ${PAGED_S:-250} python3 -m piep calibrate modules --kinds sdpa_paged --m
     --seed 74 --per-kind 28 --repeat-every 1000 \
     --out "$OUT/modules_sdpa_paged_s78.jsonl" --budget-s $(( ${PAGED_S:-250} - 20 )) >> "$L" 2>&1
 echo "sdpa_paged modules rc=$? $(date +%T) left $(left) s" >> "$L"
-B=$(( $(left) - 10 ))
-if [ "$B" -gt 60 ]; then
-    timeout $B python3 -m piep measure --engine hf-cb --model $S/configs/piep-serve-gqa2-hd96.json \
-        --trace $T/tiny.jsonl $T/code.jsonl \
-        --out "$OUT/serving_s78_piep-serve-gqa2-hd96.jsonl" >> "$L" 2>&1
-    echo "cb rc=$? $(date +%T)" >> "$L"
-fi
+# each shape takes about 105 s (a model load, the two windows): one only with that left
+for m in piep-serve-gqa2-hd96 piep-serve-mha-hd64 piep-serve-deep-narrow; do
+    B=$(( $(left) - 10 ))
+    [ "$B" -gt 110 ] || break
+    timeout $B python3 -m piep measure --engine hf-cb --model $S/configs/$m.json \
+        --trace $T/tiny.jsonl $T/code.jsonl --out "$OUT/serving_s78_$m.jsonl" >> "$L" 2>&1
+    echo "cb $m rc=$? $(date +%T) left $(left) s" >> "$L"
+done
 wc -l "$OUT"/*.jsonl; grep -E " J, |failed|Error|rc=|samples|requests" "$L" | tail -n 30
