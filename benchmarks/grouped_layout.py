@@ -1,0 +1,114 @@
+"""The experts' grouped GEMM in two weight layouts, timed on one GPU: an A/B of the
+layout the module sampler first ran (op version 1: weights (experts, d_in, d_out),
+contiguous) against the one transformers holds and passes (op version 2: (experts, d_out,
+d_in), passed transposed), at the prefill token counts of the MoE designs.
+
+Issue 52: the MoE prefills run 15-27 % longer than priced at batch 8 and 32 (python
+benchmarks/heldout_accuracy.py moe --phases), priced from version-1 samples. Whether the
+layout explains it is a property of the kernels, which any Hopper card shows: both layouts
+run in the same process on the same card, CUDA events, the median of `--reps` calls each,
+the rows split evenly over every expert. Runs on a CPU too (a loop of GEMMs: tests).
+
+    python benchmarks/grouped_layout.py --models calibration/h200/moe/configs/*.json \
+        --out grouped_layout.jsonl
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+import torch  # noqa: E402
+
+from piep.sampling.design import named_spec  # noqa: E402
+
+WORKLOADS = ((8, 512), (32, 1024))  # (batch, prompt) of the MoE designs' larger runs
+
+
+def grouped(x: torch.Tensor, w: torch.Tensor, offs: torch.Tensor, ends: list[int]):
+    """x (rows, d_in) through w (experts, d_in, d_out), the rows grouped by `offs`."""
+    if x.is_cuda and hasattr(torch, "_grouped_mm"):
+        return torch._grouped_mm(x, w, offs=offs)
+    starts = [0] + ends[:-1]
+    return torch.cat([x[a:b] @ w[j] for j, (a, b) in enumerate(zip(starts, ends))])
+
+
+def timed_ms(call, reps: int) -> float:
+    """Median milliseconds of one call (CUDA events on a GPU, the wall clock on a CPU)."""
+    import time
+    call()
+    out = []
+    for _ in range(reps):
+        if torch.cuda.is_available():
+            a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            a.record()
+            call()
+            b.record()
+            b.synchronize()
+            out.append(a.elapsed_time(b))
+        else:
+            t0 = time.perf_counter()
+            call()
+            out.append(1e3 * (time.perf_counter() - t0))
+    return statistics.median(out)
+
+
+def ab(rows: int, experts: int, d_in: int, d_out: int, reps: int, device) -> dict:
+    """Both layouts of one grouped GEMM: their median times and the ratio v2 / v1."""
+    gen = torch.Generator(device=device).manual_seed(0)
+    dt = torch.bfloat16
+
+    def rnd(*shape):
+        return torch.randn(*shape, device=device, dtype=dt, generator=gen) * 0.02
+    ends = [round(rows * (i + 1) / experts) for i in range(experts)]
+    offs = torch.tensor(ends, device=device, dtype=torch.int32)
+    x = rnd(rows, d_in)
+    w1 = rnd(experts, d_in, d_out)                  # op version 1
+    w2 = rnd(experts, d_out, d_in).transpose(-2, -1)  # op version 2: transformers' layout
+    v1 = timed_ms(lambda: grouped(x, w1, offs, ends), reps)
+    v2 = timed_ms(lambda: grouped(x, w2, offs, ends), reps)
+    return {"rows": rows, "experts": experts, "d_in": d_in, "d_out": d_out,
+            "v1_ms": v1, "v2_ms": v2, "v2_over_v1": v2 / v1}
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python benchmarks/grouped_layout.py")
+    ap.add_argument("--models", nargs="+", required=True)
+    ap.add_argument("--reps", type=int, default=20)
+    ap.add_argument("--workloads", default=None,
+                    help="batch:prompt,... (default: the MoE designs' 8:512,32:1024)")
+    ap.add_argument("--out", required=True)
+    args = ap.parse_args(argv)
+    loads = WORKLOADS if not args.workloads else tuple(
+        tuple(int(v) for v in w.split(":")) for w in args.workloads.split(","))
+    device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    card = torch.cuda.get_device_name() if device.type == "cuda" else "cpu"
+    with open(args.out, "a") as f:
+        for name in args.models:
+            spec = named_spec(name)[0]
+            if not spec.num_experts:
+                continue
+            k, h, ffn = spec.experts_per_token, spec.hidden_size, spec.expert_ffn
+            for batch, prompt in loads:
+                pairs = batch * prompt * k
+                for kind, d_in, d_out in (("experts_gate_up", h, 2 * ffn),
+                                          ("experts_down", ffn, h)):
+                    rec = {"model": spec.name, "kind": kind, "batch": batch,
+                           "prompt_len": prompt, "device": card,
+                           **ab(pairs, spec.num_experts, d_in, d_out, args.reps, device)}
+                    f.write(json.dumps(rec) + "\n")
+                    f.flush()
+                    print(f"{spec.name} {kind} b{batch} p{prompt}: {rec['v1_ms']:.3f} -> "
+                          f"{rec['v2_ms']:.3f} ms (x{rec['v2_over_v1']:.2f})", flush=True)
+                torch.cuda.empty_cache() if device.type == "cuda" else None
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
