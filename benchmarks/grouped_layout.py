@@ -94,7 +94,7 @@ def main(argv: list[str] | None = None) -> int:
             spec = named_spec(name)[0]
             if not spec.num_experts:
                 continue
-            k, h, ffn = spec.experts_per_token, spec.hidden_size, spec.expert_ffn
+            k, h, ffn = spec.experts_per_token, spec.hidden_size, spec.ffn_of_experts
             for batch, prompt in loads:
                 pairs = batch * prompt * k
                 for kind, d_in, d_out in (("experts_gate_up", h, 2 * ffn),
