@@ -5,7 +5,7 @@
 # Hopper card shows, each A beside its B on the same card:
 # (1) the experts' grouped GEMM in the sampler's first weight layout (op version 1) and in
 #     transformers' (op version 2), at the MoE designs' prefill token counts
-#     (benchmarks/grouped_layout.py) -> grouped_layout_s79.jsonl;
+#     (benchmarks/moe_kernels_ab.py) -> grouped_layout_s79.jsonl;
 # (2) a kernel census of generate() on three MoE shapes (python -m piep.sampling.census:
 #     kernels per layer in prefill and per decode step, by name, with their GPU time)
 #     -> census_moe_s79.jsonl.
@@ -16,7 +16,7 @@ export PYTHONUNBUFFERED=1 PYTHONPATH=$PWD PIEP_GIT_COMMIT=${PIEP_GIT_COMMIT:-unk
 L="$OUT/run79.log"
 M=calibration/h200/moe
 echo "== start $(date +%T) commit $PIEP_GIT_COMMIT $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader)" >> "$L"
-timeout 120 python3 benchmarks/grouped_layout.py --models $M/configs/*.json --reps 20 \
+timeout 120 python3 benchmarks/moe_kernels_ab.py --models $M/configs/*.json --reps 20 \
     --out "$OUT/grouped_layout_s79.jsonl" >> "$L" 2>&1
 echo "layout rc=$? $(date +%T)" >> "$L"
 timeout 300 python3 -m piep.sampling.census \

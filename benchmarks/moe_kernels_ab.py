@@ -1,16 +1,22 @@
-"""The experts' grouped GEMM in two weight layouts, timed on one GPU: an A/B of the
-layout the module sampler first ran (op version 1: weights (experts, d_in, d_out),
-contiguous) against the one transformers holds and passes (op version 2: (experts, d_out,
-d_in), passed transposed), at the prefill token counts of the MoE designs.
+"""Two A/Bs of what transformers' grouped-GEMM experts path runs, timed on one GPU at the
+prefill token counts of the MoE designs:
+
+* the experts' grouped GEMM in the layout the module sampler first ran (op version 1:
+  weights (experts, d_in, d_out), contiguous) against the one transformers holds and
+  passes (op version 2: (experts, d_out, d_in), passed transposed);
+* its masks (`masked_fill` of the (token, expert) rows under a (rows, 1) boolean mask,
+  three a layer) against the row gather of the same tensor the tree prices them as (the
+  module sampler's `moe_copy` op).
 
 Issue 52: the MoE prefills run 15-27 % longer than priced at batch 8 and 32 (python
-benchmarks/heldout_accuracy.py moe --phases), priced from version-1 samples. Whether the
-layout explains it is a property of the kernels, which any Hopper card shows: both layouts
-run in the same process on the same card, CUDA events, the median of `--reps` calls each,
-the rows split evenly over every expert. Runs on a CPU too (a loop of GEMMs: tests).
+benchmarks/heldout_accuracy.py moe --phases), priced from version-1 samples and from
+copies. Whether these explain it is a property of the kernels, which any Hopper card
+shows: each A and its B run in the same process on the same card, CUDA events, the median
+of `--reps` calls each, the rows split evenly over every expert. Runs on a CPU too (a loop
+of GEMMs: tests).
 
-    python benchmarks/grouped_layout.py --models calibration/h200/moe/configs/*.json \
-        --out grouped_layout.jsonl
+    python benchmarks/moe_kernels_ab.py --models calibration/h200/moe/configs/*.json \
+        --out moe_kernels_ab.jsonl
 """
 
 from __future__ import annotations
@@ -77,8 +83,22 @@ def ab(rows: int, experts: int, d_in: int, d_out: int, reps: int, device) -> dic
             "v1_ms": v1, "v2_ms": v2, "v2_over_v1": v2 / v1}
 
 
+def mask_ab(rows: int, width: int, reps: int, device) -> dict:
+    """transformers' mask of the rows past the routed ones (`masked_fill` under a (rows, 1)
+    mask, out of place) against the `moe_copy` sample's row gather of the same tensor:
+    their median times, the ratio."""
+    x = torch.randn(rows, width, device=device, dtype=torch.bfloat16)
+    mask = torch.zeros(rows, 1, device=device, dtype=torch.bool)
+    mask[-1] = True  # (a sentinel row; the kernel reads the mask either way)
+    order = torch.randperm(rows, device=device)
+    fill = timed_ms(lambda: x.masked_fill(mask, 0.0), reps)
+    gather = timed_ms(lambda: x[order], reps)
+    return {"rows": rows, "width": width, "mask_ms": fill, "gather_ms": gather,
+            "mask_over_gather": fill / gather}
+
+
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python benchmarks/grouped_layout.py")
+    ap = argparse.ArgumentParser(prog="python benchmarks/moe_kernels_ab.py")
     ap.add_argument("--models", nargs="+", required=True)
     ap.add_argument("--reps", type=int, default=20)
     ap.add_argument("--workloads", default=None,
@@ -106,6 +126,14 @@ def main(argv: list[str] | None = None) -> int:
                     f.flush()
                     print(f"{spec.name} {kind} b{batch} p{prompt}: {rec['v1_ms']:.3f} -> "
                           f"{rec['v2_ms']:.3f} ms (x{rec['v2_over_v1']:.2f})", flush=True)
+                for width in (h, 2 * ffn):
+                    rec = {"model": spec.name, "kind": "moe_mask", "batch": batch,
+                           "prompt_len": prompt, "device": card,
+                           **mask_ab(pairs, width, args.reps, device)}
+                    f.write(json.dumps(rec) + "\n")
+                    print(f"{spec.name} mask w{width} b{batch} p{prompt}: gather "
+                          f"{rec['gather_ms']:.3f} -> masked_fill {rec['mask_ms']:.3f} ms "
+                          f"(x{rec['mask_over_gather']:.2f})", flush=True)
                 torch.cuda.empty_cache() if device.type == "cuda" else None
     return 0
 
