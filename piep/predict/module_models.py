@@ -264,6 +264,9 @@ FALLBACK_GROUP = {"sdpa_masked": "attention", "kv_slide.decode": "kv_append.deco
                   # a mixture of experts' routing (softmax, top-k, sort: elementwise-bound
                   # passes over tokens x experts) and its copies of hidden states
                   "routing": "activation", "moe_copy": "residual",
+                  # transformers' masks of the routed rows, as the copies of the same bytes
+                  # (before masked_fill was sampled)
+                  "moe_mask": "moe_copy",
                   # the experts' grouped GEMMs as GEMMs (predictors trained before their
                   # samples had a group of their own); an FP8 projection as a bf16 one
                   # (flagged `fp8_unsampled`)
@@ -364,7 +367,9 @@ class ModuleModels:
     def group(self, kind: str, decode: bool, eager: bool = False) -> str:
         """The GBDT pair that prices `kind` in a phase and mode (see `FALLBACK_GROUP`)."""
         g = model_group(kind, decode, eager)
-        return FALLBACK_GROUP.get(g, g) if g not in self.kinds else g
+        while g not in self.kinds and g in FALLBACK_GROUP:  # (a fallback may have its own)
+            g = FALLBACK_GROUP[g]
+        return g
 
     def predict(self, table, gpu: GPU) -> ModuleOutputs:
         """Every compute row of `table` (a `piep.predict.table.LeafTable`) at once; each

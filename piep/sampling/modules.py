@@ -105,6 +105,11 @@ def build_op(s: dict[str, Any], mode: str, device, dtype=torch.bfloat16,
         xs = [rnd(t, w) for _ in range(n)]
         order = torch.randperm(t, device=device, generator=gen)
         return Op(lambda i: xs[i][order], n, 0)
+    if kind == "moe_mask":  # transformers' mask of the rows past the routed ones
+        n = _copies(t * w * 4)
+        xs = [rnd(t, w) for _ in range(n)]
+        mask = torch.zeros(t, 1, device=device, dtype=torch.bool)
+        return Op(lambda i: xs[i].masked_fill(mask, 0.0), n, 0)
     if kind == "scores":  # one pass over eager attention's scores: the cap's tanh
         n = _copies(t * w * 2)
         xs = [rnd(t, w) for _ in range(n)]

@@ -24,7 +24,8 @@ LAUNCHES = {
     # a mixture of experts' layer (transformers' grouped_mm path): the router's GEMM, its
     # softmax, top-k and renormalization with the sort, histogram and offsets of the
     # tokens by expert, a gather or scatter of hidden states, the experts' grouped GEMMs
-    "router": 1, "routing": 8, "moe_copy": 1, "experts_gate_up": 1, "experts_down": 1,
+    "router": 1, "routing": 8, "moe_copy": 1, "moe_mask": 1, "experts_gate_up": 1,
+    "experts_down": 1,
     # generate()'s decode steps (batched_mm): each (token, expert) pair's weights gathered,
     # then one batched matrix-vector product over the pairs
     "experts_batched": 2,
@@ -132,8 +133,10 @@ ELEMENTWISE = {  # kind -> (reads, writes, flops per element)
     "geglu": (2, 1, 12), "scale": (1, 1, 1),
     # one pass of eager attention over its scores (`SCORE_PASSES` lists them)
     "scores": (1, 1, 1),
-    # a mixture of experts' routing over (tokens, experts), a copy of hidden states
-    "routing": (2, 2, 10), "moe_copy": (1, 1, 1),
+    # a mixture of experts' routing over (tokens, experts), a copy of hidden states, the
+    # mask of the rows past the routed ones (masked_fill under a (rows, 1) mask: a slower
+    # kernel path than a copy's, per call 79's census)
+    "routing": (2, 2, 10), "moe_copy": (1, 1, 1), "moe_mask": (1, 1, 0),
 }
 # transformers' eager attention with soft-capped scores (Gemma 2's eager_attention_forward):
 # the passes over the materialized scores between QK^T and PV, each one kernel: (name,
@@ -493,16 +496,16 @@ def _moe(dep: Deployment, phase: str, t: int) -> list[Node]:
         # after it, and the weighted rows put back in token order: passes of their own)
         experts = [_elementwise("moe_permute", "moe_copy", phase, pairs, h, reads=1,
                                 writes=1, flops_per=0),
-                   _elementwise("moe_mask_in", "moe_copy", phase, pairs, h, reads=1,
+                   _elementwise("moe_mask_in", "moe_mask", phase, pairs, h, reads=1,
                                 writes=1, flops_per=0),
                    _grouped("experts_gate_up", "experts_gate_up", phase, local, hit / ep, h,
                             2 * f),
-                   _elementwise("moe_mask_gate_up", "moe_copy", phase, pairs, 2 * f, reads=1,
+                   _elementwise("moe_mask_gate_up", "moe_mask", phase, pairs, 2 * f, reads=1,
                                 writes=1, flops_per=0),
                    _elementwise("activation", "activation", phase, local, f, reads=reads,
                                 writes=writes, flops_per=per_el),
                    _grouped("experts_down", "experts_down", phase, local, hit / ep, f, h),
-                   _elementwise("moe_mask_down", "moe_copy", phase, pairs, h, reads=1,
+                   _elementwise("moe_mask_down", "moe_mask", phase, pairs, h, reads=1,
                                 writes=1, flops_per=0),
                    _elementwise("moe_unpermute", "moe_copy", phase, pairs, h, reads=1,
                                 writes=1, flops_per=0)]

@@ -15,8 +15,9 @@ COMPUTE_KINDS = ("embedding", "rmsnorm", "q_proj", "k_proj", "v_proj", "rope", "
                  # eager attention's pointwise passes over the materialized scores
                  # (Gemma 2's soft-capping: scale, tanh cap, mask, softmax, cast)
                  "scores",
-                 # a mixture of experts' router, routing, copies and grouped GEMMs
-                 "router", "routing", "moe_copy", "experts_gate_up", "experts_down",
+                 # a mixture of experts' router, routing, copies, masks and grouped GEMMs
+                 "router", "routing", "moe_copy", "moe_mask", "experts_gate_up",
+                 "experts_down",
                  # generate()'s decode steps: the pairs' weights gathered, a batched GEMV
                  "experts_batched",
                  # a projection of FP8 weights (row-wise scales, dynamic per-token FP8 input)

@@ -239,6 +239,26 @@ def test_an_eager_decode_copy_that_graph_mode_compiles_has_its_own_models():
     assert shipped.group("kv_slide", True, True) == "kv_slide.decode"
 
 
+def test_moe_masks_are_priced_as_the_copies_until_masked_fill_is_sampled():
+    """transformers' masks of the routed rows (masked_fill, a slower kernel path than the
+    copies', call 79's census) have a kind of their own; a predictor without its samples
+    prices them as the row copies of the same bytes, following the fallbacks in turn."""
+    from dataclasses import replace
+
+    from piep.api import deployment
+    from piep.tree.builder import build_tree
+    dep = deployment("calibration/h200/moe/configs/qwen3-30b-a3b-shape.json",
+                     engine="hf-eager", batch=8, prompt_len=512, gen_len=4)
+    leaves = {leaf.name: leaf.kind for _, _, leaf in build_tree(dep).leaves()}
+    assert {leaves[n] for n in ("moe_mask_in", "moe_mask_gate_up", "moe_mask_down")} \
+        == {"moe_mask"}
+    assert leaves["moe_permute"] == "moe_copy"
+    shipped = load_learned("h200").modules
+    assert "moe_mask" not in shipped.kinds and shipped.group("moe_mask", False) == "moe_copy"
+    bare = replace(shipped, kinds={k: v for k, v in shipped.kinds.items() if k != "moe_copy"})
+    assert bare.group("moe_mask", False) == "residual"  # (moe_copy's own fallback)
+
+
 def test_the_reference_host_is_the_pinned_campaigns_not_the_first_file_by_name():
     from piep.core.dataset import REFERENCE_HOST_FILE, load_calibration, reference_host
     from piep.core.samples import HostOverhead

@@ -7,7 +7,10 @@
 #     Scout; three workloads each), predicted before in moe/predictions_blind2.jsonl
 #     -> moe_s77_eager.jsonl;
 # (2) part 1 of planned call 76: the experts' grouped GEMMs with the weights in
-#     transformers' layout (op version 2) -> modules_moe_s77.jsonl.
+#     transformers' layout (op version 2), and transformers' masks of the routed rows
+#     (`moe_mask`: masked_fill under a (rows, 1) mask, three a layer, priced as row copies
+#     until sampled; call 79's census on an H100 ran them 2.5x slower a byte than its
+#     row gathers) -> modules_moe_s77.jsonl.
 # After it: copy (1) to calibration/h200/moe/raw/, (2) to calibration/h200/modules/, then
 # `piep train --add-kinds` and `python benchmarks/heldout_accuracy.py moe --write`.
 # Read-only on the GPU: nothing here sets a clock or a limit.
@@ -26,7 +29,7 @@ timeout $((B + 20)) python3 -m piep measure --grid $M/design_eager2.jsonl \
     --out "$OUT/moe_s77_eager.jsonl" --budget-s $B >> "$L" 2>&1
 echo "eager rc=$? $(date +%T) left $(left) s" >> "$L"
 B=$(( $(left) - 15 ))
-timeout $((B + 10)) python3 -m piep calibrate modules --kinds experts_gate_up experts_down \
+timeout $((B + 10)) python3 -m piep calibrate modules --kinds experts_gate_up experts_down moe_mask \
     --modes graph --models $M/configs/*.json --seed 94 --per-kind 16 --repeat-every 1000 \
     --out "$OUT/modules_moe_s77.jsonl" --budget-s $B >> "$L" 2>&1
 echo "moe modules rc=$? == done $(date +%T)" >> "$L"
