@@ -26,6 +26,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "benchmarks"))
 
 from piep import api  # noqa: E402
 from piep.core.artifacts import git_hash, read_jsonl, write_text  # noqa: E402
@@ -223,6 +224,12 @@ def report(name: str) -> str:
                   for r in replays]
     flags = sorted({f for p in now for f in p["flags"]})
     lines += ["", f"Flags on these answers: {', '.join(flags) or 'none'}."]
+    if name == "moe":  # where the error sits, and what the kernels say of it
+        from moe_census import census_lines
+        lines += ["", "## Prefill and decode apart", "",
+                  f"`python benchmarks/heldout_accuracy.py {name} --phases`: each run's "
+                  "phases beside piep's, at the host probe the run measured.", "",
+                  *phase_lines(name), "", *census_lines()]
     return "\n".join(lines) + "\n"
 
 

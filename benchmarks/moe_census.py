@@ -1,0 +1,142 @@
+"""Where a mixture of experts' prefill spends its GPU time, kernel by kernel, against the
+tree: the kernel census of transformers' generate() on the MoE shapes
+(calibration/h100/moe/census_moe_s*.jsonl, `python -m piep.sampling.census`) beside the
+tree's launches and its per-module prices.
+
+    python benchmarks/moe_census.py        # prints the section reports/moe.md carries
+
+The census ran on an H100 (device call 79: no H200 came that session) with the H200
+image's torch and transformers, so its kernels and their counts are the H200's; their
+durations are the H100's. Compute-bound kernels run alike on both cards (same SMs and
+clocks: the dense GEMMs' row shows it), memory-bound ones about 1.43x longer on the H100
+(HBM 3.35 against 4.8 TB/s). So a family whose census time stands far above the tree's
+H200 price times that ratio is priced short on the H200 too.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from piep import api  # noqa: E402
+
+CENSUS = sorted((ROOT / "calibration" / "h100" / "moe").glob("census_moe_s*.jsonl"))
+CONFIGS = ROOT / "calibration" / "h200" / "moe" / "configs"
+# kernel families: (name, the kernel-name pattern, the tree's leaves by name or kind)
+FAMILIES = (
+    ("experts' grouped GEMMs", r"GroupProblemShape|prepare_grouped_gemm",
+     ("experts_gate_up", "experts_down")),
+    ("masks of the routed rows (masked_fill)", r"masked_fill", ("moe_mask",)),
+    ("row gathers and scatters", r"gather_kernel|index_elementwise|index_put",
+     ("moe_permute", "moe_unpermute")),
+    ("dense GEMMs (projections, router)", r"nvjet|gemv|splitKreduce|cutlass|sm90_xmma",
+     ("q_proj", "k_proj", "v_proj", "o_proj", "router", "qkv_proj", "gate_proj", "up_proj",
+      "down_proj", "shared_gate_proj", "shared_up_proj", "shared_down_proj",
+      "shared_expert_gate")),
+    ("attention", r"sdpa|flash|fmha", ("attention",)),
+    ("routing: softmax, top-k, sort, histogram, offsets",
+     r"softmax|TopK|bitonicSort|radix_sort|Scan|Histogram|Memset|arange|fill_reverse|"
+     r"FillFunctor|compare_scalar|clamp|div_floor", ("routing",)),
+)
+OTHER = "elementwise and copies (norms, rope, activation, residuals, combine)"
+
+
+def family(kernel: str) -> str:
+    """The family of a census kernel name (the first pattern it matches)."""
+    for name, pattern, _ in FAMILIES:
+        if re.search(pattern, kernel):
+            return name
+    return OTHER
+
+
+def tree_family(path: str, kind: str) -> str:
+    leaf = path.rsplit("/", 1)[-1]
+    for name, _, leaves in FAMILIES:
+        if leaf in leaves or kind in leaves:
+            return name
+    return OTHER
+
+
+def census_records() -> list[dict]:
+    return [json.loads(line) for path in CENSUS for line in path.read_text().splitlines()
+            if line.strip()]
+
+
+def layer_prices(rec: dict) -> tuple[dict[str, dict[str, float]], int, int]:
+    """The tree's H200 time per decoder layer by phase and family (us; a decode phase's
+    per step), its launches per layer in prefill and per decode step, at the census's
+    workload."""
+    spec = CONFIGS / f"{rec['model']}.json"
+    doc = api.predict(str(spec), engine=rec["engine"], batch=rec["batch"],
+                      prompt_len=rec["prompt_len"], gen_len=rec["gen_len"], hosts=False)
+    layers = json.loads(spec.read_text())["num_hidden_layers"]
+    out: dict[str, dict[str, float]] = {"prefill": {}, "decode_step": {}}
+    steps = {"prefill": 1, "decode_step": rec["gen_len"] - 1}
+    for m in doc["modules"]:
+        if "/layer/" in m["path"]:
+            phase = "prefill" if m["phase"] == "prefill" else "decode_step"
+            f = tree_family(m["path"], m["kind"])
+            out[phase][f] = out[phase].get(f, 0.0) + 1e6 * m["time_s"] / layers / steps[phase]
+    dep = api.deployment(str(spec), engine=rec["engine"], batch=rec["batch"],
+                         prompt_len=rec["prompt_len"], gen_len=rec["gen_len"])
+    from piep.tree.builder import build_tree
+    launches = {"prefill": 0, "decode": 0}
+    for path, _, leaf in build_tree(dep).leaves():
+        if "/layer/" in path:
+            launches[leaf.phase] += leaf.launches
+    return out, launches["prefill"], launches["decode"]
+
+
+def census_lines() -> list[str]:
+    """The section: launches per layer, then the prefill's GPU time per layer by family."""
+    recs = census_records()
+    if not recs:
+        return []
+    priced = {r["model"]: layer_prices(r) for r in recs}
+    lines = ["## Where the prefill's time goes: a kernel census", "",
+             "Made by `python benchmarks/moe_census.py` (its docstring says how to read it) "
+             "from " + ", ".join(f"`{p.relative_to(ROOT)}`" for p in CENSUS) + ": "
+             "transformers' generate() under the torch profiler, hf-eager, batch "
+             f"{recs[0]['batch']}, prompt {recs[0]['prompt_len']}; on an H100 with the "
+             "H200 image's torch and transformers (the kernels and their counts are the "
+             "H200's, their durations the H100's).", "",
+             "| model | launches a layer, prefill: tree / census | a decode step: tree / "
+             "census |", "|---|---|---|"]
+    for r in recs:
+        _, pre, dec = priced[r["model"]]
+        lines.append(f"| {r['model']} | {pre} / {r['prefill']['per_layer']:.0f} | "
+                     f"{dec} / {r['decode_step']['per_layer']:.0f} |")
+    names = [n for n, _, _ in FAMILIES] + [OTHER]
+    # (prefill only: a module's price holds its launch gaps, and eager decode steps wait
+    # on their host, which the census's GPU time leaves out)
+    for phase, label in (("prefill", "in prefill"),):
+        lines += ["", f"GPU time a layer {label} (us): the census's on the H100 beside the "
+                  "tree's price on the H200, and their ratio (about 1 for compute-bound "
+                  "kernels, 1.43 for memory-bound ones where the tree prices them right).", "",
+                  "| family | " + " | ".join(f"{r['model']} H100 / H200 tree" for r in recs)
+                  + " |", "|---|" + "---|" * len(recs)]
+        for name in names + ["all"]:
+            cells = []
+            for r in recs:
+                by_name = r[phase]["per_layer_us_by_name"]
+                tree = priced[r["model"]][0][phase]
+                got = sum(us for k, us in by_name.items() if name in ("all", family(k)))
+                want = sum(tree.values()) if name == "all" else tree.get(name, 0.0)
+                ratio = f" (x{got / want:.2f})" if want > 0 and got > 0 else ""
+                cells.append(f"{got:.0f} / {want:.0f}{ratio}")
+            lines.append(f"| {name} | " + " | ".join(cells) + " |")
+    return lines
+
+
+def main() -> int:
+    print("\n".join(census_lines()))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
