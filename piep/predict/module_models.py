@@ -271,6 +271,12 @@ FALLBACK_GROUP = {"sdpa_masked": "attention", "kv_slide.decode": "kv_append.deco
                   # samples had a group of their own); an FP8 projection as a bf16 one
                   # (flagged `fp8_unsampled`)
                   "experts": "linear", "fp8_linear": "linear"}
+# a kind priced by its fallback's models runs this many times longer than they say:
+# transformers' masks of the routed rows (masked_fill under a (rows, 1) mask, a slower
+# kernel path) against the row gathers of `moe_copy`, the median over 28 tensors of the
+# MoE designs' prefills, each pair on one card (an H100: device call 80,
+# calibration/h100/moe/moe_kernels_ab_s80.jsonl, 2.37-3.08; no H200 came that session)
+FALLBACK_TIME = {"moe_mask": 2.83}
 
 
 def _call_power_w(sample) -> float:
@@ -409,6 +415,10 @@ class ModuleModels:
             lr, pw = answer()
             t[rows] = (roof[rows] + _features.KERNEL_FLOOR_S) * np.exp(lr[inv])
             p[rows] = pw[inv]
+        from piep.predict.table import KIND_ID
+        for kind, ratio in FALLBACK_TIME.items():
+            if kind not in self.kinds:  # (its own samples price it as it runs)
+                t[table.kind_id == KIND_ID[kind]] *= ratio
         return ModuleOutputs(t, p, oor)
 
     def reach(self, table, gpu: GPU, rows: np.ndarray) -> np.ndarray:

@@ -259,6 +259,33 @@ def test_moe_masks_are_priced_as_the_copies_until_masked_fill_is_sampled():
     assert bare.group("moe_mask", False) == "residual"  # (moe_copy's own fallback)
 
 
+def test_unsampled_masks_run_the_measured_ratio_longer_than_the_copies(monkeypatch):
+    """Until masked_fill is sampled on the GPU, a mask row is priced as the row copies of
+    its bytes times the median masked_fill / gather ratio of the committed A/B (the only
+    rows that move); the constant is that file's median."""
+    import statistics
+
+    from piep.api import deployment
+    from piep.core.artifacts import read_jsonl
+    from piep.predict import module_models
+    from piep.predict.table import TableBuilder
+    ab = read_jsonl(ROOT / "calibration" / "h100" / "moe" / "moe_kernels_ab_s80.jsonl")
+    ratio = round(statistics.median(r["mask_over_gather"] for r in ab
+                                    if r["kind"] == "moe_mask"), 2)
+    assert module_models.FALLBACK_TIME["moe_mask"] == ratio
+    dep = deployment("calibration/h200/moe/configs/qwen3-30b-a3b-shape.json",
+                     engine="hf-eager", batch=8, prompt_len=512, gen_len=4)
+    table = TableBuilder().table([dep])
+    modules = load_learned("h200").modules
+    priced = modules.predict(table, dep.gpu)
+    monkeypatch.setattr(module_models, "FALLBACK_TIME", {})
+    plain = modules.predict(table, dep.gpu)
+    mask = table.kind_id == KIND_ID["moe_mask"]
+    assert mask.any() and np.allclose(priced.time_s[mask], ratio * plain.time_s[mask])
+    assert np.array_equal(priced.time_s[~mask], plain.time_s[~mask])
+    assert np.array_equal(priced.power_w, plain.power_w)
+
+
 def test_the_reference_host_is_the_pinned_campaigns_not_the_first_file_by_name():
     from piep.core.dataset import REFERENCE_HOST_FILE, load_calibration, reference_host
     from piep.core.samples import HostOverhead
