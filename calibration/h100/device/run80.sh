@@ -8,6 +8,7 @@
 # (2) transformers' three masks a layer (`masked_fill` under a (rows, 1) mask) and the
 #     row gather the tree prices them as (the `moe_copy` sample's op);
 # at the MoE designs' prefill token counts -> moe_kernels_ab_s80.jsonl.
+# Ran at 053042c (calibration/h100/moe/moe_kernels_ab_s80.jsonl, run80.log).
 # Run as `PIEP_GIT_COMMIT=<commit> bash calibration/h100/device/run80.sh`. Read-only on
 # the GPU: nothing here sets a clock or a limit.
 set -uo pipefail
