@@ -382,8 +382,10 @@ def _family_words(fam, name: str = "") -> str:
     """What a family's row says its layer runs beyond Llama's, in words."""
     from piep.core.families import MOE_PRICED
     words = ["routed experts (a top-k router, the experts' grouped GEMMs over the experts "
-             "a step's tokens reach, routed uniformly; generate()'s decode steps gather each "
-             "(token, expert) pair's weights, batched_mm)"] if name in MOE_PRICED else []
+             "a step's tokens reach, routed uniformly, the rows past the routed ones masked "
+             "before and after each (masked_fill; priced from an H100 A/B until sampled, "
+             "reports/moe.md); generate()'s decode steps gather each (token, expert) pair's "
+             "weights, batched_mm)"] if name in MOE_PRICED else []
     if fam.dense_experts:
         words = ["experts: every expert through every token (one bmm per projection over "
                  "all experts, scaled by the router's sigmoid scores, zero off the top k), "
