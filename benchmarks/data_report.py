@@ -615,7 +615,7 @@ def overview_report() -> None:
          "`reports/fp8.md`", "`device/run72.sh`; `python benchmarks/heldout_accuracy.py fp8`"),
         ("`serving_new/`", "three serving shapes in no public list, predicted before they are "
          "measured (`predictions_blind.jsonl`), and the planned call that replays them",
-         "`serving_new/planned_run74.sh`"),
+         "`serving_new/planned_run78.sh`"),
         ("`device/`", f"the {len(scripts)} device scripts (`run1.sh` .. `{scripts[-1].name}`) and "
          "their logs", "each call's exact command"),
     ]

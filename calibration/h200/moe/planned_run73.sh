@@ -1,5 +1,9 @@
 #!/usr/bin/env bash
-# Device call 73 (nvidia-h200), PLANNED in session 29, not yet run (issue 52);
+# Device call 73 (nvidia-h200), PLANNED in session 29, not yet run (issue 52). Since
+# session 33: its part (1) ran on an H100 (call 79: calibration/h100/moe, the kernels and
+# counts are the H200's, their durations the H100's), and its part (2)'s question is
+# answered (call 80's A/B: the layout changes nothing) and its samples are in planned call
+# 77; what only it measures is part (3), and the census's H200 durations.
 # to run it, move it to calibration/h200/device/run73.sh and `run` it with
 # PIEP_GIT_COMMIT set. What reports/moe.md left open: the MoE prefills run 16-27 % longer
 # than priced at batch 8 and 32, and the decode steps' power is under-priced.

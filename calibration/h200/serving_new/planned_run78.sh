@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
-# Device call 78 (nvidia-h200, on the machine call 77 held), session 33 (issue 53): parts
-# 2 and 3 of planned call 76, and planned call 74's shapes in what is left. Run as
-# `TOTAL_S=<seconds> PIEP_GIT_COMMIT=<commit> bash calibration/h200/device/run78.sh`.
+# Device call 78 (nvidia-h200), PLANNED in session 33, not yet run (no H200 came); it
+# replaces planned call 74 and planned call 76's parts 2 and 3 (issue 53). To run it, move
+# it to calibration/h200/device/run78.sh and run it as
+# `TOTAL_S=<seconds> PIEP_GIT_COMMIT=<commit> bash calibration/h200/device/run78.sh`
+# (on an H200 already held by a call with needs_h200, or one lent without it; it stops at
+# once on another card).
 # (1) continuous batching's packed attention under its additive bf16 mask (`sdpa_paged`:
 #     decoding iterations of 1-512 requests, prompt chunks of up to 8192 queries over up
 #     to 131072 keys) -> modules_sdpa_paged_s78.jsonl; hf-cb's attention is priced today
