@@ -1,0 +1,86 @@
+"""Continuous batching's packed attention under its additive mask against the unmasked
+SDPA of the same tensors, timed on one GPU, over the decoding iterations and prompt
+chunks hf-cb runs (issue 53).
+
+hf-cb's attention is priced as the unmasked SDPA's time times one fitted scale, and its
+logged iterations drift from 0.92 to 1.30 of their price as queries x keys grow (python
+benchmarks/serving_iterations.py). Whether the masked kernel's cost grows faster than the
+unmasked one's is a property of the kernels any Hopper card shows: each pair runs in one
+process on one card, CUDA events, the median of `--reps` calls each; the masked one is
+the module sampler's `sdpa_paged` op (`piep.sampling.modules.packed_mask`). Runs on a CPU
+too (tests, tiny shapes).
+
+    python benchmarks/paged_attention_ab.py --out paged_attention_ab.jsonl
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "benchmarks"))
+
+import torch  # noqa: E402
+import torch.nn.functional as F  # noqa: E402
+
+from moe_kernels_ab import timed_ms  # noqa: E402
+from piep.sampling.modules import packed_mask  # noqa: E402
+
+# (requests, queries, keys): decoding iterations (a query a request) over short to long
+# contexts, then prompt chunks of up to hf-cb's 8192-token budget beside decoding requests
+ITERATIONS = tuple((r, r, r * per) for r in (2, 8, 32, 96) for per in (512, 2048, 8192)
+                   if r * per <= 131072) + (
+    (1, 512, 512), (1, 2048, 2048), (1, 8192, 8192), (9, 520, 8704), (33, 2080, 34816),
+    (17, 8192, 40960), (65, 8256, 73728))
+
+
+def ab(requests: int, q_len: int, ctx: int, heads: int, head_dim: int, reps: int,
+       device) -> dict:
+    dt = torch.bfloat16 if device.type == "cuda" else torch.float32
+    gen = torch.Generator(device=device).manual_seed(0)
+
+    def rnd(*shape):
+        return torch.randn(*shape, device=device, dtype=dt, generator=gen)
+    q, k, v = rnd(1, heads, q_len, head_dim), rnd(1, heads, ctx, head_dim), rnd(1, heads, ctx,
+                                                                               head_dim)
+    mask = packed_mask(q_len, ctx, requests, dt, device)
+    masked = timed_ms(lambda: F.scaled_dot_product_attention(q, k, v, attn_mask=mask), reps)
+    plain = timed_ms(lambda: F.scaled_dot_product_attention(q, k, v), reps)
+    return {"requests": requests, "q_len": q_len, "context_len": ctx, "heads": heads,
+            "head_dim": head_dim, "qk": q_len * ctx, "masked_ms": masked, "plain_ms": plain,
+            "masked_over_plain": masked / plain}
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python benchmarks/paged_attention_ab.py")
+    ap.add_argument("--heads", type=int, nargs="+", default=[32])
+    ap.add_argument("--head-dim", type=int, default=128)
+    ap.add_argument("--reps", type=int, default=10)
+    ap.add_argument("--scale", type=float, default=1.0,
+                    help="shrink every length by this factor (CPU tests)")
+    ap.add_argument("--out", required=True)
+    args = ap.parse_args(argv)
+    device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    card = torch.cuda.get_device_name() if device.type == "cuda" else "cpu"
+    with open(args.out, "a") as f:
+        for heads in args.heads:
+            for r, q, c in ITERATIONS:
+                q, c = max(1, int(q * args.scale)), max(1, int(c * args.scale))
+                rec = {"device": card, **ab(min(r, q), q, c, heads, args.head_dim,
+                                            args.reps, device)}
+                f.write(json.dumps(rec) + "\n")
+                f.flush()
+                print(f"heads {heads} requests {r} q {q} keys {c}: unmasked "
+                      f"{rec['plain_ms']:.3f} -> masked {rec['masked_ms']:.3f} ms "
+                      f"(x{rec['masked_over_plain']:.2f})", flush=True)
+                if device.type == "cuda":
+                    torch.cuda.empty_cache()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
