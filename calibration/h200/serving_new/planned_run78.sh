@@ -5,6 +5,9 @@
 # `TOTAL_S=<seconds> PIEP_GIT_COMMIT=<commit> bash calibration/h200/device/run78.sh`
 # (on an H200 already held by a call with needs_h200, or one lent without it; it stops at
 # once on another card).
+# (0) benchmarks/paged_attention_ab.py: the packed attention under its mask beside the
+#     unmasked SDPA of the same tensors -> paged_attention_ab_s78.jsonl (planned as an H100
+#     diagnosis, call 81, in session 33; no machine came);
 # (1) continuous batching's packed attention under its additive bf16 mask (`sdpa_paged`:
 #     decoding iterations of 1-512 requests, prompt chunks of up to 8192 queries over up
 #     to 131072 keys) -> modules_sdpa_paged_s78.jsonl; hf-cb's attention is priced today
@@ -28,6 +31,11 @@ left() { echo $(( END - $(date +%s) )); }
 GPU=$(nvidia-smi --query-gpu=name --format=csv,noheader)
 echo "== start $(date +%T) commit $PIEP_GIT_COMMIT $GPU" >> "$L"
 case "$GPU" in *H200*) ;; *) echo "not an H200 ($GPU): stopping" | tee -a "$L"; exit 3 ;; esac
+# the packed attention beside the unmasked SDPA of the same tensors (a minute): how its
+# cost grows with queries x keys, which one fitted scale cannot follow
+timeout 90 python3 benchmarks/paged_attention_ab.py --heads 32 --head-dim 128 --reps 10 \
+    --out "$OUT/paged_attention_ab_s78.jsonl" >> "$L" 2>&1
+echo "paged ab rc=$? $(date +%T) left $(left) s" >> "$L"
 timeout ${PAGED_S:-250} python3 -m piep calibrate modules --kinds sdpa_paged --modes graph \
     --seed 74 --per-kind 28 --repeat-every 1000 \
     --out "$OUT/modules_sdpa_paged_s78.jsonl" --budget-s $(( ${PAGED_S:-250} - 20 )) >> "$L" 2>&1
