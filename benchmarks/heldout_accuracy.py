@@ -29,6 +29,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
 from piep import api  # noqa: E402
+from piep.predict.module_models import FALLBACK_TIME  # noqa: E402
 from piep.core.artifacts import git_hash, read_jsonl, write_text  # noqa: E402
 
 SETS = {
@@ -46,12 +47,11 @@ SETS = {
             "prices both since. The combiner counts the decode-step experts as projections "
             "(set after the first comparison; reports/moe.md at 12179df shows the errors "
             "before it). The three masks run masked_fill under a (rows, 1) mask, a slower "
-            "kernel path than the row gathers they were priced as: x2.83 the gathers' time "
-            "(the median of device call 80's A/B, on an H100; set after call 79's census, "
-            "below; reports/moe.md at 1f21c66 shows the errors before it) until masked_fill "
-            "is sampled on the H200. The same A/B refuted the other suspect, the experts' "
-            "weight layout: transformers' transposed weights run the grouped GEMM in "
-            "x0.95-1.12 the sampled layout's time."),
+            "kernel path than the row gathers they were priced as: "
+            f"x{FALLBACK_TIME['moe_mask']} the gathers' time (the median of device call "
+            "80's A/B, on an H100, below; set after call 79's census; reports/moe.md at "
+            "1f21c66 shows the errors before it) until masked_fill is sampled on the H200. "
+            "The same A/B refuted the other suspect, the experts' weight layout."),
     "fp8": ("FP8 checkpoints, held out",
             "device call 72 (`calibration/h200/device/run72.sh`: module samples of row-wise "
             "FP8 projections, `fp8_linear`, drawn from the shipped dense models' trees; the "

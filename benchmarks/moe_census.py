@@ -15,8 +15,8 @@ H200 price times that ratio is priced short on the H200 too.
 
 from __future__ import annotations
 
-import json
 import re
+import statistics
 import sys
 from pathlib import Path
 
@@ -24,8 +24,11 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from piep import api  # noqa: E402
+from piep.core.artifacts import read_jsonl  # noqa: E402
 
-CENSUS = sorted((ROOT / "calibration" / "h100" / "moe").glob("census_moe_s*.jsonl"))
+H100 = ROOT / "calibration" / "h100" / "moe"
+CENSUS = sorted(H100.glob("census_moe_s*.jsonl"))
+AB = sorted(H100.glob("moe_kernels_ab_s*.jsonl"))
 CONFIGS = ROOT / "calibration" / "h200" / "moe" / "configs"
 # kernel families: (name, the kernel-name pattern, the tree's leaves by name or kind)
 FAMILIES = (
@@ -62,29 +65,22 @@ def tree_family(path: str, kind: str) -> str:
     return OTHER
 
 
-def census_records() -> list[dict]:
-    return [json.loads(line) for path in CENSUS for line in path.read_text().splitlines()
-            if line.strip()]
-
-
-def layer_prices(rec: dict) -> tuple[dict[str, dict[str, float]], int, int]:
-    """The tree's H200 time per decoder layer by phase and family (us; a decode phase's
-    per step), its launches per layer in prefill and per decode step, at the census's
-    workload."""
-    spec = CONFIGS / f"{rec['model']}.json"
-    doc = api.predict(str(spec), engine=rec["engine"], batch=rec["batch"],
-                      prompt_len=rec["prompt_len"], gen_len=rec["gen_len"], hosts=False)
-    layers = json.loads(spec.read_text())["num_hidden_layers"]
-    out: dict[str, dict[str, float]] = {"prefill": {}, "decode_step": {}}
-    steps = {"prefill": 1, "decode_step": rec["gen_len"] - 1}
-    for m in doc["modules"]:
-        if "/layer/" in m["path"]:
-            phase = "prefill" if m["phase"] == "prefill" else "decode_step"
-            f = tree_family(m["path"], m["kind"])
-            out[phase][f] = out[phase].get(f, 0.0) + 1e6 * m["time_s"] / layers / steps[phase]
-    dep = api.deployment(str(spec), engine=rec["engine"], batch=rec["batch"],
-                         prompt_len=rec["prompt_len"], gen_len=rec["gen_len"])
+def layer_prices(rec: dict) -> tuple[dict[str, float], int, int]:
+    """The tree's H200 prefill time per decoder layer by family (us; prefill only: a
+    module's price holds its launch gaps, and eager decode steps wait on their host, which
+    the census's GPU time leaves out), its launches per layer in prefill and per decode
+    step, at the census's workload."""
     from piep.tree.builder import build_tree
+    spec = str(CONFIGS / f"{rec['model']}.json")
+    load = {"engine": rec["engine"], "batch": rec["batch"], "prompt_len": rec["prompt_len"],
+            "gen_len": rec["gen_len"]}
+    dep = api.deployment(spec, **load)
+    layers = dep.model.num_layers
+    out: dict[str, float] = {}
+    for m in api.predict(spec, hosts=False, **load)["modules"]:
+        if m["phase"] == "prefill" and "/layer/" in m["path"]:
+            f = tree_family(m["path"], m["kind"])
+            out[f] = out.get(f, 0.0) + 1e6 * m["time_s"] / layers
     launches = {"prefill": 0, "decode": 0}
     for path, _, leaf in build_tree(dep).leaves():
         if "/layer/" in path:
@@ -92,9 +88,25 @@ def layer_prices(rec: dict) -> tuple[dict[str, dict[str, float]], int, int]:
     return out, launches["prefill"], launches["decode"]
 
 
+def ab_line() -> list[str]:
+    """What call 80's A/Bs measured, from their file (moe_kernels_ab_s*.jsonl)."""
+    rows = [r for path in AB for r in read_jsonl(path)]
+    if not rows:
+        return []
+    layout = [r["v2_over_v1"] for r in rows if r["kind"] != "moe_mask"]
+    mask = [r["mask_over_gather"] for r in rows if r["kind"] == "moe_mask"]
+    return ["", "Each pair on one card (" + ", ".join(f"`{p.relative_to(ROOT)}`" for p in AB)
+            + f", `python benchmarks/moe_kernels_ab.py`), over {len(mask)} tensors of the MoE "
+            f"designs' prefills: the masks' masked_fill runs x{min(mask):.2f}-{max(mask):.2f} "
+            f"(median x{statistics.median(mask):.2f}) the row gather they were priced as; the "
+            "experts' weights in transformers' transposed layout run the grouped GEMM in "
+            f"x{min(layout):.2f}-{max(layout):.2f} the sampled layout's time."]
+
+
 def census_lines() -> list[str]:
-    """The section: launches per layer, then the prefill's GPU time per layer by family."""
-    recs = census_records()
+    """The section: launches per layer, the prefill's GPU time per layer by family, and
+    what the A/Bs measured."""
+    recs = [r for path in CENSUS for r in read_jsonl(path)]
     if not recs:
         return []
     priced = {r["model"]: layer_prices(r) for r in recs}
@@ -111,26 +123,22 @@ def census_lines() -> list[str]:
         _, pre, dec = priced[r["model"]]
         lines.append(f"| {r['model']} | {pre} / {r['prefill']['per_layer']:.0f} | "
                      f"{dec} / {r['decode_step']['per_layer']:.0f} |")
-    names = [n for n, _, _ in FAMILIES] + [OTHER]
-    # (prefill only: a module's price holds its launch gaps, and eager decode steps wait
-    # on their host, which the census's GPU time leaves out)
-    for phase, label in (("prefill", "in prefill"),):
-        lines += ["", f"GPU time a layer {label} (us): the census's on the H100 beside the "
-                  "tree's price on the H200, and their ratio (about 1 for compute-bound "
-                  "kernels, 1.43 for memory-bound ones where the tree prices them right).", "",
-                  "| family | " + " | ".join(f"{r['model']} H100 / H200 tree" for r in recs)
-                  + " |", "|---|" + "---|" * len(recs)]
-        for name in names + ["all"]:
-            cells = []
-            for r in recs:
-                by_name = r[phase]["per_layer_us_by_name"]
-                tree = priced[r["model"]][0][phase]
-                got = sum(us for k, us in by_name.items() if name in ("all", family(k)))
-                want = sum(tree.values()) if name == "all" else tree.get(name, 0.0)
-                ratio = f" (x{got / want:.2f})" if want > 0 and got > 0 else ""
-                cells.append(f"{got:.0f} / {want:.0f}{ratio}")
-            lines.append(f"| {name} | " + " | ".join(cells) + " |")
-    return lines
+    lines += ["", "GPU time a layer in prefill (us): the census's on the H100 beside the "
+              "tree's price on the H200, and their ratio (about 1 for compute-bound "
+              "kernels, 1.43 for memory-bound ones where the tree prices them right).", "",
+              "| family | " + " | ".join(f"{r['model']} H100 / H200 tree" for r in recs)
+              + " |", "|---|" + "---|" * len(recs)]
+    for name in [n for n, _, _ in FAMILIES] + [OTHER, "all"]:
+        cells = []
+        for r in recs:
+            tree = priced[r["model"]][0]
+            got = sum(us for k, us in r["prefill"]["per_layer_us_by_name"].items()
+                      if name in ("all", family(k)))
+            want = sum(tree.values()) if name == "all" else tree.get(name, 0.0)
+            ratio = f" (x{got / want:.2f})" if want > 0 and got > 0 else ""
+            cells.append(f"{got:.0f} / {want:.0f}{ratio}")
+        lines.append(f"| {name} | " + " | ".join(cells) + " |")
+    return lines + ab_line()
 
 
 def main() -> int:

@@ -33,6 +33,7 @@ sys.path.insert(0, str(ROOT))
 import torch  # noqa: E402
 
 from piep.sampling.design import named_spec  # noqa: E402
+from piep.sampling.protocol import seconds  # noqa: E402
 
 WORKLOADS = ((8, 512), (32, 1024))  # (batch, prompt) of the MoE designs' larger runs
 
@@ -46,23 +47,12 @@ def grouped(x: torch.Tensor, w: torch.Tensor, offs: torch.Tensor, ends: list[int
 
 
 def timed_ms(call, reps: int) -> float:
-    """Median milliseconds of one call (CUDA events on a GPU, the wall clock on a CPU)."""
-    import time
+    """Median milliseconds of one call over `reps` calls, each timed alone (the protocol's
+    `seconds`: CUDA events on a GPU, the host clock on a CPU), after one to warm up."""
+    cuda = torch.cuda.is_available()
     call()
-    out = []
-    for _ in range(reps):
-        if torch.cuda.is_available():
-            a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-            a.record()
-            call()
-            b.record()
-            b.synchronize()
-            out.append(a.elapsed_time(b))
-        else:
-            t0 = time.perf_counter()
-            call()
-            out.append(1e3 * (time.perf_counter() - t0))
-    return statistics.median(out)
+    return statistics.median(1e3 * seconds(lambda i: call(), 1, cuda=cuda)
+                             for _ in range(reps))
 
 
 def ab(rows: int, experts: int, d_in: int, d_out: int, reps: int, device) -> dict:
@@ -134,7 +124,8 @@ def main(argv: list[str] | None = None) -> int:
                     print(f"{spec.name} mask w{width} b{batch} p{prompt}: gather "
                           f"{rec['gather_ms']:.3f} -> masked_fill {rec['mask_ms']:.3f} ms "
                           f"(x{rec['mask_over_gather']:.2f})", flush=True)
-                torch.cuda.empty_cache() if device.type == "cuda" else None
+                if device.type == "cuda":
+                    torch.cuda.empty_cache()
     return 0
 
 

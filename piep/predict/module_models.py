@@ -417,7 +417,7 @@ class ModuleModels:
             p[rows] = pw[inv]
         from piep.predict.table import KIND_ID
         for kind, ratio in FALLBACK_TIME.items():
-            if kind not in self.kinds:  # (its own samples price it as it runs)
+            if model_group(kind) not in self.kinds:  # (its own samples price it as it runs)
                 t[table.kind_id == KIND_ID[kind]] *= ratio
         return ModuleOutputs(t, p, oor)
 
