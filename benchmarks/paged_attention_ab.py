@@ -11,6 +11,12 @@ the module sampler's `sdpa_paged` op (`piep.sampling.modules.packed_mask`). Runs
 too (tests, tiny shapes).
 
     python benchmarks/paged_attention_ab.py --out paged_attention_ab.jsonl
+    python benchmarks/paged_attention_ab.py --fit calibration/h100/serving/paged_attention_ab_s81.jsonl
+
+`--fit FILE`: the closed form `piep.predict.module_models.PackedKernel` fitted on a file's
+masked times (the blocks at once, the cost per key and wave and per unit of head dim, the
+floor; least squares in log time, the 64-query block fixed), beside the constants piep
+ships and their mean error on the file (no torch needed).
 """
 
 from __future__ import annotations
@@ -24,11 +30,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
-import torch  # noqa: E402
-import torch.nn.functional as F  # noqa: E402
-
-from moe_kernels_ab import timed_ms  # noqa: E402
-from piep.sampling.modules import packed_mask  # noqa: E402
+import numpy as np  # noqa: E402
 
 # (requests, queries, keys): decoding iterations (a query a request) over short to long
 # contexts, then prompt chunks of up to hf-cb's 8192-token budget beside decoding requests
@@ -40,6 +42,11 @@ ITERATIONS = tuple((r, r, r * per) for r in (2, 8, 32, 96) for per in (512, 2048
 
 def ab(requests: int, q_len: int, ctx: int, heads: int, head_dim: int, reps: int,
        device) -> dict:
+    import torch
+    import torch.nn.functional as F
+
+    from moe_kernels_ab import timed_ms
+    from piep.sampling.modules import packed_mask
     dt = torch.bfloat16 if device.type == "cuda" else torch.float32
     gen = torch.Generator(device=device).manual_seed(0)
 
@@ -50,9 +57,53 @@ def ab(requests: int, q_len: int, ctx: int, heads: int, head_dim: int, reps: int
     mask = packed_mask(q_len, ctx, requests, dt, device)
     masked = timed_ms(lambda: F.scaled_dot_product_attention(q, k, v, attn_mask=mask), reps)
     plain = timed_ms(lambda: F.scaled_dot_product_attention(q, k, v), reps)
-    return {"requests": requests, "q_len": q_len, "context_len": ctx, "heads": heads,
-            "head_dim": head_dim, "qk": q_len * ctx, "masked_ms": masked, "plain_ms": plain,
-            "masked_over_plain": masked / plain}
+    out = {"requests": requests, "q_len": q_len, "context_len": ctx, "heads": heads,
+           "head_dim": head_dim, "qk": q_len * ctx, "masked_ms": masked, "plain_ms": plain,
+           "masked_over_plain": masked / plain}
+    if q_len == requests and ctx % requests == 0:
+        # a decoding iteration as an engine without packing runs it (and as the module
+        # samples of `attention` ran it): each request's query over its own keys, batched
+        qb = q.reshape(heads, requests, 1, head_dim).transpose(0, 1)
+        kb, vb = (t.reshape(heads, requests, ctx // requests, head_dim).transpose(0, 1)
+                  for t in (k, v))
+        batched = timed_ms(lambda: F.scaled_dot_product_attention(qb, kb, vb), reps)
+        out.update(batched_ms=batched, masked_over_batched=masked / batched)
+    return out
+
+
+def fit(path: str) -> int:
+    """`PackedKernel` fitted on a file of this script's rows, beside the shipped one."""
+    from dataclasses import replace
+
+    from scipy.optimize import minimize
+
+    from piep.core.artifacts import read_jsonl
+    from piep.predict.module_models import PackedKernel
+    rows = read_jsonl(Path(path))
+    q = {f: np.array([r[k] for r in rows], float)
+         for f, k in (("tokens", "q_len"), ("context_len", "context_len"), ("heads", "heads"))}
+    q["flops"] = 4.0 * q["tokens"] * q["context_len"] * q["heads"] \
+        * np.array([r["head_dim"] for r in rows], float)
+    measured = 1e-3 * np.array([r["masked_ms"] for r in rows])
+    shipped = PackedKernel()
+    names = ("blocks", "key_s", "key_dim_s", "floor_s")
+
+    def kernel(theta):
+        return replace(shipped, **dict(zip(names, np.exp(theta))))
+
+    def error(theta):
+        return float(np.mean(np.log(kernel(theta).time_s(q) / measured) ** 2))
+    # from several block counts (the waves are steps in it), the best
+    best = min((minimize(error, np.log([b, 8e-9, 1e-10, 1e-5]), method="Nelder-Mead",
+                         options={"maxiter": 4000, "xatol": 1e-4, "fatol": 1e-12})
+                for b in (132, 200, 264, 400)), key=lambda r: r.fun)
+    for label, k in (("fitted", kernel(best.x)), ("shipped", shipped)):
+        err = np.abs(k.time_s(q) / measured - 1)
+        print(f"{label}: {k.blocks:.0f} blocks at once, {1e9 * k.key_s:.2f} ns a key and "
+              f"wave + {1e12 * k.key_dim_s:.1f} ps a unit of head dim, floor "
+              f"{1e6 * k.floor_s:.1f} us: mean error {100 * err.mean():.1f} %, largest "
+              f"{100 * err.max():.0f} % ({len(rows)} iterations)")
+    return 0
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -62,8 +113,14 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--reps", type=int, default=10)
     ap.add_argument("--scale", type=float, default=1.0,
                     help="shrink every length by this factor (CPU tests)")
-    ap.add_argument("--out", required=True)
+    ap.add_argument("--out")
+    ap.add_argument("--fit", metavar="FILE.jsonl", help="fit `PackedKernel` on a file")
     args = ap.parse_args(argv)
+    if args.fit:
+        return fit(args.fit)
+    if not args.out:
+        ap.error("--out is needed to measure")
+    import torch
     device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
     card = torch.cuda.get_device_name() if device.type == "cuda" else "cpu"
     with open(args.out, "a") as f:
