@@ -108,7 +108,13 @@ hf-cb band was sized on read (the profile's `far_read`, refit: terms unchanged),
 grid points read are each iteration's cell corners: hf-cb_tp1, hf-cb_tp2, serve_tp1 and
 serve_tp2 lost out_of_range and its x1.5 widening (serve_tp1's energy band 8,381-14,380
 -> 9,170-13,142 J), the out_of_range flag's meaning says so; every number unchanged:
-new snapshot.
+new snapshot. Session 34 (issue 53): hf-cb's packed attention is a kind of its own
+(`sdpa_paged`), priced in closed form (`PackedKernel`) until sampled, and the K/V copies
+have a fitted scale of their own; hf-cb refit (attention scale 1.97 -> 1.16 over the
+closed form, copies 1.94): hf-cb_tp1 6,654 -> 6,701 J, 28.8 -> 30.8 s; hf-cb_tp2 11,290
+-> 11,702 J, 31.1 -> 33.7 s (a decoding iteration's attention no faster on half the
+heads); the hf-cb rows of serve, compare and sweep alike, module lists reordered; every
+other document unchanged: new snapshot.
 """
 
 from __future__ import annotations

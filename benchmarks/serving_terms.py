@@ -5,14 +5,18 @@ terms swapped, everything else as shipped.
     python benchmarks/serving_terms.py            # prints the table
     python benchmarks/serving_terms.py --write    # and writes reports/serving_terms.md
 
-* shipped: the module models price every kernel as they price generate()'s; the fit adds
-  the paged attention's time scale (an SDPA under a float mask, which no module sample
-  runs), host time per launch, per iteration and per request, and the power in host gaps;
+* shipped: the module models price every kernel as they price generate()'s, the packed
+  attention (an SDPA under a float mask) in closed form until it is sampled
+  (`PackedKernel`); the fit adds a time scale on it, one on the K/V gather and expansion,
+  host time per launch, per iteration and per request, and the power in host gaps;
+* one scale on the attention and the copies together (sessions 30-33);
+* the packed attention priced by the unmasked SDPA's models, one scale on it and the
+  copies (the shipped fit of sessions 30-33);
 * + a scale on every kernel (`time_scale.prefill`, fitted before session 30);
 * host terms only: no kernel scale at all;
 * shipped, the host queueing ahead of the GPU (an iteration as long as its kernels or its
   host's issue time, whichever is longer: hf-eager's decode step).
-Takes about two minutes (four leave-one-shape-out fits of 14 folds).
+Takes about two minutes (six leave-one-shape-out fits of 14 folds).
 """
 
 from __future__ import annotations
@@ -27,31 +31,46 @@ from piep.core.artifacts import write_text  # noqa: E402
 
 REPORT = ROOT / "reports" / "serving_terms.md"
 HOST = ("host_launch_s", "step_host_s", "request_host_s")
-VARIANTS = (("shipped", ("time_scale.kind:attention", *HOST), False),
-            ("+ a scale on every kernel", ("time_scale.prefill", "time_scale.kind:attention",
-                                           *HOST), False),
-            ("host terms only", HOST, False),
-            ("shipped, host queued ahead", ("time_scale.kind:attention", *HOST), True))
+SCALES = ("time_scale.kind:attention", "time_scale.kind:kv_gather")
+ONE = ("time_scale.kind:attention",)
+# label, the time terms fitted, the host queueing ahead, one scale on the attention and
+# the copies together, the packed attention in closed form
+VARIANTS = (("shipped", (*SCALES, *HOST), False, False, True),
+            ("one scale on the attention and the copies", (*ONE, *HOST), False, True, True),
+            ("the unmasked SDPA's models for the packed attention, one scale", (*ONE, *HOST),
+             False, True, False),
+            ("+ a scale on every kernel", ("time_scale.prefill", *SCALES, *HOST), False,
+             False, True),
+            ("host terms only", HOST, False, False, True),
+            ("shipped, host queued ahead", (*SCALES, *HOST), True, False, True))
 KEYS = (("energy_j", "energy"), ("time_s", "window time"), ("ttft_s", "p50 TTFT"),
         ("tpot_s", "p50 TPOT"))
 
 
-def held_out_with(terms: tuple[str, ...], queue_ahead: bool) -> list[dict]:
-    """Leave one shape out with these time terms fitted (the power in host gaps too)."""
+def held_out_with(terms: tuple[str, ...], queue_ahead: bool, one_scale: bool,
+                  packed: bool) -> list[dict]:
+    """Leave one shape out with these time terms fitted (the power in host gaps too);
+    `one_scale`: the attention's scale covers the copies too; `packed`: the packed
+    attention in closed form (else by the unmasked attention's models)."""
     from piep.fit import serving
     from piep.fit.engines import engine_records
+    from piep.predict import module_models
     from piep.predict.store import load_learned
     from piep.serving.serve import with_host
     base = load_learned("h200")
     if queue_ahead:
         base = with_host(base, queue_ahead=True)
-    shipped = serving.TIME_TERMS
+    shipped = serving.TIME_TERMS, serving.SCALED, module_models.PACKED
     serving.TIME_TERMS = terms
+    if one_scale:
+        serving.SCALED = {ONE[0]: tuple(k for ks in serving.SCALED.values() for k in ks)}
+    if not packed:
+        module_models.PACKED = None
     serving.START.setdefault("time_scale.prefill", 1.0)
     try:
         return serving.held_out(base, engine_records("h200", "hf-cb"), by="model")
     finally:
-        serving.TIME_TERMS = shipped
+        serving.TIME_TERMS, serving.SCALED, module_models.PACKED = shipped
 
 
 def main() -> int:
@@ -63,8 +82,8 @@ def main() -> int:
              "mean |error|.", "",
              "| fitted time terms | replays | " + " | ".join(n for _, n in KEYS) + " |",
              "|---|---|" + "---|" * len(KEYS)]
-    for label, terms, queue in VARIANTS:
-        rows = held_out_with(terms, queue)
+    for label, terms, queue, one_scale, packed in VARIANTS:
+        rows = held_out_with(terms, queue, one_scale, packed)
         cells = [f"{mape(rows, k):.1f} %" for k, _ in KEYS]
         lines.append(f"| {label} (`{', '.join(terms)}`) | {len(rows)} | "
                      + " | ".join(cells) + " |")

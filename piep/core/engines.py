@@ -117,9 +117,9 @@ ENGINES: dict[str, Engine] = {e.name: e for e in (
            description="transformers continuous batching (paged SDPA, FIFO scheduler)",
            decode="eager", masked_cache=True, masked_prefill=True, paged_cache=True,
            # (its projections, norms and MLP priced by the module models as generate()'s
-           # are; its paged SDPA under a float mask, a kernel no sample runs, scaled)
-           fitted_terms=("time_scale.kind:attention", "host_launch_s", "step_host_s",
-                         "request_host_s", "launch_gap_w"),
+           # are; its packed SDPA under a float mask and its copies of the cache, scaled)
+           fitted_terms=("time_scale.kind:attention", "time_scale.kind:kv_gather",
+                         "host_launch_s", "step_host_s", "request_host_s", "launch_gap_w"),
            host_fitted=True, kind="stream", record_schema="piep.serving_measurement",
            like_base=True,
            measure="piep measure --engine hf-cb --trace TRACE.jsonl"),

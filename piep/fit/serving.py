@@ -5,15 +5,16 @@ Three steps, each on what measures it best:
 1. The scheduler: the engine's memory handler is modelled (`serve.paged_cache`); what it
    reserves beyond the weights is read off the blocks each replay reports, and how long
    the idle engine takes to form its first batch off the iteration logs (`pickup_s`).
-2. Time: the time scale of the paged attention and its K/V gather (an SDPA under a float
-   mask, a kernel the module samples do not run; every other kernel is priced by the
-   module models as generate()'s are), the
-   host time per kernel launch, per iteration and per request of an iteration, fitted on
-   the duration of every recorded iteration (each trace weighing the same, its iterations
-   by their time) given the Σq, Σkv and requests the engine logged; where no replay has
-   an iteration log (an engine's benchmark), together with the power in host gaps on the
-   median TPOT, median end-to-end latency and window energy of each, in rounds: the
-   replays simulated at the terms so far, the terms fitted on those schedules re-timed.
+2. Time: the time scale of the packed attention (an SDPA under a float mask, priced by
+   `piep.predict.module_models.PackedKernel` until it is sampled) and that of the K/V
+   gather and expansion (every other kernel is priced by the module models as
+   generate()'s are), the host time per kernel launch, per iteration and per request of
+   an iteration, fitted on the duration of every recorded iteration (each trace weighing
+   the same, its iterations by their time) given the Σq, Σkv and requests the engine
+   logged; where no replay has an iteration log (an engine's benchmark), together with
+   the power in host gaps on the median TPOT, median end-to-end latency and window energy
+   of each, in rounds: the replays simulated at the terms so far, the terms fitted on
+   those schedules re-timed.
 3. Energy: the board power while the GPU waits for the host (`launch_gap_w`), fitted on
    the window energy of every replay as simulated with the time terms of step 2 (energy
    is linear in it).
@@ -36,8 +37,7 @@ from piep.fit.engines import engine_version, profile_hosts
 from piep.fit.progress import Pace
 from piep.fit.workers import fold_map
 from piep.core.records import ServingReplay
-from piep.serving.costs import (ATTENTION_KINDS, IterationCosts, IterationGrid,
-                                IterationTimes, grid_sizes)
+from piep.serving.costs import IterationCosts, IterationGrid, IterationTimes, grid_sizes
 from piep.serving.serve import (SchedulerPolicy, document, iteration_grid, paged_cache,
                                 policy_of, run, window_parts_j, with_host)
 from piep.serving.simulate import repriced
@@ -47,8 +47,13 @@ log = logging.getLogger("piep.train")
 SERVING = names(kind="stream")[0]  # the serving engine piep replays: continuous batching
 FITTED = ENGINES[SERVING].fitted_terms
 TIME_TERMS = FITTED[:-1]  # the last, the power in host gaps, is fitted on energy
-START = {"time_scale.kind:attention": 1.0, "host_launch_s": 1e-5, "step_host_s": 0.03,
-         "request_host_s": 5e-4}
+START = {"time_scale.kind:attention": 1.0, "time_scale.kind:kv_gather": 1.0,
+         "host_launch_s": 1e-5, "step_host_s": 0.03, "request_host_s": 5e-4}
+# the kinds each fitted time scale covers: the attention kernels, and the copies of the
+# paged cache's blocks into one K and V (and their expansion to every head), two kernels
+# of their own whose in-situ time departs from their samples' by as much again
+SCALED = {"time_scale.kind:attention": ("attention", "sdpa_masked", "sdpa_paged"),
+          "time_scale.kind:kv_gather": ("kv_gather", "kv_expand")}
 SCHEDULER = {"block_size": 256, "max_requests_per_batch": 1024, "safety_margin": 0.15,
              "memory_percent": 0.9}  # transformers 5.17's defaults (greedy: no processors)
 
@@ -174,15 +179,14 @@ def _reserved_of(rec: ServingReplay, base) -> float | None:
 
 
 def _with_terms(model, values: dict[str, float]):
-    """`model` with the host terms `values` (dotted names reach into time_scale; the
-    attention scale covers every attention kind)."""
+    """`model` with the host terms `values` (dotted names reach into time_scale; a scale
+    of `SCALED` covers its kinds)."""
     model = with_host(model)
     model.host.time_scale = dict(model.host.time_scale)
     for name, v in values.items():
-        if name == "time_scale.kind:attention":
-            for kind in ATTENTION_KINDS:
-                model.host.time_scale[f"kind:{kind}"] = v
-        else:
+        for kind in SCALED.get(name, ()):
+            model.host.time_scale[f"kind:{kind}"] = v
+        if name not in SCALED:
             model.host.set_term(name, v)
     return model
 

@@ -9,7 +9,7 @@ import numpy as np
 
 from piep.predict.blas import product
 from piep.predict.table import KIND_ID, KINDS
-from piep.tree.builder import ATTENTION_LIKE, LINEAR_KINDS
+from piep.tree.builder import ATTENTION_LIKE, LINEAR_KINDS, PAGED_ATTENTION
 from piep.tree.nodes import COMM_KINDS
 
 TAU = 2.5
@@ -21,7 +21,7 @@ FEATURES = ("decode", "eager_decode", "linear", "attention", "comm", "wait", "ot
 # input before its GEMM). Set after the first held-out comparison (reports/moe.md)
 GEMM_LIKE = LINEAR_KINDS + ("experts_batched",)
 # per kind (KINDS order): linear, attention, communication, pipeline wait
-_CATEGORY = np.array([[k in GEMM_LIKE, k in ATTENTION_LIKE, k in COMM_KINDS,
+_CATEGORY = np.array([[k in GEMM_LIKE, k in ATTENTION_LIKE + (PAGED_ATTENTION,), k in COMM_KINDS,
                        k == "pipeline_wait"] for k in KINDS], dtype=float)
 
 

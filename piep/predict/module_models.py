@@ -270,13 +270,58 @@ FALLBACK_GROUP = {"sdpa_masked": "attention", "kv_slide.decode": "kv_append.deco
                   # the experts' grouped GEMMs as GEMMs (predictors trained before their
                   # samples had a group of their own); an FP8 projection as a bf16 one
                   # (flagged `fp8_unsampled`)
-                  "experts": "linear", "fp8_linear": "linear"}
+                  "experts": "linear", "fp8_linear": "linear",
+                  # continuous batching's packed attention: its power as the attention's
+                  # (its time from `packed_attention_s` until it is sampled)
+                  "sdpa_paged": "attention"}
 # a kind priced by its fallback's models runs this many times longer than they say:
 # transformers' masks of the routed rows (masked_fill under a (rows, 1) mask, a slower
 # kernel path) against the row gathers of `moe_copy`, the median over 28 tensors of the
 # MoE designs' prefills, each pair on one card (an H100: device call 80,
 # calibration/h100/moe/moe_kernels_ab_s80.jsonl, 2.37-3.08; no H200 came that session)
 FALLBACK_TIME = {"moe_mask": 2.83}
+
+
+@dataclass(frozen=True)
+class PackedKernel:
+    """The time of SDPA under an arbitrary additive mask (continuous batching's packed
+    iteration, `sdpa_paged`) before it is sampled. PyTorch runs it with the
+    memory-efficient kernel, which does not split the keys: a block of `q_tile` queries of
+    one head walks every key, `blocks` blocks run at once, so the time is the waves of
+    blocks x the keys x a cost per key that grows with the head dim. A decoding
+    iteration's few queries make one wave whatever the heads: its time follows the keys
+    alone, where the unmasked SDPA the attention samples ran follows heads x keys. Fitted
+    on device call 81's A/B on an H100 (80 iterations at 16-48 heads of 128 and 32 of 64:
+    5.5 % mean error; `python benchmarks/paged_attention_ab.py --fit
+    calibration/h100/serving/paged_attention_ab_s81.jsonl`): the H200 has the same die of
+    132 SMs, and the hf-cb profile scales its time on the H200's logged iterations."""
+    q_tile: int = 64
+    blocks: float = 220.0
+    key_s: float = 7.2e-9       # per key and wave
+    key_dim_s: float = 1.13e-10  # per key, wave and unit of head dim
+    floor_s: float = 2.3e-5
+    sms: int = 132
+
+    def _blocks(self, q) -> tuple[np.ndarray, ...]:
+        t, k, h = (np.maximum(q[f], 1.0) for f in ("tokens", "context_len", "heads"))
+        return h * np.ceil(t / self.q_tile), k, q["flops"] / (4.0 * t * k * h)
+
+    def time_s(self, q) -> np.ndarray:
+        """Per row of a leaf table's quantities `q` (queries `tokens`, keys
+        `context_len`, `heads`; the head dim from the FLOPs, 4 x queries x keys x heads x
+        head dim)."""
+        blocks, keys, dim = self._blocks(q)
+        waves = np.ceil(blocks / self.blocks)
+        return self.floor_s + waves * keys * (self.key_s + self.key_dim_s * dim)
+
+    def power_w(self, q, busy_w: np.ndarray, idle_w: float) -> np.ndarray:
+        """Board power while it runs: above idle by `busy_w`'s share of the SMs its blocks
+        keep busy (a decoding iteration's one head a block leaves most of them idle)."""
+        share = np.minimum(1.0, self._blocks(q)[0] / self.sms)
+        return idle_w + (busy_w - idle_w) * share
+
+
+PACKED: PackedKernel | None = PackedKernel()  # (None: as the attention's models price it)
 
 
 def _call_power_w(sample) -> float:
@@ -301,8 +346,7 @@ def is_fitted(sample) -> bool:
     """Whether a module sample trains the module models: not a repeat; not a repeat_kv of
     one KV head (a view: no kernel was timed); not a KV copy outside a decode step (eager
     copies price only continuous batching's iterations, and its serving fit was worse
-    with them: leave-one-shape-out energy 9.7 % against 5.8 % at the copy rate); not a
-    kind no tree prices yet (`sdpa_paged`: kept for the fit that will)."""
+    with them: leave-one-shape-out energy 9.7 % against 5.8 % at the copy rate)."""
     if sample.repeat or sample.kind not in COMPUTE_KINDS + COPY_KINDS:
         return False
     if sample.kind == "kv_expand" and not expands_kv(sample.shape["heads"],
@@ -419,6 +463,12 @@ class ModuleModels:
         for kind, ratio in FALLBACK_TIME.items():
             if model_group(kind) not in self.kinds:  # (its own samples price it as it runs)
                 t[table.kind_id == KIND_ID[kind]] *= ratio
+        if PACKED is not None and "sdpa_paged" not in self.kinds:
+            rows = np.flatnonzero(table.kind_id == KIND_ID["sdpa_paged"])
+            if len(rows):  # (its power from the attention's models, by the SMs it keeps busy)
+                packed = {f: v[rows] for f, v in q.items()}
+                t[rows] = PACKED.time_s(packed)
+                p[rows] = PACKED.power_w(packed, p[rows], gpu.idle_power_w)
         return ModuleOutputs(t, p, oor)
 
     def reach(self, table, gpu: GPU, rows: np.ndarray) -> np.ndarray:

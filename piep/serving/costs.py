@@ -28,7 +28,7 @@ from piep.core.layout import Deployment
 from piep.predict.pricing import row_energies
 from piep.predict.table import HEAD_KINDS, TableBuilder, iteration_table
 
-ATTENTION_KINDS = ("attention", "sdpa_masked", "kv_expand", "kv_gather")
+ATTENTION_KINDS = ("attention", "sdpa_masked", "sdpa_paged", "kv_expand", "kv_gather")
 STEP = 0.25  # grid step in log2
 
 

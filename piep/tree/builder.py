@@ -36,6 +36,7 @@ LAUNCHES = {
 # attention-like leaves: their kernel is set by batch, heads, KV heads, head dim, query
 # length and context (SDPA; the masked SDPA over a static or a gathered paged cache)
 ATTENTION_LIKE = ("attention", "sdpa_masked")
+PAGED_ATTENTION = "sdpa_paged"  # continuous batching's packed iteration under its mask
 # the two forms of a windowed engine's attention: before the keys reach the window, and
 # after (a leaf's `attrs["window"]`; a layer holds both, weighted by `window_weights`)
 FULL_CONTEXT, SLIDING = 1, 2
@@ -170,10 +171,11 @@ def shape_key(node: Node) -> dict:
     if node.kind in LINEAR_KINDS + ("experts_batched", "fp8_linear"):
         return {**base, "d_in": a["d_in"], "d_out": a["d_out"],
                 **({"bias": True} if a.get("bias") else {})}
-    if node.kind in ATTENTION_LIKE:
+    if node.kind in ATTENTION_LIKE + (PAGED_ATTENTION,):
+        packed = {"requests": a["batch"]} if node.kind == PAGED_ATTENTION else {}
         return {**base, "batch": a["batch"], "heads": a["heads"], "kv_heads": a["kv_heads"],
                 "head_dim": a["head_dim"], "q_len": node.tokens // a["batch"],
-                "context_len": node.context_len}
+                "context_len": node.context_len, **packed}
     if node.kind in COPY_KINDS:
         return {**base, "batch": a["batch"], "heads": a["heads"], "kv_heads": a["kv_heads"],
                 "head_dim": a["head_dim"], "context_len": node.context_len}
@@ -200,7 +202,7 @@ def leaf_from_shape(s: dict) -> Node:
     if kind in ATTENTION_LIKE:
         return _attention(phase, s["batch"], s["q_len"], s["context_len"], s["heads"],
                           s["kv_heads"], s["head_dim"], masked_cache=kind == "sdpa_masked")
-    if kind == "sdpa_paged":  # a packed iteration under its mask (sampled; no tree has it)
+    if kind == "sdpa_paged":  # a packed iteration under its mask
         return _attention(phase, 1, s["q_len"], s["context_len"], s["heads"], s["heads"],
                           s["head_dim"], masked_cache=True, kind=kind, packed_mask=True)
     if kind in COPY_KINDS:  # only repeat_kv writes more heads than the cache holds
@@ -242,10 +244,10 @@ def _cache_attention(dep: Deployment, phase: str, batch: int, q_len: int, ctx: i
         out.append(_kv_copy("kv_gather", phase, batch, ctx, hkv, hkv, d))
     if masked and expands_kv(hq, hkv):  # a mask over the cache turns SDPA's native GQA off
         out.append(_kv_copy("kv_expand", phase, batch, ctx, hkv, hq, d))
-    # a paged cache's additive float mask: the masked SDPA was sampled with a boolean one
-    # (other kernels), so it is priced as attention, with the serving fit's time scale
+    # a paged cache's packed iteration under an additive float mask: other kernels than
+    # the boolean-masked SDPA's (`sdpa_paged`)
     attention = _attention(phase, batch, q_len, ctx, hq, hkv, d, masked_cache=masked,
-                           kind="attention" if paged else None, packed_mask=paged)
+                           kind="sdpa_paged" if paged else None, packed_mask=paged)
     out.append(attention)
     if eager:  # (QK^T and PV priced as the masked SDPA over the same keys)
         out += [_elementwise(name, "scores", phase, batch * hq * q_len, ctx, reads=reads,
@@ -382,7 +384,7 @@ def _latent_attention(dep: Deployment, phase: str, batch: int, q_len: int, ctx: 
                  attrs={"heads": heads, "kv_heads": 1, "head_dim": qk, "batch": batch})]
     paged = record.paged_cache  # (priced as `_cache_attention` prices a paged SDPA)
     return out + [_attention(phase, batch, q_len, ctx, heads, heads, (qk + v) // 2,
-                             masked_cache=static, kind="attention" if paged else None,
+                             masked_cache=static, kind="sdpa_paged" if paged else None,
                              packed_mask=paged)]
 
 

@@ -21,7 +21,9 @@ COMPUTE_KINDS = ("embedding", "rmsnorm", "q_proj", "k_proj", "v_proj", "rope", "
                  # generate()'s decode steps: the pairs' weights gathered, a batched GEMV
                  "experts_batched",
                  # a projection of FP8 weights (row-wise scales, dynamic per-token FP8 input)
-                 "fp8_linear")
+                 "fp8_linear",
+                 # continuous batching's packed attention under its additive mask
+                 "sdpa_paged")
 COMM_KINDS = ("allreduce", "allgather", "p2p")
 # copies of the KV cache some engines make (priced by their module samples; without
 # samples, at the GPU's measured copy rate); `kv_slide`: a sliding cache's concatenation

@@ -286,6 +286,58 @@ def test_unsampled_masks_run_the_measured_ratio_longer_than_the_copies(monkeypat
     assert np.array_equal(priced.power_w, plain.power_w)
 
 
+def test_the_packed_kernel_follows_the_committed_ab():
+    """The closed form that prices continuous batching's packed attention before it is
+    sampled reproduces call 81's A/B (the masked kernel's times) as its docstring says;
+    a decoding iteration's time follows its keys, not its heads."""
+    from piep.core.artifacts import read_jsonl
+    from piep.predict.module_models import PACKED
+    ab = read_jsonl(ROOT / "calibration" / "h100" / "serving" / "paged_attention_ab_s81.jsonl")
+    q = {"tokens": np.array([r["q_len"] for r in ab], float),
+         "context_len": np.array([r["context_len"] for r in ab], float),
+         "heads": np.array([r["heads"] for r in ab], float)}
+    q["flops"] = 4.0 * q["tokens"] * q["context_len"] * q["heads"] \
+        * np.array([r["head_dim"] for r in ab], float)
+    measured = 1e-3 * np.array([r["masked_ms"] for r in ab])
+    assert len(ab) >= 80 and np.mean(np.abs(PACKED.time_s(q) / measured - 1)) < 0.06
+    one = {"tokens": np.array([32.0, 32.0]), "context_len": np.array([65536.0] * 2),
+           "heads": np.array([16.0, 48.0])}
+    one["flops"] = 4.0 * 32 * 65536 * one["heads"] * 128
+    t = PACKED.time_s(one)
+    assert t[0] == t[1]
+
+
+def test_hf_cb_prices_its_packed_attention_by_the_closed_form_until_sampled():
+    """hf-cb's attention rows are `sdpa_paged`; without samples of their own their time is
+    `PACKED`'s and their power the attention models' above idle by the SMs they keep
+    busy; every other row is priced as before."""
+    from dataclasses import replace
+
+    from piep.api import deployment
+    from piep.predict import module_models
+    from piep.predict.table import TableBuilder
+    from piep.tree.builder import build_tree
+    dep = deployment("llama-3-8b", engine="hf-cb", batch=4, prompt_len=256, gen_len=4)
+    assert "sdpa_paged" in {leaf.kind for _, _, leaf in build_tree(dep).leaves()}
+    table = TableBuilder().table([dep])
+    modules = load_learned("h200").modules
+    assert "sdpa_paged" not in modules.kinds and modules.group("sdpa_paged", False) == \
+        "attention"
+    paged = table.kind_id == KIND_ID["sdpa_paged"]
+    priced = modules.predict(table, dep.gpu)
+    rows = {f: v[paged] for f, v in table.q.items()}
+    assert paged.any()
+    assert np.allclose(priced.time_s[paged], module_models.PACKED.time_s(rows))
+    assert np.all(priced.power_w[paged] >= dep.gpu.idle_power_w)
+    # given samples of its own (here: the attention's models under its name), the
+    # packed rows are priced by them like any kind
+    sampled = replace(modules, kinds={**modules.kinds,
+                                      "sdpa_paged": modules.kinds["attention"]})
+    again = sampled.predict(table, dep.gpu)
+    assert not np.allclose(again.time_s[paged], priced.time_s[paged])
+    assert np.array_equal(again.time_s[~paged], priced.time_s[~paged])
+
+
 def test_the_reference_host_is_the_pinned_campaigns_not_the_first_file_by_name():
     from piep.core.dataset import REFERENCE_HOST_FILE, load_calibration, reference_host
     from piep.core.samples import HostOverhead

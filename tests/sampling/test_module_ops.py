@@ -182,7 +182,7 @@ def test_the_packed_attention_is_each_requests_own_attention():
         assert torch.allclose(packed[:, :, qs:q_end[r]], alone, atol=1e-5)
 
 
-def test_packed_attention_shapes_are_drawn_and_run_but_train_nothing_yet():
+def test_packed_attention_shapes_are_drawn_run_and_train():
     from types import SimpleNamespace
 
     from piep.predict.module_models import is_fitted
@@ -203,4 +203,4 @@ def test_packed_attention_shapes_are_drawn_and_run_but_train_nothing_yet():
     out = build_op(small, "graph", "cpu", dtype=torch.float32).fn(0)
     assert out.shape == (1, 2, 6, 8) and torch.isfinite(out).all()
     sample = SimpleNamespace(repeat=0, kind="sdpa_paged", phase="prefill", shape=small)
-    assert not is_fitted(sample)  # until a tree prices hf-cb's attention with it
+    assert is_fitted(sample)  # hf-cb's tree prices its attention with it
