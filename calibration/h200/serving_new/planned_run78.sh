@@ -11,15 +11,16 @@
 # (1) continuous batching's packed attention under its additive bf16 mask (`sdpa_paged`:
 #     decoding iterations of 1-512 requests, prompt chunks of up to 8192 queries over up
 #     to 131072 keys) -> modules_sdpa_paged_s78.jsonl; hf-cb's attention is priced today
-#     as the unmasked SDPA times one fitted scale;
+#     in closed form fitted on an H100's A/B (call 81, `PackedKernel`), scaled by the fit;
 # (2) in what is left, serving shapes in no public list (calibration/h200/serving_new/
 #     configs: GQA with two KV heads and head dim 96, then MHA with head dim 64, then deep
 #     and narrow; planned call 74's) replayed by hf-cb at two loads (the tiny and code
 #     traces), predicted before in serving_new/predictions_blind.jsonl
 #     -> serving_s78_<shape>.jsonl.
 # After it: (1) to calibration/h200/modules/, (2) to calibration/h200/engines/hf-cb/raw/
-# (call78_*); price hf-cb's attention rows as `sdpa_paged`, `piep train --add-kinds`,
-# refit hf-cb, `python benchmarks/serving_accuracy.py`.
+# (call78_*); `piep train --add-kinds` (the sdpa_paged group then prices hf-cb's
+# attention rows in place of the closed form), refit hf-cb (`piep train --engine hf-cb`),
+# `python benchmarks/serving_accuracy.py`, `python benchmarks/serving_terms.py --write`.
 # Read-only on the GPU: nothing here sets a clock or a limit.
 set -uo pipefail
 export PYTHONUNBUFFERED=1 PYTHONPATH=$PWD PIEP_GIT_COMMIT=${PIEP_GIT_COMMIT:-unknown}
