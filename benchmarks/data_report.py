@@ -614,8 +614,10 @@ def overview_report() -> None:
          f"FP8 ({held['fp8']} runs; device call 72): configs, design; held out in "
          "`reports/fp8.md`", "`device/run72.sh`; `python benchmarks/heldout_accuracy.py fp8`"),
         ("`serving_new/`", "three serving shapes in no public list, predicted before they are "
-         "measured (`predictions_blind.jsonl`), and the planned call that replays them",
-         "`serving_new/planned_run78.sh`"),
+         "measured (`predictions_blind.jsonl`, session 33's profile; `predictions_blind2.jsonl`, "
+         "the packed attention in closed form, at a grid of host probes), and the planned "
+         "call that replays them",
+         "`serving_new/planned_run78.sh`; `python benchmarks/serving_blind.py --write 5`"),
         ("`device/`", f"the {len(scripts)} device scripts (`run1.sh` .. `{scripts[-1].name}`) and "
          "their logs", "each call's exact command"),
     ]

@@ -22,7 +22,8 @@ BEGIN, END = "<!-- coverage: benchmarks/interval_coverage.py -->", "<!-- end cov
 
 
 def _blind_serving() -> list[tuple[str, int, int]]:
-    """(set, inside, predictions) of the blind serving sets' energy intervals."""
+    """(set, inside, predictions) of the blind serving sets' energy intervals (the sets
+    with a replay of a prediction)."""
     import serving_blind as sb
     out = []
     for name, (path, _, _) in sb.SETS.items():
@@ -33,7 +34,8 @@ def _blind_serving() -> list[tuple[str, int, int]]:
             if band:
                 n += 1
                 inside += band[0] <= row["energy_j"] <= band[1]
-        out.append((name, inside, n))
+        if n:
+            out.append((name, inside, n))
     return out
 
 

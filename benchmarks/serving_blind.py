@@ -1,6 +1,6 @@
 """Blind test of `piep serve`: traces predicted before they were replayed on the GPU.
 
-    python benchmarks/serving_blind.py --write 1|2|3   # predict (before the device call)
+    python benchmarks/serving_blind.py --write 1|2|3|4|5   # predict (before the device call)
     python benchmarks/serving_blind.py                # score the predictions on the replays
 
 `--write 1` predicted every (shape, trace) of device calls 19-20 with the hf-cb profile
@@ -13,7 +13,11 @@ on calls 18-21, into `predictions_blind3.jsonl`; `--write 4` those of device cal
 tiny and sparse on a Qwen2-type shape at head dim 64, head dim 112 and qwen2.5-32b) with
 the profile fitted per host on calls 18-51, into `predictions_blind4.jsonl`, at the
 calibration machines' typical host and at a grid of host launch probes (the replay's own
-probe, measured during the run, picks its prediction by interpolation). Each file names
+probe, measured during the run, picks its prediction by interpolation); `--write 5` those
+of planned device call 78 (tiny and code on three shapes in no public list: GQA with two
+K/V heads at head dim 96, MHA at head dim 64, deep and narrow) with the profile whose
+packed attention is priced in closed form (session 34), into
+`calibration/h200/serving_new/predictions_blind2.jsonl`, on the same grid. Each file names
 the commit it ran at and was committed before its replays existed. Scoring reads the
 replays in `calibration/h200/engines/hf-cb/raw/` and prints each trace and the MAPE per
 shape.
@@ -38,6 +42,8 @@ OUT = CB / "predictions_blind.jsonl"
 OUT2 = CB / "predictions_blind2.jsonl"
 OUT3 = CB / "predictions_blind3.jsonl"
 OUT4 = CB / "predictions_blind4.jsonl"
+NEW = ROOT / "calibration" / "h200" / "serving_new"
+OUT5 = NEW / "predictions_blind2.jsonl"
 SETS = {  # file, shapes, trace files
     "1": (OUT, ("llama-2-7b", "qwen2.5-7b", "configs/piep-unlisted-9b.json", "llama-3-8b",
                 "llama-2-13b"), ("low", "mid", "saturated", "surge")),
@@ -47,6 +53,8 @@ SETS = {  # file, shapes, trace files
                  "mistral-small-24b"), ("chat", "rag", "flood")),
     "4": (OUT4, ("configs/piep-unlisted-qwenhd64.json", "configs/piep-unlisted-hd112.json",
                  "qwen2.5-32b"), ("code", "tiny", "sparse")),
+    "5": (OUT5, tuple(f"{NEW.relative_to(ROOT)}/configs/piep-serve-{s}.json"
+                      for s in ("gqa2-hd96", "mha-hd64", "deep-narrow")), ("tiny", "code")),
 }
 # sets from 4 on are also predicted at these host launch probes (us)
 PROBED_FROM = "4"
@@ -58,7 +66,10 @@ KEYS = ("energy_j", "time_s", "tpot_s", "e2e_s")
 
 
 def model_arg(shape: str) -> str:
-    return str(CB / shape) if shape.endswith(".json") else shape
+    """A shipped name, a config under hf-cb's folder, or one under the repository's."""
+    if not shape.endswith(".json"):
+        return shape
+    return str(CB / shape) if (CB / shape).exists() else str(ROOT / shape)
 
 
 def served(shape: str, trace: Path, probe_us: float | None = None) -> dict:

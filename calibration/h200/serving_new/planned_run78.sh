@@ -15,7 +15,9 @@
 # (2) in what is left, serving shapes in no public list (calibration/h200/serving_new/
 #     configs: GQA with two KV heads and head dim 96, then MHA with head dim 64, then deep
 #     and narrow; planned call 74's) replayed by hf-cb at two loads (the tiny and code
-#     traces), predicted before in serving_new/predictions_blind.jsonl
+#     traces), predicted before in serving_new/predictions_blind.jsonl (session 33's
+#     profile) and predictions_blind2.jsonl (session 34's, at a grid of host probes;
+#     `python benchmarks/serving_blind.py` scores both once the replays are in raw/)
 #     -> serving_s78_<shape>.jsonl.
 # After it: (1) to calibration/h200/modules/, (2) to calibration/h200/engines/hf-cb/raw/
 # (call78_*); `piep train --add-kinds` (the sdpa_paged group then prices hf-cb's
