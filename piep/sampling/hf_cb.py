@@ -10,8 +10,10 @@ transformers records, so TTFT, TPOT and end-to-end latency. Per iteration of the
 (the batch processor's `prepare_next_batch` .. `update_batch`, wrapped while the window
 runs; NVML is not polled inside it): host start and end times from the first arrival, the
 packed query tokens Σq, the keys read Σkv, the requests and how many of them decode. The
-host's probes before and after the replay (`host_probes`; the record's `host_probe` is
-their median: one probe alone moved by half from one replay to the next on one host).
+host's probes before and after the replay (`host_probes`, `PROBES_EACH_SIDE` on each
+side; the record's `host_probe` is their median: one probe alone moved by half from one
+replay to the next on one host, and the committed replays of one probe a side read their
+host about a third as well as their call's median did, reports/serving.md).
 
 The replay keeps wall time (`time.perf_counter`), not `piep.device.clock`: transformers
 stamps each request's tokens on that clock, and arrivals, iterations and tokens must share
@@ -38,6 +40,8 @@ from piep.core.trace import Trace
 log = logging.getLogger("piep.measure")
 SCHEMA = "piep.serving_measurement"
 WARMUP_REQUESTS = 4
+# host probes taken before the replay and as many after (about 50 ms each)
+PROBES_EACH_SIDE = 5
 
 
 def _config_seen(manager) -> dict[str, Any]:
@@ -136,7 +140,7 @@ def measure_trace(spec: ModelSpec, trace: Trace, *, d: Dist, device, model, mete
     iterations = IterationLog()
     # the host's speed before and after the replay (one probe alone varies), both taken
     # while no manager thread runs
-    probes = [host_probe(device)]
+    probes = [host_probe(device) for _ in range(PROBES_EACH_SIDE)]
     manager = model.init_continuous_batching(generation_config=gen_cfg)
     with iterations.wrapping(_processor_class()):
         manager.start()
@@ -178,7 +182,7 @@ def measure_trace(spec: ModelSpec, trace: Trace, *, d: Dist, device, model, mete
             manager.stop(block=True) if _has_block(manager) else manager.stop()
             if hasattr(model, "destroy_cached_continuous_batching_manager"):
                 model.destroy_cached_continuous_batching_manager()  # the next trace starts afresh
-    probes.append(host_probe(device))
+    probes += [host_probe(device) for _ in range(PROBES_EACH_SIDE)]
     per_request = []
     start = replay.start
     for rid, at, p, gen in zip(trace.ids, trace.arrival_s, trace.prompt_len, trace.gen_len):
