@@ -71,6 +71,16 @@ def ab(requests: int, q_len: int, ctx: int, heads: int, head_dim: int, reps: int
     return out
 
 
+def quantities(rows: list[dict]) -> tuple[dict[str, np.ndarray], np.ndarray]:
+    """A file's rows as the leaf-table quantities `PackedKernel` reads (queries, keys,
+    heads, FLOPs), and their masked times in seconds."""
+    q = {f: np.array([r[k] for r in rows], float)
+         for f, k in (("tokens", "q_len"), ("context_len", "context_len"), ("heads", "heads"))}
+    q["flops"] = 4.0 * q["tokens"] * q["context_len"] * q["heads"] \
+        * np.array([r["head_dim"] for r in rows], float)
+    return q, 1e-3 * np.array([r["masked_ms"] for r in rows])
+
+
 def fit(path: str) -> int:
     """`PackedKernel` fitted on a file of this script's rows, beside the shipped one."""
     from dataclasses import replace
@@ -80,11 +90,7 @@ def fit(path: str) -> int:
     from piep.core.artifacts import read_jsonl
     from piep.predict.module_models import PackedKernel
     rows = read_jsonl(Path(path))
-    q = {f: np.array([r[k] for r in rows], float)
-         for f, k in (("tokens", "q_len"), ("context_len", "context_len"), ("heads", "heads"))}
-    q["flops"] = 4.0 * q["tokens"] * q["context_len"] * q["heads"] \
-        * np.array([r["head_dim"] for r in rows], float)
-    measured = 1e-3 * np.array([r["masked_ms"] for r in rows])
+    q, measured = quantities(rows)
     shipped = PackedKernel()
     names = ("blocks", "key_s", "key_dim_s", "floor_s")
 

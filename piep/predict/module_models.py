@@ -21,7 +21,7 @@ from piep.predict.blas import MATRIX_MNK
 from piep.predict.features import feature_matrix, leaf_features
 from piep.predict.gbdt import (Forest, distinct_columns, joint_splits, predict_aside,
                                predict_together)
-from piep.tree.builder import GROUPED_KINDS, LINEAR_KINDS, expands_kv
+from piep.tree.builder import GROUPED_KINDS, LINEAR_KINDS, PAGED_ATTENTION, expands_kv
 from piep.tree.nodes import COMPUTE_KINDS, COPY_KINDS, Node
 
 GBDT_PARAMS = {"objective": "regression", "learning_rate": 0.15, "max_depth": 7,
@@ -272,8 +272,8 @@ FALLBACK_GROUP = {"sdpa_masked": "attention", "kv_slide.decode": "kv_append.deco
                   # (flagged `fp8_unsampled`)
                   "experts": "linear", "fp8_linear": "linear",
                   # continuous batching's packed attention: its power as the attention's
-                  # (its time from `packed_attention_s` until it is sampled)
-                  "sdpa_paged": "attention"}
+                  # (its time from `PackedKernel` until it is sampled)
+                  PAGED_ATTENTION: "attention"}
 # a kind priced by its fallback's models runs this many times longer than they say:
 # transformers' masks of the routed rows (masked_fill under a (rows, 1) mask, a slower
 # kernel path) against the row gathers of `moe_copy`, the median over 28 tensors of the
@@ -463,8 +463,8 @@ class ModuleModels:
         for kind, ratio in FALLBACK_TIME.items():
             if model_group(kind) not in self.kinds:  # (its own samples price it as it runs)
                 t[table.kind_id == KIND_ID[kind]] *= ratio
-        if PACKED is not None and "sdpa_paged" not in self.kinds:
-            rows = np.flatnonzero(table.kind_id == KIND_ID["sdpa_paged"])
+        if PACKED is not None and PAGED_ATTENTION not in self.kinds:
+            rows = np.flatnonzero(table.kind_id == KIND_ID[PAGED_ATTENTION])
             if len(rows):  # (its power from the attention's models, by the SMs it keeps busy)
                 packed = {f: v[rows] for f, v in q.items()}
                 t[rows] = PACKED.time_s(packed)

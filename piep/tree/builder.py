@@ -202,7 +202,7 @@ def leaf_from_shape(s: dict) -> Node:
     if kind in ATTENTION_LIKE:
         return _attention(phase, s["batch"], s["q_len"], s["context_len"], s["heads"],
                           s["kv_heads"], s["head_dim"], masked_cache=kind == "sdpa_masked")
-    if kind == "sdpa_paged":  # a packed iteration under its mask
+    if kind == PAGED_ATTENTION:  # a packed iteration under its mask
         return _attention(phase, 1, s["q_len"], s["context_len"], s["heads"], s["heads"],
                           s["head_dim"], masked_cache=True, kind=kind, packed_mask=True)
     if kind in COPY_KINDS:  # only repeat_kv writes more heads than the cache holds
@@ -247,7 +247,7 @@ def _cache_attention(dep: Deployment, phase: str, batch: int, q_len: int, ctx: i
     # a paged cache's packed iteration under an additive float mask: other kernels than
     # the boolean-masked SDPA's (`sdpa_paged`)
     attention = _attention(phase, batch, q_len, ctx, hq, hkv, d, masked_cache=masked,
-                           kind="sdpa_paged" if paged else None, packed_mask=paged)
+                           kind=PAGED_ATTENTION if paged else None, packed_mask=paged)
     out.append(attention)
     if eager:  # (QK^T and PV priced as the masked SDPA over the same keys)
         out += [_elementwise(name, "scores", phase, batch * hq * q_len, ctx, reads=reads,
@@ -384,7 +384,7 @@ def _latent_attention(dep: Deployment, phase: str, batch: int, q_len: int, ctx: 
                  attrs={"heads": heads, "kv_heads": 1, "head_dim": qk, "batch": batch})]
     paged = record.paged_cache  # (priced as `_cache_attention` prices a paged SDPA)
     return out + [_attention(phase, batch, q_len, ctx, heads, heads, (qk + v) // 2,
-                             masked_cache=static, kind="sdpa_paged" if paged else None,
+                             masked_cache=static, kind=PAGED_ATTENTION if paged else None,
                              packed_mask=paged)]
 
 

@@ -290,15 +290,14 @@ def test_the_packed_kernel_follows_the_committed_ab():
     """The closed form that prices continuous batching's packed attention before it is
     sampled reproduces call 81's A/B (the masked kernel's times) as its docstring says;
     a decoding iteration's time follows its keys, not its heads."""
+    import sys
+
     from piep.core.artifacts import read_jsonl
     from piep.predict.module_models import PACKED
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    from paged_attention_ab import quantities
     ab = read_jsonl(ROOT / "calibration" / "h100" / "serving" / "paged_attention_ab_s81.jsonl")
-    q = {"tokens": np.array([r["q_len"] for r in ab], float),
-         "context_len": np.array([r["context_len"] for r in ab], float),
-         "heads": np.array([r["heads"] for r in ab], float)}
-    q["flops"] = 4.0 * q["tokens"] * q["context_len"] * q["heads"] \
-        * np.array([r["head_dim"] for r in ab], float)
-    measured = 1e-3 * np.array([r["masked_ms"] for r in ab])
+    q, measured = quantities(ab)
     assert len(ab) >= 80 and np.mean(np.abs(PACKED.time_s(q) / measured - 1)) < 0.06
     one = {"tokens": np.array([32.0, 32.0]), "context_len": np.array([65536.0] * 2),
            "heads": np.array([16.0, 48.0])}
