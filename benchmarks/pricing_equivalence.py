@@ -114,7 +114,12 @@ have a fitted scale of their own; hf-cb refit (attention scale 1.97 -> 1.16 over
 closed form, copies 1.94): hf-cb_tp1 6,654 -> 6,701 J, 28.8 -> 30.8 s; hf-cb_tp2 11,290
 -> 11,702 J, 31.1 -> 33.7 s (a decoding iteration's attention no faster on half the
 heads); the hf-cb rows of serve, compare and sweep alike, module lists reordered; every
-other document unchanged: new snapshot.
+other document unchanged: new snapshot. Session 35 (issue 53): the hf-cb fit reads each
+replay's host as the median probe of its session (`pooled_host_probes`), not the one probe
+beside it; refit (host_launch 1.95e-5 -> 1.79e-5 s, request_host 4.97e-5 -> 7.34e-5 s):
+hf-cb_tp1 6,580 -> 6,637 J, 30.7 -> 31.3 s; serve_tp1 10,930 -> 11,090 J; every hf-cb and
+serve number within +2.2 % but per-request latencies (up to 44 %, a TTFT); the hf-cb rows
+of compare and sweep alike; every other document unchanged: new snapshot.
 """
 
 from __future__ import annotations

@@ -17,10 +17,7 @@ end-to-end latency; energy also by traffic class. Takes ~10 minutes (15 profile 
 
 from __future__ import annotations
 
-import re
-import statistics
 import sys
-from dataclasses import replace
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -34,7 +31,7 @@ from engines_blind import device_calls  # noqa: E402
 
 from piep.fit.engines import engine_records  # noqa: E402
 from piep.predict.store import load_learned  # noqa: E402
-from piep.fit.serving import held_out, held_out_on_hosts  # noqa: E402
+from piep.fit.serving import held_out, held_out_on_hosts, pooled_host_probes  # noqa: E402
 from piep.stats.conformal import cross_coverage  # noqa: E402
 
 REPORT = ROOT / "reports" / "serving.md"
@@ -50,21 +47,6 @@ CLASSES = {"idle-heavy (night, low, light)": ("night", "low", "light"),
 def name(row) -> str:
     """The trace file's name of a replay (or of a result row)."""
     return Path(row["trace"] if isinstance(row, dict) else row.trace).stem
-
-
-def session_probes(records: list) -> list:
-    """The replays with each one's host probe replaced by the median of the probes of its
-    device call (its file's `callNN`): one probe taken beside a replay reads the host at
-    one moment (on one machine, within minutes, 6.0-6.8 us between replays and 9.1-9.5 us
-    beside others that ran as fast)."""
-    def call(r):
-        return re.search(r"call\d+", r.source).group(0)
-    probes: dict[str, list[float]] = {}
-    for r in records:
-        if r.host_probe_s:
-            probes.setdefault(call(r), []).append(r.host_probe_s)
-    return [replace(r, host_probe_s=statistics.median(probes[call(r)]))
-            if r.host_probe_s else r for r in records]
 
 
 def flag_line(loso: list[dict]) -> str:
@@ -104,17 +86,16 @@ def repeats(records) -> list[str]:
 def main() -> int:
     base = load_learned("h200")
     records = engine_records("h200", "hf-cb")
+    pooled = pooled_host_probes(records)  # each on its session's host, as the fit reads it
     shapes = sorted({r.model for r in records})
     loads = {name(r) for r in records}
     print(f"{len(records)} replays, {len(shapes)} shapes, {len(loads)} load levels: fitting "
           f"{len(shapes) + len(loads)} held-out profiles...")
-    loso = held_out(base, records, by="model")
-    lolo = held_out(base, records, by="load")
-    # the same folds with each replay's host read as the median probe of its device call;
-    # and fitted so, each replay predicted at its own probe (what a user's one reading gets)
-    by_session = held_out(base, session_probes(records), by="model")
-    session_fit = held_out_on_hosts(base, records, by="model", hosts=(True,),
-                                    fitted_on=session_probes(records))[True]
+    hosts = held_out_on_hosts(base, pooled, by="model", hosts=(True, False))
+    loso = hosts[True]
+    lolo = held_out(base, pooled, by="load")
+    # the same fits, each replay predicted at the one probe taken beside it
+    own = held_out_on_hosts(base, records, by="model", hosts=(True,), fitted_on=pooled)[True]
     blind = [("before calls 19-20 (fitted on call 18: llama-3-8b only)", blind_rows(BLIND1)),
              ("before call 21 (fitted on calls 18-20)", blind_rows(BLIND2)),
              ("before call 49 (fitted on calls 18-21)", blind_rows(BLIND3)),
@@ -136,13 +117,9 @@ def main() -> int:
              "| held out | replays | " + " | ".join(n for _, n in KEYS) + " |",
              "|---|---|" + "---|" * len(KEYS)]
     for label, rows in (("one shape (every trace of it)", loso),
-                        ("one load level (a trace file, on every shape)", lolo)):
-        lines.append(f"| {label} | {len(rows)} | "
-                     + " | ".join(mape(rows, k) for k, _ in KEYS) + " |")
-        print(f"{label}: " + ", ".join(f"{n} {mape(rows, k)}" for k, n in KEYS))
-    for label, rows in (("one shape, each replay's host the median probe of its device call",
-                         by_session),
-                        ("one shape, fitted so, each replay at its own probe", session_fit)):
+                        ("one load level (a trace file, on every shape)", lolo),
+                        ("one shape, each replay at the one probe taken beside it", own),
+                        ("one shape, no probe given (the typical host)", hosts[False])):
         lines.append(f"| {label} | {len(rows)} | "
                      + " | ".join(mape(rows, k) for k, _ in KEYS) + " |")
         print(f"{label}: " + ", ".join(f"{n} {mape(rows, k)}" for k, n in KEYS))
@@ -154,13 +131,15 @@ def main() -> int:
                          + " |")
             print(f"blind {label}: energy {mape(rows, 'energy_j')}, time "
                   f"{mape(rows, 'time_s')}, TPOT {mape(rows, 'tpot_s')}")
-    lines += ["", "The third row reads each replay's host as the median launch probe of its "
-              "device call, in the fit and in the prediction alike (`session_probes`): one "
-              "probe reads the host at one moment, and within one call the probes beside "
-              "replays that ran as fast moved between about 6 and 9.5 us. Much of the "
-              "latency error of the first row is the probe's, not the model's. The fourth "
-              "fits so but predicts each replay at its own probe, as a user's one reading "
-              "(`--host-probe-us`) would be: the shipped fit keeps each replay's own probe."]
+    lines += ["", "Each replay's host is the median launch probe of its session (the "
+              "replays of one machine begun within 10 minutes of each other), in the fit and "
+              "in the prediction alike (`piep.fit.serving.pooled_host_probes`): one probe "
+              "reads the host at one moment, and within one device call the probes beside "
+              "replays that ran as fast moved between about 6 and 9.5 us. `--host-probe-us "
+              "auto` measures a host as the median of 9 probes, and a replay records the "
+              "median of 10 since session 34. The third row predicts each replay at the "
+              "single probe taken beside it instead (the fits unchanged); the fourth at no "
+              "probe, on the calibration machines' typical host."]
     cov = {k: cross_coverage(loso, k) for k in ("energy_j", "time_s")}
     lines += ["", f"Coverage of the 90 % interval `piep serve` prints (a jackknife interval: "
               f"the full fit's prediction +- the 90 % quantile of held-out-shape residuals, "

@@ -122,17 +122,16 @@ def write(which: str) -> int:
 
 
 def measured() -> dict[tuple[str, str], dict]:
-    """(model, trace file name) -> the measured quantities of the replay."""
-    from piep.fit.serving import observed
-    from piep.core.records import read_runs
+    """(model, trace file name) -> the measured quantities of the replay (its host probe
+    its session's, as the fit reads it)."""
+    from piep.fit.serving import observed, shipped_replays
     out = {}
-    for f in sorted((CB / "raw").glob("*.jsonl")):
-        for rec in read_runs(f, "piep.serving_measurement"):
-            e, tpot, e2e = observed(rec)
-            probe = rec.host_probe_s
-            out[(rec.model, Path(rec.trace).name)] = {
-                "energy_j": e, "time_s": rec.time_s, "tpot_s": tpot, "e2e_s": e2e,
-                "probe_us": None if probe is None else 1e6 * probe}
+    for rec in shipped_replays("h200"):
+        e, tpot, e2e = observed(rec)
+        probe = rec.host_probe_s
+        out[(rec.model, Path(rec.trace).name)] = {
+            "energy_j": e, "time_s": rec.time_s, "tpot_s": tpot, "e2e_s": e2e,
+            "probe_us": None if probe is None else 1e6 * probe}
     return out
 
 

@@ -14,14 +14,13 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from piep import api  # noqa: E402
-from piep.fit.engines import engine_records  # noqa: E402
-from piep.fit.serving import FITTED, fit_cb_profile  # noqa: E402
+from piep.fit.serving import FITTED, fit_cb_profile, shipped_replays  # noqa: E402
 
 
 def main() -> int:
     maxiter = int(sys.argv[1]) if len(sys.argv) > 1 else 60
     base = api.cost_model("h200", "learned")
-    records = engine_records("h200", "hf-cb")
+    records = shipped_replays("h200")
     t0 = time.perf_counter()
     profile = fit_cb_profile(base, records, maxiter=maxiter)
     dt = time.perf_counter() - t0

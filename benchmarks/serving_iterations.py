@@ -25,7 +25,6 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from piep.fit import serving as fs  # noqa: E402
-from piep.fit.engines import engine_records  # noqa: E402
 from piep.predict.resolve import engine_profile  # noqa: E402
 from piep.predict.store import load_learned  # noqa: E402
 
@@ -37,7 +36,7 @@ def iterations() -> dict[str, np.ndarray]:
     base = load_learned("h200")
     profile = engine_profile("h200", "hf-cb")
     model = profile.apply(base)
-    records = [r for r in engine_records("h200", "hf-cb") if r.iterations is not None]
+    records = [r for r in fs.shipped_replays("h200") if r.iterations is not None]
     s = profile.meta.scheduler
     cases = fs._cases(base, records, s["reserved_gib"], True, pickup=s.get("pickup_s", 0.0))
     logged = fs._Logged(cases)

@@ -53,7 +53,6 @@ def held_out_with(terms: tuple[str, ...], queue_ahead: bool, one_scale: bool,
     `one_scale`: the attention's scale covers the copies too; `packed`: the packed
     attention in closed form (else by the unmasked attention's models)."""
     from piep.fit import serving
-    from piep.fit.engines import engine_records
     from piep.predict import module_models
     from piep.predict.store import load_learned
     from piep.serving.serve import with_host
@@ -68,7 +67,7 @@ def held_out_with(terms: tuple[str, ...], queue_ahead: bool, one_scale: bool,
         module_models.PACKED = None
     serving.START.setdefault("time_scale.prefill", 1.0)
     try:
-        return serving.held_out(base, engine_records("h200", "hf-cb"), by="model")
+        return serving.held_out(base, serving.shipped_replays("h200"), by="model")
     finally:
         serving.TIME_TERMS, serving.SCALED, module_models.PACKED = shipped
 

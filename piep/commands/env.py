@@ -23,7 +23,7 @@ def configure(parser) -> None:
                         help="measure this host's launch probe (needs torch and a CUDA GPU; "
                              "the median of %d probes: one alone varies within a run on a "
                              "shared host, reports/engines.md): what `predict --host-probe-us` "
-                             "takes for hf-eager, hf-static" % HOST_PROBES)
+                             "takes for hf-eager, hf-static and hf-cb" % HOST_PROBES)
     parser.add_argument("--board-probe", action="store_true",
                         help="measure this GPU board's probe (the power of a decode-like "
                              "GEMM and of an HBM copy, as engine runs record it; needs torch, "

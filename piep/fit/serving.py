@@ -25,6 +25,7 @@ from __future__ import annotations
 import logging
 import math
 import statistics
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -55,6 +56,7 @@ START = {"time_scale.kind:attention": 1.0, "time_scale.kind:kv_gather": 1.0,
 SCALED = {"time_scale.kind:attention": ("attention", "sdpa_masked", "sdpa_paged"),
           "time_scale.kind:kv_gather": ("kv_gather", "kv_expand")}
 RESTARTS = 6  # Nelder-Mead searches at most, each from where the last stopped
+SESSION_GAP_S = 600.0  # replays this close on one host CPU ran on one machine (one lease)
 SCHEDULER = {"block_size": 256, "max_requests_per_batch": 1024, "safety_margin": 0.15,
              "memory_percent": 0.9}  # transformers 5.17's defaults (greedy: no processors)
 
@@ -93,6 +95,55 @@ class _Case:
                                np.asarray(it.t_end_s) - np.asarray(it.t_start_s))
         else:
             self.iterations = None
+
+
+def shipped_replays(gpu: str, engine: str = SERVING) -> list[ServingReplay]:
+    """The shipped replays of a serving engine, each on its session's host (as its fit
+    reads them: `pooled_host_probes`)."""
+    from piep.fit.engines import engine_records
+    return pooled_host_probes(engine_records(gpu, engine))
+
+
+def pooled_host_probes(records: list[ServingReplay]) -> list[ServingReplay]:
+    """The replays with each one's host probe the median of every probe of its session:
+    the replays of one host CPU each begun within `SESSION_GAP_S` of the one before. One
+    probe reads the host at one moment; beside replays that ran as fast, one device
+    call's probes read 6.0 to 9.5 us (`reports/serving.md`). A replay without a time or a
+    probe keeps its own."""
+    from datetime import datetime
+
+    from piep.core.records import HOST_PROBE
+
+    def began(r: ServingReplay) -> float | None:
+        stamp = (r.doc.get("provenance") or {}).get("time")
+        try:
+            return datetime.strptime(stamp, "%Y-%m-%dT%H:%M:%S%z").timestamp()
+        except (TypeError, ValueError):
+            return None
+
+    def probes(r: ServingReplay) -> list[float]:
+        each = [p.get(HOST_PROBE) for p in r.doc.get("host_probes") or []
+                if isinstance(p, dict)]
+        each = [v for v in each if isinstance(v, (int, float)) and v > 0]
+        return each or [r.host_probe_s]
+
+    timed = sorted((t, i) for i, r in enumerate(records)
+                   if r.host_probe_s and (t := began(r)) is not None)
+    sessions: list[list[int]] = []
+    open_: dict[str, tuple[float, list[int]]] = {}  # per host CPU: its last start, session
+    for t, i in timed:
+        cpu = str(records[i].doc.get("host_cpu"))
+        if cpu not in open_ or t - open_[cpu][0] > SESSION_GAP_S:
+            sessions.append([])
+            open_[cpu] = (t, sessions[-1])
+        open_[cpu] = (t, open_[cpu][1])
+        open_[cpu][1].append(i)
+    out = list(records)
+    for members in sessions:
+        host = statistics.median(v for i in members for v in probes(records[i]))
+        for i in members:
+            out[i] = replace(records[i], host_probe_s=host)
+    return out
 
 
 def _spec(rep: ServingReplay):

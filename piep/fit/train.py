@@ -118,7 +118,8 @@ def _fit_replays(base, records, engine: str, like: str | None, fit: dict[str, An
     """A serving engine's profile, fitted on replayed request traces, with its bands from
     leave-one-shape-out (else leave-one-replay-out) residuals."""
     from piep.fit.engines import with_intervals
-    from piep.fit.serving import Shared, fit_cb_profile, held_out_on_hosts
+    from piep.fit.serving import Shared, fit_cb_profile, held_out_on_hosts, pooled_host_probes
+    records = pooled_host_probes(records)  # each on its session's host, not one reading
     shared = Shared()  # the grids and reserved memory of these replays, for every fit
     profile = fit_cb_profile(base, records, name=engine, like=like, shared=shared, **fit)
     if len(records) >= 3:

@@ -718,3 +718,33 @@ def test_a_stream_is_out_of_range_only_where_it_read():
     assert not beyond.within(one).out_of_range and beyond.within(one).out_of_range_kinds == ()
     none = IterationCosts(costs.body, costs.attention, costs.head, 0.0, False)
     assert none.within(one) is none
+
+
+def _probed(time: str | None, probe_us: float, cpu: str = "cpu A", each=None):
+    """A minimal replay begun at `time` on host `cpu`, its probe `probe_us` (and `each`: the
+    single probes its median came from)."""
+    from piep.core.records import ServingReplay
+    doc = {"model": "llama-2-7b", "tp": 1, "time_s": 10.0, "energy_j": 1000.0,
+           "host_cpu": cpu, "host_probe": {"launch_add_s": probe_us * 1e-6},
+           "per_request": [{"id": "0", "arrival_s": 0.0, "prompt_len": 8, "gen_len": 8}]}
+    if time:
+        doc["provenance"] = {"time": time}
+    if each:
+        doc["host_probes"] = [{"launch_add_s": u * 1e-6} for u in each]
+    return ServingReplay.from_json(doc)
+
+
+def test_a_replays_host_is_the_median_probe_of_its_session():
+    """Replays of one host CPU begun within ten minutes of each other share the median of
+    their probes (each single probe where the record keeps them); a later session, another
+    CPU and an undated replay keep their own."""
+    from piep.fit.serving import pooled_host_probes
+    reps = [_probed("2026-12-01T03:05:00+0000", 6.0),
+            _probed("2026-12-01T03:09:00+0000", 9.5),
+            _probed("2026-12-01T03:14:00+0000", 6.4, each=[6.2, 6.4, 6.6]),
+            _probed("2026-12-01T03:30:00+0000", 8.0),     # 16 min later: a session apart
+            _probed("2026-12-01T03:10:00+0000", 7.0, cpu="cpu B"),
+            _probed(None, 9.9)]
+    us = [round(r.host_probe_s * 1e6, 6) for r in pooled_host_probes(reps)]
+    assert us == [6.4, 6.4, 6.4, 8.0, 7.0, 9.9]  # median of 6.0, 9.5, 6.2, 6.4, 6.6
+    assert [round(r.host_probe_s * 1e6, 6) for r in reps][:2] == [6.0, 9.5]  # input as given
