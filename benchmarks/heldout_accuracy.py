@@ -235,8 +235,52 @@ def report(name: str) -> str:
         lines += ["", "## Prefill and decode apart", "",
                   f"`python benchmarks/heldout_accuracy.py {name} --phases`: each run's "
                   "phases beside piep's, at the host probe the run measured.", "",
-                  *phase_lines(name), "", *census_lines()]
+                  *phase_lines(name), "", *census_lines(), "", *board_lines(name)]
     return "\n".join(lines) + "\n"
+
+
+MOE_KINDS = ("experts_batched", "experts_gate_up", "experts_down", "moe_copy", "routing",
+             "router", "moe_mask")
+
+
+def board_probes() -> dict[str, float]:
+    """Every H200 board a committed record probed: its UUID -> the median of its
+    decode-GEMM probe powers (`piep.sampling.hf.gpu_probe`)."""
+    seen: dict[str, list[float]] = {}
+    for path in sorted((ROOT / "calibration" / "h200").rglob("*.jsonl")):
+        for row in read_jsonl(path):
+            for g in row.get("per_gpu") or []:
+                w = (g.get("gpu_probe") or {}).get("decode_gemm_power_w") \
+                    if isinstance(g, dict) else None
+                if w and g.get("uuid"):
+                    seen.setdefault(g["uuid"], []).append(w)
+    return {u: statistics.median(ws) for u, ws in seen.items()}
+
+
+def board_lines(name: str) -> list[str]:
+    """The boards the set's runs ran on and those its MoE kinds were sampled on, by
+    their decode-GEMM probe: a kind sampled on one board prices that board's power."""
+    probes = board_probes()
+    runs = sorted({g["uuid"] for r in measured(name).values() for g in r.get("per_gpu") or []})
+    kinds: dict[str, set[str]] = {}
+    for path in sorted((ROOT / "calibration" / "h200" / "modules").glob("*.jsonl")):
+        for row in read_jsonl(path):
+            if row.get("kind") in MOE_KINDS and row.get("gpu_uuid"):
+                kinds.setdefault(row["kind"], set()).add(row["gpu_uuid"])
+
+    def board(u: str) -> str:
+        return f"{u[4:12]} ({probes[u]:.0f} W)" if u in probes else f"{u[4:12]} (no probe)"
+    typical = statistics.median(probes.values())
+    return ["## Boards", "",
+            f"H200 boards draw different power for the same work (reports/boards.md). The "
+            f"decode-GEMM probe of every board a committed record probed: median "
+            f"{typical:.0f} W over {len(probes)} boards ({min(probes.values()):.0f}-"
+            f"{max(probes.values()):.0f} W). This set's runs: {', '.join(map(board, runs))}; "
+            f"its kinds' module samples: "
+            + "; ".join(f"{k} on {', '.join(board(u) for u in sorted(us))}"
+                        for k, us in sorted(kinds.items())) + ". A kind sampled on one board "
+            "is priced at that board's power, and piep takes no board probe (scaling by "
+            "it was tried on the engines' runs and undone, reports/engines.md)."]
 
 
 def phase_lines(name: str) -> list[str]:
