@@ -416,10 +416,11 @@ def test_engines_of_your_own_at_the_edge(tmp_path, monkeypatch, capsys, argv, ne
 
 @pytest.mark.slow
 def test_shipped_serving_profile_is_reproduced_from_its_traces():
-    """`piep train --engine hf-cb` on the committed replays gives the shipped host terms."""
-    from piep.fit.serving import fit_cb_profile
+    """`piep train --engine hf-cb` on the committed replays (each on its session's host,
+    as the fit reads them) gives the shipped host terms."""
+    from piep.fit.serving import fit_cb_profile, shipped_replays
     shipped = load_profile("h200", "hf-cb")
-    refit = fit_cb_profile(load_learned("h200"), engine_records("h200", "hf-cb"))
+    refit = fit_cb_profile(load_learned("h200"), shipped_replays("h200"))
     for name in ENGINES["hf-cb"].fitted_terms:
         assert refit.host.term(name) == pytest.approx(shipped.host.term(name), rel=1e-6)
 
