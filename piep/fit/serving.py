@@ -49,7 +49,8 @@ SERVING = names(kind="stream")[0]  # the serving engine piep replays: continuous
 FITTED = ENGINES[SERVING].fitted_terms
 TIME_TERMS = FITTED[:-1]  # the last, the power in host gaps, is fitted on energy
 START = {"time_scale.kind:attention": 1.0, "time_scale.kind:kv_gather": 1.0,
-         "host_launch_s": 1e-5, "step_host_s": 0.03, "request_host_s": 5e-4}
+         "host_launch_s": 1e-5, "step_host_s": 0.03, "request_host_s": 5e-4,
+         "key_host_s": 5e-8}
 # the kinds each fitted time scale covers: the attention kernels, and the copies of the
 # paged cache's blocks into one K and V (and their expansion to every head), two kernels
 # of their own whose in-situ time departs from their samples' by as much again

@@ -34,7 +34,7 @@ from piep.predict.power import BoardLimit
 
 TERMS = ("gap_graph_s", "host_launch_s", "eager_decode_launch_s", "launch_gap_w",
          "busy_wait_w", "comm_w", "time_scale", "decode_batch_exponent", "step_host_s",
-         "request_host_s", "call_host_s", "host_probe_ref_s", "host_probe_default_s",
+         "request_host_s", "key_host_s", "call_host_s", "host_probe_ref_s", "host_probe_default_s",
          "queue_ahead",
          "fused_kernel_s", "burst_power_ratio", "burst_s", "power_stretch_exponent",
          "tp_call_host_s", "tp_step_host_s", "tp_gap_w")
@@ -59,6 +59,9 @@ class HostTerms:
     step_host_s: float = 0.0
     # a scheduler's host time per request of an iteration (continuous batching)
     request_host_s: float = 0.0
+    # host time per cached key an iteration reads (continuous batching over SDPA: the
+    # cache's read indices built as a Python list, one entry a key, then made a tensor)
+    key_host_s: float = 0.0
     # host time once per engine call (a generate() call's setup: inputs, cache, mask,
     # stopping criteria), GPU idle, before its prefill
     call_host_s: float = 0.0

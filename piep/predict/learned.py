@@ -105,6 +105,13 @@ class LearnedModel:
         if host.step_host_s or host.request_host_s:  # per step (and request), beside sampling
             per_step = (host.step_host_s + host.request_host_s * table.q["tokens"]) * factor
             gap = gap + np.where(table.kind_id == KIND_ID["sampling"], per_step, 0.0)
+        if host.key_host_s:  # per key an iteration reads, shared by its K/V gathers
+            gather = table.kind_id == KIND_ID["kv_gather"]
+            calls = np.bincount(table.cfg[gather], weights=table.count[gather],
+                                minlength=len(table.deps))
+            per_call = host.key_host_s * table.q["context_len"] * factor \
+                / np.maximum(calls[table.cfg], 1.0)
+            gap = gap + np.where(gather, per_call, 0.0)
         if host.call_host_s:  # once per call: beside the prefill's sampling
             gap = gap + np.where((table.kind_id == KIND_ID["sampling"]) & ~decode,
                                  host.call_host_s * factor, 0.0)

@@ -748,3 +748,26 @@ def test_a_replays_host_is_the_median_probe_of_its_session():
     us = [round(r.host_probe_s * 1e6, 6) for r in pooled_host_probes(reps)]
     assert us == [6.4, 6.4, 6.4, 8.0, 7.0, 9.9]  # median of 6.0, 9.5, 6.2, 6.4, 6.6
     assert [round(r.host_probe_s * 1e6, 6) for r in reps][:2] == [6.0, 9.5]  # input as given
+
+
+def test_host_time_per_key_lands_once_an_iteration_on_its_attention_group():
+    """`key_host_s` (continuous batching's read indices, a Python list of every key an
+    iteration reads) adds that much host time per key to each attention grid point, once
+    however many layers gather the keys, at one gap power; the other groups and the
+    kernels' energy are unchanged."""
+    from piep.fit.serving import _cases, _with_terms, shipped_replays
+    from piep.predict.store import load_learned
+    base = load_learned("h200")
+    rep = next(r for r in shipped_replays("h200") if r.model == "llama-2-7b")
+    grid = _cases(base, [rep], 1.3)[0].grid.on_host(None)
+    before = grid.costs(base)
+    after = grid.costs(_with_terms(base, {"key_host_s": 1e-7}))
+    keys = np.rint(np.exp2(before.attention.y))[None, :]
+    assert after.attention.time_s - before.attention.time_s == pytest.approx(
+        np.broadcast_to(1e-7 * keys, before.attention.time_s.shape), rel=1e-6, abs=1e-12)
+    power = (after.attention.gap_j - before.attention.gap_j) \
+        / (after.attention.time_s - before.attention.time_s)  # one gap power throughout
+    assert power == pytest.approx(np.full(power.shape, power.flat[0]), rel=1e-6)
+    assert np.array_equal(after.attention.kernel_j, before.attention.kernel_j)
+    assert np.array_equal(after.body.time_s, before.body.time_s)
+    assert np.array_equal(after.head.time_s, before.head.time_s)
