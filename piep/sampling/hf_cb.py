@@ -13,7 +13,8 @@ packed query tokens Σq, the keys read Σkv, the requests and how many of them d
 host's probes before and after the replay (`host_probes`, `PROBES_EACH_SIDE` on each
 side; the record's `host_probe` is their median: one probe alone moved by half from one
 replay to the next on one host, and the committed replays of one probe a side read their
-host about a third as well as their call's median did, reports/serving.md).
+host about a third as well as their call's median did, reports/serving.md), and the
+board's (`per_gpu`: its UUID, idle power and `gpu_probe`, as generate()'s runs carry them).
 
 The replay keeps wall time (`time.perf_counter`), not `piep.device.clock`: transformers
 stamps each request's tokens on that clock, and arrivals, iterations and tokens must share
@@ -32,7 +33,7 @@ import torch
 
 from piep.core.config import ModelSpec
 from piep.core.errors import DeviceError
-from piep.sampling.hf import host_probe, median_probe
+from piep.sampling.hf import host_probe, median_probe, probe_outside_peak
 from piep.sampling.runner import (Dist, Hygiene, RankMeter, _cpu_model, _driver, _sync,
                                   model_shape)
 from piep.core.trace import Trace
@@ -138,6 +139,8 @@ def measure_trace(spec: ModelSpec, trace: Trace, *, d: Dist, device, model, mete
     gen_cfg = GenerationConfig(do_sample=False, max_new_tokens=int(trace.gen_len.max()),
                                eos_token_id=-1, pad_token_id=0)
     iterations = IterationLog()
+    # the board's power on two fixed kernels (boards of one kind differ; once a process)
+    board, _ = probe_outside_peak(device, meter)
     # the host's speed before and after the replay (one probe alone varies), both taken
     # while no manager thread runs
     probes = [host_probe(device) for _ in range(PROBES_EACH_SIDE)]
@@ -205,6 +208,8 @@ def measure_trace(spec: ModelSpec, trace: Trace, *, d: Dist, device, model, mete
         "energy_j": window["energy_j"], "time_s": window["duration_s"],
         "window": {k: v for k, v in window.items() if k not in ("energy_j", "duration_s")},
         "idle_power_w": idle_w, "warmup_s": warmup_s, "cb_config": config,
+        "per_gpu": [{"rank": 0, "uuid": getattr(meter.nvml, "uuid", None),
+                     "idle_power_w": idle_w, **({"gpu_probe": board} if board else {})}],
         "ttft_s_median": statistics.median(ttft) if ttft else None,
         "per_request": per_request, "iterations": iterations.columns(),
         "host_probe": median_probe(probes), "host_probes": probes,

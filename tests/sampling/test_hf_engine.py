@@ -183,6 +183,9 @@ def test_continuous_batching_replays_a_trace(config, tmp_path):
     probes = [p["launch_add_s"] for p in rec["host_probes"]]
     assert len(probes) == 2 * PROBES_EACH_SIDE
     assert rec["host_probe"]["launch_add_s"] == pytest.approx(statistics.median(probes))
+    # the board as generate()'s runs record it (its probe only where a meter reads it)
+    assert [g["rank"] for g in rec["per_gpu"]] == [0]
+    assert rec["per_gpu"][0]["idle_power_w"] == rec["idle_power_w"]
 
 
 def test_kernel_census_splits_per_layer_from_outside():
