@@ -119,6 +119,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--reps", type=int, default=10)
     ap.add_argument("--scale", type=float, default=1.0,
                     help="shrink every length by this factor (CPU tests)")
+    ap.add_argument("--iterations", nargs="+", metavar="R:Q:K",
+                    help="these iterations (requests:queries:keys) instead of the default set")
     ap.add_argument("--out")
     ap.add_argument("--fit", metavar="FILE.jsonl", help="fit `PackedKernel` on a file")
     args = ap.parse_args(argv)
@@ -126,12 +128,19 @@ def main(argv: list[str] | None = None) -> int:
         return fit(args.fit)
     if not args.out:
         ap.error("--out is needed to measure")
+    try:
+        iterations = [tuple(int(v) for v in it.split(":")) for it in args.iterations] \
+            if args.iterations else ITERATIONS
+        if any(len(it) != 3 or min(it) < 1 for it in iterations):
+            raise ValueError
+    except ValueError:
+        ap.error("--iterations: each requests:queries:keys, three integers >= 1")
     import torch
     device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
     card = torch.cuda.get_device_name() if device.type == "cuda" else "cpu"
     with open(args.out, "a") as f:
         for heads in args.heads:
-            for r, q, c in ITERATIONS:
+            for r, q, c in iterations:
                 q, c = max(1, int(q * args.scale)), max(1, int(c * args.scale))
                 rec = {"device": card, **ab(min(r, q), q, c, heads, args.head_dim,
                                             args.reps, device)}
