@@ -31,7 +31,9 @@ from engines_blind import device_calls  # noqa: E402
 
 from piep.fit.engines import engine_records  # noqa: E402
 from piep.predict.store import load_learned  # noqa: E402
-from piep.fit.serving import held_out, held_out_on_hosts, pooled_host_probes  # noqa: E402
+from piep.commands.common import HOST_PROBES  # noqa: E402
+from piep.fit.serving import (SESSION_GAP_S, held_out, held_out_on_hosts,  # noqa: E402
+                              pooled_host_probes)
 from piep.stats.conformal import cross_coverage  # noqa: E402
 
 REPORT = ROOT / "reports" / "serving.md"
@@ -132,11 +134,12 @@ def main() -> int:
             print(f"blind {label}: energy {mape(rows, 'energy_j')}, time "
                   f"{mape(rows, 'time_s')}, TPOT {mape(rows, 'tpot_s')}")
     lines += ["", "Each replay's host is the median launch probe of its session (the "
-              "replays of one machine begun within 10 minutes of each other), in the fit and "
-              "in the prediction alike (`piep.fit.serving.pooled_host_probes`): one probe "
-              "reads the host at one moment, and within one device call the probes beside "
-              "replays that ran as fast moved between about 6 and 9.5 us. `--host-probe-us "
-              "auto` measures a host as the median of 9 probes, and a replay records the "
+              f"replays of one machine begun within {SESSION_GAP_S / 60:.0f} minutes of each "
+              "other), in the fit and in the prediction alike "
+              "(`piep.fit.serving.pooled_host_probes`): one probe reads the host at one "
+              "moment, and within one device call the probes beside replays that ran as fast "
+              "moved between about 6 and 9.5 us. `--host-probe-us auto` measures a host as "
+              f"the median of {HOST_PROBES} probes, and a replay records the "
               "median of 10 since session 34. The third row predicts each replay at the "
               "single probe taken beside it instead (the fits unchanged); the fourth at no "
               "probe, on the calibration machines' typical host."]

@@ -131,14 +131,16 @@ def pooled_host_probes(records: list[ServingReplay]) -> list[ServingReplay]:
     timed = sorted((t, i) for i, r in enumerate(records)
                    if r.host_probe_s and (t := began(r)) is not None)
     sessions: list[list[int]] = []
-    open_: dict[str, tuple[float, list[int]]] = {}  # per host CPU: its last start, session
+    last: dict[str, tuple[float, list[int]]] = {}  # per host CPU: its last start, session
     for t, i in timed:
         cpu = str(records[i].doc.get("host_cpu"))
-        if cpu not in open_ or t - open_[cpu][0] > SESSION_GAP_S:
-            sessions.append([])
-            open_[cpu] = (t, sessions[-1])
-        open_[cpu] = (t, open_[cpu][1])
-        open_[cpu][1].append(i)
+        if cpu in last and t - last[cpu][0] <= SESSION_GAP_S:
+            members = last[cpu][1]
+        else:
+            members = []
+            sessions.append(members)
+        members.append(i)
+        last[cpu] = (t, members)
     out = list(records)
     for members in sessions:
         host = statistics.median(v for i in members for v in probes(records[i]))
