@@ -43,7 +43,9 @@ PRESETS = {
     "mistral_7b_v03": "mistralai/Mistral-7B-Instruct-v0.3",
     "ministral3_3b_2512": "mistralai/Ministral-3-3B-Instruct-2512",
     "phi-3_5": "microsoft/Phi-3.5-mini-instruct",
-    "phi-4": "microsoft/phi-4",
+    # MLC's preset "phi-4" holds Phi-4-mini's config (its _name_or_path; hidden 3072,
+    # 32 layers), not phi-4 (14B)
+    "phi-4": "microsoft/Phi-4-mini-instruct",
     "qwen2_7b": "Qwen/Qwen2-7B-Instruct",
     "qwen2.5_3b": "Qwen/Qwen2.5-3B-Instruct",
     "qwen3_0.6b": "Qwen/Qwen3-0.6B",
