@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Device call 77 (nvidia-h200, asked with needs_h200: Llama 4 Scout's layer over 20 layers
-# holds about 90 GB of bf16 weights, more than an H100's 78 GiB), PLANNED in session 33
-# (no H200 came in about 40 tries over sessions 33-35); it replaces planned calls 75 and
-# 76's part 1 (issue 52).
+# holds about 90 GB of bf16 weights, more than an H100's 78 GiB), PLANNED in session 33,
+# run in session 36 (no H200 came in about 40 tries over sessions 33-35; run77.log); it
+# replaces planned calls 75 and 76's part 1 (issue 52).
 # Run as `TOTAL_S=<seconds> PIEP_GIT_COMMIT=<commit> bash calibration/h200/device/run77.sh`
 # (the module samples first, 160 s, the A/Bs, 90 s at most; the runs in the rest).
 # (1) planned call 75, after (2): transformers generate(), eager, on calibration/h200/moe/

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Device call 78 (nvidia-h200), PLANNED in session 33 (no H200 came until session 36); it
+# Device call 78 (nvidia-h200), PLANNED in session 33, run in session 36 (run78.log); it
 # replaces planned call 74 and planned call 76's parts 2 and 3 (issue 53). Run it as
 # `TOTAL_S=<seconds> PIEP_GIT_COMMIT=<commit> bash calibration/h200/device/run78.sh`
 # (on an H200 already held by a call with needs_h200, or one lent without it; it stops at

@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
-# Device call 73 (nvidia-h200), PLANNED in session 29, not yet run (issue 52). Since
+# Device call 73 (nvidia-h200), PLANNED in session 29, run in session 36 without its part
+# (2) (run73.log; the census and the replays: calibration/h200/moe) (issue 52). Since
 # session 33: its part (1) ran on an H100 (call 79: calibration/h100/moe, the kernels and
 # counts are the H200's, their durations the H100's), and its part (2)'s question is
 # answered (call 80's A/B: the layout changes nothing) and its samples are in planned call
 # 77; what only it measures is part (3), and the census's H200 durations.
-# to run it, move it to calibration/h200/device/run73.sh and `run` it with
-# PIEP_GIT_COMMIT set. What reports/moe.md left open: the MoE prefills run 16-27 % longer
+# Run it with PIEP_GIT_COMMIT and TOTAL_S set. What reports/moe.md left open: the MoE prefills run 16-27 % longer
 # than priced at batch 8 and 32, and the decode steps' power is under-priced.
 # (1) a kernel census of generate() on three MoE shapes (python -m piep.sampling.census:
 #     kernels per layer and per decode step, by name, with their GPU time) -> which
@@ -31,7 +31,8 @@ timeout 200 python3 -m piep.sampling.census \
     $M/configs/qwen2-moe-a2.7b-shape.json --batch 8 --prompt-len 512 --gen-len 9 \
     --out "$OUT/census_moe_s73.jsonl" >> "$L" 2>&1
 echo "census rc=$? $(date +%T) left $(left) s" >> "$L"
-timeout 130 python3 -m piep calibrate modules --kinds experts_gate_up experts_down \
+# part (2) ran in call 77 (modules_moe_s77.jsonl): skipped unless SAMPLES=1
+[ "${SAMPLES:-0}" = 1 ] && timeout 130 python3 -m piep calibrate modules --kinds experts_gate_up experts_down \
     --modes graph --models $M/configs/*.json --seed 94 --per-kind 16 --repeat-every 1000 \
     --out "$OUT/modules_moe_s73.jsonl" --budget-s 110 >> "$L" 2>&1
 echo "modules rc=$? $(date +%T) left $(left) s" >> "$L"

@@ -1,0 +1,12 @@
+#!/usr/bin/env bash
+# Device call 83 (nvidia-h200), session 36, on the H200 that calls 77, 78 and 73 held
+# (issue 52): transformers generate(), eager, at workloads in no earlier MoE design
+# (calibration/h200/moe/design_eager3.jsonl: held out; no blind prediction was committed
+# before it ran, and no fit reads these runs) -> moe_s83_eager.jsonl, copied to
+# calibration/h200/moe/raw/. Run as `PIEP_GIT_COMMIT=<commit> bash calibration/h200/device/run83.sh`.
+# (It ran as this command given inline, at commit 9e6a46225350, before this file was written.)
+# Read-only on the GPU: nothing here sets a clock or a limit.
+export PYTHONUNBUFFERED=1 PYTHONPATH=$PWD PIEP_GIT_COMMIT=${PIEP_GIT_COMMIT:-unknown}
+timeout 330 python3 -m piep measure --grid calibration/h200/moe/design_eager3.jsonl \
+    --out "$OUT/moe_s83_eager.jsonl" --budget-s 300 2>&1 | tee "$OUT/run83.log" \
+    | grep -E " J, |rror|failed"
