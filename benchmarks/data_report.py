@@ -564,6 +564,8 @@ def overview_report() -> None:
     held = {name: sum(1 for f in (ROOT / "calibration" / "h200" / name / "raw").glob("*.jsonl")
                       for r in read_jsonl(f) if r.get("schema") == "piep.measurement")
             for name in ("moe", "fp8")}
+    moe_replays = sum(1 for f in (ROOT / "calibration" / "h200" / "moe" / "raw").glob("*.jsonl")
+                      for r in read_jsonl(f) if r.get("schema") == "piep.serving_measurement")
     rows = [
         ("`gpu.json`", "GPU constants for the roofline and memory fit, each with its source "
          "(measured, or assumed)", "by hand from `probe/`"),
@@ -607,17 +609,17 @@ def overview_report() -> None:
          "`reports/families.md`", "`piep measure --engine`; "
          "`python benchmarks/families_accuracy.py`"),
         ("`moe/`", f"transformers runs of mixtures of experts ({held['moe']} generate() runs, "
-         "an hf-cb replay; device calls 71-72): configs, design, blind predictions; held out "
-         "in `reports/moe.md`", "`device/run71.sh`, `run72.sh`; "
-         "`python benchmarks/heldout_accuracy.py moe`"),
+         f"{moe_replays} hf-cb replays; device calls 71-73, 77, 83-84), the H200's kernel "
+         "census and A/Bs: configs, designs, blind predictions; held out in `reports/moe.md`",
+         "`device/run71.sh` .. `run84.sh`; `python benchmarks/heldout_accuracy.py moe`"),
         ("`fp8/`", f"generate() runs of FP8 checkpoints' shapes, the projections in row-wise "
          f"FP8 ({held['fp8']} runs; device call 72): configs, design; held out in "
          "`reports/fp8.md`", "`device/run72.sh`; `python benchmarks/heldout_accuracy.py fp8`"),
-        ("`serving_new/`", "three serving shapes in no public list, predicted before they are "
+        ("`serving_new/`", "three serving shapes in no public list, predicted before they were "
          "measured (`predictions_blind.jsonl`, session 33's profile; `predictions_blind2.jsonl`, "
-         "the packed attention in closed form, at a grid of host probes), and the planned "
-         "call that replays them",
-         "`serving_new/planned_run78.sh`; `python benchmarks/serving_blind.py --write 5`"),
+         "the packed attention in closed form, at a grid of host probes); their replays "
+         "(device call 78) are in `engines/hf-cb/raw/`",
+         "`device/run78.sh`; `python benchmarks/serving_blind.py`"),
         ("`device/`", f"the {len(scripts)} device scripts (`run1.sh` .. `{scripts[-1].name}`) and "
          "their logs", "each call's exact command"),
     ]

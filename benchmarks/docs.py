@@ -382,14 +382,16 @@ def _family_words(fam, name: str = "") -> str:
     """What a family's row says its layer runs beyond Llama's, in words."""
     from piep.core.families import MOE_PRICED
     words = ["routed experts (a top-k router, the experts' grouped GEMMs over the experts "
-             "a step's tokens reach, routed uniformly, the rows past the routed ones masked "
-             "before and after each (masked_fill; priced from an H100 A/B until sampled, "
-             "reports/moe.md); generate()'s decode steps gather each (token, expert) pair's "
-             "weights, batched_mm)"] if name in MOE_PRICED else []
+             "a step's tokens reach, routed uniformly, each expert's rows computed in whole "
+             "tiles (binomial counts: more rows than an even split), the rows past the "
+             "routed ones masked before and after each (masked_fill); generate()'s decode "
+             "steps gather each (token, expert) pair's weights, batched_mm)"] \
+        if name in MOE_PRICED else []
     if fam.dense_experts:
         words = ["experts: every expert through every token (one bmm per projection over "
-                 "all experts, scaled by the router's sigmoid scores, zero off the top k), "
-                 "an ungated shared expert beside them"]
+                 "all experts, priced as one projection of their weights side by side, "
+                 "scaled by the router's sigmoid scores, zero off the top k), an ungated "
+                 "shared expert beside them"]
     if fam.latent_attention:
         words[0] = words[0].replace("a top-k router", "a top-k router (float32 GEMM)")
         words += ["multi-head latent attention (queries through their low rank where "

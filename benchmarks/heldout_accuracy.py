@@ -29,15 +29,18 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
 from piep import api  # noqa: E402
-from piep.predict.module_models import FALLBACK_TIME  # noqa: E402
 from piep.core.artifacts import git_hash, read_jsonl, write_text  # noqa: E402
 
 SETS = {
     "moe": ("Mixtures of experts, held out",
             "device calls 71 (`calibration/h200/device/run71.sh`: module samples of the "
-            "router, routing and grouped GEMMs; the runs) and 72 (`run72.sh`: module samples "
-            "of generate()'s decode-step experts, `experts_batched`). Random weights route "
-            "near-uniformly, as piep assumes; trained routers skew (docs/models.md)",
+            "router, routing and grouped GEMMs; the runs), 72 (`run72.sh`: module samples "
+            "of generate()'s decode-step experts, `experts_batched`), 77 (`run77.sh`: the "
+            "grouped GEMMs in transformers' weight layout and its masks' masked_fill "
+            "sampled; gpt-oss-20b, OLMoE and 20-layer Llama 4 Scout shapes), 73 (`run73.sh`: "
+            "the kernel census below, on the H200) and 83-84 (`run83.sh`, `run84.sh`: "
+            "workloads in no earlier design). Random weights route near-uniformly, as piep "
+            "assumes; trained routers skew (docs/models.md)",
             "The blind predictions priced every step's experts as grouped GEMMs. Read in "
             "transformers after the runs (not fitted to them): generate() switches a mixture "
             "of experts to `batched_mm` for its decode steps on a GPU (each (token, expert) "
@@ -46,12 +49,19 @@ SETS = {
             "after each grouped GEMM and unpermutes the output (four passes); the tree "
             "prices both since. The combiner counts the decode-step experts as projections "
             "(set after the first comparison; reports/moe.md at 12179df shows the errors "
-            "before it). The three masks run masked_fill under a (rows, 1) mask, a slower "
-            "kernel path than the row gathers they were priced as: "
-            f"x{FALLBACK_TIME['moe_mask']} the gathers' time (the median of device call "
-            "80's A/B, on an H100, below; set after call 79's census; reports/moe.md at "
-            "1f21c66 shows the errors before it) until masked_fill is sampled on the H200. "
-            "The same A/B refuted the other suspect, the experts' weight layout."),
+            "before it). Set after call 77's runs and call 73's census (`python "
+            "benchmarks/heldout_accuracy.py moe` at commit 30cd722, where these runs are "
+            "in, gives the errors before: energy 16.1 %, time 10.2 %): Llama 4's experts "
+            "run torch.bmm over every expert, equal problems, priced since as one "
+            "projection of all experts' weights "
+            "(not a grouped GEMM: Scout's time error 30.3 -> 5.7 %); and a grouped GEMM "
+            "computes each expert's rows in whole blocks of two tiles (torch's grouped_mm "
+            "on Hopper: 64- or 128-row tiles on 2-CTA clusters), so a router's binomial "
+            "counts cost more rows than the module sampler's even split (x1.48 at "
+            "Qwen3-30B-A3B's 256 rows an expert, where the census measured x1.51 the "
+            "samples' price): the samples' time is learned over the rows their kernel "
+            "computes, and a deployment's grouped GEMMs priced at the rows expected under "
+            "its routing (`piep.tree.builder.routed_grouped_rows`)."),
     "fp8": ("FP8 checkpoints, held out",
             "device call 72 (`calibration/h200/device/run72.sh`: module samples of row-wise "
             "FP8 projections, `fp8_linear`, drawn from the shipped dense models' trees; the "

@@ -27,8 +27,12 @@ from piep import api  # noqa: E402
 from piep.core.artifacts import read_jsonl  # noqa: E402
 
 H100 = ROOT / "calibration" / "h100" / "moe"
-CENSUS = sorted(H100.glob("census_moe_s*.jsonl"))
-AB = sorted(H100.glob("moe_kernels_ab_s*.jsonl"))
+H200 = ROOT / "calibration" / "h200" / "moe"
+# the H200's census (device call 73) where it exists: its durations are the card's piep
+# prices; the H100's (call 79) before it
+CENSUS = sorted(H200.glob("census_moe_s*.jsonl")) or sorted(H100.glob("census_moe_s*.jsonl"))
+ON_H200 = bool(CENSUS) and CENSUS[0].parent == H200
+AB = sorted(H100.glob("moe_kernels_ab_s*.jsonl")) + sorted(H200.glob("moe_kernels_ab_s*.jsonl"))
 CONFIGS = ROOT / "calibration" / "h200" / "moe" / "configs"
 # kernel families: (name, the kernel-name pattern, the tree's leaves by name or kind)
 FAMILIES = (
@@ -93,14 +97,19 @@ def ab_line() -> list[str]:
     rows = [r for path in AB for r in read_jsonl(path)]
     if not rows:
         return []
-    layout = [r["v2_over_v1"] for r in rows if r["kind"] != "moe_mask"]
-    mask = [r["mask_over_gather"] for r in rows if r["kind"] == "moe_mask"]
-    return ["", "Each pair on one card (" + ", ".join(f"`{p.relative_to(ROOT)}`" for p in AB)
-            + f", `python benchmarks/moe_kernels_ab.py`), over {len(mask)} tensors of the MoE "
-            f"designs' prefills: the masks' masked_fill runs x{min(mask):.2f}-{max(mask):.2f} "
-            f"(median x{statistics.median(mask):.2f}) the row gather they were priced as; the "
-            "experts' weights in transformers' transposed layout run the grouped GEMM in "
-            f"x{min(layout):.2f}-{max(layout):.2f} the sampled layout's time."]
+    out = []
+    for path in AB:
+        rows = list(read_jsonl(path))
+        layout = [r["v2_over_v1"] for r in rows if r["kind"] != "moe_mask"]
+        mask = [r["mask_over_gather"] for r in rows if r["kind"] == "moe_mask"]
+        card = "an H200" if path.parent == H200 else "an H100"
+        out += ["", f"Each pair on one card, {card} (`{path.relative_to(ROOT)}`, `python "
+                f"benchmarks/moe_kernels_ab.py`), over {len(mask)} tensors of the MoE designs' "
+                f"prefills: the masks' masked_fill runs x{min(mask):.2f}-{max(mask):.2f} "
+                f"(median x{statistics.median(mask):.2f}) the row gather of the same bytes; "
+                "the experts' weights in transformers' transposed layout run the grouped GEMM "
+                f"in x{min(layout):.2f}-{max(layout):.2f} the other layout's time."]
+    return out
 
 
 def census_lines() -> list[str]:
@@ -114,19 +123,23 @@ def census_lines() -> list[str]:
              "Made by `python benchmarks/moe_census.py` (its docstring says how to read it) "
              "from " + ", ".join(f"`{p.relative_to(ROOT)}`" for p in CENSUS) + ": "
              "transformers' generate() under the torch profiler, hf-eager, batch "
-             f"{recs[0]['batch']}, prompt {recs[0]['prompt_len']}; on an H100 with the "
-             "H200 image's torch and transformers (the kernels and their counts are the "
-             "H200's, their durations the H100's).", "",
+             f"{recs[0]['batch']}, prompt {recs[0]['prompt_len']}; "
+             + ("on an H200 (device call 73)." if ON_H200 else
+                "on an H100 with the H200 image's torch and transformers (the kernels and "
+                "their counts are the H200's, their durations the H100's)."), "",
              "| model | launches a layer, prefill: tree / census | a decode step: tree / "
              "census |", "|---|---|---|"]
     for r in recs:
         _, pre, dec = priced[r["model"]]
         lines.append(f"| {r['model']} | {pre} / {r['prefill']['per_layer']:.0f} | "
                      f"{dec} / {r['decode_step']['per_layer']:.0f} |")
-    lines += ["", "GPU time a layer in prefill (us): the census's on the H100 beside the "
-              "tree's price on the H200, and their ratio (about 1 for compute-bound "
-              "kernels, 1.43 for memory-bound ones where the tree prices them right).", "",
-              "| family | " + " | ".join(f"{r['model']} H100 / H200 tree" for r in recs)
+    card = "H200" if ON_H200 else "H100"
+    lines += ["", f"GPU time a layer in prefill (us): the census's on the {card} beside the "
+              "tree's price on the H200, and their ratio (" + (
+                  "about 1 where the tree prices a family right)." if ON_H200 else
+                  "about 1 for compute-bound kernels, 1.43 for memory-bound ones where the "
+                  "tree prices them right)."), "",
+              "| family | " + " | ".join(f"{r['model']} {card} / H200 tree" for r in recs)
               + " |", "|---|" + "---|" * len(recs)]
     for name in [n for n, _, _ in FAMILIES] + [OTHER, "all"]:
         cells = []

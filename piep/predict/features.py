@@ -20,8 +20,11 @@ def _log(x: float) -> float:
     return math.log2(max(x, 1.0))
 
 
-def roofline_time_s(node: Node, gpu: GPU) -> float:
-    return max(node.flops / gpu.bf16_flops, node.bytes_moved / gpu.hbm_bytes_per_s, 1e-9)
+def roofline_time_s(node: Node, gpu: GPU, flops: float | None = None) -> float:
+    """The node's time at the GPU's peak rate or bandwidth (`flops`: the work its kernel
+    computes, where that exceeds the node's: a grouped GEMM's rows rounded up to tiles)."""
+    return max((node.flops if flops is None else flops) / gpu.bf16_flops,
+               node.bytes_moved / gpu.hbm_bytes_per_s, 1e-9)
 
 
 # A kernel never takes less than a few microseconds: the learned model's time target is
@@ -29,8 +32,8 @@ def roofline_time_s(node: Node, gpu: GPU) -> float:
 KERNEL_FLOOR_S = 1e-6  # 5-fold module energy error 12.1 % -> 8.4 % (floors 0-5 us tried)
 
 
-def base_time_s(node: Node, gpu: GPU) -> float:
-    return roofline_time_s(node, gpu) + KERNEL_FLOOR_S
+def base_time_s(node: Node, gpu: GPU, flops: float | None = None) -> float:
+    return roofline_time_s(node, gpu, flops) + KERNEL_FLOOR_S
 
 
 def leaf_features(node: Node, gpu: GPU, mode: str) -> list[float]:

@@ -21,7 +21,8 @@ from piep.predict.blas import MATRIX_MNK
 from piep.predict.features import feature_matrix, leaf_features
 from piep.predict.gbdt import (Forest, distinct_columns, joint_splits, predict_aside,
                                predict_together)
-from piep.tree.builder import GROUPED_KINDS, LINEAR_KINDS, PAGED_ATTENTION, expands_kv
+from piep.tree.builder import (GROUPED_KINDS, LINEAR_KINDS, PAGED_ATTENTION,
+                                even_grouped_rows, expands_kv, routed_padding)
 from piep.tree.nodes import COMPUTE_KINDS, COPY_KINDS, Node
 
 GBDT_PARAMS = {"objective": "regression", "learning_rate": 0.15, "max_depth": 7,
@@ -251,6 +252,24 @@ def model_group(kind: str, decode: bool | None = None, eager: bool = False) -> s
     return "norm" if kind in ("rmsnorm", "final_norm") else kind
 
 
+def grouped_padding(table) -> np.ndarray | float:
+    """Per row of a leaf table: the rows its kernel computes per row it routes (a grouped
+    GEMM's experts each rounded up to whole tiles under its deployment's routing,
+    `piep.tree.builder.routed_padding`; 1 elsewhere, and 1.0 for a table without them)."""
+    from piep.predict.table import KIND_ID
+    rows = np.flatnonzero(np.isin(table.kind_id, [KIND_ID[k] for k in GROUPED_KINDS]))
+    if not len(rows):
+        return 1.0
+    out = np.ones(len(table))
+    pairs, d_out = table.q["tokens"], table.q["d_out"]
+    for c in np.unique(table.cfg[rows]):
+        mine = rows[table.cfg[rows] == c]
+        shapes, inv = np.unique(np.stack([pairs[mine], d_out[mine]]), axis=1,
+                                return_inverse=True)
+        out[mine] = routed_padding(table.deps[c], *shapes)[inv.ravel()]
+    return out
+
+
 # where a kind without module samples of its own is priced (predictors trained before
 # transformers' masked SDPA was sampled price it as the unmasked attention; before the
 # sliding cache's strided concatenation was sampled, as the contiguous one)
@@ -384,7 +403,12 @@ def _training_row(sample, gpu: GPU) -> tuple[str, list[float], float, float]:
     """A sample as its group's GBDTs learn it: group, features, log time ratio, power."""
     leaf = sample_leaf(sample)
     f = leaf_features(leaf, gpu, sample.mode)
-    ratio = math.log(max(sample.time_s, 1e-9) / _features.base_time_s(leaf, gpu))
+    computed = None  # (a grouped GEMM's rows in whole tiles: the sampler's even split)
+    if leaf.kind in GROUPED_KINDS and leaf.tokens:
+        a = leaf.attrs
+        computed = leaf.flops * float(even_grouped_rows(leaf.tokens, a["experts"], a["d_out"])
+                                      / leaf.tokens)
+    ratio = math.log(max(sample.time_s, 1e-9) / _features.base_time_s(leaf, gpu, computed))
     group = model_group(sample.kind, sample.phase == "decode", sample.mode == "eager")
     return group, f, ratio, _call_power_w(sample)
 
@@ -430,7 +454,7 @@ class ModuleModels:
         n = len(table)
         q = table.q
         nbytes = q["bytes_read"] + q["bytes_written"]
-        roof = np.maximum(np.maximum(q["flops"] / gpu.bf16_flops,
+        roof = np.maximum(np.maximum(q["flops"] * grouped_padding(table) / gpu.bf16_flops,
                                      nbytes / gpu.hbm_bytes_per_s), 1e-9)
         t, p = np.zeros(n), np.zeros(n)
         oor = np.zeros(n, dtype=bool)

@@ -449,6 +449,62 @@ def _grouped(name: str, kind: str, phase: str, pairs: int, hit: float, d_in: int
 GROUPED_KINDS = ("experts_gate_up", "experts_down")
 
 
+# torch._grouped_mm on Hopper (aten/src/ATen/native/cuda/GroupMM.cu) takes 64-row tiles
+# where its rows per expert (all rows over all experts) or d_out is at most 128, else
+# 128-row tiles, on clusters of 2 CTAs along the rows; CUTLASS's grouped tile scheduler
+# rounds each expert's row tiles up to the cluster, so an expert's rows are computed in
+# blocks of two tiles: routed rows one past a block cost a whole block more
+def grouped_block_rows(pairs, experts, d_out):
+    """The rows of one block of the grouped GEMM of `pairs` rows over `experts` experts."""
+    import numpy as np
+    small = (np.asarray(pairs, dtype=float) <= 128 * np.asarray(experts, dtype=float)) | (
+        np.asarray(d_out) <= 128)
+    return np.where(small, 128.0, 256.0)
+
+
+def even_grouped_rows(pairs, experts, d_out):
+    """The rows the grouped GEMM computes, `pairs` rows split as evenly as they go over
+    `experts` experts (the module sampler's split)."""
+    import numpy as np
+    pairs, experts = np.asarray(pairs, dtype=float), np.asarray(experts, dtype=float)
+    block = grouped_block_rows(pairs, experts, d_out)
+    each, extra = np.floor(pairs / experts), pairs - np.floor(pairs / experts) * experts
+    return block * (extra * np.ceil((each + 1) / block) + (experts - extra) * np.ceil(each / block))
+
+
+def routed_grouped_rows(tokens: float, chosen, d_out: int) -> float:
+    """The rows the grouped GEMM computes, expected over routing: `tokens` tokens each
+    choosing expert i with probability `chosen[i]` (`_chosen`: its count binomial), every
+    expert's rows rounded up to whole blocks (E ceil(n / b) b = b sum_j P(n > j b))."""
+    import numpy as np
+    from scipy.special import bdtrc
+    chosen = np.asarray(chosen, dtype=float)
+    tokens = int(round(tokens))
+    if tokens <= 0:
+        return 0.0
+    block = int(grouped_block_rows(tokens * chosen.sum(), len(chosen), d_out))
+    top = tokens * chosen.max()
+    blocks = np.arange(int((top + 10.0 * np.sqrt(top) + 1.0) // block) + 2)[:, None]
+    at = np.minimum(blocks * block, tokens)  # (P(n > tokens) = 0; bdtrc is NaN past n)
+    return block * float(bdtrc(at, tokens, chosen[None, :]).sum())
+
+
+def routed_padding(dep: Deployment, pairs, d_out):
+    """Rows computed per routed row of a deployment's grouped GEMMs (`pairs`: each use's
+    rows, the busiest rank's where experts are sharded): its tokens routed by the model's
+    router (`_chosen`, the popular experts' rank), over even rows, which the module
+    samples ran."""
+    import numpy as np
+    m, ep = dep.model, dep.parallel.ep
+    chosen = _chosen(m.num_experts, m.experts_per_token, m.routing_skew)[
+        :m.num_experts // max(ep, 1)]
+    out = np.ones(len(pairs))
+    for i, (rows, width) in enumerate(zip(pairs, d_out)):
+        if rows > 0:
+            out[i] = routed_grouped_rows(rows / chosen.sum(), chosen, int(width)) / rows
+    return out
+
+
 def _batched(name: str, phase: str, pairs: int, d_in: int, d_out: int) -> Node:
     """transformers' `batched_mm` experts path, which `generate()` switches to for its decode
     steps on a GPU (`_optimize_model_for_decode`, transformers 5.x): the weights of every
@@ -566,10 +622,11 @@ def _shared_expert(dep: Deployment, phase: str, t: int, *, gated: bool) -> list[
 def _dense_moe(dep: Deployment, phase: str, t: int) -> list[Node]:
     """Llama 4's mixture of experts as transformers runs it (Llama4TextMoe): the router's
     GEMM, top-k and sigmoid scores over every expert (zero off the top k); the tokens
-    repeated once per expert and scaled by their scores; each projection one bmm over all
-    experts, every expert through every token (priced as the grouped GEMM of as many
-    rows, every expert reached); the experts' outputs summed; an ungated shared expert
-    beside them, added."""
+    repeated once per expert and scaled by their scores; each projection one torch.bmm
+    over all experts, every expert through every token: equal problems, not a grouped
+    GEMM's ragged ones, priced as one projection of the experts' weights side by side
+    (the same FLOPs and weight bytes: a decode step streams every expert's weights); the
+    experts' outputs summed; an ungated shared expert beside them, added."""
     m, h = dep.model, dep.model.hidden_size
     e, f = m.num_experts // dep.parallel.ep, dep.expert_ffn_per_rank  # (the rank's experts)
     rows = e * t
@@ -579,10 +636,10 @@ def _dense_moe(dep: Deployment, phase: str, t: int) -> list[Node]:
                          flops_per=0),
             _elementwise("moe_scale", "moe_copy", phase, rows, h, reads=2, writes=1,
                          flops_per=1),
-            _grouped("experts_gate_up", "experts_gate_up", phase, rows, e, h, 2 * f),
+            _linear("experts_gate_up", "gate_up_proj", phase, t, h, e * 2 * f),
             _elementwise("activation", "activation", phase, rows, f, reads=reads,
                          writes=writes, flops_per=per_el),
-            _grouped("experts_down", "experts_down", phase, rows, e, f, h),
+            _linear("experts_down", "down_proj", phase, t, e * f, h),
             _elementwise("moe_combine", "moe_copy", phase, rows, h, reads=1, writes=1,
                          flops_per=1),
             *_shared_expert(dep, phase, t, gated=False)]

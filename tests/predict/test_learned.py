@@ -241,8 +241,9 @@ def test_an_eager_decode_copy_that_graph_mode_compiles_has_its_own_models():
 
 def test_moe_masks_are_priced_as_the_copies_until_masked_fill_is_sampled():
     """transformers' masks of the routed rows (masked_fill, a slower kernel path than the
-    copies', call 79's census) have a kind of their own; a predictor without its samples
-    prices them as the row copies of the same bytes, following the fallbacks in turn."""
+    copies', call 79's census) have a kind of their own, sampled since call 77; a predictor
+    without its samples prices them as the row copies of the same bytes, following the
+    fallbacks in turn."""
     from dataclasses import replace
 
     from piep.api import deployment
@@ -254,15 +255,22 @@ def test_moe_masks_are_priced_as_the_copies_until_masked_fill_is_sampled():
         == {"moe_mask"}
     assert leaves["moe_permute"] == "moe_copy"
     shipped = load_learned("h200").modules
-    assert "moe_mask" not in shipped.kinds and shipped.group("moe_mask", False) == "moe_copy"
-    bare = replace(shipped, kinds={k: v for k, v in shipped.kinds.items() if k != "moe_copy"})
+    assert shipped.group("moe_mask", False) == "moe_mask"
+    unsampled = replace(shipped, kinds={k: v for k, v in shipped.kinds.items()
+                                        if k != "moe_mask"})
+    assert unsampled.group("moe_mask", False) == "moe_copy"
+    bare = replace(unsampled, kinds={k: v for k, v in unsampled.kinds.items()
+                                     if k != "moe_copy"})
     assert bare.group("moe_mask", False) == "residual"  # (moe_copy's own fallback)
 
 
 def test_unsampled_masks_run_the_measured_ratio_longer_than_the_copies(monkeypatch):
     """Until masked_fill is sampled on the GPU, a mask row is priced as the row copies of
     its bytes times the median masked_fill / gather ratio of the committed A/B (the only
-    rows that move); the constant is that file's median."""
+    rows that move); the constant is that file's median. Sampled (the shipped predictor,
+    since call 77), its own models price it and the ratio moves nothing."""
+    from dataclasses import replace
+
     import statistics
 
     from piep.api import deployment
@@ -276,14 +284,16 @@ def test_unsampled_masks_run_the_measured_ratio_longer_than_the_copies(monkeypat
     dep = deployment("calibration/h200/moe/configs/qwen3-30b-a3b-shape.json",
                      engine="hf-eager", batch=8, prompt_len=512, gen_len=4)
     table = TableBuilder().table([dep])
-    modules = load_learned("h200").modules
-    priced = modules.predict(table, dep.gpu)
+    shipped = load_learned("h200").modules
+    modules = replace(shipped, kinds={k: v for k, v in shipped.kinds.items() if k != "moe_mask"})
+    priced, sampled = modules.predict(table, dep.gpu), shipped.predict(table, dep.gpu)
     monkeypatch.setattr(module_models, "FALLBACK_TIME", {})
     plain = modules.predict(table, dep.gpu)
     mask = table.kind_id == KIND_ID["moe_mask"]
     assert mask.any() and np.allclose(priced.time_s[mask], ratio * plain.time_s[mask])
     assert np.array_equal(priced.time_s[~mask], plain.time_s[~mask])
     assert np.array_equal(priced.power_w, plain.power_w)
+    assert np.array_equal(shipped.predict(table, dep.gpu).time_s, sampled.time_s)
 
 
 def test_the_packed_kernel_follows_the_committed_ab():
