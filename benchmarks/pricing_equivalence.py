@@ -119,7 +119,14 @@ replay's host as the median probe of its session (`pooled_host_probes`), not the
 beside it; refit (host_launch 1.95e-5 -> 1.79e-5 s, request_host 4.97e-5 -> 7.34e-5 s):
 hf-cb_tp1 6,580 -> 6,637 J, 30.7 -> 31.3 s; serve_tp1 10,930 -> 11,090 J; every hf-cb and
 serve number within +2.2 % but per-request latencies (up to 44 %, a TTFT); the hf-cb rows
-of compare and sweep alike; every other document unchanged: new snapshot.
+of compare and sweep alike; every other document unchanged: new snapshot. Session 36
+(issues 52, 53): hf-cb refit with device call 78's six replays of three shapes in no
+public list (64 replays; attention scale 1.14 -> 1.13, K/V copies 1.89 -> 2.03,
+host_launch 1.79e-5 -> 1.75e-5 s, request_host 7.34e-5 -> 6.18e-5 s): hf-cb_tp1 6,637 ->
+6,684 J, serve_tp1 11,086 -> 11,056 J, serve_tp2 25,987 -> 25,851 J, module shares up to
+8.5 %; the hf-cb rows of compare and sweep alike; the MoE changes of that session (masks
+sampled, Llama 4's experts as projections, grouped GEMMs in whole tiles) touch no document
+here; every other document unchanged: new snapshot.
 """
 
 from __future__ import annotations
