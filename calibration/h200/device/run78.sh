@@ -18,8 +18,12 @@
 #     profile) and predictions_blind2.jsonl (session 34's, at a grid of host probes;
 #     `python benchmarks/serving_blind.py` scores both once the replays are in raw/)
 #     -> serving_s78_<shape>.jsonl.
-# Session 36 ran it and left (1) in calibration/h200/engines/hf-cb/ (moving it to
-# modules/ re-prices hf-cb's attention: the profile must be refit with it, not done yet).
+# Session 36 ran it and left (1) in calibration/h200/engines/hf-cb/: moved to modules/,
+# with `piep train --add-kinds` and hf-cb refit on it, leave-one-shape-out energy went
+# 5.5 -> 6.4 %, TPOT 7.7 -> 8.2 % (the fitted attention scale 0.58 over the samples);
+# the closed form stays (it predicts this call's A/B within 5.7 %, `python
+# benchmarks/paged_attention_ab.py --fit calibration/h200/engines/hf-cb/
+# paged_attention_ab_s78.jsonl`).
 # After it: (1) to calibration/h200/modules/, (2) to calibration/h200/engines/hf-cb/raw/
 # (call78_*); `piep train --add-kinds` (the sdpa_paged group then prices hf-cb's
 # attention rows in place of the closed form), refit hf-cb (`piep train --engine hf-cb`),
