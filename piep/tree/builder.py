@@ -472,21 +472,33 @@ def even_grouped_rows(pairs, experts, d_out):
     return block * (extra * np.ceil((each + 1) / block) + (experts - extra) * np.ceil(each / block))
 
 
-def routed_grouped_rows(tokens: float, chosen, d_out: int) -> float:
-    """The rows the grouped GEMM computes, expected over routing: `tokens` tokens each
-    choosing expert i with probability `chosen[i]` (`_chosen`: its count binomial), every
-    expert's rows rounded up to whole blocks (E ceil(n / b) b = b sum_j P(n > j b))."""
+def routed_grouped_rows(tokens, chosen, d_out):
+    """The rows the grouped GEMM computes, expected over routing: `tokens` tokens (a
+    number, or an array of them) each choosing expert i with probability `chosen[i]`
+    (`_chosen`), every expert's rows n rounded up to whole blocks b: E ceil(n / b) b =
+    b sum_j P(n > j b). P(n > 0) is the binomial's own; past it, n is taken as normal
+    (continuity-corrected) over the blocks within 8 deviations of its mean, and where it
+    spreads over more than two blocks a deviation, the rounding costs half a block."""
     import numpy as np
-    from scipy.special import bdtrc
+    from scipy.special import ndtr
+    scalar = np.ndim(tokens) == 0
+    tokens = np.rint(np.atleast_1d(np.asarray(tokens, dtype=float)))[:, None]
     chosen = np.asarray(chosen, dtype=float)
-    tokens = int(round(tokens))
-    if tokens <= 0:
-        return 0.0
-    block = int(grouped_block_rows(tokens * chosen.sum(), len(chosen), d_out))
-    top = tokens * chosen.max()
-    blocks = np.arange(int((top + 10.0 * np.sqrt(top) + 1.0) // block) + 2)[:, None]
-    at = np.minimum(blocks * block, tokens)  # (P(n > tokens) = 0; bdtrc is NaN past n)
-    return block * float(bdtrc(at, tokens, chosen[None, :]).sum())
+    probs, alike = np.unique(chosen, return_counts=True)
+    block = grouped_block_rows(tokens * chosen.sum(), len(chosen), d_out)  # (rows, 1)
+    mean = tokens * probs
+    sd = np.sqrt(mean * (1.0 - probs))
+    hit = 1.0 - (1.0 - probs) ** tokens  # P(n > 0)
+    lo = np.maximum(1.0, np.floor((mean - 8.0 * sd) / block))
+    hi = np.ceil((mean + 8.0 * sd) / block) + 1.0
+    narrow = sd <= 2.0 * block
+    span = int(np.where(narrow, hi - lo + 1.0, 0.0).max(initial=0.0))
+    j = lo[..., None] + np.arange(max(span, 1))  # (rows, probs, blocks)
+    over = ndtr((mean[..., None] - j * block[..., None] - 0.5) / np.maximum(sd, 1e-12)[..., None])
+    blocks = hit + (lo - 1.0) + np.where(j <= hi[..., None], over, 0.0).sum(-1)
+    rows = np.where(narrow, block * blocks, mean + 0.5 * block)
+    out = np.where(tokens[:, 0] > 0, (rows * alike).sum(-1), 0.0)
+    return float(out[0]) if scalar else out
 
 
 def routed_padding(dep: Deployment, pairs, d_out):
@@ -498,10 +510,11 @@ def routed_padding(dep: Deployment, pairs, d_out):
     m, ep = dep.model, dep.parallel.ep
     chosen = _chosen(m.num_experts, m.experts_per_token, m.routing_skew)[
         :m.num_experts // max(ep, 1)]
+    pairs, d_out = np.asarray(pairs, dtype=float), np.asarray(d_out, dtype=float)
     out = np.ones(len(pairs))
-    for i, (rows, width) in enumerate(zip(pairs, d_out)):
-        if rows > 0:
-            out[i] = routed_grouped_rows(rows / chosen.sum(), chosen, int(width)) / rows
+    for width in np.unique(d_out):
+        at = np.flatnonzero((d_out == width) & (pairs > 0))
+        out[at] = routed_grouped_rows(pairs[at] / chosen.sum(), chosen, width) / pairs[at]
     return out
 
 
