@@ -113,9 +113,10 @@ def same_profile(path: Path, shipped: Path, rel: float = 1e-6) -> bool:
         all(close(got[k], want[k]) for k in want if k != "provenance")
 
 
-def foreign_fit() -> tuple[float, float, int]:
-    """(seconds of one fit of an engine of one's own on 58 benchmark files, seconds of its
-    leave-one-shape-out folds, shapes), as `piep train --engine NAME --like hf-cb` fits."""
+def foreign_fit() -> tuple[float, float, int, int]:
+    """(seconds of one fit of an engine of one's own on the benchmark files of hf-cb's
+    replays, seconds of its leave-one-shape-out folds, shapes, files), as `piep train
+    --engine NAME --like hf-cb` fits."""
     import serving_foreign
     from piep.fit.serving import Shared, fit_cb_profile, held_out_on_hosts
     from piep.predict.store import load_learned
@@ -128,7 +129,7 @@ def foreign_fit() -> tuple[float, float, int]:
     t1 = time.perf_counter()
     held_out_on_hosts(base, reps, by="model", shared=shared, default_host_s=None,
                       hosts=(False,))
-    return t1 - t0, time.perf_counter() - t1, len({r.model for r in reps})
+    return t1 - t0, time.perf_counter() - t1, len({r.model for r in reps}), len(reps)
 
 
 def hf_cb_sweep(repeat: int = 3) -> tuple[int, float]:
@@ -188,8 +189,8 @@ def report() -> str:
                          f"the shipped profile to 1e-6: {'yes' if same else 'no'})",
                          f"{wall:.1f}" if done else "> 600 (stopped)", "s", "<= 60",
                          done and wall <= 60))
-    one, folds, shapes = foreign_fit()
-    rows.append(("an engine of your own fitted `--like hf-cb` on 58 benchmark files (hf-cb's "
+    one, folds, shapes, files = foreign_fit()
+    rows.append((f"an engine of your own fitted `--like hf-cb` on {files} benchmark files (hf-cb's "
                  "replays as vLLM's result files, benchmarks/serving_foreign.py), one fit",
                  f"{one:.1f}", "s", "<= 60", one <= 60))
     rows.append((f"the same with its held-out intervals ({shapes} shapes left out, as `piep "
