@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import statistics
 import sys
+from collections import Counter
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -561,11 +562,12 @@ def overview_report() -> None:
     families = sum(1 for f in fam.glob("*.jsonl") if "_cb_" not in f.name
                    for _ in read_jsonl(f))
     family_replays = sum(1 for f in fam.glob("*_cb_*.jsonl") for _ in read_jsonl(f))
-    held = {name: sum(1 for f in (ROOT / "calibration" / "h200" / name / "raw").glob("*.jsonl")
-                      for r in read_jsonl(f) if r.get("schema") == "piep.measurement")
-            for name in ("moe", "fp8")}
-    moe_replays = sum(1 for f in (ROOT / "calibration" / "h200" / "moe" / "raw").glob("*.jsonl")
-                      for r in read_jsonl(f) if r.get("schema") == "piep.serving_measurement")
+    schemas = {name: Counter(r.get("schema") for f in
+                             (ROOT / "calibration" / "h200" / name / "raw").glob("*.jsonl")
+                             for r in read_jsonl(f))
+               for name in ("moe", "fp8")}  # each set's records read once
+    held = {name: n["piep.measurement"] for name, n in schemas.items()}
+    moe_replays = schemas["moe"]["piep.serving_measurement"]
     rows = [
         ("`gpu.json`", "GPU constants for the roofline and memory fit, each with its source "
          "(measured, or assumed)", "by hand from `probe/`"),

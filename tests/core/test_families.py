@@ -383,10 +383,10 @@ def test_llama4_runs_every_expert_on_every_token():
     """Llama 4 (Llama4TextMoe in transformers): the tokens repeated once per expert, each
     projection one bmm over all experts (every expert through every token, zero-scaled
     off the top k: priced as one projection of every expert's weights side by side, the
-    same FLOPs and weight bytes), an ungated shared expert beside them; every fourth layer without RoPE
-    by default; a config nested under `text_config` reads the same; an interleaved one
-    (Maverick: dense layers among the sparse ones) runs its dense layers at
-    `intermediate_size_mlp`."""
+    same FLOPs and weight bytes), an ungated shared expert beside them; every fourth
+    layer without RoPE by default; a config nested under `text_config` reads the same; an
+    interleaved one (Maverick: dense layers among the sparse ones) runs its dense layers
+    at `intermediate_size_mlp`."""
     spec = small("llama4_text")
     assert spec.dense_experts and spec.shared_expert_ffn == 256 and spec.nope_layers == (3,)
     dep = validate(spec, Parallel(), Workload(batch=2, prompt_len=8, gen_len=2), _gpu(),

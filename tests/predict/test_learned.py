@@ -269,9 +269,8 @@ def test_unsampled_masks_run_the_measured_ratio_longer_than_the_copies(monkeypat
     its bytes times the median masked_fill / gather ratio of the committed A/B (the only
     rows that move); the constant is that file's median. Sampled (the shipped predictor,
     since call 77), its own models price it and the ratio moves nothing."""
-    from dataclasses import replace
-
     import statistics
+    from dataclasses import replace
 
     from piep.api import deployment
     from piep.core.artifacts import read_jsonl
