@@ -290,6 +290,8 @@ FALLBACK_GROUP = {"sdpa_masked": "attention", "kv_slide.decode": "kv_append.deco
                   # samples had a group of their own); an FP8 projection as a bf16 one
                   # (flagged `fp8_unsampled`)
                   "experts": "linear", "fp8_linear": "linear",
+                  # Llama 4's batched GEMM over every expert, as one GEMM of the same work
+                  "experts_bmm": "linear",
                   # continuous batching's packed attention: its power as the attention's
                   # (its time from `PackedKernel` until it is sampled)
                   PAGED_ATTENTION: "attention"}

@@ -53,6 +53,8 @@ def build_op(s: dict[str, Any], mode: str, device, dtype=torch.bfloat16,
         return _grouped_op(s, device, rnd)
     if kind == "experts_batched":
         return _batched_op(s, device, rnd, gen)
+    if kind == "experts_bmm":
+        return _bmm_op(s, rnd)
     if kind == "fp8_linear":
         return _fp8_op(s, rnd)
     if kind in LINEAR_KINDS:
@@ -170,6 +172,17 @@ def _batched_op(s: dict[str, Any], device, rnd, gen) -> Op:
     xs = [rnd(t, d_in, 1) for _ in range(n)]
     ids = [torch.randint(0, table, (t,), device=device, generator=gen) for _ in range(n)]
     return Op(lambda i: torch.bmm(ws[i][ids[i]], xs[i]), n, t * d_in * d_out * 2)
+
+
+def _bmm_op(s: dict[str, Any], rnd) -> Op:
+    """Llama 4's experts (Llama4TextExperts): `torch.bmm` of every token's row through every
+    expert's weights, held as transformers holds them (experts x d_in x d_out)."""
+    t, e, d_in, d_out = s["tokens"], s["experts"], s["d_in"], s["d_out"]
+    w_bytes = e * d_in * d_out * 2
+    n = _copies(w_bytes + e * t * d_in * 2, 4)
+    ws = [rnd(e, d_in, d_out) for _ in range(n)]
+    xs = [rnd(e, t, d_in) for _ in range(n)]
+    return Op(lambda i: torch.bmm(xs[i], ws[i]), n, w_bytes)
 
 
 def _fp8_op(s: dict[str, Any], rnd) -> Op:

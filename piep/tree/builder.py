@@ -29,6 +29,8 @@ LAUNCHES = {
     # generate()'s decode steps (batched_mm): each (token, expert) pair's weights gathered,
     # then one batched matrix-vector product over the pairs
     "experts_batched": 2,
+    # Llama 4's experts: one torch.bmm over every expert, each through every token
+    "experts_bmm": 1,
     # an FP8 projection (row-wise, piep.sampling.fp8.quantize_rows): |x|, the rows' max,
     # its cast, clamp and scale, x in float, divided, cast to e4m3; the FP8 GEMM
     "fp8_linear": 9,
@@ -168,6 +170,8 @@ def shape_key(node: Node) -> dict:
     if node.kind in GROUPED_KINDS:  # (the sampler runs the experts reached, rounded)
         return {**base, "d_in": a["d_in"], "d_out": a["d_out"],
                 "experts": max(1, round(a["experts"]))}
+    if node.kind == "experts_bmm":
+        return {**base, "d_in": a["d_in"], "d_out": a["d_out"], "experts": a["experts"]}
     if node.kind in LINEAR_KINDS + ("experts_batched", "fp8_linear"):
         return {**base, "d_in": a["d_in"], "d_out": a["d_out"],
                 **({"bias": True} if a.get("bias") else {})}
@@ -193,6 +197,8 @@ def leaf_from_shape(s: dict) -> Node:
         return _grouped(kind, kind, phase, t, s["experts"], s["d_in"], s["d_out"])
     if kind == "experts_batched":
         return _batched(kind, phase, t, s["d_in"], s["d_out"])
+    if kind == "experts_bmm":
+        return _experts_bmm(kind, phase, t, s["experts"], s["d_in"], s["d_out"])
     if kind == "fp8_linear":
         node = _linear(kind, "q_proj", phase, t, s["d_in"], s["d_out"], s.get("bias", False))
         _as_fp8(node)
@@ -531,6 +537,18 @@ def _batched(name: str, phase: str, pairs: int, d_in: int, d_out: int) -> Node:
                 launches=LAUNCHES["experts_batched"], attrs={"d_in": d_in, "d_out": d_out})
 
 
+def _experts_bmm(name: str, phase: str, tokens: int, experts: int, d_in: int,
+                 d_out: int) -> Node:
+    """Llama 4's experts (Llama4TextExperts): one `torch.bmm` of `experts` equal problems,
+    every token through every expert's (d_in x d_out) weights; `batch` is the bmm's batch
+    (its problems), a feature of the kernel's shape."""
+    return Node(name, "experts_bmm", phase, flops=2.0 * experts * tokens * d_in * d_out,
+                bytes_read=experts * (d_in * d_out + tokens * d_in) * BF16_BYTES,
+                bytes_written=experts * tokens * d_out * BF16_BYTES, tokens=tokens,
+                launches=LAUNCHES["experts_bmm"],
+                attrs={"d_in": d_in, "d_out": d_out, "experts": experts, "batch": experts})
+
+
 def batched_experts(dep: Deployment, phase: str) -> bool:
     """Whether a mixture of experts' layer runs `batched_mm` (generate()'s decode steps)
     rather than `grouped_mm` (its prefill, continuous batching, the reference runner)."""
@@ -637,8 +655,7 @@ def _dense_moe(dep: Deployment, phase: str, t: int) -> list[Node]:
     GEMM, top-k and sigmoid scores over every expert (zero off the top k); the tokens
     repeated once per expert and scaled by their scores; each projection one torch.bmm
     over all experts, every expert through every token: equal problems, not a grouped
-    GEMM's ragged ones, priced as one projection of the experts' weights side by side
-    (the same FLOPs and weight bytes: a decode step streams every expert's weights); the
+    GEMM's ragged ones (`experts_bmm`: a decode step streams every expert's weights); the
     experts' outputs summed; an ungated shared expert beside them, added."""
     m, h = dep.model, dep.model.hidden_size
     e, f = m.num_experts // dep.parallel.ep, dep.expert_ffn_per_rank  # (the rank's experts)
@@ -649,10 +666,10 @@ def _dense_moe(dep: Deployment, phase: str, t: int) -> list[Node]:
                          flops_per=0),
             _elementwise("moe_scale", "moe_copy", phase, rows, h, reads=2, writes=1,
                          flops_per=1),
-            _linear("experts_gate_up", "gate_up_proj", phase, t, h, e * 2 * f),
+            _experts_bmm("experts_gate_up", phase, t, e, h, 2 * f),
             _elementwise("activation", "activation", phase, rows, f, reads=reads,
                          writes=writes, flops_per=per_el),
-            _linear("experts_down", "down_proj", phase, t, e * f, h),
+            _experts_bmm("experts_down", phase, t, e, f, h),
             _elementwise("moe_combine", "moe_copy", phase, rows, h, reads=1, writes=1,
                          flops_per=1),
             *_shared_expert(dep, phase, t, gated=False)]

@@ -382,8 +382,8 @@ def test_an_mxfp4_answer_is_flagged(tmp_path):
 def test_llama4_runs_every_expert_on_every_token():
     """Llama 4 (Llama4TextMoe in transformers): the tokens repeated once per expert, each
     projection one bmm over all experts (every expert through every token, zero-scaled
-    off the top k: priced as one projection of every expert's weights side by side, the
-    same FLOPs and weight bytes), an ungated shared expert beside them; every fourth
+    off the top k: `experts_bmm`, each expert's weights and its copy of the tokens read),
+    an ungated shared expert beside them; every fourth
     layer without RoPE by default; a config nested under `text_config` reads the same; an
     interleaved one (Maverick: dense layers among the sparse ones) runs its dense layers
     at `intermediate_size_mlp`."""
@@ -393,11 +393,13 @@ def test_llama4_runs_every_expert_on_every_token():
                    check_memory=False)
     prefill = {n.name: n for _, _, n in build_tree(dep).children[0].children[0].leaves()}
     gate_up, down = prefill["experts_gate_up"], prefill["experts_down"]
-    assert gate_up.kind == "gate_up_proj" and down.kind == "down_proj"  # (bmm: no grouped GEMM)
-    f = spec.intermediate_size
-    assert gate_up.tokens == 16 and gate_up.attrs["d_out"] == 4 * 2 * f  # 4 experts x 16 tokens
-    assert gate_up.flops == 2.0 * 4 * 16 * spec.hidden_size * 2 * f
-    assert down.attrs["d_in"] == 4 * f and down.attrs["d_out"] == spec.hidden_size
+    assert gate_up.kind == down.kind == "experts_bmm"  # (equal problems: no grouped GEMM)
+    f, h = spec.intermediate_size, spec.hidden_size
+    assert gate_up.tokens == 16 and gate_up.attrs["experts"] == 4  # 4 experts x 16 tokens
+    assert (gate_up.attrs["d_in"], gate_up.attrs["d_out"]) == (h, 2 * f)
+    assert gate_up.flops == 2.0 * 4 * 16 * h * 2 * f
+    assert gate_up.bytes_read == 2 * 4 * (h * 2 * f + 16 * h)
+    assert (down.attrs["d_in"], down.attrs["d_out"]) == (f, h)
     assert prefill["moe_repeat"].tokens == 4 * 16
     assert {"moe_repeat", "moe_scale", "shared_gate_proj", "shared_add"} <= set(prefill)
     assert "shared_expert_gate" not in prefill

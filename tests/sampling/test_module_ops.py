@@ -40,11 +40,14 @@ def _leaf_ops(h200, compiled: bool):
     # a mixture of experts: its router, routing, copies and grouped GEMMs
     experts = replace(SMALL, model_type="qwen3_moe", num_experts=4, experts_per_token=2,
                       expert_ffn=64)
+    # Llama 4's experts: one batched GEMM over every expert, and its shared expert
+    bmm = replace(experts, model_type="llama4_text", dense_experts=True, shared_expert_ffn=64)
     # FP8 projections (row-wise: piep.sampling.fp8)
     fp8 = replace(SMALL, quantization="FP8 (row-wise weights, dynamic per-token activations)")
     for spec, engine in ((SMALL, None), (SMALL, "hf-eager"), (SMALL, "hf-static"),
                          (SMALL, "hf-cb"), (windowed, "hf-eager"), (windowed, "hf-static"),
-                         (family, "hf-eager"), (experts, "hf-eager"), (fp8, "hf-eager")):
+                         (family, "hf-eager"), (experts, "hf-eager"), (bmm, "hf-eager"),
+                         (fp8, "hf-eager")):
         dep = validate(spec, Parallel(tp=1 if engine else 2),
                        Workload(batch=2, prompt_len=16, gen_len=4), h200, engine=engine)
         for _, _, leaf in build_tree(dep).leaves():
@@ -68,6 +71,8 @@ def _runs_as_its_leaf(leaf, s: dict, mode: str) -> None:
         assert out.shape == (s["tokens"], s["d_out"]) and s["experts"] >= 1
     if leaf.kind == "experts_batched":  # each pair's row through its gathered weights
         assert out.shape == (s["tokens"], s["d_out"], 1)
+    if leaf.kind == "experts_bmm":  # every token's row through every expert
+        assert out.shape == (s["experts"], s["tokens"], s["d_out"])
     if leaf.kind == "fp8_linear":  # a projection's output, quantized on the way
         assert out.shape == (s["tokens"], s["d_out"])
     if leaf.kind == "attention":  # the in-situ output: (batch, q_len, heads*d)
