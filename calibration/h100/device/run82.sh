@@ -1,9 +1,8 @@
 #!/usr/bin/env bash
 # Device call 82 (nvidia-h100-x1): a diagnosis on an H100, nothing here enters the H200's
-# calibration (calibration/h100/README.md). PLANNED in session 35 (issue 53), not yet run
-# (no machine came; session 36 had an H200, not an H100); to run it, move it to
-# calibration/h100/device/run82.sh and run it as
-# `bash calibration/h100/device/run82.sh` (about a minute of GPU time).
+# calibration (calibration/h100/README.md). Planned in session 35 (issue 53); run in
+# session 37 after call 87 on the same H100, as `bash calibration/h100/device/run82.sh`
+# (about a minute of GPU time).
 # hf-cb's logged decoding iterations of 1e7-3e7 queries x keys (about 145 requests over
 # 104k keys) run 1.14x the closed form `PackedKernel` gives them, the small ones 0.92x
 # (python benchmarks/serving_iterations.py); call 81's A/B fitted that form on decoding
