@@ -292,6 +292,8 @@ FALLBACK_GROUP = {"sdpa_masked": "attention", "kv_slide.decode": "kv_append.deco
                   "experts": "linear", "fp8_linear": "linear",
                   # Llama 4's batched GEMM over every expert, as one GEMM of the same work
                   "experts_bmm": "linear",
+                  # gpt-oss's eager attention, whole, as the masked SDPA over its keys
+                  "sinks_attention": "sdpa_masked",
                   # continuous batching's packed attention: its power as the attention's
                   # (its time from `PackedKernel` until it is sampled)
                   PAGED_ATTENTION: "attention"}

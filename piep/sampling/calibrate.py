@@ -67,6 +67,9 @@ def module_shapes(*, seed: int = 0, per_kind: int = 28, kinds: tuple[str, ...] |
             continue
         if leaf.kind == "fp8_linear" and (key["d_in"] % 16 or key["d_out"] % 16):
             continue  # (FP8 GEMMs take sizes in multiples of 16: no checkpoint has others)
+        if leaf.kind == "sinks_attention" and leaf.tokens * leaf.attrs["heads"] \
+                * leaf.context_len > SINKS_MAX_SCORES:
+            continue  # (its five live copies of the scores would not fit the card)
         pool.setdefault((key["kind"], key["phase"]), {})[repr(sorted(key.items()))] = key
     chosen = []
     for (kind, phase), shapes in sorted(pool.items()):
@@ -80,6 +83,10 @@ def module_shapes(*, seed: int = 0, per_kind: int = 28, kinds: tuple[str, ...] |
     rng.shuffle(chosen)
     return [s for s in chosen if not modes or s["mode"] in modes]
 
+
+# the most scores (queries x keys x heads) an eager attention with sinks is sampled at:
+# transformers' code holds about five tensors of them at once (4.3e9 bf16 scores: 43 GB)
+SINKS_MAX_SCORES = 2 ** 32
 
 # the quantization an FP8 projection's samples are drawn for (`fp8_linear`)
 FP8_ROWWISE = "FP8 (row-wise weights, dynamic per-token activations)"

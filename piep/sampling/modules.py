@@ -67,6 +67,8 @@ def build_op(s: dict[str, Any], mode: str, device, dtype=torch.bfloat16,
         return _attention_op(s, mode, rnd)
     if kind == "sdpa_masked":
         return _masked_sdpa_op(s, rnd)
+    if kind == "sinks_attention":
+        return _sinks_op(s, rnd)
     if kind == "sdpa_paged":
         return _paged_sdpa_op(s, rnd)
     if kind in COPY_KINDS:
@@ -241,6 +243,43 @@ def _masked_sdpa_op(s: dict[str, Any], rnd) -> Op:
     mask = mask[None, None].expand(b, 1, q_len, ctx)
     return Op(lambda i: F.scaled_dot_product_attention(qs[i], ks[i], vs[i], attn_mask=mask),
               n, 0)
+
+
+def _sinks_op(s: dict[str, Any], rnd) -> Op:
+    """gpt-oss's eager attention as transformers runs it (its eager_attention_forward):
+    K and V repeated to every head, the scores materialized, scaled, under the additive
+    causal mask (a decode step: over every cached key), the sink logit of each head
+    concatenated, the row max subtracted, softmax, the sinks dropped (a strided view
+    PV reads), the output transposed to (batch, q_len, heads, head_dim)."""
+    b, hq, hkv, d = s["batch"], s["heads"], s["kv_heads"], s["head_dim"]
+    q_len, ctx = s["q_len"], s["context_len"]
+    dev, dtype = rnd(1).device, rnd(1).dtype
+    n = _copies(2 * (b * hq * q_len * d + 2 * b * hkv * ctx * d), 16)
+    qs = [rnd(b, hq, q_len, d) for _ in range(n)]
+    ks = [rnd(b, hkv, ctx, d) for _ in range(n)]
+    vs = [rnd(b, hkv, ctx, d) for _ in range(n)]
+    sinks = rnd(hq)
+    filled = ctx - q_len if s["phase"] == "decode" else 0
+    pos = torch.arange(ctx, device=dev)
+    seen = pos[None, :] <= filled + torch.arange(q_len, device=dev)[:, None]
+    mask = torch.zeros(q_len, ctx, device=dev, dtype=dtype).masked_fill(
+        ~seen, torch.finfo(dtype).min)[None, None].expand(b, 1, q_len, ctx)
+    groups = hq // hkv
+
+    def repeat(x):  # transformers' repeat_kv
+        if groups == 1:
+            return x
+        return x[:, :, None].expand(b, hkv, groups, ctx, d).reshape(b, hq, ctx, d)
+
+    def attend(i):
+        k, v = repeat(ks[i]), repeat(vs[i])
+        w = torch.matmul(qs[i], k.transpose(2, 3)) * d ** -0.5
+        w = w + mask
+        logits = torch.cat([w, sinks.reshape(1, -1, 1, 1).expand(b, -1, q_len, -1)], dim=-1)
+        logits = logits - logits.max(dim=-1, keepdim=True).values
+        probs = F.softmax(logits, dim=-1, dtype=logits.dtype)[..., :-1]
+        return torch.matmul(probs, v).transpose(1, 2).contiguous()
+    return Op(attend, n, 0)
 
 
 def packed_mask(q_len: int, ctx: int, requests: int, dtype, device) -> "torch.Tensor":

@@ -31,13 +31,17 @@ LAUNCHES = {
     "experts_batched": 2,
     # Llama 4's experts: one torch.bmm over every expert, each through every token
     "experts_bmm": 1,
+    # transformers' eager attention with sinks (gpt-oss), whole: K and V repeated to every
+    # head, QK^T, scale, mask, the sinks concatenated, their max, subtracted, softmax, PV
+    # over the strided slice without the sinks, the output transposed
+    "sinks_attention": 12,
     # an FP8 projection (row-wise, piep.sampling.fp8.quantize_rows): |x|, the rows' max,
     # its cast, clamp and scale, x in float, divided, cast to e4m3; the FP8 GEMM
     "fp8_linear": 9,
 }
 # attention-like leaves: their kernel is set by batch, heads, KV heads, head dim, query
 # length and context (SDPA; the masked SDPA over a static or a gathered paged cache)
-ATTENTION_LIKE = ("attention", "sdpa_masked")
+ATTENTION_LIKE = ("attention", "sdpa_masked", "sinks_attention")
 PAGED_ATTENTION = "sdpa_paged"  # continuous batching's packed iteration under its mask
 # the two forms of a windowed engine's attention: before the keys reach the window, and
 # after (a leaf's `attrs["window"]`; a layer holds both, weighted by `window_weights`)
@@ -94,6 +98,25 @@ def _attention(phase: str, batch: int, q_len: int, ctx: int, hq: int, hkv: int,
                 bytes_written=(q_io + batch * q_len * hkv * d * 2) * BF16_BYTES,
                 tokens=batch * q_len, context_len=ctx, launches=LAUNCHES["attention"],
                 attrs={"heads": hq, "kv_heads": kv_heads, "head_dim": d, "batch": batch})
+
+
+def _sinks_attention(phase: str, batch: int, q_len: int, ctx: int, hq: int, hkv: int,
+                     d: int) -> Node:
+    """gpt-oss's eager attention (its eager_attention_forward) as one leaf, sampled whole:
+    K and V repeated to every head, every query's score over every key materialized,
+    scaled, masked, the sink logits concatenated (rows of ctx + 1: unaligned, slower
+    kernels than a pass over ctx), their max subtracted, softmax, PV over the slice
+    without the sinks (a GEMM over unaligned rows), the output transposed. Scores:
+    written by QK^T and read by PV, with 8 reads and 5 writes between."""
+    scores = batch * hq * q_len * ctx
+    kv = batch * ctx * d * 2  # K and V, one head
+    q_io = batch * q_len * hq * d
+    return Node("attention", "sinks_attention", phase,
+                flops=4.0 * scores * d + 10.0 * scores,
+                bytes_read=(q_io + kv * (hkv + hq) + 9 * scores + q_io) * BF16_BYTES,
+                bytes_written=(kv * hq + 6 * scores + 2 * q_io) * BF16_BYTES,
+                tokens=batch * q_len, context_len=ctx, launches=LAUNCHES["sinks_attention"],
+                attrs={"heads": hq, "kv_heads": hkv, "head_dim": d, "batch": batch})
 
 
 APPENDS = ("kv_append", "kv_slide")  # copies that add the new position to the cache
@@ -205,6 +228,9 @@ def leaf_from_shape(s: dict) -> Node:
         return node
     if kind in LINEAR_KINDS:
         return _linear(kind, kind, phase, t, s["d_in"], s["d_out"], s.get("bias", False))
+    if kind == "sinks_attention":
+        return _sinks_attention(phase, s["batch"], s["q_len"], s["context_len"], s["heads"],
+                                s["kv_heads"], s["head_dim"])
     if kind in ATTENTION_LIKE:
         return _attention(phase, s["batch"], s["q_len"], s["context_len"], s["heads"],
                           s["kv_heads"], s["head_dim"], masked_cache=kind == "sdpa_masked")
@@ -246,6 +272,8 @@ def _cache_attention(dep: Deployment, phase: str, batch: int, q_len: int, ctx: i
         kind, keys = ("kv_append", ctx) if append_ctx is None else ("kv_slide", append_ctx)
         out.append(_kv_copy(kind, phase, batch, keys, hkv, hkv, d, extra_out=1))
     paged = dep.engine_record.paged_cache
+    if dep.model.attention_sinks and not paged:  # (its eager attention, one leaf)
+        return [*out, _sinks_attention(phase, batch, q_len, ctx, hq, hkv, d)]
     if paged:  # the blocks of every request read out into one K and one V
         out.append(_kv_copy("kv_gather", phase, batch, ctx, hkv, hkv, d))
     if masked and expands_kv(hq, hkv):  # a mask over the cache turns SDPA's native GQA off

@@ -25,7 +25,9 @@ COMPUTE_KINDS = ("embedding", "rmsnorm", "q_proj", "k_proj", "v_proj", "rope", "
                  # continuous batching's packed attention under its additive mask
                  "sdpa_paged",
                  # Llama 4's experts: one batched GEMM of equal problems, one per expert
-                 "experts_bmm")
+                 "experts_bmm",
+                 # gpt-oss's eager attention with sinks, its passes and GEMMs as one leaf
+                 "sinks_attention")
 COMM_KINDS = ("allreduce", "allgather", "p2p")
 # copies of the KV cache some engines make (priced by their module samples; without
 # samples, at the GPU's measured copy rate); `kv_slide`: a sliding cache's concatenation

@@ -345,17 +345,18 @@ def test_a_shared_expert_counts_its_mlp_and_its_gate():
 def test_gpt_oss_runs_eager_attention_with_sinks_and_biased_experts():
     """gpt-oss (transformers' modeling code: no SDPA, a sink logit per head; experts with
     biases and a clamped SwiGLU; a router with a bias; local and global layers by default
-    alternating): its layers hold the passes over the scores with the sinks, the experts'
-    bias adds and the gate's extra passes; an MXFP4 checkpoint is priced as transformers
+    alternating): its layers hold its eager attention with the sinks as one leaf (sampled
+    whole: its passes run over unaligned rows of keys + 1), the experts' bias adds and the
+    gate's extra passes; an MXFP4 checkpoint is priced as transformers
     loads it without the `kernels` package (dequantized to bf16: the same answer as the
     bf16 config's), and says so; MXFP4 of another family is still refused."""
     spec = small("gpt_oss")
     assert spec.attention_sinks and spec.expert_bias and spec.sliding_layers == (0, 2, 4)
     for leaves in layer_leaves(spec).values():
-        names = [n for n, _ in leaves]
-        assert {"sinks_concat", "sinks_drop", "experts_gate_up_bias", "experts_down_bias",
-                "gate_clamp_1"} <= set(names)
-        assert "softcap_tanh" not in names
+        names = dict(leaves)
+        assert {"experts_gate_up_bias", "experts_down_bias", "gate_clamp_1"} <= set(names)
+        assert names["attention"] == "sinks_attention"
+        assert "softcap_tanh" not in names and "kv_expand" not in names
     cfg = {"model_type": "gpt_oss", **SMALL, **OWN_KEYS["gpt_oss"],
            "quantization_config": {"quant_method": "mxfp4"}}
     mxfp4 = ModelSpec.from_hf_config(cfg, name="gpt-oss")

@@ -42,11 +42,13 @@ def _leaf_ops(h200, compiled: bool):
                       expert_ffn=64)
     # Llama 4's experts: one batched GEMM over every expert, and its shared expert
     bmm = replace(experts, model_type="llama4_text", dense_experts=True, shared_expert_ffn=64)
+    # gpt-oss's eager attention with sinks, whole
+    sinks = replace(experts, model_type="gpt_oss", attention_sinks=True, expert_bias=True)
     # FP8 projections (row-wise: piep.sampling.fp8)
     fp8 = replace(SMALL, quantization="FP8 (row-wise weights, dynamic per-token activations)")
     for spec, engine in ((SMALL, None), (SMALL, "hf-eager"), (SMALL, "hf-static"),
                          (SMALL, "hf-cb"), (windowed, "hf-eager"), (windowed, "hf-static"),
-                         (family, "hf-eager"), (experts, "hf-eager"), (bmm, "hf-eager"),
+                         (family, "hf-eager"), (experts, "hf-eager"), (bmm, "hf-eager"), (sinks, "hf-eager"),
                          (fp8, "hf-eager")):
         dep = validate(spec, Parallel(tp=1 if engine else 2),
                        Workload(batch=2, prompt_len=16, gen_len=4), h200, engine=engine)
@@ -73,6 +75,8 @@ def _runs_as_its_leaf(leaf, s: dict, mode: str) -> None:
         assert out.shape == (s["tokens"], s["d_out"], 1)
     if leaf.kind == "experts_bmm":  # every token's row through every expert
         assert out.shape == (s["experts"], s["tokens"], s["d_out"])
+    if leaf.kind == "sinks_attention":  # (batch, q_len, heads, d), as transformers'
+        assert out.shape == (s["batch"], s["q_len"], s["heads"], s["head_dim"])
     if leaf.kind == "fp8_linear":  # a projection's output, quantized on the way
         assert out.shape == (s["tokens"], s["d_out"])
     if leaf.kind == "attention":  # the in-situ output: (batch, q_len, heads*d)
@@ -209,3 +213,21 @@ def test_packed_attention_shapes_are_drawn_run_and_train():
     assert out.shape == (1, 2, 6, 8) and torch.isfinite(out).all()
     sample = SimpleNamespace(repeat=0, kind="sdpa_paged", phase="prefill", shape=small)
     assert is_fitted(sample)  # hf-cb's tree prices its attention with it
+
+
+def test_the_sinks_op_is_transformers_eager_attention():
+    """The sampler's `sinks_attention` computes what gpt-oss's eager_attention_forward
+    computes from the same tensors (the same ops in the same order)."""
+    import inspect
+    import types
+    gpt_oss = pytest.importorskip("transformers.models.gpt_oss.modeling_gpt_oss")
+    s = {"kind": "sinks_attention", "phase": "decode", "tokens": 2, "batch": 2, "heads": 8,
+         "kv_heads": 2, "head_dim": 16, "q_len": 1, "context_len": 12}
+    op = build_op({**s, "mode": "graph"}, "graph", "cpu", dtype=torch.float32,
+                  gen=torch.Generator().manual_seed(0))
+    held = inspect.getclosurevars(op.fn).nonlocals
+    module = types.SimpleNamespace(num_key_value_groups=4, sinks=held["sinks"],
+                                   training=False)
+    want, _ = gpt_oss.eager_attention_forward(module, held["qs"][0], held["ks"][0],
+                                              held["vs"][0], held["mask"], 16 ** -0.5)
+    assert torch.allclose(op.fn(0), want, atol=1e-6)
