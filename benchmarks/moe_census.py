@@ -1,16 +1,17 @@
 """Where a mixture of experts' prefill spends its GPU time, kernel by kernel, against the
 tree: the kernel census of transformers' generate() on the MoE shapes
-(calibration/h100/moe/census_moe_s*.jsonl, `python -m piep.sampling.census`) beside the
-tree's launches and its per-module prices.
+(calibration/h200/moe/census_moe_s*.jsonl and calibration/h100/moe/census_moe_s*.jsonl,
+`python -m piep.sampling.census`) beside the tree's launches and its per-module prices.
 
     python benchmarks/moe_census.py        # prints the section reports/moe.md carries
 
-The census ran on an H100 (device call 79: no H200 came that session) with the H200
-image's torch and transformers, so its kernels and their counts are the H200's; their
-durations are the H100's. Compute-bound kernels run alike on both cards (same SMs and
-clocks: the dense GEMMs' row shows it), memory-bound ones about 1.43x longer on the H100
-(HBM 3.35 against 4.8 TB/s). So a family whose census time stands far above the tree's
-H200 price times that ratio is priced short on the H200 too.
+A model censused on an H200 is read there; one censused only on an H100 (no H200 came
+those sessions) is read on the H100, with the H200 image's torch and transformers: its
+kernels and their counts are the H200's, their durations the H100's. Compute-bound
+kernels run alike on both cards (same SMs and clocks: the dense GEMMs' row shows it),
+memory-bound ones about 1.43x longer on the H100 (HBM 3.35 against 4.8 TB/s). So a family
+whose H100 census time stands far above the tree's H200 price times that ratio is priced
+short on the H200 too.
 """
 
 from __future__ import annotations
@@ -28,10 +29,8 @@ from piep.core.artifacts import read_jsonl  # noqa: E402
 
 H100 = ROOT / "calibration" / "h100" / "moe"
 H200 = ROOT / "calibration" / "h200" / "moe"
-# the H200's census (device call 73) where it exists: its durations are the card's piep
-# prices; the H100's (call 79) before it
-CENSUS = sorted(H200.glob("census_moe_s*.jsonl")) or sorted(H100.glob("census_moe_s*.jsonl"))
-ON_H200 = bool(CENSUS) and CENSUS[0].parent == H200
+CENSUS = {"H200": sorted(H200.glob("census_moe_s*.jsonl")),
+          "H100": sorted(H100.glob("census_moe_s*.jsonl"))}
 AB = sorted(H100.glob("moe_kernels_ab_s*.jsonl")) + sorted(H200.glob("moe_kernels_ab_s*.jsonl"))
 CONFIGS = ROOT / "calibration" / "h200" / "moe" / "configs"
 # kernel families: (name, the kernel-name pattern, the tree's leaves by name or kind)
@@ -69,27 +68,33 @@ def tree_family(path: str, kind: str) -> str:
     return OTHER
 
 
+# a decoder layer of the tree that runs the experts (not a dense layer among them: the
+# census's layers are its third and fourth, sparse in every census'd model)
+SPARSE_LAYER = re.compile(r"/layer(?!_dense)[^/]*/")
+
+
 def layer_prices(rec: dict) -> tuple[dict[str, float], int, int]:
-    """The tree's H200 prefill time per decoder layer by family (us; prefill only: a
+    """The tree's H200 prefill time per sparse decoder layer by family (us; prefill only: a
     module's price holds its launch gaps, and eager decode steps wait on their host, which
     the census's GPU time leaves out), its launches per layer in prefill and per decode
-    step, at the census's workload."""
+    step, at the census's workload (a model of several layer kinds: their mean)."""
     from piep.tree.builder import build_tree
     spec = str(CONFIGS / f"{rec['model']}.json")
     load = {"engine": rec["engine"], "batch": rec["batch"], "prompt_len": rec["prompt_len"],
             "gen_len": rec["gen_len"]}
     dep = api.deployment(spec, **load)
-    layers = dep.model.num_layers
+    layers = dep.model.num_layers - len(dep.model.dense_layers)
     out: dict[str, float] = {}
     for m in api.predict(spec, hosts=False, **load)["modules"]:
-        if m["phase"] == "prefill" and "/layer/" in m["path"]:
+        if m["phase"] == "prefill" and SPARSE_LAYER.search(m["path"]):
             f = tree_family(m["path"], m["kind"])
             out[f] = out.get(f, 0.0) + 1e6 * m["time_s"] / layers
-    launches = {"prefill": 0, "decode": 0}
-    for path, _, leaf in build_tree(dep).leaves():
-        if "/layer/" in path:
-            launches[leaf.phase] += leaf.launches
-    return out, launches["prefill"], launches["decode"]
+    launches = {"prefill": 0.0, "decode": 0.0}
+    for path, mult, leaf in build_tree(dep).leaves():
+        if SPARSE_LAYER.search(path):
+            launches[leaf.phase] += mult * leaf.launches / layers
+    return (out, round(launches["prefill"]),
+            round(launches["decode"] / max(rec["gen_len"] - 1, 1)))
 
 
 def ab_line() -> list[str]:
@@ -112,45 +117,61 @@ def ab_line() -> list[str]:
     return out
 
 
+def census_records() -> dict[str, list[dict]]:
+    """Per card, the census records of the models it holds the latest census of: each
+    model's H200 census where it has one, else its H100 census."""
+    out: dict[str, dict[str, dict]] = {card: {} for card in CENSUS}
+    for card, paths in CENSUS.items():
+        for path in paths:
+            for rec in read_jsonl(path):
+                out[card][rec["model"]] = {**rec, "file": path}
+    for model in out["H200"]:
+        out["H100"].pop(model, None)
+    return {card: list(recs.values()) for card, recs in out.items() if recs}
+
+
 def census_lines() -> list[str]:
     """The section: launches per layer, the prefill's GPU time per layer by family, and
     what the A/Bs measured."""
-    recs = [r for path in CENSUS for r in read_jsonl(path)]
-    if not recs:
+    cards = census_records()
+    if not cards:
         return []
+    recs = [r for rs in cards.values() for r in rs]
     priced = {r["model"]: layer_prices(r) for r in recs}
+    files = sorted({r["file"] for r in recs})
     lines = ["## Where the prefill's time goes: a kernel census", "",
              "Made by `python benchmarks/moe_census.py` (its docstring says how to read it) "
-             "from " + ", ".join(f"`{p.relative_to(ROOT)}`" for p in CENSUS) + ": "
+             "from " + ", ".join(f"`{p.relative_to(ROOT)}`" for p in files) + ": "
              "transformers' generate() under the torch profiler, hf-eager, batch "
-             f"{recs[0]['batch']}, prompt {recs[0]['prompt_len']}; "
-             + ("on an H200 (device call 73)." if ON_H200 else
-                "on an H100 with the H200 image's torch and transformers (the kernels and "
-                "their counts are the H200's, their durations the H100's)."), "",
-             "| model | launches a layer, prefill: tree / census | a decode step: tree / "
-             "census |", "|---|---|---|"]
-    for r in recs:
-        _, pre, dec = priced[r["model"]]
-        lines.append(f"| {r['model']} | {pre} / {r['prefill']['per_layer']:.0f} | "
-                     f"{dec} / {r['decode_step']['per_layer']:.0f} |")
-    card = "H200" if ON_H200 else "H100"
-    lines += ["", f"GPU time a layer in prefill (us): the census's on the {card} beside the "
-              "tree's price on the H200, and their ratio (" + (
-                  "about 1 where the tree prices a family right)." if ON_H200 else
-                  "about 1 for compute-bound kernels, 1.43 for memory-bound ones where the "
-                  "tree prices them right)."), "",
-              "| family | " + " | ".join(f"{r['model']} {card} / H200 tree" for r in recs)
-              + " |", "|---|" + "---|" * len(recs)]
-    for name in [n for n, _, _ in FAMILIES] + [OTHER, "all"]:
-        cells = []
-        for r in recs:
-            tree = priced[r["model"]][0]
-            got = sum(us for k, us in r["prefill"]["per_layer_us_by_name"].items()
-                      if name in ("all", family(k)))
-            want = sum(tree.values()) if name == "all" else tree.get(name, 0.0)
-            ratio = f" (x{got / want:.2f})" if want > 0 and got > 0 else ""
-            cells.append(f"{got:.0f} / {want:.0f}{ratio}")
-        lines.append(f"| {name} | " + " | ".join(cells) + " |")
+             f"{recs[0]['batch']}, prompt {recs[0]['prompt_len']}; each model on an H200 "
+             "where it was censused there, else on an H100 with the H200 image's torch and "
+             "transformers (the kernels and their counts are the H200's, their durations "
+             "the H100's).", "",
+             "| model | card | launches a layer, prefill: tree / census | a decode step: "
+             "tree / census |", "|---|---|---|---|"]
+    for card, rs in cards.items():
+        for r in rs:
+            _, pre, dec = priced[r["model"]]
+            lines.append(f"| {r['model']} | {card} | {pre} / {r['prefill']['per_layer']:.0f}"
+                         f" | {dec} / {r['decode_step']['per_layer']:.0f} |")
+    for card, rs in cards.items():
+        lines += ["", f"GPU time a layer in prefill (us): the census's on the {card} beside "
+                  "the tree's price on the H200, and their ratio (" + (
+                      "about 1 where the tree prices a family right)." if card == "H200"
+                      else "about 1 for compute-bound kernels, 1.43 for memory-bound ones "
+                      "where the tree prices them right)."), "",
+                  "| family | " + " | ".join(f"{r['model']} {card} / H200 tree" for r in rs)
+                  + " |", "|---|" + "---|" * len(rs)]
+        for name in [n for n, _, _ in FAMILIES] + [OTHER, "all"]:
+            cells = []
+            for r in rs:
+                tree = priced[r["model"]][0]
+                got = sum(us for k, us in r["prefill"]["per_layer_us_by_name"].items()
+                          if name in ("all", family(k)))
+                want = sum(tree.values()) if name == "all" else tree.get(name, 0.0)
+                ratio = f" (x{got / want:.2f})" if want > 0 and got > 0 else ""
+                cells.append(f"{got:.0f} / {want:.0f}{ratio}")
+            lines.append(f"| {name} | " + " | ".join(cells) + " |")
     return lines + ab_line()
 
 

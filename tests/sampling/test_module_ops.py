@@ -231,3 +231,22 @@ def test_the_sinks_op_is_transformers_eager_attention():
     want, _ = gpt_oss.eager_attention_forward(module, held["qs"][0], held["ks"][0],
                                               held["vs"][0], held["mask"], 16 ** -0.5)
     assert torch.allclose(op.fn(0), want, atol=1e-6)
+
+
+def test_the_moe_kernels_of_their_own_are_drawn_from_their_models_within_the_card():
+    """Llama 4's bmm and gpt-oss's eager attention are drawn from those models' trees, with
+    the shape each sampler op needs; the attention's scores stay under the cap that keeps
+    transformers' five live copies of them on one card."""
+    from piep.sampling.calibrate import SINKS_MAX_SCORES, module_shapes
+    from pathlib import Path
+    moe = str(Path(__file__).resolve().parents[2] / "calibration/h200/moe/configs") + "/"
+    bmm = module_shapes(seed=0, per_kind=6, kinds=("experts_bmm",), tps=(1,),
+                        models=(moe + "piep-llama4-scout-20l.json",))
+    assert bmm and all(s["experts"] == 16 and {s["d_in"], s["d_out"]} & {5120}
+                       for s in bmm)
+    sinks = module_shapes(seed=0, per_kind=40, kinds=("sinks_attention",), tps=(1,),
+                          models=(moe + "gpt-oss-20b-shape.json",))
+    assert {s["phase"] for s in sinks} == {"prefill", "decode"}
+    assert all(s["heads"] == 64 and s["kv_heads"] == 8 and s["head_dim"] == 64 for s in sinks)
+    assert max(s["batch"] * s["heads"] * s["q_len"] * s["context_len"] for s in sinks) \
+        <= SINKS_MAX_SCORES
