@@ -389,9 +389,8 @@ def _family_words(fam, name: str = "") -> str:
         if name in MOE_PRICED else []
     if fam.dense_experts:
         words = ["experts: every expert through every token (one bmm per projection over "
-                 "all experts, priced as one projection of their weights side by side, "
-                 "scaled by the router's sigmoid scores, zero off the top k), an ungated "
-                 "shared expert beside them"]
+                 "all experts, `experts_bmm`, scaled by the router's sigmoid scores, zero "
+                 "off the top k), an ungated shared expert beside them"]
     if fam.latent_attention:
         words[0] = words[0].replace("a top-k router", "a top-k router (float32 GEMM)")
         words += ["multi-head latent attention (queries through their low rank where "
@@ -415,7 +414,9 @@ def _family_words(fam, name: str = "") -> str:
                                 (fam.softcaps, "eager attention over soft-capped scores "
                                                "(7 passes over them), capped logits"),
                                 (fam.sinks, "eager attention with a sink logit per head "
-                                            "(7 passes over the scores)"),
+                                            "(one leaf, `sinks_attention`, sampled as "
+                                            "transformers runs it: its passes over rows of "
+                                            "keys + 1)"),
                                 (fam.expert_bias, "experts and router with biases, a "
                                                   "clamped SwiGLU gate"),
                                 (fam.scaled_embeddings, "scaled embeddings"),

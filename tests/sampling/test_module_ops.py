@@ -46,6 +46,7 @@ def _leaf_ops(h200, compiled: bool):
     sinks = replace(experts, model_type="gpt_oss", attention_sinks=True, expert_bias=True)
     # FP8 projections (row-wise: piep.sampling.fp8)
     fp8 = replace(SMALL, quantization="FP8 (row-wise weights, dynamic per-token activations)")
+    seen: set[tuple[str, str]] = set()
     for spec, engine in ((SMALL, None), (SMALL, "hf-eager"), (SMALL, "hf-static"),
                          (SMALL, "hf-cb"), (windowed, "hf-eager"), (windowed, "hf-static"),
                          (family, "hf-eager"), (experts, "hf-eager"), (bmm, "hf-eager"), (sinks, "hf-eager"),
@@ -59,7 +60,9 @@ def _leaf_ops(h200, compiled: bool):
             if leaf.kind == "rope":  # the sampler's layout fields (module_shapes adds them)
                 s.update(leaf.attrs["layout"])
             for mode in ("graph", "eager"):
-                if _compiled(s, mode) == compiled:
+                key = (repr(sorted(s.items())), mode)  # (each shape once: trees repeat them)
+                if _compiled(s, mode) == compiled and key not in seen:
+                    seen.add(key)
                     yield leaf, s, mode
 
 
