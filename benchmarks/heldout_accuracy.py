@@ -38,8 +38,10 @@ SETS = {
             "of generate()'s decode-step experts, `experts_batched`), 77 (`run77.sh`: the "
             "grouped GEMMs in transformers' weight layout and its masks' masked_fill "
             "sampled; gpt-oss-20b, OLMoE and 20-layer Llama 4 Scout shapes), 73 (`run73.sh`: "
-            "the kernel census below, on the H200) and 83-84 (`run83.sh`, `run84.sh`: "
-            "workloads in no earlier design). Random weights route near-uniformly, as piep "
+            "the kernel census below, on the H200), 83-84 (`run83.sh`, `run84.sh`: "
+            "workloads in no earlier design) and 87 (`calibration/h100/device/run87.sh`: a "
+            "census of gpt-oss-20b and DeepSeek-V2-Lite on an H100). Random weights route "
+            "near-uniformly, as piep "
             "assumes; trained routers skew (docs/models.md)",
             "The blind predictions priced every step's experts as grouped GEMMs. Read in "
             "transformers after the runs (not fitted to them): generate() switches a mixture "
@@ -61,7 +63,16 @@ SETS = {
             "Qwen3-30B-A3B's 256 rows an expert, where the census measured x1.51 the "
             "samples' price): the samples' time is learned over the rows their kernel "
             "computes, and a deployment's grouped GEMMs priced at the rows expected under "
-            "its routing (`piep.tree.builder.routed_grouped_rows`)."),
+            "its routing (`piep.tree.builder.routed_grouped_rows`). Set in session 37, "
+            "from the code and call 87's census, before any run of this set was priced "
+            "with them: Llama 4's bmm and gpt-oss's eager attention are leaves of their own "
+            "(`experts_bmm`, each expert's copy of the tokens read; `sinks_attention`, its "
+            "passes over rows of keys + 1, unaligned, where the census found the sinks' "
+            "concat alone ~5x the tree's pass), each with a sampler op that runs what "
+            "transformers runs; until they are sampled on an H200 they are priced by the "
+            "projections' and the masked SDPA's models (`python "
+            "benchmarks/heldout_accuracy.py moe` at commit e3d4cfc gives the errors before "
+            "the attention leaf: energy 12.0 %, time 7.6 %)."),
     "fp8": ("FP8 checkpoints, held out",
             "device call 72 (`calibration/h200/device/run72.sh`: module samples of row-wise "
             "FP8 projections, `fp8_linear`, drawn from the shipped dense models' trees; the "
