@@ -612,7 +612,9 @@ def overview_report() -> None:
          "`python benchmarks/families_accuracy.py`"),
         ("`moe/`", f"transformers runs of mixtures of experts ({held['moe']} generate() runs, "
          f"{moe_replays} hf-cb replays; device calls 71-73, 77, 83-84), the H200's kernel "
-         "census and A/Bs: configs, designs, blind predictions; held out in `reports/moe.md`",
+         "census and A/Bs: configs, designs, blind predictions; held out in `reports/moe.md`; "
+         "calls planned and not yet run (`planned_*.sh`: expert parallelism, design 5 and "
+         "the new leaves' samples)",
          "`device/run71.sh` .. `run84.sh`; `python benchmarks/heldout_accuracy.py moe`"),
         ("`fp8/`", f"generate() runs of FP8 checkpoints' shapes, the projections in row-wise "
          f"FP8 ({held['fp8']} runs; device call 72): configs, design; held out in "
