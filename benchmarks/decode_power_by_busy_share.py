@@ -30,6 +30,8 @@ SETS = (("dense", sorted((H200 / "engines" / "hf-eager" / "raw").glob("*.jsonl")
 
 def rows():
     """(set, model, batch, gap share, decode power: priced W, measured W)."""
+    gap_w = api.resolve(api.scenario("llama-2-7b", engine="hf-eager")) \
+        .cost_model.host.launch_gap_w  # (the engine profile's, one for every run)
     for name, paths, configs in SETS:
         for path in paths:
             for r in read_jsonl(path):
@@ -45,8 +47,6 @@ def rows():
                                       host_probe_us=None if probe is None else 1e6 * probe)
                 except PiepError:  # (a shape of an unshipped config: not priced here)
                     continue
-                gap_w = api.resolve(api.scenario(model, engine="hf-eager")) \
-                    .cost_model.host.launch_gap_w
                 share = doc["breakdown_j"]["idle"] / gap_w / doc["time_s"]
                 d, m = doc["decode"], r["decode"]
                 yield (name, r["model"], r["batch"], share, d["energy_j"] / d["time_s"],

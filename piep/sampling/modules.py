@@ -237,12 +237,25 @@ def _masked_sdpa_op(s: dict[str, Any], rnd) -> Op:
     qs = [rnd(b, h, q_len, d) for _ in range(n)]
     ks = [rnd(b, h, ctx, d) for _ in range(n)]
     vs = [rnd(b, h, ctx, d) for _ in range(n)]
-    filled = ctx - q_len if s["phase"] == "decode" else 0  # slots written before the call
-    pos = torch.arange(ctx, device=dev)
-    mask = (pos[None, :] <= filled + torch.arange(q_len, device=dev)[:, None])
-    mask = mask[None, None].expand(b, 1, q_len, ctx)
+    mask = _causal_seen(s, dev)[None, None].expand(b, 1, q_len, ctx)
     return Op(lambda i: F.scaled_dot_product_attention(qs[i], ks[i], vs[i], attn_mask=mask),
               n, 0)
+
+
+def _causal_seen(s: dict[str, Any], dev) -> "torch.Tensor":
+    """(q_len, context_len) bools: the cache slots each query of shape `s` sees (causal
+    over the slots filled before the call, which a decode step has; the rest unseen)."""
+    q_len, ctx = s["q_len"], s["context_len"]
+    filled = ctx - q_len if s["phase"] == "decode" else 0  # slots written before the call
+    pos = torch.arange(ctx, device=dev)
+    return pos[None, :] <= filled + torch.arange(q_len, device=dev)[:, None]
+
+
+def _repeat_kv(x: "torch.Tensor", heads: int) -> "torch.Tensor":
+    """transformers' repeat_kv: (batch, kv heads, keys, d) expanded to `heads` heads and
+    reshaped (a copy; with as many KV heads as heads, a view: no kernel)."""
+    b, hkv, ctx, d = x.shape
+    return x[:, :, None].expand(b, hkv, heads // hkv, ctx, d).reshape(b, heads, ctx, d)
 
 
 def _sinks_op(s: dict[str, Any], rnd) -> Op:
@@ -253,26 +266,18 @@ def _sinks_op(s: dict[str, Any], rnd) -> Op:
     PV reads), the output transposed to (batch, q_len, heads, head_dim)."""
     b, hq, hkv, d = s["batch"], s["heads"], s["kv_heads"], s["head_dim"]
     q_len, ctx = s["q_len"], s["context_len"]
-    dev, dtype = rnd(1).device, rnd(1).dtype
+    probe = rnd(1)
+    dev, dtype = probe.device, probe.dtype
     n = _copies(2 * (b * hq * q_len * d + 2 * b * hkv * ctx * d), 16)
     qs = [rnd(b, hq, q_len, d) for _ in range(n)]
     ks = [rnd(b, hkv, ctx, d) for _ in range(n)]
     vs = [rnd(b, hkv, ctx, d) for _ in range(n)]
     sinks = rnd(hq)
-    filled = ctx - q_len if s["phase"] == "decode" else 0
-    pos = torch.arange(ctx, device=dev)
-    seen = pos[None, :] <= filled + torch.arange(q_len, device=dev)[:, None]
     mask = torch.zeros(q_len, ctx, device=dev, dtype=dtype).masked_fill(
-        ~seen, torch.finfo(dtype).min)[None, None].expand(b, 1, q_len, ctx)
-    groups = hq // hkv
-
-    def repeat(x):  # transformers' repeat_kv
-        if groups == 1:
-            return x
-        return x[:, :, None].expand(b, hkv, groups, ctx, d).reshape(b, hq, ctx, d)
+        ~_causal_seen(s, dev), torch.finfo(dtype).min)[None, None].expand(b, 1, q_len, ctx)
 
     def attend(i):
-        k, v = repeat(ks[i]), repeat(vs[i])
+        k, v = _repeat_kv(ks[i], hq), _repeat_kv(vs[i], hq)
         w = torch.matmul(qs[i], k.transpose(2, 3)) * d ** -0.5
         w = w + mask
         logits = torch.cat([w, sinks.reshape(1, -1, 1, 1).expand(b, -1, q_len, -1)], dim=-1)
@@ -345,11 +350,8 @@ def _kv_copy_op(s: dict[str, Any], mode: str, rnd) -> Op:
     if kind in APPENDS:
         new = [rnd(b, hkv, 1, d) for _ in range(2)]
         return Op(lambda i: [torch.cat([c, x], dim=-2) for c, x in zip(kv[i], new)], n, 0)
-    rep = hq // hkv
-
     def expand(k, v):
-        return [x[:, :, None, :, :].expand(b, hkv, rep, ctx, d).reshape(b, hq, ctx, d)
-                for x in (k, v)]
+        return [_repeat_kv(x, hq) for x in (k, v)]
     if mode == "graph" and s["phase"] == "decode":
         # a fresh compile per shape: recompiles of one code object stop at dynamo's
         # cache limit and fall back to eager without a word
