@@ -1,8 +1,5 @@
 #!/usr/bin/env bash
-# PLANNED in session 37, not yet run: no H200 came that session (twelve starts failed;
-# calls 82 and 87 ran on an H100 instead). To run it, move it to
-# calibration/h200/device/run86.sh and run it from there (after call 85, on the same
-# machine).
+# Planned in session 37 (no H200 came); run in session 38.
 # Device call 86 (nvidia-h200), session 37 (issue 52), after call 85 on the same machine.
 # Run as `PIEP_GIT_COMMIT=<commit> bash calibration/h200/device/run86.sh`; read-only.
 # (1) the decode-step experts (`experts_batched`): a new draw over the seven MoE shapes

@@ -1,8 +1,5 @@
 #!/usr/bin/env bash
-# PLANNED in session 37, not yet run: no H200 came that session (twelve starts failed;
-# calls 82 and 87 ran on an H100 instead). To run it, move it to
-# calibration/h200/device/run85.sh and run it from there (its blind predictions,
-# predictions_blind5.jsonl, were committed before it).
+# Planned in session 37 (no H200 came); run in session 38.
 # Device call 85 (nvidia-h200), session 37 (issue 52). Run as
 # `PIEP_GIT_COMMIT=<commit> bash calibration/h200/device/run85.sh`; read-only on the GPU.
 # (1) transformers generate(), eager, on three MoE shapes no run has had
