@@ -3,7 +3,7 @@ thread costs: the CPU time other threads of the process spend during one product
 the 0.3 s after it (OpenBLAS's threads spin a while after a parallel product before
 they sleep). The shapes are the sweep's: the combiner's matrix-vector product (rows x 8
 features), the range tests' float32 products (rows x 16 features @ 16 x samples) and the
-leaf table's (deployments x 8 basis terms @ 8 x quantities). `piep.predict.blas` keeps
+leaf table's (deployments x 8 basis terms @ 8 x quantities). `piep.predict.table.product` keeps
 its blocks below the largest one-thread sizes printed here.
 
     python benchmarks/blas_threads.py
@@ -20,7 +20,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from piep.predict.blas import MATRIX_MNK, VECTOR_ELEMENTS  # noqa: E402
+from piep.predict.table import MATRIX_MNK, VECTOR_ELEMENTS  # noqa: E402
 
 VECTORS = (8_192, 32_768, 50_000, 189_140)           # rows of (rows x 8) @ (8,)
 MATRICES = ((2_048, 16, 16), (4_096, 16, 16), (1_024, 16, 64), (80, 8, 406), (400, 8, 406))
@@ -51,7 +51,7 @@ def main() -> int:
         a, b = rng.random((m, k)).astype(dtype), rng.random((k, n)).astype(dtype)
         print(f"| ({m:,} x {k}) @ ({k} x {n}) | m.n.k {m * n * k:,} | "
               f"{1e3 * helper_cpu_s(lambda: a @ b):.0f} |")
-    print(f"piep.predict.blas blocks: {VECTOR_ELEMENTS:,} elements (matrix-vector), "
+    print(f"piep.predict.table.product blocks: {VECTOR_ELEMENTS:,} elements (matrix-vector), "
           f"m.n.k {MATRIX_MNK:,} (matrix)")
     return 0
 

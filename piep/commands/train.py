@@ -78,7 +78,7 @@ def run(args) -> int:
     else:
         from piep.predict.store import save
         from piep.fit.predictor import train_shipped
-        from piep.fit.progress import Pace
+        from piep.fit.workers import Pace
         model, rows = train_shipped(args.gpu, progress=Pace("leave-one-model-out"))
         save(model, out, command=f"piep train --gpu {args.gpu}")
         doc = {"predictor": str(out), "e2e_runs": len(rows),

@@ -171,7 +171,7 @@ def profile_lomo(base, records: list[Measurement], engine: str, *,
     `hosts` (True: each run on its own host; False: on the profile's reference host, as
     a prediction without a host probe) from the same held-out fits (one per model);
     `fit`: the keywords of `fit_profile`."""
-    from piep.fit.progress import Pace
+    from piep.fit.workers import Pace
     cases = _cases(records, base.gpu, engine, like=fit.get("like"))
     out: dict[bool, list[dict[str, Any]]] = {h: [] for h in hosts}
     models = sorted({c.run.model for c in cases})

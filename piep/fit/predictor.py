@@ -15,8 +15,8 @@ from piep.core.config import ModelSpec, Parallel, Workload
 from piep.core.gpus import DEFAULT_GPU, GPU, load_gpu
 from piep.core.layout import Deployment
 from piep.predict.collectives import Collectives
-from piep.predict.combiner import FEATURES as ALPHA_FEATURES
-from piep.predict.combiner import Combiner
+from piep.predict.learned import FEATURES as ALPHA_FEATURES
+from piep.predict.learned import Combiner
 from piep.core.dataset import Calibration, reference_host
 from piep.predict.host import HostTerms
 from piep.predict.learned import LearnedModel, interval_group

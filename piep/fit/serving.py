@@ -35,7 +35,7 @@ from piep.core.engines import ENGINES, names
 from piep.core.errors import ArtifactError
 from piep.predict.engines import EngineProfile, ProfileMeta
 from piep.fit.engines import engine_version, profile_hosts
-from piep.fit.progress import Pace
+from piep.fit.workers import Pace
 from piep.fit.workers import fold_map
 from piep.core.records import ServingReplay
 from piep.serving.costs import IterationCosts, IterationGrid, IterationTimes, grid_sizes

@@ -97,7 +97,7 @@ def engine_profile(*, gpu: str, engine: str, like: str | None = None,
         from piep.fit.tp_path import Pricer, shipped_runs, with_tp_path
         runs = shipped_runs(gpu)
         if any(r.engine == engine and r.tp > 1 for r in runs):
-            from piep.fit.progress import log
+            from piep.fit.workers import log
             log.info("%s: fitting its tensor-parallel path on the tp=2 runs", engine)
             profile = with_tp_path(profile, runs, Pricer(gpu),
                                    f"calibration/{gpu}/engines/tp2")

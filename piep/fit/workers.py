@@ -6,14 +6,20 @@ cannot start workers (no /dev/shm), with one core or one fold, or with
 (each fold's fit reads only what it is given).
 
 A forked worker evaluates the module models' GBDTs with numpy, never LightGBM: LightGBM's
-OpenMP threads do not survive a fork (a worker that entered them could hang)."""
+OpenMP threads do not survive a fork (a worker that entered them could hang).
+
+`Pace` logs each fold as it ends, with the time left at the pace so far (on `piep
+train`'s log, stderr)."""
 
 from __future__ import annotations
 
+import logging
 import os
 import sys
+import time
 from typing import Any, Callable, Iterator, Sequence
 
+log = logging.getLogger("piep.train")
 WORKERS_ENV = "PIEP_FIT_WORKERS"  # at most this many worker processes (1: none)
 
 _task: tuple[Callable[[Any], Any], Sequence[Any]] | None = None  # a map's, while it runs
@@ -66,3 +72,15 @@ def _run(i: int) -> Any:
 def _without_lightgbm() -> None:
     from piep.predict import gbdt
     gbdt.MANY_ROWS = gbdt.SOME_ROWS = sys.maxsize
+
+
+class Pace:
+    """Folds of one fit, each logged when done with an estimate of the time left."""
+
+    def __init__(self, what: str):
+        self.what, self.start = what, time.monotonic()
+
+    def __call__(self, i: int, n: int, name: str) -> None:
+        """Fold `i` of `n` (from 1), holding out `name`, is done."""
+        left = (time.monotonic() - self.start) / i * (n - i)
+        log.info("%s %d/%d (held out: %s), ~%.0f s left", self.what, i, n, name, left)

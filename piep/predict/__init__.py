@@ -3,6 +3,6 @@ partition (`pricing`), engine and steady-state profiles, a scenario's resolution
 The wings above it import it (api, serving, plan, fit, sampling's designs); it imports
 core/, stats/ and tree/."""
 
-__all__ = ["blas", "collectives", "combiner", "engines", "features", "flags", "gbdt",
-           "host", "learned", "module_models", "power", "pricing", "resolve", "roofline",
-           "steady", "store", "table", "timeline", "transfer"]
+__all__ = ["collectives", "engines", "features", "flags", "gbdt", "host", "learned",
+           "module_models", "power", "pricing", "resolve", "roofline", "steady", "store",
+           "table", "timeline", "transfer"]

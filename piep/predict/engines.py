@@ -33,7 +33,7 @@ import numpy as np
 
 from piep.core.artifacts import (calibration_dir, fitted, read_json, read_text,
                             user_gpu_dir, write_json)
-from piep.predict.combiner import Combiner
+from piep.predict.learned import Combiner
 from piep.predict.host import TERMS, HostTerms
 from piep.core.engines import names as engine_names
 from piep.core.scenario import ENGINE_PROFILE_SCHEMA, forget_user_engines

@@ -4,7 +4,8 @@ the tanh combiner, each a part with one job:
 * `ModuleModels` (`module_models.py`): compute rows' isolated time and power;
 * `Collectives` (`collectives.py`): transfer time, power and waiting time of collectives;
 * `HostTerms` (`host.py`): launch gaps and in-situ corrections of the reference runner;
-* `Combiner` (`combiner.py`): alpha per node.
+* `Combiner` (here): alpha per node, alpha = 1 + tanh(W.f(c) + b) / tau (IrEne's
+  form), fitted on end-to-end runs; W = 0, b = 0 is the plain sum.
 
 Files are read and written by `store.py`.
 """
@@ -21,12 +22,13 @@ import numpy as np
 from piep.core.gpus import GPU
 from piep.core.layout import Deployment
 from piep.predict.collectives import Collectives
-from piep.predict.combiner import Combiner
 from piep.predict.host import HostTerms
 from piep.predict.module_models import ModuleModels, ModuleOutputs, priced_power_w
 from piep.predict.pricing import Prices
-from piep.predict.table import KIND_ID, KIND_NAMES, LeafTable
+from piep.predict.table import KIND_ID, KIND_NAMES, KINDS, LeafTable, product
 from piep.predict.timeline import stage_keys
+from piep.tree.builder import ATTENTION_LIKE, LINEAR_KINDS, PAGED_ATTENTION
+from piep.tree.nodes import COMM_KINDS
 
 log = logging.getLogger("piep.predict")
 # an interval's log half-widths are widened by this where the prediction leaves what was
@@ -35,6 +37,62 @@ log = logging.getLogger("piep.predict")
 # engine runs the out_of_range runs were predicted no worse than the others;
 # reports/engines.md)
 OUT_OF_RANGE_WIDENING = 1.5
+
+
+TAU = 2.5
+FEATURES = ("decode", "eager_decode", "linear", "attention", "comm", "wait", "other",
+            "log_tokens")
+# generate()'s decode-step experts (two long kernels: a gather of weights and a batched
+# GEMV over them, memory-bound as a decode projection is) count as projections for the
+# combiner; an FP8 projection stays apart (eight short elementwise kernels quantize its
+# input before its GEMM). Set after the first held-out comparison (reports/moe.md)
+GEMM_LIKE = LINEAR_KINDS + ("experts_batched", "experts_bmm")
+# per kind (KINDS order): linear, attention, communication, pipeline wait
+_CATEGORY = np.array([[k in GEMM_LIKE, k in ATTENTION_LIKE + (PAGED_ATTENTION,), k in COMM_KINDS,
+                       k == "pipeline_wait"] for k in KINDS], dtype=float)
+
+
+@dataclass(frozen=True)
+class Combiner:
+    w: np.ndarray = field(default_factory=lambda: np.zeros(len(FEATURES)))
+    b: float = 0.0
+    tau: float = TAU
+
+    @staticmethod
+    def features(kind_id: np.ndarray, decode: np.ndarray, mode_eager: np.ndarray,
+                 tokens: np.ndarray) -> np.ndarray:
+        """f(c) of many nodes (kind_id indexes `piep.predict.table.KINDS`)."""
+        cat = _CATEGORY[np.asarray(kind_id)]
+        decode = np.asarray(decode, dtype=float)
+        return np.column_stack([decode, decode * np.asarray(mode_eager, dtype=float), cat,
+                                1.0 - np.clip(cat.sum(1), 0, 1),
+                                np.log10(np.maximum(tokens, 1.0)) / 3.0])
+
+    def alpha(self, kind_id, decode, mode_eager, tokens) -> np.ndarray:
+        return self.weights(self.features(kind_id, decode, mode_eager, tokens))
+
+    def table_alphas(self, table) -> tuple[np.ndarray, np.ndarray]:
+        """alpha of every row of a leaf table and of its segments' pipeline bubbles; the
+        features are the table's own, computed once (re-pricing with other host terms
+        changes none of them)."""
+        f = table.derived.get("combiner")
+        if f is None:
+            seg = table.segments
+            f = table.derived["combiner"] = (
+                self.features(table.kind_id, table.decode, table.mode_eager, table.q["tokens"]),
+                self.features(np.full(len(seg), KIND_ID["pipeline_wait"]), seg.phase == 1,
+                              table.eager[seg.cfg], seg.tokens))
+        # and the alphas, while this combiner prices it (a fit of host terms re-prices one
+        # table hundreds of times with the same combiner)
+        key = (self.w.tobytes(), self.b, self.tau)
+        cached = table.derived.get("alphas")
+        if cached is None or cached[0] != key:
+            cached = table.derived["alphas"] = (key, self.weights(f[0]), self.weights(f[1]))
+        return cached[1], cached[2]
+
+    def weights(self, f: np.ndarray) -> np.ndarray:
+        """alpha of feature rows."""
+        return 1.0 + np.tanh(product(f, self.w) + self.b) / self.tau
 
 
 @dataclass(eq=False)  # one predictor is one object: hashed and compared by identity

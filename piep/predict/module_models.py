@@ -17,7 +17,7 @@ import numpy as np
 
 from piep.core.gpus import GPU
 from piep.predict import features as _features
-from piep.predict.blas import MATRIX_MNK
+from piep.predict.table import MATRIX_MNK
 from piep.predict.features import feature_matrix, leaf_features
 from piep.predict.gbdt import (Forest, distinct_columns, joint_splits, predict_aside,
                                predict_together)
@@ -197,7 +197,7 @@ def _screen(z: np.ndarray, train: np.ndarray, train_sq: np.ndarray, limit: float
 SCREEN_SAMPLES = 128
 SINGLE_UNIT = 2.0 ** -24  # single precision's unit roundoff
 # leaves x samples compared at once by the range test: one product of m.n.k
-# MATRIX_MNK, which OpenBLAS runs on one thread (`piep.predict.blas`)
+# MATRIX_MNK, which OpenBLAS runs on one thread (`piep.predict.table.product`)
 OOR_CHUNK = MATRIX_MNK // len(_features.FEATURES)
 
 

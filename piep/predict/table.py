@@ -25,10 +25,29 @@ import numpy as np
 
 from piep.core.config import Parallel, Workload
 from piep.core.layout import Deployment
-from piep.predict.blas import product
 from piep.tree import build_tree
 from piep.tree.builder import SLIDING, decode_context, experts_hit, rank_pairs, window_weights
 from piep.tree.nodes import COMM_KINDS, COMPUTE_KINDS, COPY_KINDS
+
+# Matrix products a block of rows at a time, each block below the sizes at which numpy's
+# OpenBLAS goes parallel: its threads spin ~0.1 s after a product, taking the cycles of the
+# forests' worker thread (`python benchmarks/blas_threads.py`). Rows do not mix, so the
+# blocks give the whole product's numbers (tests/predict/test_gbdt.py).
+VECTOR_ELEMENTS = 1 << 16  # rows x inner size of a matrix-vector product's block
+MATRIX_MNK = 1 << 18       # rows x inner size x columns of a matrix product's block
+
+
+def product(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """`a @ b` (`a` 2-D; `b` a vector or a matrix), a block of `a`'s rows at a time."""
+    inner = a.shape[1] * (b.shape[1] if b.ndim == 2 else 1)
+    per = max(1, (VECTOR_ELEMENTS if b.ndim == 1 else MATRIX_MNK) // max(inner, 1))
+    if len(a) <= per:
+        return a @ b
+    out = np.empty((len(a),) + b.shape[1:], dtype=np.result_type(a, b))
+    for i in range(0, len(a), per):
+        np.matmul(a[i:i + per], b, out=out[i:i + per])
+    return out
+
 
 # leaf kinds by index (`LeafTable.kind_id`); the combiner also prices pipeline waits
 KINDS = COMPUTE_KINDS + COMM_KINDS + COPY_KINDS + ("pipeline_wait",)

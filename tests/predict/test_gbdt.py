@@ -145,25 +145,25 @@ def test_forests_evaluated_together_give_each_its_own_numbers():
 
 
 def test_products_in_blocks_give_the_whole_products_numbers(monkeypatch):
-    """`blas.product` takes a product a block of rows at a time (blocks below the sizes
+    """`table.product` takes a product a block of rows at a time (blocks below the sizes
     at which OpenBLAS goes parallel): every row has the numbers of the whole product, a
     last block shorter than the others included."""
-    from piep.predict import blas
+    from piep.predict import table
     rng = np.random.default_rng(4)
     f, w = rng.normal(size=(1_000, 8)), rng.normal(size=8)
     a, b = rng.normal(size=(333, 8)), rng.normal(size=(8, 41))
-    monkeypatch.setattr(blas, "VECTOR_ELEMENTS", 8 * 64)
-    monkeypatch.setattr(blas, "MATRIX_MNK", 8 * 41 * 10)
+    monkeypatch.setattr(table, "VECTOR_ELEMENTS", 8 * 64)
+    monkeypatch.setattr(table, "MATRIX_MNK", 8 * 41 * 10)
     calls = []
     real = np.matmul
     monkeypatch.setattr(np, "matmul", lambda x, y, **kw: calls.append(len(x)) or real(x, y,
                                                                                       **kw))
-    assert np.array_equal(blas.product(f, w), f @ w)
+    assert np.array_equal(table.product(f, w), f @ w)
     assert calls[:3] == [64, 64, 64] and calls[15] == 1_000 - 15 * 64
     calls.clear()
-    assert np.array_equal(blas.product(a, b), a @ b)
+    assert np.array_equal(table.product(a, b), a @ b)
     assert calls[0] == 10 and len(calls) == 34
-    assert np.array_equal(blas.product(a[:5], b), a[:5] @ b)  # one block: the product
+    assert np.array_equal(table.product(a[:5], b), a[:5] @ b)  # one block: the product
 
 
 def test_the_range_test_finds_the_nearest_sample():

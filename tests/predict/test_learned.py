@@ -7,7 +7,7 @@ import pytest
 
 from piep.api import predict
 from piep.core.gpus import load_gpu
-from piep.predict.combiner import TAU, Combiner
+from piep.predict.learned import TAU, Combiner
 from piep.predict.store import load_learned, predictor_dir
 from piep.predict.module_models import CONSTANT_STD
 from piep.predict.pricing import prediction as evaluate
