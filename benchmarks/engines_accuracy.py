@@ -251,13 +251,12 @@ def window_rows(base) -> list[str]:
     window in the tree (as transformers applies it) against the same profile with the
     window ignored (every key kept, attention unmasked)."""
     from dataclasses import replace
-    from piep.tree.builder import past_window
     gpu = load_gpu("h200")
     out = []
     for engine in sorted(names(reference=False, kind="batch")):
         model = load_profile("h200", engine).apply(base)
         runs = [(r, d) for r in engine_records("h200", engine)
-                if past_window(d := r.deployment(gpu, engine=engine, on_its_host=True))]
+                if (d := r.deployment(gpu, engine=engine, on_its_host=True)).past_window]
         if not runs:
             continue
         kept = price([d for _, d in runs], model)

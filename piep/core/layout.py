@@ -104,6 +104,38 @@ class Deployment:
                 f"prompt={self.workload.prompt_len} gen={self.workload.gen_len} "
                 f"{self.workload.mode} on {p.world_size}x {self.gpu.name}")
 
+    # --- the engine's sliding window ------------------------------------------------
+    @property
+    def window(self) -> int | None:
+        """The sliding window the engine applies (None: every key is attended)."""
+        window = self.model.sliding_window
+        return window if window and self.engine_record.applies_window else None
+
+    def full_context_steps(self, window: int | None) -> int:
+        """Decode steps whose keys (prompt + step) stay under `window`: transformers drops
+        their mask (native GQA); the later ones run masked over the window."""
+        w = self.workload
+        steps = max(w.gen_len - 1, 0)
+        return steps if window is None else min(max(window - w.prompt_len - 1, 0), steps)
+
+    @property
+    def window_weights(self) -> tuple[tuple[float, float], tuple[float, float]]:
+        """Per phase (prefill, decode): the shares of (full-context, sliding-window)
+        attention. A prefill of at least `window` keys runs masked; a decode step once
+        prompt + step keys reach the window."""
+        window, w = self.window, self.workload
+        if window is None:
+            return (1.0, 0.0), (1.0, 0.0)
+        steps = max(w.gen_len - 1, 0)
+        full = self.full_context_steps(window) / steps if steps else 1.0
+        pre = 1.0 if w.prompt_len < window else 0.0
+        return (pre, 1.0 - pre), (full, 1.0 - full)
+
+    @property
+    def past_window(self) -> bool:
+        """Whether some of the attention runs past the engine's sliding window."""
+        return any(sliding for _, sliding in self.window_weights)
+
     # --- memory ---------------------------------------------------------------------
     def kv_slots(self) -> int:
         """KV-cache slots of the first stage's layers, summed: a layer that slides under an

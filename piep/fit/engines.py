@@ -17,7 +17,6 @@ from piep.core.engines import ENGINES, engine as engine_record, names as engine_
 from piep.predict.engines import EngineProfile, ProfileMeta, shipped_profile_dir
 from piep.core.records import REFERENCE, Measurement, merge_repeats, read_runs
 from piep.core.scenario import EngineRef
-from piep.tree.builder import past_window
 
 log = logging.getLogger("piep.engines")
 # where a fit starts a term the reference runner lacks
@@ -155,7 +154,7 @@ def fit_profile(base, records: list[Measurement], engine: str, *,
                          meta=ProfileMeta(
                              runs=len(cases), models=sorted({c.run.model for c in cases}),
                              tp_measured=sorted({c.run.parallel.tp for c in cases}),
-                             window_measured=any(past_window(c.dep) for c in cases),
+                             window_measured=any(c.dep.past_window for c in cases),
                              fitted_terms=list(terms),
                              fused_kernel_from="kernel census" if host.fused_kernel_s
                              else None,

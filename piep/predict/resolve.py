@@ -11,7 +11,6 @@ from piep.core.errors import ConfigError
 from piep.core.gpus import DEFAULT_GPU
 from piep.core.layout import Deployment
 from piep.core.scenario import Scenario
-from piep.tree.builder import past_window
 
 PREDICTORS = ("auto", "learned", "roofline")
 
@@ -202,7 +201,7 @@ def _flags(scn: Scenario, profile, transfer, model=None, steady=None) -> tuple[s
         return tuple(flags)
     if scn.parallel.tp not in profile.measured_tp:
         flags.append("unmeasured_engine_layout")
-    if not profile.meta.window_measured and past_window(scn.deployment):
+    if not profile.meta.window_measured and scn.deployment.past_window:
         flags.append("unmeasured_sliding_window")
     if profile.meta.interval_from:
         flags.append("few_runs_interval")

@@ -26,7 +26,7 @@ import numpy as np
 from piep.core.config import Parallel, Workload
 from piep.core.layout import Deployment
 from piep.tree import build_tree
-from piep.tree.builder import SLIDING, decode_context, experts_hit, rank_pairs, window_weights
+from piep.tree.builder import SLIDING, decode_context, experts_hit, rank_pairs
 from piep.tree.nodes import COMM_KINDS, COMPUTE_KINDS, COPY_KINDS
 
 # Matrix products a block of rows at a time, each block below the sizes at which numpy's
@@ -521,7 +521,7 @@ def _form_shares(sk: Skeleton, deps: Sequence[Deployment],
     n = (len(idx), len(sk.kind))
     if not sk.window.any():
         return np.ones(n), np.zeros(n)
-    w = np.array([window_weights(deps[i]) for i in idx])  # (deps, phase, form)
+    w = np.array([deps[i].window_weights for i in idx])  # (deps, phase, form)
     sliding = sk.window == SLIDING
     shares = w[:, sk.phase, sliding.astype(int)]
     form = sk.window[None, :] > 0

@@ -44,7 +44,7 @@ LAUNCHES = {
 ATTENTION_LIKE = ("attention", "sdpa_masked", "sinks_attention")
 PAGED_ATTENTION = "sdpa_paged"  # continuous batching's packed iteration under its mask
 # the two forms of a windowed engine's attention: before the keys reach the window, and
-# after (a leaf's `attrs["window"]`; a layer holds both, weighted by `window_weights`)
+# after (a leaf's `attrs["window"]`; a layer holds both, weighted by `Deployment.window_weights`)
 FULL_CONTEXT, SLIDING = 1, 2
 
 
@@ -292,37 +292,6 @@ def _cache_attention(dep: Deployment, phase: str, batch: int, q_len: int, ctx: i
 
 
 PHASE_INDEX = {"prefill": 0, "decode": 1}
-
-
-def window_of(dep: Deployment) -> int | None:
-    """The sliding window `dep`'s engine applies (None: every key is attended)."""
-    window = dep.model.sliding_window
-    return window if window and dep.engine_record.applies_window else None
-
-
-def full_context_steps(w, window: int | None) -> int:
-    """Decode steps whose keys (prompt + step) stay under the window: transformers drops
-    their mask (native GQA); the later ones run masked over the window."""
-    steps = max(w.gen_len - 1, 0)
-    return steps if window is None else min(max(window - w.prompt_len - 1, 0), steps)
-
-
-def window_weights(dep: Deployment) -> tuple[tuple[float, float], tuple[float, float]]:
-    """Per phase (prefill, decode): the shares of (full-context, sliding-window) attention
-    of `dep`'s windowed engine. A prefill of at least `window` keys runs masked; a decode
-    step once prompt + step keys reach the window."""
-    window, w = window_of(dep), dep.workload
-    if window is None:
-        return (1.0, 0.0), (1.0, 0.0)
-    steps = max(w.gen_len - 1, 0)
-    full = full_context_steps(w, window) / steps if steps else 1.0
-    pre = 1.0 if w.prompt_len < window else 0.0
-    return (pre, 1.0 - pre), (full, 1.0 - full)
-
-
-def past_window(dep: Deployment) -> bool:
-    """Whether some of `dep`'s attention runs past its engine's sliding window."""
-    return any(sliding for _, sliding in window_weights(dep))
 
 
 def _norm(name: str, phase: str, rows: int, width: int) -> Node:
@@ -733,11 +702,11 @@ def _attention_forms(dep: Deployment, phase: str, batch: int, q_len: int, ctx: i
                      static: bool, window: int | None, all_forms: bool) -> list[Node]:
     """A layer's cache handling and attention: over every key, or (a sliding layer of a
     windowed engine) its two forms, before and past the window, each weighted by its
-    share (`window_weights`; `all_forms`: both at weight 1)."""
+    share (`Deployment.window_weights`; `all_forms`: both at weight 1)."""
     if window is None or (phase == "decode" and dep.engine_record.masked_cache):
         # (a static sliding cache is attended whole, masked, at every step: decode_context)
         return _cache_attention(dep, phase, batch, q_len, ctx, static)
-    full, slide = (1, 1) if all_forms else window_weights(dep)[PHASE_INDEX[phase]]
+    full, slide = (1, 1) if all_forms else dep.window_weights[PHASE_INDEX[phase]]
     # past the window: the prompt's keys (prefill) or the window's (a decode step, whose
     # DynamicCache concatenates the new key to the window's last window - 1)
     forms = ((FULL_CONTEXT, "full_context", full,
@@ -764,7 +733,7 @@ def _layer(dep: Deployment, phase: str, batch: int, q_len: int, ctx: int, count:
     m = dep.model
     h, t, tp = m.hidden_size, batch * q_len, dep.parallel.tp
     sliding, rope, sparse = kind
-    engine_window = window_of(dep)
+    engine_window = dep.window
     window = engine_window if sliding else None
     # a layer that attends every key in a model whose other layers slide: its decode
     # steps read the whole live prefix (`attrs["context"]`: the table's full context)
@@ -907,10 +876,10 @@ def decode_context(dep: Deployment, full: bool = False) -> int:
     mean over steps 1..gen-1 is prompt + gen/2 (attention cost is linear in it), over the
     steps before the window where the engine applies one. `full`: of a layer that attends
     every key in a model whose other layers slide."""
-    w, window = dep.workload, None if full else window_of(dep)
+    w, window = dep.workload, None if full else dep.window
     if w.mode == "graph":
         return w.context_len if window is None else min(w.context_len, window)
-    return w.prompt_len + (full_context_steps(w, window) + 1) // 2
+    return w.prompt_len + (dep.full_context_steps(window) + 1) // 2
 
 
 def _fuse_pointwise(step: Node) -> None:
@@ -946,7 +915,7 @@ def _phase(dep: Deployment, phase: str, all_forms: bool = False) -> Node:
 
 def build_tree(dep: Deployment, all_forms: bool = False) -> Node:
     """The model tree of `dep`. A windowed engine's layers hold the attention forms its
-    workload runs, each weighted by its share (`window_weights`); `all_forms`: both forms
+    workload runs, each weighted by its share (`Deployment.window_weights`); `all_forms`: both forms
     at weight 1, tagged in `attrs["window"]` (the leaf table's workload-free skeleton)."""
     p = dep.parallel
     root = Node("deployment", "deployment", ranks=p.world_size,

@@ -49,7 +49,7 @@ class Node:
     group_size: int = 1       # GPUs taking part in a collective
     ranks: int | None = None  # GPUs running this node side by side (None: as parent)
     count: float = 1          # repetitions under the parent (a share of a windowed
-    #                           engine's attention forms: window_weights)
+    #                           engine's attention forms: Deployment.window_weights)
     tokens: int = 0           # tokens in flight through the node
     context_len: int = 0      # attention context (keys per query)
     launches: int = 0         # kernel launches per call

@@ -478,14 +478,13 @@ def test_a_sliding_window_caps_the_cache_and_masks_attention_past_it():
     """mistral-7b (window 4096) under hf-eager: below the window nothing changes; a prompt
     past it runs a masked prefill with K/V expanded; decode steps past it attend the window
     (masked), the ones before it the live prefix; piep's runner ignores the window."""
-    from piep.tree.builder import window_weights
     below = api.deployment("mistral-7b", engine="hf-eager", batch=2, prompt_len=1000,
                            gen_len=100)
-    assert window_weights(below) == ((1.0, 0.0), (1.0, 0.0))
+    assert below.window_weights == ((1.0, 0.0), (1.0, 0.0))
     assert "kv_expand" not in _layer_leaves(below, "prefill")
     past = api.deployment("mistral-7b", engine="hf-eager", batch=2, prompt_len=4500,
                           gen_len=64)
-    assert window_weights(past) == ((0.0, 1.0), (0.0, 1.0))
+    assert past.window_weights == ((0.0, 1.0), (0.0, 1.0))
     pre = {n.kind: n for _, _, n in build_tree(past).walk() if n.phase == "prefill"}
     assert pre["sdpa_masked"].context_len == 4500 and "kv_expand" in pre
     dec = [n for _, _, n in build_tree(past).walk() if n.phase == "decode"
@@ -501,9 +500,9 @@ def test_a_sliding_window_caps_the_cache_and_masks_attention_past_it():
     # crossing during the decode: 4096 - 3900 - 1 = 195 of 299 steps before the window
     across = api.deployment("mistral-7b", engine="hf-eager", batch=1, prompt_len=3900,
                             gen_len=300)
-    assert window_weights(across)[1] == pytest.approx((195 / 299, 104 / 299))
+    assert across.window_weights[1] == pytest.approx((195 / 299, 104 / 299))
     ref = api.deployment("mistral-7b", mode="eager", batch=2, prompt_len=4500, gen_len=64)
-    assert window_weights(ref) == ((1.0, 0.0), (1.0, 0.0))
+    assert ref.window_weights == ((1.0, 0.0), (1.0, 0.0))
     # a static sliding cache holds the window: its decode attends min(cache, window)
     static = api.deployment("mistral-7b", engine="hf-static", batch=2, prompt_len=4500,
                             gen_len=64)
