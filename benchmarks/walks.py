@@ -28,6 +28,7 @@ import json
 import os
 import sys
 import tempfile
+import weakref
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -41,7 +42,9 @@ class Follow:
     """The profiler: the objects carrying the parameter, and the files entered with one."""
 
     def __init__(self):
-        self.carriers: dict[int, object] = {}  # id -> object, held so no id is reused
+        # id -> the object, or a weak reference to it that leaves when the object dies (a
+        # fit's derived arrays would otherwise all stay alive); held, so no id is reused
+        self.carriers: dict[int, object] = {}
         self.files: dict[str, int] = {}        # file -> calls made with a carrier
         self.frames: set[int] = set()          # frames entered with a carrier
 
@@ -50,7 +53,11 @@ class Follow:
             return
         if isinstance(obj, (str, bytes, tuple, frozenset)) and len(obj) == 0:
             return
-        self.carriers[id(obj)] = obj
+        key = id(obj)
+        try:
+            self.carriers[key] = weakref.ref(obj, lambda _, k=key: self.carriers.pop(k, None))
+        except TypeError:  # numbers, strings, tuples, lists, dicts: held
+            self.carriers[key] = obj
 
     def holds(self, obj) -> bool:
         """`obj` is a carrier or holds one one step down."""
@@ -152,6 +159,7 @@ def calibrate_walk() -> dict[str, int]:
 
 def walks() -> dict[str, dict[str, int]]:
     out_dir = tempfile.mkdtemp(prefix="piep-walk-")
+    os.environ["PIEP_FIT_WORKERS"] = "1"  # the fit's folds here, where the profiler sees them
     found = {
         "piep serve, following --rate": cli_walk(
             ["serve", "--model", "llama-3-8b", "--rate", "3.5", "--requests", "200"], "rate"),
