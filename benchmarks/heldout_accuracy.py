@@ -115,6 +115,8 @@ def predictions(name: str, seen: dict[tuple, dict] | None = None,
                                             "gen_len")},
                     **({k: row[k] for k in ("tp", "ep") if row.get(k, 1) != 1}),
                     "energy_j": doc["energy_j"], "time_s": doc["time_s"],
+                    "interval_energy_j": doc["interval"]["energy_j"],
+                    "interval_time_s": doc["interval"]["time_s"],
                     "flags": doc["flags"], "commit": git_hash()})
     return out
 
@@ -182,6 +184,18 @@ def mean_abs(errs: list[tuple[float, float]], i: int) -> float:
     return 100 * statistics.mean(abs(e[i]) for e in errs)
 
 
+def coverage_line(now: list[dict], seen: dict[tuple, dict]) -> str:
+    """How often a run's measurement fell inside the 90 % interval piep printed for it."""
+    rows = [(p, seen[key(p)]) for p in now if key(p) in seen]
+    inside = [sum(lo <= m[q] <= hi for p, m in rows for lo, hi in [p[f"interval_{q}"]])
+              for q in ("energy_j", "time_s")]
+    widened = sum("out_of_range" in p["flags"] for p, _ in rows)
+    return (f"90 % intervals, as `piep predict` prints them: the measurement inside in "
+            f"{inside[0]} of {len(rows)} runs (energy), {inside[1]} of {len(rows)} (time); "
+            f"{widened} of the intervals carry the x1.5 widening of out-of-range module "
+            f"models.")
+
+
 def report(name: str) -> str:
     title, source, after = SETS[name]
     seen = measured(name)
@@ -216,6 +230,7 @@ def report(name: str) -> str:
                          f"{mean_abs(errs, 1):.1f} % |")
     errs = errors(now, seen)
     lines.append(f"| all | {len(errs)} | {mean_abs(errs, 0):.1f} % | {mean_abs(errs, 1):.1f} % |")
+    lines += ["", coverage_line(now, seen)]
     if blind:
         measured_blind = [p for p in blind.values() if key(p) in seen]
         berrs = errors(measured_blind, seen)
