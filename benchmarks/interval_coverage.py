@@ -63,8 +63,8 @@ def table() -> str:
     rows.append(("piep serve (hf-cb)", "leave one shape out, cross-conformal, each replay at "
                  "its host probe", f"{m.group(1)} %", f"{m.group(2)} %", m.group(3),
                  "reports/serving.md"))
-    for name, what in (("moe", "hf-eager, mixtures of experts"), ("fp8", "hf-eager, FP8 "
-                                                                           "checkpoints")):
+    for name, what in (("moe", "hf-eager, mixtures of experts"),
+                       ("fp8", "hf-eager, FP8 checkpoints")):
         m = report_match(f"reports/{name}.md", r"the measurement inside in (\d+) of (\d+) "
                          r"runs \(energy\), (\d+) of \d+ \(time\)")
         e, n, t = int(m.group(1)), int(m.group(2)), int(m.group(3))

@@ -15,11 +15,10 @@ from piep.core.config import ModelSpec, Parallel, Workload
 from piep.core.gpus import DEFAULT_GPU, GPU, load_gpu
 from piep.core.layout import Deployment
 from piep.predict.collectives import Collectives
-from piep.predict.learned import FEATURES as ALPHA_FEATURES
-from piep.predict.learned import Combiner
 from piep.core.dataset import Calibration, reference_host
 from piep.predict.host import HostTerms
-from piep.predict.learned import LearnedModel, interval_group
+from piep.predict.learned import FEATURES as ALPHA_FEATURES
+from piep.predict.learned import Combiner, LearnedModel, interval_group
 from piep.predict.module_models import (ModuleModels, ModuleOutputs, fit_module_models,
                                         training_rows)
 from piep.predict.pricing import Priced, partition, price
@@ -433,8 +432,6 @@ def moves_beyond_band(shipped: LearnedModel, refit: LearnedModel,
     """Where a refit moves the shipped predictor's energy or time beyond the refit's own
     90 % band (its intervals are the shipped ones: not sized on the new runs), the
     largest such move (on the runs' deployments and `PROBES`), else None."""
-    from piep.predict.learned import interval_group
-    from piep.predict.pricing import price
     from piep.core.scenario import Scenario
     probes = [Scenario.build(gpu=shipped.gpu, check_memory=False, **p).deployment
               for p in PROBES]

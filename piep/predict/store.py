@@ -13,11 +13,10 @@ import numpy as np
 from piep.core.artifacts import output_set, read_json, read_text, write_json, write_text
 from piep.core.gpus import GPU
 from piep.predict.collectives import Collectives
-from piep.predict.learned import FEATURES as ALPHA_FEATURES
-from piep.predict.learned import Combiner
 from piep.predict.features import FEATURES
 from piep.predict.host import HostTerms
-from piep.predict.learned import LearnedModel
+from piep.predict.learned import FEATURES as ALPHA_FEATURES
+from piep.predict.learned import Combiner, LearnedModel
 from piep.predict.module_models import KindModel, ModuleModels
 
 SCHEMA = "piep.learned_predictor"
