@@ -16,7 +16,8 @@ module and the CLI are.
 Walks: `piep serve` following --rate (the request stream) and --model; `piep train
 --engine hf-cb` (the engine-profile fit) following --engine; `piep calibrate gpu`
 following --name, on a fake board on the CPU as tests/sampling/test_calibrate_gpu.py runs
-it (needs torch).
+it (needs torch). Each walk runs in a process of its own, as a user's command does: a
+cache an earlier walk filled would spare it files a first call enters.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ import contextlib
 import io
 import json
 import os
+import subprocess
 import sys
 import tempfile
 import weakref
@@ -157,21 +159,38 @@ def calibrate_walk() -> dict[str, int]:
     return {"cli.py": 1, "commands/calibrate.py": 1, **files}
 
 
-def walks() -> dict[str, dict[str, int]]:
-    out_dir = tempfile.mkdtemp(prefix="piep-walk-")
+WALKS = {
+    "piep serve, following --rate":
+        ("serve --model llama-3-8b --rate 3.5 --requests 200", "rate"),
+    "piep serve, following --model":
+        ("serve --model llama-3-8b --rate 3.5 --requests 200", "model"),
+    "piep train --engine hf-cb (the engine-profile fit), following --engine":
+        ("train --engine hf-cb --out {out}", "engine"),
+    "piep calibrate gpu, following --name": (None, "name"),
+}
+
+
+def one_walk(name: str) -> dict[str, int]:
+    """One walk, in this process: run it in a fresh one (`walks()`), so no cache another
+    walk filled spares it a file a user's first call enters."""
+    argv, dest = WALKS[name]
     os.environ["PIEP_FIT_WORKERS"] = "1"  # the fit's folds here, where the profiler sees them
-    found = {
-        "piep serve, following --rate": cli_walk(
-            ["serve", "--model", "llama-3-8b", "--rate", "3.5", "--requests", "200"], "rate"),
-        "piep serve, following --model": cli_walk(
-            ["serve", "--model", "llama-3-8b", "--rate", "3.5", "--requests", "200"], "model"),
-        "piep train --engine hf-cb (the engine-profile fit), following --engine": cli_walk(
-            ["train", "--engine", "hf-cb", "--out", out_dir], "engine"),
-    }
-    try:
-        found["piep calibrate gpu, following --name"] = calibrate_walk()
-    except ModuleNotFoundError as exc:  # no torch here
-        print(f"calibrate gpu: not walked ({exc.name} missing)", file=sys.stderr)
+    if argv is None:
+        return calibrate_walk()
+    return cli_walk(argv.format(out=tempfile.mkdtemp(prefix="piep-walk-")).split(), dest)
+
+
+def walks() -> dict[str, dict[str, int]]:
+    """Every walk, each in a process of its own."""
+    found = {}
+    for name in WALKS:
+        done = subprocess.run([sys.executable, __file__, "--one", name], cwd=ROOT, text=True,
+                              capture_output=True)
+        if done.returncode != 0:  # calibrate gpu without torch
+            print(f"{name}: not walked ({done.stderr.strip().splitlines()[-1]})",
+                  file=sys.stderr)
+            continue
+        found[name] = json.loads(done.stdout)
     return found
 
 
@@ -206,7 +225,11 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--json", action="store_true")
     ap.add_argument("--write", action="store_true", help=f"also write {REPORT.name}")
+    ap.add_argument("--one", choices=WALKS, help=argparse.SUPPRESS)  # a walk's own process
     args = ap.parse_args(argv)
+    if args.one:
+        print(json.dumps(one_walk(args.one)))
+        return 0
     found = walks()
     if args.json:
         print(json.dumps({k: sorted(v) for k, v in found.items()}, indent=2))
