@@ -126,7 +126,12 @@ host_launch 1.79e-5 -> 1.75e-5 s, request_host 7.34e-5 -> 6.18e-5 s): hf-cb_tp1 
 6,684 J, serve_tp1 11,086 -> 11,056 J, serve_tp2 25,987 -> 25,851 J, module shares up to
 8.5 %; the hf-cb rows of compare and sweep alike; the MoE changes of that session (masks
 sampled, Llama 4's experts as projections, grouped GEMMs in whole tiles) touch no document
-here; every other document unchanged: new snapshot.
+here; every other document unchanged: new snapshot. Session 39: hf-eager and hf-static
+refit as shipped (`piep train --engine E`), their profiles' typical host having been left
+at the median probe before call 78's replays (7.66 -> 7.76 us; every fitted term else
+equal): llama-2-7b's default workload hf-eager 640.4 -> 645.8 J, 3.228 -> 3.270 s,
+hf-static 336.0 -> 336.2 J; every engine document within 2.3 %, the hf-eager and hf-static
+rows of compare and sweep alike; every other document unchanged: new snapshot.
 """
 
 from __future__ import annotations

@@ -226,6 +226,17 @@ def test_the_typical_host_is_the_median_launch_probe_of_every_shipped_run():
     assert typical_host_s("h200") == pytest.approx(float(np.median(probes)))
 
 
+def test_every_shipped_profile_fitted_per_host_predicts_for_the_typical_host_now():
+    """A run added to one engine moves the typical host of all: each profile fitted per
+    host is refit with it (hf-eager and hf-static were left at the old one once)."""
+    from piep.core.engines import names
+    from piep.fit.engines import typical_host_s
+    typical = typical_host_s("h200")
+    for engine in names(host_fitted=True):
+        assert load_profile("h200", engine).host.host_probe_default_s == \
+            pytest.approx(typical, rel=1e-12), engine
+
+
 def test_a_profile_without_host_probes_refuses_a_host(tmp_path, monkeypatch, capsys):
     """Runs without a host probe (e.g. metered from another engine's process) give a
     profile without a host reference: a host probe is refused in one line."""
