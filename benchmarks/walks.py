@@ -4,10 +4,11 @@
 A walk runs the command in this process under a profiler and follows the parameter's
 value: a file is entered when one of its functions is called with the value, or with an
 object that holds it (one attribute, item or element deep), or with what such a call
-returned (a value derived from the parameter is followed too); an object built from it
-(`__init__` given it) is followed from then on. Functions that only run beside the
-parameter (argparse's set-up, imports, logging) are not counted; the command's own
-module and the CLI are.
+returned (a value derived from the parameter is followed too: not an object that was there
+before, such as a registry's record or a module's constant a lookup returns); an object
+built from it (`__init__` given it) is followed from then on. Functions that only run
+beside the parameter (argparse's set-up, imports, logging) are not counted; the command's
+own module and the CLI are.
 
     python benchmarks/walks.py            # every walk, the files of each
     python benchmarks/walks.py --write    # ... into reports/structure.md
@@ -24,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import gc
 import io
 import json
 import os
@@ -43,7 +45,11 @@ SCAN = 64  # a container longer than this is not looked into
 class Follow:
     """The profiler: the objects carrying the parameter, and the files entered with one."""
 
-    def __init__(self):
+    def __init__(self, before: list | None = None):
+        # the objects alive before the walk (held, so no id is reused): a registry record
+        # or a module's constant a call returns is not derived from the parameter
+        self.before = before or []
+        self.old = {id(o) for o in self.before}
         # id -> the object, or a weak reference to it that leaves when the object dies (a
         # fit's derived arrays would otherwise all stay alive); held, so no id is reused
         self.carriers: dict[int, object] = {}
@@ -93,12 +99,21 @@ class Follow:
                     self.carry(local["self"])
         elif event == "return" and id(frame) in self.frames:
             self.frames.discard(id(frame))
-            self.carry(arg)
+            if not self.constant(arg, frame):
+                self.carry(arg)
+
+    def constant(self, obj, frame) -> bool:
+        """`obj` was there before the walk: an object alive then, or a constant of the
+        returning function or of its module (strings and numbers are not tracked by gc)."""
+        if id(obj) in self.old:
+            return True
+        return any(obj is c for c in frame.f_code.co_consts) or \
+            any(obj is v for v in frame.f_globals.values())
 
 
 def follow(run, seed) -> dict[str, int]:
     """The files entered following `seed` while `run()` runs."""
-    walk = Follow()
+    walk = Follow(gc.get_objects())
     walk.carry(seed)
     sys.setprofile(walk)
     try:

@@ -234,9 +234,12 @@ def test_a_walk_follows_a_value_and_what_is_made_of_it(tmp_path, monkeypatch):
     (pkg / "b.py").write_text("class Box:\n    def __init__(self, v):\n        self.v = v\n")
     (pkg / "c.py").write_text("def size(box):\n    return 3\n")
     (pkg / "d.py").write_text("def other(y):\n    return y\n")
+    # a lookup given the value returns a record that was there before: not derived
+    (pkg / "e.py").write_text("TABLE = {2.5: [1.0]}\ndef look(k):\n    return TABLE[k]\n"
+                              "def sum_of(r):\n    return sum(r)\n")
     monkeypatch.setattr(walks, "PIEP", str(pkg) + "/")
     monkeypatch.syspath_prepend(str(tmp_path))
-    for name in ("a", "b", "c", "d"):
+    for name in ("a", "b", "c", "d", "e"):
         sys.modules.pop(f"piep_walk_{name}", None)
     import importlib.util
 
@@ -245,7 +248,7 @@ def test_a_walk_follows_a_value_and_what_is_made_of_it(tmp_path, monkeypatch):
         mod = importlib.util.module_from_spec(spec)
         spec.loader.exec_module(mod)
         return mod
-    a, b, c, d = (load(n) for n in "abcd")
+    a, b, c, d, e = (load(n) for n in "abcde")
     seed = 2.5
 
     def run():
@@ -253,4 +256,6 @@ def test_a_walk_follows_a_value_and_what_is_made_of_it(tmp_path, monkeypatch):
         box = b.Box(pair)       # built from the result: carries it
         c.size(box)             # entered with what holds it
         d.other(7.25)           # runs, but not with the value
-    assert sorted(walks.follow(run, seed)) == ["a.py", "b.py", "c.py"]
+        e.sum_of(e.look(seed))  # e.py entered (look), but the record it returns was there
+    assert sorted(walks.follow(run, seed)) == ["a.py", "b.py", "c.py", "e.py"]
+    assert walks.follow(lambda: d.other(e.look(seed)), seed) == {"e.py": 1}
