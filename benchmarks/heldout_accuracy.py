@@ -270,7 +270,9 @@ def report(name: str) -> str:
         from moe_census import census_lines
         lines += ["", "## Prefill and decode apart", "",
                   f"`python benchmarks/heldout_accuracy.py {name} --phases`: each run's "
-                  "phases beside piep's, at the host probe the run measured.", "",
+                  "phases beside piep's, at the host probe the run measured; the last "
+                  "column, the share of piep's phase time in the decode-step experts "
+                  "(`experts_batched`, a kind sampled on one board; the boards below).", "",
                   *phase_lines(name), "", *census_lines(), "", *board_lines(name)]
     return "\n".join(lines) + "\n"
 
@@ -323,7 +325,8 @@ def phase_lines(name: str) -> list[str]:
     """Each measured run's prefill and decode (time, energy, mean power) beside piep's,
     priced at the host probe the run measured: where a set's error sits."""
     lines = ["| model | batch | phase | measured s | piep s | error | measured W | piep W "
-             "| energy error |", "|---|---|---|---|---|---|---|---|---|"]
+             "| energy error | piep's time in experts_batched |",
+             "|---|---|---|---|---|---|---|---|---|---|"]
     for key, run in measured(name).items():
         probe = run.get("host_probe", {}).get("launch_add_s")
         doc = api.predict(str(folder(name) / "configs" / f"{run['model']}.json"),
@@ -333,10 +336,13 @@ def phase_lines(name: str) -> list[str]:
                           host_probe_us=None if probe is None else 1e6 * probe)
         for phase in ("prefill", "decode"):
             m, p = run[phase], doc[phase]
+            batched = sum(x["time_s"] for x in doc["modules"]
+                          if x["phase"] == phase and x["kind"] == "experts_batched")
             lines.append(f"| {run['model']} | {run['batch']} | {phase} | {m['time_s']:.3f} | "
                          f"{p['time_s']:.3f} | {100 * (p['time_s'] / m['time_s'] - 1):+.1f} % "
                          f"| {m['energy_j'] / m['time_s']:.0f} | {p['energy_j'] / p['time_s']:.0f}"
-                         f" | {100 * (p['energy_j'] / m['energy_j'] - 1):+.1f} % |")
+                         f" | {100 * (p['energy_j'] / m['energy_j'] - 1):+.1f} % "
+                         f"| {100 * batched / p['time_s']:.0f} % |")
     return lines
 
 
