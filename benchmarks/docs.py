@@ -423,6 +423,9 @@ def _family_words(fam, name: str = "") -> str:
                                 (fam.residual_scale, "scaled residual branches"),
                                 (fam.logit_scale, "scaled logits"),
                                 (fam.tied, "tied embeddings unless the config says"),
+                                (fam.remote_code, "the model repo's own modeling code "
+                                                  "(`trust_remote_code`: transformers ships "
+                                                  "none; priced, not sampled by piep)"),
                                 (not fam.hf_tp_plan, "no tensor-parallel plan in transformers: "
                                                      "its engines answer at tp=1 only"),
                                 (not fam.hf_tp_experts, "transformers' tensor-parallel plan "

@@ -33,7 +33,7 @@ ALIASES: dict[str, tuple[str, ...]] = {
     "max_position": ("max_position_embeddings", "n_positions"),
     "rms_norm_eps": ("rms_norm_eps", "layer_norm_epsilon"),
     "rope_theta": ("rope_theta",),
-    "attention_bias": ("attention_bias", "use_bias"),
+    "attention_bias": ("attention_bias", "use_bias", "bias"),
     "tie_word_embeddings": ("tie_word_embeddings",),
     "sliding_window": ("sliding_window",),
     "num_experts": ("num_local_experts", "num_experts", "n_routed_experts"),

@@ -80,6 +80,9 @@ class Family:
     # its plan shards the attention (DeepSeek-V3's shards only the MLP and the experts:
     # each rank runs every head, and no all-reduce follows the attention)
     hf_tp_attention: bool = True
+    # transformers ships no modeling code for it: the model repo's own runs
+    # (`trust_remote_code`); priced as the row says, not built by piep's sampler
+    remote_code: bool = False
     # what the family's configs state per model beyond the shape, in words (docs)
     per_model: str | None = None
     # why it is not priced yet (None: priced); a mixture of experts is refused elsewhere
@@ -153,6 +156,11 @@ FAMILIES: dict[str, Family] = {
                      per_model="q/k LayerNorms where `use_qk_norm`"),
     "starcoder2": Family(gated_mlp=False, layer_norm=True,
                          per_model="biases of every projection (`use_bias`)"),
+    # (InternLM 2 / 2.5, from the model repo's modeling_internlm2.py and vLLM's
+    # internlm2.py: one wqkv GEMM, biased where the config's `bias` says, Llama's SwiGLU
+    # as w1/w3/w2; the copy regrouping the queries out of wqkv is not priced)
+    "internlm2": Family(fused_qkv=True, remote_code=True, hf_tp_plan=False,
+                        per_model="RoPE scaled where `rope_scaling` (priced as RoPE)"),
     "exaone": Family(missing="attention layout of its own"),
 }
 # mixtures of experts by model_type; those not in MOE_PRICED are refused by name, in one

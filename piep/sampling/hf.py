@@ -31,6 +31,7 @@ from piep.core.config import ModelSpec, Parallel, Workload
 from piep.device import clock
 from piep.core.engines import engine as engine_record, names
 from piep.core.errors import ConfigError
+from piep.core.families import FAMILIES
 from piep.sampling.runner import (Dist, Hygiene, RankMeter, _cpu_model, _driver, _spread, _sync,
                                  launch_time_s, record_head)
 
@@ -173,6 +174,11 @@ def _hf_config(spec: ModelSpec):
     from transformers import AutoConfig
     cfg = spec.to_hf_config()
     model_type = cfg.pop("model_type")
+    if FAMILIES[model_type].remote_code:
+        raise ConfigError(f"{spec.name}: transformers ships no modeling code for "
+                          f"model_type {model_type!r} (its model repo's own runs, "
+                          f"trust_remote_code); piep prices it but samples and measures "
+                          f"the families transformers ships")
     cfg.pop("architectures", None)
     return AutoConfig.for_model(model_type, **cfg, pad_token_id=0)
 

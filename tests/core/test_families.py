@@ -267,6 +267,8 @@ def test_transformers_builds_what_the_row_says(model_type):
     from transformers import AutoModelForCausalLM
 
     from piep.sampling.hf import _hf_config
+    if FAMILIES[model_type].remote_code:  # (refused by name: the next test)
+        pytest.skip(f"transformers ships no {model_type}")
     spec = small(model_type)
     model = AutoModelForCausalLM.from_config(_hf_config(spec))
     layer = model.model.layers[0]
@@ -307,6 +309,26 @@ def test_transformers_builds_what_the_row_says(model_type):
             assert 2 * buf.numel() == (spec.rotary_dim or spec.head_dim), name
     act = getattr(cfg, "hidden_activation", None) or cfg.hidden_act
     assert ("gelu" in act) == (spec.activation == "gelu_tanh")
+
+
+@pytest.mark.gloo  # (torch and transformers on the CPU)
+def test_a_family_of_remote_code_is_priced_but_not_built():
+    """InternLM 2 runs its model repo's own code: piep prices its row (one wqkv GEMM, the
+    config's `bias` on q/k/v and o) and refuses to build it in one line."""
+    pytest.importorskip("torch")
+    pytest.importorskip("transformers")
+    from transformers import AutoConfig
+
+    from piep.sampling.hf import _hf_config
+    with pytest.raises(ValueError):  # (what transformers says of it, when asked)
+        AutoConfig.for_model("internlm2")
+    spec = ModelSpec.from_hf_config({"model_type": "internlm2", **SMALL, "bias": True},
+                                    name="internlm2")
+    names = [n for leaves in layer_leaves(spec).values() for n, _ in leaves]
+    assert "qkv_proj" in names and "gate_proj" in names and "q_proj" not in names
+    assert spec.qkv_bias and spec.o_bias
+    with pytest.raises(ConfigError, match="transformers ships no modeling code"):
+        _hf_config(spec)
 
 
 @pytest.mark.gloo  # (torch and transformers on the CPU)
