@@ -109,6 +109,14 @@ FAMILIES: dict[str, Family] = {
                    per_model="RoPE over part of each head (`partial_rotary_factor`)"),
     "granite": Family(scaled_embeddings=True, residual_scale=True, logit_scale=True),
     "smollm3": Family(per_model="layers without RoPE (`no_rope_layers`)"),
+    "olmo3": Family(qk_norm="whole", pre_norms=False, post_norms=True,
+                    per_model="local and global layers (`layer_types`; by default every "
+                              "fourth full)"),
+    "ernie4_5": Family(per_model="biases of every projection where `use_bias`; RoPE "
+                                 "interleaved, in float32 (priced as RoPE)"),
+    "seed_oss": Family(o_bias_follows=False,
+                       per_model="q/k/v biases where `attention_bias`, o_proj's where "
+                                 "`attention_out_bias` (priced as none)"),
     # mixtures of experts priced: a top-k router over routed experts (transformers 5.x runs
     # them as grouped GEMMs over the tokens sorted by expert: `grouped_mm`)
     "mixtral": Family(qkv_bias=False),
@@ -237,9 +245,9 @@ def sliding_layers(config: Mapping[str, Any], model_type: str,
     types = config.get("layer_types")
     if isinstance(types, list) and len(types) == layers:
         sliding = tuple(i for i, t in enumerate(types) if t == "sliding_attention")
-    elif model_type in ("gemma3_text", "gemma2", "gpt_oss"):  # (their configs' defaults)
-        pattern = config.get("sliding_window_pattern") or (6 if model_type == "gemma3_text"
-                                                           else 2)
+    elif model_type in ("gemma3_text", "gemma2", "gpt_oss", "olmo3"):  # (configs' defaults)
+        pattern = config.get("sliding_window_pattern") or {"gemma3_text": 6,
+                                                           "olmo3": 4}.get(model_type, 2)
         if not isinstance(pattern, int) or isinstance(pattern, bool) or pattern < 1:
             return None
         sliding = tuple(i for i in range(layers) if (i + 1) % pattern)
