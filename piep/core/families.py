@@ -114,6 +114,10 @@ FAMILIES: dict[str, Family] = {
                               "fourth full)"),
     "ernie4_5": Family(per_model="biases of every projection where `use_bias`; RoPE "
                                  "interleaved, in float32 (priced as RoPE)"),
+    "exaone4": Family(qk_norm="head", pre_norms=False, post_norms=True,
+                      per_model="local and global layers (`layer_types`, by default every "
+                                "fourth global), RoPE on the local ones only"),
+    "hunyuan_v1_dense": Family(qk_norm="head"),  # (normed after RoPE: the same passes)
     "seed_oss": Family(o_bias_follows=False,
                        per_model="q/k/v biases where `attention_bias`, o_proj's where "
                                  "`attention_out_bias` (priced as none)"),
@@ -162,6 +166,9 @@ FAMILIES: dict[str, Family] = {
                                "`final_logit_softcapping`), GeGLU"),
     "cohere": Family(parallel_block=True, layer_norm=True, logit_scale=True, tied=True,
                      per_model="q/k LayerNorms where `use_qk_norm`"),
+    "cohere2": Family(parallel_block=True, layer_norm=True, logit_scale=True, tied=True,
+                      per_model="local and global layers (`layer_types`, by default every "
+                                "fourth global), RoPE on the local ones only"),
     "starcoder2": Family(gated_mlp=False, layer_norm=True,
                          per_model="biases of every projection (`use_bias`)"),
     # (InternLM 2 / 2.5, from the model repo's modeling_internlm2.py and vLLM's
@@ -236,6 +243,13 @@ def softcapped(config: Mapping[str, Any], family: Family) -> tuple[bool, bool]:
     return capped("attn_logit_softcapping"), capped("final_logit_softcapping")
 
 
+# the families whose layers slide by a default pattern where a config gives no
+# `layer_types`: every layer but each pattern-th (Gemma 2: every other)
+PATTERNS = {"gemma3_text": 6, "gemma2": 2, "gpt_oss": 2, "olmo3": 4, "exaone4": 4, "cohere2": 4}
+# ... and those whose global layers among sliding ones skip RoPE
+NOPE_GLOBAL = ("exaone4", "cohere2")
+
+
 def sliding_layers(config: Mapping[str, Any], model_type: str,
                    layers: int) -> tuple[int, ...] | None:
     """The indices of the layers that attend a sliding window, where a config says that
@@ -245,9 +259,8 @@ def sliding_layers(config: Mapping[str, Any], model_type: str,
     types = config.get("layer_types")
     if isinstance(types, list) and len(types) == layers:
         sliding = tuple(i for i, t in enumerate(types) if t == "sliding_attention")
-    elif model_type in ("gemma3_text", "gemma2", "gpt_oss", "olmo3"):  # (configs' defaults)
-        pattern = config.get("sliding_window_pattern") or {"gemma3_text": 6,
-                                                           "olmo3": 4}.get(model_type, 2)
+    elif model_type in PATTERNS:  # (their configs' defaults)
+        pattern = config.get("sliding_window_pattern") or PATTERNS[model_type]
         if not isinstance(pattern, int) or isinstance(pattern, bool) or pattern < 1:
             return None
         sliding = tuple(i for i in range(layers) if (i + 1) % pattern)
@@ -258,7 +271,12 @@ def sliding_layers(config: Mapping[str, Any], model_type: str,
 
 def nope_layers(config: Mapping[str, Any], model_type: str, layers: int) -> tuple[int, ...]:
     """The layers that skip RoPE (SmolLM3's `no_rope_layers`: 1 uses RoPE, 0 does not;
-    or `no_rope_layer_interval`: every interval-th layer skips it)."""
+    or `no_rope_layer_interval`: every interval-th layer skips it; EXAONE 4's and Command
+    A's global layers among sliding ones)."""
+    if model_type in NOPE_GLOBAL:
+        sliding = sliding_layers(config, model_type, layers) if config.get("sliding_window") \
+            else None
+        return () if sliding is None else tuple(i for i in range(layers) if i not in sliding)
     flags = config.get("no_rope_layers")
     if isinstance(flags, list) and len(flags) == layers:
         return tuple(i for i, use in enumerate(flags) if not use)

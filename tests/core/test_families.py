@@ -29,6 +29,9 @@ OWN_KEYS = {  # what a family's config states beyond the small shape
     "gemma2": {"sliding_window": 16, "hidden_activation": "gelu_pytorch_tanh"},
     "starcoder2": {"sliding_window": 16, "hidden_act": "gelu_pytorch_tanh", "use_bias": True},
     "cohere": {"use_qk_norm": True},
+    "cohere2": {"sliding_window": 16},
+    "exaone4": {"sliding_window": 16},
+    "olmo3": {"sliding_window": 16},
     "mixtral": {"num_local_experts": 4, "num_experts_per_tok": 2},
     "qwen3_moe": {"num_experts": 8, "num_experts_per_tok": 2, "moe_intermediate_size": 64},
     "qwen2_moe": {"num_experts": 8, "num_experts_per_tok": 2, "moe_intermediate_size": 64,
@@ -309,6 +312,19 @@ def test_transformers_builds_what_the_row_says(model_type):
             assert 2 * buf.numel() == (spec.rotary_dim or spec.head_dim), name
     act = getattr(cfg, "hidden_activation", None) or cfg.hidden_act
     assert ("gelu" in act) == (spec.activation == "gelu_tanh")
+
+
+@pytest.mark.parametrize("model_type", ["exaone4", "cohere2"])
+def test_global_layers_among_sliding_ones_skip_rope_where_the_family_says(model_type):
+    """EXAONE 4 and Command A rotate the local layers' q and k only: every fourth layer
+    (their default pattern) is global, without RoPE; without a window, every layer rotates."""
+    spec = small(model_type)
+    assert spec.sliding_layers == (0, 1, 2, 4, 5) and spec.nope_layers == (3,)
+    rope = {name: sum(k == "rope" for _, k in leaves)
+            for name, leaves in layer_leaves(spec).items()}
+    assert len(set(rope.values())) == 2 and min(rope.values()) == 0
+    plain = ModelSpec.from_hf_config({"model_type": model_type, **SMALL}, name=model_type)
+    assert plain.sliding_layers is None and plain.nope_layers == ()
 
 
 @pytest.mark.gloo  # (torch and transformers on the CPU)
