@@ -160,7 +160,7 @@ SERVE = ["serve", "--model", "llama-2-7b"]
     ([*MEASURED, "{in}/no_energy.jsonl"], "without 'energy_j'"),
     ([*MEASURED, "{in}/negative.jsonl"], "time_s=-1 must be a finite number > 0"),
     (["predict", "--model", "{in}/swa"], "sliding_window=-5"),
-    (["predict", "--model", "{in}/gpt2"], "is not a family piep prices (supported: cohere, deepseek_v2, "),
+    (["predict", "--model", "{in}/gpt2"], "is not a family piep prices (supported: cohere, cohere2, deepseek_v2, "),
     (["predict", "--model", "tests/data/phimoe_config.json"], "are not modelled yet"),
     (["compare", "llama-2-7b@"], "no layout after '@'"),
     (["compare", "llama-2-7b@tp2:"], "no engine after ':'"),

@@ -15,9 +15,9 @@ from functools import lru_cache
 from typing import Any, Mapping
 
 from piep.core.errors import ConfigError
-from piep.core.families import (ACTIVATIONS, FAMILIES, MOE_PRICED, MOE_TYPES, PRICED,
-                                dense_layers, nope_layers, rotary_share, sliding_layers,
-                                softcapped)
+from piep.core.families import (ACTIVATIONS, CONFIG_DEFAULTS, FAMILIES, MOE_PRICED, MOE_TYPES,
+                                PRICED, dense_layers, nope_layers, rotary_share,
+                                sliding_layers, softcapped)
 
 BF16_BYTES = 2
 
@@ -512,6 +512,7 @@ class ModelSpec:
                       **{k: config[k] for k in ("quantization_config", "torch_dtype")
                          if k in config}}
         model_type = str(config.get("model_type") or "llama")
+        config = {**CONFIG_DEFAULTS.get(model_type, {}), **config}
         moe = _moe_words(config, model_type)
         if moe is not None and model_type not in FAMILIES:
             raise ConfigError(f"{name}: a mixture of experts (model_type {model_type!r}{moe}): "

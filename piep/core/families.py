@@ -243,6 +243,19 @@ def softcapped(config: Mapping[str, Any], family: Family) -> tuple[bool, bool]:
     return capped("attn_logit_softcapping"), capped("final_logit_softcapping")
 
 
+# what a family's transformers config class sets where a config.json leaves a key out, for
+# the keys piep reads whose absence would otherwise mean no bias, the whole head rotated,
+# no window (tests/core/test_families.py holds them to transformers' classes)
+CONFIG_DEFAULTS: dict[str, dict[str, Any]] = {
+    "glm4": {"attention_bias": True, "partial_rotary_factor": 0.5},
+    "seed_oss": {"attention_bias": True},
+    "gpt_oss": {"attention_bias": True, "sliding_window": 128},
+    "starcoder2": {"use_bias": True},
+    **{t: {"sliding_window": 4096} for t in ("mistral", "ministral", "gemma3_text", "gemma2",
+                                             "olmo3", "exaone4", "cohere2")},
+}
+
+
 # the families whose layers slide by a default pattern where a config gives no
 # `layer_types`: every layer but each pattern-th (Gemma 2: every other)
 PATTERNS = {"gemma3_text": 6, "gemma2": 2, "gpt_oss": 2, "olmo3": 4, "exaone4": 4, "cohere2": 4}

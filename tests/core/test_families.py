@@ -317,14 +317,40 @@ def test_transformers_builds_what_the_row_says(model_type):
 @pytest.mark.parametrize("model_type", ["exaone4", "cohere2"])
 def test_global_layers_among_sliding_ones_skip_rope_where_the_family_says(model_type):
     """EXAONE 4 and Command A rotate the local layers' q and k only: every fourth layer
-    (their default pattern) is global, without RoPE; without a window, every layer rotates."""
+    (their default pattern) is global, without RoPE; without a window (null), every layer
+    rotates; a config leaving the window out has their class's (4096)."""
     spec = small(model_type)
     assert spec.sliding_layers == (0, 1, 2, 4, 5) and spec.nope_layers == (3,)
     rope = {name: sum(k == "rope" for _, k in leaves)
             for name, leaves in layer_leaves(spec).items()}
     assert len(set(rope.values())) == 2 and min(rope.values()) == 0
-    plain = ModelSpec.from_hf_config({"model_type": model_type, **SMALL}, name=model_type)
+    plain = ModelSpec.from_hf_config({"model_type": model_type, **SMALL,
+                                      "sliding_window": None}, name=model_type)
     assert plain.sliding_layers is None and plain.nope_layers == ()
+    unsaid = ModelSpec.from_hf_config({"model_type": model_type, **SMALL}, name=model_type)
+    assert unsaid.sliding_window == 4096 and unsaid.nope_layers == (3,)
+
+
+@pytest.mark.gloo  # (transformers on the CPU)
+def test_a_key_a_config_leaves_out_takes_its_config_classes_default():
+    """Where transformers' config class defaults a key piep reads to a bias, a rotary share
+    or a window, piep reads the same (`CONFIG_DEFAULTS`): GLM-4 rotates half of each head
+    and biases q/k/v, Seed-OSS and gpt-oss bias them, the sliding families slide."""
+    pytest.importorskip("transformers")
+    from transformers import AutoConfig
+
+    from piep.core.families import CONFIG_DEFAULTS
+    for model_type, fam in FAMILIES.items():
+        if fam.remote_code or fam.missing:
+            continue
+        cfg = AutoConfig.for_model(model_type)
+        rope = getattr(cfg, "rope_parameters", None) or {}
+        for key in ("attention_bias", "use_bias", "partial_rotary_factor", "sliding_window"):
+            got = getattr(cfg, key, None) or rope.get(key)
+            if not got or (key == "partial_rotary_factor" and got == 1.0):
+                got = None  # (what piep reads from an absent key: no bias, window, share)
+            want = CONFIG_DEFAULTS.get(model_type, {}).get(key)
+            assert got == want, (model_type, key, got, want)
 
 
 @pytest.mark.gloo  # (torch and transformers on the CPU)
