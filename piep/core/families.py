@@ -267,13 +267,16 @@ def sliding_layers(config: Mapping[str, Any], model_type: str,
                    layers: int) -> tuple[int, ...] | None:
     """The indices of the layers that attend a sliding window, where a config says that
     only some do (`layer_types`, or Gemma's `sliding_window_pattern`: every layer but each
-    pattern-th; Gemma 2: every other); None where every layer is alike (all sliding
-    where there is a window)."""
+    pattern-th; Gemma 2: every other; EXAONE 4's "LLLG": local, local, local, global,
+    repeated); None where every layer is alike (all sliding where there is a window)."""
     types = config.get("layer_types")
     if isinstance(types, list) and len(types) == layers:
         sliding = tuple(i for i, t in enumerate(types) if t == "sliding_attention")
     elif model_type in PATTERNS:  # (their configs' defaults)
         pattern = config.get("sliding_window_pattern") or PATTERNS[model_type]
+        if isinstance(pattern, str) and pattern and set(pattern) <= {"L", "G"}:
+            sliding = tuple(i for i in range(layers) if pattern[i % len(pattern)] == "L")
+            return None if len(sliding) == layers else sliding
         if not isinstance(pattern, int) or isinstance(pattern, bool) or pattern < 1:
             return None
         sliding = tuple(i for i in range(layers) if (i + 1) % pattern)

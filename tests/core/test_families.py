@@ -329,6 +329,9 @@ def test_global_layers_among_sliding_ones_skip_rope_where_the_family_says(model_
     assert plain.sliding_layers is None and plain.nope_layers == ()
     unsaid = ModelSpec.from_hf_config({"model_type": model_type, **SMALL}, name=model_type)
     assert unsaid.sliding_window == 4096 and unsaid.nope_layers == (3,)
+    lettered = ModelSpec.from_hf_config({"model_type": model_type, **SMALL,
+                                         "sliding_window_pattern": "LLG"}, name=model_type)
+    assert lettered.sliding_layers == (0, 1, 3, 4) and lettered.nope_layers == (2, 5)
 
 
 @pytest.mark.gloo  # (transformers on the CPU)
