@@ -1,7 +1,6 @@
 #!/usr/bin/env bash
-# PLANNED in session 37, not yet run: no H200 came in session 37 (twelve starts failed) or
-# session 38 (twelve more). To run it, move it to calibration/h200/device/run86.sh and run it
-# from there.
+# PLANNED in session 37, not yet run: no H200 came in sessions 37, 38 or 39. To run it,
+# move it to calibration/h200/device/run86.sh and run it from there, after call 85.
 # Device call 86 (nvidia-h200), session 37 (issue 52), after call 85 on the same machine.
 # Run as `PIEP_GIT_COMMIT=<commit> bash calibration/h200/device/run86.sh`; read-only.
 # (1) the decode-step experts (`experts_batched`): a new draw over the seven MoE shapes

@@ -1,5 +1,7 @@
 #!/usr/bin/env bash
-# Planned in session 37; no H200 came in sessions 37 or 38; run in session 39.
+# PLANNED in session 37, not yet run: no H200 came in sessions 37, 38 or 39 (session 39:
+# eleven starts failed, five calls refused). To run it, move it to
+# calibration/h200/device/run85.sh and run it from there.
 # Device call 85 (nvidia-h200), session 37 (issue 52). Run as
 # `PIEP_GIT_COMMIT=<commit> bash calibration/h200/device/run85.sh`; read-only on the GPU.
 # (1) transformers generate(), eager, on three MoE shapes no run has had
