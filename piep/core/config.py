@@ -577,6 +577,7 @@ class ModelSpec:
             window = None
         layers = values["num_layers"]
         rotary = rotary_share(config)
+        sliding = sliding_layers(config, model_type, layers) if window else None
         score_cap, logit_cap = softcapped(config, fam)
         moe = values.get("num_experts", 1) > 1
         dense = dense_layers(config, model_type, layers) if moe else ()
@@ -626,9 +627,8 @@ class ModelSpec:
             activation=ACTIVATIONS[act],
             rotary_dim=mla[2] if mla else None if rotary is None
             else max(2, int(head_dim * rotary)),
-            sliding_layers=sliding_layers(config, model_type, layers)
-            if window else None,
-            nope_layers=nope_layers(config, model_type, layers),
+            sliding_layers=sliding,
+            nope_layers=nope_layers(config, model_type, layers, sliding),
             scaled_embeddings=fam.scaled_embeddings, residual_scale=fam.residual_scale,
             logit_scale=fam.logit_scale, query_scale=fam.query_scale,
             score_cap=score_cap, logit_cap=logit_cap, attention_sinks=fam.sinks,

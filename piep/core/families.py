@@ -276,22 +276,21 @@ def sliding_layers(config: Mapping[str, Any], model_type: str,
         pattern = config.get("sliding_window_pattern") or PATTERNS[model_type]
         if isinstance(pattern, str) and pattern and set(pattern) <= {"L", "G"}:
             sliding = tuple(i for i in range(layers) if pattern[i % len(pattern)] == "L")
-            return None if len(sliding) == layers else sliding
-        if not isinstance(pattern, int) or isinstance(pattern, bool) or pattern < 1:
+        elif not isinstance(pattern, int) or isinstance(pattern, bool) or pattern < 1:
             return None
-        sliding = tuple(i for i in range(layers) if (i + 1) % pattern)
+        else:
+            sliding = tuple(i for i in range(layers) if (i + 1) % pattern)
     else:
         return None
     return None if len(sliding) == layers else sliding
 
 
-def nope_layers(config: Mapping[str, Any], model_type: str, layers: int) -> tuple[int, ...]:
+def nope_layers(config: Mapping[str, Any], model_type: str, layers: int,
+                sliding: tuple[int, ...] | None = None) -> tuple[int, ...]:
     """The layers that skip RoPE (SmolLM3's `no_rope_layers`: 1 uses RoPE, 0 does not;
     or `no_rope_layer_interval`: every interval-th layer skips it; EXAONE 4's and Command
-    A's global layers among sliding ones)."""
+    A's global layers among the `sliding` ones, as `sliding_layers` gave them)."""
     if model_type in NOPE_GLOBAL:
-        sliding = sliding_layers(config, model_type, layers) if config.get("sliding_window") \
-            else None
         return () if sliding is None else tuple(i for i in range(layers) if i not in sliding)
     flags = config.get("no_rope_layers")
     if isinstance(flags, list) and len(flags) == layers:
