@@ -1,7 +1,5 @@
 #!/usr/bin/env bash
-# PLANNED in session 37, not yet run: no H200 came in sessions 37, 38 or 39 (session 39:
-# eleven starts failed, five calls refused). To run it, move it to
-# calibration/h200/device/run85.sh and run it from there.
+# Planned in session 37; run in session 40 (no H200 came in sessions 37-39).
 # Device call 85 (nvidia-h200), session 37 (issue 52). Run as
 # `PIEP_GIT_COMMIT=<commit> bash calibration/h200/device/run85.sh`; read-only on the GPU.
 # (1) transformers generate(), eager, on three MoE shapes no run has had
