@@ -13,13 +13,20 @@ was read: the Hugging Face configs MLC LLM copied into its model presets
 there; `--import` reads that file's `MODEL_PRESETS` literal, no code of it runs), the
 Qwen3 configs of LLM-Prof's list of the configs it profiled (`sglang/Model_Config.md` of
 github.com/citsjtu2020/LLM-Prof at the commit named there: a name line, then the JSON;
-`--import-md`), and the configs piep ships (`model_trees/`, with their own source.json).
+`--import-md`), the GLM-4.5 configs from the Megatron-LM arguments of slime's model
+scripts (`scripts/models/glm4.5-*.sh` of the repositories named in MEGATRON; `--import-sh`
+translates each argument to its config.json key, `MEGATRON_KEYS`, and leaves the rest to
+transformers' defaults), and the configs piep ships (`model_trees/`, with their own
+source.json).
+
+    python benchmarks/model_census.py --import-sh SCRIPT.sh   # one of MEGATRON's scripts
 """
 
 from __future__ import annotations
 
 import ast
 import json
+import re
 import sys
 from pathlib import Path
 
@@ -71,6 +78,28 @@ LLMPROF_COMMIT = "8434c8d19c396b2f95d92a67845a7c0a0e0dd512"
 LLMPROF = {"Qwen3-4B": "Qwen/Qwen3-4B", "Qwen3-8B": "Qwen/Qwen3-8B",
            "Qwen3-14B": "Qwen/Qwen3-14B", "Qwen3-32B": "Qwen/Qwen3-32B",
            "Qwen3-30B-A3B": "Qwen/Qwen3-30B-A3B"}
+# slime's Megatron-LM model scripts -> (the model, its model_type, the repository and
+# commit the script was read at)
+MEGATRON = {
+    "glm4.5-106B-A12B.sh": ("zai-org/GLM-4.5-Air", "glm4_moe",
+                            "vllm-project/vime@b332ffc2c80e204ad520f93daa0aa7d1e65294d8"),
+    "glm4.5-355B-A32B.sh": ("zai-org/GLM-4.5", "glm4_moe",
+                            "zyzshishui/slime@ffec53408dc6eac7ed6af9a17dc090e0458a7260"),
+}
+# Megatron-LM's model arguments -> config.json keys (flags: their value when present)
+MEGATRON_KEYS = {
+    "--num-layers": "num_hidden_layers", "--hidden-size": "hidden_size",
+    "--ffn-hidden-size": "intermediate_size", "--num-attention-heads": "num_attention_heads",
+    "--num-query-groups": "num_key_value_heads", "--kv-channels": "head_dim",
+    "--vocab-size": "vocab_size", "--rotary-base": "rope_theta",
+    "--rotary-percent": "partial_rotary_factor", "--num-experts": "n_routed_experts",
+    "--moe-ffn-hidden-size": "moe_intermediate_size",
+    "--moe-router-topk": "num_experts_per_tok",
+    "--moe-router-topk-scaling-factor": "routed_scaling_factor",
+}
+MEGATRON_FLAGS = {"--add-qkv-bias": ("attention_bias", True),
+                  "--qk-layernorm": ("use_qk_norm", True),
+                  "--untie-embeddings-and-output-weights": ("tie_word_embeddings", False)}
 # the configs piep ships that are of 2025-26 deployments (model_trees/<name>)
 SHIPPED = ("llama-3-8b", "llama-3-70b", "qwen2.5-7b", "qwen2.5-14b", "qwen2.5-32b",
            "qwen2.5-72b", "mistral-small-24b")
@@ -107,6 +136,48 @@ def import_markdown(md_file: Path) -> None:
         write_text(CENSUS / f"{name}.json", json.dumps(cfg, indent=1) + "\n")
         sources[name] = {"hub_id": hub, "source": f"github.com/citsjtu2020/LLM-Prof@"
                          f"{LLMPROF_COMMIT}: sglang/Model_Config.md ({name})"}
+    write_text(CENSUS / "SOURCES.json", json.dumps(sources, indent=1, sort_keys=True) + "\n")
+
+
+def megatron_config(text: str, model_type: str) -> dict:
+    """A config.json of the model a Megatron-LM script's MODEL_ARGS describe: each
+    argument of MEGATRON_KEYS and MEGATRON_FLAGS, shell variables and $((a + b)) expanded;
+    shared experts counted in routed experts' widths, the dense first layers read off
+    `--moe-layer-freq [0]*N+[1]*M`."""
+    env = dict(re.findall(r"^(\w+)=(\S+)$", text, flags=re.M))
+
+    def value(word: str):
+        word = re.sub(r"\$(\w+)", lambda m: env[m.group(1)], word)
+        if word.startswith("$(("):  # (names inside an arithmetic expansion: no $)
+            return sum(int(env.get(x, x)) for x in word.strip("$()").split("+"))
+        return json.loads(word)
+    words = text.split()
+    cfg: dict = {"model_type": model_type}
+    for i, word in enumerate(words):
+        if word in MEGATRON_KEYS:
+            cfg[MEGATRON_KEYS[word]] = value(words[i + 1] if "((" not in words[i + 1]
+                                             else "".join(words[i + 1:i + 4]))
+        elif word in MEGATRON_FLAGS:
+            cfg.update([MEGATRON_FLAGS[word]])
+        elif word == "--moe-layer-freq":
+            cfg["first_k_dense_replace"] = int(env[re.match(r"\[0\]\*\$(\w+)",
+                                                             words[i + 1]).group(1)])
+        elif word == "--moe-shared-expert-intermediate-size":
+            cfg["n_shared_experts"] = value(words[i + 1])
+    cfg["n_shared_experts"] = cfg.get("n_shared_experts", 0) // cfg["moe_intermediate_size"]
+    return cfg
+
+
+def import_megatron(script: Path) -> None:
+    """Add a MEGATRON script's model to the census and SOURCES.json."""
+    hub, model_type, repo = MEGATRON[script.name]
+    name = hub.split("/")[1]
+    write_text(CENSUS / f"{name}.json",
+               json.dumps(megatron_config(script.read_text(), model_type), indent=1) + "\n")
+    sources = json.loads((CENSUS / "SOURCES.json").read_text())
+    sources[name] = {"hub_id": hub, "source": f"github.com/{repo}: scripts/models/"
+                     f"{script.name} (Megatron-LM arguments as a config.json: their values, "
+                     f"transformers' defaults for the rest)"}
     write_text(CENSUS / "SOURCES.json", json.dumps(sources, indent=1, sort_keys=True) + "\n")
 
 
@@ -180,6 +251,10 @@ def report(rows: list[dict]) -> str:
 
 
 def main() -> int:
+    if "--import-sh" in sys.argv:
+        import_megatron(Path(sys.argv[sys.argv.index("--import-sh") + 1]))
+        print(f"added its config to {CENSUS.relative_to(ROOT)}")
+        return 0
     if "--import-md" in sys.argv:
         import_markdown(Path(sys.argv[sys.argv.index("--import-md") + 1]))
         print(f"added {len(LLMPROF)} configs to {CENSUS.relative_to(ROOT)}")

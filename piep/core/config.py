@@ -15,8 +15,8 @@ from functools import lru_cache
 from typing import Any, Mapping
 
 from piep.core.errors import ConfigError
-from piep.core.families import (ACTIVATIONS, CONFIG_DEFAULTS, FAMILIES, MOE_PRICED, MOE_TYPES,
-                                PRICED, dense_layers, nope_layers, rotary_share,
+from piep.core.families import (ACTIVATIONS, CONFIG_DEFAULTS, FAMILIES, FIRST_DENSE, MOE_PRICED,
+                                MOE_TYPES, PRICED, dense_layers, nope_layers, rotary_share,
                                 sliding_layers, softcapped)
 
 BF16_BYTES = 2
@@ -470,11 +470,11 @@ class ModelSpec:
             cfg.update(kv_lora_rank=rank, q_lora_rank=q_rank or None, qk_rope_head_dim=rope,
                        qk_nope_head_dim=self.head_dim - rope, v_head_dim=v)
             cfg.pop("head_dim")
-        if self.model_type in ("deepseek_v2", "deepseek_v3") and self.is_moe:
+        if self.model_type in FIRST_DENSE and self.is_moe:
             cfg.update(n_routed_experts=cfg.pop("num_experts"),
                        n_shared_experts=self.shared_expert_ffn // self.ffn_of_experts,
                        first_k_dense_replace=len(self.dense_layers),
-                       **({"n_group": 1, "topk_group": 1} if self.model_type == "deepseek_v3"
+                       **({"n_group": 1, "topk_group": 1} if self.model_type != "deepseek_v2"
                           else {"topk_method": "group_limited_greedy", "n_group": 1,
                                 "topk_group": 1} if self.group_routing
                           else {"topk_method": "greedy"}))
@@ -485,7 +485,7 @@ class ModelSpec:
             cfg["mlp_only_layers"] = list(self.dense_layers)
         if self.model_type == "starcoder2":  # its one key for every projection's bias
             cfg["use_bias"] = self.qkv_bias
-        if self.model_type in ("cohere", "llama4_text"):
+        if self.model_type in ("cohere", "llama4_text", "glm4_moe"):
             cfg["use_qk_norm"] = self.qk_norm is not None
         if self.routing_skew:
             cfg["piep_routing_skew"] = self.routing_skew
@@ -581,8 +581,8 @@ class ModelSpec:
         score_cap, logit_cap = softcapped(config, fam)
         moe = values.get("num_experts", 1) > 1
         dense = dense_layers(config, model_type, layers) if moe else ()
-        if fam.latent_attention:  # DeepSeek's shared experts: n of the routed ones' width
-            shared = (config.get("n_shared_experts") or 0) * values.get("expert_ffn", 0)
+        if fam.shared_count_key:  # DeepSeek's shared experts: n of the routed ones' width
+            shared = (config.get(fam.shared_count_key) or 0) * values.get("expert_ffn", 0)
         elif model_type == "qwen2_moe":
             shared = int(values.get("shared_expert_ffn") or 0)
         else:  # (Llama 4's shared expert: an MLP of intermediate_size)
@@ -612,7 +612,7 @@ class ModelSpec:
             dense_ffn=config.get("intermediate_size_mlp")
             if dense and model_type == "llama4_text" else None,
             mla=mla,
-            group_routing=model_type == "deepseek_v3" or (
+            group_routing=fam.grouped_router or (
                 model_type == "deepseek_v2"
                 and config.get("topk_method") == "group_limited_greedy"),
             router_fp32=fam.router_fp32, shared_expert_gate=fam.shared_expert_gate,

@@ -70,6 +70,12 @@ class Family:
     latent_attention: bool = False
     router_fp32: bool = False
     shared_expert_gate: bool = True
+    # DeepSeek-V3's router: sigmoid scores plus a bias, the experts picked within the best
+    # groups (`n_group`, `topk_group`), run whatever the group count (GLM-4.5 runs its code)
+    grouped_router: bool = False
+    # the config key that counts shared experts as wide as the routed ones (DeepSeek's and
+    # GLM-4.5's `n_shared_experts`), added without a gate
+    shared_count_key: str | None = None
     # transformers has a tensor-parallel plan for the family (its config class's
     # `base_model_tp_plan`); without one, `tp_plan="auto"` leaves every layer whole on
     # every rank (gpt-oss and Granite MoE in transformers 5.17)
@@ -151,15 +157,28 @@ FAMILIES: dict[str, Family] = {
     # DeepSeek: latent attention, experts within the best groups (V3: sigmoid scores, a
     # bias, always grouped; V2: softmax, grouped where `topk_method` says), shared experts
     "deepseek_v2": Family(latent_attention=True, router_fp32=True, shared_expert_gate=False,
+                          shared_count_key="n_shared_experts",
                           per_model="dense MLPs in the first layers (`first_k_dense_replace`), "
                                     "grouped routing where `topk_method` is "
                                     "group_limited_greedy"),
     "deepseek_v3": Family(latent_attention=True, router_fp32=True, shared_expert_gate=False,
+                          grouped_router=True, shared_count_key="n_shared_experts",
                           hf_tp_attention=False,
                           per_model="dense MLPs in the first layers (`first_k_dense_replace`); "
                                     "experts picked within the best groups (`n_group`, "
                                     "`topk_group`: sigmoid scores and a bias, more routing "
                                     "kernels)"),
+    # GLM-4.5 / 4.6 / 4.7: GLM-4's attention (q/k/v biased where `attention_bias`, half of
+    # each head rotated) without its sandwich norms, q/k RMSNorms per head where
+    # `use_qk_norm`; DeepSeek-V3's router, shared and dense-first layers
+    "glm4_moe": Family(o_bias_follows=False, router_fp32=True, shared_expert_gate=False,
+                       grouped_router=True, shared_count_key="n_shared_experts",
+                       per_model="q/k RMSNorms per head where `use_qk_norm`; dense MLPs in "
+                                 "the first layers (`first_k_dense_replace`); experts picked "
+                                 "within the best groups (`n_group`, `topk_group`) from "
+                                 "sigmoid scores and a bias; the multi-token-prediction "
+                                 "layer (`num_nextn_predict_layers`) is not run by generate() "
+                                 "and not priced"),
     "gemma2": Family(post_norms=True, scaled_embeddings=True, tied=True, softcaps=True,
                      per_model="local and global layers, soft-capped attention scores and "
                                "logits (`attn_logit_softcapping`, "
@@ -185,9 +204,11 @@ MOE_TYPES = ("mixtral", "qwen2_moe", "qwen3_moe", "gpt_oss", "deepseek_v2", "dee
              "llama4", "llama4_text", "olmoe", "granitemoe", "phimoe", "dbrx", "jamba",
              "minimax", "glm4_moe", "ernie4_5_moe", "hunyuan_v1_moe")
 MOE_PRICED = ("mixtral", "qwen2_moe", "qwen3_moe", "olmoe", "granitemoe", "gpt_oss",
-              "llama4_text", "deepseek_v2", "deepseek_v3")
+              "llama4_text", "deepseek_v2", "deepseek_v3", "glm4_moe")
 PRICED = tuple(sorted(k for k, f in FAMILIES.items()
                       if f.missing is None and (k not in MOE_TYPES or k in MOE_PRICED)))
+# the mixtures of experts whose first `first_k_dense_replace` layers are dense
+FIRST_DENSE = ("deepseek_v2", "deepseek_v3", "glm4_moe")
 # the activations of a gated MLP: silu (SwiGLU) and the GELUs of GeGLU (Gemma); tanh's
 # approximation and erf's run one elementwise kernel each, priced alike
 ACTIVATIONS = {"silu": "silu", "swish": "silu", "gelu_pytorch_tanh": "gelu_tanh",
@@ -201,7 +222,7 @@ def dense_layers(config: Mapping[str, Any], model_type: str, layers: int) -> tup
     `interleave_moe_layer_step`-th from the step's last)."""
     def whole(v) -> bool:
         return isinstance(v, int) and not isinstance(v, bool)
-    if model_type in ("deepseek_v2", "deepseek_v3"):
+    if model_type in FIRST_DENSE:
         k = config.get("first_k_dense_replace") or 0
         return tuple(range(min(k, layers))) if whole(k) else ()
     if model_type in ("qwen2_moe", "qwen3_moe"):
@@ -248,6 +269,10 @@ def softcapped(config: Mapping[str, Any], family: Family) -> tuple[bool, bool]:
 # no window (tests/core/test_families.py holds them to transformers' classes)
 CONFIG_DEFAULTS: dict[str, dict[str, Any]] = {
     "glm4": {"attention_bias": True, "partial_rotary_factor": 0.5},
+    "glm4_moe": {"partial_rotary_factor": 0.5, "first_k_dense_replace": 1,
+                 "n_shared_experts": 1},
+    "deepseek_v2": {"n_shared_experts": 2},
+    "deepseek_v3": {"first_k_dense_replace": 3, "n_shared_experts": 1},
     "seed_oss": {"attention_bias": True},
     "gpt_oss": {"attention_bias": True, "sliding_window": 128},
     "starcoder2": {"use_bias": True},

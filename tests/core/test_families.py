@@ -9,7 +9,7 @@ import pytest
 
 from piep.core.config import ModelSpec, Parallel, Workload
 from piep.core.errors import ConfigError
-from piep.core.families import FAMILIES, MOE_TYPES, PRICED
+from piep.core.families import FAMILIES, FIRST_DENSE, MOE_TYPES, PRICED
 from piep.core.layout import validate
 from piep.tree import build_tree
 from _paths import ROOT  # noqa: E402
@@ -55,6 +55,8 @@ OWN_KEYS = {  # what a family's config states beyond the small shape
                     "first_k_dense_replace": 0, "kv_lora_rank": 32, "q_lora_rank": 48,
                     "qk_nope_head_dim": 24, "qk_rope_head_dim": 8, "v_head_dim": 16,
                     "n_group": 2, "topk_group": 1},
+    "glm4_moe": {"n_routed_experts": 8, "num_experts_per_tok": 2, "moe_intermediate_size": 64,
+                 "n_shared_experts": 1, "first_k_dense_replace": 0, "attention_bias": True},
     "smollm3": {"no_rope_layer_interval": 3},
 }
 LINEARS = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj",
@@ -338,7 +340,8 @@ def test_global_layers_among_sliding_ones_skip_rope_where_the_family_says(model_
 def test_a_key_a_config_leaves_out_takes_its_config_classes_default():
     """Where transformers' config class defaults a key piep reads to a bias, a rotary share
     or a window, piep reads the same (`CONFIG_DEFAULTS`): GLM-4 rotates half of each head
-    and biases q/k/v, Seed-OSS and gpt-oss bias them, the sliding families slide."""
+    and biases q/k/v, Seed-OSS and gpt-oss bias them, the sliding families slide; DeepSeek
+    and GLM-4.5 have shared experts and dense first layers."""
     pytest.importorskip("transformers")
     from transformers import AutoConfig
 
@@ -354,6 +357,12 @@ def test_a_key_a_config_leaves_out_takes_its_config_classes_default():
                 got = None  # (what piep reads from an absent key: no bias, window, share)
             want = CONFIG_DEFAULTS.get(model_type, {}).get(key)
             assert got == want, (model_type, key, got, want)
+        # (a mixture's dense first layers and shared experts: an absent key reads as none)
+        moe_keys = ([fam.shared_count_key] if fam.shared_count_key else []) + (
+            ["first_k_dense_replace"] if model_type in FIRST_DENSE else [])
+        for key in moe_keys:
+            want = CONFIG_DEFAULTS.get(model_type, {}).get(key, 0)
+            assert getattr(cfg, key) == want, (model_type, key, getattr(cfg, key), want)
 
 
 @pytest.mark.gloo  # (torch and transformers on the CPU)
@@ -379,6 +388,7 @@ def test_a_family_of_remote_code_is_priced_but_not_built():
 @pytest.mark.gloo  # (torch and transformers on the CPU)
 @pytest.mark.parametrize("model_type, dense", [
     ("deepseek_v2", {"first_k_dense_replace": 2}), ("deepseek_v3", {"first_k_dense_replace": 2}),
+    ("glm4_moe", {"first_k_dense_replace": 2, "use_qk_norm": True}),
     ("qwen3_moe", {"mlp_only_layers": [1]}), ("qwen2_moe", {"decoder_sparse_step": 2}),
     ("llama4_text", {"interleave_moe_layer_step": 2, "intermediate_size_mlp": 512})])
 def test_transformers_counts_the_layer_weights_piep_counts(model_type, dense):
