@@ -36,8 +36,8 @@ ALIASES: dict[str, tuple[str, ...]] = {
     "attention_bias": ("attention_bias", "use_bias", "bias"),
     "tie_word_embeddings": ("tie_word_embeddings",),
     "sliding_window": ("sliding_window",),
-    "num_experts": ("num_local_experts", "num_experts", "n_routed_experts"),
-    "experts_per_token": ("num_experts_per_tok",),
+    "num_experts": ("num_local_experts", "num_experts", "n_routed_experts", "moe_num_experts"),
+    "experts_per_token": ("num_experts_per_tok", "moe_k"),
     "expert_ffn": ("moe_intermediate_size",),
     "shared_expert_ffn": ("shared_expert_intermediate_size",),
     "initializer_range": ("initializer_range",),
@@ -334,7 +334,9 @@ class ModelSpec:
             else gates * h * max(1, self.ffn_of_experts // tp) * self.num_experts
         shared = 3 * h * (self.shared_expert_ffn // tp) + (
             h if self.shared_expert_ffn and self.shared_expert_gate else 0)
-        return experts + h * self.num_experts + shared
+        # (ERNIE 4.5 keeps its router's score bias as a parameter, the others as a buffer)
+        score_bias = self.num_experts if self.model_type == "ernie4_5_moe" else 0
+        return experts + h * self.num_experts + score_bias + shared
 
     def layer_params(self, sparse: bool = True) -> int:
         return self.attention_params() + self.mlp_params(sparse) + self.norm_params()
@@ -478,6 +480,14 @@ class ModelSpec:
                           else {"topk_method": "group_limited_greedy", "n_group": 1,
                                 "topk_group": 1} if self.group_routing
                           else {"topk_method": "greedy"}))
+        elif self.model_type == "ernie4_5_moe" and self.is_moe:
+            sparse = [i for i in range(self.num_layers) if i not in self.dense_layers]
+            step = sparse[1] - sparse[0] if len(sparse) > 1 else 1
+            cfg.update(moe_num_experts=cfg.pop("num_experts"),
+                       moe_k=cfg.pop("num_experts_per_tok"),
+                       moe_num_shared_experts=self.shared_expert_ffn // self.ffn_of_experts,
+                       moe_layer_start_index=sparse[0], moe_layer_end_index=sparse[-1],
+                       moe_layer_interval=step, use_bias=self.qkv_bias)
         elif self.dense_layers and self.model_type == "llama4_text":
             cfg["moe_layers"] = [i for i in range(self.num_layers)
                                  if i not in self.dense_layers]
@@ -661,7 +671,8 @@ MLA_KEYS = ("kv_lora_rank", "qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim"
 LAYER_LIST_KEYS = ("mlp_only_layers", "moe_layers")
 MOE_COUNT_KEYS = ("decoder_sparse_step", "interleave_moe_layer_step", "first_k_dense_replace",
                   "n_shared_experts", "shared_expert_intermediate_size",
-                  "intermediate_size_mlp")
+                  "intermediate_size_mlp", "moe_num_shared_experts", "moe_layer_start_index",
+                  "moe_layer_interval")
 
 
 def _moe_key_problems(config: Mapping[str, Any]) -> list[str]:
@@ -699,7 +710,7 @@ def _moe_words(config: Mapping[str, Any], model_type: str) -> str | None:
                     if isinstance(config.get(k), int) and config[k] > 1), None)
     if experts is None and model_type not in MOE_TYPES:
         return None
-    per = config.get("num_experts_per_tok")
+    per = next((config[k] for k in ALIASES["experts_per_token"] if k in config), None)
     return (f", {experts} experts" if experts else "") + (f", {per} per token"
                                                            if isinstance(per, int) else "")
 

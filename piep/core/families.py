@@ -114,11 +114,11 @@ FAMILIES: dict[str, Family] = {
     "glm4": Family(o_bias_follows=False, post_norms=True, fused_gate_up=True,
                    per_model="RoPE over part of each head (`partial_rotary_factor`)"),
     "granite": Family(scaled_embeddings=True, residual_scale=True, logit_scale=True),
-    "smollm3": Family(per_model="layers without RoPE (`no_rope_layers`)"),
+    "smollm3": Family(tied=True, per_model="layers without RoPE (`no_rope_layers`)"),
     "olmo3": Family(qk_norm="whole", pre_norms=False, post_norms=True,
                     per_model="local and global layers (`layer_types`; by default every "
                               "fourth full)"),
-    "ernie4_5": Family(per_model="biases of every projection where `use_bias`; RoPE "
+    "ernie4_5": Family(tied=True, per_model="biases of every projection where `use_bias`; RoPE "
                                  "interleaved, in float32 (priced as RoPE)"),
     "exaone4": Family(qk_norm="head", pre_norms=False, post_norms=True,
                       per_model="local and global layers (`layer_types`, by default every "
@@ -179,6 +179,14 @@ FAMILIES: dict[str, Family] = {
                                  "sigmoid scores and a bias; the multi-token-prediction "
                                  "layer (`num_nextn_predict_layers`) is not run by generate() "
                                  "and not priced"),
+    # ERNIE 4.5 MoE (21B-A3B, 300B-A47B): ERNIE 4.5's layer; a router in float32 (softmax,
+    # top-k over scores plus a bias), ungated shared experts, dense layers outside
+    # `moe_layer_start_index`..`moe_layer_end_index` and off every `moe_layer_interval`-th
+    "ernie4_5_moe": Family(router_fp32=True, shared_expert_gate=False,
+                           shared_count_key="moe_num_shared_experts", tied=True,
+                           per_model="biases of q/k/v/o where `use_bias`; dense MLPs outside "
+                                     "the sparse layers (`moe_layer_start_index`, "
+                                     "`moe_layer_end_index`, `moe_layer_interval`)"),
     "gemma2": Family(post_norms=True, scaled_embeddings=True, tied=True, softcaps=True,
                      per_model="local and global layers, soft-capped attention scores and "
                                "logits (`attn_logit_softcapping`, "
@@ -188,7 +196,7 @@ FAMILIES: dict[str, Family] = {
     "cohere2": Family(parallel_block=True, layer_norm=True, logit_scale=True, tied=True,
                       per_model="local and global layers (`layer_types`, by default every "
                                 "fourth global), RoPE on the local ones only"),
-    "starcoder2": Family(gated_mlp=False, layer_norm=True,
+    "starcoder2": Family(gated_mlp=False, layer_norm=True, tied=True,
                          per_model="biases of every projection (`use_bias`)"),
     # (InternLM 2 / 2.5, from the model repo's modeling_internlm2.py and vLLM's
     # internlm2.py: one wqkv GEMM, biased where the config's `bias` says, Llama's SwiGLU
@@ -204,7 +212,7 @@ MOE_TYPES = ("mixtral", "qwen2_moe", "qwen3_moe", "gpt_oss", "deepseek_v2", "dee
              "llama4", "llama4_text", "olmoe", "granitemoe", "phimoe", "dbrx", "jamba",
              "minimax", "glm4_moe", "ernie4_5_moe", "hunyuan_v1_moe")
 MOE_PRICED = ("mixtral", "qwen2_moe", "qwen3_moe", "olmoe", "granitemoe", "gpt_oss",
-              "llama4_text", "deepseek_v2", "deepseek_v3", "glm4_moe")
+              "llama4_text", "deepseek_v2", "deepseek_v3", "glm4_moe", "ernie4_5_moe")
 PRICED = tuple(sorted(k for k, f in FAMILIES.items()
                       if f.missing is None and (k not in MOE_TYPES or k in MOE_PRICED)))
 # the mixtures of experts whose first `first_k_dense_replace` layers are dense
@@ -219,7 +227,9 @@ def dense_layers(config: Mapping[str, Any], model_type: str, layers: int) -> tup
     """The layers of a mixture of experts whose MLP is dense: DeepSeek's first
     `first_k_dense_replace`; Qwen MoE's `mlp_only_layers` and those off every
     `decoder_sparse_step`-th; Llama 4's not in `moe_layers` (by default every
-    `interleave_moe_layer_step`-th from the step's last)."""
+    `interleave_moe_layer_step`-th from the step's last); ERNIE 4.5's outside
+    `moe_layer_start_index`..`moe_layer_end_index` (-1: the last) or off every
+    `moe_layer_interval`-th."""
     def whole(v) -> bool:
         return isinstance(v, int) and not isinstance(v, bool)
     if model_type in FIRST_DENSE:
@@ -230,6 +240,15 @@ def dense_layers(config: Mapping[str, Any], model_type: str, layers: int) -> tup
         step = config.get("decoder_sparse_step") or 1
         step = step if whole(step) and step > 0 else 1
         return tuple(i for i in range(layers) if i in only or (i + 1) % step)
+    if model_type == "ernie4_5_moe":
+        step, start, end = (config.get(k) for k in ("moe_layer_interval",
+                                                     "moe_layer_start_index",
+                                                     "moe_layer_end_index"))
+        step = step if whole(step) and step > 0 else 1
+        start = start if whole(start) else 0
+        end = end if whole(end) and end >= 0 else layers - 1
+        return tuple(i for i in range(layers)
+                     if (i + 1) % step or not start <= i <= end)
     if model_type == "llama4_text":
         sparse = config.get("moe_layers")
         if not isinstance(sparse, list):
@@ -272,6 +291,7 @@ CONFIG_DEFAULTS: dict[str, dict[str, Any]] = {
     "glm4_moe": {"partial_rotary_factor": 0.5, "first_k_dense_replace": 1,
                  "n_shared_experts": 1},
     "deepseek_v2": {"n_shared_experts": 2},
+    "ernie4_5_moe": {"moe_num_shared_experts": 2, "moe_layer_start_index": 1},
     "deepseek_v3": {"first_k_dense_replace": 3, "n_shared_experts": 1},
     "seed_oss": {"attention_bias": True},
     "gpt_oss": {"attention_bias": True, "sliding_window": 128},

@@ -55,6 +55,8 @@ OWN_KEYS = {  # what a family's config states beyond the small shape
                     "first_k_dense_replace": 0, "kv_lora_rank": 32, "q_lora_rank": 48,
                     "qk_nope_head_dim": 24, "qk_rope_head_dim": 8, "v_head_dim": 16,
                     "n_group": 2, "topk_group": 1},
+    "ernie4_5_moe": {"moe_num_experts": 8, "moe_k": 2, "moe_intermediate_size": 64,
+                     "moe_num_shared_experts": 1, "moe_layer_start_index": 0},
     "glm4_moe": {"n_routed_experts": 8, "num_experts_per_tok": 2, "moe_intermediate_size": 64,
                  "n_shared_experts": 1, "first_k_dense_replace": 0, "attention_bias": True},
     "smollm3": {"no_rope_layer_interval": 3},
@@ -341,7 +343,7 @@ def test_a_key_a_config_leaves_out_takes_its_config_classes_default():
     """Where transformers' config class defaults a key piep reads to a bias, a rotary share
     or a window, piep reads the same (`CONFIG_DEFAULTS`): GLM-4 rotates half of each head
     and biases q/k/v, Seed-OSS and gpt-oss bias them, the sliding families slide; DeepSeek
-    and GLM-4.5 have shared experts and dense first layers."""
+    and GLM-4.5 have shared experts and dense first layers; the tied embeddings."""
     pytest.importorskip("transformers")
     from transformers import AutoConfig
 
@@ -357,6 +359,7 @@ def test_a_key_a_config_leaves_out_takes_its_config_classes_default():
                 got = None  # (what piep reads from an absent key: no bias, window, share)
             want = CONFIG_DEFAULTS.get(model_type, {}).get(key)
             assert got == want, (model_type, key, got, want)
+        assert bool(cfg.tie_word_embeddings) == fam.tied, model_type
         # (a mixture's dense first layers and shared experts: an absent key reads as none)
         moe_keys = ([fam.shared_count_key] if fam.shared_count_key else []) + (
             ["first_k_dense_replace"] if model_type in FIRST_DENSE else [])
@@ -389,6 +392,7 @@ def test_a_family_of_remote_code_is_priced_but_not_built():
 @pytest.mark.parametrize("model_type, dense", [
     ("deepseek_v2", {"first_k_dense_replace": 2}), ("deepseek_v3", {"first_k_dense_replace": 2}),
     ("glm4_moe", {"first_k_dense_replace": 2, "use_qk_norm": True}),
+    ("ernie4_5_moe", {"moe_layer_start_index": 1, "moe_layer_interval": 2}),
     ("qwen3_moe", {"mlp_only_layers": [1]}), ("qwen2_moe", {"decoder_sparse_step": 2}),
     ("llama4_text", {"interleave_moe_layer_step": 2, "intermediate_size_mlp": 512})])
 def test_transformers_counts_the_layer_weights_piep_counts(model_type, dense):
@@ -699,3 +703,21 @@ def test_deepseek_v3_under_transformers_tp_runs_every_head_on_every_rank():
     hf, ref = leaves("hf-eager"), leaves(None)
     assert hf["o_proj"].attrs["d_in"] == 2 * ref["o_proj"].attrs["d_in"] == 4 * 16
     assert "allreduce_attn" not in hf and "allreduce_attn" in ref and "allreduce_mlp" in hf
+
+
+def test_ernie_names_its_experts_and_sparse_layers_in_keys_of_its_own():
+    """ERNIE 4.5 MoE: `moe_num_experts` and `moe_k`; sparse layers from
+    `moe_layer_start_index` to `moe_layer_end_index` (-1: the last), every
+    `moe_layer_interval`-th; `moe_num_shared_experts` shared experts of the routed width."""
+    keys = {"model_type": "ernie4_5_moe", **SMALL, "moe_num_experts": 8, "moe_k": 2,
+            "moe_intermediate_size": 64, "moe_num_shared_experts": 2,
+            "moe_layer_start_index": 1, "moe_layer_end_index": -1}
+    spec = ModelSpec.from_hf_config(keys, name="ernie")
+    assert (spec.num_experts, spec.experts_per_token) == (8, 2)
+    assert spec.dense_layers == (0,) and spec.shared_expert_ffn == 128
+    assert not spec.shared_expert_gate and spec.tie_word_embeddings
+    cut = ModelSpec.from_hf_config({**keys, "moe_layer_end_index": 3, "moe_layer_interval": 2},
+                                   name="ernie")
+    assert cut.dense_layers == (0, 2, 4, 5)
+    assert ModelSpec.from_hf_config(cut.to_hf_config(), name="ernie").dense_layers == \
+        cut.dense_layers
