@@ -7,8 +7,11 @@
 #     before design 5 (seed 95) -> modules_moe_decode_s86.jsonl;
 # (2) a kernel census of gpt-oss-20b's and DeepSeek-V2-Lite's shapes on the H200 (call
 #     87's ran on an H100), batch 8, prompt 512 -> census_moe_s86.jsonl;
-# (3) an hf-cb replay of the tiny trace on DeepSeek-V2-Lite's shape (multi-head latent
-#     attention under continuous batching; no fit reads it) -> cb_s86_tiny.jsonl.
+# (3) transformers generate(), eager, on two MoE families no run has had (session 40:
+#     design_eager6.jsonl, GLM-4.5-Air cut to 12 layers and ERNIE 4.5 21B-A3B's shape),
+#     whose blind predictions were committed before this call (predictions_blind6.jsonl)
+#     -> moe_s86_eager.jsonl; then, with what time is left, (2)'s census.
+# (Session 40 put (3) before (2) and dropped an hf-cb replay of DeepSeek-V2-Lite's shape.)
 set -uo pipefail
 export PYTHONUNBUFFERED=1 PYTHONPATH=$PWD PIEP_GIT_COMMIT=${PIEP_GIT_COMMIT:-unknown}
 L="$OUT/run86.log"
@@ -20,16 +23,15 @@ nvidia-smi --query-gpu=name,uuid --format=csv,noheader >> "$L"
 OLD7="$M/mixtral-8x7b-shape.json $M/piep-unlisted-moe.json $M/qwen2-moe-a2.7b-shape.json"
 OLD7="$OLD7 $M/qwen3-30b-a3b-shape.json $M/gpt-oss-20b-shape.json $M/olmoe-1b-7b-shape.json"
 OLD7="$OLD7 $M/piep-llama4-scout-20l.json"
-timeout 150 python3 -m piep calibrate modules --kinds experts_batched --modes graph \
+timeout 125 python3 -m piep calibrate modules --kinds experts_batched --modes graph \
     --models $OLD7 --seed 95 --per-kind 28 --repeat-every 1000 \
-    --out "$OUT/modules_moe_decode_s86.jsonl" --budget-s 130 >> "$L" 2>&1
+    --out "$OUT/modules_moe_decode_s86.jsonl" --budget-s 110 >> "$L" 2>&1
 echo "experts_batched rc=$? $(date +%T) left $(left) s" >> "$L"
-timeout 120 python3 -m piep.sampling.census \
+timeout 250 python3 -m piep measure --grid calibration/h200/moe/design_eager6.jsonl \
+    --out "$OUT/moe_s86_eager.jsonl" --budget-s 225 >> "$L" 2>&1
+echo "runs rc=$? $(date +%T) left $(left) s" >> "$L"
+timeout $(( $(left) - 5 )) python3 -m piep.sampling.census \
     --models $M/gpt-oss-20b-shape.json $M/deepseek-v2-lite-shape.json \
     --batch 8 --prompt-len 512 --gen-len 9 --out "$OUT/census_moe_s86.jsonl" >> "$L" 2>&1
 echo "census rc=$? $(date +%T) left $(left) s" >> "$L"
-timeout $(( $(left) - 5 )) python3 -m piep measure --engine hf-cb \
-    --model $M/deepseek-v2-lite-shape.json --trace calibration/h200/engines/hf-cb/traces/tiny.jsonl \
-    --out "$OUT/cb_s86_tiny.jsonl" >> "$L" 2>&1
-echo "cb tiny rc=$? $(date +%T) left $(left) s" >> "$L"
 wc -l "$OUT"/*.jsonl; grep -E " J, |failed|Error|rc=|samples|^piep:" "$L" | tail -n 30
