@@ -10,7 +10,7 @@ from setuptools import setup
 from setuptools.command.build_py import build_py
 
 ROOT = Path(__file__).resolve().parent
-RUNTIME = ("model_trees/*/config.json", "model_trees/*/source.json",
+RUNTIME = ("model_trees/*/config.json", "model_trees/*/source.json", "model_trees/public/*.json",
            "calibration/spec_sheets.json", "calibration/*/gpu.json",
            "calibration/*/predictor/*", "calibration/*/dvfs/freq_model.json",
            "calibration/public/engines/*/*.json",

@@ -448,7 +448,9 @@ def models_doc() -> str:
     lines = ["# Models", "",
              "A model is its Hugging Face `config.json` (a path, a shipped name, or a model "
              "ID: `piep models add ORG/NAME` fetches that one file; the local Hugging Face "
-             "cache is read first). Its `model_type` names a family: a row of "
+             "cache is read first, then the public configs piep carries, "
+             "`model_trees/public/`, each with its source in SOURCES.json, so that the IDs "
+             "`piep models` lists answer offline). Its `model_type` names a family: a row of "
              "`piep/core/families.py`, read from transformers' own modeling code, that says what "
              "the family's layer runs beyond Llama's. What a config states per model is read "
              "for every family: `layer_types` or `sliding_window_pattern` (which layers "

@@ -7,7 +7,7 @@ layout fits one H200 each, or the one line that says why not).
     python benchmarks/model_census.py --import MODEL_PRESET_PY   # (re)make the census
     python benchmarks/model_census.py --import-md MODEL_CONFIG_MD   # and the Qwen3 configs
 
-The configs are `benchmarks/data/model_census/*.json`; `SOURCES.json` names where each
+The configs are `model_trees/public/*.json`; `SOURCES.json` names where each
 was read: the Hugging Face configs MLC LLM copied into its model presets
 (`python/mlc_llm/model/model_preset.py` of github.com/mlc-ai/mlc-llm at the commit named
 there; `--import` reads that file's `MODEL_PRESETS` literal, no code of it runs), the
@@ -38,7 +38,7 @@ from piep.core.artifacts import write_text  # noqa: E402
 from piep.core.errors import PiepError  # noqa: E402
 from piep.core.families import MOE_TYPES  # noqa: E402
 
-CENSUS = ROOT / "benchmarks" / "data" / "model_census"
+CENSUS = ROOT / "model_trees" / "public"
 REPORT = ROOT / "reports" / "model_census.md"
 MLC_COMMIT = "79d603f085f50500e9509fa01785ffa7ecfaaa93"
 # MLC LLM preset -> the Hugging Face model its config is of
@@ -236,7 +236,7 @@ def summary(rows: list[dict]) -> str:
 def report(rows: list[dict]) -> str:
     lines = ["# Model census", "",
              "Made by `python benchmarks/model_census.py --write`: each public config of "
-             "`benchmarks/data/model_census/` (sources in its SOURCES.json) and each shipped "
+             "`model_trees/public/` (sources in its SOURCES.json) and each shipped "
              "config of a 2025-26 deployment, read by piep; answered at the smallest tensor-"
              "parallel degree whose layout fits H200s (hf-eager, batch 1, prompt 512, 128 new "
              "tokens), or refused in one line.", "", f"**{summary(rows)}.**", "",

@@ -53,7 +53,7 @@ from piep.core.errors import PiepError  # noqa: E402
 DATA = ROOT / "calibration" / "public" / "mlenergy-v3"
 ROWS = DATA / "rows.jsonl"
 REPORT = ROOT / "reports" / "public.md"
-CENSUS = ROOT / "benchmarks" / "data" / "model_census"
+CENSUS = ROOT / "model_trees" / "public"
 # a leaderboard model whose config.json is another's (Llama 3.3 70B: Llama 3.1 70B's
 # architecture, the same config.json but for its name)
 SAME_CONFIG = {"meta-llama/Llama-3.3-70B-Instruct": "Llama-3.1-70B-Instruct",

@@ -1,4 +1,4 @@
-"""`piep models`: the shipped model configs."""
+"""`piep models`: the shipped model configs, and the model IDs piep answers offline."""
 
 from __future__ import annotations
 
@@ -42,11 +42,27 @@ def run(args) -> int:
         rows = doc["models"]
         keys = ["name", "model_type", "weights", "params_b", "layers", "hidden", "heads",
                 "kv_heads", "head_dim", "ffn", "vocab", "attention"]
+        ids = ", ".join(r["id"] for r in doc["model_ids"])
         return table([[r[k] for k in keys] for r in rows], keys) + "".join(
-            f"\nnot answered: {r['name']}: {r['why']}" for r in doc["not_answered"])
+            f"\nnot answered: {r['name']}: {r['why']}" for r in doc["not_answered"]) + (
+            f"\n\nmodel IDs answered offline from the public configs piep carries "
+            f"({len(doc['model_ids'])}; sources: --json): {ids}" if ids else "")
     emit(args, {"schema": "piep.models", "schema_version": 1, "models": rows,
-                "not_answered": refused}, human)
+                "not_answered": refused, "model_ids": _model_ids()}, human)
     return 0
+
+
+def _model_ids() -> list[dict]:
+    """The model IDs of the public config.json copies piep carries (`model_trees/public/`),
+    each with its model type and where the copy was read."""
+    from piep.core.artifacts import model_trees_dir
+    from piep.core.models import public_configs
+    out = []
+    for path, repo_id, source in sorted(public_configs(str(model_trees_dir())).values(),
+                                        key=lambda v: v[1].lower()):
+        out.append({"id": repo_id, "model_type": load_model(str(path)).model_type,
+                    "source": source})
+    return out
 
 
 def _add(args) -> int:

@@ -75,7 +75,8 @@ def _own_dir(repo_id: str) -> Path:
 
 def hub_config(repo_id: str) -> Path | None:
     """The config.json of a model ID: piep's own copy (`piep models add`), else the one in
-    the Hugging Face hub cache (the snapshot its main ref names, else the newest)."""
+    the Hugging Face hub cache (the snapshot its main ref names, else the newest), else the
+    public copy piep carries (`public_configs`)."""
     own = _own_dir(repo_id) / "config.json"
     if own.is_file():
         return own
@@ -86,7 +87,22 @@ def hub_config(repo_id: str) -> Path | None:
         if path.is_file():
             return path
     found = sorted((repo / "snapshots").glob("*/config.json"), key=lambda p: p.stat().st_mtime)
-    return found[-1] if found else None
+    if found:
+        return found[-1]
+    public = public_configs(str(model_trees_dir())).get(repo_id.lower())
+    return public[0] if public else None
+
+
+@lru_cache(maxsize=4)
+def public_configs(root_dir: str) -> dict[str, tuple[Path, str, str]]:
+    """The public config.json copies piep carries (`model_trees/public/`, each read from
+    the source its SOURCES.json names): model ID in lower case -> (path, the ID as
+    written, its source), so that those IDs answer offline."""
+    index = Path(root_dir) / "public" / "SOURCES.json"
+    if not index.is_file():
+        return {}
+    return {s["hub_id"].lower(): (index.parent / f"{name}.json", s["hub_id"], s["source"])
+            for name, s in json.loads(index.read_text()).items()}
 
 
 def add_model(repo_id: str, *, revision: str = "main", timeout_s: float = 20.0,
@@ -169,9 +185,9 @@ def load_model(ref: str) -> ModelSpec:
         found = hub_config(ref.strip())
         if found is None:
             raise ConfigError(f"{ref}: no config.json of it in the local Hugging Face cache "
-                              f"({hf_cache_dir()}) nor piep's; `piep models add {ref.strip()}` "
-                              f"fetches that one file (online), or give a path to a "
-                              f"config.json")
+                              f"({hf_cache_dir()}) nor piep's (`piep models` lists the model "
+                              f"IDs piep carries); `piep models add {ref.strip()}` fetches "
+                              f"that one file (online), or give a path to a config.json")
         return _read_config(found, ref.strip())
     if not names:
         raise no_shipped_models()

@@ -119,6 +119,31 @@ def test_a_model_id_is_read_from_the_hugging_face_cache(tmp_path, monkeypatch, c
     assert "piep models add Qwen/Qwen9-1B" in err and err.count("\n") == 1
 
 
+def test_the_public_configs_piep_carries_answer_their_model_ids_offline(tmp_path, monkeypatch,
+                                                                         capsys):
+    """With no Hugging Face cache and nothing added, the model IDs of `model_trees/public/`
+    answer from piep's copies (any case); a copy in the cache comes first; `piep models`
+    lists the IDs with their sources."""
+    import json
+
+    from piep.cli import main
+    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "empty"))
+    monkeypatch.setenv("PIEP_DATA_DIR", str(tmp_path / "data"))
+    spec = load_model("Qwen/Qwen3-8B")
+    assert spec.model_type == "qwen3" and spec.name == "Qwen/Qwen3-8B"
+    assert load_model("qwen/qwen3-8b").num_layers == spec.num_layers == 36
+    assert load_model("zai-org/GLM-4.5-Air").model_type == "glm4_moe"
+    repo = tmp_path / "hub" / "models--Qwen--Qwen3-8B"
+    (repo / "snapshots" / "abc").mkdir(parents=True)
+    (repo / "snapshots" / "abc" / "config.json").write_text(json.dumps(QWEN2))
+    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "hub"))
+    assert load_model("Qwen/Qwen3-8B").model_type == "qwen2"  # (the cache's copy)
+    assert main(["models", "--json"]) == 0
+    ids = {r["id"]: r for r in json.loads(capsys.readouterr().out)["model_ids"]}
+    assert ids["Qwen/Qwen3-8B"]["model_type"] == "qwen3" and len(ids) >= 30
+    assert "Megatron-LM arguments" in ids["zai-org/GLM-4.5"]["source"]
+
+
 def test_models_add_fetches_one_config_json_and_nothing_else(tmp_path, monkeypatch, capsys):
     import io
     import json

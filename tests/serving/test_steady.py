@@ -15,7 +15,7 @@ from _paths import ROOT  # noqa: E402
 pytestmark = pytest.mark.replay
 
 ROWS = ROOT / "calibration" / "public" / "mlenergy-v3" / "rows.jsonl"
-CENSUS = ROOT / "benchmarks" / "data" / "model_census"
+CENSUS = ROOT / "model_trees" / "public"
 
 
 @pytest.mark.pure

@@ -174,7 +174,7 @@ def test_sliding_layers_leave_the_cache_room_for_more_requests():
     cache holds, not the fifth of them its tokens would; a model without sliding layers
     keeps its cache as it was."""
     from _paths import ROOT
-    gemma = str(ROOT / "benchmarks/data/model_census/gemma-3-12b-it.json")
+    gemma = str(ROOT / "model_trees/public/gemma-3-12b-it.json")
     n = 1500
     trace = make_trace(np.zeros(n), np.full(n, 2048), np.full(n, 2048))
     res = api.resolve(api.scenario(gemma, gpu="h100", engine="vllm", trace=trace))
