@@ -48,6 +48,12 @@ class Engine:
     # rope, a residual add, the activation) becomes one fused kernel (a kernel census of
     # hf-static's step times ~10 us a layer of such kernels against 52-75 us of eager's)
     compiled_decode: bool = False
+    # a mixture of experts' experts: "grouped_mm" (transformers: the rows sorted by expert,
+    # torch's grouped GEMMs over whole 2-tile blocks of rows, the rows past the routed ones
+    # masked before and after each) or "fused_moe" (vLLM's and SGLang's Triton kernel:
+    # each expert's rows padded to its BLOCK_SIZE_M, the gathers and the routing weights
+    # inside its two GEMMs, one sum over the top-k after)
+    moe_kernel: str = "grouped_mm"
     # --- its profile (piep.predict.engines) ---
     # the host terms fitted on its runs (the rest stay the reference runner's)
     fitted_terms: tuple[str, ...] = ()
@@ -84,13 +90,16 @@ class Engine:
     measure: str = ""
 
     def __post_init__(self) -> None:
-        if self.kind not in KINDS or self.profile not in PROFILES:
+        if self.kind not in KINDS or self.profile not in PROFILES \
+                or self.moe_kernel not in MOE_KERNELS:
             raise ValueError(f"engine {self.name}: kind {self.kind!r} (one of {KINDS}), "
-                             f"profile {self.profile!r} (one of {PROFILES})")
+                             f"profile {self.profile!r} (one of {PROFILES}), moe_kernel "
+                             f"{self.moe_kernel!r} (one of {MOE_KERNELS})")
 
 
 KINDS = ("batch", "stream")
 PROFILES = ("engine", "steady", None)
+MOE_KERNELS = ("grouped_mm", "fused_moe")
 
 
 ENGINES: dict[str, Engine] = {e.name: e for e in (
@@ -127,7 +136,7 @@ ENGINES: dict[str, Engine] = {e.name: e for e in (
     # preemption; fitted on whole benchmark runs held at a concurrency (public ones shipped)
     Engine(name="vllm",
            description="vLLM (paged KV cache, chunked prefill, CUDA graphs)",
-           decode="graph", kind="stream", profile="steady",
+           decode="graph", kind="stream", profile="steady", moe_kernel="fused_moe",
            record_schema="piep.steady_measurement",
            measure="piep meter --serving-result r.json --gpu GPU -- vllm bench serve "
                    "--max-concurrency N ..."),

@@ -46,7 +46,7 @@ FEATURES = ("decode", "eager_decode", "linear", "attention", "comm", "wait", "ot
 # GEMV over them, memory-bound as a decode projection is) count as projections for the
 # combiner; an FP8 projection stays apart (eight short elementwise kernels quantize its
 # input before its GEMM). Set after the first held-out comparison (reports/moe.md)
-GEMM_LIKE = LINEAR_KINDS + ("experts_batched", "experts_bmm")
+GEMM_LIKE = LINEAR_KINDS + ("experts_batched", "experts_bmm", "experts_fused")
 # per kind (KINDS order): linear, attention, communication, pipeline wait
 _CATEGORY = np.array([[k in GEMM_LIKE, k in ATTENTION_LIKE + (PAGED_ATTENTION,), k in COMM_KINDS,
                        k == "pipeline_wait"] for k in KINDS], dtype=float)

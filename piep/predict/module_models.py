@@ -242,6 +242,8 @@ def model_group(kind: str, decode: bool | None = None, eager: bool = False) -> s
     prefill code (a strided copy several times slower); a copy that a graph-mode decode
     step compiles has one more pair for eager decode (one pair over both missed hf-static's
     compiled copies: leave-one-model-out energy 4.4 -> 5.5 %)."""
+    if kind == "experts_fused":  # (vLLM's Triton kernel: not torch's grouped GEMM)
+        return kind
     if kind in GROUPED_KINDS:  # (one kernel over many experts' weights: not a GEMM's)
         return "experts"
     if kind in LINEAR_KINDS:
@@ -286,6 +288,12 @@ FALLBACK_GROUP = {"sdpa_masked": "attention", "kv_slide.decode": "kv_append.deco
                   # transformers' masks of the routed rows, as the copies of the same bytes
                   # (before masked_fill was sampled)
                   "moe_mask": "moe_copy",
+                  # vLLM's fused MoE GEMM (no sample of its Triton kernel): as a GEMM
+                  # reading the weights of every expert reached (how the experts were
+                  # priced before torch's grouped GEMM was sampled; set after the public
+                  # vLLM rows of Qwen3-30B-A3B were priced by the grouped GEMM's models,
+                  # 1.8x their energy: reports/public.md)
+                  "experts_fused": "linear",
                   # the experts' grouped GEMMs as GEMMs (predictors trained before their
                   # samples had a group of their own); an FP8 projection as a bf16 one
                   # (flagged `fp8_unsampled`)

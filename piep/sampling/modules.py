@@ -49,7 +49,7 @@ def build_op(s: dict[str, Any], mode: str, device, dtype=torch.bfloat16,
     def rnd(*shape):
         x = torch.empty(*shape, device=device, dtype=dtype)
         return x.normal_(0, 0.02, generator=gen)
-    if kind in GROUPED_KINDS:
+    if kind in GROUPED_KINDS:  # (vLLM's experts_fused too: its Triton kernel is not here)
         return _grouped_op(s, device, rnd)
     if kind == "experts_batched":
         return _batched_op(s, device, rnd, gen)

@@ -335,10 +335,13 @@ def parts(dep: Deployment, cost_model, server: PagedServer, prompt_len: float,
 def work(dep: Deployment, batch: int, prompt_len: int, gen_len: int) -> Deployment:
     """`dep` running `batch` requests (a replica) of `prompt_len` tokens and `gen_len`
     generated, decoding as a CUDA-graph replay: what each part of an iteration is priced
-    as."""
-    return replace(dep, workload=Workload(batch=batch * dep.parallel.dp,
-                                          prompt_len=int(prompt_len), gen_len=gen_len,
-                                          mode="graph"))
+    as, by the tree of the engine a steady profile prices (its record: vLLM's fused MoE
+    kernel where a model has experts)."""
+    from piep.core.engines import names
+    return replace(dep, engine=dep.engine or names(profile="steady")[0],
+                   workload=Workload(batch=batch * dep.parallel.dp,
+                                     prompt_len=int(prompt_len), gen_len=gen_len,
+                                     mode="graph"))
 
 
 def row_groups(priced) -> dict[str, np.ndarray]:

@@ -35,6 +35,8 @@ LAUNCHES = {
     # head, QK^T, scale, mask, the sinks concatenated, their max, subtracted, softmax, PV
     # over the strided slice without the sinks, the output transposed
     "sinks_attention": 12,
+    # vLLM's fused_moe: one Triton GEMM over every expert reached, gathers inside
+    "experts_fused": 1,
     # an FP8 projection (row-wise, piep.sampling.fp8.quantize_rows): |x|, the rows' max,
     # its cast, clamp and scale, x in float, divided, cast to e4m3; the FP8 GEMM
     "fp8_linear": 9,
@@ -449,7 +451,7 @@ def _grouped(name: str, kind: str, phase: str, pairs: int, hit: float, d_in: int
                 launches=LAUNCHES[kind], attrs={"d_in": d_in, "d_out": d_out, "experts": hit})
 
 
-GROUPED_KINDS = ("experts_gate_up", "experts_down")
+GROUPED_KINDS = ("experts_gate_up", "experts_down", "experts_fused")
 
 
 # torch._grouped_mm on Hopper (aten/src/ATen/native/cuda/GroupMM.cu) takes 64-row tiles
@@ -475,20 +477,31 @@ def even_grouped_rows(pairs, experts, d_out):
     return block * (extra * np.ceil((each + 1) / block) + (experts - extra) * np.ceil(each / block))
 
 
-def routed_grouped_rows(tokens, chosen, d_out):
+def fused_block_rows(tokens, experts):
+    """The rows of one block of vLLM's fused_moe Triton kernel without a tuned config
+    (`get_default_config`): BLOCK_SIZE_M 16 where a call's tokens are at most its
+    experts, else 64; each expert's rows are padded to whole blocks
+    (`moe_align_block_size`)."""
+    import numpy as np
+    return np.where(np.asarray(tokens, dtype=float) <= np.asarray(experts), 16.0, 64.0)
+
+
+def routed_grouped_rows(tokens, chosen, d_out, fused: bool = False):
     """The rows the grouped GEMM computes, expected over routing: `tokens` tokens (a
     number, or an array of them) each choosing expert i with probability `chosen[i]`
-    (`_chosen`), every expert's rows n rounded up to whole blocks b: E ceil(n / b) b =
-    b sum_j P(n > j b). P(n > 0) is the binomial's own; past it, n is taken as normal
-    (continuity-corrected) over the blocks within 8 deviations of its mean, and where it
-    spreads over more than two blocks a deviation, the rounding costs half a block."""
+    (`_chosen`), every expert's rows n rounded up to whole blocks b (torch's grouped GEMM,
+    or with `fused` vLLM's fused_moe): E ceil(n / b) b = b sum_j P(n > j b). P(n > 0) is
+    the binomial's own; past it, n is taken as normal (continuity-corrected) over the
+    blocks within 8 deviations of its mean, and where it spreads over more than two
+    blocks a deviation, the rounding costs half a block."""
     import numpy as np
     from scipy.special import ndtr
     scalar = np.ndim(tokens) == 0
     tokens = np.rint(np.atleast_1d(np.asarray(tokens, dtype=float)))[:, None]
     chosen = np.asarray(chosen, dtype=float)
     probs, alike = np.unique(chosen, return_counts=True)
-    block = grouped_block_rows(tokens * chosen.sum(), len(chosen), d_out)  # (rows, 1)
+    block = fused_block_rows(tokens, len(chosen)) if fused else \
+        grouped_block_rows(tokens * chosen.sum(), len(chosen), d_out)  # (rows, 1)
     mean = tokens * probs
     sd = np.sqrt(mean * (1.0 - probs))
     hit = 1.0 - (1.0 - probs) ** tokens  # P(n > 0)
@@ -514,10 +527,12 @@ def routed_padding(dep: Deployment, pairs, d_out):
     chosen = _chosen(m.num_experts, m.experts_per_token, m.routing_skew)[
         :m.num_experts // max(ep, 1)]
     pairs, d_out = np.asarray(pairs, dtype=float), np.asarray(d_out, dtype=float)
+    fused = dep.engine_record.moe_kernel == "fused_moe"
     out = np.ones(len(pairs))
     for width in np.unique(d_out):
         at = np.flatnonzero((d_out == width) & (pairs > 0))
-        out[at] = routed_grouped_rows(pairs[at] / chosen.sum(), chosen, width) / pairs[at]
+        out[at] = routed_grouped_rows(pairs[at] / chosen.sum(), chosen, width,
+                                      fused) / pairs[at]
     return out
 
 
@@ -571,7 +586,14 @@ def _moe(dep: Deployment, phase: str, t: int) -> list[Node]:
     # experts it holds that they reach; generate()'s batched_mm runs every pair on every
     # rank (transformers clamps the other ranks' experts to a local one and zeroes them)
     local = rank_pairs(e, k, t, m.routing_skew, ep) if ep > 1 else pairs
-    if batched_experts(dep, phase):
+    if dep.engine_record.moe_kernel == "fused_moe":  # (vLLM: the gathers, the routing
+        # weights and each expert's padding inside its two GEMMs)
+        experts = [_grouped("experts_gate_up", "experts_fused", phase, local, hit / ep, h,
+                            2 * f),
+                   _elementwise("activation", "activation", phase, local, f, reads=reads,
+                                writes=writes, flops_per=per_el),
+                   _grouped("experts_down", "experts_fused", phase, local, hit / ep, f, h)]
+    elif batched_experts(dep, phase):
         experts = [_elementwise("moe_repeat", "moe_copy", phase, pairs, h, reads=1,
                                 writes=1, flops_per=0),
                    _batched("experts_gate_up", phase, pairs, h, 2 * f),

@@ -27,7 +27,9 @@ COMPUTE_KINDS = ("embedding", "rmsnorm", "q_proj", "k_proj", "v_proj", "rope", "
                  # Llama 4's experts: one batched GEMM of equal problems, one per expert
                  "experts_bmm",
                  # gpt-oss's eager attention with sinks, its passes and GEMMs as one leaf
-                 "sinks_attention")
+                 "sinks_attention",
+                 # vLLM's fused MoE GEMM (Triton): each expert's rows padded to its block
+                 "experts_fused")
 COMM_KINDS = ("allreduce", "allgather", "p2p")
 # copies of the KV cache some engines make (priced by their module samples; without
 # samples, at the GPU's measured copy rate); `kv_slide`: a sliding cache's concatenation

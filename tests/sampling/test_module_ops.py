@@ -44,13 +44,14 @@ def _leaf_ops(h200, compiled: bool):
     bmm = replace(experts, model_type="llama4_text", dense_experts=True, shared_expert_ffn=64)
     # gpt-oss's eager attention with sinks, whole
     sinks = replace(experts, model_type="gpt_oss", attention_sinks=True, expert_bias=True)
-    # FP8 projections (row-wise: piep.sampling.fp8)
+    # FP8 projections (row-wise: piep.sampling.fp8); under vLLM, its fused MoE GEMM
+    # (`experts_fused`: run by the sampler as torch's grouped GEMM, vLLM not being there)
     fp8 = replace(SMALL, quantization="FP8 (row-wise weights, dynamic per-token activations)")
     seen: set[tuple[str, str]] = set()
     for spec, engine in ((SMALL, None), (SMALL, "hf-eager"), (SMALL, "hf-static"),
                          (SMALL, "hf-cb"), (windowed, "hf-eager"), (windowed, "hf-static"),
                          (family, "hf-eager"), (experts, "hf-eager"), (bmm, "hf-eager"), (sinks, "hf-eager"),
-                         (fp8, "hf-eager")):
+                         (fp8, "hf-eager"), (experts, "vllm")):
         dep = validate(spec, Parallel(tp=1 if engine else 2),
                        Workload(batch=2, prompt_len=16, gen_len=4), h200, engine=engine)
         for _, _, leaf in build_tree(dep).leaves():

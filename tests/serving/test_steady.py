@@ -222,3 +222,24 @@ def test_steady_cli(capsys):
         assert main(["steady", "--model", model, *argv]) == 2
         err = capsys.readouterr().err.strip()
         assert msg in err and len(err.splitlines()) == 1
+
+
+def test_a_steady_states_experts_run_vllms_fused_kernel():
+    """vLLM's fused_moe: the steady state's experts are one Triton GEMM each (gathers and
+    routing weights inside: no permute, mask or unpermute passes), each expert's rows
+    padded to the kernel's block (16 rows while a call's tokens are at most its experts,
+    else 64), priced as GEMMs; transformers' engines keep their grouped GEMMs."""
+    from piep.tree import build_tree
+    from piep.tree.builder import routed_grouped_rows
+    dep = st.work(_dep("Qwen3-30B-A3B")[0], 96, 1, 2)
+    kinds = {n.kind for _, _, n in build_tree(dep).leaves()}
+    assert "experts_fused" in kinds and not kinds & {"moe_mask", "experts_gate_up"}
+    hf = replace(dep, engine="hf-cb")
+    assert {"moe_mask", "experts_gate_up"} <= {n.kind for _, _, n in build_tree(hf).leaves()}
+    one = np.full(128, 8 / 128)  # (tokens choosing 8 of 128 experts, evenly)
+    assert routed_grouped_rows(96, one, 768, fused=True) == pytest.approx(
+        128 * 16 * (1 - (1 - 1 / 16) ** 96), rel=1e-4)  # (6 rows an expert: one block,
+    # a second rarely)
+    assert routed_grouped_rows(96, one, 768) > routed_grouped_rows(96, one, 768, fused=True)
+    from piep.predict.module_models import FALLBACK_GROUP, model_group
+    assert FALLBACK_GROUP[model_group("experts_fused")] == "linear"
