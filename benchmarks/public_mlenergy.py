@@ -347,7 +347,12 @@ def steady_lines(rows: list[dict], gpu: str) -> list[str]:
              + ("these same held-out errors (sd among 0.25, 0.5, 1, 2 and none; then the "
                 "collectives' loosened, which on the first 77 rows took tp4 from 15.3 % to "
                 "13.1 %), so they are somewhat optimistic." if gpu == "h100"
-                else "the H100 rows' held-out errors, not these."), "",
+                else "the H100 rows' held-out errors, not these.")
+             + (" A mixture of experts' experts are priced as vLLM's fused MoE kernel "
+                "(GEMMs reading the experts reached, rows padded to its block), a choice "
+                "made after these rows: priced by the models of torch's grouped GEMM "
+                "(commits 87d397d to 497a391), Qwen3-30B-A3B's held out at 75.8 % (x1.79 "
+                "its energy), as GEMMs 15.5 %." if gpu == "h100" else ""), "",
              "Leave one model out (each model's rows priced by a profile fitted on the "
              "others'):", "",
              "| slice | rows | energy error | energy ratio | throughput error | power ratio "
