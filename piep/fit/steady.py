@@ -195,6 +195,9 @@ def fit_records(records: Sequence[dict[str, Any]], *, engine: str, gpu: str,
                        f"(their GPUs: {', '.join(sorted({str(r['gpu']) for r in records}))})")
     cases = cases_from_records(mine)
     profile, info = fit(cases, name=engine, gpu=gpu.lower(), source=source)
+    from piep.core.models import load_model
+    profile = replace(profile, families=tuple(sorted({load_model(r["model"]).model_type
+                                                      for r in mine})))
     if len({by_model(c) for c in cases}) < 2:
         return profile, {**info, "interval": "none: one model (a band needs models held out)"}
     lomo = held_out(cases, by_model, name=engine, gpu=gpu.lower())

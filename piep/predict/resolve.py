@@ -180,8 +180,10 @@ def _flags(scn: Scenario, profile, transfer, model=None, steady=None) -> tuple[s
     flags = ["uncalibrated_gpu"] if transfer and (steady is None or other_gpu) else []
     if (getattr(model, "meta", None) or {}).get("moves_shipped"):
         flags.append("refit_moves_shipped")
+    measured = steady[0].families if steady is not None else \
+        profile.meta.families_measured if profile else None
     if (scn.model.facts() or scn.model.is_moe) and scn.model.model_type not in (
-            (profile.meta.families_measured if profile else None) or ()):
+            measured or ()):
         flags.append("unmeasured_family")
     if scn.parallel.ep > 1:
         flags.append("unmeasured_expert_parallel")

@@ -29,6 +29,8 @@ class SteadyProfile:
     source: str = ""
     interval: tuple[float, float] | None = None  # 90 % interval of energy, as ratios
     time_interval: tuple[float, float] | None = None  # the same of time (per token)
+    # the model families (`model_type`) of the runs it was fitted on
+    families: tuple[str, ...] = ()
 
     @classmethod
     def neutral(cls, gpu: str) -> "SteadyProfile":
@@ -39,14 +41,16 @@ class SteadyProfile:
                 "step_host_s": self.step_host_s, "power_scale": self.power_scale,
                 "source": self.source,
                 "interval": list(self.interval) if self.interval else None,
-                "time_interval": list(self.time_interval) if self.time_interval else None}
+                "time_interval": list(self.time_interval) if self.time_interval else None,
+                "families": list(self.families)}
 
     @classmethod
     def from_json(cls, doc: dict[str, Any]) -> "SteadyProfile":
         iv, tv = doc.get("interval"), doc.get("time_interval")
         return cls(doc["name"], doc["gpu"], {g: float(doc["time_scale"][g]) for g in GROUPS},
                    float(doc["step_host_s"]), float(doc["power_scale"]), doc.get("source", ""),
-                   tuple(iv) if iv else None, tuple(tv) if tv else None)
+                   tuple(iv) if iv else None, tuple(tv) if tv else None,
+                   tuple(doc.get("families") or ()))
 
 
 PROFILE_SCHEMA = "piep.steady_profile"

@@ -243,3 +243,15 @@ def test_a_steady_states_experts_run_vllms_fused_kernel():
     assert routed_grouped_rows(96, one, 768) > routed_grouped_rows(96, one, 768, fused=True)
     from piep.predict.module_models import FALLBACK_GROUP, model_group
     assert FALLBACK_GROUP[model_group("experts_fused")] == "linear"
+
+
+def test_a_steady_profile_knows_the_families_it_was_fitted_on():
+    """The shipped vllm profiles name their runs' families: a steady answer of one of them
+    carries no `unmeasured_family`; of another mixture of experts (GLM-4.5), it does."""
+    from piep import api
+    from piep.predict.steady import load_profile
+    profile, _ = load_profile("vllm", "h100")
+    assert {"llama", "qwen3", "qwen3_moe", "gemma3_text"} <= set(profile.families)
+    qwen = api.steady(str(CENSUS / "Qwen3-30B-A3B.json"), gpu="h100")
+    glm = api.steady(str(CENSUS / "GLM-4.5-Air.json"), gpu="h100", tp=4)
+    assert "unmeasured_family" not in qwen["flags"] and "unmeasured_family" in glm["flags"]
