@@ -443,7 +443,7 @@ class ModelSpec:
         }
         if self.sliding_window:
             cfg["sliding_window"] = self.sliding_window
-            if self.model_type not in LLAMA_LIKE:  # Qwen, SmolLM3: off unless said
+            if self.model_type not in ("llama", "mistral"):  # Qwen, SmolLM3: off unless said
                 cfg["use_sliding_window"] = True
         if self.sliding_layers is not None:
             cfg["layer_types"] = ["sliding_attention" if i in self.sliding_layers
@@ -588,6 +588,8 @@ class ModelSpec:
         layers = values["num_layers"]
         rotary = rotary_share(config)
         sliding = sliding_layers(config, model_type, layers) if window else None
+        if sliding == ():  # (a window no layer applies)
+            window, sliding = None, None
         score_cap, logit_cap = softcapped(config, fam)
         moe = values.get("num_experts", 1) > 1
         dense = dense_layers(config, model_type, layers) if moe else ()

@@ -179,6 +179,14 @@ FAMILIES: dict[str, Family] = {
                                  "sigmoid scores and a bias; the multi-token-prediction "
                                  "layer (`num_nextn_predict_layers`) is not run by generate() "
                                  "and not priced"),
+    # dots.llm1 (rednote): Qwen3's attention (q/k RMSNorms per head; biases of q/k/v/o where
+    # `attention_bias`) and DeepSeek-V3's router, shared and dense-first layers
+    "dots1": Family(qk_norm="head", router_fp32=True, shared_expert_gate=False,
+                    grouped_router=True, shared_count_key="n_shared_experts",
+                    per_model="dense MLPs in the first layers (`first_k_dense_replace`); "
+                              "experts picked within the best groups (`n_group`, "
+                              "`topk_group`) from sigmoid scores and a bias; layers from "
+                              "`max_window_layers` on slide where `sliding_window` is set"),
     # ERNIE 4.5 MoE (21B-A3B, 300B-A47B): ERNIE 4.5's layer; a router in float32 (softmax,
     # top-k over scores plus a bias), ungated shared experts, dense layers outside
     # `moe_layer_start_index`..`moe_layer_end_index` and off every `moe_layer_interval`-th
@@ -210,13 +218,14 @@ FAMILIES: dict[str, Family] = {
 # chunked attention, grouped or sigmoid routing: not modelled yet)
 MOE_TYPES = ("mixtral", "qwen2_moe", "qwen3_moe", "gpt_oss", "deepseek_v2", "deepseek_v3",
              "llama4", "llama4_text", "olmoe", "granitemoe", "phimoe", "dbrx", "jamba",
-             "minimax", "glm4_moe", "ernie4_5_moe", "hunyuan_v1_moe")
+             "minimax", "glm4_moe", "ernie4_5_moe", "hunyuan_v1_moe", "dots1")
 MOE_PRICED = ("mixtral", "qwen2_moe", "qwen3_moe", "olmoe", "granitemoe", "gpt_oss",
-              "llama4_text", "deepseek_v2", "deepseek_v3", "glm4_moe", "ernie4_5_moe")
+              "llama4_text", "deepseek_v2", "deepseek_v3", "glm4_moe", "ernie4_5_moe",
+              "dots1")
 PRICED = tuple(sorted(k for k, f in FAMILIES.items()
                       if f.missing is None and (k not in MOE_TYPES or k in MOE_PRICED)))
 # the mixtures of experts whose first `first_k_dense_replace` layers are dense
-FIRST_DENSE = ("deepseek_v2", "deepseek_v3", "glm4_moe")
+FIRST_DENSE = ("deepseek_v2", "deepseek_v3", "glm4_moe", "dots1")
 # the activations of a gated MLP: silu (SwiGLU) and the GELUs of GeGLU (Gemma); tanh's
 # approximation and erf's run one elementwise kernel each, priced alike
 ACTIVATIONS = {"silu": "silu", "swish": "silu", "gelu_pytorch_tanh": "gelu_tanh",
@@ -292,10 +301,14 @@ CONFIG_DEFAULTS: dict[str, dict[str, Any]] = {
                  "n_shared_experts": 1},
     "deepseek_v2": {"n_shared_experts": 2},
     "ernie4_5_moe": {"moe_num_shared_experts": 2, "moe_layer_start_index": 1},
+    "dots1": {"sliding_window": 4096, "max_window_layers": 62},
     "deepseek_v3": {"first_k_dense_replace": 3, "n_shared_experts": 1},
     "seed_oss": {"attention_bias": True},
     "gpt_oss": {"attention_bias": True, "sliding_window": 128},
     "starcoder2": {"use_bias": True},
+    # (a window is off unless the config turns it on)
+    **{t: {"use_sliding_window": False} for t in ("qwen2", "qwen3", "qwen2_moe", "qwen3_moe",
+                                                  "smollm3")},
     **{t: {"sliding_window": 4096} for t in ("mistral", "ministral", "gemma3_text", "gemma2",
                                              "olmo3", "exaone4", "cohere2")},
 }
@@ -304,6 +317,9 @@ CONFIG_DEFAULTS: dict[str, dict[str, Any]] = {
 # the families whose layers slide by a default pattern where a config gives no
 # `layer_types`: every layer but each pattern-th (Gemma 2: every other)
 PATTERNS = {"gemma3_text": 6, "gemma2": 2, "gpt_oss": 2, "olmo3": 4, "exaone4": 4, "cohere2": 4}
+# the families whose layers from `max_window_layers` on slide, where a window is on and
+# a config gives no `layer_types` (their config classes' rule)
+WINDOW_FROM_LAYER = ("qwen2", "qwen3", "dots1")
 # ... and those whose global layers among sliding ones skip RoPE
 NOPE_GLOBAL = ("exaone4", "cohere2")
 
@@ -313,10 +329,15 @@ def sliding_layers(config: Mapping[str, Any], model_type: str,
     """The indices of the layers that attend a sliding window, where a config says that
     only some do (`layer_types`, or Gemma's `sliding_window_pattern`: every layer but each
     pattern-th; Gemma 2: every other; EXAONE 4's "LLLG": local, local, local, global,
-    repeated); None where every layer is alike (all sliding where there is a window)."""
+    repeated; Qwen's and dots.llm1's from `max_window_layers` on, () where that is past
+    the last); None where every layer is alike (all sliding where there is a window)."""
     types = config.get("layer_types")
+    top = config.get("max_window_layers")
     if isinstance(types, list) and len(types) == layers:
         sliding = tuple(i for i, t in enumerate(types) if t == "sliding_attention")
+    elif model_type in WINDOW_FROM_LAYER and isinstance(top, int) \
+            and not isinstance(top, bool) and top >= 0:
+        sliding = tuple(range(min(top, layers), layers))
     elif model_type in PATTERNS:  # (their configs' defaults)
         pattern = config.get("sliding_window_pattern") or PATTERNS[model_type]
         if isinstance(pattern, str) and pattern and set(pattern) <= {"L", "G"}:

@@ -57,6 +57,8 @@ OWN_KEYS = {  # what a family's config states beyond the small shape
                     "n_group": 2, "topk_group": 1},
     "ernie4_5_moe": {"moe_num_experts": 8, "moe_k": 2, "moe_intermediate_size": 64,
                      "moe_num_shared_experts": 1, "moe_layer_start_index": 0},
+    "dots1": {"n_routed_experts": 8, "num_experts_per_tok": 2, "moe_intermediate_size": 64,
+              "n_shared_experts": 2, "first_k_dense_replace": 0, "attention_bias": True},
     "glm4_moe": {"n_routed_experts": 8, "num_experts_per_tok": 2, "moe_intermediate_size": 64,
                  "n_shared_experts": 1, "first_k_dense_replace": 0, "attention_bias": True},
     "smollm3": {"no_rope_layer_interval": 3},
@@ -360,12 +362,14 @@ def test_a_key_a_config_leaves_out_takes_its_config_classes_default():
             want = CONFIG_DEFAULTS.get(model_type, {}).get(key)
             assert got == want, (model_type, key, got, want)
         assert bool(cfg.tie_word_embeddings) == fam.tied, model_type
+        if getattr(cfg, "use_sliding_window", None) is not None:  # (absent: piep's is on)
+            assert CONFIG_DEFAULTS[model_type]["use_sliding_window"] == cfg.use_sliding_window
         # (a mixture's dense first layers and shared experts: an absent key reads as none)
         moe_keys = ([fam.shared_count_key] if fam.shared_count_key else []) + (
             ["first_k_dense_replace"] if model_type in FIRST_DENSE else [])
         for key in moe_keys:
             want = CONFIG_DEFAULTS.get(model_type, {}).get(key, 0)
-            assert getattr(cfg, key) == want, (model_type, key, getattr(cfg, key), want)
+            assert (getattr(cfg, key) or 0) == want, (model_type, key, getattr(cfg, key), want)
 
 
 @pytest.mark.gloo  # (torch and transformers on the CPU)
@@ -393,6 +397,7 @@ def test_a_family_of_remote_code_is_priced_but_not_built():
     ("deepseek_v2", {"first_k_dense_replace": 2}), ("deepseek_v3", {"first_k_dense_replace": 2}),
     ("glm4_moe", {"first_k_dense_replace": 2, "use_qk_norm": True}),
     ("ernie4_5_moe", {"moe_layer_start_index": 1, "moe_layer_interval": 2}),
+    ("dots1", {"first_k_dense_replace": 1, "sliding_window": 16, "max_window_layers": 4}),
     ("qwen3_moe", {"mlp_only_layers": [1]}), ("qwen2_moe", {"decoder_sparse_step": 2}),
     ("llama4_text", {"interleave_moe_layer_step": 2, "intermediate_size_mlp": 512})])
 def test_transformers_counts_the_layer_weights_piep_counts(model_type, dense):
@@ -721,3 +726,26 @@ def test_ernie_names_its_experts_and_sparse_layers_in_keys_of_its_own():
     assert cut.dense_layers == (0, 2, 4, 5)
     assert ModelSpec.from_hf_config(cut.to_hf_config(), name="ernie").dense_layers == \
         cut.dense_layers
+
+
+@pytest.mark.gloo  # (transformers on the CPU)
+def test_layers_from_max_window_layers_slide_where_the_family_says():
+    """Qwen's and dots.llm1's config classes slide the layers from `max_window_layers`
+    on (Qwen only where `use_sliding_window`, off unless said); piep reads the same
+    layers, and no window where none of them is reached."""
+    pytest.importorskip("transformers")
+    from transformers import AutoConfig
+    for model_type, keys in (("dots1", {**OWN_KEYS["dots1"]}),
+                             ("qwen3", {"use_sliding_window": True})):
+        cfg = {"model_type": model_type, **SMALL, **keys, "sliding_window": 16,
+               "max_window_layers": 4}
+        spec = ModelSpec.from_hf_config(cfg, name=model_type)
+        theirs = AutoConfig.for_model(**cfg).layer_types
+        assert spec.sliding_layers == (4, 5) == tuple(
+            i for i, t in enumerate(theirs) if t == "sliding_attention")
+    unsaid = ModelSpec.from_hf_config({"model_type": "qwen3", **SMALL, "sliding_window": 16},
+                                      name="qwen3")
+    past = ModelSpec.from_hf_config({"model_type": "dots1", **SMALL, **OWN_KEYS["dots1"],
+                                     "sliding_window": 16, "max_window_layers": 6},
+                                    name="dots1")
+    assert unsaid.sliding_window is None and past.sliding_window is None
