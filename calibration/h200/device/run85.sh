@@ -1,5 +1,7 @@
 #!/usr/bin/env bash
-# Planned in session 37; run in session 40 (no H200 came in sessions 37-39).
+# Planned in session 37; session 40 (no H200 came in sessions 37-39, and few tries are
+# left in a session) adds call 86's design 6 (GLM-4.5-Air cut to 12 layers, ERNIE 4.5
+# 21B-A3B: blind predictions_blind6.jsonl, committed before) as (1b), and gives (1) less.
 # Device call 85 (nvidia-h200), session 37 (issue 52). Run as
 # `PIEP_GIT_COMMIT=<commit> bash calibration/h200/device/run85.sh`; read-only on the GPU.
 # (1) transformers generate(), eager, on three MoE shapes no run has had
@@ -22,14 +24,17 @@ END=$(( $(date +%s) + ${TOTAL_S:-585} ))
 left() { echo $(( END - $(date +%s) )); }
 echo "== start $(date +%T) commit $PIEP_GIT_COMMIT" >> "$L"
 nvidia-smi --query-gpu=name,uuid,power.limit --format=csv,noheader >> "$L"
-timeout 290 python3 -m piep measure --grid calibration/h200/moe/design_eager5.jsonl \
-    --out "$OUT/moe_s85_eager.jsonl" --budget-s 265 >> "$L" 2>&1
+timeout 220 python3 -m piep measure --grid calibration/h200/moe/design_eager5.jsonl \
+    --out "$OUT/moe_s85_eager.jsonl" --budget-s 200 >> "$L" 2>&1
 echo "runs rc=$? $(date +%T) left $(left) s" >> "$L"
 OLD4="$M/mixtral-8x7b-shape.json $M/piep-unlisted-moe.json $M/qwen2-moe-a2.7b-shape.json $M/qwen3-30b-a3b-shape.json"
 timeout 60 python3 -m piep calibrate modules --kinds experts_batched --modes graph \
     --models $OLD4 --seed 92 --per-kind 20 --repeat-every 1000 \
     --out "$OUT/modules_moe_decode_s85.jsonl" --budget-s 50 >> "$L" 2>&1
 echo "experts_batched rc=$? $(date +%T) left $(left) s" >> "$L"
+timeout 190 python3 -m piep measure --grid calibration/h200/moe/design_eager6.jsonl \
+    --out "$OUT/moe_s85_eager6.jsonl" --budget-s 170 >> "$L" 2>&1
+echo "runs6 rc=$? $(date +%T) left $(left) s" >> "$L"
 timeout $(( ($(left) - 10) * 55 / 100 )) python3 -m piep calibrate modules \
     --kinds sinks_attention --modes graph --models $M/gpt-oss-20b-shape.json --seed 98 \
     --per-kind 20 --repeat-every 1000 --out "$OUT/modules_sinks_s85.jsonl" \
