@@ -255,3 +255,20 @@ def test_a_steady_profile_knows_the_families_it_was_fitted_on():
     qwen = api.steady(str(CENSUS / "Qwen3-30B-A3B.json"), gpu="h100")
     glm = api.steady(str(CENSUS / "GLM-4.5-Air.json"), gpu="h100", tp=4)
     assert "unmeasured_family" not in qwen["flags"] and "unmeasured_family" in glm["flags"]
+
+
+@pytest.mark.slow
+def test_the_shipped_vllm_profiles_refit_from_their_records():
+    """Each shipped vllm profile is what `benchmarks/public_mlenergy.py --fit` fits on
+    the committed steady states today: a change to the pricing under it (as the experts'
+    models were, 87d397d) shows here, not in silence."""
+    from piep.core.artifacts import read_jsonl
+    from piep.predict.steady import load_profile
+    records = read_jsonl(ROOT / "calibration" / "public" / "mlenergy-v3" / "steady.jsonl")
+    for gpu in ("h100", "b200"):
+        shipped, _ = load_profile("vllm", gpu)
+        refit, _ = fs.fit_records(records, engine="vllm", gpu=gpu, source=shipped.source)
+        assert refit.families == shipped.families
+        for got, want in ((refit.time_scale, shipped.time_scale),
+                          ({"power": refit.power_scale}, {"power": shipped.power_scale})):
+            assert got == pytest.approx(want, rel=1e-6), gpu
