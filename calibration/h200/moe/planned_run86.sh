@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# PLANNED in session 37, not yet run: no H200 came in sessions 37, 38 or 39. To run it,
+# PLANNED in session 37, not yet run: no H200 came in sessions 37-40. To run it,
 # move it to calibration/h200/device/run86.sh and run it from there, after call 85.
 # Device call 86 (nvidia-h200), session 37 (issue 52), after call 85 on the same machine.
 # Run as `PIEP_GIT_COMMIT=<commit> bash calibration/h200/device/run86.sh`; read-only.
@@ -11,7 +11,8 @@
 #     design_eager6.jsonl, GLM-4.5-Air cut to 12 layers and ERNIE 4.5 21B-A3B's shape),
 #     whose blind predictions were committed before this call (predictions_blind6.jsonl)
 #     -> moe_s86_eager.jsonl; then, with what time is left, (2)'s census.
-# (Session 40 put (3) before (2) and dropped an hf-cb replay of DeepSeek-V2-Lite's shape.)
+# (Session 40 put (3) before (2) and dropped an hf-cb replay of DeepSeek-V2-Lite's shape;
+# call 85 runs design 6 too: where it has, skip (3) here.)
 set -uo pipefail
 export PYTHONUNBUFFERED=1 PYTHONPATH=$PWD PIEP_GIT_COMMIT=${PIEP_GIT_COMMIT:-unknown}
 L="$OUT/run86.log"

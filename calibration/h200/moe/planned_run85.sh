@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
-# Planned in session 37; session 40 (no H200 came in sessions 37-39, and few tries are
-# left in a session) adds call 86's design 6 (GLM-4.5-Air cut to 12 layers, ERNIE 4.5
-# 21B-A3B: blind predictions_blind6.jsonl, committed before) as (1b), and gives (1) less.
+# PLANNED in session 37, not yet run: no H200 came in sessions 37-40 (session 40: about
+# fifteen calls, every start failed or was refused). To run it, move it to
+# calibration/h200/device/run85.sh and run it from there. Session 40 added design 6
+# (GLM-4.5-Air cut to 12 layers, ERNIE 4.5 21B-A3B: blind predictions_blind6.jsonl,
+# committed before) after (2), and gave (1) less time.
 # Device call 85 (nvidia-h200), session 37 (issue 52). Run as
 # `PIEP_GIT_COMMIT=<commit> bash calibration/h200/device/run85.sh`; read-only on the GPU.
 # (1) transformers generate(), eager, on three MoE shapes no run has had
