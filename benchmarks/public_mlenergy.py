@@ -351,8 +351,10 @@ def steady_lines(rows: list[dict], gpu: str) -> list[str]:
              + (" A mixture of experts' experts are priced as vLLM's fused MoE kernel "
                 "(GEMMs reading the experts reached, rows padded to its block), a choice "
                 "made after these rows: priced by the models of torch's grouped GEMM "
-                "(commits 87d397d to 497a391), Qwen3-30B-A3B's held out at 75.8 % (x1.79 "
-                "its energy), as GEMMs 15.5 %." if gpu == "h100" else ""), "",
+                "(commits 87d397d to 497a391; `python benchmarks/public_mlenergy.py` at "
+                "497a391 gives H100 all rows 13.8 %), Qwen3-30B-A3B's rows were priced far "
+                "above their energy; the rows by model are below." if gpu == "h100"
+                else ""), "",
              "Leave one model out (each model's rows priced by a profile fitted on the "
              "others'):", "",
              "| slice | rows | energy error | energy ratio | throughput error | power ratio "
@@ -372,6 +374,12 @@ def steady_lines(rows: list[dict], gpu: str) -> list[str]:
     lines += ["", f"| {gpu.upper()} all rows (mean absolute) | {len(scores)} rows, {models} "
               f"models | energy {100 * energy_mape:.1f} % | time per token "
               f"{100 * time_mape:.1f} % | | | |"]
+    lines += ["", "| model | rows | energy error (mean absolute) | energy ratio (median) |",
+              "|---|---|---|---|"]
+    for model in sorted({by_model(s["case"]) for s in scores}):
+        e = [s["energy"] for s in scores if by_model(s["case"]) == model]
+        lines.append(f"| {model} | {len(e)} | {100 * statistics.mean(abs(x - 1) for x in e):.1f}"
+                     f" % | {statistics.median(e):.2f} |")
     lines += ["", f"Nested 90 % bands cover {covered} of {len(scores)} held-out rows "
               f"({100 * covered / len(scores):.0f} %).", "",
               "Concurrency where the KV cache, not `max_num_seqs`, limits it (predicted / "
