@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # PLANNED in session 37, not yet run: no H200 came in sessions 37-40 (session 40:
-# twenty calls: ten starts failed, ten were refused). To run it, move it to
+# twenty-two calls: eleven starts failed, eleven were refused). To run it, move it to
 # calibration/h200/device/run85.sh and run it from there. Session 40 added design 6
 # (GLM-4.5-Air cut to 12 layers, ERNIE 4.5 21B-A3B: blind predictions_blind6.jsonl,
 # committed before) after (2), and gave (1) less time.
