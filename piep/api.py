@@ -63,12 +63,8 @@ def steady(model: str, *, engine: str | None = None, gpu: str = "h100", tp: int 
                                      max_num_batched_tokens=max_num_batched_tokens,
                                      gpu_memory_utilization=gpu_memory_utilization,
                                      block_size=block_size)
-    # (its family measured where the profile's runs had it: the resolution of the
-    # reference runner's tree knows no engine runs)
-    flags = [f for f in res.flags if not (f == "unmeasured_family"
-                                          and dep.model.model_type in loaded[0].families)]
     doc = st.answer(dep, res.cost_model, server, lengths, engine=engine, loaded=loaded,
-                    flags=flags).document()
+                    flags=res.flags).document()
     return {**doc, "model": res.scenario.model.name, "layout": {"tp": tp, "gpus": tp}}
 
 

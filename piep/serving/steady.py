@@ -409,9 +409,11 @@ def answer(dep: Deployment, cost_model, server: PagedServer, lengths: Lengths, *
               steady_occupancy(lengths, mem["running"]))
     extra = ("out_of_range",) if p.out_of_range_kinds else ()
     # the profile's band replaces a spec-sheet transfer's fixed one where it was fitted on
-    # this GPU's runs
+    # this GPU's runs, and its runs measured the model's family where they had it (`flags`
+    # come from resolving the reference runner's tree, which knows no engine's runs)
     other_gpu = "steady_profile_other_gpu" in own
-    kept = [f for f in flags if not (f == "uncalibrated_gpu" and not other_gpu)]
+    kept = [f for f in flags if not (f == "uncalibrated_gpu" and not other_gpu)
+            and not (f == "unmeasured_family" and dep.model.model_type in profile.families)]
     return SteadyAnswer(engine, dep.gpu.name, server, lengths, mem, p.outcome(profile),
                         profile, tuple(dict.fromkeys((*kept, *own, *extra))),
                         p.out_of_range_kinds)
