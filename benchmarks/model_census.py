@@ -16,10 +16,16 @@ github.com/citsjtu2020/LLM-Prof at the commit named there: a name line, then the
 `--import-md`), the GLM-4.5 configs from the Megatron-LM arguments of slime's model
 scripts (`scripts/models/glm4.5-*.sh` of the repositories named in MEGATRON; `--import-sh`
 translates each argument to its config.json key, `MEGATRON_KEYS`, and leaves the rest to
-transformers' defaults), and the configs piep ships (`model_trees/`, with their own
-source.json).
+transformers' defaults), the configs MaxText writes as transformers config calls
+(`src/MaxText/utils/ckpt_conversion/utils/hf_model_configs.py` of
+github.com/AI-Hypercomputer/maxtext at MAXTEXT_COMMIT; `--import-py` reads the calls'
+keyword arguments with ast, no code of it runs), Llama 4 Scout's from transformers'
+`Llama4TextConfig` defaults (its docstring names Scout; `--import-defaults`), and the
+configs piep ships (`model_trees/`, with their own source.json).
 
     python benchmarks/model_census.py --import-sh SCRIPT.sh   # one of MEGATRON's scripts
+    python benchmarks/model_census.py --import-py HF_MODEL_CONFIGS_PY  # MaxText's configs
+    python benchmarks/model_census.py --import-defaults   # configs transformers' classes hold
 """
 
 from __future__ import annotations
@@ -97,6 +103,23 @@ MEGATRON_KEYS = {
     "--moe-router-topk": "num_experts_per_tok",
     "--moe-router-topk-scaling-factor": "routed_scaling_factor",
 }
+# MaxText's Hugging Face configs (hf_model_configs.py: `transformers.XConfig(...)` calls,
+# some of a `*_dict` literal) -> the model each is of
+MAXTEXT_COMMIT = "14b30db0f9b9fdb22738fbbc34282aaa388269bc"
+MAXTEXT = {"gemma3_12b_config": "google/gemma-3-12b-it",
+           "gemma3_27b_config": "google/gemma-3-27b-it",
+           "llama31_405b_config": "meta-llama/Llama-3.1-405B-Instruct",
+           "qwen3_235b_a22b_thinking_2507_config": "Qwen/Qwen3-235B-A22B-Thinking-2507",
+           "qwen3_coder_480b_a35b_config": "Qwen/Qwen3-Coder-480B-A35B-Instruct",
+           "gpt_oss_20b_config": "openai/gpt-oss-20b",
+           "gpt_oss_120b_config": "openai/gpt-oss-120b"}
+# a config class MaxText calls without a model_type -> the model_type it stands for
+MAXTEXT_TYPES = {"LlamaConfig": "llama", "Gemma3Config": "gemma3",
+                 "Qwen3MoeConfig": "qwen3_moe", "GptOssConfig": "gpt_oss"}
+# models whose transformers config class defaults are their configuration (its docstring
+# says so) -> (the model_type, the class, the file in transformers' repository)
+CLASS_DEFAULTS = {"meta-llama/Llama-4-Scout-17B-16E": (
+    "Llama4TextConfig", "src/transformers/models/llama4/configuration_llama4.py")}
 MEGATRON_FLAGS = {"--add-qkv-bias": ("attention_bias", True),
                   "--qk-layernorm": ("use_qk_norm", True),
                   "--untie-embeddings-and-output-weights": ("tie_word_embeddings", False)}
@@ -166,6 +189,70 @@ def megatron_config(text: str, model_type: str) -> dict:
             cfg["n_shared_experts"] = value(words[i + 1])
     cfg["n_shared_experts"] = cfg.get("n_shared_experts", 0) // cfg["moe_intermediate_size"]
     return cfg
+
+
+def maxtext_configs(text: str) -> dict[str, tuple[dict, str]]:
+    """MAXTEXT's configs from MaxText's hf_model_configs.py, read with ast (no code of it
+    runs): variable -> (its keyword arguments as a config.json, what was restored). Where
+    the comment above a dict says MaxText removed the quantization_config ("remove mxfp4
+    quantization_config"), its quant_method is put back, as the Hub's checkpoint has it."""
+    tree = ast.parse(text)
+    lines = text.splitlines()
+    assigned = {n.targets[0].id: n for n in tree.body
+                if isinstance(n, ast.Assign) and isinstance(n.targets[0], ast.Name)}
+    out = {}
+    for var in MAXTEXT:
+        call = assigned[var].value
+        cfg: dict = {}
+        restored = ""
+        for kw in call.keywords:
+            if kw.arg is not None:
+                cfg[kw.arg] = ast.literal_eval(kw.value)
+                continue
+            literal = assigned[kw.value.id]
+            cfg.update(ast.literal_eval(literal.value))
+            above = " ".join(lines[max(0, literal.lineno - 3):literal.lineno - 1])
+            removed = re.search(r"remove (\w+) quantization_config", above)
+            if removed:
+                cfg["quantization_config"] = {"quant_method": removed.group(1)}
+                restored = (f"; the {removed.group(1)} quantization_config MaxText removed "
+                            f"put back as its quant_method")
+        cfg.setdefault("model_type", MAXTEXT_TYPES[call.func.attr])
+        out[var] = (cfg, restored)
+    return out
+
+
+def import_maxtext(py_file: Path) -> None:
+    """Add MAXTEXT's configs to the census and SOURCES.json."""
+    sources = json.loads((CENSUS / "SOURCES.json").read_text())
+    for var, (cfg, restored) in maxtext_configs(py_file.read_text()).items():
+        hub = MAXTEXT[var]
+        name = hub.split("/")[1]
+        write_text(CENSUS / f"{name}.json", json.dumps(cfg, indent=1) + "\n")
+        sources[name] = {"hub_id": hub, "source": f"github.com/AI-Hypercomputer/maxtext@"
+                         f"{MAXTEXT_COMMIT}: src/MaxText/utils/ckpt_conversion/utils/"
+                         f"hf_model_configs.py {var} (as a config.json: its keys, "
+                         f"transformers' defaults for the rest{restored})"}
+    write_text(CENSUS / "SOURCES.json", json.dumps(sources, indent=1, sort_keys=True) + "\n")
+
+
+def import_class_defaults() -> None:
+    """Add CLASS_DEFAULTS' models to the census: the installed transformers' config class
+    with no argument, written as a config.json (`to_dict()`, less the keys every config
+    class shares)."""
+    import transformers
+    shared = set(transformers.PretrainedConfig().to_dict())
+    sources = json.loads((CENSUS / "SOURCES.json").read_text())
+    for hub, (cls, path) in CLASS_DEFAULTS.items():
+        config = getattr(transformers, cls)()
+        cfg = {k: v for k, v in config.to_dict().items()
+               if k not in shared or k in ("model_type", "tie_word_embeddings")}
+        name = hub.split("/")[1]
+        write_text(CENSUS / f"{name}.json", json.dumps(cfg, indent=1) + "\n")
+        sources[name] = {"hub_id": hub, "source": f"github.com/huggingface/transformers@"
+                         f"v{transformers.__version__}: {path} {cls}() (its defaults, which "
+                         f"its docstring gives as {hub}'s configuration)"}
+    write_text(CENSUS / "SOURCES.json", json.dumps(sources, indent=1, sort_keys=True) + "\n")
 
 
 def import_megatron(script: Path) -> None:
@@ -251,6 +338,14 @@ def report(rows: list[dict]) -> str:
 
 
 def main() -> int:
+    if "--import-py" in sys.argv:
+        import_maxtext(Path(sys.argv[sys.argv.index("--import-py") + 1]))
+        print(f"added {len(MAXTEXT)} configs to {CENSUS.relative_to(ROOT)}")
+        return 0
+    if "--import-defaults" in sys.argv:
+        import_class_defaults()
+        print(f"added {len(CLASS_DEFAULTS)} configs to {CENSUS.relative_to(ROOT)}")
+        return 0
     if "--import-sh" in sys.argv:
         import_megatron(Path(sys.argv[sys.argv.index("--import-sh") + 1]))
         print(f"added its config to {CENSUS.relative_to(ROOT)}")
