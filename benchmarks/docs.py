@@ -419,6 +419,13 @@ def _family_words(fam, name: str = "") -> str:
                                             "keys + 1)"),
                                 (fam.expert_bias, "experts and router with biases, a "
                                                   "clamped SwiGLU gate"),
+                                (fam.router_fp32 and not fam.latent_attention,
+                                 "the router's GEMM in float32"),
+                                (fam.sparse_mixer, "sparsemixer routing (top-1 twice, each "
+                                                   "masked: about sixteen more routing "
+                                                   "kernels than a top-k softmax)"),
+                                (fam.shared_mlp, "one shared MLP beside the experts, added "
+                                                 "without a gate"),
                                 (fam.scaled_embeddings, "scaled embeddings"),
                                 (fam.residual_scale, "scaled residual branches"),
                                 (fam.logit_scale, "scaled logits"),

@@ -37,7 +37,7 @@ ALIASES: dict[str, tuple[str, ...]] = {
     "tie_word_embeddings": ("tie_word_embeddings",),
     "sliding_window": ("sliding_window",),
     "num_experts": ("num_local_experts", "num_experts", "n_routed_experts", "moe_num_experts"),
-    "experts_per_token": ("num_experts_per_tok", "moe_k"),
+    "experts_per_token": ("num_experts_per_tok", "moe_k", "moe_topk"),
     "expert_ffn": ("moe_intermediate_size",),
     "shared_expert_ffn": ("shared_expert_intermediate_size",),
     "initializer_range": ("initializer_range",),
@@ -173,6 +173,8 @@ class ModelSpec:
     group_routing: bool = False
     # the router's GEMM in float32, its weights cast from bf16 at every call (DeepSeek)
     router_fp32: bool = False
+    # Phi-3.5-MoE's sparsemixer routing (two masked top-1 passes): more routing kernels
+    sparse_mixer: bool = False
     # a shared expert's output gated by a sigmoid of one more projection (Qwen2-MoE; False:
     # added as it is, DeepSeek's `n_shared_experts`)
     shared_expert_gate: bool = True
@@ -459,8 +461,8 @@ class ModelSpec:
         if self.rotary_dim is not None and self.mla is None:
             cfg["partial_rotary_factor"] = self.rotary_dim / self.head_dim
         if self.is_moe:
-            cfg.update({"num_local_experts" if self.model_type in ("mixtral", "granitemoe",
-                                                                   "gpt_oss", "llama4_text")
+            cfg.update({"num_local_experts" if self.model_type in (
+                "mixtral", "granitemoe", "gpt_oss", "llama4_text", "phimoe", "minimax_m2")
                         else "num_experts":
                         self.num_experts, "num_experts_per_tok": self.experts_per_token})
             if self.expert_ffn:
@@ -536,11 +538,21 @@ class ModelSpec:
             problems.append(f"model_type={model_type!r} {why} (supported: "
                             f"{', '.join(PRICED)})")
         values: dict[str, Any] = {}
+        given: dict[str, str] = {}  # canonical -> the key the config names it by
         for canonical, keys in ALIASES.items():
             for key in keys:
                 if key in config and config[key] is not None:
-                    values[canonical] = config[key]
+                    values[canonical], given[canonical] = config[key], key
                     break
+        for key in ("num_experts", "experts_per_token"):  # (Hunyuan's: one a layer)
+            if isinstance(values.get(key), list) and values[key]:
+                per_layer = values[key]
+                values[key] = per_layer[0]
+                if any(v != per_layer[0] for v in per_layer):
+                    problems.append(f"{given[key]}={_shown(per_layer)} differs from "
+                                    f"layer to layer: piep prices one count for every layer")
+        if fam is not None and fam.shared_mlp:  # (experts as wide as intermediate_size)
+            values.pop("expert_ffn", None)
         missing = [ALIASES[k][0] for k in REQUIRED if k not in values]
         if missing:
             problems.append("missing keys: " + ", ".join(missing))
@@ -597,8 +609,9 @@ class ModelSpec:
             shared = (config.get(fam.shared_count_key) or 0) * values.get("expert_ffn", 0)
         elif model_type == "qwen2_moe":
             shared = int(values.get("shared_expert_ffn") or 0)
-        else:  # (Llama 4's shared expert: an MLP of intermediate_size)
-            shared = values["intermediate_size"] if fam.dense_experts and moe else 0
+        else:  # (Llama 4's and Hunyuan's shared expert: an MLP of intermediate_size)
+            shared = values["intermediate_size"] \
+                if (fam.dense_experts or fam.shared_mlp) and moe else 0
         return cls(
             name=name,
             model_type=model_type,
@@ -628,6 +641,7 @@ class ModelSpec:
                 model_type == "deepseek_v2"
                 and config.get("topk_method") == "group_limited_greedy"),
             router_fp32=fam.router_fp32, shared_expert_gate=fam.shared_expert_gate,
+            sparse_mixer=fam.sparse_mixer,
             initializer_range=float(values.get("initializer_range", 0.02)),
             routing_skew=config.get("piep_routing_skew", 0.0),
             checkpoint_dtype=_dtype(values.get("torch_dtype")),
@@ -659,7 +673,7 @@ FAMILY_FIELDS = ("qk_norm", "pre_norms", "post_norms", "fused_qkv", "fused_gate_
                  "scaled_embeddings", "residual_scale", "logit_scale", "query_scale",
                  "score_cap", "logit_cap", "attention_sinks", "expert_bias", "dense_experts",
                  "dense_layers", "dense_ffn", "mla", "group_routing", "router_fp32",
-                 "shared_expert_gate")
+                 "shared_expert_gate", "sparse_mixer")
 LLAMA_DEFAULTS = {f.name: f.default for f in dataclass_fields(ModelSpec)
                   if f.name in FAMILY_FIELDS
                   or f.name in ("quantization", "expert_ffn", "shared_expert_ffn",

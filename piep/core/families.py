@@ -76,6 +76,13 @@ class Family:
     # the config key that counts shared experts as wide as the routed ones (DeepSeek's and
     # GLM-4.5's `n_shared_experts`), added without a gate
     shared_count_key: str | None = None
+    # one shared MLP of `intermediate_size` beside the routed experts, which are as wide
+    # (Hunyuan MoE: transformers reads neither `moe_intermediate_size` nor
+    # `num_shared_expert`), added without a gate
+    shared_mlp: bool = False
+    # Phi-3.5-MoE's sparsemixer: top-1 twice, each a max, a mask of the scores far from it,
+    # a softmax and a gather (about sixteen kernels more than a top-k softmax)
+    sparse_mixer: bool = False
     # transformers has a tensor-parallel plan for the family (its config class's
     # `base_model_tp_plan`); without one, `tp_plan="auto"` leaves every layer whole on
     # every rank (gpt-oss and Granite MoE in transformers 5.17)
@@ -195,6 +202,27 @@ FAMILIES: dict[str, Family] = {
                            per_model="biases of q/k/v/o where `use_bias`; dense MLPs outside "
                                      "the sparse layers (`moe_layer_start_index`, "
                                      "`moe_layer_end_index`, `moe_layer_interval`)"),
+    # Phi-3.5-MoE: Mixtral's layer with LayerNorms and biased projections, a sparsemixer
+    # router; no tensor-parallel plan in transformers 5.17
+    "phimoe": Family(layer_norm=True, sparse_mixer=True, hf_tp_plan=False,
+                     per_model="q/k/v/o biases where `attention_bias`; the LM head's bias "
+                               "where `lm_head_bias` (priced as none)"),
+    # MiniMax-M2: q and k RMSNorms over all heads' width (OLMo 2's), sigmoid scores plus a
+    # bias for the top-k, experts as wide as `intermediate_size`
+    "minimax_m2": Family(qk_norm="whole",
+                         per_model="RoPE over `partial_rotary_factor` of each head (its Hub "
+                                   "config's `rotary_dim` is read by no transformers 5.17 "
+                                   "class: all of each head rotated); transformers' plan "
+                                   "gathers q, k and v after their sharded GEMMs and runs every "
+                                   "head on every rank, priced as heads sharded"),
+    # Hunyuan-A13B: q/k RMSNorms per head (after RoPE), a float32 router, one ungated shared
+    # MLP; per-layer lists of `moe_topk` and `num_experts` read where every layer's is alike
+    "hunyuan_v1_moe": Family(qk_norm="head", router_fp32=True, shared_expert_gate=False,
+                             shared_mlp=True, hf_tp_plan=False,
+                             per_model="experts and the shared MLP as wide as "
+                                       "`intermediate_size` (transformers 5.17 reads no "
+                                       "`moe_intermediate_size`); `moe_topk` and "
+                                       "`num_experts` per layer where they are lists"),
     "gemma2": Family(post_norms=True, scaled_embeddings=True, tied=True, softcaps=True,
                      per_model="local and global layers, soft-capped attention scores and "
                                "logits (`attn_logit_softcapping`, "
@@ -218,10 +246,10 @@ FAMILIES: dict[str, Family] = {
 # chunked attention, grouped or sigmoid routing: not modelled yet)
 MOE_TYPES = ("mixtral", "qwen2_moe", "qwen3_moe", "gpt_oss", "deepseek_v2", "deepseek_v3",
              "llama4", "llama4_text", "olmoe", "granitemoe", "phimoe", "dbrx", "jamba",
-             "minimax", "glm4_moe", "ernie4_5_moe", "hunyuan_v1_moe", "dots1")
+             "minimax", "glm4_moe", "ernie4_5_moe", "hunyuan_v1_moe", "dots1", "minimax_m2")
 MOE_PRICED = ("mixtral", "qwen2_moe", "qwen3_moe", "olmoe", "granitemoe", "gpt_oss",
               "llama4_text", "deepseek_v2", "deepseek_v3", "glm4_moe", "ernie4_5_moe",
-              "dots1")
+              "dots1", "phimoe", "minimax_m2", "hunyuan_v1_moe")
 PRICED = tuple(sorted(k for k, f in FAMILIES.items()
                       if f.missing is None and (k not in MOE_TYPES or k in MOE_PRICED)))
 # the mixtures of experts whose first `first_k_dense_replace` layers are dense

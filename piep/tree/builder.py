@@ -637,18 +637,20 @@ def _router(dep: Deployment, phase: str, t: int) -> list[Node]:
     """The router's GEMM (in float32 with its weights cast at each call, DeepSeek's) and
     its routing: softmax or sigmoid, top-k, renormalized; within the best groups of
     experts (DeepSeek's `n_group`), the groups' scores, their top-k, a mask and its fill
-    besides: two more passes over (tokens, experts) and about ten more kernels."""
+    besides: two more passes over (tokens, experts) and about ten more kernels; Phi-3.5-MoE's
+    sparsemixer, top-1 twice (a max, |scores| clamped, the gap divided and compared, the
+    mask filled, softmax, gather; the first pick scattered out): six more passes and about
+    sixteen more kernels than a top-k softmax (transformers' `sparsemixer`, eval)."""
     m, h, e = dep.model, dep.model.hidden_size, dep.model.num_experts
     router = _linear("router", "router", phase, t, h, e, bias=m.expert_bias)
     if m.router_fp32:  # weights read, written in fp32 and read again; fp32 in and out
         router.bytes_read += h * e * (BF16_BYTES + 4) + t * h * 4
         router.bytes_written += h * e * 4 + t * e * 2
         router.launches += 2
-    passes = 4 if m.group_routing else 2
+    passes = 4 if m.group_routing else 8 if m.sparse_mixer else 2
     routing = _elementwise("routing", "routing", phase, t, e, reads=passes, writes=passes,
                            flops_per=5 * passes)
-    if m.group_routing:
-        routing.launches += 10
+    routing.launches += 10 if m.group_routing else 16 if m.sparse_mixer else 0
     return [router, routing]
 
 

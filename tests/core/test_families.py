@@ -62,6 +62,9 @@ OWN_KEYS = {  # what a family's config states beyond the small shape
     "glm4_moe": {"n_routed_experts": 8, "num_experts_per_tok": 2, "moe_intermediate_size": 64,
                  "n_shared_experts": 1, "first_k_dense_replace": 0, "attention_bias": True},
     "smollm3": {"no_rope_layer_interval": 3},
+    "phimoe": {"num_local_experts": 4, "num_experts_per_tok": 2, "attention_bias": True},
+    "minimax_m2": {"num_local_experts": 8, "num_experts_per_tok": 2},
+    "hunyuan_v1_moe": {"num_experts": 8, "moe_topk": 2},
 }
 LINEARS = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj",
            "qkv_proj", "gate_up_proj")  # (kinds; a leaf is named as its module)
@@ -296,6 +299,7 @@ def test_transformers_builds_what_the_row_says(model_type):
         shared = {"gate_proj", "up_proj", "down_proj"} | (  # (Llama 4's, DeepSeek's: ungated)
             {"shared_expert_gate"} if spec.shared_expert_gate and not spec.dense_experts
             else set())
+        linears -= {"wg"}  # (Hunyuan's router is a Linear: the tree's `router`)
         assert linears - shared == {n for n, k in tree if k in LINEARS} - {
             "router", "experts_gate_up", "experts_down", "shared_gate_proj", "shared_up_proj",
             "shared_down_proj", "shared_expert_gate"}
@@ -414,6 +418,61 @@ def test_transformers_counts_the_layer_weights_piep_counts(model_type, dense):
     model = AutoModelForCausalLM.from_config(_hf_config(spec))
     assert sum(p.numel() for name, p in model.named_parameters()
                if ".layers." in name) == spec.layers_params()
+
+
+@pytest.mark.gloo  # (torch and transformers on the CPU)
+@pytest.mark.parametrize("model_type", ["phimoe", "minimax_m2", "hunyuan_v1_moe"])
+def test_transformers_counts_the_routed_layers_weights_piep_counts(model_type):
+    """Phi-3.5-MoE (biased attention), MiniMax-M2 (q/k norms over every head) and Hunyuan
+    MoE (experts as wide as intermediate_size, one shared MLP, a per-layer top-k list):
+    the layers' weights piep counts are those transformers builds (less Phi's LayerNorm
+    biases, which piep does not count)."""
+    pytest.importorskip("torch")
+    pytest.importorskip("transformers")
+    from transformers import AutoModelForCausalLM
+
+    from piep.sampling.hf import _hf_config
+    keys = {"model_type": model_type, **SMALL, **OWN_KEYS[model_type]}
+    if model_type == "hunyuan_v1_moe":
+        keys.update(moe_topk=[2] * SMALL["num_hidden_layers"],
+                    moe_intermediate_size=[999] * SMALL["num_hidden_layers"])
+    spec = ModelSpec.from_hf_config(keys, name=model_type)
+    assert spec.is_moe and spec.experts_per_token == 2
+    model = AutoModelForCausalLM.from_config(_hf_config(spec))
+    norm_biases = sum(p.numel() for name, p in model.named_parameters()
+                      if ".layers." in name and "layernorm.bias" in name)
+    assert sum(p.numel() for name, p in model.named_parameters()
+               if ".layers." in name) - norm_biases == spec.layers_params()
+    assert (norm_biases > 0) == (model_type == "phimoe")
+
+
+def test_hunyuan_reads_one_top_k_for_every_layer_or_says_why_not():
+    """Hunyuan MoE's experts and shared MLP are `intermediate_size` wide (its
+    `moe_intermediate_size` list is not read); a `moe_topk` list alike in every layer is
+    its top-k, one that differs is refused in words."""
+    keys = {"model_type": "hunyuan_v1_moe", **SMALL, "num_experts": 8,
+            "moe_topk": [2] * 6, "moe_intermediate_size": [64] * 6}
+    spec = ModelSpec.from_hf_config(keys, name="hy")
+    assert (spec.experts_per_token, spec.ffn_of_experts, spec.shared_expert_ffn) == (2, 256, 256)
+    assert not spec.shared_expert_gate and spec.router_fp32
+    with pytest.raises(ConfigError, match=r"moe_topk=\[2, 2, 2, 2, 2, 4\] differs from layer"):
+        ModelSpec.from_hf_config({**keys, "moe_topk": [2] * 5 + [4]}, name="hy")
+
+
+def test_phi_moe_routes_by_sparsemixer_with_more_kernels_than_a_top_k_softmax():
+    """Phi-3.5-MoE's routing is Mixtral's plus the sparsemixer's two masked top-1 passes."""
+    def routing(model_type):
+        leaves = next(iter(layer_leaves(small(model_type), engine=None).values()))
+        return [n for n, _ in leaves], small(model_type)
+    phi, mixtral = routing("phimoe"), routing("mixtral")
+    assert phi[1].sparse_mixer and not mixtral[1].sparse_mixer
+    dep = validate(phi[1], Parallel(), Workload(batch=1, prompt_len=8, gen_len=2), _gpu(),
+                   check_memory=False)
+    leaf = {n.name: n for _, _, n in build_tree(dep).leaves()}["routing"]
+    dep_m = validate(mixtral[1], Parallel(), Workload(batch=1, prompt_len=8, gen_len=2), _gpu(),
+                     check_memory=False)
+    leaf_m = {n.name: n for _, _, n in build_tree(dep_m).leaves()}["routing"]
+    assert leaf.launches == leaf_m.launches + 16
 
 
 def test_a_shared_expert_counts_its_mlp_and_its_gate():
