@@ -49,7 +49,7 @@ def test_predict_table(capsys):
     (["predict", "--model", "llama-2-7b", "--gpu", "a100"], "--allow-uncalibrated"),
     (["predict", "--model", "llama-2-7b", "--gpu", "tpu", "--allow-uncalibrated"],
      "unknown GPU 'tpu'"),
-    (["predict", "--model", "tests/data/phimoe_config.json"], "mixture of experts"),
+    (["predict", "--model", "tests/data/jamba_config.json"], "mixture of experts"),
     (["predict", "--model", "llama-2-7b", "--request-rate", "2"], "piep serve"),
     (["compare", "llama-2-7b@tp2x"], "layout after '@'"),
     (["plan", "--model", "llama-2-7b", "--power-limit", "-5"], "--power-limit"),

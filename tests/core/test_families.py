@@ -462,17 +462,14 @@ def test_hunyuan_reads_one_top_k_for_every_layer_or_says_why_not():
 def test_phi_moe_routes_by_sparsemixer_with_more_kernels_than_a_top_k_softmax():
     """Phi-3.5-MoE's routing is Mixtral's plus the sparsemixer's two masked top-1 passes."""
     def routing(model_type):
-        leaves = next(iter(layer_leaves(small(model_type), engine=None).values()))
-        return [n for n, _ in leaves], small(model_type)
-    phi, mixtral = routing("phimoe"), routing("mixtral")
-    assert phi[1].sparse_mixer and not mixtral[1].sparse_mixer
-    dep = validate(phi[1], Parallel(), Workload(batch=1, prompt_len=8, gen_len=2), _gpu(),
-                   check_memory=False)
-    leaf = {n.name: n for _, _, n in build_tree(dep).leaves()}["routing"]
-    dep_m = validate(mixtral[1], Parallel(), Workload(batch=1, prompt_len=8, gen_len=2), _gpu(),
-                     check_memory=False)
-    leaf_m = {n.name: n for _, _, n in build_tree(dep_m).leaves()}["routing"]
-    assert leaf.launches == leaf_m.launches + 16
+        spec = small(model_type)
+        dep = validate(spec, Parallel(), Workload(batch=1, prompt_len=8, gen_len=2), _gpu(),
+                       check_memory=False)
+        return spec, {n.name: n for _, _, n in build_tree(dep).leaves()}["routing"]
+    (phi, phi_routing), (mixtral, mixtral_routing) = routing("phimoe"), routing("mixtral")
+    assert phi.sparse_mixer and not mixtral.sparse_mixer
+    assert phi_routing.launches == mixtral_routing.launches + 16
+    assert phi_routing.bytes_read == 4 * mixtral_routing.bytes_read
 
 
 def test_a_shared_expert_counts_its_mlp_and_its_gate():
