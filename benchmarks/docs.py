@@ -410,7 +410,9 @@ def _family_words(fam, name: str = "") -> str:
                                 (not fam.gated_mlp, "a plain MLP (c_fc, activation, c_proj)"),
                                 (fam.parallel_block, "attention and MLP in parallel from one "
                                                      "norm"),
-                                (fam.layer_norm, "LayerNorms (priced as RMSNorm's pass)"),
+                                (fam.layer_norm, "LayerNorms (priced as RMSNorm's pass"
+                                 + ("; torch's, one kernel each)" if fam.one_kernel_norms
+                                    else ")")),
                                 (fam.softcaps, "eager attention over soft-capped scores "
                                                "(7 passes over them), capped logits"),
                                 (fam.sinks, "eager attention with a sink logit per head "

@@ -175,6 +175,8 @@ class ModelSpec:
     router_fp32: bool = False
     # Phi-3.5-MoE's sparsemixer routing (two masked top-1 passes): more routing kernels
     sparse_mixer: bool = False
+    # the layers' and the final norms are torch's LayerNorm: one kernel each
+    one_kernel_norms: bool = False
     # a shared expert's output gated by a sigmoid of one more projection (Qwen2-MoE; False:
     # added as it is, DeepSeek's `n_shared_experts`)
     shared_expert_gate: bool = True
@@ -641,7 +643,7 @@ class ModelSpec:
                 model_type == "deepseek_v2"
                 and config.get("topk_method") == "group_limited_greedy"),
             router_fp32=fam.router_fp32, shared_expert_gate=fam.shared_expert_gate,
-            sparse_mixer=fam.sparse_mixer,
+            sparse_mixer=fam.sparse_mixer, one_kernel_norms=fam.one_kernel_norms,
             initializer_range=float(values.get("initializer_range", 0.02)),
             routing_skew=config.get("piep_routing_skew", 0.0),
             checkpoint_dtype=_dtype(values.get("torch_dtype")),
@@ -673,7 +675,7 @@ FAMILY_FIELDS = ("qk_norm", "pre_norms", "post_norms", "fused_qkv", "fused_gate_
                  "scaled_embeddings", "residual_scale", "logit_scale", "query_scale",
                  "score_cap", "logit_cap", "attention_sinks", "expert_bias", "dense_experts",
                  "dense_layers", "dense_ffn", "mla", "group_routing", "router_fp32",
-                 "shared_expert_gate", "sparse_mixer")
+                 "shared_expert_gate", "sparse_mixer", "one_kernel_norms")
 LLAMA_DEFAULTS = {f.name: f.default for f in dataclass_fields(ModelSpec)
                   if f.name in FAMILY_FIELDS
                   or f.name in ("quantization", "expert_ffn", "shared_expert_ffn",

@@ -40,6 +40,9 @@ class Family:
     # LayerNorm (mean and variance) where Llama has RMSNorm: priced as the RMSNorm's pass
     # over the same bytes (StarCoder 2 with a bias, Cohere without)
     layer_norm: bool = False
+    # ... and those LayerNorms are torch's (`nn.LayerNorm`: one kernel each, where an
+    # RMSNorm written in Python launches seven; StarCoder 2, Phi-3.5-MoE)
+    one_kernel_norms: bool = False
     # embeddings multiplied by a scalar (Gemma: sqrt(hidden); Granite: its multiplier)
     scaled_embeddings: bool = False
     # Granite's residual multiplier (one more kernel per residual add) and logits scaling
@@ -204,7 +207,8 @@ FAMILIES: dict[str, Family] = {
                                      "`moe_layer_end_index`, `moe_layer_interval`)"),
     # Phi-3.5-MoE: Mixtral's layer with LayerNorms and biased projections, a sparsemixer
     # router; no tensor-parallel plan in transformers 5.17
-    "phimoe": Family(layer_norm=True, sparse_mixer=True, hf_tp_plan=False,
+    "phimoe": Family(layer_norm=True, one_kernel_norms=True, sparse_mixer=True,
+                     hf_tp_plan=False,
                      per_model="q/k/v/o biases where `attention_bias`; the LM head's bias "
                                "where `lm_head_bias` (priced as none)"),
     # MiniMax-M2: q and k RMSNorms over all heads' width (OLMo 2's), sigmoid scores plus a
@@ -232,7 +236,7 @@ FAMILIES: dict[str, Family] = {
     "cohere2": Family(parallel_block=True, layer_norm=True, logit_scale=True, tied=True,
                       per_model="local and global layers (`layer_types`, by default every "
                                 "fourth global), RoPE on the local ones only"),
-    "starcoder2": Family(gated_mlp=False, layer_norm=True, tied=True,
+    "starcoder2": Family(gated_mlp=False, layer_norm=True, one_kernel_norms=True, tied=True,
                          per_model="biases of every projection (`use_bias`)"),
     # (InternLM 2 / 2.5, from the model repo's modeling_internlm2.py and vLLM's
     # internlm2.py: one wqkv GEMM, biased where the config's `bias` says, Llama's SwiGLU

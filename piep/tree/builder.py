@@ -792,6 +792,10 @@ def _layer(dep: Deployment, phase: str, batch: int, q_len: int, ctx: int, count:
     if full_in_windowed:
         for _, _, node in layer.walk():
             node.attrs["context"] = "full"
+    if m.one_kernel_norms:  # (torch's LayerNorm: one kernel where an RMSNorm runs seven)
+        for node in layer.children:
+            if node.kind == "rmsnorm":
+                node.launches = 1
     if m.fp8_weights:
         for _, _, node in layer.walk():
             if node.kind in FP8_LINEAR_OF:
@@ -871,10 +875,11 @@ def _stage(dep: Deployment, index: int, phase: str, batch: int, q_len: int, ctx:
         return stage
     # LM head on the last position only (prefill) or the one new token (decode)
     v = dep.vocab_per_rank
-    stage.add(
-        _elementwise("final_norm", "final_norm", phase, batch, h, reads=1, writes=1, flops_per=4),
-        _linear("lm_head", "lm_head", phase, batch, h, v),
-    )
+    final = _elementwise("final_norm", "final_norm", phase, batch, h, reads=1, writes=1,
+                         flops_per=4)
+    if m.one_kernel_norms:
+        final.launches = 1
+    stage.add(final, _linear("lm_head", "lm_head", phase, batch, h, v))
     if m.logit_scale:
         stage.add(_scale("logit_scale", phase, batch, v))
     if m.logit_cap:  # divide, tanh, multiply

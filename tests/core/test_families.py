@@ -472,6 +472,19 @@ def test_phi_moe_routes_by_sparsemixer_with_more_kernels_than_a_top_k_softmax():
     assert phi_routing.bytes_read == 4 * mixtral_routing.bytes_read
 
 
+def test_torchs_layer_norm_is_one_kernel_where_a_python_norm_is_seven():
+    """StarCoder 2 and Phi-3.5-MoE run nn.LayerNorm (one kernel a norm, the final one too);
+    Cohere's LayerNorm is written in Python (its passes, like an RMSNorm's)."""
+    def norm_launches(model_type):
+        dep = validate(small(model_type), Parallel(), Workload(batch=1, prompt_len=8,
+                                                                gen_len=2), _gpu(),
+                       check_memory=False)
+        return {n.launches for _, _, n in build_tree(dep).leaves()
+                if n.kind in ("rmsnorm", "final_norm") and n.name != "q_norm"}
+    assert norm_launches("starcoder2") == norm_launches("phimoe") == {1}
+    assert norm_launches("cohere") == norm_launches("llama") == {7}
+
+
 def test_a_shared_expert_counts_its_mlp_and_its_gate():
     """Qwen2-MoE's shared expert: gate, up and down of its width, and its gate of one
     output; the same in the parameter count and in the memory check's weights."""
