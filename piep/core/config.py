@@ -177,6 +177,8 @@ class ModelSpec:
     sparse_mixer: bool = False
     # the layers' and the final norms are torch's LayerNorm: one kernel each
     one_kernel_norms: bool = False
+    # q/k norms and RoPE on the RoPE layers only, the queries' scale on the NoPE layers only
+    nope_split: bool = False
     # a shared expert's output gated by a sigmoid of one more projection (Qwen2-MoE; False:
     # added as it is, DeepSeek's `n_shared_experts`)
     shared_expert_gate: bool = True
@@ -644,6 +646,7 @@ class ModelSpec:
                 and config.get("topk_method") == "group_limited_greedy"),
             router_fp32=fam.router_fp32, shared_expert_gate=fam.shared_expert_gate,
             sparse_mixer=fam.sparse_mixer, one_kernel_norms=fam.one_kernel_norms,
+            nope_split=fam.nope_split,
             initializer_range=float(values.get("initializer_range", 0.02)),
             routing_skew=config.get("piep_routing_skew", 0.0),
             checkpoint_dtype=_dtype(values.get("torch_dtype")),
@@ -675,7 +678,7 @@ FAMILY_FIELDS = ("qk_norm", "pre_norms", "post_norms", "fused_qkv", "fused_gate_
                  "scaled_embeddings", "residual_scale", "logit_scale", "query_scale",
                  "score_cap", "logit_cap", "attention_sinks", "expert_bias", "dense_experts",
                  "dense_layers", "dense_ffn", "mla", "group_routing", "router_fp32",
-                 "shared_expert_gate", "sparse_mixer", "one_kernel_norms")
+                 "shared_expert_gate", "sparse_mixer", "one_kernel_norms", "nope_split")
 LLAMA_DEFAULTS = {f.name: f.default for f in dataclass_fields(ModelSpec)
                   if f.name in FAMILY_FIELDS
                   or f.name in ("quantization", "expert_ffn", "shared_expert_ffn",

@@ -51,6 +51,10 @@ class Family:
     # queries multiplied by a factor of their positions after RoPE (Ministral 3: Llama 4's
     # attention scale, computed in each layer from the position ids)
     query_scale: bool = False
+    # Llama 4's split by layer kind: the q/k norms (L2) and RoPE (as complex products: a
+    # float copy, a multiply and a cast back for each of q and k) on its RoPE layers only,
+    # the queries' position scale on its NoPE layers only
+    nope_split: bool = False
     # the input and output embeddings share their weights where a config does not say
     tied: bool = False
     # attention scores and final logits soft-capped (tanh) where a config does not say
@@ -155,7 +159,7 @@ FAMILIES: dict[str, Family] = {
                                 "where `attention_bias`; MXFP4 checkpoints priced as "
                                 "transformers loads them without the `kernels` package: "
                                 "dequantized to bf16 (`mxfp4_dequantized`)"),
-    "llama4_text": Family(qkv_bias=False, qk_norm="head", query_scale=True,
+    "llama4_text": Family(qkv_bias=False, qk_norm="head", query_scale=True, nope_split=True,
                           dense_experts=True, shared_expert_gate=False,
                           per_model="layers without RoPE (`no_rope_layers`, by default every "
                                     "fourth), whose queries are scaled by position and whose "

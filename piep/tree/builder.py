@@ -317,10 +317,11 @@ def _qkv(dep: Deployment, phase: str, batch: int, t: int, rope: bool) -> list[No
         out = [_linear("q_proj", "q_proj", phase, t, h, q_out, m.qkv_bias),
                _linear("k_proj", "k_proj", phase, t, h, kv_out, m.qkv_bias),
                _linear("v_proj", "v_proj", phase, t, h, kv_out, m.qkv_bias)]
-    if m.qk_norm == "head":  # each head's head_dim: one row a token and head
+    qk_norm = m.qk_norm if rope or not m.nope_split else None
+    if qk_norm == "head":  # each head's head_dim: one row a token and head
         out += [_norm("q_norm", phase, t * dep.heads_per_rank, d),
                 _norm("k_norm", phase, t * dep.kv_heads_per_rank, d)]
-    elif m.qk_norm == "whole":
+    elif qk_norm == "whole":
         out += [_norm("q_norm", phase, t, q_out), _norm("k_norm", phase, t, kv_out)]
     if rope:
         rotary = m.rotary_dim or d
@@ -330,8 +331,11 @@ def _qkv(dep: Deployment, phase: str, batch: int, t: int, rope: bool) -> list[No
             node.bytes_read += whole
             node.bytes_written += whole
             node.launches += 2
+        if m.nope_split:  # (Llama 4's complex products: q and k each copied to float,
+            node.launches = 6  # multiplied, cast back)
         out.append(node)
-    if m.query_scale:  # the factor from the position ids (log, floor, ...), then q times it
+    if m.query_scale and not (rope and m.nope_split):  # the factor from the position ids
+        # (log, floor, ...), then q times it
         node = _scale("query_scale", phase, t, q_out)
         node.launches = 7
         out.append(node)

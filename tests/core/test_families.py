@@ -93,11 +93,14 @@ def _gpu():
 def test_each_family_layer_holds_what_its_row_says(model_type):
     spec = small(model_type)
     fam = FAMILIES[model_type]
-    for leaves in layer_leaves(spec).values():
+    for layer, leaves in layer_leaves(spec).items():
         names = [n for n, _ in leaves]
         assert ("qkv_proj" in names) == fam.fused_qkv
         assert ("gate_up_proj" in names) == fam.fused_gate_up
-        assert ("q_norm" in names and "k_norm" in names) == (spec.qk_norm is not None)
+        nope = fam.nope_split and "rope" not in names  # (Llama 4's NoPE layers: no norms)
+        assert ("q_norm" in names and "k_norm" in names) == (spec.qk_norm is not None
+                                                              and not nope), layer
+        assert ("query_scale" in names) == (fam.query_scale and (nope or not fam.nope_split))
         assert spec.qk_norm == fam.qk_norm or model_type == "cohere"  # (its use_qk_norm)
         assert ("input_norm" in names) == fam.pre_norms
         assert ("post_norm" in names) == (fam.pre_norms and not fam.parallel_block)
@@ -483,6 +486,24 @@ def test_torchs_layer_norm_is_one_kernel_where_a_python_norm_is_seven():
                 if n.kind in ("rmsnorm", "final_norm") and n.name != "q_norm"}
     assert norm_launches("starcoder2") == norm_launches("phimoe") == {1}
     assert norm_launches("cohere") == norm_launches("llama") == {7}
+
+
+def test_llama4_splits_its_norms_rope_and_query_scale_by_layer_kind():
+    """Llama 4 (Llama4TextAttention): a RoPE layer normalizes q and k (L2) after RoPE,
+    which it runs as complex products (six kernels); a NoPE layer scales its queries by
+    their positions and normalizes nothing. Ministral 3 scales every layer's queries."""
+    layers = layer_leaves(small("llama4_text"))
+    assert set(layers) == {"layer_rope", "layer_nope"}
+    rope = {n: k for n, k in layers["layer_rope"]}
+    nope = {n: k for n, k in layers["layer_nope"]}
+    assert {"q_norm", "k_norm", "rope"} <= set(rope) and "query_scale" not in rope
+    assert "query_scale" in nope and not {"q_norm", "k_norm", "rope"} & set(nope)
+    dep = validate(small("llama4_text"), Parallel(), Workload(batch=1, prompt_len=8,
+                                                             gen_len=2), _gpu(),
+                   check_memory=False)
+    assert {n.launches for _, _, n in build_tree(dep).leaves() if n.name == "rope"} == {6}
+    assert all("query_scale" in [n for n, _ in leaves]
+               for leaves in layer_leaves(small("ministral3")).values())
 
 
 def test_a_shared_expert_counts_its_mlp_and_its_gate():

@@ -11,6 +11,8 @@
 #     design_eager6.jsonl, GLM-4.5-Air cut to 12 layers and ERNIE 4.5 21B-A3B's shape),
 #     whose blind predictions were committed before this call (predictions_blind6.jsonl)
 #     -> moe_s86_eager.jsonl; then, with what time is left, (2)'s census.
+# Session 41 added three families priced from their code alone (Phi-3.5-MoE, MiniMax-M2,
+# Hunyuan-A13B, cut to 6-8 layers) to (2)'s census.
 # (Session 40 put (3) before (2) and dropped an hf-cb replay of DeepSeek-V2-Lite's shape;
 # call 85 runs design 6 too: where it has, skip (3) here.)
 set -uo pipefail
@@ -33,6 +35,7 @@ timeout 250 python3 -m piep measure --grid calibration/h200/moe/design_eager6.js
 echo "runs rc=$? $(date +%T) left $(left) s" >> "$L"
 timeout $(( $(left) - 5 )) python3 -m piep.sampling.census \
     --models $M/gpt-oss-20b-shape.json $M/deepseek-v2-lite-shape.json \
+    $M/piep-phi35-moe-8l.json $M/piep-minimax-m2-6l.json $M/piep-hunyuan-a13b-6l.json \
     --batch 8 --prompt-len 512 --gen-len 9 --out "$OUT/census_moe_s86.jsonl" >> "$L" 2>&1
 echo "census rc=$? $(date +%T) left $(left) s" >> "$L"
 wc -l "$OUT"/*.jsonl; grep -E " J, |failed|Error|rc=|samples|^piep:" "$L" | tail -n 30
