@@ -413,8 +413,9 @@ def _family_words(fam, name: str = "") -> str:
                                 (fam.layer_norm, "LayerNorms (priced as RMSNorm's pass"
                                  + ("; torch's, one kernel each)" if fam.one_kernel_norms
                                     else ")")),
-                                (fam.softcaps, "eager attention over soft-capped scores "
-                                               "(7 passes over them), capped logits"),
+                                (fam.softcaps, "capped logits (the scores' cap is dropped: "
+                                               "transformers 5.17 runs SDPA by default, "
+                                               "priced so)"),
                                 (fam.sinks, "eager attention with a sink logit per head "
                                             "(one leaf, `sinks_attention`, sampled as "
                                             "transformers runs it: its passes over rows of "

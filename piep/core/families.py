@@ -58,8 +58,8 @@ class Family:
     # the input and output embeddings share their weights where a config does not say
     tied: bool = False
     # attention scores and final logits soft-capped (tanh) where a config does not say
-    # otherwise (Gemma 2's config class sets both); transformers runs soft-capped scores
-    # with its eager attention (SDPA cannot cap them)
+    # otherwise (Gemma 2's config class sets both); transformers 5.17 runs its attention
+    # under SDPA by default, which drops the scores' cap: only the logits' cap runs
     softcaps: bool = False
     # eager attention with a learned sink logit per head beside every query's scores
     # (gpt-oss: its modeling code runs no SDPA; scale, mask, the sinks concatenated, the

@@ -159,20 +159,13 @@ ELEMENTWISE = {  # kind -> (reads, writes, flops per element)
     # GeGLU's gate: tanh-approximated GELU times up; a multiply by a scalar (Gemma's and
     # Granite's embeddings, Granite's residuals and logits)
     "geglu": (2, 1, 12), "scale": (1, 1, 1),
-    # one pass of eager attention over its scores (`SCORE_PASSES` lists them)
+    # one pass of eager attention over its scores (`SINK_PASSES` lists them)
     "scores": (1, 1, 1),
     # a mixture of experts' routing over (tokens, experts), a copy of hidden states, the
     # mask of the rows past the routed ones (masked_fill under a (rows, 1) mask: a slower
     # kernel path than a copy's, per call 79's census)
     "routing": (2, 2, 10), "moe_copy": (1, 1, 1), "moe_mask": (1, 1, 0),
 }
-# transformers' eager attention with soft-capped scores (Gemma 2's eager_attention_forward):
-# the passes over the materialized scores between QK^T and PV, each one kernel: (name,
-# elements read, written in bf16 units, flops per element); softmax writes fp32, the cast
-# reads it back
-SCORE_PASSES = (("scores_scale", 1, 1, 1), ("softcap_div", 1, 1, 1),
-                ("softcap_tanh", 1, 1, 8), ("softcap_mul", 1, 1, 1), ("scores_mask", 2, 1, 1),
-                ("softmax", 1, 2, 5), ("softmax_cast", 2, 1, 0))
 # gpt-oss's eager attention with sinks (its eager_attention_forward): scale, mask, the
 # sink logits concatenated (a copy of the scores), their max, subtracted, softmax, and the
 # sinks dropped before PV (a strided slice PV copies)
@@ -266,8 +259,10 @@ def _cache_attention(dep: Deployment, phase: str, batch: int, q_len: int, ctx: i
     (K/V expanded to every query head); `append_ctx`, the keys a sliding DynamicCache step
     concatenates to past its window (a strided slice: `kv_slide`; default: every key)."""
     hq, hkv, d = dep.heads_per_rank, dep.kv_heads_per_rank, dep.model.head_dim
-    # every key's score materialized, K/V repeated to each head (soft-capped scores, sinks)
-    eager = dep.model.score_cap or dep.model.attention_sinks
+    # every key's score materialized, K/V repeated to each head (sinks). (Soft-capped scores
+    # are not: transformers 5.17 runs Gemma 2 under SDPA by default, `_supports_sdpa`, whose
+    # interface takes no cap; only eager or flex attention would cap them)
+    eager = dep.model.attention_sinks
     masked = masked or eager
     out = []
     if dep.engine_record.dynamic_cache and phase == "decode":
@@ -288,8 +283,7 @@ def _cache_attention(dep: Deployment, phase: str, batch: int, q_len: int, ctx: i
     if eager:  # (QK^T and PV priced as the masked SDPA over the same keys)
         out += [_elementwise(name, "scores", phase, batch * hq * q_len, ctx, reads=reads,
                              writes=writes, flops_per=per)
-                for name, reads, writes, per in (SCORE_PASSES if dep.model.score_cap
-                                                 else SINK_PASSES)]
+                for name, reads, writes, per in SINK_PASSES]
     return out
 
 

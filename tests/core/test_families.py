@@ -143,28 +143,41 @@ def test_a_global_layer_beside_sliding_ones_decodes_over_every_key():
     assert slots == 4 * 64 + 2 * 350
 
 
-def test_soft_capped_scores_run_eager_attention():
-    """Gemma 2 caps its attention scores (transformers runs its eager attention: K/V
-    repeated to every head, the scores materialized and passed over by scale, cap, mask,
-    softmax and cast) and its logits; a config that nulls the caps runs neither."""
-    from piep.tree.builder import SCORE_PASSES
+def test_soft_capped_scores_run_sdpa_as_transformers_runs_gemma2():
+    """Gemma 2 caps its attention scores and its logits (its config class); transformers
+    5.17 builds it with SDPA (`_supports_sdpa`), whose interface drops the score cap, so
+    its attention is SDPA's, no pass over materialized scores; the logits' cap runs. A
+    config that nulls the caps caps nothing."""
     gemma2 = small("gemma2")
     assert gemma2.score_cap and gemma2.logit_cap
     dep = validate(gemma2, Parallel(), Workload(batch=2, prompt_len=8, gen_len=2), _gpu(),
                    engine="hf-eager", check_memory=False)
-    leaves = [n for _, _, n in build_tree(dep).leaves()]
-    prefill = [n for n in leaves if n.phase == "prefill"]
-    scores = [n for n in prefill if n.kind == "scores"]
-    assert len(scores) == len(SCORE_PASSES) * 2  # two layer kinds (local, global)
-    # every query's score against every key of the prompt: batch x heads x 8 x 8
-    assert {n.tokens * n.attrs["width"] for n in scores} == {2 * 4 * 8 * 8}
-    assert any(n.kind == "kv_expand" for n in prefill)
+    prefill = [n for _, _, n in build_tree(dep).leaves() if n.phase == "prefill"]
+    assert not [n for n in prefill if n.kind == "scores"]
+    assert {n.kind for n in prefill if n.name == "attention"} == {"attention"}
     assert [n.name for n in prefill if n.name == "logit_softcap"] == ["logit_softcap"]
     plain = ModelSpec.from_hf_config({"model_type": "gemma2", **SMALL,
                                       "attn_logit_softcapping": None,
                                       "final_logit_softcapping": None}, name="g")
     assert not plain.score_cap and not plain.logit_cap
     assert not small("gemma3_text").score_cap  # (its config class caps nothing)
+
+
+@pytest.mark.gloo  # (torch and transformers on the CPU)
+def test_transformers_builds_gemma2_with_sdpa_which_takes_no_score_cap():
+    """What the test above stands on: the model transformers builds from the config piep
+    writes attends through SDPA, and SDPA's interface has no soft cap."""
+    pytest.importorskip("torch")
+    pytest.importorskip("transformers")
+    import inspect
+
+    from transformers import AutoModelForCausalLM
+    from transformers.integrations import sdpa_attention
+
+    from piep.sampling.hf import _hf_config
+    model = AutoModelForCausalLM.from_config(_hf_config(small("gemma2")))
+    assert model.config.attn_logit_softcapping and model.config._attn_implementation == "sdpa"
+    assert "softcap" not in inspect.signature(sdpa_attention.sdpa_attention_forward).parameters
 
 
 def test_partial_rotary_rotates_its_share_and_copies_the_rest():

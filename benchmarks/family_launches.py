@@ -1,0 +1,167 @@
+"""Launches a layer, tree against transformers: the operators transformers' generate()
+dispatches per decoder layer of every priced family (a kernel census on the CPU, where
+`piep.sampling.census` counts top-level aten operators), beside the kernel launches the
+tree prices for the same layers.
+
+    python benchmarks/family_launches.py --run     # the census, on this CPU (minutes;
+                                                   # torch and transformers), into DATA
+    python benchmarks/family_launches.py           # the table, from DATA
+    python benchmarks/family_launches.py --write   # ... into reports/launches.md
+
+Each family runs the small decoder its family test builds (`tests/core/test_families.py`:
+SMALL and the family's OWN_KEYS), batch 2, prompt 16, 4 new tokens, random weights. The
+census's layers are the model's third and fourth (count at 4 layers minus at 2, halved);
+the tree's launches are read over the same two layers. Operators that launch no kernel
+on a GPU (views, reshapes, `to` and `contiguous` where nothing moves) are left out, and
+`linear` counts as its one GEMM, so a count stands near the kernels a GPU would launch.
+Llama's own difference is the baseline: a family whose difference stands far from it
+(`OFF`, launches a layer) runs operators the tree does not price, or prices launches its
+code does not make. An eager engine's decode steps wait on their host, which issues every
+launch: a miscount of a dozen a layer moves a small model's decode time by tens of per cent.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "tests"))
+sys.path.insert(0, str(ROOT / "tests" / "core"))
+
+from piep.core.artifacts import read_jsonl, write_text  # noqa: E402
+from piep.core.config import ModelSpec, Parallel, Workload  # noqa: E402
+from piep.core.families import FAMILIES, PRICED  # noqa: E402
+
+DATA = ROOT / "benchmarks" / "data" / "family_census_cpu.jsonl"
+REPORT = ROOT / "reports" / "launches.md"
+WORKLOAD = Workload(batch=2, prompt_len=16, gen_len=5)
+LAYERS = (2, 4)
+OFF = 5.0
+# operators that move no data on a GPU (or only where a layout must change: counted out)
+NO_KERNEL = {"aten::view", "aten::reshape", "aten::transpose", "aten::slice", "aten::alias",
+             "aten::unsqueeze", "aten::expand", "aten::t", "aten::split", "aten::chunk",
+             "aten::select", "aten::as_strided", "aten::permute", "aten::squeeze",
+             "aten::unbind", "aten::detach", "aten::split_with_sizes", "aten::_unsafe_view",
+             "aten::narrow", "aten::expand_as", "aten::flatten", "aten::view_as",
+             "aten::lift_fresh", "aten::to", "aten::contiguous", "aten::dropout"}
+# (MLA's tiny shape is not one transformers' DeepSeek attention accepts: its kv heads)
+SKIP = ("deepseek_v2", "deepseek_v3")
+
+
+def families() -> list[str]:
+    return [t for t in PRICED if not FAMILIES[t].remote_code and t not in SKIP]
+
+
+def small(model_type: str) -> ModelSpec:
+    from test_families import small as test_small
+    return test_small(model_type)
+
+
+def run() -> None:
+    """The census of every family, on this CPU, into DATA."""
+    import torch
+
+    from piep.sampling.census import census
+    DATA.parent.mkdir(parents=True, exist_ok=True)
+    lines = []
+    for model_type in families():
+        rec = census(small(model_type), "hf-eager", WORKLOAD, torch.device("cpu"),
+                     layers=LAYERS)
+        lines.append(json.dumps({k: rec[k] for k in ("model", "engine", "batch",
+                                                      "prompt_len", "gen_len", "layers",
+                                                      "unit")}
+                                | {p: {"per_layer_by_name": rec[p]["per_layer_by_name"]}
+                                   for p in ("prefill", "decode_step")}))
+        print(f"{model_type}: censused", flush=True)
+    import transformers
+    lines.insert(0, json.dumps({"torch": torch.__version__,
+                                "transformers": transformers.__version__}))
+    write_text(DATA, "\n".join(lines) + "\n")
+
+
+def kernels(by_name: dict[str, float]) -> float:
+    return sum(n for name, n in by_name.items() if name not in NO_KERNEL)
+
+
+def tree_launches(model_type: str) -> tuple[float, float]:
+    """The tree's launches a layer over the census's layers: (prefill, a decode step)."""
+    from dataclasses import replace
+
+    from piep.core.layout import validate
+    from piep.core.gpus import load_gpu
+    from piep.tree import build_tree
+
+    def total(n: int) -> dict[str, float]:
+        spec = small(model_type)
+        cut = replace(spec, num_layers=n, sliding_layers=None if spec.sliding_layers is None
+                      else tuple(i for i in spec.sliding_layers if i < n),
+                      nope_layers=tuple(i for i in spec.nope_layers if i < n),
+                      dense_layers=tuple(i for i in spec.dense_layers if i < n))
+        dep = validate(cut, Parallel(), WORKLOAD, load_gpu("h200"), engine="hf-eager",
+                       check_memory=False)
+        out = {"prefill": 0.0, "decode": 0.0}
+        for path, mult, leaf in build_tree(dep).leaves():
+            if "/layer" in path:
+                out[leaf.phase] += mult * leaf.launches
+        return out
+    a, b = total(LAYERS[0]), total(LAYERS[1])
+    span = LAYERS[1] - LAYERS[0]
+    return ((b["prefill"] - a["prefill"]) / span,
+            (b["decode"] - a["decode"]) / span / (WORKLOAD.gen_len - 1))
+
+
+def rows() -> tuple[dict, list[dict]]:
+    records = list(read_jsonl(DATA))
+    versions, out = records[0], []
+    for rec in records[1:]:
+        pre, dec = tree_launches(rec["model"])
+        out.append({"family": rec["model"], "tree_prefill": pre, "tree_decode": dec,
+                    "census_prefill": kernels(rec["prefill"]["per_layer_by_name"]),
+                    "census_decode": kernels(rec["decode_step"]["per_layer_by_name"])})
+    base = next(r for r in out if r["family"] == "llama")
+    for r in out:
+        for p in ("prefill", "decode"):
+            r[f"off_{p}"] = (r[f"census_{p}"] - r[f"tree_{p}"]) - (
+                base[f"census_{p}"] - base[f"tree_{p}"])
+    return versions, out
+
+
+def report() -> str:
+    versions, out = rows()
+    far = [r["family"] for r in out if max(abs(r["off_prefill"]), abs(r["off_decode"])) > OFF]
+    lines = ["# Launches a layer: the tree against transformers' operators", "",
+             f"Made by `python benchmarks/family_launches.py --write` from "
+             f"`{DATA.relative_to(ROOT)}` (`--run`: a CPU census of generate(), torch "
+             f"{versions['torch']}, transformers {versions['transformers']}; the script's "
+             "docstring says how to read it). Counts a layer, over the census's third and "
+             "fourth layers; `off`: the family's census minus tree, less Llama's.", "",
+             "| family | prefill: tree / census | off | a decode step: tree / census | off |",
+             "|---|---|---|---|---|"]
+    for r in out:
+        lines.append(f"| {r['family']} | {r['tree_prefill']:.1f} / {r['census_prefill']:.1f} | "
+                     f"{r['off_prefill']:+.1f} | {r['tree_decode']:.1f} / "
+                     f"{r['census_decode']:.1f} | {r['off_decode']:+.1f} |")
+    lines += ["", f"Off by more than {OFF:g} launches a layer in either phase: "
+              + (", ".join(f"`{f}`" for f in far) if far else "none") + "."]
+    return "\n".join(lines) + "\n"
+
+
+def main() -> int:
+    if "--run" in sys.argv:
+        run()
+        print(f"wrote {DATA.relative_to(ROOT)}")
+        return 0
+    text = report()
+    if "--write" in sys.argv:
+        write_text(REPORT, text)
+        print(f"wrote {REPORT.relative_to(ROOT)}")
+        return 0
+    print(text)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
