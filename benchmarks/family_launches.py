@@ -5,16 +5,19 @@ tree prices for the same layers.
 
     python benchmarks/family_launches.py --run     # the census, on this CPU (minutes;
                                                    # torch and transformers), into DATA
+    python benchmarks/family_launches.py --run --gpu OUT.jsonl   # on a GPU: CUDA kernels
     python benchmarks/family_launches.py           # the table, from DATA
     python benchmarks/family_launches.py --write   # ... into reports/launches.md
 
-Each family runs the small decoder its family test builds (`tests/core/test_families.py`:
-SMALL and the family's OWN_KEYS), batch 2, prompt 16, 4 new tokens, random weights. The
+Each family runs the small decoder its family test builds (`tests/_families.py`: SMALL
+and the family's OWN_KEYS), batch 2, prompt 16, 4 new tokens, random weights. The
 census's layers are the model's third and fourth (count at 4 layers minus at 2, halved);
 the tree's launches are read over the same two layers. Operators that launch no kernel
 on a GPU (views, reshapes, `to` and `contiguous` where nothing moves) are left out, and
 `linear` counts as its one GEMM, so a count stands near the kernels a GPU would launch.
-Llama's own difference is the baseline: a family whose difference stands far from it
+On a GPU the census counts CUDA kernels (`GPU_DATA`, an H100 with the H200 image's torch
+and transformers: the kernels are the H200's), which the tree's launches stand for without
+a baseline. On the CPU, Llama's own difference is the baseline: a family whose difference stands far from it
 (`OFF`, launches a layer) runs operators the tree does not price, or prices launches its
 code does not make. An eager engine's decode steps wait on their host, which issues every
 launch: a miscount of a dozen a layer moves a small model's decode time by tens of per cent.
@@ -29,13 +32,13 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tests"))
-sys.path.insert(0, str(ROOT / "tests" / "core"))
 
 from piep.core.artifacts import read_jsonl, write_text  # noqa: E402
 from piep.core.config import ModelSpec, Parallel, Workload  # noqa: E402
 from piep.core.families import FAMILIES, PRICED  # noqa: E402
 
 DATA = ROOT / "benchmarks" / "data" / "family_census_cpu.jsonl"
+GPU_DATA = sorted((ROOT / "calibration" / "h100" / "families").glob("census_families_s*.jsonl"))
 REPORT = ROOT / "reports" / "launches.md"
 WORKLOAD = Workload(batch=2, prompt_len=16, gen_len=5)
 LAYERS = (2, 4)
@@ -56,20 +59,25 @@ def families() -> list[str]:
 
 
 def small(model_type: str) -> ModelSpec:
-    from test_families import small as test_small
-    return test_small(model_type)
+    from _families import OWN_KEYS, SMALL
+    return ModelSpec.from_hf_config({"model_type": model_type, **SMALL,
+                                     **OWN_KEYS.get(model_type, {})}, name=model_type)
 
 
-def run() -> None:
-    """The census of every family, on this CPU, into DATA."""
+def run(out: Path, device: str) -> None:
+    """The census of every family, on `device`, into `out`."""
     import torch
 
     from piep.sampling.census import census
-    DATA.parent.mkdir(parents=True, exist_ok=True)
+    out.parent.mkdir(parents=True, exist_ok=True)
     lines = []
     for model_type in families():
-        rec = census(small(model_type), "hf-eager", WORKLOAD, torch.device("cpu"),
-                     layers=LAYERS)
+        try:
+            rec = census(small(model_type), "hf-eager", WORKLOAD, torch.device(device),
+                         layers=LAYERS)
+        except Exception as exc:  # (one family's failure leaves the others' counts)
+            print(f"{model_type}: failed: {exc!r}"[:300], flush=True)
+            continue
         lines.append(json.dumps({k: rec[k] for k in ("model", "engine", "batch",
                                                       "prompt_len", "gen_len", "layers",
                                                       "unit")}
@@ -79,7 +87,7 @@ def run() -> None:
     import transformers
     lines.insert(0, json.dumps({"torch": torch.__version__,
                                 "transformers": transformers.__version__}))
-    write_text(DATA, "\n".join(lines) + "\n")
+    write_text(out, "\n".join(lines) + "\n")
 
 
 def kernels(by_name: dict[str, float]) -> float:
@@ -113,14 +121,25 @@ def tree_launches(model_type: str) -> tuple[float, float]:
             (b["decode"] - a["decode"]) / span / (WORKLOAD.gen_len - 1))
 
 
+def gpu_counts() -> dict[str, tuple[float, float]]:
+    """family -> the GPU census's kernels a layer (prefill, a decode step)."""
+    out = {}
+    for path in GPU_DATA:
+        for rec in list(read_jsonl(path))[1:]:
+            out[rec["model"]] = tuple(sum(rec[p]["per_layer_by_name"].values())
+                                      for p in ("prefill", "decode_step"))
+    return out
+
+
 def rows() -> tuple[dict, list[dict]]:
     records = list(read_jsonl(DATA))
-    versions, out = records[0], []
+    versions, out, gpu = records[0], [], gpu_counts()
     for rec in records[1:]:
         pre, dec = tree_launches(rec["model"])
         out.append({"family": rec["model"], "tree_prefill": pre, "tree_decode": dec,
                     "census_prefill": kernels(rec["prefill"]["per_layer_by_name"]),
-                    "census_decode": kernels(rec["decode_step"]["per_layer_by_name"])})
+                    "census_decode": kernels(rec["decode_step"]["per_layer_by_name"]),
+                    "gpu": gpu.get(rec["model"])})
     base = next(r for r in out if r["family"] == "llama")
     for r in out:
         for p in ("prefill", "decode"):
@@ -138,12 +157,15 @@ def report() -> str:
              f"{versions['torch']}, transformers {versions['transformers']}; the script's "
              "docstring says how to read it). Counts a layer, over the census's third and "
              "fourth layers; `off`: the family's census minus tree, less Llama's.", "",
-             "| family | prefill: tree / census | off | a decode step: tree / census | off |",
-             "|---|---|---|---|---|"]
+             "| family | prefill: tree / census | off | a decode step: tree / census | off |"
+             + (" GPU kernels (prefill / decode step) |" if GPU_DATA else ""),
+             "|---|---|---|---|---|" + ("---|" if GPU_DATA else "")]
     for r in out:
+        gpu = "" if not GPU_DATA else " - |" if r["gpu"] is None else \
+            f" {r['gpu'][0]:.1f} / {r['gpu'][1]:.1f} |"
         lines.append(f"| {r['family']} | {r['tree_prefill']:.1f} / {r['census_prefill']:.1f} | "
                      f"{r['off_prefill']:+.1f} | {r['tree_decode']:.1f} / "
-                     f"{r['census_decode']:.1f} | {r['off_decode']:+.1f} |")
+                     f"{r['census_decode']:.1f} | {r['off_decode']:+.1f} |{gpu}")
     lines += ["", f"Off by more than {OFF:g} launches a layer in either phase: "
               + (", ".join(f"`{f}`" for f in far) if far else "none") + "."]
     return "\n".join(lines) + "\n"
@@ -151,8 +173,10 @@ def report() -> str:
 
 def main() -> int:
     if "--run" in sys.argv:
-        run()
-        print(f"wrote {DATA.relative_to(ROOT)}")
+        gpu = "--gpu" in sys.argv
+        out = Path(sys.argv[sys.argv.index("--gpu") + 1]) if gpu else DATA
+        run(out, "cuda" if gpu else "cpu")
+        print(f"wrote {out}")
         return 0
     text = report()
     if "--write" in sys.argv:

@@ -177,6 +177,8 @@ class ModelSpec:
     sparse_mixer: bool = False
     # the layers' and the final norms are torch's LayerNorm: one kernel each
     one_kernel_norms: bool = False
+    # RMSNorms scaling by (1 + weight): two more kernels each (Gemma's)
+    offset_norms: bool = False
     # q/k norms and RoPE on the RoPE layers only, the queries' scale on the NoPE layers only
     nope_split: bool = False
     # a shared expert's output gated by a sigmoid of one more projection (Qwen2-MoE; False:
@@ -646,7 +648,7 @@ class ModelSpec:
                 and config.get("topk_method") == "group_limited_greedy"),
             router_fp32=fam.router_fp32, shared_expert_gate=fam.shared_expert_gate,
             sparse_mixer=fam.sparse_mixer, one_kernel_norms=fam.one_kernel_norms,
-            nope_split=fam.nope_split,
+            nope_split=fam.nope_split, offset_norms=fam.offset_norms,
             initializer_range=float(values.get("initializer_range", 0.02)),
             routing_skew=config.get("piep_routing_skew", 0.0),
             checkpoint_dtype=_dtype(values.get("torch_dtype")),
@@ -678,11 +680,22 @@ FAMILY_FIELDS = ("qk_norm", "pre_norms", "post_norms", "fused_qkv", "fused_gate_
                  "scaled_embeddings", "residual_scale", "logit_scale", "query_scale",
                  "score_cap", "logit_cap", "attention_sinks", "expert_bias", "dense_experts",
                  "dense_layers", "dense_ffn", "mla", "group_routing", "router_fp32",
-                 "shared_expert_gate", "sparse_mixer", "one_kernel_norms", "nope_split")
+                 "shared_expert_gate", "sparse_mixer", "one_kernel_norms", "nope_split",
+                 "offset_norms")
+# the facts that are its family's code, the same for every model of it (the launches its
+# norms, RoPE and router make): a record's shape written before its family's row stated one
+# takes the row's (`code_facts`)
+CODE_FIELDS = ("sparse_mixer", "one_kernel_norms", "nope_split", "offset_norms")
 LLAMA_DEFAULTS = {f.name: f.default for f in dataclass_fields(ModelSpec)
                   if f.name in FAMILY_FIELDS
                   or f.name in ("quantization", "expert_ffn", "shared_expert_ffn",
                                 "routing_skew")}
+
+
+def code_facts(model_type: str, facts: Mapping[str, Any]) -> dict[str, Any]:
+    """`facts` with each of CODE_FIELDS it leaves out taken from its family's row."""
+    fam = FAMILIES.get(model_type)
+    return {**{k: getattr(fam, k) for k in CODE_FIELDS if fam is not None}, **facts}
 
 
 MLA_KEYS = ("kv_lora_rank", "qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim")

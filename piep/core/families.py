@@ -40,6 +40,9 @@ class Family:
     # LayerNorm (mean and variance) where Llama has RMSNorm: priced as the RMSNorm's pass
     # over the same bytes (StarCoder 2 with a bias, Cohere without)
     layer_norm: bool = False
+    # RMSNorms that scale by (1 + weight), the weight cast to float and one added at every
+    # call: two kernels more a norm (Gemma, Gemma 2, Gemma 3)
+    offset_norms: bool = False
     # ... and those LayerNorms are torch's (`nn.LayerNorm`: one kernel each, where an
     # RMSNorm written in Python launches seven; StarCoder 2, Phi-3.5-MoE)
     one_kernel_norms: bool = False
@@ -120,8 +123,9 @@ FAMILIES: dict[str, Family] = {
     "ministral3": Family(qkv_bias=False, query_scale=True),
     "qwen3": Family(qk_norm="head"),
     "olmo2": Family(qk_norm="whole", pre_norms=False, post_norms=True),
-    "gemma": Family(scaled_embeddings=True, tied=True),
+    "gemma": Family(scaled_embeddings=True, tied=True, offset_norms=True),
     "gemma3_text": Family(qk_norm="head", post_norms=True, scaled_embeddings=True, tied=True,
+                          offset_norms=True,
                           per_model="local and global layers (`layer_types`, "
                                     "`sliding_window_pattern`), GeGLU"),
     "phi3": Family(fused_qkv=True, fused_gate_up=True),
@@ -232,6 +236,7 @@ FAMILIES: dict[str, Family] = {
                                        "`moe_intermediate_size`); `moe_topk` and "
                                        "`num_experts` per layer where they are lists"),
     "gemma2": Family(post_norms=True, scaled_embeddings=True, tied=True, softcaps=True,
+                     offset_norms=True,
                      per_model="local and global layers, soft-capped attention scores and "
                                "logits (`attn_logit_softcapping`, "
                                "`final_logit_softcapping`), GeGLU"),

@@ -16,7 +16,8 @@ import statistics
 from dataclasses import dataclass, field, replace
 from typing import Any, Mapping
 
-from piep.core.config import FAMILY_FIELDS, ModelSpec, Parallel, Workload, size_problem
+from piep.core.config import (FAMILY_FIELDS, ModelSpec, Parallel, Workload, code_facts,
+                              size_problem)
 from piep.core.engines import engine as engine_record
 from piep.core.errors import ConfigError, require_fields
 from piep.core.gpus import GPU
@@ -64,7 +65,8 @@ def _spec_of(model, hidden, layers, heads, kv_heads, head_dim, ffn, vocab, qkv_b
                      num_heads=heads, num_kv_heads=kv_heads, head_dim=head_dim,
                      intermediate_size=ffn, vocab_size=vocab, qkv_bias=qkv_bias,
                      sliding_window=window, max_position=1 << 20, tie_word_embeddings=tied,
-                     quantization=quantization, **dict(facts), **dict(moe))
+                     quantization=quantization, **code_facts(model_type, dict(facts)),
+                     **dict(moe))
 
 
 SHAPE_FIELDS = ("hidden", "layers", "heads", "kv_heads", "head_dim", "ffn", "vocab")

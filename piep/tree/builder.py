@@ -790,10 +790,9 @@ def _layer(dep: Deployment, phase: str, batch: int, q_len: int, ctx: int, count:
     if full_in_windowed:
         for _, _, node in layer.walk():
             node.attrs["context"] = "full"
-    if m.one_kernel_norms:  # (torch's LayerNorm: one kernel where an RMSNorm runs seven)
-        for node in layer.children:
-            if node.kind == "rmsnorm":
-                node.launches = 1
+    for node in layer.children:  # (torch's LayerNorm: one kernel where an RMSNorm runs
+        if node.kind == "rmsnorm":  # seven; Gemma's (1 + weight): two more)
+            node.launches = 1 if m.one_kernel_norms else node.launches + 2 * m.offset_norms
     if m.fp8_weights:
         for _, _, node in layer.walk():
             if node.kind in FP8_LINEAR_OF:
@@ -875,8 +874,7 @@ def _stage(dep: Deployment, index: int, phase: str, batch: int, q_len: int, ctx:
     v = dep.vocab_per_rank
     final = _elementwise("final_norm", "final_norm", phase, batch, h, reads=1, writes=1,
                          flops_per=4)
-    if m.one_kernel_norms:
-        final.launches = 1
+    final.launches = 1 if m.one_kernel_norms else final.launches + 2 * m.offset_norms
     stage.add(final, _linear("lm_head", "lm_head", phase, batch, h, v))
     if m.logit_scale:
         stage.add(_scale("logit_scale", phase, batch, v))
