@@ -50,8 +50,9 @@ def _leaf_ops(h200, compiled: bool):
     seen: set[tuple[str, str]] = set()
     for spec, engine in ((SMALL, None), (SMALL, "hf-eager"), (SMALL, "hf-static"),
                          (SMALL, "hf-cb"), (windowed, "hf-eager"), (windowed, "hf-static"),
-                         (family, "hf-eager"), (experts, "hf-eager"), (bmm, "hf-eager"), (sinks, "hf-eager"),
-                         (fp8, "hf-eager"), (experts, "vllm")):
+                         (family, "hf-eager"), (experts, "hf-eager"), (bmm, "hf-eager"),
+                         (sinks, "hf-eager"), (sinks, "hf-cb"), (fp8, "hf-eager"),
+                         (experts, "vllm")):  # (hf-cb's paged sinks: passes over scores)
         dep = validate(spec, Parallel(tp=1 if engine else 2),
                        Workload(batch=2, prompt_len=16, gen_len=4), h200, engine=engine)
         for _, _, leaf in build_tree(dep).leaves():
