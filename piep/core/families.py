@@ -166,8 +166,9 @@ FAMILIES: dict[str, Family] = {
     "llama4_text": Family(qkv_bias=False, qk_norm="head", query_scale=True, nope_split=True,
                           dense_experts=True, shared_expert_gate=False,
                           per_model="layers without RoPE (`no_rope_layers`, by default every "
-                                    "fourth), whose queries are scaled by position and whose "
-                                    "q/k L2 norms are priced on every layer; chunked attention "
+                                    "fourth), whose queries are scaled by position, the others' "
+                                    "q and k L2-normed after RoPE (complex products); chunked "
+                                    "attention "
                                     "(`attention_chunk_size`) priced as full attention (long "
                                     "contexts priced high); dense layers among the sparse "
                                     "ones (`interleave_moe_layer_step`, `moe_layers`) at "
