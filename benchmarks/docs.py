@@ -411,7 +411,7 @@ def _family_words(fam, name: str = "") -> str:
                                 (fam.parallel_block, "attention and MLP in parallel from one "
                                                      "norm"),
                                 (fam.layer_norm, "LayerNorms (priced as RMSNorm's pass"
-                                 + ("; torch's, one kernel each)" if fam.one_kernel_norms
+                                 + ("; torch's, one kernel each)" if fam.norm_kernels == 1
                                     else ")")),
                                 (fam.softcaps, "capped logits (the scores' cap is dropped: "
                                                "transformers 5.17 runs SDPA by default, "
@@ -424,8 +424,8 @@ def _family_words(fam, name: str = "") -> str:
                                                   "clamped SwiGLU gate"),
                                 (fam.router_fp32 and not fam.latent_attention,
                                  "the router's GEMM in float32"),
-                                (fam.offset_norms, "RMSNorms scaling by (1 + weight): two "
-                                                   "kernels more each"),
+                                (fam.norm_kernels > 7, f"norms of {fam.norm_kernels} "
+                                                       "kernels each (Llama's: 7)"),
                                 (fam.sparse_mixer, "sparsemixer routing (top-1 twice, each "
                                                    "masked: about sixteen more routing "
                                                    "kernels than a top-k softmax)"),

@@ -40,12 +40,11 @@ class Family:
     # LayerNorm (mean and variance) where Llama has RMSNorm: priced as the RMSNorm's pass
     # over the same bytes (StarCoder 2 with a bias, Cohere without)
     layer_norm: bool = False
-    # RMSNorms that scale by (1 + weight), the weight cast to float and one added at every
-    # call: two kernels more a norm (Gemma, Gemma 2, Gemma 3)
-    offset_norms: bool = False
-    # ... and those LayerNorms are torch's (`nn.LayerNorm`: one kernel each, where an
-    # RMSNorm written in Python launches seven; StarCoder 2, Phi-3.5-MoE)
-    one_kernel_norms: bool = False
+    # the kernels one of its norms launches: Llama's RMSNorm, written in Python, seven;
+    # torch's LayerNorm (`nn.LayerNorm`: StarCoder 2, Phi-3.5-MoE) one; an RMSNorm that
+    # scales by (1 + weight), the weight cast to float and one added at every call (Gemma,
+    # Gemma 2, Gemma 3), and Cohere's LayerNorm in Python (its mean subtracted), nine
+    norm_kernels: int = 7
     # embeddings multiplied by a scalar (Gemma: sqrt(hidden); Granite: its multiplier)
     scaled_embeddings: bool = False
     # Granite's residual multiplier (one more kernel per residual add) and logits scaling
@@ -123,9 +122,9 @@ FAMILIES: dict[str, Family] = {
     "ministral3": Family(qkv_bias=False, query_scale=True),
     "qwen3": Family(qk_norm="head"),
     "olmo2": Family(qk_norm="whole", pre_norms=False, post_norms=True),
-    "gemma": Family(scaled_embeddings=True, tied=True, offset_norms=True),
+    "gemma": Family(scaled_embeddings=True, tied=True, norm_kernels=9),
     "gemma3_text": Family(qk_norm="head", post_norms=True, scaled_embeddings=True, tied=True,
-                          offset_norms=True,
+                          norm_kernels=9,
                           per_model="local and global layers (`layer_types`, "
                                     "`sliding_window_pattern`), GeGLU"),
     "phi3": Family(fused_qkv=True, fused_gate_up=True),
@@ -216,7 +215,7 @@ FAMILIES: dict[str, Family] = {
                                      "`moe_layer_end_index`, `moe_layer_interval`)"),
     # Phi-3.5-MoE: Mixtral's layer with LayerNorms and biased projections, a sparsemixer
     # router; no tensor-parallel plan in transformers 5.17
-    "phimoe": Family(layer_norm=True, one_kernel_norms=True, sparse_mixer=True,
+    "phimoe": Family(layer_norm=True, norm_kernels=1, sparse_mixer=True,
                      hf_tp_plan=False,
                      per_model="q/k/v/o biases where `attention_bias`; the LM head's bias "
                                "where `lm_head_bias` (priced as none)"),
@@ -237,16 +236,18 @@ FAMILIES: dict[str, Family] = {
                                        "`moe_intermediate_size`); `moe_topk` and "
                                        "`num_experts` per layer where they are lists"),
     "gemma2": Family(post_norms=True, scaled_embeddings=True, tied=True, softcaps=True,
-                     offset_norms=True,
+                     norm_kernels=9,
                      per_model="local and global layers, soft-capped attention scores and "
                                "logits (`attn_logit_softcapping`, "
                                "`final_logit_softcapping`), GeGLU"),
     "cohere": Family(parallel_block=True, layer_norm=True, logit_scale=True, tied=True,
+                     norm_kernels=9,
                      per_model="q/k LayerNorms where `use_qk_norm`"),
     "cohere2": Family(parallel_block=True, layer_norm=True, logit_scale=True, tied=True,
+                      norm_kernels=9,
                       per_model="local and global layers (`layer_types`, by default every "
                                 "fourth global), RoPE on the local ones only"),
-    "starcoder2": Family(gated_mlp=False, layer_norm=True, one_kernel_norms=True, tied=True,
+    "starcoder2": Family(gated_mlp=False, layer_norm=True, norm_kernels=1, tied=True,
                          per_model="biases of every projection (`use_bias`)"),
     # (InternLM 2 / 2.5, from the model repo's modeling_internlm2.py and vLLM's
     # internlm2.py: one wqkv GEMM, biased where the config's `bias` says, Llama's SwiGLU

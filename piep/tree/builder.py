@@ -790,9 +790,9 @@ def _layer(dep: Deployment, phase: str, batch: int, q_len: int, ctx: int, count:
     if full_in_windowed:
         for _, _, node in layer.walk():
             node.attrs["context"] = "full"
-    for node in layer.children:  # (torch's LayerNorm: one kernel where an RMSNorm runs
-        if node.kind == "rmsnorm":  # seven; Gemma's (1 + weight): two more)
-            node.launches = 1 if m.one_kernel_norms else node.launches + 2 * m.offset_norms
+    for node in layer.children:  # (the family's norm: torch's LayerNorm one kernel, ...)
+        if node.kind == "rmsnorm":
+            node.launches = m.norm_kernels
     if m.fp8_weights:
         for _, _, node in layer.walk():
             if node.kind in FP8_LINEAR_OF:
@@ -874,7 +874,7 @@ def _stage(dep: Deployment, index: int, phase: str, batch: int, q_len: int, ctx:
     v = dep.vocab_per_rank
     final = _elementwise("final_norm", "final_norm", phase, batch, h, reads=1, writes=1,
                          flops_per=4)
-    final.launches = 1 if m.one_kernel_norms else final.launches + 2 * m.offset_norms
+    final.launches = m.norm_kernels
     stage.add(final, _linear("lm_head", "lm_head", phase, batch, h, v))
     if m.logit_scale:
         stage.add(_scale("logit_scale", phase, batch, v))

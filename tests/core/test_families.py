@@ -441,17 +441,19 @@ def test_phi_moe_routes_by_sparsemixer_with_more_kernels_than_a_top_k_softmax():
     assert phi_routing.bytes_read == 4 * mixtral_routing.bytes_read
 
 
-def test_torchs_layer_norm_is_one_kernel_where_a_python_norm_is_seven():
+def test_a_norm_launches_the_kernels_its_familys_code_makes():
     """StarCoder 2 and Phi-3.5-MoE run nn.LayerNorm (one kernel a norm, the final one too);
-    Cohere's LayerNorm is written in Python (its passes, like an RMSNorm's)."""
+    Llama's RMSNorm is seven in Python; Gemma's scales by (1 + weight) and Cohere's
+    LayerNorm subtracts the mean: nine each."""
     def norm_launches(model_type):
         dep = validate(small(model_type), Parallel(), Workload(batch=1, prompt_len=8,
                                                                 gen_len=2), _gpu(),
                        check_memory=False)
         return {n.launches for _, _, n in build_tree(dep).leaves()
-                if n.kind in ("rmsnorm", "final_norm") and n.name != "q_norm"}
+                if n.kind in ("rmsnorm", "final_norm")}
     assert norm_launches("starcoder2") == norm_launches("phimoe") == {1}
-    assert norm_launches("cohere") == norm_launches("llama") == {7}
+    assert norm_launches("llama") == norm_launches("qwen3") == {7}
+    assert norm_launches("gemma3_text") == norm_launches("cohere") == {9}
 
 
 def test_llama4_splits_its_norms_rope_and_query_scale_by_layer_kind():
