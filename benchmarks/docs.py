@@ -426,6 +426,8 @@ def _family_words(fam, name: str = "") -> str:
                                  "the router's GEMM in float32"),
                                 (fam.norm_kernels > 7, f"norms of {fam.norm_kernels} "
                                                        "kernels each (Llama's: 7)"),
+                                (fam.rope_kernels != 10, f"RoPE of {fam.rope_kernels} "
+                                                         "kernels (Llama's: 10)"),
                                 (fam.sparse_mixer, "sparsemixer routing (top-1 twice, each "
                                                    "masked: about sixteen more routing "
                                                    "kernels than a top-k softmax)"),

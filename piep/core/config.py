@@ -177,6 +177,7 @@ class ModelSpec:
     sparse_mixer: bool = False
     # the kernels each of its norms launches (piep.core.families.Family.norm_kernels)
     norm_kernels: int = 7
+    rope_kernels: int = 10             # ... and its RoPE (Family.rope_kernels)
     # q/k norms and RoPE on the RoPE layers only, the queries' scale on the NoPE layers only
     nope_split: bool = False
     # a shared expert's output gated by a sigmoid of one more projection (Qwen2-MoE; False:
@@ -646,6 +647,7 @@ class ModelSpec:
                 and config.get("topk_method") == "group_limited_greedy"),
             router_fp32=fam.router_fp32, shared_expert_gate=fam.shared_expert_gate,
             sparse_mixer=fam.sparse_mixer, norm_kernels=fam.norm_kernels,
+            rope_kernels=fam.rope_kernels,
             nope_split=fam.nope_split,
             initializer_range=float(values.get("initializer_range", 0.02)),
             routing_skew=config.get("piep_routing_skew", 0.0),
@@ -678,11 +680,12 @@ FAMILY_FIELDS = ("qk_norm", "pre_norms", "post_norms", "fused_qkv", "fused_gate_
                  "scaled_embeddings", "residual_scale", "logit_scale", "query_scale",
                  "score_cap", "logit_cap", "attention_sinks", "expert_bias", "dense_experts",
                  "dense_layers", "dense_ffn", "mla", "group_routing", "router_fp32",
-                 "shared_expert_gate", "sparse_mixer", "norm_kernels", "nope_split")
+                 "shared_expert_gate", "sparse_mixer", "norm_kernels", "rope_kernels",
+                 "nope_split")
 # the facts that are its family's code, the same for every model of it (the launches its
 # norms, RoPE and router make): a record's shape written before its family's row stated one
 # takes the row's (`code_facts`)
-CODE_FIELDS = ("sparse_mixer", "norm_kernels", "nope_split")
+CODE_FIELDS = ("sparse_mixer", "norm_kernels", "rope_kernels", "nope_split")
 LLAMA_DEFAULTS = {f.name: f.default for f in dataclass_fields(ModelSpec)
                   if f.name in FAMILY_FIELDS
                   or f.name in ("quantization", "expert_ffn", "shared_expert_ffn",

@@ -45,6 +45,10 @@ class Family:
     # scales by (1 + weight), the weight cast to float and one added at every call (Gemma,
     # Gemma 2, Gemma 3), and Cohere's LayerNorm in Python (its mean subtracted), nine
     norm_kernels: int = 7
+    # the kernels its RoPE launches for q and k: Llama's rotate_half ten; Llama 4's complex
+    # products six; an interleaved RoPE (cos and sin repeated, a stack, float casts: ERNIE
+    # 4.5, Cohere) twenty (a GPU census of each, reports/launches.md)
+    rope_kernels: int = 10
     # embeddings multiplied by a scalar (Gemma: sqrt(hidden); Granite: its multiplier)
     scaled_embeddings: bool = False
     # Granite's residual multiplier (one more kernel per residual add) and logits scaling
@@ -53,9 +57,8 @@ class Family:
     # queries multiplied by a factor of their positions after RoPE (Ministral 3: Llama 4's
     # attention scale, computed in each layer from the position ids)
     query_scale: bool = False
-    # Llama 4's split by layer kind: the q/k norms (L2) and RoPE (as complex products: a
-    # float copy, a multiply and a cast back for each of q and k) on its RoPE layers only,
-    # the queries' position scale on its NoPE layers only
+    # Llama 4's split by layer kind: the q/k norms (L2) on its RoPE layers only, the
+    # queries' position scale on its NoPE layers only
     nope_split: bool = False
     # the input and output embeddings share their weights where a config does not say
     tied: bool = False
@@ -135,7 +138,7 @@ FAMILIES: dict[str, Family] = {
     "olmo3": Family(qk_norm="whole", pre_norms=False, post_norms=True,
                     per_model="local and global layers (`layer_types`; by default every "
                               "fourth full)"),
-    "ernie4_5": Family(tied=True, per_model="biases of every projection where `use_bias`; RoPE "
+    "ernie4_5": Family(tied=True, rope_kernels=20, per_model="biases of every projection where `use_bias`; RoPE "
                                  "interleaved, in float32 (priced as RoPE)"),
     "exaone4": Family(qk_norm="head", pre_norms=False, post_norms=True,
                       per_model="local and global layers (`layer_types`, by default every "
@@ -163,6 +166,7 @@ FAMILIES: dict[str, Family] = {
                                 "transformers loads them without the `kernels` package: "
                                 "dequantized to bf16 (`mxfp4_dequantized`)"),
     "llama4_text": Family(qkv_bias=False, qk_norm="head", query_scale=True, nope_split=True,
+                          rope_kernels=6,
                           dense_experts=True, shared_expert_gate=False,
                           per_model="layers without RoPE (`no_rope_layers`, by default every "
                                     "fourth), whose queries are scaled by position, the others' "
@@ -208,7 +212,7 @@ FAMILIES: dict[str, Family] = {
     # ERNIE 4.5 MoE (21B-A3B, 300B-A47B): ERNIE 4.5's layer; a router in float32 (softmax,
     # top-k over scores plus a bias), ungated shared experts, dense layers outside
     # `moe_layer_start_index`..`moe_layer_end_index` and off every `moe_layer_interval`-th
-    "ernie4_5_moe": Family(router_fp32=True, shared_expert_gate=False,
+    "ernie4_5_moe": Family(router_fp32=True, shared_expert_gate=False, rope_kernels=20,
                            shared_count_key="moe_num_shared_experts", tied=True,
                            per_model="biases of q/k/v/o where `use_bias`; dense MLPs outside "
                                      "the sparse layers (`moe_layer_start_index`, "
@@ -241,10 +245,10 @@ FAMILIES: dict[str, Family] = {
                                "logits (`attn_logit_softcapping`, "
                                "`final_logit_softcapping`), GeGLU"),
     "cohere": Family(parallel_block=True, layer_norm=True, logit_scale=True, tied=True,
-                     norm_kernels=9,
+                     norm_kernels=9, rope_kernels=20,
                      per_model="q/k LayerNorms where `use_qk_norm`"),
     "cohere2": Family(parallel_block=True, layer_norm=True, logit_scale=True, tied=True,
-                      norm_kernels=9,
+                      norm_kernels=9, rope_kernels=20,
                       per_model="local and global layers (`layer_types`, by default every "
                                 "fourth global), RoPE on the local ones only"),
     "starcoder2": Family(gated_mlp=False, layer_norm=True, norm_kernels=1, tied=True,

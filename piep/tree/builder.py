@@ -320,13 +320,12 @@ def _qkv(dep: Deployment, phase: str, batch: int, t: int, rope: bool) -> list[No
     if rope:
         rotary = m.rotary_dim or d
         node = _rope(phase, t, q_out * rotary // d, kv_out * rotary // d, batch, rotary)
+        node.launches = m.rope_kernels
         if rotary < d:  # torch.cat of the rotated and the passed-through parts
             whole = t * (q_out + kv_out) * BF16_BYTES
             node.bytes_read += whole
             node.bytes_written += whole
             node.launches += 2
-        if m.nope_split:  # (Llama 4's complex products: q and k each copied to float,
-            node.launches = 6  # multiplied, cast back)
         out.append(node)
     if m.query_scale and not (rope and m.nope_split):  # the factor from the position ids
         # (log, floor, ...), then q times it
