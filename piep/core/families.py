@@ -138,7 +138,8 @@ FAMILIES: dict[str, Family] = {
     "olmo3": Family(qk_norm="whole", pre_norms=False, post_norms=True,
                     per_model="local and global layers (`layer_types`; by default every "
                               "fourth full)"),
-    "ernie4_5": Family(tied=True, rope_kernels=20, per_model="biases of every projection where `use_bias`; RoPE "
+    "ernie4_5": Family(tied=True, rope_kernels=20,
+                       per_model="biases of every projection where `use_bias`; RoPE "
                                  "interleaved, in float32 (priced as RoPE)"),
     "exaone4": Family(qk_norm="head", pre_norms=False, post_norms=True,
                       per_model="local and global layers (`layer_types`, by default every "
