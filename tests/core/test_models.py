@@ -284,3 +284,31 @@ def test_an_fp8_answer_says_its_weights_in_its_first_line(tmp_path, capsys):
     first = capsys.readouterr().out.splitlines()[0]
     assert "weights fp8 e4m3 layers (row-wise scales), bf16 embeddings and head, bf16 KV " \
            "cache" in first
+
+
+def test_the_census_reads_maxtexts_config_calls_without_running_them(monkeypatch):
+    """benchmarks/model_census.py --import-py: MaxText's `transformers.XConfig(...)` calls
+    read with ast (keyword arguments, a `**dict` literal), the model_type a bare call's
+    class stands for, and a quantization_config its comment says MaxText removed put back
+    as its quant_method."""
+    import sys
+
+    from _paths import ROOT
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    import model_census
+    text = '''import transformers
+llama31_405b_config = transformers.LlamaConfig(hidden_size=16, num_hidden_layers=2)
+# copy from https://huggingface.co/openai/gpt-oss-20b/blob/main/config.json
+# remove mxfp4 quantization_config, since we are using bf16
+gpt_oss_20b_dict = {"model_type": "gpt_oss", "hidden_size": 8, "num_local_experts": 4}
+gpt_oss_20b_config = transformers.GptOssConfig(**gpt_oss_20b_dict)
+'''
+    monkeypatch.setattr(model_census, "MAXTEXT", {
+        "llama31_405b_config": "meta-llama/Llama-3.1-405B-Instruct",
+        "gpt_oss_20b_config": "openai/gpt-oss-20b"})
+    got = model_census.maxtext_configs(text)
+    assert got["llama31_405b_config"] == ({"hidden_size": 16, "num_hidden_layers": 2,
+                                           "model_type": "llama"}, "")
+    cfg, restored = got["gpt_oss_20b_config"]
+    assert cfg["quantization_config"] == {"quant_method": "mxfp4"} and "mxfp4" in restored
+    assert cfg["num_local_experts"] == 4 and cfg["model_type"] == "gpt_oss"
