@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Planned in session 37; taken in session 41 (no H200 came in sessions 37-40). Session 40
-# added design 6 (blind predictions_blind6.jsonl, committed before) after (2).
+# added design 6 (blind predictions_blind6.jsonl, committed before) after (2); session 41
+# skips it, and the samples after it, where too little of TOTAL_S is left.
 # Device call 85 (nvidia-h200), session 37 (issue 52). Run as
 # `PIEP_GIT_COMMIT=<commit> bash calibration/h200/device/run85.sh`; read-only on the GPU.
 # (1) transformers generate(), eager, on three MoE shapes no run has had
@@ -31,15 +32,17 @@ timeout 60 python3 -m piep calibrate modules --kinds experts_batched --modes gra
     --models $OLD4 --seed 92 --per-kind 20 --repeat-every 1000 \
     --out "$OUT/modules_moe_decode_s85.jsonl" --budget-s 50 >> "$L" 2>&1
 echo "experts_batched rc=$? $(date +%T) left $(left) s" >> "$L"
-timeout 190 python3 -m piep measure --grid calibration/h200/moe/design_eager6.jsonl \
-    --out "$OUT/moe_s85_eager6.jsonl" --budget-s 170 >> "$L" 2>&1
-echo "runs6 rc=$? $(date +%T) left $(left) s" >> "$L"
-timeout $(( ($(left) - 10) * 55 / 100 )) python3 -m piep calibrate modules \
+if [ "$(left)" -ge 200 ]; then  # (a short call, TOTAL_S < ~500 s: design 6 waits for 86)
+  timeout 190 python3 -m piep measure --grid calibration/h200/moe/design_eager6.jsonl \
+      --out "$OUT/moe_s85_eager6.jsonl" --budget-s 170 >> "$L" 2>&1
+  echo "runs6 rc=$? $(date +%T) left $(left) s" >> "$L"
+fi
+[ "$(left)" -ge 60 ] && timeout $(( ($(left) - 10) * 55 / 100 )) python3 -m piep calibrate modules \
     --kinds sinks_attention --modes graph --models $M/gpt-oss-20b-shape.json --seed 98 \
     --per-kind 20 --repeat-every 1000 --out "$OUT/modules_sinks_s85.jsonl" \
     --budget-s $(( ($(left) - 10) * 55 / 100 - 15 )) >> "$L" 2>&1
 echo "sinks rc=$? $(date +%T) left $(left) s" >> "$L"
-timeout $(( $(left) - 8 )) python3 -m piep calibrate modules --kinds experts_bmm \
+[ "$(left)" -ge 40 ] && timeout $(( $(left) - 8 )) python3 -m piep calibrate modules --kinds experts_bmm \
     --modes graph --models $M/piep-llama4-scout-20l.json --seed 96 --per-kind 16 \
     --repeat-every 1000 --out "$OUT/modules_llama4_bmm_s85.jsonl" \
     --budget-s $(( $(left) - 25 )) >> "$L" 2>&1
