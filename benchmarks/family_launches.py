@@ -34,8 +34,9 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tests"))
 
 from piep.core.artifacts import read_jsonl, write_text  # noqa: E402
-from piep.core.config import ModelSpec, Parallel, Workload  # noqa: E402
+from piep.core.config import Parallel, Workload  # noqa: E402
 from piep.core.families import FAMILIES, PRICED  # noqa: E402
+from _families import small  # noqa: E402  (tests/_families.py)
 
 DATA = ROOT / "benchmarks" / "data" / "family_census_cpu.jsonl"
 GPU_DATA = sorted((ROOT / "calibration" / "h100" / "families").glob("census_families_s*.jsonl"))
@@ -56,12 +57,6 @@ SKIP = ("deepseek_v2", "deepseek_v3")
 
 def families() -> list[str]:
     return [t for t in PRICED if not FAMILIES[t].remote_code and t not in SKIP]
-
-
-def small(model_type: str) -> ModelSpec:
-    from _families import OWN_KEYS, SMALL
-    return ModelSpec.from_hf_config({"model_type": model_type, **SMALL,
-                                     **OWN_KEYS.get(model_type, {})}, name=model_type)
 
 
 def run(out: Path, device: str) -> None:
@@ -96,20 +91,13 @@ def kernels(by_name: dict[str, float]) -> float:
 
 def tree_launches(model_type: str) -> tuple[float, float]:
     """The tree's launches a layer over the census's layers: (prefill, a decode step)."""
-    from dataclasses import replace
-
     from piep.core.layout import validate
     from piep.core.gpus import load_gpu
     from piep.tree import build_tree
 
     def total(n: int) -> dict[str, float]:
-        spec = small(model_type)
-        cut = replace(spec, num_layers=n, sliding_layers=None if spec.sliding_layers is None
-                      else tuple(i for i in spec.sliding_layers if i < n),
-                      nope_layers=tuple(i for i in spec.nope_layers if i < n),
-                      dense_layers=tuple(i for i in spec.dense_layers if i < n))
-        dep = validate(cut, Parallel(), WORKLOAD, load_gpu("h200"), engine="hf-eager",
-                       check_memory=False)
+        dep = validate(small(model_type).first_layers(n), Parallel(), WORKLOAD,
+                       load_gpu("h200"), engine="hf-eager", check_memory=False)
         out = {"prefill": 0.0, "decode": 0.0}
         for path, mult, leaf in build_tree(dep).leaves():
             if "/layer" in path:

@@ -147,19 +147,28 @@ def import_presets(preset_file: Path) -> None:
     write_text(CENSUS / "SOURCES.json", json.dumps(sources, indent=1) + "\n")
 
 
+def add_configs(configs: list[tuple[str, dict, str]]) -> None:
+    """Write each (Hub ID, config, where it was read) into the census, named as the Hub
+    names the model, and its source into SOURCES.json."""
+    sources = json.loads((CENSUS / "SOURCES.json").read_text())
+    for hub, cfg, source in configs:
+        name = hub.split("/")[1]
+        write_text(CENSUS / f"{name}.json", json.dumps(cfg, indent=1) + "\n")
+        sources[name] = {"hub_id": hub, "source": source}
+    write_text(CENSUS / "SOURCES.json", json.dumps(sources, indent=1, sort_keys=True) + "\n")
+
+
 def import_markdown(md_file: Path) -> None:
     """Add LLMPROF's configs from LLM-Prof's Model_Config.md (a name line, then its JSON
     object) to the census and SOURCES.json."""
     text = md_file.read_text()
-    sources = json.loads((CENSUS / "SOURCES.json").read_text())
     decoder = json.JSONDecoder()
+    configs = []
     for name, hub in LLMPROF.items():
-        start = text.index(f"{name}\n{{") + len(name) + 1
-        cfg, _ = decoder.raw_decode(text, start)
-        write_text(CENSUS / f"{name}.json", json.dumps(cfg, indent=1) + "\n")
-        sources[name] = {"hub_id": hub, "source": f"github.com/citsjtu2020/LLM-Prof@"
-                         f"{LLMPROF_COMMIT}: sglang/Model_Config.md ({name})"}
-    write_text(CENSUS / "SOURCES.json", json.dumps(sources, indent=1, sort_keys=True) + "\n")
+        cfg, _ = decoder.raw_decode(text, text.index(f"{name}\n{{") + len(name) + 1)
+        configs.append((hub, cfg, f"github.com/citsjtu2020/LLM-Prof@{LLMPROF_COMMIT}: "
+                        f"sglang/Model_Config.md ({name})"))
+    add_configs(configs)
 
 
 def megatron_config(text: str, model_type: str) -> dict:
@@ -224,16 +233,10 @@ def maxtext_configs(text: str) -> dict[str, tuple[dict, str]]:
 
 def import_maxtext(py_file: Path) -> None:
     """Add MAXTEXT's configs to the census and SOURCES.json."""
-    sources = json.loads((CENSUS / "SOURCES.json").read_text())
-    for var, (cfg, restored) in maxtext_configs(py_file.read_text()).items():
-        hub = MAXTEXT[var]
-        name = hub.split("/")[1]
-        write_text(CENSUS / f"{name}.json", json.dumps(cfg, indent=1) + "\n")
-        sources[name] = {"hub_id": hub, "source": f"github.com/AI-Hypercomputer/maxtext@"
-                         f"{MAXTEXT_COMMIT}: src/MaxText/utils/ckpt_conversion/utils/"
-                         f"hf_model_configs.py {var} (as a config.json: its keys, "
-                         f"transformers' defaults for the rest{restored})"}
-    write_text(CENSUS / "SOURCES.json", json.dumps(sources, indent=1, sort_keys=True) + "\n")
+    add_configs([(MAXTEXT[var], cfg, f"github.com/AI-Hypercomputer/maxtext@{MAXTEXT_COMMIT}: "
+                  f"src/MaxText/utils/ckpt_conversion/utils/hf_model_configs.py {var} (as a "
+                  f"config.json: its keys, transformers' defaults for the rest{restored})")
+                 for var, (cfg, restored) in maxtext_configs(py_file.read_text()).items()])
 
 
 def import_class_defaults() -> None:
@@ -242,30 +245,19 @@ def import_class_defaults() -> None:
     class shares)."""
     import transformers
     shared = set(transformers.PretrainedConfig().to_dict())
-    sources = json.loads((CENSUS / "SOURCES.json").read_text())
-    for hub, (cls, path) in CLASS_DEFAULTS.items():
-        config = getattr(transformers, cls)()
-        cfg = {k: v for k, v in config.to_dict().items()
-               if k not in shared or k in ("model_type", "tie_word_embeddings")}
-        name = hub.split("/")[1]
-        write_text(CENSUS / f"{name}.json", json.dumps(cfg, indent=1) + "\n")
-        sources[name] = {"hub_id": hub, "source": f"github.com/huggingface/transformers@"
-                         f"v{transformers.__version__}: {path} {cls}() (its defaults, which "
-                         f"its docstring gives as {hub}'s configuration)"}
-    write_text(CENSUS / "SOURCES.json", json.dumps(sources, indent=1, sort_keys=True) + "\n")
+    add_configs([(hub, {k: v for k, v in getattr(transformers, cls)().to_dict().items()
+                        if k not in shared or k in ("model_type", "tie_word_embeddings")},
+                  f"github.com/huggingface/transformers@v{transformers.__version__}: {path} "
+                  f"{cls}() (its defaults, which its docstring gives as {hub}'s "
+                  f"configuration)") for hub, (cls, path) in CLASS_DEFAULTS.items()])
 
 
 def import_megatron(script: Path) -> None:
     """Add a MEGATRON script's model to the census and SOURCES.json."""
     hub, model_type, repo = MEGATRON[script.name]
-    name = hub.split("/")[1]
-    write_text(CENSUS / f"{name}.json",
-               json.dumps(megatron_config(script.read_text(), model_type), indent=1) + "\n")
-    sources = json.loads((CENSUS / "SOURCES.json").read_text())
-    sources[name] = {"hub_id": hub, "source": f"github.com/{repo}: scripts/models/"
-                     f"{script.name} (Megatron-LM arguments as a config.json: their values, "
-                     f"transformers' defaults for the rest)"}
-    write_text(CENSUS / "SOURCES.json", json.dumps(sources, indent=1, sort_keys=True) + "\n")
+    add_configs([(hub, megatron_config(script.read_text(), model_type),
+                  f"github.com/{repo}: scripts/models/{script.name} (Megatron-LM arguments as "
+                  f"a config.json: their values, transformers' defaults for the rest)")])
 
 
 def entries() -> list[tuple[str, str, str]]:

@@ -1,6 +1,8 @@
 """The small decoder every family test reads, and what each family's config states beyond
 it (shared by tests/core/test_families.py and benchmarks/family_launches.py)."""
 
+from piep.core.config import ModelSpec
+
 # a small decoder every family reads (its own keys added per family below)
 SMALL = {"hidden_size": 128, "num_hidden_layers": 6, "num_attention_heads": 4,
          "num_key_value_heads": 2, "head_dim": 32, "intermediate_size": 256,
@@ -49,3 +51,9 @@ OWN_KEYS = {  # what a family's config states beyond the small shape
     "minimax_m2": {"num_local_experts": 8, "num_experts_per_tok": 2},
     "hunyuan_v1_moe": {"num_experts": 8, "moe_topk": 2},
 }
+
+
+def small(model_type: str) -> ModelSpec:
+    """The small decoder of `model_type`, with its family's own keys."""
+    return ModelSpec.from_hf_config({"model_type": model_type, **SMALL,
+                                     **OWN_KEYS.get(model_type, {})}, name=model_type)

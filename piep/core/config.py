@@ -10,7 +10,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
-from dataclasses import asdict, dataclass, fields as dataclass_fields
+from dataclasses import asdict, dataclass, fields as dataclass_fields, replace
 from functools import lru_cache
 from typing import Any, Mapping
 
@@ -376,6 +376,14 @@ class ModelSpec:
         # (a latent attention's norms of the compressed queries and keys: attention_params)
         pre = 0 if not self.pre_norms else 1 if self.parallel_block else 2
         return self.hidden_size * (pre + 2 * self.post_norms) + qk
+
+    def first_layers(self, n: int) -> "ModelSpec":
+        """This model cut to its first `n` layers (its per-layer index lists cut to them)."""
+        def first(ix):
+            return None if ix is None else tuple(i for i in ix if i < n)
+        return replace(self, num_layers=n, sliding_layers=first(self.sliding_layers),
+                       nope_layers=first(self.nope_layers),
+                       dense_layers=first(self.dense_layers))
 
     def layer_kinds(self, layers: range | None = None
                     ) -> list[tuple[tuple[bool, bool, bool], int]]:

@@ -21,7 +21,6 @@ from __future__ import annotations
 import argparse
 import sys
 from collections import Counter
-from dataclasses import replace
 from typing import Any
 
 import torch
@@ -99,14 +98,6 @@ def _per_step(whole: Counter, first: Counter, steps: int) -> Counter:
     return Counter({k: (whole[k] - first[k]) / steps for k in whole if whole[k] != first[k]})
 
 
-def _cut(spec: ModelSpec, n: int) -> ModelSpec:
-    """`spec`'s first `n` layers (its per-layer index lists cut to them)."""
-    def first(ix):
-        return None if ix is None else tuple(i for i in ix if i < n)
-    return replace(spec, num_layers=n, sliding_layers=first(spec.sliding_layers),
-                   nope_layers=first(spec.nope_layers), dense_layers=first(spec.dense_layers))
-
-
 def census(spec: ModelSpec, engine: str, workload: Workload, device, *,
            layers: tuple[int, int] = (2, 4), seed: int = 0) -> dict[str, Any]:
     """The census record of one model shape under `engine` (see the module doc)."""
@@ -115,7 +106,7 @@ def census(spec: ModelSpec, engine: str, workload: Workload, device, *,
     split: dict[str, tuple[dict[int, Counter], ...]] = {"prefill": ({}, {}),
                                                        "decode_step": ({}, {})}
     for n in layers:
-        first, whole = _calls(_cut(spec, n), engine, workload, device, seed)
+        first, whole = _calls(spec.first_layers(n), engine, workload, device, seed)
         for i in (0, 1):
             split["prefill"][i][n] = first[i]
             split["decode_step"][i][n] = _per_step(whole[i], first[i], workload.gen_len - 1)

@@ -290,8 +290,12 @@ def _cache_attention(dep: Deployment, phase: str, batch: int, q_len: int, ctx: i
 PHASE_INDEX = {"prefill": 0, "decode": 1}
 
 
-def _norm(name: str, phase: str, rows: int, width: int) -> Node:
-    return _elementwise(name, "rmsnorm", phase, rows, width, reads=1, writes=1, flops_per=4)
+def _norm(name: str, phase: str, rows: int, width: int, kernels: int) -> Node:
+    """A norm over `rows` of `width`, launching its family's `kernels` (`norm_kernels`:
+    torch's LayerNorm one, a Python RMSNorm seven, ...)."""
+    node = _elementwise(name, "rmsnorm", phase, rows, width, reads=1, writes=1, flops_per=4)
+    node.launches = kernels
+    return node
 
 
 def _scale(name: str, phase: str, tokens: int, width: int) -> Node:
@@ -313,10 +317,11 @@ def _qkv(dep: Deployment, phase: str, batch: int, t: int, rope: bool) -> list[No
                _linear("v_proj", "v_proj", phase, t, h, kv_out, m.qkv_bias)]
     qk_norm = m.qk_norm if rope or not m.nope_split else None
     if qk_norm == "head":  # each head's head_dim: one row a token and head
-        out += [_norm("q_norm", phase, t * dep.heads_per_rank, d),
-                _norm("k_norm", phase, t * dep.kv_heads_per_rank, d)]
+        out += [_norm("q_norm", phase, t * dep.heads_per_rank, d, m.norm_kernels),
+                _norm("k_norm", phase, t * dep.kv_heads_per_rank, d, m.norm_kernels)]
     elif qk_norm == "whole":
-        out += [_norm("q_norm", phase, t, q_out), _norm("k_norm", phase, t, kv_out)]
+        out += [_norm("q_norm", phase, t, q_out, m.norm_kernels),
+                _norm("k_norm", phase, t, kv_out, m.norm_kernels)]
     if rope:
         rotary = m.rotary_dim or d
         node = _rope(phase, t, q_out * rotary // d, kv_out * rotary // d, batch, rotary)
@@ -362,13 +367,13 @@ def _latent_attention(dep: Deployment, phase: str, batch: int, q_len: int, ctx: 
     heads, qk = dep.heads_per_rank, m.head_dim
     if q_rank:
         out = [_linear("q_a_proj", "q_proj", phase, t, h, q_rank, m.qkv_bias),
-               _norm("q_a_norm", phase, t, q_rank),
+               _norm("q_a_norm", phase, t, q_rank, m.norm_kernels),
                _linear("q_b_proj", "q_proj", phase, t, q_rank, heads * qk)]
     else:
         out = [_linear("q_proj", "q_proj", phase, t, h, heads * qk)]
     out += [_linear("kv_a_proj_with_mqa", "k_proj", phase, t, h, rank + rope,
                     m.qkv_bias),
-            _norm("kv_a_norm", phase, t, rank),
+            _norm("kv_a_norm", phase, t, rank, m.norm_kernels),
             _rope(phase, t, heads * rope, rope, batch, rope)]
     record = dep.engine_record
     if record.dynamic_cache and phase == "decode":
@@ -765,7 +770,7 @@ def _layer(dep: Deployment, phase: str, batch: int, q_len: int, ctx: int, count:
                                                 or dep.engine_record.masked_prefill)
     layer = Node(name, "layer", phase, count=count, tokens=t, ranks=tp)
     if m.pre_norms:
-        layer.add(_norm("input_norm", phase, t, h))
+        layer.add(_norm("input_norm", phase, t, h, m.norm_kernels))
     if m.mla is not None:
         layer.add(*_latent_attention(dep, phase, batch, q_len, ctx, static))
     else:
@@ -776,22 +781,19 @@ def _layer(dep: Deployment, phase: str, batch: int, q_len: int, ctx: int, count:
     if tp > 1 and not dep.attention_whole:
         layer.add(_allreduce(phase, t, h, tp, "attn"))
     if m.post_norms:
-        layer.add(_norm("post_attn_norm", phase, t, h))
+        layer.add(_norm("post_attn_norm", phase, t, h, m.norm_kernels))
     layer.add(*_residual(dep, "attn_residual", phase, t))
     if m.pre_norms and not m.parallel_block:  # (a parallel block's MLP reads input_norm's)
-        layer.add(_norm("post_norm", phase, t, h))
+        layer.add(_norm("post_norm", phase, t, h, m.norm_kernels))
     layer.add(*_mlp(dep, phase, t, sparse))
     if tp > 1:
         layer.add(_allreduce(phase, t, h, tp, "mlp"))
     if m.post_norms:
-        layer.add(_norm("post_mlp_norm", phase, t, h))
+        layer.add(_norm("post_mlp_norm", phase, t, h, m.norm_kernels))
     layer.add(*_residual(dep, "mlp_residual", phase, t))
     if full_in_windowed:
         for _, _, node in layer.walk():
             node.attrs["context"] = "full"
-    for node in layer.children:  # (the family's norm: torch's LayerNorm one kernel, ...)
-        if node.kind == "rmsnorm":
-            node.launches = m.norm_kernels
     if m.fp8_weights:
         for _, _, node in layer.walk():
             if node.kind in FP8_LINEAR_OF:
@@ -873,7 +875,7 @@ def _stage(dep: Deployment, index: int, phase: str, batch: int, q_len: int, ctx:
     v = dep.vocab_per_rank
     final = _elementwise("final_norm", "final_norm", phase, batch, h, reads=1, writes=1,
                          flops_per=4)
-    final.launches = m.norm_kernels
+    final.launches = m.norm_kernels  # (the family's norm, as the layers')
     stage.add(final, _linear("lm_head", "lm_head", phase, batch, h, v))
     if m.logit_scale:
         stage.add(_scale("logit_scale", phase, batch, v))

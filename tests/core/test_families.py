@@ -13,7 +13,7 @@ from piep.core.families import FAMILIES, FIRST_DENSE, MOE_TYPES, PRICED
 from piep.core.layout import validate
 from piep.tree import build_tree
 from _paths import ROOT  # noqa: E402
-from _families import OWN_KEYS, SMALL  # noqa: E402
+from _families import OWN_KEYS, SMALL, small  # noqa: E402
 
 pytestmark = pytest.mark.pure
 
@@ -21,11 +21,6 @@ CONFIGS = ROOT / "calibration" / "h200" / "families" / \
     "configs"
 LINEARS = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj",
            "qkv_proj", "gate_up_proj")  # (kinds; a leaf is named as its module)
-
-
-def small(model_type: str) -> ModelSpec:
-    return ModelSpec.from_hf_config({"model_type": model_type, **SMALL,
-                                     **OWN_KEYS.get(model_type, {})}, name=model_type)
 
 
 def layer_leaves(spec: ModelSpec, engine: str | None = "hf-eager") -> dict[str, list]:
