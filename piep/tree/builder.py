@@ -68,9 +68,12 @@ def _elementwise(name: str, kind: str, phase: str, tokens: int, width: int, *,
                 launches=LAUNCHES[kind], attrs={"width": width})
 
 
-def _rope(phase: str, t: int, q_out: int, kv_out: int, batch: int, head_dim: int) -> Node:
+def _rope(phase: str, t: int, q_out: int, kv_out: int, batch: int, head_dim: int,
+          kernels: int) -> Node:
+    """RoPE over q and k, launching its family's `kernels` (`rope_kernels`)."""
     node = _elementwise("rope", "rope", phase, t, q_out + kv_out, reads=2, writes=1,
                         flops_per=3)
+    node.launches = kernels
     # how the runner lays q and k out: the module sampler's op needs it, features do not
     node.attrs["layout"] = {"kv_width": kv_out, "batch": batch, "head_dim": head_dim}
     return node
@@ -324,8 +327,8 @@ def _qkv(dep: Deployment, phase: str, batch: int, t: int, rope: bool) -> list[No
                 _norm("k_norm", phase, t, kv_out, m.norm_kernels)]
     if rope:
         rotary = m.rotary_dim or d
-        node = _rope(phase, t, q_out * rotary // d, kv_out * rotary // d, batch, rotary)
-        node.launches = m.rope_kernels
+        node = _rope(phase, t, q_out * rotary // d, kv_out * rotary // d, batch, rotary,
+                     m.rope_kernels)
         if rotary < d:  # torch.cat of the rotated and the passed-through parts
             whole = t * (q_out + kv_out) * BF16_BYTES
             node.bytes_read += whole
@@ -374,7 +377,7 @@ def _latent_attention(dep: Deployment, phase: str, batch: int, q_len: int, ctx: 
     out += [_linear("kv_a_proj_with_mqa", "k_proj", phase, t, h, rank + rope,
                     m.qkv_bias),
             _norm("kv_a_norm", phase, t, rank, m.norm_kernels),
-            _rope(phase, t, heads * rope, rope, batch, rope)]
+            _rope(phase, t, heads * rope, rope, batch, rope, m.rope_kernels)]
     record = dep.engine_record
     if record.dynamic_cache and phase == "decode":
         out.append(_latent_copy("kv_append", "kv_append", phase, batch, ctx, rank + rope, 1))
