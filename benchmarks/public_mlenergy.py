@@ -10,7 +10,8 @@ what piep answers of them today, row by row, with each row's translation written
 The rows (`calibration/public/mlenergy-v3/rows.jsonl`) are supplied, not piep's own: the
 per-configuration summaries the ML.ENERGY Leaderboard publishes
 (`public/data/models/*.json` of github.com/ml-energy/leaderboard at the commit in
-SOURCE.md), kept for the dense bf16 language models whose configs piep has. Each is a
+SOURCE.md), kept for the bf16 language models whose configs piep has and prices (dense,
+and mixtures of experts: expert parallel rows as tp = ep = their GPUs). Each is a
 vLLM server (0.11.x; async scheduling, chunked prefill at 8,192 tokens, CUDA graphs)
 held at `max_num_seqs` concurrent requests of a task: `lm-arena-chat` (chat) or `gpqa`
 (reasoning, long outputs).
@@ -58,7 +59,11 @@ CENSUS = ROOT / "model_trees" / "public"
 # architecture, the same config.json but for its name)
 SAME_CONFIG = {"meta-llama/Llama-3.3-70B-Instruct": "Llama-3.1-70B-Instruct",
                "Qwen/Qwen3-30B-A3B-Instruct-2507": "Qwen3-30B-A3B",
-               "Qwen/Qwen3-30B-A3B-Thinking-2507": "Qwen3-30B-A3B"}
+               "Qwen/Qwen3-30B-A3B-Thinking-2507": "Qwen3-30B-A3B",
+               "Qwen/Qwen3-235B-A22B-Instruct-2507": "Qwen3-235B-A22B-Thinking-2507",
+               # (the text model of the Instruct checkpoint, whose small vision encoder
+               # vLLM also loads: the census's config is Llama4TextConfig's defaults)
+               "meta-llama/Llama-4-Scout-17B-16E-Instruct": "Llama-4-Scout-17B-16E"}
 
 
 class _Configs(dict):
@@ -92,11 +97,26 @@ KEEP = ("model_id", "task", "gpu_model", "max_num_seqs", "avg_batch_size", "avg_
         "output_throughput_tokens_per_sec", "median_itl_ms", "p90_itl_ms", "num_gpus")
 
 
+def layout_of(parallelization: dict, gpus: int) -> dict[str, int] | None:
+    """A row's layout in piep's terms, or None for one piep does not price. The benchmark
+    starts vLLM with `--tensor-parallel-size` = its GPUs (data parallel only where a
+    model's config names data-parallel-size), so a row the leaderboard labels expert
+    parallel over every GPU at tensor parallel 1 ran `--enable-expert-parallel` at tp = its
+    GPUs: attention sharded over the tp ranks, the experts whole, ep = tp of them a rank."""
+    tp, ep, dp = (parallelization.get(k, 1) for k in
+                  ("tensor_parallel", "expert_parallel", "data_parallel"))
+    if dp == 1 and tp == gpus and ep == 1:
+        return {"tp": gpus}
+    if dp == 1 and tp == 1 and ep == gpus > 1:
+        return {"tp": gpus, "ep": gpus}
+    return None
+
+
 def import_rows(repo: Path) -> None:
     """Keep the rows of TASKS of every bf16 model with a census config that piep prices
     (dense, or a mixture of experts it models) from the leaderboard's git folder (HEAD),
-    tensor parallel over all their GPUs (not expert or data parallel), with their source
-    file; write rows.jsonl and SOURCE.md."""
+    at the layouts `layout_of` translates (not data parallel), with their source file;
+    write rows.jsonl and SOURCE.md."""
     def show(path: str) -> str:
         return subprocess.run(["git", "--git-dir", str(repo), "show", f"HEAD:{path}"],
                               capture_output=True, text=True, check=True).stdout
@@ -114,12 +134,12 @@ def import_rows(repo: Path) -> None:
         if doc.get("weight_precision") != "bfloat16" or not _priced(doc["model_id"]):
             continue
         for c in doc["configurations"]:
-            if c["parallelization"]["tensor_parallel"] != c["num_gpus"]:
-                continue  # (expert or data parallel: layouts piep does not model yet)
+            layout = layout_of(c["parallelization"], c["num_gpus"])
+            if layout is None:
+                continue  # (data parallel: a layout piep does not model yet)
             hist = c.get("output_length_distribution") or {}
             rows.append({"model_id": doc["model_id"], "task": task,
-                         **{k: c[k] for k in KEEP if k in c},
-                         "tp": c["parallelization"]["tensor_parallel"],
+                         **{k: c[k] for k in KEEP if k in c}, **layout,
                          "weight_precision": doc["weight_precision"],
                          "output_len_bins": hist.get("bins"),
                          "output_len_counts": hist.get("counts"), "source": path})
@@ -133,6 +153,10 @@ def import_rows(repo: Path) -> None:
         "github.com/ml-energy/benchmark: `configs/vllm/<task>/<model>/<gpu>/` hold each "
         "run's vLLM settings); cite: Chung et al., The ML.ENERGY Benchmark, NeurIPS "
         "Datasets and Benchmarks 2025.", "",
+        "Layouts: the benchmark starts vLLM with `--tensor-parallel-size` = its GPUs; rows "
+        "the leaderboard labels expert parallel over every GPU at tensor parallel 1 ran "
+        "with `enable-expert-parallel: true` in their `monolithic.config.yaml`, and are kept "
+        "as tp = ep = their GPUs (`layout_of` in the script).", "",
         f"{len(rows)} rows: {', '.join(sorted({r['model_id'] for r in rows}))}; tasks "
         f"{', '.join(TASKS)}.", ""]))
 
@@ -142,7 +166,8 @@ def priced(row: dict, engine: str, prompt_len: int) -> dict:
     batch, gen = row["max_num_seqs"], max(1, round(row["avg_output_len"]))
     try:
         doc = api.predict(str(MODELS[row["model_id"]]), gpu=row["gpu_model"].lower(),
-                          allow_uncalibrated=True, tp=row["tp"], engine=engine, batch=batch,
+                          allow_uncalibrated=True, tp=row["tp"], ep=row.get("ep", 1),
+                          engine=engine, batch=batch,
                           prompt_len=prompt_len, gen_len=gen)
     except PiepError as exc:
         return {"refused": str(exc).splitlines()[0]}
@@ -163,7 +188,11 @@ def slice_of(r: dict) -> str:
     if r["task"] == "gpqa":
         return "long outputs (gpqa)" if r["gpu_model"] == "H100" else \
             f"{r['gpu_model']} long outputs (gpqa)"
-    return f"{r['gpu_model']} tp{r['tp']} chat"
+    return f"{r['gpu_model']} {layout_name(r)} chat"
+
+
+def layout_name(r: dict) -> str:
+    return f"tp{r['tp']}" + (f" ep{r['ep']}" if r.get("ep", 1) > 1 else "")
 
 
 def summary(scored: list[dict]) -> dict[str, dict]:
@@ -202,7 +231,8 @@ def steady_record(row: dict) -> dict:
     PROMPT_LEN[task] tokens, its output lengths' histogram, what it measured."""
     return {"schema": "piep.steady_measurement", "schema_version": 1,
             "model": str(MODELS[row["model_id"]].relative_to(ROOT)), "gpu": row["gpu_model"].lower(),
-            "tp": row["tp"], "engine": {"name": "vllm", "version": "0.11.1"},
+            "tp": row["tp"], **({"ep": row["ep"]} if row.get("ep", 1) > 1 else {}),
+            "engine": {"name": "vllm", "version": "0.11.1"},
             "server": {"max_num_seqs": row["max_num_seqs"], "max_num_batched_tokens": 8192},
             "workload": {"prompt_len": PROMPT_LEN[row["task"]],
                          "output_len_bins": row["output_len_bins"],
@@ -254,26 +284,38 @@ STEADY = DATA / "steady.jsonl"  # the rows as steady-state records: what the fit
 BLIND = DATA / "blind.jsonl"    # rows of models imported after the profiles were fitted
 
 
+def _fitted_key(rec: dict) -> tuple:
+    """A steady record's model, GPU and layout: what a profile fitted on it has seen."""
+    return rec["model"], rec["gpu"].lower(), rec["tp"], rec.get("ep", 1)
+
+
 def blind_predictions() -> list[dict]:
-    """The rows of models the shipped profiles were not fitted on (not in steady.jsonl),
-    priced by those profiles as committed (`git log` names the commit), before any refit."""
+    """The rows of models, or of layouts of a model, the shipped profiles were not fitted
+    on (not in steady.jsonl), priced by those profiles as committed (`git log` names the
+    commit; `piep_commit`, the code's), before any refit."""
     from piep.fit.steady import cases_from_records
     from piep.serving.steady import load_profile
-    fitted = {json.loads(line)["model"] for line in STEADY.read_text().splitlines()}
-    seen = {(r["model_id"], r["task"], r["gpu"], r["tp"], r["max_num_seqs"])
+    fitted = {_fitted_key(json.loads(line)) for line in STEADY.read_text().splitlines()}
+    seen = {(r["model_id"], r["task"], r["gpu"], r["tp"], r.get("ep", 1), r["max_num_seqs"])
             for r in read_jsonl(BLIND)}
     new = [r for r in read_jsonl(ROWS) if r["gpu_model"] in GPUS
-           and steady_record(r)["model"] not in fitted
-           and (r["model_id"], r["task"], r["gpu_model"], r["tp"], r["max_num_seqs"]) not in seen]
-    commit = subprocess.run(["git", "log", "-1", "--format=%h", "--", str(PROFILES)],
-                            capture_output=True, text=True, cwd=ROOT).stdout.strip()
+           and _fitted_key(steady_record(r)) not in fitted
+           and (r["model_id"], r["task"], r["gpu_model"], r["tp"], r.get("ep", 1),
+                r["max_num_seqs"]) not in seen]
+
+    def git(*args: str) -> str:
+        return subprocess.run(["git", *args], capture_output=True, text=True,
+                              cwd=ROOT).stdout.strip()
+    commit, code = git("log", "-1", "--format=%h", "--", str(PROFILES)), git(
+        "rev-parse", "--short=12", "HEAD")
     out = []
     for r in new:
         case = cases_from_records([steady_record(r)])[0]
         o = case.parts.outcome(load_profile("vllm", r["gpu_model"].lower())[0])
         out.append({"model_id": r["model_id"], "task": r["task"], "gpu": r["gpu_model"],
-                    "tp": r["tp"], "max_num_seqs": r["max_num_seqs"],
-                    "profiles_commit": commit,
+                    "tp": r["tp"], **({"ep": r["ep"]} if r.get("ep", 1) > 1 else {}),
+                    "max_num_seqs": r["max_num_seqs"], "profiles_commit": commit,
+                    "piep_commit": code,
                     "predicted": {"j_per_output_token": o["j_per_output_token"],
                                   "output_tokens_per_s": o["output_tokens_per_s"],
                                   "running": o["running"]},
@@ -302,7 +344,7 @@ def blind_lines() -> list[str]:
              for r in mine]
         t = [r["predicted"]["output_tokens_per_s"] / r["measured"]["output_tokens_per_s"]
              for r in mine]
-        tps = ", ".join(f"tp{x}" for x in sorted({r["tp"] for r in mine}))
+        tps = ", ".join(sorted({layout_name(r) for r in mine}))
         lines.append(f"| {model} | {gpu} | {tps} | {commit} | {len(mine)} | "
                      f"{100 * statistics.median(abs(x - 1) for x in e):.1f} % | "
                      f"{statistics.median(e):.2f} | {statistics.median(t):.2f} |")

@@ -29,12 +29,13 @@ def serve(model: "str | Scenario | Resolved", *, predictor: str = "auto",
 
 
 def steady(model: str, *, engine: str | None = None, gpu: str = "h100", tp: int = 1,
-           prompt_len: str | float = 256, output_len: str | float = 400,
+           ep: int = 1, prompt_len: str | float = 256, output_len: str | float = 400,
            max_num_seqs: int | None = None, max_num_batched_tokens: int | None = None,
            gpu_memory_utilization: float = 0.9, block_size: int = 16, seed: int = 0,
            predictor: str = "auto") -> dict[str, Any]:
     """A server held full (`piep.serving.steady`): the steady state of `engine` (default:
-    the first engine priced so, vLLM) with these
+    the first engine priced so, vLLM) on `tp` GPUs (`ep` = tp: a mixture's experts sharded
+    whole over them, vLLM's --enable-expert-parallel) with these
     settings (vLLM's defaults where None) serving requests of these lengths (a number, or
     a distribution `lognormal:MEDIAN:SIGMA[:MAX]` / `uniform:LO:HI` drawn with `seed`), as
     a `piep.steady_state` document."""
@@ -49,8 +50,8 @@ def steady(model: str, *, engine: str | None = None, gpu: str = "h100", tp: int 
     lengths = st.Lengths.drawn(parse_dist(str(prompt_len), "prompt_len")(rng, draws),
                                parse_dist(str(output_len), "output_len")(rng, draws))
     loaded = st.load_profile(engine, gpu)  # (refuses an unknown engine before resolving)
-    res = resolve(scenario(model, gpu=gpu, tp=tp, batch=1, prompt_len=16, gen_len=2,
-                           allow_uncalibrated=True), predictor)
+    res = resolve(scenario(model, gpu=gpu, tp=tp, ep=ep, engine=engine, batch=1,
+                           prompt_len=16, gen_len=2, allow_uncalibrated=True), predictor)
     dep = res.scenario.deployment
     longest = lengths.prompt_len + max(lengths.sample or (lengths.output_mean,))
     if longest > dep.model.max_position:
@@ -65,7 +66,8 @@ def steady(model: str, *, engine: str | None = None, gpu: str = "h100", tp: int 
                                      block_size=block_size)
     doc = st.answer(dep, res.cost_model, server, lengths, engine=engine, loaded=loaded,
                     flags=res.flags).document()
-    return {**doc, "model": res.scenario.model.name, "layout": {"tp": tp, "gpus": tp}}
+    return {**doc, "model": res.scenario.model.name,
+            "layout": {"tp": tp, **({"ep": ep} if ep > 1 else {}), "gpus": tp}}
 
 
 def predict(model: "str | Scenario | Resolved", *, predictor: str = "auto",

@@ -20,6 +20,9 @@ def configure(parser) -> None:
                         help="GPU type (default h100, where the shipped vllm profile was "
                              "fitted; another GPU is priced with it, flagged)")
     parser.add_argument("--tp", type=int, default=1, help="tensor parallel degree (default 1)")
+    parser.add_argument("--ep", type=int, default=1,
+                        help="a mixture of experts' experts sharded whole over the tp GPUs: "
+                             "ep = tp, vLLM's --enable-expert-parallel (default 1)")
     parser.add_argument("--max-num-seqs", type=int, default=None, metavar="N",
                         help="requests running at once (vLLM's; default its own: 1024 on "
                              "boards of >= 70 GiB but A100s, else 256)")
@@ -42,7 +45,7 @@ def configure(parser) -> None:
 
 def run(args) -> int:
     from piep import api
-    doc = api.steady(args.model, engine=args.engine, gpu=args.gpu, tp=args.tp,
+    doc = api.steady(args.model, engine=args.engine, gpu=args.gpu, tp=args.tp, ep=args.ep,
                      prompt_len=args.prompt_len, output_len=args.output_len,
                      max_num_seqs=args.max_num_seqs,
                      max_num_batched_tokens=args.max_num_batched_tokens,

@@ -68,6 +68,11 @@ class Deployment:
             else max(1, self.model.ffn_of_experts // self.parallel.tp)
 
     @property
+    def every_expert(self) -> bool:
+        """Whether every expert runs every token (`every_expert`)."""
+        return every_expert(self.model, self.engine_record)
+
+    @property
     def experts_whole(self) -> bool:
         """Whether a rank holds its routed experts at full width: sharded over the ranks
         (ep > 1), or left whole on every rank by transformers' tensor-parallel plan of the
@@ -227,6 +232,13 @@ def _kv_note(model: ModelSpec, tp: int) -> str | None:
     return None
 
 
+def every_expert(model: ModelSpec, engine: Engine) -> bool:
+    """Whether every expert runs every token: Llama 4 under transformers (one bmm over all
+    experts, scores zero off the top k); vLLM's fused MoE kernel routes its tokens to their
+    top k as any mixture's."""
+    return model.dense_experts and engine.moe_kernel != "fused_moe"
+
+
 def validate(model: ModelSpec, parallel: Parallel, workload: Workload, gpu: GPU,
              *, check_memory: bool = True, engine: str | None = None,
              host_probe_s: float | None = None) -> Deployment:
@@ -247,13 +259,15 @@ def validate(model: ModelSpec, parallel: Parallel, workload: Workload, gpu: GPU,
     if parallel.ep > 1 and not model.is_moe:
         raise ConfigError(f"ep={parallel.ep}: {model.name} has no experts to shard (a dense "
                           f"model); use ep=1")
-    if parallel.ep > 1 and (model.num_experts % parallel.ep or model.dense_experts):
+    dense = every_expert(model, engine_record(engine))
+    if parallel.ep > 1 and (model.num_experts % parallel.ep or dense):
         raise ConfigError(f"ep={parallel.ep} does not split {model.name}'s "
                           f"{model.num_experts} experts into equal shares; use ep=1 or a tp "
-                          f"that divides them" if not model.dense_experts else
+                          f"that divides them" if not dense else
                           f"ep={parallel.ep}: {model.name} runs every expert on every token "
-                          f"(Llama 4's bmm over all experts), which is not sharded by expert "
-                          f"here; use ep=1")
+                          f"under {engine or 'the reference runner'} (Llama 4's bmm over all "
+                          f"experts), which is not sharded by expert here; use ep=1, or an "
+                          f"engine that routes them (vllm)")
     plan = _hf_tp_plan(model, tp, engine_record(engine))
     if plan is not None and not plan.hf_tp_plan:
         raise ConfigError(f"{engine} at tp={tp}: transformers has no tensor-parallel plan "

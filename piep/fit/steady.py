@@ -152,15 +152,20 @@ def cases_from_records(records: Sequence[dict[str, Any]], *, predictor: str = "a
     window over the record's `requests` instead of an endless steady state;
     `prompt_scale`: its prompts scaled (a sensitivity)."""
     from piep.api import resolve, scenario
+    from piep.core.engines import names
     from piep.serving import steady as st
+    steady = names(profile="steady")
     resolved: dict[tuple, Any] = {}
     out = []
     for i, rec in enumerate(records):
         where = f"{rec.get('source', 'record')} #{i + 1}"
-        key = (rec["model"], rec["gpu"], rec["tp"])
+        engine = (rec.get("engine") or {}).get("name")  # (the tree of the engine it ran)
+        engine = engine if engine in steady else steady[0]
+        key = (rec["model"], rec["gpu"], rec["tp"], rec.get("ep", 1), engine)
         if key not in resolved:
             resolved[key] = resolve(scenario(rec["model"], gpu=rec["gpu"], tp=rec["tp"],
-                                             batch=1, prompt_len=16, gen_len=2,
+                                             ep=rec.get("ep", 1), engine=engine, batch=1,
+                                             prompt_len=16, gen_len=2,
                                              allow_uncalibrated=True), predictor)
         res = resolved[key]
         dep = res.scenario.deployment

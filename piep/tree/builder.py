@@ -581,7 +581,7 @@ def _moe(dep: Deployment, phase: str, t: int) -> list[Node]:
     shared expert beside them (Qwen2-MoE: its MLP, a sigmoid gate, the add)."""
     m, h, ep = dep.model, dep.model.hidden_size, dep.parallel.ep
     e, k, f = m.num_experts, m.experts_per_token, dep.expert_ffn_per_rank
-    if m.dense_experts:
+    if dep.every_expert:
         return _dense_moe(dep, phase, t)
     pairs = t * k  # (token, expert) pairs
     hit = experts_hit(e, k, t, m.routing_skew)

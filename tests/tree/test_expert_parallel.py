@@ -84,6 +84,24 @@ def test_expert_parallel_layouts_are_checked_in_one_line():
     assert Parallel(tp=2).label() == "tp2pp1dp1"
 
 
+def test_llama4_experts_are_routed_under_vllm_and_every_one_under_transformers():
+    """transformers runs Llama 4's experts as one bmm over all of them (no sharding by
+    expert); vLLM's fused MoE kernel routes each token to its top k, so ep = tp prices."""
+    spec = ModelSpec.from_hf_config({**MOE, "model_type": "llama4_text",
+                                     "num_local_experts": 16, "num_experts_per_tok": 1,
+                                     "intermediate_size_mlp": 512}, name="l4")
+    assert spec.dense_experts
+    with pytest.raises(ConfigError, match="an engine that routes them"):
+        _leaves(spec, 2, 2)
+    _, bmm = _leaves(spec, 2, 1)
+    assert bmm["experts_gate_up"].kind == "experts_bmm"
+    _, routed = _leaves(spec, 2, 2, engine="vllm")
+    gate_up = routed["experts_gate_up"]
+    assert gate_up.kind == "experts_fused" and gate_up.attrs["d_out"] == 2 * 128
+    assert 8 * 64 / 2 < gate_up.tokens < 8 * 64  # top 1: the busiest rank's share
+    assert "shared_gate_proj" in routed
+
+
 def test_an_expert_parallel_answer_is_flagged_widened_and_reads_back(tmp_path):
     path = tmp_path / "config.json"
     path.write_text(json.dumps(MOE))

@@ -1,10 +1,6 @@
 #!/usr/bin/env bash
-# PLANNED in session 37, not yet run: no H200 came in sessions 37-41 (session 41: seven
-# starts failed, the other calls refused in the wait after a failure). To run it, move it
-# to calibration/h200/device/run85.sh and run it from there. Session 40 added design 6
-# (GLM-4.5-Air cut to 12 layers, ERNIE 4.5 21B-A3B: blind predictions_blind6.jsonl,
-# committed before) after (2); session 41 skips it, and the samples after it, where too
-# little of TOTAL_S is left.
+# Planned in session 37; run in session 42 (design 6, added in session 40, runs if TOTAL_S
+# leaves time for it).
 # Device call 85 (nvidia-h200), session 37 (issue 52). Run as
 # `PIEP_GIT_COMMIT=<commit> bash calibration/h200/device/run85.sh`; read-only on the GPU.
 # (1) transformers generate(), eager, on three MoE shapes no run has had
