@@ -176,7 +176,13 @@ def _solve(basis: np.ndarray, y: np.ndarray, sel: np.ndarray) -> np.ndarray:
     """Coefficients of the leaves `sel` in the basis. Every quantity the builder states is
     an integer polynomial of integer inputs: the least-squares coefficients are rounded to
     integers where that reproduces every canonical tree exactly (a coefficient off by 1e-15
-    times a prompt of thousands squared would miss FLOPs by units)."""
+    times a prompt of thousands squared would miss FLOPs by units). The canonical points
+    must determine every basis column that is not zero on them (else least squares picks
+    one of many fits, right at the points and wrong between them)."""
+    used = np.any(basis != 0, axis=0)
+    if np.linalg.matrix_rank(basis[:, used]) < used.sum():
+        raise ValueError("the canonical points do not determine the skeleton basis: add "
+                         "points (CANON, CANON_EP)")
     c, *_ = np.linalg.lstsq(basis, y, rcond=None)
     whole = np.rint(c)
     ok = np.all(basis @ whole == y, axis=0)

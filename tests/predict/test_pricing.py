@@ -228,3 +228,20 @@ def test_no_gpu_above_its_board_limit_unflagged(learned):
                 assert "short_window_power" in doc_flags, dep.describe()
         n_capped += "power_capped" in doc_flags
     assert n_capped > 0  # the grid does reach the limit: the cap is exercised
+
+
+def test_a_skeleton_basis_the_canonical_points_leave_open_is_refused():
+    """Two columns equal on every canonical point (say, a quantity of the batch alone
+    with more columns than distinct batches) would be split by least squares at will,
+    right at the points and wrong between them: refused, not priced."""
+    import numpy as np
+
+    from piep.predict.table import _solve
+    b = np.array([1.0, 2.0, 3.0, 1.0, 2.0])
+    y = (3 * b)[:, None]
+    sel = np.array([True])
+    assert _solve(np.stack([np.ones(5), b], -1), y, sel)[:, 0].tolist() == [0.0, 3.0]
+    with pytest.raises(ValueError, match="do not determine"):
+        _solve(np.stack([np.ones(5), b, b ** 2, b ** 3], -1), y, sel)
+    # a column zero on every point (experts not sharded) is left out of the check
+    assert _solve(np.stack([np.ones(5), b, np.zeros(5)], -1), y, sel)[1, 0] == 3.0
