@@ -20,6 +20,7 @@ from piep.core.families import (ACTIVATIONS, CONFIG_DEFAULTS, FAMILIES, FIRST_DE
                                 sliding_layers, softcapped)
 
 BF16_BYTES = 2
+MXFP4_BYTES = 4.25 / 8  # a 4-bit weight and its block's 8-bit scale (one per 32)
 
 # canonical field -> config.json keys, first found wins. One table for every family.
 ALIASES: dict[str, tuple[str, ...]] = {
@@ -254,7 +255,7 @@ class ModelSpec:
                     f"{self.experts_per_token} per token): piep prices dense decoders so far "
                     f"(docs/models.md); its experts and router are not "
                     f"modelled yet")
-        if self.quantization and not self.fp8_weights and not self.dequantized:
+        if self.quantization and not self.fp8_weights and not self.mxfp4_experts:
             method = self.quantization.split(" (")[0]
             bits = next((b for word, b in QUANT_BITS if word in method), None)
             # the layers' GEMMs at the quantized bits; embeddings and LM head stay 16-bit
@@ -274,10 +275,11 @@ class ModelSpec:
         return bool(self.quantization) and self.quantization.startswith("FP8")
 
     @property
-    def dequantized(self) -> bool:
-        """Whether transformers dequantizes the checkpoint to bf16 as it loads it: gpt-oss's
-        MXFP4 experts where the `kernels` package (the Hub's MXFP4 Triton kernels) is
-        missing (transformers 5.x, quantizer_mxfp4); priced so, in bf16, and flagged."""
+    def mxfp4_experts(self) -> bool:
+        """Whether the checkpoint stores its experts in MXFP4 (gpt-oss): transformers
+        dequantizes them to bf16 as it loads them where the `kernels` package (the Hub's
+        MXFP4 Triton kernels) is missing (transformers 5.x, quantizer_mxfp4); vLLM's fused
+        MoE runs them as stored (`Deployment.dequantized` says which)."""
         return self.model_type == "gpt_oss" and (self.quantization or "").startswith("MXFP4")
 
     @property
@@ -289,11 +291,18 @@ class ModelSpec:
     def dtypes(self) -> dict[str, str]:
         """What an answer prices its weights and KV cache in (bf16, or the layers' FP8
         e4m3 weights of an FP8 checkpoint), and the checkpoint's own dtype where its
-        config states one."""
+        config states one; as transformers loads it (`Deployment.dtypes`: as its engine
+        does)."""
+        return self.dtypes_as(dequantized=True)
+
+    def dtypes_as(self, *, dequantized: bool) -> dict[str, str]:
+        """`dtypes`, MXFP4 experts `dequantized` at load or kept as stored."""
         scales = "block scales" if "blocks" in (self.quantization or "") else "row-wise scales"
         weights = (f"fp8 e4m3 layers ({scales}), bf16 embeddings and head"
                    if self.fp8_weights else "bf16 (the MXFP4 experts dequantized at load)"
-                   if self.dequantized else "bf16")
+                   if self.mxfp4_experts and dequantized else
+                   "MXFP4 experts (4.25 bits a weight), bf16 elsewhere"
+                   if self.mxfp4_experts else "bf16")
         return {"weights": weights, "kv_cache": "bf16",
                 **({"checkpoint": self.checkpoint_dtype} if self.checkpoint_dtype else {}),
                 **({"quantization": self.quantization} if self.quantization else {})}
@@ -337,13 +346,20 @@ class ModelSpec:
         h, gates = self.hidden_size, 3 if self.gated_mlp else 2
         if not (self.is_moe and sparse):
             return gates * h * ((self.dense_ffn or self.intermediate_size) // tp)
-        experts = gates * h * self.ffn_of_experts * (self.num_experts // ep) if ep \
-            else gates * h * max(1, self.ffn_of_experts // tp) * self.num_experts
+        experts = self.routed_expert_params(tp, ep)
         shared = 3 * h * (self.shared_expert_ffn // tp) + (
             h if self.shared_expert_ffn and self.shared_expert_gate else 0)
         # (ERNIE 4.5 keeps its router's score bias as a parameter, the others as a buffer)
         score_bias = self.num_experts if self.model_type == "ernie4_5_moe" else 0
         return experts + h * self.num_experts + score_bias + shared
+
+    def routed_expert_params(self, tp: int = 1, ep: int | None = None) -> int:
+        """The routed experts' weights of one layer on one of `tp` ranks (split by width,
+        or `ep` given: 1/ep of them whole)."""
+        gates = 3 if self.gated_mlp else 2
+        return gates * self.hidden_size * self.ffn_of_experts * (self.num_experts // ep) \
+            if ep else gates * self.hidden_size * max(1, self.ffn_of_experts // tp) \
+            * self.num_experts
 
     def layer_params(self, sparse: bool = True) -> int:
         return self.attention_params() + self.mlp_params(sparse) + self.norm_params()

@@ -54,6 +54,9 @@ class Engine:
     # each expert's rows padded to its BLOCK_SIZE_M, the gathers and the routing weights
     # inside its two GEMMs, one sum over the top-k after)
     moe_kernel: str = "grouped_mm"
+    # attention: "sdpa" (torch's SDPA; gpt-oss's sinks run transformers' eager attention
+    # around it) or "flash" (vLLM's FlashAttention: sinks and windows inside one kernel)
+    attention_kernel: str = "sdpa"
     # --- its profile (piep.predict.engines) ---
     # the host terms fitted on its runs (the rest stay the reference runner's)
     fitted_terms: tuple[str, ...] = ()
@@ -91,15 +94,18 @@ class Engine:
 
     def __post_init__(self) -> None:
         if self.kind not in KINDS or self.profile not in PROFILES \
-                or self.moe_kernel not in MOE_KERNELS:
+                or self.moe_kernel not in MOE_KERNELS \
+                or self.attention_kernel not in ATTENTION_KERNELS:
             raise ValueError(f"engine {self.name}: kind {self.kind!r} (one of {KINDS}), "
                              f"profile {self.profile!r} (one of {PROFILES}), moe_kernel "
-                             f"{self.moe_kernel!r} (one of {MOE_KERNELS})")
+                             f"{self.moe_kernel!r} (one of {MOE_KERNELS}), attention_kernel "
+                             f"{self.attention_kernel!r} (one of {ATTENTION_KERNELS})")
 
 
 KINDS = ("batch", "stream")
 PROFILES = ("engine", "steady", None)
 MOE_KERNELS = ("grouped_mm", "fused_moe")
+ATTENTION_KERNELS = ("sdpa", "flash")
 
 
 ENGINES: dict[str, Engine] = {e.name: e for e in (
@@ -137,6 +143,7 @@ ENGINES: dict[str, Engine] = {e.name: e for e in (
     Engine(name="vllm",
            description="vLLM (paged KV cache, chunked prefill, CUDA graphs)",
            decode="graph", kind="stream", profile="steady", moe_kernel="fused_moe",
+           attention_kernel="flash",
            record_schema="piep.steady_measurement",
            measure="piep meter --serving-result r.json --gpu GPU -- vllm bench serve "
                    "--max-concurrency N ..."),

@@ -165,7 +165,9 @@ FAMILIES: dict[str, Family] = {
                       per_model="local and global layers (`layer_types`), q/k/v/o biases "
                                 "where `attention_bias`; MXFP4 checkpoints priced as "
                                 "transformers loads them without the `kernels` package: "
-                                "dequantized to bf16 (`mxfp4_dequantized`)"),
+                                "dequantized to bf16 (`mxfp4_dequantized`); under vLLM "
+                                "as stored, and its attention's sinks inside its flash "
+                                "kernel (`mxfp4_unsampled`)"),
     "llama4_text": Family(qkv_bias=False, qk_norm="head", query_scale=True, nope_split=True,
                           rope_kernels=6,
                           dense_experts=True, shared_expert_gate=False,

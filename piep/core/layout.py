@@ -8,7 +8,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 
-from piep.core.config import BF16_BYTES, ModelSpec, Parallel, Workload, divisors
+from piep.core.config import (BF16_BYTES, MXFP4_BYTES, ModelSpec, Parallel, Workload,
+                              divisors)
 from piep.core.engines import Engine, engine as engine_record
 from piep.core.errors import ConfigError, FitError
 from piep.core.families import MOE_PRICED, Family, family
@@ -66,6 +67,32 @@ class Deployment:
         experts are sharded over the ranks instead (ep > 1)."""
         return self.model.ffn_of_experts if self.experts_whole \
             else max(1, self.model.ffn_of_experts // self.parallel.tp)
+
+    @property
+    def dequantized(self) -> bool:
+        """Whether MXFP4 experts (`ModelSpec.mxfp4_experts`) run dequantized to bf16: under
+        transformers (without `kernels`); vLLM's fused MoE (Mxfp4MoEMethod) reads them as
+        stored, 4.25 bits a weight (its scales: one byte per 32)."""
+        return self.model.mxfp4_experts and self.engine_record.moe_kernel != "fused_moe"
+
+    @property
+    def mxfp4_kept(self) -> bool:
+        return self.model.mxfp4_experts and not self.dequantized
+
+    @property
+    def dtypes(self) -> dict[str, str]:
+        """What an answer prices the weights and KV cache in, as this engine loads them."""
+        return self.model.dtypes_as(dequantized=self.dequantized)
+
+    def stage_expert_weights(self) -> float:
+        """The routed experts' weights among `stage_weights` (elements)."""
+        m, tp, ep = self.model, self.parallel.tp, self.parallel.ep
+        if not m.is_moe:
+            return 0.0
+        whole = ep if ep > 1 else 1 if self.experts_whole else None
+        return sum(n * m.routed_expert_params(tp, whole)
+                   for (_, _, sparse), n in m.layer_kinds(range(self.stage_layers()[0]))
+                   if sparse)
 
     @property
     def every_expert(self) -> bool:
@@ -182,6 +209,8 @@ class Deployment:
         # an FP8 checkpoint's projections: a byte per weight (norms and their row scales
         # are a rounding error next to them)
         weights_layers = self.stage_weights() * m.weight_bytes
+        if self.mxfp4_kept:  # (the experts at MXFP4's 4.25 bits a weight)
+            weights_layers -= self.stage_expert_weights() * (BF16_BYTES - MXFP4_BYTES)
         embed = m.vocab_size * h * BF16_BYTES  # replicated over TP (row gather, no collective)
         head = 0 if m.tie_word_embeddings else vocab * h * BF16_BYTES
         tokens = b * w.prompt_len

@@ -191,7 +191,7 @@ def deployment_fields(dep: Deployment) -> dict[str, Any]:
                        **({"ep": p.ep} if p.ep > 1 else {})},
             "workload": {"batch": w.batch, "prompt_len": w.prompt_len, "gen_len": w.gen_len,
                          "mode": w.mode},
-            "dtypes": dep.model.dtypes}
+            "dtypes": dep.dtypes}
 
 
 def price(deps: Sequence[Deployment], model: CostModel, *, builder: TableBuilder | None = None,

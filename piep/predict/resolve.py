@@ -187,8 +187,10 @@ def _flags(scn: Scenario, profile, transfer, model=None, steady=None) -> tuple[s
         flags.append("unmeasured_family")
     if scn.parallel.ep > 1:
         flags.append("unmeasured_expert_parallel")
-    if scn.model.dequantized:
+    if scn.deployment.dequantized:
         flags.append("mxfp4_dequantized")
+    elif scn.model.mxfp4_experts:
+        flags.append("mxfp4_unsampled")
     if scn.model.fp8_weights:
         kinds = getattr(getattr(model, "modules", None), "kinds", {})
         if "fp8_linear" not in kinds:

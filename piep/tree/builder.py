@@ -7,7 +7,7 @@ with communication nodes injected by the layout.
 
 from __future__ import annotations
 
-from piep.core.config import BF16_BYTES
+from piep.core.config import BF16_BYTES, MXFP4_BYTES
 from piep.core.layout import Deployment
 from piep.tree.nodes import COPY_KINDS, Node
 
@@ -265,14 +265,15 @@ def _cache_attention(dep: Deployment, phase: str, batch: int, q_len: int, ctx: i
     # every key's score materialized, K/V repeated to each head (sinks). (Soft-capped scores
     # are not: transformers 5.17 runs Gemma 2 under SDPA by default, `_supports_sdpa`, whose
     # interface takes no cap; only eager or flex attention would cap them)
-    eager = dep.model.attention_sinks
+    # (a flash kernel takes the sinks inside it: vLLM's)
+    eager = dep.model.attention_sinks and dep.engine_record.attention_kernel != "flash"
     masked = masked or eager
     out = []
     if dep.engine_record.dynamic_cache and phase == "decode":
         kind, keys = ("kv_append", ctx) if append_ctx is None else ("kv_slide", append_ctx)
         out.append(_kv_copy(kind, phase, batch, keys, hkv, hkv, d, extra_out=1))
     paged = dep.engine_record.paged_cache
-    if dep.model.attention_sinks and not paged:  # (its eager attention, one leaf)
+    if eager and not paged:  # (its eager attention, one leaf)
         return [*out, _sinks_attention(phase, batch, q_len, ctx, hq, hkv, d)]
     if paged:  # the blocks of every request read out into one K and one V
         out.append(_kv_copy("kv_gather", phase, batch, ctx, hkv, hkv, d))
@@ -797,12 +798,12 @@ def _layer(dep: Deployment, phase: str, batch: int, q_len: int, ctx: int, count:
     if full_in_windowed:
         for _, _, node in layer.walk():
             node.attrs["context"] = "full"
-    if m.fp8_weights:
+    if m.fp8_weights or dep.mxfp4_kept:
         for _, _, node in layer.walk():
-            if node.kind in FP8_LINEAR_OF:
+            if node.kind in FP8_LINEAR_OF and m.fp8_weights:
                 _as_fp8(node)
             elif node.kind in GROUPED_KINDS + ("experts_batched",):
-                _fp8_experts(node)
+                _quantized_experts(node, 1.0 if m.fp8_weights else MXFP4_BYTES)
     return layer
 
 
@@ -823,16 +824,17 @@ def _as_fp8(node: Node) -> None:
     node.bytes_written = t * d_in + t * d_out * BF16_BYTES
 
 
-def _fp8_experts(node: Node) -> None:
-    """An FP8 checkpoint's experts: their weights read at a byte each (and, in
-    generate()'s `batched_mm`, copied at a byte each), priced as the bf16 grouped or
-    batched GEMMs piep samples (no FP8 grouped kernel is sampled: the answer says so)."""
+def _quantized_experts(node: Node, per_weight: float) -> None:
+    """Experts stored at `per_weight` bytes a weight (an FP8 checkpoint's: 1; gpt-oss's
+    MXFP4 under vLLM's fused MoE: 4.25 bits): their weights read at that (and, in
+    generate()'s `batched_mm`, copied at that), priced as the bf16 grouped or batched GEMMs
+    piep samples (no FP8 or MXFP4 grouped kernel is sampled: the answer says so)."""
     a = node.attrs
     weights = (a["experts"] if node.kind in GROUPED_KINDS else node.tokens) \
         * a["d_in"] * a["d_out"]
     copies = 2 if node.kind == "experts_batched" else 1  # (read, copied, read again)
-    node.bytes_read -= copies * weights
-    node.bytes_written -= (copies - 1) * weights
+    node.bytes_read -= copies * weights * (BF16_BYTES - per_weight)
+    node.bytes_written -= (copies - 1) * weights * (BF16_BYTES - per_weight)
 
 
 def _layer_name(kind: tuple[bool, bool, bool], kinds: list) -> str:

@@ -499,11 +499,28 @@ def test_gpt_oss_runs_eager_attention_with_sinks_and_biased_experts():
     cfg = {"model_type": "gpt_oss", **SMALL, **OWN_KEYS["gpt_oss"],
            "quantization_config": {"quant_method": "mxfp4"}}
     mxfp4 = ModelSpec.from_hf_config(cfg, name="gpt-oss")
-    assert mxfp4.dequantized and mxfp4.weight_bytes == 2 and not mxfp4.unpriced
+    assert mxfp4.mxfp4_experts and mxfp4.weight_bytes == 2 and not mxfp4.unpriced
     assert "dequantized" in mxfp4.dtypes["weights"]
     w = Workload(batch=1, prompt_len=8, gen_len=2)
-    assert validate(mxfp4, Parallel(), w, _gpu()).peak_memory_gib() == \
+    loaded = validate(mxfp4, Parallel(), w, _gpu())
+    assert loaded.dequantized and loaded.peak_memory_gib() == \
         validate(spec, Parallel(), w, _gpu()).peak_memory_gib()
+    # vLLM keeps them MXFP4 (4.25 bits a weight), and its flash kernel takes the sinks
+    served = validate(mxfp4, Parallel(), replace(w, mode="graph"), _gpu(), engine="vllm")
+    experts = served.stage_expert_weights()
+    assert not served.dequantized and "MXFP4" in served.dtypes["weights"]
+    assert 0 < experts < served.stage_weights()
+    assert served.memory_items_gib()["all"]["weights"] == pytest.approx(
+        loaded.memory_items_gib()["all"]["weights"] - experts * (2 - 4.25 / 8) / 2 ** 30)
+    leaves = {n.name: n for _, _, n in build_tree(served).children[0].children[1].leaves()}
+    bf16 = {n.name: n for _, _, n in build_tree(validate(
+        spec, Parallel(), replace(w, mode="graph"), _gpu(), engine="vllm"))
+        .children[0].children[1].leaves()}
+    assert leaves["attention"].kind == "attention" and "scores_mask" not in leaves
+    gate_up = leaves["experts_gate_up"]
+    weights = gate_up.attrs["experts"] * gate_up.attrs["d_in"] * gate_up.attrs["d_out"]
+    assert bf16["experts_gate_up"].bytes_read - gate_up.bytes_read == pytest.approx(
+        weights * (2 - 4.25 / 8))
     other = ModelSpec.from_hf_config({**cfg, "model_type": "qwen3_moe",
                                       **OWN_KEYS["qwen3_moe"]}, name="q")
     with pytest.raises(ConfigError, match="MXFP4"):
