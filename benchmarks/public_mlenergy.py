@@ -10,8 +10,9 @@ what piep answers of them today, row by row, with each row's translation written
 The rows (`calibration/public/mlenergy-v3/rows.jsonl`) are supplied, not piep's own: the
 per-configuration summaries the ML.ENERGY Leaderboard publishes
 (`public/data/models/*.json` of github.com/ml-energy/leaderboard at the commit in
-SOURCE.md), kept for the bf16 language models whose configs piep has and prices (dense,
-and mixtures of experts: expert parallel rows as tp = ep = their GPUs). Each is a
+SOURCE.md), kept for the bf16 language models (and gpt-oss, MXFP4) whose configs piep has
+and prices (dense, and mixtures of experts: expert parallel rows as tp = ep = their
+GPUs). Each is a
 vLLM server (0.11.x; async scheduling, chunked prefill at 8,192 tokens, CUDA graphs)
 held at `max_num_seqs` concurrent requests of a task: `lm-arena-chat` (chat) or `gpqa`
 (reasoning, long outputs).
@@ -89,6 +90,9 @@ def _priced(model_id: str) -> bool:
     except (KeyError, PiepError):
         return False
 TASKS = ("lm-arena-chat", "gpqa")
+# the weights kept: bf16, and gpt-oss's MXFP4 experts (its checkpoint as vLLM runs it; the
+# census config carries the quant_method)
+PRECISIONS = ("bfloat16", "mxfp4")
 # assumed prompt tokens per task (unpublished): a chat turn, a GPQA question with choices
 PROMPT_LEN = {"lm-arena-chat": 256, "gpqa": 512}
 ENGINES = ("piep-graph", "hf-static")
@@ -113,7 +117,8 @@ def layout_of(parallelization: dict, gpus: int) -> dict[str, int] | None:
 
 
 def import_rows(repo: Path) -> None:
-    """Keep the rows of TASKS of every bf16 model with a census config that piep prices
+    """Keep the rows of TASKS of every model of PRECISIONS with a census config that piep
+    prices
     (dense, or a mixture of experts it models) from the leaderboard's git folder (HEAD),
     at the layouts `layout_of` translates (not data parallel), with their source file;
     write rows.jsonl and SOURCE.md."""
@@ -131,7 +136,7 @@ def import_rows(repo: Path) -> None:
         if task not in TASKS:
             continue
         doc = json.loads(show(path))
-        if doc.get("weight_precision") != "bfloat16" or not _priced(doc["model_id"]):
+        if doc.get("weight_precision") not in PRECISIONS or not _priced(doc["model_id"]):
             continue
         for c in doc["configurations"]:
             layout = layout_of(c["parallelization"], c["num_gpus"])
@@ -285,11 +290,13 @@ STEADY = DATA / "steady.jsonl"  # the rows as steady-state records: what the fit
 
 def fitted_rows(gpus=GPUS) -> list[dict]:
     """The rows the profiles are fitted on and scored by leaving one model out: those of
-    `gpus` without expert parallelism. The expert-parallel rows stay out of the fit, priced
-    by it blind (`--blind`): one profile for both moved the other rows' held-out error
-    (this filter dropped: H100 all rows 10.2 -> 14.0 %, session 42), and piep has run no
-    expert-parallel layout of its own to say which term differs."""
-    return [r for r in read_jsonl(ROWS) if r["gpu_model"] in gpus and r.get("ep", 1) == 1]
+    `gpus` without expert parallelism, of bf16 weights. The expert-parallel rows stay out
+    of the fit, priced by it blind (`--blind`): one profile for both moved the other rows'
+    held-out error (this filter dropped: H100 all rows 10.2 -> 14.0 %, session 42), and
+    piep has run no expert-parallel layout of its own to say which term differs; gpt-oss's
+    MXFP4 rows, whose kernels piep has not sampled, likewise."""
+    return [r for r in read_jsonl(ROWS) if r["gpu_model"] in gpus and r.get("ep", 1) == 1
+            and r["weight_precision"] == "bfloat16"]
 BLIND = DATA / "blind.jsonl"    # rows of models imported after the profiles were fitted
 
 
