@@ -10,8 +10,8 @@ what piep answers of them today, row by row, with each row's translation written
 The rows (`calibration/public/mlenergy-v3/rows.jsonl`) are supplied, not piep's own: the
 per-configuration summaries the ML.ENERGY Leaderboard publishes
 (`public/data/models/*.json` of github.com/ml-energy/leaderboard at the commit in
-SOURCE.md), kept for the bf16 language models (and gpt-oss, MXFP4) whose configs piep has
-and prices (dense, and mixtures of experts: expert parallel rows as tp = ep = their
+SOURCE.md), kept for the language models whose configs piep has, of the checkpoint's
+precision (bf16; gpt-oss's MXFP4; DeepSeek's FP8), and prices (dense, and mixtures of experts: expert parallel rows as tp = ep = their
 GPUs). Each is a
 vLLM server (0.11.x; async scheduling, chunked prefill at 8,192 tokens, CUDA graphs)
 held at `max_num_seqs` concurrent requests of a task: `lm-arena-chat` (chat) or `gpqa`
@@ -64,7 +64,11 @@ SAME_CONFIG = {"meta-llama/Llama-3.3-70B-Instruct": "Llama-3.1-70B-Instruct",
                "Qwen/Qwen3-235B-A22B-Instruct-2507": "Qwen3-235B-A22B-Thinking-2507",
                # (the text model of the Instruct checkpoint, whose small vision encoder
                # vLLM also loads: the census's config is Llama4TextConfig's defaults)
-               "meta-llama/Llama-4-Scout-17B-16E-Instruct": "Llama-4-Scout-17B-16E"}
+               "meta-llama/Llama-4-Scout-17B-16E-Instruct": "Llama-4-Scout-17B-16E",
+               # (DeepSeek-V3's architecture, its FP8 checkpoint's config: post-trained
+               # releases of it, DeepseekV3ForCausalLM with V3's sizes)
+               "deepseek-ai/DeepSeek-V3.1": "DeepSeek-V3",
+               "deepseek-ai/DeepSeek-R1-0528": "DeepSeek-V3"}
 
 
 class _Configs(dict):
@@ -90,9 +94,16 @@ def _priced(model_id: str) -> bool:
     except (KeyError, PiepError):
         return False
 TASKS = ("lm-arena-chat", "gpqa")
-# the weights kept: bf16, and gpt-oss's MXFP4 experts (its checkpoint as vLLM runs it; the
-# census config carries the quant_method)
-PRECISIONS = ("bfloat16", "mxfp4")
+# the weights kept (the leaderboard's label -> the census config's quantization, which
+# prices them): bf16; gpt-oss's MXFP4 experts; DeepSeek's FP8 (128 x 128 block scales)
+PRECISIONS = {"bfloat16": None, "mxfp4": "MXFP4", "fp8": "FP8"}
+
+
+def _precision_of(model_id: str) -> str | None:
+    """The quantization of a model's census config, in words' first token (None: bf16)."""
+    from piep.core.models import load_model
+    quant = load_model(str(MODELS[model_id])).quantization
+    return quant.split()[0] if quant else None
 # assumed prompt tokens per task (unpublished): a chat turn, a GPQA question with choices
 PROMPT_LEN = {"lm-arena-chat": 256, "gpqa": 512}
 ENGINES = ("piep-graph", "hf-static")
@@ -136,8 +147,9 @@ def import_rows(repo: Path) -> None:
         if task not in TASKS:
             continue
         doc = json.loads(show(path))
-        if doc.get("weight_precision") not in PRECISIONS or not _priced(doc["model_id"]):
-            continue
+        if doc.get("weight_precision") not in PRECISIONS or not _priced(doc["model_id"]) \
+                or _precision_of(doc["model_id"]) != PRECISIONS[doc["weight_precision"]]:
+            continue  # (a checkpoint piep has no config of, or one it would misprice)
         for c in doc["configurations"]:
             layout = layout_of(c["parallelization"], c["num_gpus"])
             if layout is None:
