@@ -365,7 +365,8 @@ def _latent_attention(dep: Deployment, phase: str, batch: int, q_len: int, ctx: 
     over every head (its FLOPs and K/V bytes at the mean of the query/key and value head
     dims). Heads split over tensor-parallel ranks as vLLM and SGLang split them (the
     compressed projection on every rank), all on every rank where transformers' plan
-    leaves the attention whole (`Deployment.attention_whole`)."""
+    leaves the attention whole (`Deployment.attention_whole`). Under vLLM's flash
+    attention a decode step reads the latents instead (`_absorbed_decode`)."""
     m, h, t = dep.model, dep.model.hidden_size, batch * q_len
     q_rank, rank, rope, v = m.mla
     heads, qk = dep.heads_per_rank, m.head_dim
@@ -380,6 +381,8 @@ def _latent_attention(dep: Deployment, phase: str, batch: int, q_len: int, ctx: 
             _norm("kv_a_norm", phase, t, rank, m.norm_kernels),
             _rope(phase, t, heads * rope, rope, batch, rope, m.rope_kernels)]
     record = dep.engine_record
+    if record.attention_kernel == "flash" and phase == "decode":
+        return out + _absorbed_decode(batch, ctx, heads, qk - rope, rank, rope, v)
     if record.dynamic_cache and phase == "decode":
         out.append(_latent_copy("kv_append", "kv_append", phase, batch, ctx, rank + rope, 1))
     if record.paged_cache:
@@ -397,6 +400,26 @@ def _latent_attention(dep: Deployment, phase: str, batch: int, q_len: int, ctx: 
     return out + [_attention(phase, batch, q_len, ctx, heads, heads, (qk + v) // 2,
                              masked_cache=static, kind=PAGED_ATTENTION if paged else None,
                              packed_mask=paged)]
+
+
+def _absorbed_decode(batch: int, ctx: int, heads: int, nope: int, rank: int, rope: int,
+                     v: int) -> list[Node]:
+    """A latent attention's decode step as vLLM runs it (its MLA backends: FlashMLA,
+    CUTLASS or Triton MLA): the key up-projection absorbed into each head's query (a bmm of
+    the heads, nope -> rank), every head attending the cached latents themselves as one
+    shared key and value head (keys of rank + rope, values the rank's latent: the cache
+    read once for all heads, nothing expanded), the value up-projection absorbed into the
+    output (a bmm, rank -> v). One query a request."""
+    latents = batch * ctx * (rank + rope)
+    scores = batch * heads * ctx
+    return [_experts_bmm("q_absorb", "decode", batch, heads, nope, rank),
+            Node("attention", "attention", "decode", flops=2.0 * scores * (2 * rank + rope),
+                 bytes_read=(latents + batch * heads * (rank + rope)) * BF16_BYTES,
+                 bytes_written=batch * heads * rank * BF16_BYTES, tokens=batch,
+                 context_len=ctx, launches=LAUNCHES["attention"],
+                 attrs={"heads": heads, "kv_heads": 1, "head_dim": rank + rope,
+                        "batch": batch}),
+            _experts_bmm("o_absorb", "decode", batch, heads, rank, v)]
 
 
 def _residual(dep: Deployment, name: str, phase: str, t: int) -> list[Node]:

@@ -627,6 +627,18 @@ def test_deepseek_latent_attention_by_hand():
     kv = Deployment(v3, Parallel(), Workload(batch=4, prompt_len=100, gen_len=28), _gpu())
     assert kv.memory_items_gib()["all"]["kv_cache"] == pytest.approx(
         6 * 128 * 4 * 40 * 2 / 2 ** 30)
+    # vLLM's MLA decode: the up-projections absorbed (bmm over the heads), the cached
+    # latents read once as one shared head, nothing expanded
+    served = validate(v3, Parallel(), replace(w, mode="graph"), _gpu(), engine="vllm",
+                      check_memory=False)
+    absorbed = {n.name: n for _, _, n in build_tree(served).children[0].children[1].leaves()}
+    ctx = served.workload.context_len
+    assert "kv_b_proj" not in absorbed and "key_assembly" not in absorbed
+    att = absorbed["attention"]
+    assert att.attrs["kv_heads"] == 1 and att.bytes_read == (2 * ctx * 40 + 2 * 4 * 40) * 2
+    assert att.flops == 2.0 * 2 * 4 * ctx * (2 * 32 + 8)
+    assert absorbed["q_absorb"].flops == 2.0 * 4 * 2 * (32 - 8) * 32
+    assert absorbed["o_absorb"].attrs["d_out"] == 16 and absorbed["o_absorb"].attrs["batch"] == 4
     v2 = small("deepseek_v2")
     assert v2.mla == (0, 32, 16, 24) and not v2.group_routing
     assert "q_proj" in [n for n, _ in next(iter(layer_leaves(v2).values()))]
