@@ -11,9 +11,8 @@ The rows (`calibration/public/mlenergy-v3/rows.jsonl`) are supplied, not piep's 
 per-configuration summaries the ML.ENERGY Leaderboard publishes
 (`public/data/models/*.json` of github.com/ml-energy/leaderboard at the commit in
 SOURCE.md), kept for the language models whose configs piep has, of the checkpoint's
-precision (bf16; gpt-oss's MXFP4; DeepSeek's FP8), and prices (dense, and mixtures of experts: expert parallel rows as tp = ep = their
-GPUs). Each is a
-vLLM server (0.11.x; async scheduling, chunked prefill at 8,192 tokens, CUDA graphs)
+precision (bf16; gpt-oss's MXFP4; DeepSeek's FP8), and prices (dense, and mixtures of
+experts: expert parallel rows as tp = ep = their GPUs). Each is a vLLM server (0.11.x; async scheduling, chunked prefill at 8,192 tokens, CUDA graphs)
 held at `max_num_seqs` concurrent requests of a task: `lm-arena-chat` (chat) or `gpqa`
 (reasoning, long outputs).
 
@@ -353,17 +352,50 @@ def blind_predictions() -> list[dict]:
     return out
 
 
+def _row_key(r: dict) -> tuple:
+    """A row (of rows.jsonl or blind.jsonl): its model, task, GPU, layout, max_num_seqs
+    and what it measured (a configuration the benchmark ran twice has two rows)."""
+    measured = r["measured"]["j_per_output_token"] if "measured" in r \
+        else r["energy_per_token_joules"]
+    return (r["model_id"], r["task"], r.get("gpu") or r["gpu_model"], r["tp"], r.get("ep", 1),
+            r["max_num_seqs"], round(measured, 12))
+
+
+def now_ratios(blind: list[dict]) -> dict[tuple, tuple[float, float]]:
+    """The blind rows the profiles were never fitted on, priced by today's code and the
+    shipped profiles: energy ratio piep / measured and time per token measured / piep, by
+    `_row_key` (a change made after the blind prediction shows here; the blind column
+    keeps what was committed)."""
+    from piep.serving.steady import load_profile
+    fitted = {_row_key(r) for r in fitted_rows()}
+    source = {_row_key(r): r for r in read_jsonl(ROWS)}
+    out = {}
+    for gpu in GPUS:
+        mine = [source[k] for k in (_row_key(r) for r in blind)
+                if k not in fitted and k in source and k[2] == gpu]
+        profile = load_profile("vllm", gpu.lower())[0]
+        for r, case in zip(mine, steady_cases(mine)):
+            o = case.parts.outcome(profile)
+            out[_row_key(r)] = (o["j_per_output_token"] / case.j_per_token,
+                                case.tokens_per_s / o["output_tokens_per_s"])
+    return out
+
+
 def blind_lines() -> list[str]:
-    """The blind predictions' errors, per model and GPU (from blind.jsonl)."""
+    """The blind predictions' errors, per model and GPU (from blind.jsonl), and today's
+    errors on those never fitted since."""
     rows = read_jsonl(BLIND)
     if not rows:
         return []
+    now = now_ratios(rows)
     lines = ["## Blind: models imported after the profiles were fitted", "",
              "Priced by the profiles as committed (the commit named; fitted on the other "
              "models' rows only) before they were refitted with these rows (`--blind` wrote "
-             f"{BLIND.relative_to(ROOT)}):", "",
+             f"{BLIND.relative_to(ROOT)}). The last column: the rows no profile has been "
+             "fitted on since, priced by today's code and profiles (\"-\": refitted since, "
+             "so no longer held out):", "",
              "| model | GPU | layouts | profiles at | rows | energy error | energy ratio | "
-             "throughput ratio |", "|---|---|---|---|---|---|---|---|"]
+             "throughput ratio | energy error now |", "|---|---|---|---|---|---|---|---|---|"]
     groups: dict[tuple, list] = {}
     for r in rows:
         groups.setdefault((r["model_id"], r["gpu"], r["profiles_commit"]), []).append(r)
@@ -373,9 +405,12 @@ def blind_lines() -> list[str]:
         t = [r["predicted"]["output_tokens_per_s"] / r["measured"]["output_tokens_per_s"]
              for r in mine]
         tps = ", ".join(sorted({layout_name(r) for r in mine}))
+        today = [now[_row_key(r)][0] for r in mine if _row_key(r) in now]
         lines.append(f"| {model} | {gpu} | {tps} | {commit} | {len(mine)} | "
                      f"{100 * statistics.median(abs(x - 1) for x in e):.1f} % | "
-                     f"{statistics.median(e):.2f} | {statistics.median(t):.2f} |")
+                     f"{statistics.median(e):.2f} | {statistics.median(t):.2f} | "
+                     + (f"{100 * statistics.median(abs(x - 1) for x in today):.1f} % |"
+                        if len(today) == len(mine) else "- |"))
     for name, mine, flag in (
             ("Expert parallel (vLLM's `--enable-expert-parallel`, tp = ep: the rows with "
              "ep)", [r for r in rows if r.get("ep", 1) > 1], "unmeasured_expert_parallel"),
@@ -387,12 +422,16 @@ def blind_lines() -> list[str]:
                    - 1) for r in mine]
         per_token = [abs(r["measured"]["output_tokens_per_s"]
                          / r["predicted"]["output_tokens_per_s"] - 1) for r in mine]
+        today = [now[_row_key(r)] for r in mine if _row_key(r) in now]
         lines += ["", f"{name}: {len(mine)} rows, {len({r['model_id'] for r in mine})} "
                   f"models, energy error {100 * statistics.mean(err):.1f} % mean absolute "
                   f"({100 * statistics.median(err):.1f} % median), time per token "
-                  f"{100 * statistics.mean(per_token):.1f} %. They stay out of the "
-                  f"profiles' fit (`fitted_rows` in the script), so these stand as held "
-                  f"out; such answers carry `{flag}`."]
+                  f"{100 * statistics.mean(per_token):.1f} %; today "
+                  f"{100 * statistics.mean(abs(e - 1) for e, _ in today):.1f} % energy, "
+                  f"{100 * statistics.mean(abs(t - 1) for _, t in today):.1f} % time per "
+                  f"token ({len(today)} rows). They "
+                  f"stay out of the profiles' fit (`fitted_rows` in the script), so these "
+                  f"stand as held out; such answers carry `{flag}`."]
     return lines + [""]
 
 
