@@ -12,9 +12,10 @@ per-configuration summaries the ML.ENERGY Leaderboard publishes
 (`public/data/models/*.json` of github.com/ml-energy/leaderboard at the commit in
 SOURCE.md), kept for the language models whose configs piep has, of the checkpoint's
 precision (bf16; gpt-oss's MXFP4; DeepSeek's FP8), and prices (dense, and mixtures of
-experts: expert parallel rows as tp = ep = their GPUs). Each is a vLLM server (0.11.x; async scheduling, chunked prefill at 8,192 tokens, CUDA graphs)
-held at `max_num_seqs` concurrent requests of a task: `lm-arena-chat` (chat) or `gpqa`
-(reasoning, long outputs).
+experts: expert parallel rows as tp = ep = their GPUs). Each is a vLLM server (0.11.x;
+async scheduling, chunked prefill at 8,192 tokens, CUDA graphs) held at `max_num_seqs`
+concurrent requests of a task: `lm-arena-chat` (chat) or `gpqa` (reasoning, long
+outputs).
 
 Engine `vllm` (piep.serving.steady): a row is the steady state of a server held at
 `max_num_seqs` (fewer where the paged KV cache holds fewer: the concurrency is predicted,
