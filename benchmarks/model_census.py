@@ -299,8 +299,27 @@ def answer(arg: str) -> dict:
     return {**row, "answered": False, "refusal": problem}
 
 
+def served(arg: str) -> dict:
+    """What piep answers of one config served by vLLM (`piep steady` on H100s, else on
+    B200s: the GPUs its profiles were fitted on; vLLM's defaults, prompts of 256 tokens,
+    outputs of 400): the first GPU and smallest tp that fit, and J per output token
+    there, or the refusal."""
+    problem = None
+    for gpu in ("h100", "b200"):
+        for tp in TPS:
+            try:
+                doc = api.steady(arg, gpu=gpu, tp=tp)
+            except PiepError as exc:
+                problem = str(exc).splitlines()[0]
+                continue  # (a larger tp may fit, or divide its heads)
+            return {"vllm_gpu": gpu, "vllm_tp": tp,
+                    "vllm_j_per_token": doc["j_per_output_token"]}
+    return {"vllm_refusal": problem}
+
+
 def census() -> list[dict]:
-    return [{"name": name, "source": src, **answer(arg)} for name, arg, src in entries()]
+    return [{"name": name, "source": src, **answer(arg), **served(arg)}
+            for name, arg, src in entries()]
 
 
 def summary(rows: list[dict]) -> str:
@@ -309,7 +328,10 @@ def summary(rows: list[dict]) -> str:
     done = sum(r["answered"] for r in dense)
     return (f"{len(rows)} configs: {done} of {len(dense)} dense answered "
             f"({100 * done / len(dense):.0f} %); {sum(r['answered'] for r in moe)} of "
-            f"{len(moe)} mixtures of experts answered (the rest refused by name)")
+            f"{len(moe)} mixtures of experts answered (the rest refused by name); served by "
+            f"vLLM (piep steady, H100s or B200s): {sum('vllm_tp' in r for r in dense)} of "
+            f"{len(dense)} dense, {sum('vllm_tp' in r for r in moe)} of {len(moe)} mixtures "
+            f"of experts")
 
 
 def report(rows: list[dict]) -> str:
@@ -318,14 +340,19 @@ def report(rows: list[dict]) -> str:
              "`model_trees/public/` (sources in its SOURCES.json) and each shipped "
              "config of a 2025-26 deployment, read by piep; answered at the smallest tensor-"
              "parallel degree whose layout fits H200s (hf-eager, batch 1, prompt 512, 128 new "
-             "tokens), or refused in one line.", "", f"**{summary(rows)}.**", "",
-             "| model | model_type | answer | source |", "|---|---|---|---|"]
+             "tokens), or refused in one line; and served by vLLM (`piep steady` on H100s, "
+             "else B200s, at the smallest tp that fits: vLLM's defaults, prompts of 256 "
+             "tokens, outputs of 400).", "", f"**{summary(rows)}.**", "",
+             "| model | model_type | answer | vLLM held full | source |",
+             "|---|---|---|---|---|"]
     for r in rows:
         ans = (f"tp={r['tp']}: {r['energy_j']:.0f} J, {r['time_s']:.2f} s"
                + (f" ({', '.join(r['flags'])})" if r["flags"] else "")) if r["answered"] \
             else f"refused: {r['refusal']}"
+        vllm = (f"{r['vllm_gpu']} tp={r['vllm_tp']}: {r['vllm_j_per_token']:.3f} J/token"
+                if "vllm_tp" in r else f"refused: {r['vllm_refusal']}")
         lines.append(f"| {r['name']} | {r['model_type']} | {ans.replace('|', '/')} | "
-                     f"{r['source']} |")
+                     f"{vllm.replace('|', '/')} | {r['source']} |")
     return "\n".join(lines) + "\n"
 
 
