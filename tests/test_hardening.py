@@ -104,6 +104,7 @@ def _one_line_or_answer(argv, out_dir: Path):
         assert not [p for p in out_dir.rglob("*") if p.is_file()], argv
 
 
+@pytest.mark.slow  # (seconds: the default tier's budget, reports/speed.md)
 @settings(max_examples=150)
 @given(command=st.sampled_from(sorted(COMMANDS)), data=st.data())
 def test_every_command_over_odd_values_is_an_answer_or_one_line(command, data, runs):

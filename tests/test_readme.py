@@ -25,6 +25,7 @@ def test_the_readme_is_short_and_starts_with_the_two_commands():
     assert 'python -m pytest -q -m "not gpu and not slow"' in block
 
 
+@pytest.mark.slow  # (seconds: the default tier's budget, reports/speed.md)
 def test_every_generated_part_is_what_the_script_makes_now():
     """A figure in the README that differs from its report (or sample output that differs
     from piep's output) fails here: run `python benchmarks/docs.py --write`."""

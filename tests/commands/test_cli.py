@@ -143,6 +143,7 @@ configs = st.fixed_dictionaries({}, optional={
 })
 
 
+@pytest.mark.slow  # (seconds: the default tier's budget, reports/speed.md)
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(layout=layouts, config=configs)
 def test_fuzz_configs_and_layouts_never_traceback(tmp_path_factory, layout, config):

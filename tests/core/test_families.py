@@ -111,6 +111,7 @@ def test_soft_capped_scores_run_sdpa_as_transformers_runs_gemma2():
     assert not small("gemma3_text").score_cap  # (its config class caps nothing)
 
 
+@pytest.mark.slow  # (seconds: the default tier's budget, reports/speed.md)
 @pytest.mark.gloo  # (torch and transformers on the CPU)
 def test_transformers_builds_gemma2_with_sdpa_which_takes_no_score_cap():
     """What the test above stands on: the model transformers builds from the config piep
@@ -667,6 +668,7 @@ def test_fp8_experts_read_a_byte_per_weight_and_say_so(tmp_path):
     assert "fp8_experts_unsampled" in doc["flags"]
 
 
+@pytest.mark.slow  # (seconds: the default tier's budget, reports/speed.md)
 def test_a_trained_routers_skew_is_an_input_of_the_config():
     """`piep_routing_skew` (the Zipf exponent of the experts' popularity; 0: uniform, as
     random weights route): a step's tokens reach fewer experts, so a grouped GEMM reads

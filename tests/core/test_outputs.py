@@ -188,6 +188,7 @@ def _report_bytes(folder: Path, seed: str) -> dict[str, bytes]:
             if p.is_file()}
 
 
+@pytest.mark.slow  # (seconds: the default tier's budget, reports/speed.md)
 def test_the_report_is_byte_identical_whatever_the_hash_seed(tmp_path):
     """Its figure (and the HTML that embeds it) once changed with PYTHONHASHSEED."""
     assert _report_bytes(tmp_path / "a", "1") == _report_bytes(tmp_path / "b", "2")

@@ -237,6 +237,7 @@ def test_every_shipped_profile_fitted_per_host_predicts_for_the_typical_host_now
             pytest.approx(typical, rel=1e-12), engine
 
 
+@pytest.mark.slow  # (seconds: the default tier's budget, reports/speed.md)
 def test_a_profile_without_host_probes_refuses_a_host(tmp_path, monkeypatch, capsys):
     """Runs without a host probe (e.g. metered from another engine's process) give a
     profile without a host reference: a host probe is refused in one line."""
@@ -351,6 +352,7 @@ def test_train_engine_from_own_measurements(tmp_path, monkeypatch, capsys):
     assert np.isfinite(mine.meta.lomo_time_mape_host_probe)
 
 
+@pytest.mark.slow  # (seconds: the default tier's budget, reports/speed.md)
 def test_an_engine_of_your_own_is_fitted_and_priced_as_a_builtin(tmp_path, monkeypatch,
                                                                   capsys):
     """Runs of an engine piep cannot run, under a name of the user's own, fitted `--like`
@@ -534,6 +536,7 @@ def test_a_profile_whose_runs_never_crossed_a_window_flags_it(tmp_path, monkeypa
         "mistral-7b", **{**args, "prompt_len": 1000})["flags"]
 
 
+@pytest.mark.slow  # (seconds: the default tier's budget, reports/speed.md)
 def test_any_windowed_config_gets_a_positive_answer_inside_its_interval():
     """Random Llama-family shapes (head dim 64-128, MHA or GQA, with or without a sliding
     window, tied or not) under hf-eager and hf-static, below, across and past the window:

@@ -173,6 +173,7 @@ def _check_serving_engine(n: int, seed: int):
     assert checked >= n // 3, checked
 
 
+@pytest.mark.slow  # (seconds: the default tier's budget, reports/speed.md)
 def test_the_serving_engine_stays_within_the_board_over_a_sweep():
     _check_serving_engine(40, 3)
 

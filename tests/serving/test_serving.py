@@ -651,6 +651,7 @@ def test_a_paged_engine_admits_a_batch_its_scheduler_queues(capsys):
     assert "for one request" in capsys.readouterr().err
 
 
+@pytest.mark.slow  # (seconds: the default tier's budget, reports/speed.md)
 def test_a_sweep_prices_hf_cb_batches_as_predict_does():
     """A sweep shares a model and layout's iteration costs among its workloads and prices
     their batch trees in one table: every row is predict's answer of the point."""
