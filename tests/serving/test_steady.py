@@ -301,3 +301,31 @@ def test_experts_sharded_over_the_servers_gpus():
     cases = fs.cases_from_records([rec, {**rec, "ep": 2}])
     assert cases[0].parts.outcome(st.SteadyProfile.neutral("H100")) != \
         cases[1].parts.outcome(st.SteadyProfile.neutral("H100"))
+
+
+@pytest.mark.replay
+def test_public_rows_translate_their_layouts_and_the_fit_reads_the_kept_ones():
+    """The leaderboard's expert-parallel label (tp 1, ep = its GPUs) is vLLM started at
+    tp = its GPUs with --enable-expert-parallel; data parallel is not priced. The shipped
+    fit reads exactly the rows `fitted_rows` keeps (bf16, no expert parallelism); the
+    others are priced blind, each once."""
+    import sys
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    import public_mlenergy as pm
+    assert pm.layout_of({"tensor_parallel": 1, "expert_parallel": 8, "data_parallel": 1},
+                        8) == {"tp": 8, "ep": 8}
+    assert pm.layout_of({"tensor_parallel": 4, "expert_parallel": 1}, 4) == {"tp": 4}
+    assert pm.layout_of({"tensor_parallel": 1, "expert_parallel": 1, "data_parallel": 8},
+                        8) is None
+    assert pm._precision_of("deepseek-ai/DeepSeek-V3.1") == "FP8"
+    assert pm._precision_of("openai/gpt-oss-20b") == "MXFP4"
+    assert pm._precision_of("Qwen/Qwen3-8B") is None
+    kept = pm.fitted_rows()
+    assert all(r.get("ep", 1) == 1 and r["weight_precision"] == "bfloat16" for r in kept)
+    shipped = [json.loads(line) for line in pm.STEADY.read_text().splitlines()]
+    assert shipped == [pm.steady_record(r) for r in kept]
+    fitted = {pm._row_key(r) for r in kept}
+    blind = [pm._row_key(r) for r in pm.read_jsonl(pm.BLIND)]
+    assert len(blind) == len(set(blind))
+    held = {pm._row_key(r) for r in pm.read_jsonl(pm.ROWS)} - fitted
+    assert held <= set(blind)  # (every row out of the fit was priced blind)
