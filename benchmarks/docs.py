@@ -510,9 +510,11 @@ def models_doc() -> str:
               f"({', '.join(f'`{t}`' for t in refused)}): "
               "their layers run more than the experts priced here (linear-attention or "
               "state-space layers, experts of their own kinds), not modelled yet.",
-              "* quantized weights other than FP8 (AWQ, GPTQ, bitsandbytes, MXFP4, ...): "
-              "their kernels were not measured; the refusal names them and the weights' "
-              "memory at the checkpoint's bits.", ""]
+              "* quantized weights other than FP8 (AWQ, GPTQ, bitsandbytes, MXFP4 but "
+              "gpt-oss's, ...): their kernels were not measured; the refusal names them and "
+              "the weights' memory at the checkpoint's bits. gpt-oss's MXFP4 experts are "
+              "priced as transformers dequantizes them to bf16 (`mxfp4_dequantized`), and "
+              "under vLLM as stored, 4.25 bits a weight (`mxfp4_unsampled`).", ""]
     _, runs, energy, time_ = _cells("reports/fp8.md", "| all |")
     lines += ["FP8 checkpoints (`fbgemm_fp8`, compressed-tensors FP8, fine-grained FP8 with "
               "128x128 block scales) are priced with the layers' projections as row-wise FP8 "
