@@ -23,6 +23,9 @@ def configure(parser) -> None:
                              "flags given beside it change its fields")
     parser.add_argument("--gpu", default=DEFAULT_GPU, help=f"GPU type (default {DEFAULT_GPU})")
     parser.add_argument("--tp", type=int, default=1, help="tensor parallel degree (default 1)")
+    parser.add_argument("--ep", type=int, default=1,
+                        help="a mixture of experts' experts sharded whole over the tp GPUs: "
+                             "ep = tp (vLLM's --enable-expert-parallel; default 1)")
     serving = names(kind="stream")
     parser.add_argument("--engine", default=None, metavar="NAME",
                         help=f"the serving engine (default {serving[0]}: "
@@ -128,7 +131,7 @@ def _scenario(args):
         poisson_trace(rate_per_s=args.rate, requests=args.requests,
                       prompt_len=args.prompt_len or prompt, gen_len=args.gen_len or gen,
                       seed=args.seed)
-    names_ = ("gpu", "tp", "engine", "host_probe_us")
+    names_ = ("gpu", "tp", "ep", "engine", "host_probe_us")
     if args.scenario:
         return scenario_file(args, names_, **({"model": args.model} if args.model else {}),
                              **({"trace": trace} if trace is not None else {}))
