@@ -86,13 +86,20 @@ class Deployment:
 
     def stage_expert_weights(self) -> float:
         """The routed experts' weights among `stage_weights` (elements)."""
-        m, tp, ep = self.model, self.parallel.tp, self.parallel.ep
+        m = self.model
         if not m.is_moe:
             return 0.0
-        whole = ep if ep > 1 else 1 if self.experts_whole else None
-        return sum(n * m.routed_expert_params(tp, whole)
+        return sum(n * m.routed_expert_params(self.parallel.tp, self.expert_shares)
                    for (_, _, sparse), n in m.layer_kinds(range(self.stage_layers()[0]))
                    if sparse)
+
+    @property
+    def expert_shares(self) -> int | None:
+        """The shares the routed experts are dealt in, each rank holding one whole: ep where
+        they are sharded, 1 where tp leaves every expert whole on every rank, None where
+        each is split by width."""
+        ep = self.parallel.ep
+        return ep if ep > 1 else 1 if self.experts_whole else None
 
     @property
     def every_expert(self) -> bool:
@@ -183,11 +190,10 @@ class Deployment:
         """The weights of the first stage's layers on one rank (elements): each layer's
         attention, MLP (a mixture of experts' or, on its dense layers, a dense one) and
         norms, at the tensor-parallel split."""
-        m, tp, ep = self.model, self.parallel.tp, self.parallel.ep
-        # (routed experts whole on every rank: 1/ep of them, all where tp leaves them whole)
-        whole = ep if ep > 1 else 1 if self.experts_whole else None
+        m, tp = self.model, self.parallel.tp
         heads_tp = 1 if self.attention_whole else tp
-        return sum(n * (m.attention_params(heads_tp) + m.mlp_params(sparse, tp, whole)
+        return sum(n * (m.attention_params(heads_tp) + m.mlp_params(sparse, tp,
+                                                                   self.expert_shares)
                         + m.norm_params())
                    for (_, _, sparse), n in m.layer_kinds(range(self.stage_layers()[0])))
 

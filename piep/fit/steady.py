@@ -146,8 +146,9 @@ def lengths_of(workload: dict[str, Any], where: str):
 
 def cases_from_records(records: Sequence[dict[str, Any]], *, predictor: str = "auto",
                        window: bool = False, prompt_scale: float = 1.0) -> list[SteadyCase]:
-    """Each record's steady state priced by the reference pricing on its GPU and layout
-    (one resolution per model, GPU and layout), its concurrency predicted from its server
+    """Each record's steady state priced by its engine's tree (vLLM's) on its GPU and
+    layout (one resolution per model, GPU, layout and engine), its concurrency predicted
+    from its server
     settings (vLLM's defaults where absent). `window`: the ML.ENERGY Benchmark's finite
     window over the record's `requests` instead of an endless steady state;
     `prompt_scale`: its prompts scaled (a sensitivity)."""
