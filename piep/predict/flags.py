@@ -112,7 +112,7 @@ FLAGS: dict[str, Flag] = {f.name: f for f in (
          "the checkpoint's experts are MXFP4 and the engine runs them as stored (vLLM's "
          "fused MoE): priced as its bf16 GEMMs reading 4.25 bits a weight (memory too); no "
          "module sample of an MXFP4 kernel covers them",
-         "none (the shipped band)",
+         "x1.5 (log) on energy and time (not measured: a chosen factor)",
          "none yet: module samples of the MXFP4 MoE kernels"),
     Flag("uncalibrated_gpu",
          "no calibration of this GPU: the reference GPU's predictor moved by spec-sheet "

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import replace
-from typing import Any
+from typing import Any, Sequence
 
 import numpy as np
 
@@ -232,7 +232,7 @@ def _simulated(res: Resolved, user_policy: UserPolicy | None = None
                              "host": user_policy.host}})
     if res.steady is not None:
         result = replace(result, interval=steady_interval(
-            res.steady[0], result.outcome.energy_j, result.outcome.time_s))
+            res.steady[0], result.outcome.energy_j, result.outcome.time_s, res.flags))
     elif user_policy:  # another engine's scheduler: nothing piep measured bounds it
         pass
     elif hasattr(model, "interval"):
@@ -242,17 +242,21 @@ def _simulated(res: Resolved, user_policy: UserPolicy | None = None
     return result, sim
 
 
-def steady_interval(profile, energy_j: float, time_s: float) -> dict[str, Any] | None:
+def steady_interval(profile, energy_j: float, time_s: float,
+                    flags: Sequence[str] = ()) -> dict[str, Any] | None:
     """The 90 % interval of a steady-priced engine's answer: its profile's bands of J and
-    time per output token, sized on held-out measured runs (None where it has none)."""
+    time per output token, sized on held-out measured runs (None where it has none),
+    widened by the answer's flags (`piep.serving.steady.widened`)."""
+    from piep.serving.steady import widened
     if profile.interval is None:
         return None
-    tb = profile.time_interval or profile.interval
-    return {"energy_j": [energy_j * profile.interval[0], energy_j * profile.interval[1]],
+    eb, words = widened(profile.interval, flags)
+    tb, _ = widened(profile.time_interval or profile.interval, flags)
+    return {"energy_j": [energy_j * eb[0], energy_j * eb[1]],
             "time_s": [time_s * tb[0], time_s * tb[1]],
             "level": f"90 % of held-out runs' ratios (leave one model out) of the {profile.name} "
                      f"profile on {profile.gpu}" + ("" if profile.time_interval else
-                                                    "; time: the energy band")}
+                                                    "; time: the energy band") + words}
 
 
 # serve prices a stream again on the fastest and slowest calibration hosts up to this many

@@ -329,3 +329,24 @@ def test_public_rows_translate_their_layouts_and_the_fit_reads_the_kept_ones():
     assert len(blind) == len(set(blind))
     held = {pm._row_key(r) for r in pm.read_jsonl(pm.ROWS)} - fitted
     assert held <= set(blind)  # (every row out of the fit was priced blind)
+
+
+@pytest.mark.replay
+def test_an_answer_of_what_no_run_had_widens_its_band():
+    """Experts sharded over the GPUs, or MXFP4 experts, which no run of the profile had:
+    the band's log half-widths x1.5, in `piep steady` and in a served stream alike."""
+    from piep import api
+    from piep.serving.serve import steady_interval
+    profile, _ = st.load_profile("vllm", "h100")
+    lo, hi = profile.interval
+    band, words = st.answer_band(profile, ("unmeasured_expert_parallel", "out_of_range"))
+    assert band == pytest.approx((lo ** 1.5, hi ** 1.5)) and "x1.5" in words
+    assert st.answer_band(profile, ("out_of_range",)) == (profile.interval,
+                                                          "held-out public rows")
+    both, _ = st.answer_band(profile, ("unmeasured_expert_parallel", "mxfp4_unsampled"))
+    assert both == pytest.approx((lo ** 2.25, hi ** 2.25))
+    doc = api.steady(str(CENSUS / "gpt-oss-20b.json"), tp=1)
+    assert "mxfp4_unsampled" in doc["flags"] and "x1.5" in doc["interval"]["from"]
+    served = steady_interval(profile, 100.0, 10.0, ("unmeasured_expert_parallel",))
+    assert served["energy_j"] == pytest.approx([100 * lo ** 1.5, 100 * hi ** 1.5])
+    assert "widened" in served["level"]
