@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# PLANNED in session 37, not yet run: no H200 came in sessions 37-40. To run it,
-# move it to calibration/h200/device/run86.sh and run it from there, after call 85.
+# Planned in session 37; run in session 42 after call 85, which ran design 6: (3) is
+# skipped here.
 # Device call 86 (nvidia-h200), session 37 (issue 52), after call 85 on the same machine.
 # Run as `PIEP_GIT_COMMIT=<commit> bash calibration/h200/device/run86.sh`; read-only.
 # (1) the decode-step experts (`experts_batched`): a new draw over the seven MoE shapes
@@ -30,9 +30,6 @@ timeout 125 python3 -m piep calibrate modules --kinds experts_batched --modes gr
     --models $OLD7 --seed 95 --per-kind 28 --repeat-every 1000 \
     --out "$OUT/modules_moe_decode_s86.jsonl" --budget-s 110 >> "$L" 2>&1
 echo "experts_batched rc=$? $(date +%T) left $(left) s" >> "$L"
-timeout 250 python3 -m piep measure --grid calibration/h200/moe/design_eager6.jsonl \
-    --out "$OUT/moe_s86_eager.jsonl" --budget-s 225 >> "$L" 2>&1
-echo "runs rc=$? $(date +%T) left $(left) s" >> "$L"
 timeout $(( $(left) - 5 )) python3 -m piep.sampling.census \
     --models $M/gpt-oss-20b-shape.json $M/deepseek-v2-lite-shape.json \
     $M/piep-phi35-moe-8l.json $M/piep-minimax-m2-6l.json $M/piep-hunyuan-a13b-6l.json \
