@@ -39,8 +39,13 @@ SETS = {
             "grouped GEMMs in transformers' weight layout and its masks' masked_fill "
             "sampled; gpt-oss-20b, OLMoE and 20-layer Llama 4 Scout shapes), 73 (`run73.sh`: "
             "the kernel census below, on the H200), 83-84 (`run83.sh`, `run84.sh`: "
-            "workloads in no earlier design) and 87 (`calibration/h100/device/run87.sh`: a "
-            "census of gpt-oss-20b and DeepSeek-V2-Lite on an H100). Random weights route "
+            "workloads in no earlier design), 85 (`run85.sh`: designs 5 and 6, DeepSeek "
+            "V2-Lite and V3, Qwen3-235B, GLM-4.5-Air and ERNIE 4.5 shapes, their blind "
+            "predictions committed before; `experts_batched` again on a second board; "
+            "gpt-oss's sinks attention and Llama 4's bmm experts sampled), 86 (`run86.sh`: "
+            "`experts_batched` over seven shapes; a kernel census on the H200) and 87 "
+            "(`calibration/h100/device/run87.sh`: a census of gpt-oss-20b and "
+            "DeepSeek-V2-Lite on an H100). Random weights route "
             "near-uniformly, as piep "
             "assumes; trained routers skew (docs/models.md)",
             "The blind predictions priced every step's experts as grouped GEMMs. Read in "
@@ -72,7 +77,11 @@ SETS = {
             "transformers runs; until they are sampled on an H200 they are priced by the "
             "projections' and the masked SDPA's models (`python "
             "benchmarks/heldout_accuracy.py moe` at commit e3d4cfc gives the errors before "
-            "the attention leaf: energy 12.0 %, time 7.6 %)."),
+            "the attention leaf: energy 12.0 %, time 7.6 %). Since calls 85 and 86, those "
+            "two kinds and `experts_batched` have models of their own, the last trained on "
+            "three draws over two boards (`piep train --gpu h200 --add-kinds`; `python "
+            "benchmarks/heldout_accuracy.py moe` at commit 801db21, where call 85's runs are "
+            "in, gives the errors before: energy 10.9 %, time 6.8 %)."),
     "fp8": ("FP8 checkpoints, held out",
             "device call 72 (`calibration/h200/device/run72.sh`: module samples of row-wise "
             "FP8 projections, `fp8_linear`, drawn from the shipped dense models' trees; the "
