@@ -248,7 +248,13 @@ def report(name: str) -> str:
         if berrs:
             lines += ["", f"Blind (`predictions_blind*.jsonl`, commit {', '.join(commits)}, "
                           f"before the runs): energy {mean_abs(berrs, 0):.1f} %, time "
-                          f"{mean_abs(berrs, 1):.1f} % (mean |error|, {len(berrs)} runs)."]
+                          f"{mean_abs(berrs, 1):.1f} % (mean |error|, {len(berrs)} runs); "
+                          "by file: " + "; ".join(
+                              f"{path.name} (commit {sorted({p['commit'][:12] for p in ps})[0]})"
+                              f" {mean_abs(errors(ps, seen), 0):.1f} %, "
+                              f"{mean_abs(errors(ps, seen), 1):.1f} % ({len(ps)} runs)"
+                              for path in sorted(folder(name).glob("predictions_blind*.jsonl"))
+                              if (ps := [p for p in read_jsonl(path) if key(p) in seen])) + "."]
         if waiting:
             lines += ["", f"{waiting} more blind predictions wait for their runs "
                           f"(`predictions_blind*.jsonl`)."]
