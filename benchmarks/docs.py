@@ -80,6 +80,13 @@ def accuracy_table() -> str:
         rows.append((f"transformers generate(), {engine}, tp=2",
                      f"leave one run out, another harness ({m.group(3)} runs, llama-2-7b)",
                      f"{m.group(1)} %", f"{m.group(2)} %", "reports/engines_tp2.md"))
+    cells = _cells("reports/moe.md", "| all |")
+    models = report_match("reports/moe.md", r"\| model \| runs \| energy \(now\)[^\n]*\n"
+                          r"\|[-|]+\|\n((?:\| [^\n]+\n)+)")
+    rows.append(("transformers generate(), mixtures of experts, hf-eager",
+                 f"no run trains a fit ({cells[1]} runs, "
+                 f"{len(models.group(1).splitlines()) - 1} models)", _pct(cells[2]),
+                 _pct(cells[3]), "reports/moe.md"))
     cells = _cells("reports/serving.md", "| one shape (every trace of it)")
     rows.append(("transformers continuous batching (piep serve)",
                  f"leave one shape out ({cells[1]} replays)", _pct(cells[2]), _pct(cells[4]),
