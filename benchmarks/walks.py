@@ -36,6 +36,9 @@ import weakref
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+# this checkout's piep, whatever an installed one points at: the walk counts the files
+# under ROOT/piep, so another copy imported would walk no file of this one
+sys.path.insert(0, str(ROOT))
 PIEP = str(ROOT / "piep") + os.sep
 # values that are one shared object in CPython: following them would follow everything
 SHARED = (type(None), bool, type(Ellipsis))
