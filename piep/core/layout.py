@@ -76,8 +76,12 @@ class Deployment:
         return self.model.mxfp4_experts and self.engine_record.moe_kernel != "fused_moe"
 
     @property
-    def mxfp4_kept(self) -> bool:
-        return self.model.mxfp4_experts and not self.dequantized
+    def expert_weight_bytes(self) -> float:
+        """Bytes a routed expert's weight is read and held at: the layers' (an FP8
+        checkpoint's byte, else bf16's two), or MXFP4's 4.25 bits where the engine keeps
+        them so."""
+        return MXFP4_BYTES if self.model.mxfp4_experts and not self.dequantized \
+            else self.model.weight_bytes
 
     @property
     def dtypes(self) -> dict[str, str]:
@@ -215,8 +219,9 @@ class Deployment:
         # an FP8 checkpoint's projections: a byte per weight (norms and their row scales
         # are a rounding error next to them)
         weights_layers = self.stage_weights() * m.weight_bytes
-        if self.mxfp4_kept:  # (the experts at MXFP4's 4.25 bits a weight)
-            weights_layers -= self.stage_expert_weights() * (BF16_BYTES - MXFP4_BYTES)
+        if self.expert_weight_bytes != m.weight_bytes:  # (MXFP4 experts kept so)
+            weights_layers -= self.stage_expert_weights() * (m.weight_bytes
+                                                             - self.expert_weight_bytes)
         embed = m.vocab_size * h * BF16_BYTES  # replicated over TP (row gather, no collective)
         head = 0 if m.tie_word_embeddings else vocab * h * BF16_BYTES
         tokens = b * w.prompt_len

@@ -7,7 +7,7 @@ with communication nodes injected by the layout.
 
 from __future__ import annotations
 
-from piep.core.config import BF16_BYTES, MXFP4_BYTES
+from piep.core.config import BF16_BYTES
 from piep.core.layout import Deployment
 from piep.tree.nodes import COPY_KINDS, Node
 
@@ -821,12 +821,14 @@ def _layer(dep: Deployment, phase: str, batch: int, q_len: int, ctx: int, count:
     if full_in_windowed:
         for _, _, node in layer.walk():
             node.attrs["context"] = "full"
-    if m.fp8_weights or dep.mxfp4_kept:
+    per_weight = dep.expert_weight_bytes
+    if m.fp8_weights or per_weight < BF16_BYTES:
         for _, _, node in layer.walk():
             if node.kind in FP8_LINEAR_OF and m.fp8_weights:
                 _as_fp8(node)
-            elif node.kind in GROUPED_KINDS + ("experts_batched",):
-                _quantized_experts(node, 1.0 if m.fp8_weights else MXFP4_BYTES)
+            elif node.kind in GROUPED_KINDS + ("experts_batched",) \
+                    and per_weight < BF16_BYTES:
+                _quantized_experts(node, per_weight)
     return layer
 
 
