@@ -129,9 +129,8 @@ def layout_of(parallelization: dict, gpus: int) -> dict[str, int] | None:
 
 def import_rows(repo: Path) -> None:
     """Keep the rows of TASKS of every model of PRECISIONS with a census config that piep
-    prices
-    (dense, or a mixture of experts it models) from the leaderboard's git folder (HEAD),
-    at the layouts `layout_of` translates (not data parallel), with their source file;
+    prices (dense, or a mixture of experts it models) from the leaderboard's git folder
+    (HEAD), at the layouts `layout_of` translates (not data parallel), with their source file;
     write rows.jsonl and SOURCE.md."""
     def show(path: str) -> str:
         return subprocess.run(["git", "--git-dir", str(repo), "show", f"HEAD:{path}"],
@@ -324,12 +323,9 @@ def blind_predictions() -> list[dict]:
     from piep.fit.steady import cases_from_records
     from piep.serving.steady import load_profile
     fitted = {_fitted_key(json.loads(line)) for line in STEADY.read_text().splitlines()}
-    seen = {(r["model_id"], r["task"], r["gpu"], r["tp"], r.get("ep", 1), r["max_num_seqs"])
-            for r in read_jsonl(BLIND)}
+    seen = {_row_key(r) for r in read_jsonl(BLIND)}
     new = [r for r in read_jsonl(ROWS) if r["gpu_model"] in GPUS
-           and _fitted_key(steady_record(r)) not in fitted
-           and (r["model_id"], r["task"], r["gpu_model"], r["tp"], r.get("ep", 1),
-                r["max_num_seqs"]) not in seen]
+           and _fitted_key(steady_record(r)) not in fitted and _row_key(r) not in seen]
 
     def git(*args: str) -> str:
         return subprocess.run(["git", *args], capture_output=True, text=True,
@@ -379,9 +375,7 @@ def now_ratios(blind: list[dict]) -> dict[tuple, tuple[float, float, bool]]:
         for r, case in zip(mine, steady_cases(mine)):
             o = case.parts.outcome(profile)
             ratio = o["j_per_output_token"] / case.j_per_token
-            flags = (("unmeasured_expert_parallel",) if r.get("ep", 1) > 1 else ()) \
-                + (("mxfp4_unsampled",) if r["weight_precision"] == "mxfp4" else ())
-            band, _ = answer_band(profile, flags)
+            band, _ = answer_band(profile, case.labels["flags"])  # (as its answer's)
             out[_row_key(r)] = (ratio, case.tokens_per_s / o["output_tokens_per_s"],
                                 band[0] <= 1 / ratio <= band[1])
     return out

@@ -147,11 +147,11 @@ def lengths_of(workload: dict[str, Any], where: str):
 def cases_from_records(records: Sequence[dict[str, Any]], *, predictor: str = "auto",
                        window: bool = False, prompt_scale: float = 1.0) -> list[SteadyCase]:
     """Each record's steady state priced by its engine's tree (vLLM's) on its GPU and
-    layout (one resolution per model, GPU, layout and engine), its concurrency predicted
-    from its server
-    settings (vLLM's defaults where absent). `window`: the ML.ENERGY Benchmark's finite
-    window over the record's `requests` instead of an endless steady state;
-    `prompt_scale`: its prompts scaled (a sensitivity)."""
+    layout (one resolution per model, GPU, layout and engine, whose flags its labels
+    carry), its concurrency predicted from its server settings (vLLM's defaults where
+    absent). `window`: the ML.ENERGY Benchmark's finite window over the record's
+    `requests` instead of an endless steady state; `prompt_scale`: its prompts scaled (a
+    sensitivity)."""
     from piep.api import resolve, scenario
     from piep.core.engines import names
     from piep.serving import steady as st
@@ -183,7 +183,8 @@ def cases_from_records(records: Sequence[dict[str, Any]], *, predictor: str = "a
                               {"model": res.scenario.model.name, "slice": rec.get("slice", ""),
                                "measured_running": rec.get("running_requests"),
                                "max_num_seqs": server.max_num_seqs,
-                               "power_w": rec.get("power_w")}))
+                               "power_w": rec.get("power_w"),
+                               "flags": res.flags}))
     return out
 
 
