@@ -117,8 +117,9 @@ FLAGS: dict[str, Flag] = {f.name: f for f in (
     Flag("uncalibrated_gpu",
          "no calibration of this GPU: the reference GPU's predictor moved by spec-sheet "
          "ratios (calibration/spec_sheets.json)",
-         f"a fixed x{BAND[0]}-x{BAND[1]} band (not validated on this GPU)",
-         "calibrate the GPU (piep calibrate, then piep train --gpu NAME)"),
+         f"a fixed x{BAND[0]}-x{BAND[1]} band (not validated on this GPU; on an H100, "
+         "the reference runner's runs: reports/h100.md)",
+         "calibrate the GPU (piep calibrate gpu --name NAME, then piep train --gpu NAME)"),
     Flag("power_capped",
          f"a phase of {SUSTAINED_S:g} s or more (a batch's prefill or decode, or a stream's "
          "iterations together) would draw more than the board's power limit: it is priced at "

@@ -118,3 +118,27 @@ def test_a_refit_that_moves_the_shipped_answers_beyond_its_band_is_flagged(
     assert main(["train", "--from-measurements", str(path), "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["moves_shipped"] is None
     assert "refit_moves_shipped" not in api.predict("llama-2-7b")["flags"]
+
+
+@pytest.mark.slow
+def test_the_h100s_quick_calibration_answers_to_its_name(tmp_path, monkeypatch, capsys):
+    """The folder `piep calibrate gpu` left on an H100 (device call 91), placed where the
+    command leaves one: trained, it answers `--gpu h100-quick` from its own samples, near
+    its measured runs, with no spec-sheet flag (reports/h100.md scores it held out)."""
+    from piep.core.artifacts import read_jsonl, user_calibration_dir
+    from piep.core.gpus import load_gpu
+    monkeypatch.setenv("PIEP_DATA_DIR", str(tmp_path / "data"))
+    shipped = ROOT / "calibration" / "h100" / "quick" / "h100-quick"
+    shutil.copytree(shipped, user_calibration_dir("h100-quick"))
+    load_gpu.cache_clear()
+    assert main(["train", "--gpu", "h100-quick", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["e2e_runs"] == 24
+    runs = [r for r in read_jsonl(shipped / "e2e" / "raw" / "quick.jsonl")
+            if r["model"] == "llama-2-7b"]
+    assert len(runs) == 3
+    for run in runs:
+        got = api.predict("llama-2-7b", gpu="h100-quick", batch=run["batch"],
+                          prompt_len=run["prompt_len"], gen_len=run["gen_len"])
+        assert "uncalibrated_gpu" not in got["flags"]
+        assert got["energy_j"] == pytest.approx(run["energy_j"], rel=0.1)
+        assert got["time_s"] == pytest.approx(run["time_s"], rel=0.1)
