@@ -24,13 +24,23 @@ def add_deployment_args(p: argparse.ArgumentParser, *, model: bool = True,
                        help="the whole request as one file (the 'scenario' of `piep predict "
                             "--json`); flags given beside it change its fields")
     p.add_argument("--gpu", default=DEFAULT_GPU, help=f"GPU type (default {DEFAULT_GPU})")
-    p.add_argument("--tp", type=int, default=1, help="tensor parallel degree (default 1)")
-    p.add_argument("--pp", type=int, default=1, help="pipeline parallel degree (default 1)")
-    p.add_argument("--dp", type=int, default=1, help="data parallel replicas (default 1)")
-    p.add_argument("--ep", type=int, default=1,
-                   help="a mixture of experts' experts sharded whole over the tp ranks: "
-                        "ep = tp (default 1: each expert split by width over them)")
+    add_layout_args(p)
     add_workload_args(p, engines=engines)
+
+
+LAYOUT_HELP = {
+    "tp": "tensor parallel degree (default 1)",
+    "pp": "pipeline parallel degree (default 1)",
+    "dp": "data parallel replicas (default 1)",
+    "ep": "a mixture of experts' experts sharded whole over the tp GPUs: ep = tp, vLLM's "
+          "--enable-expert-parallel (default 1: each expert split by width over them)"}
+
+
+def add_layout_args(p: argparse.ArgumentParser, axes: tuple[str, ...] = ("tp", "pp", "dp",
+                                                                          "ep")) -> None:
+    """The layout's degrees, each a flag of its own (default 1)."""
+    for axis in axes:
+        p.add_argument(f"--{axis}", type=int, default=1, help=LAYOUT_HELP[axis])
 
 
 def add_workload_args(p: argparse.ArgumentParser, *,

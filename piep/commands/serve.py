@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from piep.commands.common import (add_facility_args, dtypes_words, emit_facility, flag_lines,
+from piep.commands.common import (add_facility_args, add_layout_args, dtypes_words, emit_facility, flag_lines,
                                   host_note, host_probe_arg, out_of_range_lines, outcome_lines,
                                   resolve_auto_probe, scenario_file)
 from piep.core.gpus import DEFAULT_GPU
@@ -22,10 +22,7 @@ def configure(parser) -> None:
                              "--json`: a stream of requests, or a batch arriving at once); "
                              "flags given beside it change its fields")
     parser.add_argument("--gpu", default=DEFAULT_GPU, help=f"GPU type (default {DEFAULT_GPU})")
-    parser.add_argument("--tp", type=int, default=1, help="tensor parallel degree (default 1)")
-    parser.add_argument("--ep", type=int, default=1,
-                        help="a mixture of experts' experts sharded whole over the tp GPUs: "
-                             "ep = tp (vLLM's --enable-expert-parallel; default 1)")
+    add_layout_args(parser, ("tp", "ep"))
     serving = names(kind="stream")
     parser.add_argument("--engine", default=None, metavar="NAME",
                         help=f"the serving engine (default {serving[0]}: "

@@ -3,7 +3,7 @@ per second, power, and the concurrency its paged KV cache allows (no GPU needed)
 
 from __future__ import annotations
 
-from piep.commands.common import emit, flag_lines
+from piep.commands.common import add_layout_args, emit, flag_lines
 from piep.report.table import fmt
 
 
@@ -19,10 +19,7 @@ def configure(parser) -> None:
     parser.add_argument("--gpu", default="h100",
                         help="GPU type (default h100, where the shipped vllm profile was "
                              "fitted; another GPU is priced with it, flagged)")
-    parser.add_argument("--tp", type=int, default=1, help="tensor parallel degree (default 1)")
-    parser.add_argument("--ep", type=int, default=1,
-                        help="a mixture of experts' experts sharded whole over the tp GPUs: "
-                             "ep = tp, vLLM's --enable-expert-parallel (default 1)")
+    add_layout_args(parser, ("tp", "ep"))
     parser.add_argument("--max-num-seqs", type=int, default=None, metavar="N",
                         help="requests running at once (vLLM's; default its own: 1024 on "
                              "boards of >= 70 GiB but A100s, else 256)")
