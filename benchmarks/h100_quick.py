@@ -53,20 +53,21 @@ def calibrated_rows(folder: Path) -> tuple[dict, list[dict]]:
     cal = load_calibration(folder.name, root=folder)
     runs = [Case(m, m.deployment(gpu)) for m in merge_repeats(cal.e2e)]
     rows = leave_one_model_out(cal, gpu, runs)
-    spec = {c.run.key: c.dep.model for c in runs}
-    return state, [{**r, "spec": spec[r["key"]]} for r in rows]
+    by_key = {c.run.key: c for c in runs}
+    return state, [{**r, "spec": by_key[r["key"]].dep.model,
+                    "decode_s": by_key[r["key"]].run.decode.time_s} for r in rows]
 
 
-def spec_sheet(row: dict) -> tuple[float, float, list[str]]:
-    """(energy J, time s, flags) of one run as piep answers it on an H100 it has no
-    calibration of."""
+def spec_sheet(row: dict, gpu: str = "h100") -> tuple[float, float, dict]:
+    """(energy J, time s, phases) of one run as piep answers it on an H100 it has no
+    calibration of (`gpu`: or on another GPU)."""
     from piep import api
     engine = "piep-graph" if row["mode"] == "graph" else "piep-eager"
-    p = api.prediction(row["spec"], gpu="h100", allow_uncalibrated=True, engine=engine,
+    p = api.prediction(row["spec"], gpu=gpu, allow_uncalibrated=True, engine=engine,
                        tp=row["tp"], pp=row["pp"], dp=row["dp"], batch=row["batch"],
                        prompt_len=row["prompt_len"], gen_len=row["gen_len"],
                        hosts=False)
-    return p.outcome.energy_j, p.outcome.time_s, list(p.flags)
+    return p.outcome.energy_j, p.outcome.time_s, p.phases
 
 
 def error(pred: float, meas: float) -> float:
@@ -78,7 +79,8 @@ def table(folder: Path = FOLDER) -> tuple[dict, list[dict]]:
     calibration's answer (leave one model out)."""
     state, rows = calibrated_rows(folder)
     for r in rows:
-        r["spec_energy_j"], r["spec_time_s"], r["spec_flags"] = spec_sheet(r)
+        r["spec_energy_j"], r["spec_time_s"], r["spec_phases"] = spec_sheet(r)
+        r["h200_phases"] = spec_sheet(r, "h200")[2]
     return state, rows
 
 
@@ -131,6 +133,17 @@ def report(state: dict, rows: list[dict]) -> str:
     from piep.core.gpus import transfer_gpu
     from piep.predict.transfer import BAND
     ratios = transfer_gpu("h100")[1]
+    decode = {"time": statistics.median(r["spec_phases"]["decode"]["time_s"] / r["decode_s"]
+                                        for r in rows),
+              "power": statistics.median(
+                  r["spec_phases"]["decode"]["energy_j"] / r["spec_phases"]["decode"]["time_s"]
+                  / (r["decode_j"] / r["decode_s"]) for r in rows)}
+    h200 = {"time": statistics.median(r["decode_s"] / r["h200_phases"]["decode"]["time_s"]
+                                      for r in rows),
+            "power": statistics.median(
+                r["decode_j"] / r["decode_s"] / (r["h200_phases"]["decode"]["energy_j"]
+                                                 / r["h200_phases"]["decode"]["time_s"])
+                for r in rows)}
     inside = sum(BAND[0] <= r["spec_energy_j"] / r["energy_j"] <= BAND[1]
                  and BAND[0] <= r["spec_time_s"] / r["time_s"] <= BAND[1] for r in rows)
     lines = [
@@ -175,11 +188,14 @@ def report(state: dict, rows: list[dict]) -> str:
               f"x{ratios['flops']:.2f}) and the H200's board power times the TDP ratio "
               f"(x{ratios['power']:.2f}): its time lands {s['spec_time']:.1f} % long, its "
               f"energy {s['spec_energy']:.1f} % high on the mean, {inside} of {len(rows)} "
-              "runs inside its fixed x0.5-x2 band (energy and time). The transfer prices "
-              "the H100's longer, memory-bound decode at the H200's power; the H100 "
-              "measured draws less over it. The H100's own quick calibration, each model held out, is "
-              "within a few per cent, as the H200's quick calibrations are "
-              "(reports/calibration_cost.md). To answer with it: copy "
+              "runs inside its fixed x0.5-x2 band (energy and time). Its decode, the "
+              f"memory-bound phase: time x{decode['time']:.2f} the measured, board power "
+              f"x{decode['power']:.2f} (medians). Beside the H200's decode of the same runs "
+              f"(as piep prices it there), the H100's measured one takes x{h200['time']:.2f} "
+              f"the time at x{h200['power']:.2f} the power: the transfer keeps the H200's "
+              "power over a decode the H100's slower memory stretches. The H100's own "
+              "quick calibration, each model held out, is within a few per cent, as the "
+              "H200's quick calibrations are (reports/calibration_cost.md). To answer with it: copy "
               "`calibration/h100/quick/h100-quick` into the user data directory's "
               "`calibration/` (`$PIEP_DATA_DIR`, else `~/.local/share/piep`), `piep train "
               "--gpu h100-quick`, then `--gpu h100-quick` (the reference runner's engines; "
