@@ -6,6 +6,14 @@ own end-to-end runs of piep's reference runner.
 
     python benchmarks/h100_quick.py            # the tables
     python benchmarks/h100_quick.py --write    # ... into reports/h100.md
+    python benchmarks/h100_quick.py --predict  # design 7 on the H100, blind, once
+
+The last section: transformers generate() (hf-eager) on mixtures of experts, the H200's
+design 7 (`calibration/h200/moe/design_eager7.jsonl`) run on the H100 (device call 92,
+`calibration/h100/device/run92.sh`), priced by spec sheet before the runs
+(`calibration/h100/moe/predictions_blind_h100_7.jsonl`, `--predict`) and now at the host
+probe each run measured; beside the same runs on the H200 where they were measured there
+(device call 90).
 
 The spec-sheet column is blind: no H100 measurement enters it. The calibration's column is
 leave one model out (each model's runs predicted by a predictor fitted on the H100's
@@ -27,6 +35,11 @@ FOLDER = ROOT / "calibration" / "h100" / "quick" / "h100-quick"
 # the H200's quick calibration of the same recipe and seed: the same module shapes drawn
 H200_QUICK = ROOT / "calibration" / "h200" / "quick15" / "h200-quick15"
 REPORT = ROOT / "reports" / "h100.md"
+DESIGN = ROOT / "calibration" / "h200" / "moe" / "design_eager7.jsonl"
+CONFIGS = ROOT / "calibration" / "h200" / "moe" / "configs"
+MOE_BLIND = ROOT / "calibration" / "h100" / "moe" / "predictions_blind_h100_7.jsonl"
+MOE_RUNS = ROOT / "calibration" / "h100" / "moe" / "raw" / "moe_s92_eager.jsonl"
+H200_RUNS = ROOT / "calibration" / "h200" / "moe" / "raw" / "moe_s90_eager.jsonl"
 
 
 def folder_gpu(folder: Path):
@@ -102,6 +115,88 @@ def energy_kept(row: dict) -> float:
                            prompt_len=row["prompt_len"], gen_len=row["gen_len"]))
     res = replace(res, cost_model=EnergyKept(res.cost_model, load_learned("h200")))
     return api.prediction(res, hosts=False).outcome.energy_j
+
+
+def moe_key(row: dict) -> tuple:
+    return row["model"], row["batch"], row["prompt_len"], row["gen_len"]
+
+
+def moe_prices(probes: dict[tuple, float] | None = None) -> list[dict]:
+    """Design 7's runs as piep prices them on an H100 (spec sheet, hf-eager): at the host
+    probe (s) of `probes` where given, else the profile's typical host."""
+    from piep import api
+    from piep.core.artifacts import read_jsonl
+    out = []
+    for row in read_jsonl(DESIGN):
+        probe = (probes or {}).get(moe_key(row))
+        doc = api.predict(str(CONFIGS / f"{row['model']}.json"), engine=row["engine"],
+                          gpu="h100", allow_uncalibrated=True, batch=row["batch"],
+                          prompt_len=row["prompt_len"], gen_len=row["gen_len"], hosts=False,
+                          host_probe_us=None if probe is None else 1e6 * probe)
+        out.append({**{k: row[k] for k in ("model", "engine", "batch", "prompt_len",
+                                            "gen_len")},
+                    "energy_j": doc["energy_j"], "time_s": doc["time_s"],
+                    "flags": doc["flags"]})
+    return out
+
+
+def moe_section() -> list[str]:
+    """The H100's hf-eager runs of design 7 against piep's spec-sheet answers (blind and
+    now) and the H200's runs of the same design."""
+    from piep.core.artifacts import read_jsonl
+    if not MOE_RUNS.is_file():
+        return []
+    runs = {moe_key(r): r for r in read_jsonl(MOE_RUNS)
+            if r.get("schema") == "piep.measurement" and r.get("energy_j")}
+    h200 = {moe_key(r): r for r in read_jsonl(H200_RUNS)
+            if r.get("schema") == "piep.measurement" and r.get("energy_j")} \
+        if H200_RUNS.is_file() else {}
+    blind = {moe_key(r): r for r in read_jsonl(MOE_BLIND)}
+    now = {moe_key(r): r for r in moe_prices(
+        {k: r["host_probe"]["launch_add_s"] for k, r in runs.items()
+         if r.get("host_probe", {}).get("launch_add_s")})}
+    lines = ["", "## Mixtures of experts, transformers generate() (hf-eager)", "",
+             f"Design 7 (`{DESIGN.relative_to(ROOT)}`: Phi-3.5-MoE, MiniMax-M2 and "
+             "Hunyuan-A13B shapes cut to 6-8 layers) run on the H100 (device call 92); "
+             "piep's answers by spec sheet (`--gpu h100 --allow-uncalibrated`): blind "
+             f"(`{MOE_BLIND.relative_to(ROOT)}`, before the runs, at the typical host) "
+             "and now (at the host probe each run measured).", "",
+             "| model | batch | prompt | gen | measured J | blind error | now error | "
+             "measured s | blind error | now error | H100 / H200 J | H100 / H200 s |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    pairs = []
+    for k, m in runs.items():
+        b, n, h = blind[k], now[k], h200.get(k)
+        pairs.append((b, n, m))
+        ratio = (f"x{m['energy_j'] / h['energy_j']:.2f} | x{m['time_s'] / h['time_s']:.2f}"
+                 if h else "- | -")
+        lines.append(f"| {k[0]} | {k[1]} | {k[2]} | {k[3]} | {m['energy_j']:.1f} | "
+                     f"{error(b['energy_j'], m['energy_j']):+.1f} % | "
+                     f"{error(n['energy_j'], m['energy_j']):+.1f} % | {m['time_s']:.3f} | "
+                     f"{error(b['time_s'], m['time_s']):+.1f} % | "
+                     f"{error(n['time_s'], m['time_s']):+.1f} % | {ratio} |")
+    from piep.stats.conformal import mape
+    def rows_of(i: int) -> list[dict]:
+        return [{"energy_j": m["energy_j"], "time_s": m["time_s"],
+                 "pred_energy_j": p[i]["energy_j"], "pred_time_s": p[i]["time_s"]}
+                for p, m in ((x[:2], x[2]) for x in pairs)]
+    blind_rows, now_rows = rows_of(0), rows_of(1)
+    lines += ["", f"Mean |error| over {len(pairs)} runs: blind energy "
+              f"{mape(blind_rows, 'energy_j'):.1f} %, time {mape(blind_rows, 'time_s'):.1f} %; "
+              f"now {mape(now_rows, 'energy_j'):.1f} %, {mape(now_rows, 'time_s'):.1f} %."]
+    return lines
+
+
+def write_moe_blind() -> None:
+    """Design 7's spec-sheet prices on the H100, before its runs (once)."""
+    from piep.core.artifacts import write_text
+    from piep.core.artifacts import git_hash
+    if MOE_BLIND.exists():
+        raise SystemExit(f"{MOE_BLIND.relative_to(ROOT)} exists: blind predictions are "
+                         "written once")
+    commit = git_hash()
+    write_text(MOE_BLIND, "".join(json.dumps({**p, "commit": commit}) + "\n"
+                                  for p in moe_prices()))
 
 
 def error(pred: float, meas: float) -> float:
@@ -245,11 +340,15 @@ def report(state: dict, rows: list[dict]) -> str:
               "--gpu h100-quick`, then `--gpu h100-quick` (the reference runner's engines; "
               "module kinds of one dense recipe: no expert, FP8 or serving engine "
               "profile on it yet)."]
+    lines += moe_section()
     return "\n".join(lines) + "\n"
 
 
 def main(argv: list[str]) -> int:
     from piep.core.artifacts import write_text
+    if "--predict" in argv:
+        write_moe_blind()
+        return 0
     state, rows = table()
     text = report(state, rows)
     print(text, end="")
