@@ -176,11 +176,9 @@ def moe_section() -> list[str]:
                      f"{error(b['time_s'], m['time_s']):+.1f} % | "
                      f"{error(n['time_s'], m['time_s']):+.1f} % | {ratio} |")
     from piep.stats.conformal import mape
-    def rows_of(i: int) -> list[dict]:
-        return [{"energy_j": m["energy_j"], "time_s": m["time_s"],
-                 "pred_energy_j": p[i]["energy_j"], "pred_time_s": p[i]["time_s"]}
-                for p, m in ((x[:2], x[2]) for x in pairs)]
-    blind_rows, now_rows = rows_of(0), rows_of(1)
+    blind_rows, now_rows = ([{"energy_j": m["energy_j"], "time_s": m["time_s"],
+                              "pred_energy_j": x[i]["energy_j"], "pred_time_s": x[i]["time_s"]}
+                             for *x, m in pairs] for i in (0, 1))
     lines += ["", f"Mean |error| over {len(pairs)} runs: blind energy "
               f"{mape(blind_rows, 'energy_j'):.1f} %, time {mape(blind_rows, 'time_s'):.1f} %; "
               f"now {mape(now_rows, 'energy_j'):.1f} %, {mape(now_rows, 'time_s'):.1f} %."]
@@ -189,8 +187,7 @@ def moe_section() -> list[str]:
 
 def write_moe_blind() -> None:
     """Design 7's spec-sheet prices on the H100, before its runs (once)."""
-    from piep.core.artifacts import write_text
-    from piep.core.artifacts import git_hash
+    from piep.core.artifacts import git_hash, write_text
     if MOE_BLIND.exists():
         raise SystemExit(f"{MOE_BLIND.relative_to(ROOT)} exists: blind predictions are "
                          "written once")
