@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Device call 90 (nvidia-h200), planned in session 42 (four starts failed), run in session 43
-# (issue 52). Run as
+# PLANNED, not yet run: four starts failed in session 42, five in session 43 (no H200 came
+# in either). To run it, move it to calibration/h200/device/run90.sh and run it from there.
+# Device call 90 (nvidia-h200), issue 52. Run as
 # `PIEP_GIT_COMMIT=<commit> bash calibration/h200/device/run90.sh`; read-only on the GPU.
 # transformers generate(), eager, on design 7 (calibration/h200/moe/design_eager7.jsonl:
 # Phi-3.5-MoE cut to 8 layers, MiniMax-M2 and Hunyuan-A13B cut to 6, three families priced
