@@ -131,7 +131,10 @@ refit as shipped (`piep train --engine E`), their profiles' typical host having 
 at the median probe before call 78's replays (7.66 -> 7.76 us; every fitted term else
 equal): llama-2-7b's default workload hf-eager 640.4 -> 645.8 J, 3.228 -> 3.270 s,
 hf-static 336.0 -> 336.2 J; every engine document within 2.3 %, the hf-eager and hf-static
-rows of compare and sweep alike; every other document unchanged: new snapshot.
+rows of compare and sweep alike; every other document unchanged: new snapshot. Session 43:
+the uncalibrated_gpu flag's note names the command that removes it (`piep calibrate gpu
+--name NAME`) and reports/h100.md; one text in the uncalibrated documents' flag_notes,
+every number unchanged: new snapshot.
 """
 
 from __future__ import annotations
