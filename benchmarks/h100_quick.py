@@ -72,16 +72,13 @@ def calibrated_rows(folder: Path) -> tuple[dict, list[dict]]:
                     "decode_s": by_key[r["key"]].run.decode.time_s} for r in rows]
 
 
-def spec_sheet(row: dict, gpu: str = "h100") -> tuple[float, float, dict]:
-    """(energy J, time s, phases) of one run as piep answers it on an H100 it has no
-    calibration of (`gpu`: or on another GPU)."""
-    from piep import api
+def resolved(row: dict, gpu: str = "h100"):
+    """One run's scenario resolved as piep answers it on `gpu` (an H100: by spec sheet)."""
+    from piep.predict.resolve import resolve, scenario
     engine = "piep-graph" if row["mode"] == "graph" else "piep-eager"
-    p = api.prediction(row["spec"], gpu=gpu, allow_uncalibrated=True, engine=engine,
-                       tp=row["tp"], pp=row["pp"], dp=row["dp"], batch=row["batch"],
-                       prompt_len=row["prompt_len"], gen_len=row["gen_len"],
-                       hosts=False)
-    return p.outcome.energy_j, p.outcome.time_s, p.phases
+    return resolve(scenario(row["spec"], gpu=gpu, allow_uncalibrated=True, engine=engine,
+                            tp=row["tp"], pp=row["pp"], dp=row["dp"], batch=row["batch"],
+                            prompt_len=row["prompt_len"], gen_len=row["gen_len"]))
 
 
 class EnergyKept:
@@ -104,41 +101,11 @@ class EnergyKept:
         return self.inner.interval(*args, **kwargs)
 
 
-def energy_kept(row: dict) -> float:
-    """A run's energy (J) on the H100 under `EnergyKept`."""
-    from dataclasses import replace
-    from piep import api
-    from piep.predict.resolve import resolve, scenario
-    from piep.predict.store import load_learned
-    engine = "piep-graph" if row["mode"] == "graph" else "piep-eager"
-    res = resolve(scenario(row["spec"], gpu="h100", allow_uncalibrated=True, engine=engine,
-                           tp=row["tp"], pp=row["pp"], dp=row["dp"], batch=row["batch"],
-                           prompt_len=row["prompt_len"], gen_len=row["gen_len"]))
-    res = replace(res, cost_model=EnergyKept(res.cost_model, load_learned("h200")))
-    return api.prediction(res, hosts=False).outcome.energy_j
-
-
-def moe_key(row: dict) -> tuple:
-    return row["model"], row["batch"], row["prompt_len"], row["gen_len"]
-
-
-def moe_prices(probes: dict[tuple, float] | None = None) -> list[dict]:
+def moe_prices(seen: dict[tuple, dict] | None = None) -> list[dict]:
     """Design 7's runs as piep prices them on an H100 (spec sheet, hf-eager): at the host
-    probe (s) of `probes` where given, else the profile's typical host."""
-    from piep import api
-    from piep.core.artifacts import read_jsonl
-    out = []
-    for row in read_jsonl(DESIGN):
-        probe = (probes or {}).get(moe_key(row))
-        doc = api.predict(str(CONFIGS / f"{row['model']}.json"), engine=row["engine"],
-                          gpu="h100", allow_uncalibrated=True, batch=row["batch"],
-                          prompt_len=row["prompt_len"], gen_len=row["gen_len"], hosts=False,
-                          host_probe_us=None if probe is None else 1e6 * probe)
-        out.append({**{k: row[k] for k in ("model", "engine", "batch", "prompt_len",
-                                            "gen_len")},
-                    "energy_j": doc["energy_j"], "time_s": doc["time_s"],
-                    "flags": doc["flags"]})
-    return out
+    probe each run of `seen` measured, else the profile's typical host."""
+    from heldout_accuracy import predictions
+    return predictions("moe", seen, designs=[DESIGN], gpu="h100", allow_uncalibrated=True)
 
 
 def moe_section() -> list[str]:
@@ -147,15 +114,14 @@ def moe_section() -> list[str]:
     from piep.core.artifacts import read_jsonl
     if not MOE_RUNS.is_file():
         return []
-    runs = {moe_key(r): r for r in read_jsonl(MOE_RUNS)
+    from heldout_accuracy import key
+    runs = {key(r): r for r in read_jsonl(MOE_RUNS)
             if r.get("schema") == "piep.measurement" and r.get("energy_j")}
-    h200 = {moe_key(r): r for r in read_jsonl(H200_RUNS)
+    h200 = {key(r): r for r in read_jsonl(H200_RUNS)
             if r.get("schema") == "piep.measurement" and r.get("energy_j")} \
         if H200_RUNS.is_file() else {}
-    blind = {moe_key(r): r for r in read_jsonl(MOE_BLIND)}
-    now = {moe_key(r): r for r in moe_prices(
-        {k: r["host_probe"]["launch_add_s"] for k, r in runs.items()
-         if r.get("host_probe", {}).get("launch_add_s")})}
+    blind = {key(r): r for r in read_jsonl(MOE_BLIND)}
+    now = {key(r): r for r in moe_prices(runs)}
     lines = ["", "## Mixtures of experts, transformers generate() (hf-eager)", "",
              f"Design 7 (`{DESIGN.relative_to(ROOT)}`: Phi-3.5-MoE, MiniMax-M2 and "
              "Hunyuan-A13B shapes cut to 6-8 layers) run on the H100 (device call 92); "
@@ -171,7 +137,8 @@ def moe_section() -> list[str]:
         pairs.append((b, n, m))
         ratio = (f"x{m['energy_j'] / h['energy_j']:.2f} | x{m['time_s'] / h['time_s']:.2f}"
                  if h else "- | -")
-        lines.append(f"| {k[0]} | {k[1]} | {k[2]} | {k[3]} | {m['energy_j']:.1f} | "
+        lines.append(f"| {m['model']} | {m['batch']} | {m['prompt_len']} | {m['gen_len']} | "
+                     f"{m['energy_j']:.1f} | "
                      f"{error(b['energy_j'], m['energy_j']):+.1f} % | "
                      f"{error(n['energy_j'], m['energy_j']):+.1f} % | {m['time_s']:.3f} | "
                      f"{error(b['time_s'], m['time_s']):+.1f} % | "
@@ -188,13 +155,11 @@ def moe_section() -> list[str]:
 
 def write_moe_blind() -> None:
     """Design 7's spec-sheet prices on the H100, before its runs (once)."""
-    from piep.core.artifacts import git_hash, write_text
+    from piep.core.artifacts import write_text
     if MOE_BLIND.exists():
         raise SystemExit(f"{MOE_BLIND.relative_to(ROOT)} exists: blind predictions are "
                          "written once")
-    commit = git_hash()
-    write_text(MOE_BLIND, "".join(json.dumps({**p, "commit": commit}) + "\n"
-                                  for p in moe_prices()))
+    write_text(MOE_BLIND, "".join(json.dumps(p) + "\n" for p in moe_prices()))
 
 
 def error(pred: float, meas: float) -> float:
@@ -205,10 +170,18 @@ def table(folder: Path = FOLDER) -> tuple[dict, list[dict]]:
     """calibrate.json and one row per H100 run: measured, the spec-sheet answer, the
     calibration's answer (leave one model out)."""
     state, rows = calibrated_rows(folder)
+    from dataclasses import replace
+    from piep import api
+    from piep.predict.store import load_learned
+    h200 = load_learned("h200")
     for r in rows:
-        r["spec_energy_j"], r["spec_time_s"], r["spec_phases"] = spec_sheet(r)
-        r["h200_phases"] = spec_sheet(r, "h200")[2]
-        r["kept_energy_j"] = energy_kept(r)
+        res = resolved(r)
+        spec = api.prediction(res, hosts=False)
+        kept = replace(res, cost_model=EnergyKept(res.cost_model, h200))
+        r["spec_energy_j"], r["spec_time_s"] = spec.outcome.energy_j, spec.outcome.time_s
+        r["spec_phases"] = spec.phases
+        r["h200_phases"] = api.prediction(resolved(r, "h200"), hosts=False).phases
+        r["kept_energy_j"] = api.prediction(kept, hosts=False).outcome.energy_j
     return state, rows
 
 

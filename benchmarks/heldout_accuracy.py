@@ -107,10 +107,11 @@ def key(row: dict) -> tuple:
 
 
 def predictions(name: str, seen: dict[tuple, dict] | None = None,
-                designs: list[Path] | None = None) -> list[dict]:
+                designs: list[Path] | None = None, **where) -> list[dict]:
     """Every row of the set's designs (or of `designs`) priced as piep prices it now: at
     the host probe its run measured where `seen` holds its run (as
-    benchmarks/families_accuracy.py prices), else at the profile's typical host."""
+    benchmarks/families_accuracy.py prices), else at the profile's typical host; `where`:
+    more of `api.predict`'s fields (another GPU)."""
     out = []
     for row in (r for path in designs or sorted(folder(name).glob("design_eager*.jsonl"))
                 for r in read_jsonl(path)):
@@ -119,7 +120,7 @@ def predictions(name: str, seen: dict[tuple, dict] | None = None,
                           engine=row["engine"], tp=row["tp"], ep=row.get("ep", 1),
                           batch=row["batch"],
                           prompt_len=row["prompt_len"], gen_len=row["gen_len"], hosts=False,
-                          host_probe_us=None if probe is None else 1e6 * probe)
+                          host_probe_us=None if probe is None else 1e6 * probe, **where)
         out.append({**{k: row[k] for k in ("model", "engine", "batch", "prompt_len",
                                             "gen_len")},
                     **({k: row[k] for k in ("tp", "ep") if row.get(k, 1) != 1}),

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from piep.commands.common import (add_facility_args, add_layout_args, dtypes_words, emit_facility, flag_lines,
-                                  host_note, host_probe_arg, out_of_range_lines, outcome_lines,
-                                  resolve_auto_probe, scenario_file)
+from piep.commands.common import (add_facility_args, add_layout_args, dtypes_words,
+                                  emit_facility, flag_lines, host_note, host_probe_arg,
+                                  out_of_range_lines, outcome_lines, resolve_auto_probe,
+                                  scenario_file)
 from piep.core.gpus import DEFAULT_GPU
 from piep.report.table import fmt, table
 
