@@ -102,8 +102,22 @@ def folder(name: str) -> Path:
 
 def key(row: dict) -> tuple:
     """A run's configuration (a layout of one GPU unless its row says otherwise)."""
-    return (row["model"], row.get("tp", 1), row.get("ep", 1), row["batch"], row["prompt_len"],
+    engine = row.get("engine", "hf-eager")  # a design's name, a record's {"name": ...}
+    return (row["model"], engine["name"] if isinstance(engine, dict) else engine,
+            row.get("tp", 1), row.get("ep", 1), row["batch"], row["prompt_len"],
             row["gen_len"])
+
+
+def designs_of(name: str) -> list[Path]:
+    """The set's designs, every engine's (design_eager*.jsonl, design_static*.jsonl)."""
+    return sorted(folder(name).glob("design_*.jsonl"))
+
+
+def blind_path(design: Path) -> Path:
+    """Where a design's blind predictions go: design_eager2.jsonl -> predictions_blind2,
+    design_static8.jsonl -> predictions_blind_static8."""
+    stem = design.name.replace("design_eager", "predictions_blind")
+    return design.with_name(stem.replace("design_", "predictions_blind_"))
 
 
 def predictions(name: str, seen: dict[tuple, dict] | None = None,
@@ -113,8 +127,7 @@ def predictions(name: str, seen: dict[tuple, dict] | None = None,
     benchmarks/families_accuracy.py prices), else at the profile's typical host; `where`:
     more of `api.predict`'s fields (another GPU)."""
     out = []
-    for row in (r for path in designs or sorted(folder(name).glob("design_eager*.jsonl"))
-                for r in read_jsonl(path)):
+    for row in (r for path in designs or designs_of(name) for r in read_jsonl(path)):
         probe = ((seen or {}).get(key(row)) or {}).get("host_probe", {}).get("launch_add_s")
         doc = api.predict(str(folder(name) / "configs" / f"{row['model']}.json"),
                           engine=row["engine"], tp=row["tp"], ep=row.get("ep", 1),
@@ -149,7 +162,7 @@ def bf16_twins(name: str, seen: dict[tuple, dict]) -> list[tuple]:
             for path in sorted((families / "raw").glob("*_eager.jsonl"))
             for r in read_jsonl(path) if r.get("energy_j")}
     out = []
-    for (model, _, _, b, p, g), run in sorted(seen.items()):
+    for (model, _, _, _, b, p, g), run in sorted(seen.items()):
         twin = bf16.get((model.replace("-fp8", ""), b, p, g))
         if twin is None:
             continue
@@ -215,31 +228,34 @@ def report(name: str) -> str:
     lines = [f"# {title}", "",
              f"Made by `python benchmarks/heldout_accuracy.py {name} --write` from "
              f"`calibration/h200/{name}/raw/` ({source}). No end-to-end run of this set "
-             f"trains any fit; errors are predicted / measured - 1, engine hf-eager, each run "
-             f"priced at the host probe it measured (the blind predictions: at the "
-             f"profile's typical host).", "", after, "",
-             "| model | batch | prompt | gen | measured J | now J | error | measured s | "
-             "now s | error | blind J error | blind s error |",
-             "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+             f"trains any fit; errors are predicted / measured - 1, each run priced at the "
+             f"host probe it measured (the blind predictions: at the profile's typical "
+             f"host).", "", after, "",
+             "| model | engine | batch | prompt | gen | measured J | now J | error | "
+             "measured s | now s | error | blind J error | blind s error |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for p in now:
         m, b = seen.get(key(p)), blind.get(key(p))
         if not m:
             continue
         be = (f"{100 * (b['energy_j'] / m['energy_j'] - 1):+.1f} % | "
               f"{100 * (b['time_s'] / m['time_s'] - 1):+.1f} %") if b else "- | -"
-        lines.append(f"| {p['model']} | {p['batch']} | {p['prompt_len']} | {p['gen_len']} | "
+        lines.append(f"| {p['model']} | {p['engine']} | {p['batch']} | {p['prompt_len']} | "
+                     f"{p['gen_len']} | "
                      f"{m['energy_j']:.1f} | {p['energy_j']:.1f} | "
                      f"{100 * (p['energy_j'] / m['energy_j'] - 1):+.1f} % | "
                      f"{m['time_s']:.3f} | {p['time_s']:.3f} | "
                      f"{100 * (p['time_s'] / m['time_s'] - 1):+.1f} % | {be} |")
-    lines += ["", "| model | runs | energy (now) | time (now) |", "|---|---|---|---|"]
-    for model in dict.fromkeys(p["model"] for p in now):
-        errs = errors([p for p in now if p["model"] == model], seen)
+    lines += ["", "| model | engine | runs | energy (now) | time (now) |", "|---|---|---|---|---|"]
+    groups = list(dict.fromkeys((p["model"], p["engine"]) for p in now))
+    engines = list(dict.fromkeys(p["engine"] for p in now if key(p) in seen))
+    for label, of in ([(g, (lambda p, g=g: (p["model"], p["engine"]) == g)) for g in groups]
+                      + [(("all", e), (lambda p, e=e: p["engine"] == e)) for e in engines]
+                      * (len(engines) > 1) + [(("all", "all"), lambda p: True)]):
+        errs = errors([p for p in now if of(p)], seen)
         if errs:
-            lines.append(f"| {model} | {len(errs)} | {mean_abs(errs, 0):.1f} % | "
-                         f"{mean_abs(errs, 1):.1f} % |")
-    errs = errors(now, seen)
-    lines.append(f"| all | {len(errs)} | {mean_abs(errs, 0):.1f} % | {mean_abs(errs, 1):.1f} % |")
+            lines.append(f"| {label[0]} | {label[1]} | {len(errs)} | {mean_abs(errs, 0):.1f} % "
+                         f"| {mean_abs(errs, 1):.1f} % |")
     lines += ["", coverage_line(now, seen)]
     if blind:
         measured_blind = [p for p in blind.values() if key(p) in seen]
@@ -346,7 +362,7 @@ def phase_lines(name: str) -> list[str]:
     for key, run in measured(name).items():
         probe = run.get("host_probe", {}).get("launch_add_s")
         doc = api.predict(str(folder(name) / "configs" / f"{run['model']}.json"),
-                          engine=run["engine"]["name"], tp=key[1], ep=key[2],
+                          engine=run["engine"]["name"], tp=key[2], ep=key[3],
                           batch=run["batch"], prompt_len=run["prompt_len"],
                           gen_len=run["gen_len"], hosts=False,
                           host_probe_us=None if probe is None else 1e6 * probe)
@@ -371,10 +387,10 @@ def main() -> int:
     name = args[0]
     if "--predict" in args:  # --predict DESIGN: its blind predictions, never over others
         design = folder(name) / args[args.index("--predict") + 1]
-        path = design.with_name(design.name.replace("design_eager", "predictions_blind"))
+        path = blind_path(design)
         if path.exists() or not design.is_file() or path == design:
             print(f"{path.relative_to(ROOT)} exists (blind predictions are written once), "
-                  f"or {design.name} is no design_eager*.jsonl of {name}", file=sys.stderr)
+                  f"or {design.name} is no design_*.jsonl of {name}", file=sys.stderr)
             return 2
         rows = predictions(name, designs=[design])
         write_text(path, "".join(json.dumps(r) + "\n" for r in rows))
