@@ -1,7 +1,6 @@
 #!/usr/bin/env bash
-# PLANNED, not yet run: no H100 came after call 91 in session 43 (three starts refused or
-# failed). To run it, move it to calibration/h100/device/run92.sh and run it from there.
-# Device call 92 (nvidia-h100-x1), issue 52: the H200's design 7
+# Device call 92 (nvidia-h100-x1), issue 52; planned in session 43, run in session 44.
+# The H200's design 7
 # (calibration/h200/moe/design_eager7.jsonl: Phi-3.5-MoE cut to 8 layers, MiniMax-M2 and
 # Hunyuan-A13B cut to 6; transformers generate(), eager) on an H100, while no H200 came;
 # piep's spec-sheet answers for them were committed before the call
