@@ -10,7 +10,7 @@ own end-to-end runs of piep's reference runner.
 
 The last section: transformers generate() (hf-eager) on mixtures of experts, the H200's
 design 7 (`calibration/h200/moe/design_eager7.jsonl`) run on the H100 (device call 92,
-planned: `calibration/h100/moe/planned_run92.sh`; the section appears once its runs are in
+`calibration/h100/device/run92.sh`; the section appears once its runs are in
 `calibration/h100/moe/raw/`), priced by spec sheet before the runs
 (`calibration/h100/moe/predictions_blind_h100_7.jsonl`, `--predict`) and now at the host
 probe each run measured; beside the same runs on the H200 where they were measured there
