@@ -286,16 +286,22 @@ def answer(arg: str) -> dict:
         for k in ("num_local_experts", "num_experts", "n_routed_experts"))
     row = {"model_type": cfg.get("model_type"), "moe": moe}
     problem = None
-    for tp in TPS:
+    # at each tp, the experts sharded by expert (ep = tp) where the tensor-parallel plan
+    # is refused and a refusal names the expert-parallel one
+    layouts = ((tp, ep) for tp in TPS for ep in dict.fromkeys((1, tp)))
+    for tp, ep in layouts:
+        if ep > 1 and (problem is None or f"ep={ep}" not in problem):
+            continue
         try:
-            doc = api.predict(arg, engine="hf-eager", tp=tp, **WORKLOAD)
+            doc = api.predict(arg, engine="hf-eager", tp=tp, ep=ep, **WORKLOAD)
         except PiepError as exc:
             problem = str(exc).splitlines()[0]
             if "does not fit" in problem or "divisible" in problem or "tp=" in problem:
                 continue
             break
-        return {**row, "answered": True, "tp": tp, "energy_j": doc["energy_j"],
-                "time_s": doc["time_s"], "dtypes": doc.get("dtypes"), "flags": doc["flags"]}
+        return {**row, "answered": True, "tp": tp, **({"ep": ep} if ep > 1 else {}),
+                "energy_j": doc["energy_j"], "time_s": doc["time_s"],
+                "dtypes": doc.get("dtypes"), "flags": doc["flags"]}
     return {**row, "answered": False, "refusal": problem}
 
 
@@ -325,10 +331,11 @@ def census() -> list[dict]:
 def summary(rows: list[dict]) -> str:
     dense = [r for r in rows if not r["moe"]]
     moe = [r for r in rows if r["moe"]]
-    done = sum(r["answered"] for r in dense)
+    done, moe_done = sum(r["answered"] for r in dense), sum(r["answered"] for r in moe)
     return (f"{len(rows)} configs: {done} of {len(dense)} dense answered "
-            f"({100 * done / len(dense):.0f} %); {sum(r['answered'] for r in moe)} of "
-            f"{len(moe)} mixtures of experts answered (the rest refused by name); served by "
+            f"({100 * done / len(dense):.0f} %); {moe_done} of {len(moe)} mixtures of "
+            f"experts answered{' (the rest refused by name)' * (moe_done < len(moe))}; "
+            f"served by "
             f"vLLM (piep steady, H100s or B200s): {sum('vllm_tp' in r for r in dense)} of "
             f"{len(dense)} dense, {sum('vllm_tp' in r for r in moe)} of {len(moe)} mixtures "
             f"of experts")
@@ -340,13 +347,16 @@ def report(rows: list[dict]) -> str:
              "`model_trees/public/` (sources in its SOURCES.json) and each shipped "
              "config of a 2025-26 deployment, read by piep; answered at the smallest tensor-"
              "parallel degree whose layout fits H200s (hf-eager, batch 1, prompt 512, 128 new "
-             "tokens), or refused in one line; and served by vLLM (`piep steady` on H100s, "
+             "tokens; a mixture of experts whose family transformers shards by its "
+             "expert-parallel plan only, at ep = tp), or refused in one line; and served "
+             "by vLLM (`piep steady` on H100s, "
              "else B200s, at the smallest tp that fits: vLLM's defaults, prompts of 256 "
              "tokens, outputs of 400).", "", f"**{summary(rows)}.**", "",
              "| model | model_type | answer | vLLM held full | source |",
              "|---|---|---|---|---|"]
     for r in rows:
-        ans = (f"tp={r['tp']}: {r['energy_j']:.0f} J, {r['time_s']:.2f} s"
+        ans = (f"tp={r['tp']}{' ep=' + str(r['ep']) if r.get('ep') else ''}: "
+               f"{r['energy_j']:.0f} J, {r['time_s']:.2f} s"
                + (f" ({', '.join(r['flags'])})" if r["flags"] else "")) if r["answered"] \
             else f"refused: {r['refusal']}"
         vllm = (f"{r['vllm_gpu']} tp={r['vllm_tp']}: {r['vllm_j_per_token']:.3f} J/token"

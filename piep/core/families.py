@@ -105,6 +105,10 @@ class Family:
     # its plan shards the attention (DeepSeek-V3's shards only the MLP and the experts:
     # each rank runs every head, and no all-reduce follows the attention)
     hf_tp_attention: bool = True
+    # a mixture of experts with an expert-parallel plan (`base_model_ep_plan`: the routed
+    # experts sharded whole, the rest whole on every rank; every MoE family piep prices in
+    # transformers 5.17 but Granite MoE)
+    hf_ep_plan: bool = True
     # transformers ships no modeling code for it: the model repo's own runs
     # (`trust_remote_code`); priced as the row says, not built by piep's sampler
     remote_code: bool = False
@@ -157,7 +161,7 @@ FAMILIES: dict[str, Family] = {
     "olmoe": Family(qk_norm="whole",
                     per_model="queries and keys clamped where `clip_qkv` (priced as nothing)"),
     "granitemoe": Family(scaled_embeddings=True, residual_scale=True, logit_scale=True,
-                         hf_tp_plan=False),
+                         hf_tp_plan=False, hf_ep_plan=False),
     "qwen2_moe": Family(qkv_bias=True, hf_tp_experts=False,
                         per_model="a shared expert beside the routed ones "
                                   "(`shared_expert_intermediate_size`), gated"),

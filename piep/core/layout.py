@@ -40,25 +40,45 @@ class Deployment:
     # --- per-rank shapes ---------------------------------------------------------------
     @property
     def heads_per_rank(self) -> int:
-        return self.model.num_heads if self.attention_whole \
-            else self.model.num_heads // self.parallel.tp
+        return self.model.num_heads // self.attention_tp
 
     @property
     def attention_whole(self) -> bool:
         """Whether every rank runs the whole attention: at tp > 1 under an engine that runs
         transformers' tensor-parallel plan, for a family whose plan leaves it unsharded
-        (DeepSeek-V3's); no all-reduce follows it then."""
+        (DeepSeek-V3's), or under its expert-parallel plan (`hf_ep_plan`); no all-reduce
+        follows it then."""
         plan = self.hf_tp_plan
-        return plan is not None and not plan.hf_tp_attention
+        return self.hf_ep_plan or (plan is not None and not plan.hf_tp_attention)
+
+    @property
+    def attention_tp(self) -> int:
+        """The ranks the attention's heads are split over (1 where it runs whole)."""
+        return 1 if self.attention_whole else self.parallel.tp
+
+    @property
+    def hf_ep_plan(self) -> bool:
+        """Whether transformers' expert-parallel plan shards this deployment: ep > 1 under
+        an engine that runs its tensor-parallel path (`enable_expert_parallel`). That plan
+        (the config class's `base_model_ep_plan`, in place of the tensor-parallel one)
+        shards the routed experts only: attention, router, dense and shared MLPs and the
+        LM head run whole on every rank, and one all-reduce sums the experts' outputs."""
+        return self.parallel.ep > 1 and self.engine_record.tp_path
+
+    @property
+    def dense_tp(self) -> int:
+        """The ranks the modules beside the routed experts (dense and shared MLPs, the LM
+        head) are split over: tp, or 1 under transformers' expert-parallel plan."""
+        return 1 if self.hf_ep_plan else self.parallel.tp
 
     @property
     def kv_heads_per_rank(self) -> int:
         """KV heads held by one TP rank; replicated when tp > kv heads."""
-        return max(1, self.model.num_kv_heads // self.parallel.tp)
+        return max(1, self.model.num_kv_heads // self.attention_tp)
 
     @property
     def ffn_per_rank(self) -> int:
-        return self.model.intermediate_size // self.parallel.tp
+        return self.model.intermediate_size // self.dense_tp
 
     @property
     def expert_ffn_per_rank(self) -> int:
@@ -127,7 +147,7 @@ class Deployment:
 
     @property
     def vocab_per_rank(self) -> int:
-        return -(-self.model.vocab_size // self.parallel.tp)
+        return -(-self.model.vocab_size // self.dense_tp)
 
     @property
     def replica_batch(self) -> int:
@@ -194,10 +214,9 @@ class Deployment:
         """The weights of the first stage's layers on one rank (elements): each layer's
         attention, MLP (a mixture of experts' or, on its dense layers, a dense one) and
         norms, at the tensor-parallel split."""
-        m, tp = self.model, self.parallel.tp
-        heads_tp = 1 if self.attention_whole else tp
-        return sum(n * (m.attention_params(heads_tp) + m.mlp_params(sparse, tp,
-                                                                   self.expert_shares)
+        m = self.model
+        return sum(n * (m.attention_params(self.attention_tp)
+                        + m.mlp_params(sparse, self.dense_tp, self.expert_shares)
                         + m.norm_params())
                    for (_, _, sparse), n in m.layer_kinds(range(self.stage_layers()[0])))
 
@@ -215,7 +234,7 @@ class Deployment:
         h, b = m.hidden_size, self.replica_batch
         heads, kv_heads = self.heads_per_rank, self.kv_heads_per_rank
         ffn, vocab = self.ffn_per_rank, self.vocab_per_rank
-        kv_cache = self.kv_slots() * b * m.kv_per_token(p.tp) * BF16_BYTES
+        kv_cache = self.kv_slots() * b * m.kv_per_token(self.attention_tp) * BF16_BYTES
         # an FP8 checkpoint's projections: a byte per weight (norms and their row scales
         # are a rounding error next to them)
         weights_layers = self.stage_weights() * m.weight_bytes
@@ -309,11 +328,17 @@ def validate(model: ModelSpec, parallel: Parallel, workload: Workload, gpu: GPU,
                           f"experts), which is not sharded by expert here; use ep=1, or an "
                           f"engine that routes them (vllm)")
     plan = _hf_tp_plan(model, tp, engine_record(engine))
-    if plan is not None and not plan.hf_tp_plan:
+    if plan is not None and parallel.ep > 1 and not plan.hf_ep_plan:
+        raise ConfigError(f"{engine} at ep={parallel.ep}: transformers has no expert-parallel "
+                          f"plan for {model.model_type} (its config class states none); use "
+                          f"ep=1, or an engine that shards its experts (vllm)")
+    if plan is not None and parallel.ep == 1 and not plan.hf_tp_plan:
         raise ConfigError(f"{engine} at tp={tp}: transformers has no tensor-parallel plan "
                           f"for {model.model_type} (its config class states none), so every "
-                          f"rank would run the whole model; use tp=1, or an engine that "
-                          f"shards it (vllm)")
+                          f"rank would run the whole model; use tp=1, "
+                          + (f"ep={tp} (its expert-parallel plan), " if model.is_moe
+                             and plan.hf_ep_plan else "")
+                          + "or an engine that shards it (vllm)")
     if model.num_layers % pp:
         ok = [d for d in divisors(model.num_layers) if d <= 32]
         raise ConfigError(f"pp={pp} does not split num_hidden_layers={model.num_layers} into "

@@ -687,7 +687,7 @@ def _shared_expert(dep: Deployment, phase: str, t: int, *, gated: bool) -> list[
     """A shared expert beside the routed ones: its gated MLP on every token, `gated` by a
     sigmoid of one output (Qwen2-MoE; Llama 4's is not), added to the experts' sum."""
     h, reads, writes, per_el = dep.model.hidden_size, *ELEMENTWISE["activation"]
-    fs = max(1, dep.model.shared_expert_ffn // dep.parallel.tp)
+    fs = max(1, dep.model.shared_expert_ffn // dep.dense_tp)
     gate = [_linear("shared_expert_gate", "router", phase, t, h, 1),
             _scale("shared_expert_scale", phase, t, h)] if gated else []
     return [_linear("shared_gate_proj", "gate_proj", phase, t, h, fs),
@@ -733,7 +733,7 @@ def _mlp(dep: Deployment, phase: str, t: int, sparse: bool = True) -> list[Node]
     if m.is_moe and sparse:
         return _moe(dep, phase, t)
     if m.dense_ffn:
-        f = m.dense_ffn // dep.parallel.tp
+        f = m.dense_ffn // dep.dense_tp
     if not m.gated_mlp:
         return [_linear("c_fc", "up_proj", phase, t, h, f, m.qkv_bias),
                 _elementwise("activation", "activation", phase, t, f, reads=1, writes=1,
@@ -813,7 +813,7 @@ def _layer(dep: Deployment, phase: str, batch: int, q_len: int, ctx: int, count:
     if m.pre_norms and not m.parallel_block:  # (a parallel block's MLP reads input_norm's)
         layer.add(_norm("post_norm", phase, t, h, m.norm_kernels))
     layer.add(*_mlp(dep, phase, t, sparse))
-    if tp > 1:
+    if tp > 1 and (m.is_moe and sparse or dep.dense_tp > 1):  # (the experts' sum)
         layer.add(_allreduce(phase, t, h, tp, "mlp"))
     if m.post_norms:
         layer.add(_norm("post_mlp_norm", phase, t, h, m.norm_kernels))
@@ -914,7 +914,7 @@ def _stage(dep: Deployment, index: int, phase: str, batch: int, q_len: int, ctx:
                            flops_per=10)
         cap.launches = 3
         stage.add(cap)
-    if tp > 1:
+    if dep.dense_tp > 1:
         size = batch * m.vocab_size * BF16_BYTES
         stage.add(Node("allgather_logits", "allgather", phase, comm_bytes=size,
                        bytes_read=batch * v * BF16_BYTES, bytes_written=size, group_size=tp,
@@ -998,9 +998,12 @@ def _mark_sharded_calls(dep: Deployment, tree: Node) -> None:
     """Each leaf's calls of a module transformers' tensor-parallel plan hooks
     (`attrs["tp_calls"]`, the host time `tp_call_host_s` per call at tp > 1): a sharded
     projection, and a mixture of experts' experts module where the plan shards it
-    (`moe_tp_experts`, one call a layer: counted on its down projection)."""
-    experts = dep.model.is_moe and not dep.experts_whole
+    (`moe_tp_experts`, one call a layer: counted on its down projection); under its
+    expert-parallel plan, the router (`ep_router`) and the experts module only."""
+    ep_plan = dep.hf_ep_plan
+    experts = dep.model.is_moe and (ep_plan or not dep.experts_whole)
     for _, _, node in tree.walk():
-        if node.is_leaf and (node.kind in SHARDED_KINDS
-                             or (experts and node.name == "experts_down")):
+        if node.is_leaf and ((node.kind in SHARDED_KINDS and not ep_plan)
+                             or (experts and node.name == "experts_down")
+                             or (ep_plan and node.name == "router")):
             node.attrs["tp_calls"] = 1

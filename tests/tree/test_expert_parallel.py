@@ -158,3 +158,52 @@ def test_transformers_tp_hooks_the_experts_module_once_a_layer():
     _, leaves = _leaves(qwen2, 2, 1, engine="hf-eager")
     assert leaves["experts_down"].attrs.get("tp_calls", 0) == 0
     assert leaves["shared_down_proj"].attrs["tp_calls"] == 1
+
+
+def test_transformers_expert_parallel_plan_shards_the_experts_only():
+    """Under transformers' expert-parallel plan (`enable_expert_parallel`: the config's
+    `base_model_ep_plan` in place of its tensor-parallel plan) the routed experts are
+    sharded by expert and nothing else: every rank runs the whole attention, the dense
+    layers and the LM head, and one all-reduce a sparse layer sums the experts; vLLM's
+    expert parallelism keeps the attention split over the tensor-parallel ranks."""
+    spec = ModelSpec.from_hf_config({**MOE, "mlp_only_layers": [0]}, name="moe")
+    hf, hf_leaves = _leaves(spec, 2, 2, engine="hf-eager")
+    vllm, vllm_leaves = _leaves(spec, 2, 2, engine="vllm")
+    assert hf.hf_ep_plan and not vllm.hf_ep_plan
+    assert hf.heads_per_rank == 8 and vllm.heads_per_rank == 4
+    assert hf_leaves["q_proj"].attrs["d_out"] == 2 * vllm_leaves["q_proj"].attrs["d_out"]
+    assert hf_leaves["lm_head"].attrs["d_out"] == 1024
+    assert "allgather_logits" in vllm_leaves and "allgather_logits" not in hf_leaves
+    assert "allreduce_attn" in vllm_leaves and "allreduce_attn" not in hf_leaves
+    reduces = [(layer.name, [n.name for n in layer.children if n.kind == "allreduce"])
+               for layer in build_tree(hf).children[0].children[0].children[0].children
+               if layer.kind == "layer"]
+    assert dict(reduces) == {"layer_dense": [], "layer_sparse": ["allreduce_mlp"]}
+    # the dense layer's MLP whole; hooked calls: the router and the experts module only
+    assert hf_leaves["down_proj"].attrs["d_in"] == 512
+    calls = {n for n, node in hf_leaves.items() if node.attrs.get("tp_calls")}
+    assert calls == {"router", "experts_down"}
+    # the attention, dense MLP and head on every rank: more weights than vLLM's split
+    assert hf.memory_items_gib()["all"]["weights"] > vllm.memory_items_gib()["all"]["weights"]
+    assert hf.memory_items_gib()["all"]["kv_cache"] == pytest.approx(
+        2 * vllm.memory_items_gib()["all"]["kv_cache"])
+
+
+def test_a_family_without_a_tensor_parallel_plan_shards_by_its_expert_parallel_one(
+        tmp_path):
+    """gpt-oss has no tensor-parallel plan in transformers, only an expert-parallel one:
+    tp > 1 is refused naming ep = tp, which answers; Granite MoE has neither."""
+    oss = {**MOE, "model_type": "gpt_oss", "num_local_experts": 16,
+           "intermediate_size": 128, "layer_types": ["full_attention"] * 4}
+    oss.pop("num_experts")
+    path = tmp_path / "oss.json"
+    path.write_text(json.dumps(oss))
+    with pytest.raises(ConfigError, match="ep=2 \\(its expert-parallel plan\\)"):
+        api.predict(str(path), engine="hf-eager", tp=2, batch=8, prompt_len=64, gen_len=8)
+    doc = api.predict(str(path), engine="hf-eager", tp=2, ep=2, batch=8, prompt_len=64,
+                      gen_len=8)
+    assert doc["energy_j"] > 0 and "unmeasured_expert_parallel" in doc["flags"]
+    granite = ModelSpec.from_hf_config({**MOE, "model_type": "granitemoe",
+                                        "num_local_experts": 16}, name="g")
+    with pytest.raises(ConfigError, match="no expert-parallel plan"):
+        _leaves(granite, 2, 2, engine="hf-eager")

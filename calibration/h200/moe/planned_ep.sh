@@ -25,7 +25,10 @@
 #   run(kind="nvidia-h200-x8", command="bash calibration/h200/moe/planned_ep.sh 8")
 # with PIEP_GIT_COMMIT set; move it to calibration/h200/device/runNN.sh first. Predicted
 # before any run: predictions_blind_ep.jsonl (`python benchmarks/heldout_accuracy.py moe
-# --predict design_eager_ep.jsonl`, commit in the file). After it: copy moe_ep_xN.jsonl to
+# --predict design_eager_ep.jsonl`, commit in the file), by a tree that split the
+# attention over the ranks at ep = tp; since session 44 (read in transformers 5.17's
+# `base_model_ep_plan`, no run) the ep = tp rows are priced with the attention, dense MLPs
+# and LM head whole on every rank, and the report scores both. After it: copy moe_ep_xN.jsonl to
 # raw/ and `python benchmarks/heldout_accuracy.py moe --write`. Read-only on the GPUs.
 set -uo pipefail
 N=${1:?give the number of GPUs: 2, 4 or 8}
