@@ -14,7 +14,9 @@ and Qwen2 runs), so every error here leaves its model, its family and its set ou
 
 `--predict DESIGN` writes that design's `predictions_blind*.jsonl` (design_eager2.jsonl ->
 predictions_blind2.jsonl) by the code of the commit it names, before its runs are
-measured, and never over a file already there (MoE: f411e6a before device call 71).
+measured, and never over a file already there (MoE: f411e6a before device call 71);
+`--again TAG` writes a later commit's beside it (predictions_blind_ep_TAG.jsonl), still
+before the runs, and the report scores each file.
 """
 
 from __future__ import annotations
@@ -381,13 +383,15 @@ def phase_lines(name: str) -> list[str]:
 def main() -> int:
     args = sys.argv[1:]
     if not args or args[0] not in SETS:
-        print(f"usage: heldout_accuracy.py {{{','.join(SETS)}}} [--predict DESIGN | --write]",
-              file=sys.stderr)
+        print(f"usage: heldout_accuracy.py {{{','.join(SETS)}}} "
+              "[--predict DESIGN [--again TAG] | --write]", file=sys.stderr)
         return 2
     name = args[0]
     if "--predict" in args:  # --predict DESIGN: its blind predictions, never over others
         design = folder(name) / args[args.index("--predict") + 1]
         path = blind_path(design)
+        if "--again" in args:  # --again TAG: a later commit's, beside the first file's
+            path = path.with_name(f"{path.stem}_{args[args.index('--again') + 1]}.jsonl")
         if path.exists() or not design.is_file() or path == design:
             print(f"{path.relative_to(ROOT)} exists (blind predictions are written once), "
                   f"or {design.name} is no design_*.jsonl of {name}", file=sys.stderr)

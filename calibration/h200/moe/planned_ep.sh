@@ -28,7 +28,8 @@
 # --predict design_eager_ep.jsonl`, commit in the file), by a tree that split the
 # attention over the ranks at ep = tp; since session 44 (read in transformers 5.17's
 # `base_model_ep_plan`, no run) the ep = tp rows are priced with the attention, dense MLPs
-# and LM head whole on every rank, and the report scores both. After it: copy moe_ep_xN.jsonl to
+# and LM head whole on every rank (predictions_blind_ep_s44.jsonl, `... --predict
+# design_eager_ep.jsonl --again s44`), and the report scores both files. After it: copy moe_ep_xN.jsonl to
 # raw/ and `python benchmarks/heldout_accuracy.py moe --write`. Read-only on the GPUs.
 set -uo pipefail
 N=${1:?give the number of GPUs: 2, 4 or 8}
