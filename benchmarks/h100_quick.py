@@ -6,13 +6,14 @@ own end-to-end runs of piep's reference runner.
 
     python benchmarks/h100_quick.py            # the tables
     python benchmarks/h100_quick.py --write    # ... into reports/h100.md
-    python benchmarks/h100_quick.py --predict  # design 7 on the H100, blind, once
+    python benchmarks/h100_quick.py --predict  # the MoE designs on the H100, blind, once
 
-The last section: transformers generate() (hf-eager) on mixtures of experts, the H200's
-design 7 (`calibration/h200/moe/design_eager7.jsonl`) run on the H100 (device call 92,
+The last section: transformers generate() on mixtures of experts, the H200's design 7
+(`calibration/h200/moe/design_eager7.jsonl`, hf-eager) and its compiled design
+(`design_static8.jsonl`, hf-static) run on the H100 (device call 92,
 `calibration/h100/device/run92.sh`; the section appears once its runs are in
 `calibration/h100/moe/raw/`), priced by spec sheet before the runs
-(`calibration/h100/moe/predictions_blind_h100_7.jsonl`, `--predict`) and now at the host
+(`calibration/h100/moe/predictions_blind_h100_*.jsonl`, `--predict`) and now at the host
 probe each run measured; beside the same runs on the H200 where they were measured there
 (device call 90).
 
@@ -36,11 +37,16 @@ FOLDER = ROOT / "calibration" / "h100" / "quick" / "h100-quick"
 # the H200's quick calibration of the same recipe and seed: the same module shapes drawn
 H200_QUICK = ROOT / "calibration" / "h200" / "quick15" / "h200-quick15"
 REPORT = ROOT / "reports" / "h100.md"
-DESIGN = ROOT / "calibration" / "h200" / "moe" / "design_eager7.jsonl"
 CONFIGS = ROOT / "calibration" / "h200" / "moe" / "configs"
-MOE_BLIND = ROOT / "calibration" / "h100" / "moe" / "predictions_blind_h100_7.jsonl"
-MOE_RUNS = ROOT / "calibration" / "h100" / "moe" / "raw" / "moe_s92_eager.jsonl"
-H200_RUNS = ROOT / "calibration" / "h200" / "moe" / "raw" / "moe_s90_eager.jsonl"
+# the H200's designs run on the H100 -> piep's spec-sheet answers for them, before the runs
+MOE_DESIGNS = {ROOT / "calibration" / "h200" / "moe" / name:
+               ROOT / "calibration" / "h100" / "moe" / blind
+               for name, blind in (("design_eager7.jsonl", "predictions_blind_h100_7.jsonl"),
+                                   ("design_static8.jsonl",
+                                    "predictions_blind_h100_static8.jsonl"))}
+# the runs of those designs: on the H100 (device call 92), on the H200 (call 90)
+MOE_RUNS = ROOT / "calibration" / "h100" / "moe" / "raw"
+H200_RUNS = ROOT / "calibration" / "h200" / "moe" / "raw"
 
 
 def folder_gpu(folder: Path):
@@ -101,44 +107,56 @@ class EnergyKept:
         return self.inner.interval(*args, **kwargs)
 
 
-def moe_prices(seen: dict[tuple, dict] | None = None) -> list[dict]:
-    """Design 7's runs as piep prices them on an H100 (spec sheet, hf-eager): at the host
-    probe each run of `seen` measured, else the profile's typical host."""
+def moe_prices(seen: dict[tuple, dict] | None = None,
+               designs: list[Path] | None = None) -> list[dict]:
+    """The MoE designs' runs (or `designs`') as piep prices them on an H100 (spec sheet):
+    at the host probe each run of `seen` measured, else the profile's typical host."""
     from heldout_accuracy import predictions
-    return predictions("moe", seen, designs=[DESIGN], gpu="h100", allow_uncalibrated=True)
+    return predictions("moe", seen, designs=designs or list(MOE_DESIGNS), gpu="h100",
+                       allow_uncalibrated=True)
+
+
+def measured_runs(folder: Path, call: int) -> dict[tuple, dict]:
+    """One device call's generate() runs of the MoE designs, by run key."""
+    from heldout_accuracy import key
+    from piep.core.artifacts import read_jsonl
+    return {key(r): r for path in sorted(folder.glob(f"moe_s{call}_*.jsonl"))
+            for r in read_jsonl(path)
+            if r.get("schema") == "piep.measurement" and r.get("energy_j")}
 
 
 def moe_section() -> list[str]:
-    """The H100's hf-eager runs of design 7 against piep's spec-sheet answers (blind and
-    now) and the H200's runs of the same design."""
-    from piep.core.artifacts import read_jsonl
-    if not MOE_RUNS.is_file():
-        return []
+    """The H100's runs of the MoE designs (hf-eager, hf-static) against piep's spec-sheet
+    answers (blind and now) and the H200's runs of the same designs."""
     from heldout_accuracy import key
-    runs = {key(r): r for r in read_jsonl(MOE_RUNS)
-            if r.get("schema") == "piep.measurement" and r.get("energy_j")}
-    h200 = {key(r): r for r in read_jsonl(H200_RUNS)
-            if r.get("schema") == "piep.measurement" and r.get("energy_j")} \
-        if H200_RUNS.is_file() else {}
-    blind = {key(r): r for r in read_jsonl(MOE_BLIND)}
+    from piep.core.artifacts import read_jsonl
+    runs = measured_runs(MOE_RUNS, 92)
+    if not runs:
+        return []
+    h200 = measured_runs(H200_RUNS, 90)
+    blind = {key(r): r for path in MOE_DESIGNS.values() if path.is_file()
+             for r in read_jsonl(path)}
     now = {key(r): r for r in moe_prices(runs)}
-    lines = ["", "## Mixtures of experts, transformers generate() (hf-eager)", "",
-             f"Design 7 (`{DESIGN.relative_to(ROOT)}`: Phi-3.5-MoE, MiniMax-M2 and "
-             "Hunyuan-A13B shapes cut to 6-8 layers) run on the H100 (device call 92); "
-             "piep's answers by spec sheet (`--gpu h100 --allow-uncalibrated`): blind "
-             f"(`{MOE_BLIND.relative_to(ROOT)}`, before the runs, at the typical host) "
-             "and now (at the host probe each run measured).", "",
-             "| model | batch | prompt | gen | measured J | blind error | now error | "
+    designs = ", ".join(f"`{d.relative_to(ROOT)}`" for d in MOE_DESIGNS)
+    lines = ["", "## Mixtures of experts, transformers generate()", "",
+             f"The H200's MoE designs ({designs}: Phi-3.5-MoE, MiniMax-M2 and Hunyuan-A13B "
+             "shapes cut to 6-8 layers under hf-eager; OLMoE, Qwen3-30B-A3B and one of our "
+             "own under hf-static) run on the H100 (device call 92); piep's answers by spec "
+             "sheet (`--gpu h100 --allow-uncalibrated`): blind ("
+             + ", ".join(f"`{b.relative_to(ROOT)}`" for b in MOE_DESIGNS.values())
+             + ", before the runs, at the typical host) and now (at the host probe each run "
+             "measured).", "",
+             "| model | engine | batch | prompt | gen | measured J | blind error | now error | "
              "measured s | blind error | now error | H100 / H200 J | H100 / H200 s |",
-             "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+             "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     pairs = []
     for k, m in runs.items():
         b, n, h = blind[k], now[k], h200.get(k)
         pairs.append((b, n, m))
         ratio = (f"x{m['energy_j'] / h['energy_j']:.2f} | x{m['time_s'] / h['time_s']:.2f}"
                  if h else "- | -")
-        lines.append(f"| {m['model']} | {m['batch']} | {m['prompt_len']} | {m['gen_len']} | "
-                     f"{m['energy_j']:.1f} | "
+        lines.append(f"| {m['model']} | {k[1]} | {m['batch']} | {m['prompt_len']} | "
+                     f"{m['gen_len']} | {m['energy_j']:.1f} | "
                      f"{error(b['energy_j'], m['energy_j']):+.1f} % | "
                      f"{error(n['energy_j'], m['energy_j']):+.1f} % | {m['time_s']:.3f} | "
                      f"{error(b['time_s'], m['time_s']):+.1f} % | "
@@ -154,12 +172,15 @@ def moe_section() -> list[str]:
 
 
 def write_moe_blind() -> None:
-    """Design 7's spec-sheet prices on the H100, before its runs (once)."""
+    """The MoE designs' spec-sheet prices on the H100, before their runs: each blind file
+    not written yet (a file is written once)."""
     from piep.core.artifacts import write_text
-    if MOE_BLIND.exists():
-        raise SystemExit(f"{MOE_BLIND.relative_to(ROOT)} exists: blind predictions are "
-                         "written once")
-    write_text(MOE_BLIND, "".join(json.dumps(p) + "\n" for p in moe_prices()))
+    for design, path in MOE_DESIGNS.items():
+        if path.exists():
+            print(f"{path.relative_to(ROOT)} exists: blind predictions are written once")
+            continue
+        write_text(path, "".join(json.dumps(p) + "\n" for p in moe_prices(designs=[design])))
+        print(f"wrote {path.relative_to(ROOT)}")
 
 
 def error(pred: float, meas: float) -> float:
