@@ -165,9 +165,14 @@ def moe_section() -> list[str]:
     blind_rows, now_rows = ([{"energy_j": m["energy_j"], "time_s": m["time_s"],
                               "pred_energy_j": x[i]["energy_j"], "pred_time_s": x[i]["time_s"]}
                              for *x, m in pairs] for i in (0, 1))
+    engines = [k[1] for k in runs]
     lines += ["", f"Mean |error| over {len(pairs)} runs: blind energy "
               f"{mape(blind_rows, 'energy_j'):.1f} %, time {mape(blind_rows, 'time_s'):.1f} %; "
-              f"now {mape(now_rows, 'energy_j'):.1f} %, {mape(now_rows, 'time_s'):.1f} %."]
+              f"now {mape(now_rows, 'energy_j'):.1f} %, {mape(now_rows, 'time_s'):.1f} %; "
+              "blind, by engine: " + "; ".join(
+                  f"{e} {mape(rs, 'energy_j'):.1f} %, {mape(rs, 'time_s'):.1f} % "
+                  f"({len(rs)} runs)" for e in dict.fromkeys(engines)
+                  if (rs := [r for r, x in zip(blind_rows, engines) if x == e])) + "."]
     return lines
 
 
