@@ -530,7 +530,7 @@ def models_doc() -> str:
               "the weights' memory at the checkpoint's bits. gpt-oss's MXFP4 experts are "
               "priced as transformers dequantizes them to bf16 (`mxfp4_dequantized`), and "
               "under vLLM as stored, 4.25 bits a weight (`mxfp4_unsampled`).", ""]
-    _, runs, energy, time_ = _cells("reports/fp8.md", "| all |")
+    _, _, runs, energy, time_ = _cells("reports/fp8.md", "| all | all |")
     lines += ["FP8 checkpoints (`fbgemm_fp8`, compressed-tensors FP8, fine-grained FP8 with "
               "128x128 block scales) are priced with the layers' projections as row-wise FP8 "
               "GEMMs (`fp8_linear`: a byte per weight, each token's row quantized at run time; "

@@ -37,7 +37,6 @@ FOLDER = ROOT / "calibration" / "h100" / "quick" / "h100-quick"
 # the H200's quick calibration of the same recipe and seed: the same module shapes drawn
 H200_QUICK = ROOT / "calibration" / "h200" / "quick15" / "h200-quick15"
 REPORT = ROOT / "reports" / "h100.md"
-CONFIGS = ROOT / "calibration" / "h200" / "moe" / "configs"
 # the H200's designs run on the H100 -> piep's spec-sheet answers for them, before the runs
 MOE_DESIGNS = {ROOT / "calibration" / "h200" / "moe" / name:
                ROOT / "calibration" / "h100" / "moe" / blind
@@ -118,11 +117,8 @@ def moe_prices(seen: dict[tuple, dict] | None = None,
 
 def measured_runs(folder: Path, call: int) -> dict[tuple, dict]:
     """One device call's generate() runs of the MoE designs, by run key."""
-    from heldout_accuracy import key
-    from piep.core.artifacts import read_jsonl
-    return {key(r): r for path in sorted(folder.glob(f"moe_s{call}_*.jsonl"))
-            for r in read_jsonl(path)
-            if r.get("schema") == "piep.measurement" and r.get("energy_j")}
+    from heldout_accuracy import runs_of
+    return runs_of(sorted(folder.glob(f"moe_s{call}_*.jsonl")))
 
 
 def moe_section() -> list[str]:

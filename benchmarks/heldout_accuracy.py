@@ -148,8 +148,12 @@ def predictions(name: str, seen: dict[tuple, dict] | None = None,
 
 def measured(name: str) -> dict[tuple, dict]:
     """The set's measured generate() runs (piep.measurement records of raw/*.jsonl)."""
-    return {key(r): r for path in sorted((folder(name) / "raw").glob("*.jsonl"))
-            for r in read_jsonl(path)
+    return runs_of(sorted((folder(name) / "raw").glob("*.jsonl")))
+
+
+def runs_of(paths: list[Path]) -> dict[tuple, dict]:
+    """The measured generate() runs (piep.measurement records) of `paths`, by run key."""
+    return {key(r): r for path in paths for r in read_jsonl(path)
             if r.get("schema") == "piep.measurement" and r.get("energy_j")}
 
 
@@ -249,14 +253,18 @@ def report(name: str) -> str:
                      f"{m['time_s']:.3f} | {p['time_s']:.3f} | "
                      f"{100 * (p['time_s'] / m['time_s'] - 1):+.1f} % | {be} |")
     lines += ["", "| model | engine | runs | energy (now) | time (now) |", "|---|---|---|---|---|"]
-    groups = list(dict.fromkeys((p["model"], p["engine"]) for p in now))
+    # each model under each engine; every engine's runs where more than one was measured;
+    # all runs
+    summaries = [((m, e), [p for p in now if (p["model"], p["engine"]) == (m, e)])
+                 for m, e in dict.fromkeys((p["model"], p["engine"]) for p in now)]
     engines = list(dict.fromkeys(p["engine"] for p in now if key(p) in seen))
-    for label, of in ([(g, (lambda p, g=g: (p["model"], p["engine"]) == g)) for g in groups]
-                      + [(("all", e), (lambda p, e=e: p["engine"] == e)) for e in engines]
-                      * (len(engines) > 1) + [(("all", "all"), lambda p: True)]):
-        errs = errors([p for p in now if of(p)], seen)
+    if len(engines) > 1:
+        summaries += [(("all", e), [p for p in now if p["engine"] == e]) for e in engines]
+    summaries.append((("all", "all"), now))
+    for (model, engine), rows in summaries:
+        errs = errors(rows, seen)
         if errs:
-            lines.append(f"| {label[0]} | {label[1]} | {len(errs)} | {mean_abs(errs, 0):.1f} % "
+            lines.append(f"| {model} | {engine} | {len(errs)} | {mean_abs(errs, 0):.1f} % "
                          f"| {mean_abs(errs, 1):.1f} % |")
     lines += ["", coverage_line(now, seen)]
     if blind:
@@ -361,10 +369,11 @@ def phase_lines(name: str) -> list[str]:
     lines = ["| model | batch | phase | measured s | piep s | error | measured W | piep W "
              "| energy error | piep's time in experts_batched |",
              "|---|---|---|---|---|---|---|---|---|---|"]
-    for key, run in measured(name).items():
+    for run in measured(name).values():
         probe = run.get("host_probe", {}).get("launch_add_s")
         doc = api.predict(str(folder(name) / "configs" / f"{run['model']}.json"),
-                          engine=run["engine"]["name"], tp=key[2], ep=key[3],
+                          engine=run["engine"]["name"], tp=run.get("tp", 1),
+                          ep=run.get("ep", 1),
                           batch=run["batch"], prompt_len=run["prompt_len"],
                           gen_len=run["gen_len"], hosts=False,
                           host_probe_us=None if probe is None else 1e6 * probe)
