@@ -1,8 +1,6 @@
 #!/usr/bin/env bash
-# PLANNED, not yet run: no H200 started in sessions 42, 43 or 44 (fourteen starts failed
-# or were refused; in session 44 the same designs ran on an H100 instead, device call 92).
-# To run it, move it to calibration/h200/device/run90.sh and run it from there.
-# Device call 90 (nvidia-h200), issue 52. Run as
+# Device call 90 (nvidia-h200), issue 52; planned in session 42, run in session 45 (no H200
+# started in sessions 42-44; the same designs ran on an H100 in session 44, call 92). Run as
 # `PIEP_GIT_COMMIT=<commit> bash calibration/h200/device/run90.sh`; read-only on the GPU.
 # 1. transformers generate(), eager, on design 7 (calibration/h200/moe/design_eager7.jsonl:
 #    Phi-3.5-MoE cut to 8 layers, MiniMax-M2 and Hunyuan-A13B cut to 6, three families
