@@ -234,8 +234,8 @@ def calibrate_gpu() -> str:
             f"layout {_pct(c[4])} ({c[5]}x).\n\nOn an H100 SXM (`calibration/h100/quick/`, "
             f"device call 91; reports/h100.md): scored leave one model out on its {n} runs, "
             f"energy {own_e} %, time {own_t} %, where piep's spec-sheet answers for the same "
-            f"runs (`--gpu h100 --allow-uncalibrated`, nothing of the H100 measured) miss "
-            f"by {spec_e} % and {spec_t} %.")
+            f"runs (`--gpu h100 --allow-uncalibrated`, nothing of the H100 fitted; its "
+            f"power rule chosen after these runs) miss by {spec_e} % and {spec_t} %.")
 
 
 def _doc(argv: list[str]) -> dict:

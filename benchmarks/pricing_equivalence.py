@@ -134,7 +134,11 @@ hf-static 336.0 -> 336.2 J; every engine document within 2.3 %, the hf-eager and
 rows of compare and sweep alike; every other document unchanged: new snapshot. Session 43:
 the uncalibrated_gpu flag's note names the command that removes it (`piep calibrate gpu
 --name NAME`) and reports/h100.md; one text in the uncalibrated documents' flag_notes,
-every number unchanged: new snapshot.
+every number unchanged: new snapshot. Session 45: the spec-sheet transfer's power above
+idle follows the resource that bounds each kernel (x TDP over its flops, x HBM bandwidth
+over its bytes: `piep.predict.transfer`): the uncalibrated H100 document, llama-2-7b's
+default workload, 449.1 -> 361.8 J (time equal), module energies up to 24 %; every other
+document unchanged: new snapshot.
 """
 
 from __future__ import annotations

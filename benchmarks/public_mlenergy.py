@@ -581,6 +581,13 @@ def main() -> int:
     lines += steady_lines(b200, "b200")
     lines += ["The B200 rows priced with the H100 profile fitted on every H100 row (held out: "
               "a GPU that profile never saw):", "", *carried_lines(b200, "H100"), "",
+              "Until session 45 the spec-sheet transfer scaled every kernel's power by the "
+              "TDP ratio; since, a kernel's power above idle scales with the HBM bandwidth "
+              "where bytes bound it (`piep.predict.transfer`, chosen on piep's own H100 runs, "
+              "reports/h100.md, before these figures were computed with it). Before "
+              "(`python benchmarks/public_mlenergy.py` at commit aed2e41): the H100 profile "
+              "carried over 28.8 % (ratio 0.73), no profile 15.8 % (ratio 0.90); the H100 "
+              "rows' leave-one-model-out 10.2 % (now above), the B200's 19.4 %.", "",
               "The steady state describes the B200 runs less well (in-sample rms above): their "
               "long outputs run slower than the board's bandwidth allows (Qwen3-8B at 8 "
               "requests: 32 ms an iteration and 294 W on B200, 9.8 ms on H100), and where the "

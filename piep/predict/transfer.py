@@ -1,8 +1,14 @@
 """Spec-sheet transfer (`--allow-uncalibrated`): a GPU without calibration is predicted by
 the calibrated reference GPU's learned predictor, rebuilt on a profile scaled by spec-sheet
 ratios (`piep.core.gpus.transfer_gpu`). Module time keeps the learned efficiency over the new
-roofline; board power scales with TDP; collectives with link bandwidth. Flagged, with a
-wide fixed band: nothing of it was measured on the target GPU."""
+roofline; collectives scale with link bandwidth. Board power: idle scales with TDP; a
+kernel's power above idle keeps its energy per operation of the resource that bounds it,
+its share by the roofline on the target: per flop, the TDP-to-peak-flops ratio (power
+scales with TDP); per byte of HBM, the reference's (memory is the same kind of memory, read
+faster or slower: power scales with the HBM bandwidth). A memory-bound kernel on an H100
+(the H200's TDP, 0.70 its bandwidth) so draws 0.70 the H200's power above idle over the
+longer time it takes. Flagged, with a wide fixed band: nothing of it was measured on the
+target GPU."""
 
 from __future__ import annotations
 
@@ -32,11 +38,24 @@ class TransferredModel:
     def price(self, table: LeafTable) -> Prices:
         p = self.base.price(table)
         power = self.ratios["power"]
+        idle_w = p.idle_w * power
+        # above idle: x TDP where flops bound the kernel, x HBM bandwidth where bytes do
+        share = self.memory_share(table)
+        above = (p.power_w * power - idle_w) * (1.0 - share + share * self.ratios["hbm"] / power)
+        power_w = np.where(table.is_comm, p.power_w * power, idle_w + above)
         return replace(p, time_s=np.where(table.is_comm, p.time_s / self.ratios["link"],
                                           p.time_s),
-                       power_w=p.power_w * power, idle_w=p.idle_w * power,
+                       power_w=power_w, idle_w=idle_w,
                        wait_w=p.wait_w * power,
                        gap_w=None if p.gap_w is None else p.gap_w * power)
+
+    def memory_share(self, table: LeafTable) -> np.ndarray:
+        """Per row, the share of its roofline time on the target GPU that is HBM traffic
+        (its bytes at HBM bandwidth over that plus its flops at peak)."""
+        gpu = self.base.gpu
+        mem = (table.q["bytes_read"] + table.q["bytes_written"]) / gpu.hbm_bytes_per_s
+        total = mem + table.q["flops"] / gpu.bf16_flops
+        return np.divide(mem, total, out=np.zeros(len(table)), where=total > 0)
 
     def interval(self, dep: Deployment, energy_j: float, time_s: float, *,
                  far: bool = False) -> dict[str, Any]:
