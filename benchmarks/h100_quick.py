@@ -167,8 +167,8 @@ def moe_section() -> list[str]:
                   for f in ("energy_j", "time_s")}
         lines += ["", "The blind column priced with the transfer's power rule before session "
                   "45 (every kernel's power x the TDP ratio); the now column with today's "
-                  "(`piep.predict.transfer`: a memory-bound kernel's power above idle x the "
-                  f"HBM ratio). Now, the {len(big)} runs of batch 8 or more: energy "
+                  "(`piep.predict.transfer`: a memory-bound kernel keeps the energy above idle "
+                  f"it drew on the H200). Now, the {len(big)} runs of batch 8 or more: energy "
                   f"{signed['energy_j']:+.1f} %, time {signed['time_s']:+.1f} % (signed "
                   "means): they run longer, and draw more, on the H100 than piep's "
                   "transfer says, which the old power rule's excess had hidden."]
@@ -201,7 +201,7 @@ def table(folder: Path = FOLDER) -> tuple[dict, list[dict]]:
         res = resolved(r)
         spec = api.prediction(res, hosts=False)
         m = res.cost_model
-        tdp = replace(res, cost_model=TdpPower(m.base, m.ratios, m.reference))
+        tdp = replace(res, cost_model=TdpPower(m.base, m.ratios, m.reference, source=m.source))
         r["spec_energy_j"], r["spec_time_s"] = spec.outcome.energy_j, spec.outcome.time_s
         r["spec_phases"] = spec.phases
         r["h200_phases"] = api.prediction(resolved(r, "h200"), hosts=False).phases

@@ -135,10 +135,10 @@ rows of compare and sweep alike; every other document unchanged: new snapshot. S
 the uncalibrated_gpu flag's note names the command that removes it (`piep calibrate gpu
 --name NAME`) and reports/h100.md; one text in the uncalibrated documents' flag_notes,
 every number unchanged: new snapshot. Session 45: the spec-sheet transfer's power above
-idle follows the resource that bounds each kernel (x TDP over its flops, x HBM bandwidth
-over its bytes: `piep.predict.transfer`): the uncalibrated H100 document, llama-2-7b's
-default workload, 449.1 -> 361.8 J (time equal), module energies up to 24 %; every other
-document unchanged: new snapshot.
+idle follows the resource that bounds each kernel (the flops' share x TDP as before, the
+bytes' share keeping the energy per byte drawn on the reference: `piep.predict.transfer`):
+the uncalibrated H100 document, llama-2-7b's default workload, 449.1 -> 370.1 J (time
+equal), module energies up to 24 %; every other document unchanged: new snapshot.
 """
 
 from __future__ import annotations

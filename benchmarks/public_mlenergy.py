@@ -582,8 +582,8 @@ def main() -> int:
     lines += ["The B200 rows priced with the H100 profile fitted on every H100 row (held out: "
               "a GPU that profile never saw):", "", *carried_lines(b200, "H100"), "",
               "Until session 45 the spec-sheet transfer scaled every kernel's power by the "
-              "TDP ratio; since, a kernel's power above idle scales with the HBM bandwidth "
-              "where bytes bound it (`piep.predict.transfer`, chosen on piep's own H100 runs, "
+              "TDP ratio; since, where bytes bound a kernel, it keeps the energy above idle "
+              "it drew on the H200 (`piep.predict.transfer`, chosen on piep's own H100 runs, "
               "reports/h100.md, before these figures were computed with it). Before "
               "(`python benchmarks/public_mlenergy.py` at commit aed2e41): the H100 profile "
               "carried over 28.8 % (ratio 0.73), no profile 15.8 % (ratio 0.90); the H100 "

@@ -2,13 +2,13 @@
 the calibrated reference GPU's learned predictor, rebuilt on a profile scaled by spec-sheet
 ratios (`piep.core.gpus.transfer_gpu`). Module time keeps the learned efficiency over the new
 roofline; collectives scale with link bandwidth. Board power: idle scales with TDP; a
-kernel's power above idle keeps its energy per operation of the resource that bounds it,
-its share by the roofline on the target: per flop, the TDP-to-peak-flops ratio (power
-scales with TDP); per byte of HBM, the reference's (memory is the same kind of memory, read
-faster or slower: power scales with the HBM bandwidth). A memory-bound kernel on an H100
-(the H200's TDP, 0.70 its bandwidth) so draws 0.70 the H200's power above idle over the
-longer time it takes. Flagged, with a wide fixed band: nothing of it was measured on the
-target GPU."""
+kernel's power above idle, by the share of its roofline time on the target that is HBM
+traffic: that share keeps the energy per byte the reference drew (the same kind of memory,
+read faster or slower: its power above idle times the reference's time over the target's),
+the rest scales with TDP (energy per flop x TDP over peak flops). A memory-bound kernel on
+an H100 (the H200's TDP, 0.70 its bandwidth) so draws less power above idle over the
+longer time it takes, the same energy. Flagged, with a wide fixed band: nothing of it was
+measured on the target GPU."""
 
 from __future__ import annotations
 
@@ -31,17 +31,22 @@ class TransferredModel:
     reference: str
     name: str = "learned (spec-sheet transfer)"
 
+    source: Any = None  # the learned predictor on the reference GPU
+
     @classmethod
     def build(cls, learned, gpu, ratios, reference: str) -> "TransferredModel":
-        return cls(learned.on_gpu(gpu), ratios, reference)
+        return cls(learned.on_gpu(gpu), ratios, reference, source=learned)
 
     def price(self, table: LeafTable) -> Prices:
-        p = self.base.price(table)
+        p, ref = self.base.price(table), self.source.price(table)
         power = self.ratios["power"]
         idle_w = p.idle_w * power
-        # above idle: x TDP where flops bound the kernel, x HBM bandwidth where bytes do
         share = self.memory_share(table)
-        above = (p.power_w * power - idle_w) * (1.0 - share + share * self.ratios["hbm"] / power)
+        # above idle: the flops' share x TDP, the bytes' share at the reference's energy
+        by_tdp = p.power_w * power - idle_w
+        by_bytes = (ref.power_w - ref.idle_w) * np.divide(
+            ref.time_s, p.time_s, out=np.ones(len(table)), where=p.time_s > 0)
+        above = (1.0 - share) * by_tdp + share * by_bytes
         power_w = np.where(table.is_comm, p.power_w * power, idle_w + above)
         return replace(p, time_s=np.where(table.is_comm, p.time_s / self.ratios["link"],
                                           p.time_s),

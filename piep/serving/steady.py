@@ -256,12 +256,15 @@ class Parts:
     running: float
     idle_w: float
     out_of_range_kinds: tuple[str, ...]
+    limit_w: float = math.inf  # the power limit of all the layout's boards together
 
     def iteration(self, profile: SteadyProfile) -> tuple[float, float]:
-        """(mean time s, mean energy J) of an iteration under a profile."""
+        """(mean time s, mean energy J) of an iteration under a profile, each kind held
+        under the boards' power limit (as a stream's iterations are: `held_share`)."""
         scale = np.array([profile.time_scale[g] for g in GROUPS])
         t = self.time_s @ scale + profile.step_host_s
         e = (self.energy_j @ scale) * profile.power_scale + profile.step_host_s * self.idle_w
+        e = np.minimum(e, self.limit_w * t)
         return float(self.weight @ t), float(self.weight @ e)
 
     def outcome(self, profile: SteadyProfile) -> dict[str, float]:
@@ -329,7 +332,8 @@ def parts(dep: Deployment, cost_model, server: PagedServer, prompt_len: float,
         return np.column_stack([np.full(nk, fixed), tokens, keys, links])
     return Parts(split(row_t), split(priced.row_energy_j), weights, float(occ.running),
                  priced.prices.idle_w * dep.parallel.world_size,
-                 tuple(sorted({k for i in range(n) for k in priced.out_of_range_kinds(i)})))
+                 tuple(sorted({k for i in range(n) for k in priced.out_of_range_kinds(i)})),
+                 dep.gpu.max_power_w * dep.parallel.world_size)
 
 
 def work(dep: Deployment, batch: int, prompt_len: int, gen_len: int) -> Deployment:

@@ -42,8 +42,9 @@ def test_transfer_prediction_is_flagged_wide_and_physically_ordered():
 
 
 def test_power_above_idle_follows_the_resource_that_bounds_each_kernel():
-    """Memory-bound kernels keep their energy per HBM byte (power x the bandwidth ratio),
-    compute-bound ones scale with TDP; collectives with TDP; idle with TDP."""
+    """A memory-bound kernel keeps the energy above idle it drew on the reference (its
+    power x the reference's time over the target's); a compute-bound one scales with TDP;
+    collectives and idle with TDP."""
     from dataclasses import dataclass
 
     import numpy as np
@@ -54,16 +55,19 @@ def test_power_above_idle_follows_the_resource_that_bounds_each_kernel():
     h100, ratios = transfer_gpu("h100")
     ratios = {**ratios, "power": 0.8}  # a TDP unlike the reference's, to tell them apart
     n = 3
-    ref = Prices(time_s=np.ones(n), power_w=np.full(n, 400.0), gap_s=np.zeros(n),
-                 wait_s=np.zeros(n), out_of_range=np.zeros(n, bool), alpha=np.ones(n),
-                 segment_alpha=np.ones(1), idle_w=100.0, wait_w=120.0)
+
+    def prices(time_s):
+        return Prices(time_s=np.asarray(time_s), power_w=np.full(n, 400.0),
+                      gap_s=np.zeros(n), wait_s=np.zeros(n), out_of_range=np.zeros(n, bool),
+                      alpha=np.ones(n), segment_alpha=np.ones(1), idle_w=100.0, wait_w=120.0)
 
     @dataclass
-    class Base:
+    class Model:
         gpu: object
+        fixed: Prices
 
         def price(self, table):
-            return ref
+            return self.fixed
 
     @dataclass
     class Table:
@@ -75,10 +79,11 @@ def test_power_above_idle_follows_the_resource_that_bounds_each_kernel():
 
     # a GEMV reading 1 GB (memory-bound), a GEMM of 1e15 flops (compute-bound), a collective
     table = Table({"bytes_read": np.array([1e9, 1e6, 0.0]), "bytes_written": np.zeros(n),
-                   "flops": np.array([1e9, 1e15, 0.0])}, np.array([False, False, True]))
-    p = TransferredModel(Base(h100), ratios, "h200").price(table)
+                   "flops": np.array([1e3, 1e15, 0.0])}, np.array([False, False, True]))
+    target, reference = Model(h100, prices([2.0, 1.0, 1.0])), Model(None, prices([1.0] * n))
+    p = TransferredModel(target, ratios, "h200", source=reference).price(table)
     assert p.idle_w == pytest.approx(80.0)
-    above = 400.0 * 0.8 - 80.0
-    assert p.power_w[0] == pytest.approx(80.0 + above * ratios["hbm"] / 0.8, rel=1e-3)
+    # the GEMV takes twice as long: half the power above idle, the same energy
+    assert p.power_w[0] == pytest.approx(80.0 + 300.0 / 2, rel=1e-3)
     assert p.power_w[1] == pytest.approx(400.0 * 0.8, rel=1e-3)
     assert p.power_w[2] == pytest.approx(400.0 * 0.8)

@@ -136,6 +136,19 @@ def test_parts_move_the_right_way():
     assert t_ref - t_fast == pytest.approx(0.5 * p.weight @ p.time_s[:, 0])
 
 
+@pytest.mark.pure
+def test_a_server_held_full_draws_no_more_than_its_boards_limit():
+    """Each iteration kind is held under the boards' power limit, as a stream's iterations
+    are: a profile that would price more power reads the limit."""
+    dep, model = _dep()
+    server = st.PagedServer.defaults("h100", dep.gpu.memory_gib, max_num_seqs=256)
+    p = st.parts(dep, model, server, 256, st.Occupancy(128, 600, 1.0))
+    assert p.limit_w == dep.gpu.max_power_w * dep.parallel.world_size
+    hot = replace(st.SteadyProfile.neutral("h100"), power_scale=5.0)
+    assert p.outcome(hot)["power_w"] == pytest.approx(p.limit_w)
+    assert p.outcome(st.SteadyProfile.neutral("h100"))["power_w"] < p.limit_w
+
+
 def test_fit_recovers_known_terms():
     dep, model = _dep()
     server = st.PagedServer.defaults("h100", dep.gpu.memory_gib)
