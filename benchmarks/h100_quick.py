@@ -175,6 +175,50 @@ def moe_section() -> list[str]:
     return lines
 
 
+FAMILIES = ROOT / "calibration" / "h100" / "families"
+# the blind design's predictions: the transfer's power rule of session 45, and the one
+# before it (made by commit aed2e41), both committed before device call 93
+FAMILY_BLIND = {"today's rule": FAMILIES / "predictions_blind_h100.jsonl",
+                "TDP rule": FAMILIES / "predictions_blind_h100_tdp.jsonl"}
+
+
+def families_section() -> list[str]:
+    """The blind design of ten family runs (hf-eager) on the H100 against piep's
+    spec-sheet answers under both power rules, each committed before the runs."""
+    from heldout_accuracy import key, runs_of
+    from piep.core.artifacts import read_jsonl
+    from piep.stats.conformal import mape
+    runs = runs_of(sorted((FAMILIES / "raw").glob("families_s93*.jsonl")))
+    if not runs:
+        return []
+    blind = {name: {key(r): r for r in read_jsonl(path)} for name, path in FAMILY_BLIND.items()}
+    lines = ["", "## New families, blind", "",
+             f"{len(runs)} transformers generate() runs (hf-eager) of the families' "
+             "shapes at "
+             "workloads no run had (`calibration/h100/families/design_h100_blind.jsonl`, "
+             "device call 93, `calibration/h100/device/run93.sh`), priced by spec sheet "
+             "before the call under today's power rule and the TDP rule before it ("
+             + ", ".join(f"`{p.relative_to(ROOT)}`" for p in FAMILY_BLIND.values()) + ").",
+             "", "| model | batch | prompt | gen | measured J | today's rule | TDP rule | "
+             "measured s | piep s | error |", "|---|---|---|---|---|---|---|---|---|---|"]
+    scored = {name: [] for name in blind}
+    for k, m in sorted(runs.items()):
+        cells = []
+        for name, preds in blind.items():
+            p = preds[k]
+            scored[name].append({"energy_j": m["energy_j"], "time_s": m["time_s"],
+                                 "pred_energy_j": p["energy_j"], "pred_time_s": p["time_s"]})
+            cells.append(f"{p['energy_j']:.1f} ({error(p['energy_j'], m['energy_j']):+.1f} %)")
+        t = blind["today's rule"][k]["time_s"]
+        lines.append(f"| {m['model']} | {m['batch']} | {m['prompt_len']} | {m['gen_len']} | "
+                     f"{m['energy_j']:.1f} | {' | '.join(cells)} | {m['time_s']:.3f} | "
+                     f"{t:.3f} | {error(t, m['time_s']):+.1f} % |")
+    lines += ["", f"Mean |error| over {len(runs)} runs, blind: " + "; ".join(
+        f"{name} energy {mape(rows, 'energy_j'):.1f} %" for name, rows in scored.items())
+        + f"; time {mape(scored[next(iter(scored))], 'time_s'):.1f} %."]
+    return lines
+
+
 def write_moe_blind() -> None:
     """The MoE designs' spec-sheet prices on the H100, before their runs: each blind file
     not written yet (a file is written once)."""
@@ -337,6 +381,7 @@ def report(state: dict, rows: list[dict]) -> str:
               "module kinds of one dense recipe: no expert, FP8 or serving engine "
               "profile on it yet)."]
     lines += moe_section()
+    lines += families_section()
     return "\n".join(lines) + "\n"
 
 
