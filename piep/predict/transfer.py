@@ -26,12 +26,11 @@ BAND = (0.5, 2.0)
 
 @dataclass(eq=False)  # one predictor is one object: hashed and compared by identity
 class TransferredModel:
-    base: Any
+    base: Any                # the reference's learned predictor on the target's profile
     ratios: dict[str, float]
     reference: str
+    source: Any              # the same predictor on the reference GPU
     name: str = "learned (spec-sheet transfer)"
-
-    source: Any = None  # the learned predictor on the reference GPU
 
     @classmethod
     def build(cls, learned, gpu, ratios, reference: str) -> "TransferredModel":
