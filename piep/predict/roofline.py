@@ -28,6 +28,13 @@ def collective_time_s(kind: np.ndarray, size_bytes: np.ndarray, group: np.ndarra
     return latency + volume / gpu.link_bytes_per_s
 
 
+def roofline_times(q: dict[str, np.ndarray], gpu: GPU) -> tuple[np.ndarray, np.ndarray]:
+    """Per row of a leaf table's quantities `q`: (its flops at `gpu`'s bf16 peak, its bytes
+    read and written at its HBM bandwidth), seconds."""
+    return (q["flops"] / gpu.bf16_flops,
+            (q["bytes_read"] + q["bytes_written"]) / gpu.hbm_bytes_per_s)
+
+
 def roofline_power_w(t_flops: np.ndarray, t_bytes: np.ndarray, gpu: GPU) -> np.ndarray:
     """Power between the memory-bound and compute-bound levels by achieved compute share."""
     busy = np.maximum(t_flops, t_bytes)
@@ -49,8 +56,7 @@ class RooflineModel:
         mode_eager = table.mode_eager
         gap = table.launches * np.where(mode_eager, gpu.kernel_gap_eager_s,
                                         gpu.kernel_gap_graph_s)
-        t_f = q["flops"] / gpu.bf16_flops
-        t_b = (q["bytes_read"] + q["bytes_written"]) / gpu.hbm_bytes_per_s
+        t_f, t_b = roofline_times(q, gpu)
         cm = table.is_comm
         t = np.where(cm, collective_time_s(table.kind, q["comm_bytes"], table.group_size, gpu),
                      np.maximum(t_f, t_b))

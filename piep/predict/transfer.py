@@ -19,6 +19,7 @@ import numpy as np
 
 from piep.core.layout import Deployment
 from piep.predict.pricing import Prices
+from piep.predict.roofline import roofline_times
 from piep.predict.table import LeafTable
 
 BAND = (0.5, 2.0)
@@ -56,10 +57,9 @@ class TransferredModel:
     def memory_share(self, table: LeafTable) -> np.ndarray:
         """Per row, the share of its roofline time on the target GPU that is HBM traffic
         (its bytes at HBM bandwidth over that plus its flops at peak)."""
-        gpu = self.base.gpu
-        mem = (table.q["bytes_read"] + table.q["bytes_written"]) / gpu.hbm_bytes_per_s
-        total = mem + table.q["flops"] / gpu.bf16_flops
-        return np.divide(mem, total, out=np.zeros(len(table)), where=total > 0)
+        flops_s, bytes_s = roofline_times(table.q, self.base.gpu)
+        total = bytes_s + flops_s
+        return np.divide(bytes_s, total, out=np.zeros(len(table)), where=total > 0)
 
     def interval(self, dep: Deployment, energy_j: float, time_s: float, *,
                  far: bool = False) -> dict[str, Any]:
