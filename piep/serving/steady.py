@@ -39,6 +39,7 @@ from piep.core.config import BF16_BYTES, Workload
 from piep.core.errors import ConfigError, FitError
 from piep.core.layout import GIB, Deployment
 from piep.tree.nodes import COMM_KINDS
+from piep.serving.costs import held_share
 from piep.predict.steady import (GROUPS, PROFILE_SCHEMA, SteadyProfile,  # noqa: F401
                                  load_profile, profile_path, shipped_profiles)
 
@@ -264,7 +265,7 @@ class Parts:
         scale = np.array([profile.time_scale[g] for g in GROUPS])
         t = self.time_s @ scale + profile.step_host_s
         e = (self.energy_j @ scale) * profile.power_scale + profile.step_host_s * self.idle_w
-        e = np.minimum(e, self.limit_w * t)
+        e = e * held_share(t, e, 0.0, self.limit_w)
         return float(self.weight @ t), float(self.weight @ e)
 
     def outcome(self, profile: SteadyProfile) -> dict[str, float]:
