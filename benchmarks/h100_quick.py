@@ -217,30 +217,25 @@ def families_section() -> list[str]:
     return lines
 
 
-def write_family_blind() -> None:
-    """The family design's spec-sheet prices on the H100 under today's power rule, before
-    its runs (once). Its TDP-rule twin was written by the same call at commit aed2e41, the
-    rule before session 45."""
-    from heldout_accuracy import predictions
+def write_once(path: Path, make) -> None:
+    """Blind predictions `make()` into `path`, unless it is there (written once)."""
     from piep.core.artifacts import write_text
-    path = FAMILY_BLIND["today's rule"]
     if path.exists():
         print(f"{path.relative_to(ROOT)} exists: blind predictions are written once")
         return
-    write_text(path, "".join(json.dumps(p) + "\n" for p in predictions(
-        "families", designs=[FAMILY_DESIGN], gpu="h100", allow_uncalibrated=True)))
+    write_text(path, "".join(json.dumps(p) + "\n" for p in make()))
+    print(f"wrote {path.relative_to(ROOT)}")
 
 
-def write_moe_blind() -> None:
-    """The MoE designs' spec-sheet prices on the H100, before their runs: each blind file
-    not written yet (a file is written once)."""
-    from piep.core.artifacts import write_text
+def write_blind() -> None:
+    """The spec-sheet prices on the H100, before their runs: each MoE design's, and the
+    family design's under today's power rule (its TDP-rule twin was written by the same
+    call at commit aed2e41, the rule before session 45)."""
+    from heldout_accuracy import predictions
     for design, path in MOE_DESIGNS.items():
-        if path.exists():
-            print(f"{path.relative_to(ROOT)} exists: blind predictions are written once")
-            continue
-        write_text(path, "".join(json.dumps(p) + "\n" for p in moe_prices(designs=[design])))
-        print(f"wrote {path.relative_to(ROOT)}")
+        write_once(path, lambda design=design: moe_prices(designs=[design]))
+    write_once(FAMILY_BLIND["today's rule"], lambda: predictions(
+        "families", designs=[FAMILY_DESIGN], gpu="h100", allow_uncalibrated=True))
 
 
 def error(pred: float, meas: float) -> float:
@@ -404,8 +399,7 @@ def report(state: dict, rows: list[dict]) -> str:
 def main(argv: list[str]) -> int:
     from piep.core.artifacts import write_text
     if "--predict" in argv:
-        write_moe_blind()
-        write_family_blind()
+        write_blind()
         return 0
     state, rows = table()
     text = report(state, rows)
