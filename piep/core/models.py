@@ -191,10 +191,19 @@ def load_model(ref: str) -> ModelSpec:
         return _read_config(found, ref.strip())
     if not names:
         raise no_shipped_models()
-    import difflib
-    close = difflib.get_close_matches(key, names, n=5, cutoff=0.3) or names[:5]
     raise ConfigError(f"unknown model {ref!r}: not a shipped name, a path nor a model ID "
-                      f"(ORG/NAME); closest: {', '.join(close)} (see `piep models`)")
+                      f"(ORG/NAME); closest: {', '.join(closest(key, names))} (see `piep "
+                      f"models`)")
+
+
+def closest(key: str, names: list[str], n: int = 5) -> list[str]:
+    """The shipped names and carried model IDs nearest to `key`, a bare name: an ID is
+    matched by its name after the organization (`qwen3-8b` finds Qwen/Qwen3-8B)."""
+    import difflib
+    ids = {written.split("/", 1)[1].lower(): written
+           for _, written, _ in public_configs(str(model_trees_dir())).values()}
+    close = difflib.get_close_matches(key, [*names, *ids], n=n, cutoff=0.3) or names[:n]
+    return [ids.get(c, c) for c in close]
 
 
 # shapes in no public list widen the grid beyond the shipped models

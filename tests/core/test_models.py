@@ -91,6 +91,15 @@ def test_unknown_model_suggests_names():
         load_model("llama-9-1b")
 
 
+def test_a_bare_name_suggests_the_model_id_piep_carries_first():
+    # `qwen3-8b` is no shipped name; the carried ID of that name comes first, written
+    # as the hub writes it, so that the suggestion can be pasted back
+    with pytest.raises(ConfigError, match=r"closest: Qwen/Qwen3-8B, "):
+        load_model("qwen3-8b")
+    with pytest.raises(ConfigError, match=r"closest: llama-3-8b, "):
+        load_model("llama3-8b")
+
+
 QWEN2 = {"model_type": "qwen2", "hidden_size": 896, "num_hidden_layers": 24,
          "num_attention_heads": 14, "num_key_value_heads": 2, "intermediate_size": 4864,
          "vocab_size": 151936, "max_position_embeddings": 32768, "hidden_act": "silu",
