@@ -8,6 +8,15 @@ prefill token counts of the MoE designs:
   three a layer) against the row gather of the same tensor the tree prices them as (the
   module sampler's `moe_copy` op).
 
+and, with `--decode`, a third, of generate()'s decode-step experts (`batched_mm`: each
+(token, expert) pair's weights gathered, then a batched GEMV) at decode batch sizes:
+
+* the gather from a table of 8 experts, as the module sampler's `experts_batched` op runs
+  it (op version 1), against the gather from every expert of the model, each token's
+  experts distinct and drawn at random, as a router picks them (reports/moe.md: the
+  census's decode steps stand above the tree's kernels by up to x1.21; whether the small
+  table, which the L2 holds in part, is why).
+
 Issue 52: the MoE prefills run 15-27 % longer than priced at batch 8 and 32 (python
 benchmarks/heldout_accuracy.py moe --phases), priced from version-1 samples and from
 copies. Whether these explain it is a property of the kernels, which any Hopper card
@@ -17,6 +26,7 @@ of GEMMs: tests).
 
     python benchmarks/moe_kernels_ab.py --models calibration/h200/moe/configs/*.json \
         --out moe_kernels_ab.jsonl
+    python benchmarks/moe_kernels_ab.py --decode --models ... --out experts_table_ab.jsonl
 """
 
 from __future__ import annotations
@@ -36,6 +46,8 @@ from piep.sampling.design import named_spec  # noqa: E402
 from piep.sampling.protocol import seconds  # noqa: E402
 
 WORKLOADS = ((8, 512), (32, 1024))  # (batch, prompt) of the MoE designs' larger runs
+DECODE_BATCHES = (8, 32)  # the decode batch sizes of the same runs
+SAMPLER_TABLE = 8  # experts in the module sampler's table (piep.sampling.modules)
 
 
 def grouped(x: torch.Tensor, w: torch.Tensor, offs: torch.Tensor, ends: list[int]):
@@ -87,12 +99,35 @@ def mask_ab(rows: int, width: int, reps: int, device) -> dict:
             "mask_over_gather": fill / gather}
 
 
+def table_ab(batch: int, k: int, experts: int, d_in: int, d_out: int, reps: int,
+             device) -> dict:
+    """generate()'s decode-step experts for `batch` tokens of `k` experts each: the
+    weights gathered from the sampler's table of 8 experts (random pairs) against from
+    a table of all `experts` (each token's k distinct, in token order, as routed): the
+    median times of gather + bmm, the ratio."""
+    gen = torch.Generator(device=device).manual_seed(0)
+    dt = torch.bfloat16
+    x = torch.randn(batch * k, d_in, 1, device=device, dtype=dt, generator=gen)
+
+    def one(table: int, ids: torch.Tensor) -> float:
+        w = torch.randn(table, d_out, d_in, device=device, dtype=dt, generator=gen)
+        return timed_ms(lambda: torch.bmm(w[ids], x), reps)  # (w freed on return)
+    small = torch.randint(0, SAMPLER_TABLE, (batch * k,), device=device, generator=gen)
+    routed = torch.stack([torch.randperm(experts, device=device, generator=gen)[:k]
+                          for _ in range(batch)]).reshape(-1)
+    eight, every = one(SAMPLER_TABLE, small), one(experts, routed)
+    return {"pairs": batch * k, "experts": experts, "d_in": d_in, "d_out": d_out,
+            "table8_ms": eight, "table_all_ms": every, "all_over_8": every / eight}
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python benchmarks/moe_kernels_ab.py")
     ap.add_argument("--models", nargs="+", required=True)
     ap.add_argument("--reps", type=int, default=20)
     ap.add_argument("--workloads", default=None,
                     help="batch:prompt,... (default: the MoE designs' 8:512,32:1024)")
+    ap.add_argument("--decode", action="store_true",
+                    help="the decode-step experts' table A/B only, at batch 8 and 32")
     ap.add_argument("--out", required=True)
     args = ap.parse_args(argv)
     loads = WORKLOADS if not args.workloads else tuple(
@@ -105,6 +140,21 @@ def main(argv: list[str] | None = None) -> int:
             if not spec.num_experts:
                 continue
             k, h, ffn = spec.experts_per_token, spec.hidden_size, spec.ffn_of_experts
+            if args.decode:
+                for batch in DECODE_BATCHES:
+                    for kind, d_in, d_out in (("gate_up", h, 2 * ffn), ("down", ffn, h)):
+                        rec = {"model": spec.name, "kind": f"experts_batched_{kind}",
+                               "batch": batch, "device": card,
+                               **table_ab(batch, k, spec.num_experts, d_in, d_out,
+                                          args.reps, device)}
+                        f.write(json.dumps(rec) + "\n")
+                        f.flush()
+                        print(f"{spec.name} {kind} b{batch}: table of 8 {rec['table8_ms']:.3f}"
+                              f" -> of {spec.num_experts} {rec['table_all_ms']:.3f} ms "
+                              f"(x{rec['all_over_8']:.2f})", flush=True)
+                    if device.type == "cuda":
+                        torch.cuda.empty_cache()
+                continue
             for batch, prompt in loads:
                 pairs = batch * prompt * k
                 for kind, d_in, d_out in (("experts_gate_up", h, 2 * ffn),
