@@ -120,6 +120,36 @@ def table_ab(batch: int, k: int, experts: int, d_in: int, d_out: int, reps: int,
             "table8_ms": eight, "table_all_ms": every, "all_over_8": every / eight}
 
 
+def decode_abs(spec, loads, reps: int, device, emit) -> None:
+    """The decode-step experts' table A/B of one model at `DECODE_BATCHES`."""
+    k, h, ffn = spec.experts_per_token, spec.hidden_size, spec.ffn_of_experts
+    for batch in DECODE_BATCHES:
+        for kind, d_in, d_out in (("gate_up", h, 2 * ffn), ("down", ffn, h)):
+            rec = {"model": spec.name, "kind": f"experts_batched_{kind}", "batch": batch,
+                   **table_ab(batch, k, spec.num_experts, d_in, d_out, reps, device)}
+            emit(rec, f"{spec.name} {kind} b{batch}: table of {SAMPLER_TABLE} "
+                      f"{rec['table8_ms']:.3f} -> of {spec.num_experts} "
+                      f"{rec['table_all_ms']:.3f} ms (x{rec['all_over_8']:.2f})")
+
+
+def prefill_abs(spec, loads, reps: int, device, emit) -> None:
+    """The grouped GEMM's layout A/B and the masks' A/B of one model at `loads`."""
+    k, h, ffn = spec.experts_per_token, spec.hidden_size, spec.ffn_of_experts
+    for batch, prompt in loads:
+        pairs, at = batch * prompt * k, {"batch": batch, "prompt_len": prompt}
+        for kind, d_in, d_out in (("experts_gate_up", h, 2 * ffn), ("experts_down", ffn, h)):
+            rec = {"model": spec.name, "kind": kind, **at,
+                   **ab(pairs, spec.num_experts, d_in, d_out, reps, device)}
+            emit(rec, f"{spec.name} {kind} b{batch} p{prompt}: {rec['v1_ms']:.3f} -> "
+                      f"{rec['v2_ms']:.3f} ms (x{rec['v2_over_v1']:.2f})")
+        for width in (h, 2 * ffn):
+            rec = {"model": spec.name, "kind": "moe_mask", **at,
+                   **mask_ab(pairs, width, reps, device)}
+            emit(rec, f"{spec.name} mask w{width} b{batch} p{prompt}: gather "
+                      f"{rec['gather_ms']:.3f} -> masked_fill {rec['mask_ms']:.3f} ms "
+                      f"(x{rec['mask_over_gather']:.2f})")
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python benchmarks/moe_kernels_ab.py")
     ap.add_argument("--models", nargs="+", required=True)
@@ -135,47 +165,17 @@ def main(argv: list[str] | None = None) -> int:
     device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
     card = torch.cuda.get_device_name() if device.type == "cuda" else "cpu"
     with open(args.out, "a") as f:
+        def emit(rec: dict, line: str) -> None:  # one record, kept as soon as it is timed
+            f.write(json.dumps({**rec, "device": card}) + "\n")
+            f.flush()
+            print(line, flush=True)
         for name in args.models:
             spec = named_spec(name)[0]
-            if not spec.num_experts:
-                continue
-            k, h, ffn = spec.experts_per_token, spec.hidden_size, spec.ffn_of_experts
-            if args.decode:
-                for batch in DECODE_BATCHES:
-                    for kind, d_in, d_out in (("gate_up", h, 2 * ffn), ("down", ffn, h)):
-                        rec = {"model": spec.name, "kind": f"experts_batched_{kind}",
-                               "batch": batch, "device": card,
-                               **table_ab(batch, k, spec.num_experts, d_in, d_out,
-                                          args.reps, device)}
-                        f.write(json.dumps(rec) + "\n")
-                        f.flush()
-                        print(f"{spec.name} {kind} b{batch}: table of 8 {rec['table8_ms']:.3f}"
-                              f" -> of {spec.num_experts} {rec['table_all_ms']:.3f} ms "
-                              f"(x{rec['all_over_8']:.2f})", flush=True)
-                    if device.type == "cuda":
-                        torch.cuda.empty_cache()
-                continue
-            for batch, prompt in loads:
-                pairs = batch * prompt * k
-                for kind, d_in, d_out in (("experts_gate_up", h, 2 * ffn),
-                                          ("experts_down", ffn, h)):
-                    rec = {"model": spec.name, "kind": kind, "batch": batch,
-                           "prompt_len": prompt, "device": card,
-                           **ab(pairs, spec.num_experts, d_in, d_out, args.reps, device)}
-                    f.write(json.dumps(rec) + "\n")
-                    f.flush()
-                    print(f"{spec.name} {kind} b{batch} p{prompt}: {rec['v1_ms']:.3f} -> "
-                          f"{rec['v2_ms']:.3f} ms (x{rec['v2_over_v1']:.2f})", flush=True)
-                for width in (h, 2 * ffn):
-                    rec = {"model": spec.name, "kind": "moe_mask", "batch": batch,
-                           "prompt_len": prompt, "device": card,
-                           **mask_ab(pairs, width, args.reps, device)}
-                    f.write(json.dumps(rec) + "\n")
-                    print(f"{spec.name} mask w{width} b{batch} p{prompt}: gather "
-                          f"{rec['gather_ms']:.3f} -> masked_fill {rec['mask_ms']:.3f} ms "
-                          f"(x{rec['mask_over_gather']:.2f})", flush=True)
-                if device.type == "cuda":
-                    torch.cuda.empty_cache()
+            if spec.num_experts:
+                (decode_abs if args.decode else prefill_abs)(spec, loads, args.reps, device,
+                                                              emit)
+            if device.type == "cuda":
+                torch.cuda.empty_cache()
     return 0
 
 
