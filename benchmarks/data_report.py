@@ -614,7 +614,7 @@ def overview_report() -> None:
          f"{moe_replays} hf-cb replays; device calls 71-73, 77, 83-86), the H200's kernel "
          "census and A/Bs: configs, designs, blind predictions; held out in `reports/moe.md`; "
          "calls planned and not yet run (`device/run90.sh`: design 7 and the compiled "
-         "design 8, blind predictions committed, no H200 came in sessions 42-45: both ran "
+         "design 8, blind predictions committed, no H200 came in sessions 42-46: both ran "
          "on an H100, `calibration/h100/device/run92.sh`; "
          "`planned_ep.sh`: expert parallelism, when a multi-GPU machine is lent)",
          "`device/run71.sh` .. `run86.sh`; `python benchmarks/heldout_accuracy.py moe`"),

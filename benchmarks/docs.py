@@ -411,7 +411,8 @@ def _family_words(fam, name: str = "") -> str:
              "a step's tokens reach, routed uniformly, each expert's rows computed in whole "
              "tiles (binomial counts: more rows than an even split), the rows past the "
              "routed ones masked before and after each (masked_fill); generate()'s decode "
-             "steps gather each (token, expert) pair's weights, batched_mm)"] \
+             "steps gather each (token, expert) pair's weights, batched_mm, slower the more "
+             "experts a rank holds)"] \
         if name in MOE_PRICED else []
     if fam.dense_experts:
         words = ["experts: every expert through every token (one bmm per projection over "

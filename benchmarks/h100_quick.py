@@ -169,8 +169,10 @@ def moe_section() -> list[str]:
                   "(`piep.predict.transfer`: a memory-bound kernel keeps the energy above idle "
                   f"it drew on the H200). Now, the {len(big)} runs of batch 8 or more: energy "
                   f"{signed['energy_j']:+.1f} %, time {signed['time_s']:+.1f} % (signed "
-                  "means): they run longer, and draw more, on the H100 than piep's "
-                  "transfer says, which the old power rule's excess had hidden."]
+                  "means; the decode-step experts priced x the table A/B's ratio since "
+                  "session 46, reports/moe.md: `python benchmarks/h100_quick.py` at commit "
+                  "dee1405 gives -18.2 % and -9.7 %, the old power rule's excess having "
+                  "hidden them before)."]
     return lines
 
 
@@ -184,36 +186,43 @@ FAMILY_BLIND = {"today's rule": FAMILIES / "predictions_blind_h100.jsonl",
 
 def families_section() -> list[str]:
     """The blind design of ten family runs (hf-eager) on the H100 against piep's
-    spec-sheet answers under both power rules, each committed before the runs."""
-    from heldout_accuracy import key, runs_of
+    spec-sheet answers under both power rules, each committed before the runs, and
+    today's answers at the host probe each run measured."""
+    from heldout_accuracy import key, predictions, runs_of
     from piep.core.artifacts import read_jsonl
     from piep.stats.conformal import mape
     runs = runs_of(sorted((FAMILIES / "raw").glob("families_s93*.jsonl")))
     if not runs:
         return []
-    blind = {name: {key(r): r for r in read_jsonl(path)} for name, path in FAMILY_BLIND.items()}
+    answers = {name: {key(r): r for r in read_jsonl(path)}
+               for name, path in FAMILY_BLIND.items()}
+    answers["now, at the run's host"] = {key(r): r for r in predictions(
+        "families", runs, designs=[FAMILY_DESIGN], gpu="h100", allow_uncalibrated=True)}
     lines = ["", "## New families, blind", "",
              f"{len(runs)} transformers generate() runs (hf-eager) of the families' "
              f"shapes at workloads no run had (`{FAMILY_DESIGN.relative_to(ROOT)}`, "
              "device call 93, `calibration/h100/device/run93.sh`), priced by spec sheet "
-             "before the call under today's power rule and the TDP rule before it ("
-             + ", ".join(f"`{p.relative_to(ROOT)}`" for p in FAMILY_BLIND.values()) + ").",
-             "", "| model | batch | prompt | gen | measured J | today's rule | TDP rule | "
-             "measured s | piep s | error |", "|---|---|---|---|---|---|---|---|---|---|"]
-    rows: dict[str, list[dict]] = {name: [] for name in blind}
+             "before the call, at the profile's typical host, under today's power rule and "
+             "the TDP rule before it ("
+             + ", ".join(f"`{p.relative_to(ROOT)}`" for p in FAMILY_BLIND.values()) + "); "
+             "now: today's code at the host probe each run measured (its launch time).", "",
+             "| model | batch | prompt | gen | measured J | today's rule | TDP rule | now | "
+             "measured s | blind | now |", "|---|---|---|---|---|---|---|---|---|---|---|"]
+    rows: dict[str, list[dict]] = {name: [] for name in answers}
     for k, m in sorted(runs.items()):
         cells = []
-        for name, preds in blind.items():
+        for name, preds in answers.items():
             p = preds[k]
             rows[name].append(scored(m, p["energy_j"], p["time_s"]))
             cells.append(f"{p['energy_j']:.1f} ({error(p['energy_j'], m['energy_j']):+.1f} %)")
-        t = blind["today's rule"][k]["time_s"]
+        times = [answers[name][k]["time_s"] for name in ("today's rule", "now, at the run's host")]
         lines.append(f"| {m['model']} | {m['batch']} | {m['prompt_len']} | {m['gen_len']} | "
                      f"{m['energy_j']:.1f} | {' | '.join(cells)} | {m['time_s']:.3f} | "
-                     f"{t:.3f} | {error(t, m['time_s']):+.1f} % |")
-    lines += ["", f"Mean |error| over {len(runs)} runs, blind: " + "; ".join(
-        f"{name} energy {mape(rs, 'energy_j'):.1f} %" for name, rs in rows.items())
-        + f"; time {mape(rows[next(iter(rows))], 'time_s'):.1f} %."]
+                     + " | ".join(f"{t:.3f} ({error(t, m['time_s']):+.1f} %)" for t in times)
+                     + " |")
+    lines += ["", f"Mean |error| over {len(runs)} runs: " + "; ".join(
+        f"{name}: energy {mape(rs, 'energy_j'):.1f} %, time {mape(rs, 'time_s'):.1f} %"
+        for name, rs in rows.items()) + "."]
     return lines
 
 

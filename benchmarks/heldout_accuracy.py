@@ -83,7 +83,13 @@ SETS = {
             "two kinds and `experts_batched` have models of their own, the last trained on "
             "three draws over two boards (`piep train --gpu h200 --add-kinds`; `python "
             "benchmarks/heldout_accuracy.py moe` at commit 801db21, where call 85's runs are "
-            "in, gives the errors before: energy 10.9 %, time 6.8 %)."),
+            "in, gives the errors before: energy 10.9 %, time 6.8 %). Set in session 46 "
+            "from call 94's A/B on an H100 (the census below), before any run of this set "
+            "was priced with it: those samples gathered each pair's weights from a table of "
+            "8 experts, generate() gathers from its rank's own, slower the more experts it "
+            "holds; the decode-step experts are priced x the A/B's ratio at that count "
+            "(`python benchmarks/heldout_accuracy.py moe` at commit dee1405 gives the errors "
+            "before: energy 9.0 %, time 7.3 %)."),
     "fp8": ("FP8 checkpoints, held out",
             "device call 72 (`calibration/h200/device/run72.sh`: module samples of row-wise "
             "FP8 projections, `fp8_linear`, drawn from the shipped dense models' trees; the "

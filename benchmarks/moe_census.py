@@ -32,6 +32,8 @@ H200 = ROOT / "calibration" / "h200" / "moe"
 CENSUS = {"H200": sorted(H200.glob("census_moe_s*.jsonl")),
           "H100": sorted(H100.glob("census_moe_s*.jsonl"))}
 AB = sorted(H100.glob("moe_kernels_ab_s*.jsonl")) + sorted(H200.glob("moe_kernels_ab_s*.jsonl"))
+TABLE_AB = sorted(H100.glob("experts_table_ab_s*.jsonl")) + \
+    sorted(H200.glob("experts_table_ab_s*.jsonl"))
 CONFIGS = ROOT / "calibration" / "h200" / "moe" / "configs"
 # kernel families: (name, the kernel-name pattern, the tree's leaves by name or kind)
 FAMILIES = (
@@ -138,14 +140,35 @@ def decode_lines(cards: dict[str, list[dict]]) -> list[str]:
         lines.append(f"| {r['model']} | {card} | {got:.0f} | {tree:.0f} | x{got / tree:.2f} | "
                      f"{experts:.0f} | {gathers:.0f} |")
     ratios = [r["decode_step"]["per_layer_us"] / tree for _, r, (tree, _) in rows]
-    return lines + ["", f"The census stands x{min(ratios):.2f}-{max(ratios):.2f} the tree's "
-                    "kernels (the experts the most of them): the decode-step experts run "
-                    "slower in generate() than their samples did, the least where an expert's "
-                    "matrices are largest. A cause not yet tested: the sampler gathers from a "
-                    "table of 8 experts (`piep.sampling.modules`), which the 50 MB L2 holds "
-                    "in part where the matrices are small; generate() gathers from all of "
-                    "them. Not corrected: the end-to-end runs above do not all read short "
-                    "where their decode steps run these experts."]
+    return lines + ["", "The tree prices the decode-step experts at their samples' time x the "
+                    "table A/B's ratio (below) at the deployment's experts on a rank "
+                    "(`piep.predict.module_models.BATCHED_TABLE_TIME`): the module sampler "
+                    "gathers from a table of 8 experts, generate() from all of them. The "
+                    "census, measured apart from that A/B (another card, another call), "
+                    f"stands x{min(ratios):.2f}-{max(ratios):.2f} the tree's kernels; "
+                    "`python benchmarks/moe_census.py` at commit dee1405, before the ratio, "
+                    "gives x1.00-1.21."]
+
+
+def table_ab_lines() -> list[str]:
+    """What the decode-step experts' table A/B measured (experts_table_ab_s*.jsonl,
+    `python benchmarks/moe_kernels_ab.py --decode`): per model, the gather + bmm from
+    every expert over the same from the module sampler's table of 8."""
+    out = []
+    for path in TABLE_AB:
+        rows = list(read_jsonl(path))
+        by_model: dict[tuple[int, str], list[float]] = {}
+        for r in rows:
+            by_model.setdefault((r["experts"], r["model"]), []).append(r["all_over_8"])
+        card = "an H200" if path.parent == H200 else "an H100"
+        cells = [f"{model} ({experts}) x{min(v):.2f}-{max(v):.2f}"
+                 for (experts, model), v in sorted(by_model.items())]
+        out += ["", f"Each pair on one card, {card} (`{path.relative_to(ROOT)}`, `python "
+                "benchmarks/moe_kernels_ab.py --decode`): generate()'s decode-step experts "
+                "(gather, then bmm) at batch 8 and 32, gathered from every expert of the "
+                "model (each token's experts distinct) over gathered from the module "
+                "sampler's table of 8, per model (its experts): " + "; ".join(cells) + "."]
+    return out
 
 
 def ab_line() -> list[str]:
@@ -223,7 +246,7 @@ def census_lines() -> list[str]:
                 ratio = f" (x{got / want:.2f})" if want > 0 and got > 0 else ""
                 cells.append(f"{got:.0f} / {want:.0f}{ratio}")
             lines.append(f"| {name} | " + " | ".join(cells) + " |")
-    return lines + decode_lines(cards) + ab_line()
+    return lines + decode_lines(cards) + table_ab_lines() + ab_line()
 
 
 def main() -> int:

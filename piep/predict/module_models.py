@@ -311,6 +311,22 @@ FALLBACK_GROUP = {"sdpa_masked": "attention", "kv_slide.decode": "kv_append.deco
 # MoE designs' prefills, each pair on one card (an H100: device call 80,
 # calibration/h100/moe/moe_kernels_ab_s80.jsonl, 2.37-3.08; no H200 came that session)
 FALLBACK_TIME = {"moe_mask": 2.83}
+# generate()'s decode-step experts (`experts_batched`) gather each pair's weights from the
+# rank's table of experts; their samples gathered from a table of 8 (the sampler's op),
+# which runs faster the fewer the experts. Per table size (experts on a rank), the median
+# time of the gather + bmm from every expert over from a table of 8, at batch 8 and 32 on
+# every MoE design's shape, each pair on one card (an H100: device call 94,
+# calibration/h100/moe/experts_table_ab_s94.jsonl; no H200 came that session); between
+# sizes, linear in log2(experts), held at the ends
+BATCHED_TABLE_TIME = ((8, 0.981), (16, 1.073), (32, 1.149), (60, 1.165), (64, 1.183),
+                      (128, 1.262), (256, 1.328))
+
+
+def batched_table_time(experts: np.ndarray) -> np.ndarray:
+    """How many times longer a decode step's experts run, gathered from a table of
+    `experts`, than their samples (`BATCHED_TABLE_TIME`)."""
+    size, ratio = (np.array(v, float) for v in zip(*BATCHED_TABLE_TIME))
+    return np.interp(np.log2(np.maximum(experts, 1.0)), np.log2(size), ratio)
 
 
 @dataclass(frozen=True)
@@ -499,6 +515,10 @@ class ModuleModels:
         for kind, ratio in FALLBACK_TIME.items():
             if model_group(kind) not in self.kinds:  # (its own samples price it as it runs)
                 t[table.kind_id == KIND_ID[kind]] *= ratio
+        batched = table.kind_id == KIND_ID["experts_batched"]
+        if batched.any():  # (a table of its rank's experts: each deployment's)
+            table_size = np.array([d.model.num_experts / d.parallel.ep for d in table.deps])
+            t[batched] *= batched_table_time(table_size[table.cfg[batched]])
         if PACKED is not None and PAGED_ATTENTION not in self.kinds:
             rows = np.flatnonzero(table.kind_id == KIND_ID[PAGED_ATTENTION])
             if len(rows):  # (its power from the attention's models, by the SMs it keeps busy)

@@ -295,6 +295,38 @@ def test_unsampled_masks_run_the_measured_ratio_longer_than_the_copies(monkeypat
     assert np.array_equal(shipped.predict(table, dep.gpu).time_s, sampled.time_s)
 
 
+def test_decode_step_experts_run_the_measured_table_ratio_longer_than_their_samples():
+    """The decode-step experts' samples gathered from a table of 8 experts; a deployment's
+    gather reads its rank's own table, priced x the committed A/B's median ratio at that
+    table size (the constants are that file's medians), and only those rows move."""
+    import statistics
+
+    from piep.api import deployment
+    from piep.core.artifacts import read_jsonl
+    from piep.predict import module_models
+    from piep.predict.table import TableBuilder
+    ab = read_jsonl(ROOT / "calibration" / "h100" / "moe" / "experts_table_ab_s94.jsonl")
+    sizes = sorted({r["experts"] for r in ab})
+    assert module_models.BATCHED_TABLE_TIME == tuple(
+        (e, round(statistics.median(r["all_over_8"] for r in ab if r["experts"] == e), 3))
+        for e in sizes)
+    shipped = load_learned("h200").modules
+    config = "calibration/h200/moe/configs/qwen3-30b-a3b-shape.json"  # 128 experts
+    for ep, ratio in ((1, 1.262), (2, 1.183)):  # ep=2: 64 experts on a rank
+        dep = deployment(config, engine="hf-eager", batch=8, prompt_len=64, gen_len=4,
+                         tp=ep, ep=ep)
+        table = TableBuilder().table([dep])
+        priced = shipped.predict(table, dep.gpu)
+        batched = table.kind_id == KIND_ID["experts_batched"]
+        with pytest.MonkeyPatch.context() as mp:
+            mp.setattr(module_models, "BATCHED_TABLE_TIME", ((8, 1.0), (256, 1.0)))
+            flat = shipped.predict(table, dep.gpu)  # the ratio set aside
+        assert batched.any()
+        assert np.allclose(priced.time_s[batched], ratio * flat.time_s[batched])
+        assert np.array_equal(priced.time_s[~batched], flat.time_s[~batched])
+        assert np.array_equal(priced.power_w, flat.power_w)
+
+
 def test_the_packed_kernel_follows_the_committed_ab():
     """The closed form that prices continuous batching's packed attention before it is
     sampled reproduces call 81's A/B (the masked kernel's times) as its docstring says;
