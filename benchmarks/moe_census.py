@@ -75,19 +75,30 @@ def tree_family(path: str, kind: str) -> str:
 SPARSE_LAYER = re.compile(r"/layer(?!_dense)[^/]*/")
 
 
+def census_scenario(rec: dict):
+    """The census's model and workload, resolved as `piep predict` resolves them."""
+    from piep.predict.resolve import resolve
+    return resolve(api.scenario(str(CONFIGS / f"{rec['model']}.json"), engine=rec["engine"],
+                                batch=rec["batch"], prompt_len=rec["prompt_len"],
+                                gen_len=rec["gen_len"]))
+
+
+def sparse_layers(dep) -> int:
+    """The decoder layers that run the experts (not the dense ones among them)."""
+    return dep.model.num_layers - len(dep.model.dense_layers)
+
+
 def layer_prices(rec: dict) -> tuple[dict[str, float], int, int]:
     """The tree's H200 prefill time per sparse decoder layer by family (us; prefill only: a
     module's price holds its launch gaps, and eager decode steps wait on their host, which
     the census's GPU time leaves out), its launches per layer in prefill and per decode
     step, at the census's workload (a model of several layer kinds: their mean)."""
     from piep.tree.builder import build_tree
-    spec = str(CONFIGS / f"{rec['model']}.json")
-    load = {"engine": rec["engine"], "batch": rec["batch"], "prompt_len": rec["prompt_len"],
-            "gen_len": rec["gen_len"]}
-    dep = api.deployment(spec, **load)
-    layers = dep.model.num_layers - len(dep.model.dense_layers)
+    res = census_scenario(rec)
+    dep = res.deployment
+    layers = sparse_layers(dep)
     out: dict[str, float] = {}
-    for m in api.predict(spec, hosts=False, **load)["modules"]:
+    for m in api.predict(res, hosts=False)["modules"]:
         if m["phase"] == "prefill" and SPARSE_LAYER.search(m["path"]):
             f = tree_family(m["path"], m["kind"])
             out[f] = out.get(f, 0.0) + 1e6 * m["time_s"] / layers
@@ -104,18 +115,14 @@ def decode_kernels(rec: dict) -> tuple[float, float]:
     launch gaps left out, as the census's GPU time leaves them), and the part of it in the
     decode-step experts (`experts_batched`), at the census's workload."""
     import numpy as np
-    from piep.predict.resolve import resolve
     from piep.predict.table import KIND_NAMES, TableBuilder
-    spec = str(CONFIGS / f"{rec['model']}.json")
-    load = {"engine": rec["engine"], "batch": rec["batch"], "prompt_len": rec["prompt_len"],
-            "gen_len": rec["gen_len"]}
-    dep = api.deployment(spec, **load)
-    table = TableBuilder().table([dep], detail=True)
-    prices = resolve(api.scenario(spec, **load)).cost_model.price(table)
+    res = census_scenario(rec)
+    table = TableBuilder().table([res.deployment], detail=True)
+    prices = res.cost_model.price(table)
     sparse = np.array([p.startswith("decode/") and bool(SPARSE_LAYER.search(p))
                        for p in table.path])
     per_call = 1e6 * prices.time_s * table.count / (
-        (dep.model.num_layers - len(dep.model.dense_layers)) * max(rec["gen_len"] - 1, 1))
+        sparse_layers(res.deployment) * max(rec["gen_len"] - 1, 1))
     experts = KIND_NAMES[table.kind_id] == "experts_batched"
     return float(per_call[sparse].sum()), float(per_call[sparse & experts].sum())
 
