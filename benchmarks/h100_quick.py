@@ -196,7 +196,8 @@ def families_section() -> list[str]:
         return []
     answers = {name: {key(r): r for r in read_jsonl(path)}
                for name, path in FAMILY_BLIND.items()}
-    answers["now, at the run's host"] = {key(r): r for r in predictions(
+    now = "now, at the run's host"
+    answers[now] = {key(r): r for r in predictions(
         "families", runs, designs=[FAMILY_DESIGN], gpu="h100", allow_uncalibrated=True)}
     lines = ["", "## New families, blind", "",
              f"{len(runs)} transformers generate() runs (hf-eager) of the families' "
@@ -215,7 +216,7 @@ def families_section() -> list[str]:
             p = preds[k]
             rows[name].append(scored(m, p["energy_j"], p["time_s"]))
             cells.append(f"{p['energy_j']:.1f} ({error(p['energy_j'], m['energy_j']):+.1f} %)")
-        times = [answers[name][k]["time_s"] for name in ("today's rule", "now, at the run's host")]
+        times = [answers[name][k]["time_s"] for name in ("today's rule", now)]
         lines.append(f"| {m['model']} | {m['batch']} | {m['prompt_len']} | {m['gen_len']} | "
                      f"{m['energy_j']:.1f} | {' | '.join(cells)} | {m['time_s']:.3f} | "
                      + " | ".join(f"{t:.3f} ({error(t, m['time_s']):+.1f} %)" for t in times)
