@@ -228,6 +228,17 @@ class Deployment:
     def peak_memory_gib(self) -> float:
         return max(sum(items) for _, items in self._memory_gib())
 
+    def gathered_experts_bytes(self) -> float:
+        """The experts' weights one decode step of `generate()` copies per layer: its
+        `batched_mm` path gathers the gate_up and the down matrix of every (token, expert)
+        pair, both alive at once (at ep > 1 too: the other ranks' pairs are clamped to a
+        local expert, not skipped); 0 where the experts run otherwise."""
+        m = self.model
+        if not (m.is_moe and self.engine_record.runs_generate) or self.every_expert:
+            return 0.0
+        pairs = self.replica_batch * m.experts_per_token
+        return pairs * 3 * self.expert_ffn_per_rank * m.hidden_size * self.expert_weight_bytes
+
     def _memory_gib(self) -> list[tuple[str, list[float]]]:
         """Per stage position, its memory items (`MEMORY_ITEMS` order), in GiB."""
         m, w, p, g = self.model, self.workload, self.parallel, self.gpu
@@ -249,6 +260,7 @@ class Deployment:
                + tokens * (heads + 2 * kv_heads) * m.head_dim) * BF16_BYTES
         logits = b * (vocab + m.vocab_size) * 4
         decode_act = (3 * b * ffn + 8 * b * h) * BF16_BYTES + logits
+        act = max(act, self.gathered_experts_bytes())  # (a decode step's, prefill freed)
         graph_pool = g.graph_pool_factor * decode_act / GIB if w.mode == "graph" else 0.0
         fixed = [g.context_gib, g.cublas_workspace_gib,
                  g.nccl_workspace_gib if p.world_size > 1 else 0.0]
@@ -374,6 +386,11 @@ def _check_fit(dep: Deployment) -> None:
     items = max(dep.memory_items_gib().values(), key=lambda i: i["total"])
     parts = ", ".join(f"{k} {v:.1f}" for k, v in items.items() if k != "total" and v >= 0.05)
     hint = _suggest(dep)
+    gathered = dep.gathered_experts_bytes() / GIB
+    if gathered >= 0.5 * items["activations"] and gathered > 1:
+        hint += (f" (activations: generate()'s decode copies each (token, expert) pair's "
+                 f"expert weights, {gathered:.1f} GiB a layer; a serving engine runs "
+                 f"them grouped: hf-cb, vllm)")
     raise FitError(f"{dep.model.name} does not fit: needs {need:.1f} GiB per GPU of "
                    f"{have:.1f} ({parts} GiB{', for one request' if paged else ''}); {hint}")
 

@@ -2,7 +2,7 @@ import pytest
 
 from piep.core.config import Parallel, Workload
 from piep.core.errors import ConfigError, FitError
-from piep.core.layout import GIB
+from piep.core.layout import GIB, validate
 
 pytestmark = pytest.mark.pure
 
@@ -43,6 +43,32 @@ def test_a_mixture_of_experts_holds_every_expert(make_dep):
     items = dep.memory_items_gib()["all"]
     assert items["weights"] * GIB == pytest.approx(dep.model.num_params() * 2, rel=1e-9)
     assert dep.model.num_params() == pytest.approx(46.7e9, rel=0.01)
+
+
+def test_generate_decode_copies_each_pairs_experts():
+    """transformers' `batched_mm` (generate()'s decode steps) copies the gate_up and down
+    weights of every (token, expert) pair: Mixtral at batch 128 needs 84 GiB for them alone,
+    so one H200 refuses it under hf-eager and says why; the reference runner and a serving
+    engine run the experts grouped and copy none."""
+    from piep.core.gpus import load_gpu
+    from piep.core.models import load_model
+
+    def dep(engine, batch, check_memory=True):
+        return validate(load_model("mixtral-8x7b"), Parallel(),
+                        Workload(batch=batch, prompt_len=512, gen_len=128, mode="eager"),
+                        load_gpu("h200"), engine=engine, check_memory=check_memory)
+    m = load_model("mixtral-8x7b")
+    pairs = 128 * m.experts_per_token
+    assert dep("hf-eager", 128, False).gathered_experts_bytes() == \
+        pairs * 3 * m.ffn_of_experts * m.hidden_size * 2
+    for engine in ("piep-eager", "hf-cb"):
+        assert dep(engine, 128, False).gathered_experts_bytes() == 0
+    dep("hf-eager", 64)  # (34 GiB of copies: fits)
+    with pytest.raises(FitError, match=r"needs tp >= 2 \(activations: generate\(\)'s decode "
+                                       r"copies each \(token, expert\) pair's expert weights, "
+                                       r"84\.0 GiB"):
+        dep("hf-eager", 128)
+    dep("piep-eager", 128)
 
 
 def test_memory_items_llama2_7b_tp1(make_dep):
