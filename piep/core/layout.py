@@ -228,6 +228,18 @@ class Deployment:
     def peak_memory_gib(self) -> float:
         return max(sum(items) for _, items in self._memory_gib())
 
+    def eager_scores_bytes(self) -> float:
+        """The prefill's attention scores where an engine's eager attention materializes
+        them (gpt-oss's sinks under transformers, `eager_attention_forward`): every
+        query's score of every key, a head's row with its sink, two copies alive at once
+        (each pass - mask, concatenation, shift, softmax - writes the next before the
+        last is freed); 0 under SDPA or a flash kernel, and for a paged cache."""
+        r = self.engine_record
+        if not self.model.attention_sinks or r.attention_kernel == "flash" or r.paged_cache:
+            return 0.0
+        q = self.workload.prompt_len
+        return 2 * self.replica_batch * self.heads_per_rank * q * (q + 1) * BF16_BYTES
+
     def gathered_experts_bytes(self) -> float:
         """The experts' weights one decode step of `generate()` copies per layer: its
         `batched_mm` path gathers the gate_up and the down matrix of every (token, expert)
@@ -260,7 +272,9 @@ class Deployment:
                + tokens * (heads + 2 * kv_heads) * m.head_dim) * BF16_BYTES
         logits = b * (vocab + m.vocab_size) * 4
         decode_act = (3 * b * ffn + 8 * b * h) * BF16_BYTES + logits
-        act = max(act, self.gathered_experts_bytes())  # (a decode step's, prefill freed)
+        # (a layer's attention scores and its MLP's intermediates are not alive at once,
+        # nor a decode step's expert copies and the prefill's)
+        act = max(act, self.eager_scores_bytes(), self.gathered_experts_bytes())
         graph_pool = g.graph_pool_factor * decode_act / GIB if w.mode == "graph" else 0.0
         fixed = [g.context_gib, g.cublas_workspace_gib,
                  g.nccl_workspace_gib if p.world_size > 1 else 0.0]
@@ -386,11 +400,13 @@ def _check_fit(dep: Deployment) -> None:
     items = max(dep.memory_items_gib().values(), key=lambda i: i["total"])
     parts = ", ".join(f"{k} {v:.1f}" for k, v in items.items() if k != "total" and v >= 0.05)
     hint = _suggest(dep)
-    gathered = dep.gathered_experts_bytes() / GIB
-    if gathered >= 0.5 * items["activations"] and gathered > 1:
-        hint += (f" (activations: generate()'s decode copies each (token, expert) pair's "
-                 f"expert weights, {gathered:.1f} GiB a layer; a serving engine runs "
-                 f"them grouped: hf-cb, vllm)")
+    why = {"generate()'s decode copies each (token, expert) pair's expert weights":
+           (dep.gathered_experts_bytes(), "a serving engine runs them grouped: hf-cb, vllm"),
+           "the eager attention's scores of every prompt token's every key":
+           (dep.eager_scores_bytes(), "a flash kernel keeps none: vllm")}
+    for what, (nbytes, other) in why.items():
+        if nbytes / GIB >= max(1.0, 0.5 * items["activations"]):
+            hint += f" (activations: {what}, {nbytes / GIB:.1f} GiB a layer; {other})"
     raise FitError(f"{dep.model.name} does not fit: needs {need:.1f} GiB per GPU of "
                    f"{have:.1f} ({parts} GiB{', for one request' if paged else ''}); {hint}")
 
@@ -400,8 +416,11 @@ def _suggest(dep: Deployment) -> str:
     for tp in valid_tps(m):
         if tp <= p.tp:
             continue
-        trial = Deployment(m, Parallel(tp=tp, pp=p.pp, dp=p.dp), dep.workload, dep.gpu,
-                           engine=dep.engine)
+        try:  # (a tp the engine cannot run, such as one without transformers' plan)
+            trial = validate(m, Parallel(tp=tp, pp=p.pp, dp=p.dp), dep.workload, dep.gpu,
+                             check_memory=False, engine=dep.engine)
+        except ConfigError:
+            continue
         if trial.peak_memory_gib() <= dep.gpu.memory_gib:
             return f"needs tp >= {tp}"
     if dep.workload.batch > p.dp:

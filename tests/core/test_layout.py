@@ -71,6 +71,30 @@ def test_generate_decode_copies_each_pairs_experts():
     dep("piep-eager", 128)
 
 
+def test_eager_sinks_attention_holds_its_scores():
+    """gpt-oss's eager attention (transformers, its sinks) writes every prompt token's score
+    of every key, two copies alive at once: at batch 8 of 8,192-token prompts 128 GiB,
+    refused on one H200 without suggesting a tp transformers has no plan for; vLLM's flash
+    kernel keeps none."""
+    from piep.core.gpus import load_gpu
+    from piep.core.models import load_model
+    m = load_model("openai/gpt-oss-20b")
+
+    def dep(engine, batch, check_memory=True):
+        return validate(m, Parallel(), Workload(batch=batch, prompt_len=8192, gen_len=64,
+                                                mode="eager"),
+                        load_gpu("h200"), engine=engine, check_memory=check_memory)
+    assert dep("hf-eager", 8, False).eager_scores_bytes() == \
+        2 * 8 * m.num_heads * 8192 * 8193 * 2
+    assert dep("vllm", 8, False).eager_scores_bytes() == 0
+    dep("hf-eager", 2)
+    with pytest.raises(FitError) as err:
+        dep("hf-eager", 8)
+    assert "needs tp" not in str(err.value)
+    assert "the eager attention's scores of every prompt token's every key, 128.0 GiB" \
+        in str(err.value)
+
+
 def test_memory_items_llama2_7b_tp1(make_dep):
     dep = make_dep("llama-2-7b", batch=8, prompt_len=1024, gen_len=1024)
     items = dep.memory_items_gib()["all"]
