@@ -44,7 +44,8 @@ def steady(model: str, *, engine: str | None = None, gpu: str = "h100", tp: int 
     from piep.core.engines import names
     from piep.serving import steady as st
     from piep.core.trace import parse_dist
-    engine = engine or names(profile="steady")[0]
+    from piep.core.gpus import board_name
+    engine, gpu = engine or names(profile="steady")[0], board_name(gpu)
     rng = np.random.default_rng(seed)
     draws = 20000
     lengths = st.Lengths.drawn(parse_dist(str(prompt_len), "prompt_len")(rng, draws),

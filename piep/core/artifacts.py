@@ -60,8 +60,9 @@ def _trees(root: Path) -> Path:
 def gpu_key(name: str) -> str:
     """A GPU's name as the folders of its calibration and fits are named: lower case,
     letters, digits, '.', '-', '_' (a name that would reach outside those folders, such
-    as '../x', is refused)."""
-    key = str(name).strip().lower()
+    as '../x', is refused); nvidia-smi's form of a name ('NVIDIA H100 80GB HBM3') in
+    the same way ('h100-80gb-hbm3')."""
+    key = re.sub(r"\s+", "-", re.sub(r"^nvidia[\s-]+", "", str(name).strip().lower()))
     if not USER_NAME.fullmatch(key):
         from piep.core.errors import ConfigError
         raise ConfigError(f"--gpu {name!r}: a GPU is named in letters, digits, '.', '-' and "

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
-from piep.core.artifacts import calibration_dir, read_json
+from piep.core.artifacts import calibration_dir, gpu_key, read_json
 from piep.core.errors import ConfigError
 
 DEFAULT_GPU = "h200"  # the GPU piep is calibrated on; every command's default
@@ -64,7 +64,6 @@ def known_gpus() -> list[str]:
 
 @lru_cache(maxsize=8)
 def load_gpu(name: str) -> GPU:
-    from piep.core.artifacts import gpu_key
     key = gpu_key(name)
     path = calibration_dir(key) / "gpu.json"
     if not path.is_file():
@@ -82,6 +81,17 @@ def load_gpu(name: str) -> GPU:
 def spec_sheets() -> dict[str, Any]:
     from piep.core.artifacts import data_root
     return read_json(data_root() / "calibration" / "spec_sheets.json", "piep.spec_sheets")
+
+
+def board_name(name: str) -> str:
+    """The name a GPU is priced under: its own where a calibration has it (shipped or the
+    user's, `piep calibrate gpu --name`), else the spec sheet's that lists it among its
+    aliases (nvidia-smi's 'NVIDIA H100 80GB HBM3', 'h100-sxm': h100), else as given."""
+    key = gpu_key(name)
+    if (calibration_dir(key) / "gpu.json").is_file():
+        return key
+    return next((sheet for sheet, doc in spec_sheets()["gpus"].items()
+                 if key in doc.get("aliases", ())), key)
 
 
 def transfer_gpu(name: str) -> tuple[GPU, dict[str, float]]:

@@ -442,12 +442,16 @@ def _shipped_spec(name: str) -> ModelSpec:
 def gpu_profile(name: str, allow_uncalibrated: bool = False) -> tuple[GPU, dict | None]:
     """(GPU profile, spec-sheet ratios or None): the calibration, or with
     `allow_uncalibrated` the spec-sheet transfer for a GPU that has none."""
-    from piep.core.artifacts import gpu_key
-    from piep.core.gpus import known_gpus, load_gpu, transfer_gpu
-    gpu_key(name)  # a name at all (not a path)
+    from piep.core.gpus import board_name, known_gpus, load_gpu, spec_sheets, transfer_gpu
+    name = board_name(name)  # a name at all (not a path), as the folders name it
     try:
         return load_gpu(name), None
     except ConfigError:
+        if not allow_uncalibrated and name not in spec_sheets()["gpus"]:
+            raise ConfigError(f"unknown GPU {name!r}: no calibration and no spec sheet "
+                              f"(calibrated: {', '.join(known_gpus())}; spec sheets, with "
+                              f"--allow-uncalibrated: "
+                              f"{', '.join(sorted(spec_sheets()['gpus']))})") from None
         if not allow_uncalibrated:
             raise ConfigError(f"GPU {name!r} has no calibration (calibrated: "
                               f"{', '.join(known_gpus())}); `piep predict` and `piep serve` "

@@ -49,6 +49,8 @@ def test_predict_table(capsys):
     (["predict", "--model", "llama-2-7b", "--gpu", "a100"], "--allow-uncalibrated"),
     (["predict", "--model", "llama-2-7b", "--gpu", "tpu", "--allow-uncalibrated"],
      "unknown GPU 'tpu'"),
+    (["predict", "--model", "llama-2-7b", "--gpu", "h300"],
+     "unknown GPU 'h300': no calibration and no spec sheet (calibrated: h200; spec sheets"),
     (["predict", "--model", "tests/data/jamba_config.json"], "mixture of experts"),
     (["predict", "--model", "llama-2-7b", "--request-rate", "2"], "piep serve"),
     (["compare", "llama-2-7b@tp2x"], "layout after '@'"),
@@ -59,6 +61,33 @@ def test_predict_table(capsys):
 ])
 def test_bad_input_is_one_clear_line(capsys, argv, needle):
     assert_one_line_error(*run(capsys, *argv), needle)
+
+
+@pytest.mark.parametrize("given, key", [("NVIDIA H100 80GB HBM3", "h100"), ("H100", "h100"),
+                                        ("h100-sxm", "h100"), ("NVIDIA A100-SXM4-80GB", "a100"),
+                                        ("nvidia-h200", "h200"), ("my-board_2", "my-board_2")])
+def test_a_gpu_answers_to_its_other_names(given, key):
+    """nvidia-smi's name and a form factor's are a spec sheet's aliases; a name of one's
+    own stays as given, and so does an alias a calibration of the user's is named."""
+    from piep.core.gpus import board_name
+    assert board_name(given) == key
+
+
+def test_an_alias_a_users_calibration_is_named_stays_theirs():
+    """`piep calibrate gpu --name h100-sxm` (the README's example) keeps that name: its
+    calibration answers for it, not the h100 spec sheet that lists it as an alias."""
+    import shutil
+
+    from piep.core.artifacts import calibration_dir, user_calibration_dir
+    from piep.core.gpus import board_name
+    own = user_calibration_dir("h100-sxm")
+    own.mkdir(parents=True)
+    try:
+        shutil.copy(calibration_dir("h200") / "gpu.json", own / "gpu.json")
+        assert board_name("h100-sxm") == "h100-sxm"
+    finally:
+        shutil.rmtree(own)
+    assert board_name("h100-sxm") == "h100"
 
 
 def test_malformed_and_non_config_files(capsys, tmp_path):
