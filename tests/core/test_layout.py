@@ -124,3 +124,30 @@ def test_70b_with_a_big_batch_does_not_fit_one_gpu_and_says_what_to_do(make_dep)
 def test_70b_fits_tp2(make_dep):
     dep = make_dep("llama-3-70b", tp=2)
     assert dep.peak_memory_gib() < dep.gpu.memory_gib
+
+
+def test_every_designed_run_fits_its_board():
+    """The runs piep's designs measured (or wait to) ran on their boards: the memory check
+    refuses none of them (a check that held too much would refuse real runs)."""
+    import json
+
+    from piep.core.config import ModelSpec
+    from piep.core.models import load_model
+    from piep.core.scenario import gpu_profile
+    from tests._paths import ROOT
+    designs = sorted((ROOT / "calibration").glob("*/*/design*.jsonl"))
+    assert len(designs) >= 20
+    checked = 0
+    for path in designs:
+        gpu, _ = gpu_profile(path.parts[-3], allow_uncalibrated=True)
+        for line in path.read_text().splitlines():
+            row = json.loads(line)
+            spec = ModelSpec.from_hf_config(row["config"], name=row["model"]) \
+                if "config" in row else load_model(row["model"])
+            validate(spec, Parallel(tp=row["tp"], pp=row["pp"], dp=row["dp"],
+                                    ep=row.get("ep", 1)),
+                     Workload(batch=row["batch"], prompt_len=row["prompt_len"],
+                              gen_len=row["gen_len"], mode=row.get("mode", "graph")),
+                     gpu, engine=row.get("engine"))
+            checked += 1
+    assert checked >= 400, checked
