@@ -45,7 +45,8 @@ MOE_DESIGNS = {ROOT / "calibration" / "h200" / "moe" / name:
                ROOT / "calibration" / "h100" / "moe" / blind
                for name, blind in (("design_eager7.jsonl", "predictions_blind_h100_7.jsonl"),
                                    ("design_static8.jsonl",
-                                    "predictions_blind_h100_static8.jsonl"))}
+                                    "predictions_blind_h100_static8.jsonl"),
+                                   ("design_eager9.jsonl", "predictions_blind_h100_9.jsonl"))}
 # the runs of those designs: on the H100 (device call 92), on the H200 (call 90)
 MOE_RUNS = ROOT / "calibration" / "h100" / "moe" / "raw"
 H200_RUNS = ROOT / "calibration" / "h200" / "moe" / "raw"
@@ -118,20 +119,22 @@ def moe_section() -> list[str]:
     answers (blind and now) and the H200's runs of the same designs."""
     from heldout_accuracy import key
     from piep.core.artifacts import read_jsonl
-    runs = measured_runs(MOE_RUNS, 92)
+    runs = {**measured_runs(MOE_RUNS, 92), **measured_runs(MOE_RUNS, 96)}
     if not runs:
         return []
-    h200 = measured_runs(H200_RUNS, 90)
-    blind = {key(r): r for path in MOE_DESIGNS.values() if path.is_file()
-             for r in read_jsonl(path)}
-    now = {key(r): r for r in moe_prices(runs)}
-    designs = ", ".join(f"`{d.relative_to(ROOT)}`" for d in MOE_DESIGNS)
+    h200 = {**measured_runs(H200_RUNS, 90), **measured_runs(H200_RUNS, 95)}
+    by_design = {design: {key(r): r for r in read_jsonl(path)}
+                 for design, path in MOE_DESIGNS.items() if path.is_file()}
+    ran = [d for d, rows in by_design.items() if runs.keys() & rows.keys()]
+    blind = {k: r for d in ran for k, r in by_design[d].items()}
+    now = {key(r): r for r in moe_prices(runs, designs=ran)}
+    designs = ", ".join(f"`{d.relative_to(ROOT)}`" for d in ran)
     lines = ["", "## Mixtures of experts, transformers generate()", "",
              f"The H200's MoE designs ({designs}: Phi-3.5-MoE, MiniMax-M2 and Hunyuan-A13B "
              "shapes cut to 6-8 layers under hf-eager; OLMoE, Qwen3-30B-A3B and one of our "
              "own under hf-static) run on the H100 (device call 92); piep's answers by spec "
              "sheet (`--gpu h100 --allow-uncalibrated`): blind ("
-             + ", ".join(f"`{b.relative_to(ROOT)}`" for b in MOE_DESIGNS.values())
+             + ", ".join(f"`{MOE_DESIGNS[d].relative_to(ROOT)}`" for d in ran)
              + ", before the runs, at the typical host) and now (at the host probe each run "
              "measured).", "",
              "| model | engine | batch | prompt | gen | measured J | blind error | now error | "
