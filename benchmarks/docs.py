@@ -412,7 +412,7 @@ def _family_words(fam, name: str = "") -> str:
              "tiles (binomial counts: more rows than an even split), the rows past the "
              "routed ones masked before and after each (masked_fill); generate()'s decode "
              "steps gather each (token, expert) pair's weights, batched_mm, slower the more "
-             "experts a rank holds)"] \
+             "experts a rank holds, the copies held in the memory check)"] \
         if name in MOE_PRICED else []
     if fam.dense_experts:
         words = ["experts: every expert through every token (one bmm per projection over "
@@ -446,7 +446,8 @@ def _family_words(fam, name: str = "") -> str:
                                 (fam.sinks, "eager attention with a sink logit per head "
                                             "(one leaf, `sinks_attention`, sampled as "
                                             "transformers runs it: its passes over rows of "
-                                            "keys + 1)"),
+                                            "keys + 1; the prefill's scores held in the "
+                                            "memory check)"),
                                 (fam.expert_bias, "experts and router with biases, a "
                                                   "clamped SwiGLU gate"),
                                 (fam.router_fp32 and not fam.latent_attention,
