@@ -120,10 +120,10 @@ def table_ab(batch: int, k: int, experts: int, d_in: int, d_out: int, reps: int,
             "table8_ms": eight, "table_all_ms": every, "all_over_8": every / eight}
 
 
-def decode_abs(spec, loads, reps: int, device, emit) -> None:
-    """The decode-step experts' table A/B of one model at `DECODE_BATCHES`."""
+def decode_abs(spec, batches, reps: int, device, emit) -> None:
+    """The decode-step experts' table A/B of one model at these batch sizes."""
     k, h, ffn = spec.experts_per_token, spec.hidden_size, spec.ffn_of_experts
-    for batch in DECODE_BATCHES:
+    for batch in batches:
         for kind, d_in, d_out in (("gate_up", h, 2 * ffn), ("down", ffn, h)):
             rec = {"model": spec.name, "kind": f"experts_batched_{kind}", "batch": batch,
                    **table_ab(batch, k, spec.num_experts, d_in, d_out, reps, device)}
@@ -157,11 +157,16 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--workloads", default=None,
                     help="batch:prompt,... (default: the MoE designs' 8:512,32:1024)")
     ap.add_argument("--decode", action="store_true",
-                    help="the decode-step experts' table A/B only, at batch 8 and 32")
+                    help="the decode-step experts' table A/B only, at --batches")
+    ap.add_argument("--batches", default=",".join(map(str, DECODE_BATCHES)),
+                    help="with --decode: batch sizes, comma-separated (default: the MoE "
+                         "designs' 8,32)")
     ap.add_argument("--out", required=True)
     args = ap.parse_args(argv)
     loads = WORKLOADS if not args.workloads else tuple(
         tuple(int(v) for v in w.split(":")) for w in args.workloads.split(","))
+    if args.decode:  # (a decode A/B's loads: its batch sizes)
+        loads = tuple(int(b) for b in args.batches.split(","))
     device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
     card = torch.cuda.get_device_name() if device.type == "cuda" else "cpu"
     with open(args.out, "a") as f:

@@ -31,6 +31,11 @@ def test_the_decode_table_ab_times_both_tables_at_each_batch(tmp_path, monkeypat
     assert [(r["kind"], r["batch"]) for r in recs] == [
         (f"experts_batched_{kind}", b) for b in moe_kernels_ab.DECODE_BATCHES
         for kind in ("gate_up", "down")]
+    more = tmp_path / "more.jsonl"  # other batch sizes, as asked
+    assert moe_kernels_ab.main(["--decode", "--models", str(config), "--reps", "2",
+                                "--batches", "2,64", "--out", str(more)]) == 0
+    assert [json.loads(line)["batch"] for line in more.read_text().splitlines()] == \
+        [2, 2, 64, 64]
     for r in recs:
         assert r["pairs"] == r["batch"] * TINY["num_experts_per_tok"]
         assert r["experts"] == TINY["num_experts"]
