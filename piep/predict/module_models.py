@@ -314,12 +314,12 @@ FALLBACK_TIME = {"moe_mask": 2.83}
 # generate()'s decode-step experts (`experts_batched`) gather each pair's weights from the
 # rank's table of experts; their samples gathered from a table of 8 (the sampler's op),
 # which runs faster the fewer the experts. Per table size (experts on a rank), the median
-# time of the gather + bmm from every expert over from a table of 8, at batch 8 and 32 on
-# every MoE design's shape, each pair on one card (an H100: device call 94,
-# calibration/h100/moe/experts_table_ab_s94.jsonl; no H200 came that session); between
-# sizes, linear in log2(experts), held at the ends
-BATCHED_TABLE_TIME = ((8, 0.981), (16, 1.073), (32, 1.149), (60, 1.165), (64, 1.183),
-                      (128, 1.262), (256, 1.328))
+# time of the gather + bmm from every expert over from a table of 8, each pair on one card,
+# over two calls on H100s (no H200 came): call 94 at batch 8 and 32 on every MoE design's
+# shape, call 97 at batch 8-192 on six (calibration/h100/moe/experts_table_ab_s9*.jsonl);
+# between sizes, linear in log2(experts), held at the ends
+BATCHED_TABLE_TIME = ((8, 0.985), (16, 1.073), (32, 1.129), (60, 1.165), (64, 1.132),
+                      (128, 1.221), (256, 1.328))
 
 
 def batched_table_time(experts: np.ndarray) -> np.ndarray:
