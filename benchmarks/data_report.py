@@ -614,8 +614,10 @@ def overview_report() -> None:
          f"{moe_replays} hf-cb replays; device calls 71-73, 77, 83-86), the H200's kernel "
          "census and A/Bs: configs, designs, blind predictions; held out in `reports/moe.md`; "
          "calls planned and not yet run (`device/run90.sh`: design 7 and the compiled "
-         "design 8, blind predictions committed, no H200 came in sessions 42-46: both ran "
-         "on an H100, `calibration/h100/device/run92.sh`; "
+         "design 8, blind predictions committed, no H200 came in sessions 42-47: both ran "
+         "on an H100, `calibration/h100/device/run92.sh`; `device/run95.sh`: design 9, "
+         "batch 64-192, and the experts' table A/B, run on an H100 in session 47, "
+         "`calibration/h100/device/run96.sh`, `run97.sh`; "
          "`planned_ep.sh`: expert parallelism, when a multi-GPU machine is lent)",
          "`device/run71.sh` .. `run86.sh`; `python benchmarks/heldout_accuracy.py moe`"),
         ("`fp8/`", f"generate() runs of FP8 checkpoints' shapes, the projections in row-wise "

@@ -47,7 +47,8 @@ MOE_DESIGNS = {ROOT / "calibration" / "h200" / "moe" / name:
                                    ("design_static8.jsonl",
                                     "predictions_blind_h100_static8.jsonl"),
                                    ("design_eager9.jsonl", "predictions_blind_h100_9.jsonl"))}
-# the runs of those designs: on the H100 (device call 92), on the H200 (call 90)
+MOE_DESIGN_9 = ROOT / "calibration" / "h200" / "moe" / "design_eager9.jsonl"
+# the runs of those designs: on the H100 (device calls 92, 96), on the H200 (90, 95)
 MOE_RUNS = ROOT / "calibration" / "h100" / "moe" / "raw"
 H200_RUNS = ROOT / "calibration" / "h200" / "moe" / "raw"
 
@@ -108,6 +109,27 @@ def moe_prices(seen: dict[tuple, dict] | None = None,
                        allow_uncalibrated=True)
 
 
+def batched_h100_over_h200() -> str:
+    """The decode-step experts' op (gather + bmm from the sampler's table of 8) on the H100
+    over the H200, at every shape both timed: the H100's table A/Bs (its table-of-8 arm,
+    eager) against the H200's module samples (the fastest of each shape)."""
+    from piep.core.artifacts import read_jsonl
+    h200: dict[tuple, float] = {}
+    for path in sorted((ROOT / "calibration" / "h200" / "modules").glob(
+            "modules_moe_decode_s*.jsonl")):
+        for r in read_jsonl(path):
+            if r.get("kind") == "experts_batched":
+                k = (r["tokens"], r["d_in"], r["d_out"])
+                h200[k] = min(h200.get(k, float("inf")), r["time_s"])
+    ratios = sorted(r["table8_ms"] / 1e3 / h200[k]
+                    for path in sorted((ROOT / "calibration" / "h100" / "moe").glob(
+                        "experts_table_ab_s*.jsonl")) for r in read_jsonl(path)
+                    if (k := (r["pairs"], r["d_in"], r["d_out"])) in h200)
+    return (f"x{statistics.median(ratios):.2f} (x{ratios[0]:.2f}-{ratios[-1]:.2f} over "
+            f"the {len(ratios)} shapes timed on both: the H100's table A/Bs against the "
+            "H200's module samples)")
+
+
 def measured_runs(folder: Path, call: int) -> dict[tuple, dict]:
     """One device call's generate() runs of the MoE designs, by run key."""
     from heldout_accuracy import runs_of
@@ -132,8 +154,12 @@ def moe_section() -> list[str]:
     lines = ["", "## Mixtures of experts, transformers generate()", "",
              f"The H200's MoE designs ({designs}: Phi-3.5-MoE, MiniMax-M2 and Hunyuan-A13B "
              "shapes cut to 6-8 layers under hf-eager; OLMoE, Qwen3-30B-A3B and one of our "
-             "own under hf-static) run on the H100 (device call 92); piep's answers by spec "
-             "sheet (`--gpu h100 --allow-uncalibrated`): blind ("
+             "own under hf-static; design 9, four shapes under hf-eager at batch 64-192, "
+             "512-1,536 (token, expert) pairs a decode step) run on the H100 (device calls "
+             "92 and 96; call 96's Mixtral cut to 4 layers at batch 96 ran out of memory at "
+             "75 GiB, where piep's memory check counted 75.2 of the board's 79.7 GiB, and is "
+             "not listed); piep's answers by spec sheet (`--gpu h100 --allow-uncalibrated`): "
+             "blind ("
              + ", ".join(f"`{MOE_DESIGNS[d].relative_to(ROOT)}`" for d in ran)
              + ", before the runs, at the typical host) and now (at the host probe each run "
              "measured).", "",
@@ -164,13 +190,28 @@ def moe_section() -> list[str]:
                   f"({len(rs)} runs)" for e in dict.fromkeys(engines)
                   if (rs := [r for r, x in zip(blind_rows, engines) if x == e])) + "."]
     big = [(n, m) for _, n, m in pairs if m["batch"] >= 8]
+    nine = [(b, n, m) for b, n, m in pairs
+            if key(m) in by_design.get(MOE_DESIGN_9, {})]  # (its runs: call 96)
+    spans = {col: "{:+.0f}..{:+.0f} %".format(
+        *(f(error(x[i]["time_s"], m["time_s"]) for *x, m in nine) for f in (min, max)))
+        for col, i in (("blind", 0), ("now", 1))} if nine else {}
     if big:
         signed = {f: statistics.mean(error(n[f], m[f]) for n, m in big)
                   for f in ("energy_j", "time_s")}
-        lines += ["", "The blind column priced with the transfer's power rule before session "
-                  "45 (every kernel's power x the TDP ratio); the now column with today's "
-                  "(`piep.predict.transfer`: a memory-bound kernel keeps the energy above idle "
-                  f"it drew on the H200). Now, the {len(big)} runs of batch 8 or more: energy "
+        lines += ["", "The blind column of designs 7 and 8 priced with the transfer's power "
+                  "rule before session 45 (every kernel's power x the TDP ratio), design 9's "
+                  "(session 47) and the now column with today's (`piep.predict.transfer`: a "
+                  "memory-bound kernel keeps the energy above idle it drew on the H200). "
+                  f"Design 9 ran long by spec sheet (time blind {spans.get('blind')}, now "
+                  f"{spans.get('now')}): its decode steps are the "
+                  "experts' gathers and bmm, which the H100 ran "
+                  f"{batched_h100_over_h200()} the H200's time where the spec sheets' "
+                  "bandwidths say x1.43, and the table ratio measured at "
+                  "batch 8 and 32 was high at many pairs (call 97; the ratio is the median "
+                  "over calls 94 and 97 since, which the now column prices: `python "
+                  "benchmarks/h100_quick.py` at commit f1441a3 gives the ratio of call 94 "
+                  "alone). "
+                  f"Now, the {len(big)} runs of batch 8 or more: energy "
                   f"{signed['energy_j']:+.1f} %, time {signed['time_s']:+.1f} % (signed "
                   "means; the decode-step experts priced x the table A/B's ratio since "
                   "session 46, reports/moe.md: `python benchmarks/h100_quick.py` at commit "

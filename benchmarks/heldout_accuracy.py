@@ -89,7 +89,11 @@ SETS = {
             "8 experts, generate() gathers from its rank's own, slower the more experts it "
             "holds; the decode-step experts are priced x the A/B's ratio at that count "
             "(`python benchmarks/heldout_accuracy.py moe` at commit dee1405 gives the errors "
-            "before: energy 9.0 %, time 7.3 %)."),
+            "before: energy 9.0 %, time 7.3 %). In session 47 the ratio became the median "
+            "over that A/B and call 97's (an H100 again, batch 8-192: lower at many pairs), "
+            "after call 96 ran design 9 on the H100 (`reports/h100.md`), no run of this set "
+            "looked at (`python benchmarks/heldout_accuracy.py moe` at commit f1441a3 gives "
+            "the errors before: energy 5.5 %, time 6.3 %)."),
     "fp8": ("FP8 checkpoints, held out",
             "device call 72 (`calibration/h200/device/run72.sh`: module samples of row-wise "
             "FP8 projections, `fp8_linear`, drawn from the shipped dense models' trees; the "

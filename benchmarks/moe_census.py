@@ -170,9 +170,11 @@ def table_ab_lines() -> list[str]:
         card = "an H200" if path.parent == H200 else "an H100"
         cells = [f"{model} ({experts}) x{min(v):.2f}-{max(v):.2f}"
                  for (experts, model), v in sorted(by_model.items())]
+        *most, last = sorted({r["batch"] for r in rows})
+        batches = f"{', '.join(map(str, most))} and {last}" if most else str(last)
         out += ["", f"Each pair on one card, {card} (`{path.relative_to(ROOT)}`, `python "
                 "benchmarks/moe_kernels_ab.py --decode`): generate()'s decode-step experts "
-                "(gather, then bmm) at batch 8 and 32, gathered from every expert of the "
+                f"(gather, then bmm) at batch {batches}, gathered from every expert of the "
                 "model (each token's experts distinct) over gathered from the module "
                 "sampler's table of 8, per model (its experts): " + "; ".join(cells) + "."]
     return out
