@@ -167,7 +167,7 @@ def _batched_op(s: dict[str, Any], device, rnd, gen) -> Op:
     transformers holds them (experts x d_out x d_in), then one `torch.bmm` of each pair's
     row through its copy. The table holds 8 experts whatever the model's count: each pair
     moves one expert's whole matrix either way, but a larger table gathers slower (device
-    call 94's A/B), which pricing applies on top (`module_models.BATCHED_TABLE_TIME`)."""
+    calls 94 and 97's A/Bs), which pricing applies on top (`module_models.BATCHED_TABLE_TIME`)."""
     t, d_in, d_out = s["tokens"], s["d_in"], s["d_out"]
     table = 8
     n = _copies(table * d_in * d_out * 2, 4)
