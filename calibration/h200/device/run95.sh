@@ -6,7 +6,8 @@
 #    before (predictions_blind9, commit 3908afb) -> moe_s95_eager.jsonl.
 # 2. The decode-step experts' table A/B of call 94 (an H100) again on the H200
 #    (benchmarks/moe_kernels_ab.py --decode): does the ratio priced since
-#    (module_models.BATCHED_TABLE_TIME) hold on the card whose samples it corrects?
+#    (module_models.BATCHED_TABLE_TIME) hold on the card whose samples it corrects? At
+#    batch 8 and 32 on every design shape, 64-192 on five (as calls 94 and 97 on H100s)
 #    -> experts_table_ab_s95.jsonl.
 # Run as `PIEP_GIT_COMMIT=<commit> TOTAL_S=420 bash calibration/h200/device/run95.sh`;
 # read-only on the GPU.
@@ -19,6 +20,11 @@ left() { echo $(( END - $(date +%s) )); }
 echo "== start $(date +%T) commit $PIEP_GIT_COMMIT" >> "$L"
 nvidia-smi --query-gpu=name,uuid,power.limit --format=csv,noheader >> "$L"
 timeout 60 python3 benchmarks/moe_kernels_ab.py --decode --models $M/configs/*.json \
+    --out "$OUT/experts_table_ab_s95.jsonl" >> "$L" 2>&1
+C=$M/configs  # (and at many pairs, as call 97 on an H100)
+timeout 60 python3 benchmarks/moe_kernels_ab.py --decode --batches 64,128,192 \
+    --models $C/qwen3-30b-a3b-shape.json $C/olmoe-1b-7b-shape.json $C/piep-unlisted-moe.json \
+    $C/deepseek-v2-lite-shape.json $C/gpt-oss-20b-shape.json \
     --out "$OUT/experts_table_ab_s95.jsonl" >> "$L" 2>&1
 echo "ab rc=$? $(date +%T) left $(left) s" >> "$L"
 B=$(( $(left) - 15 ))
