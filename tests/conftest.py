@@ -31,8 +31,8 @@ def h200():
 @pytest.fixture
 def make_dep(h200):
     def make(model, *, tp=1, pp=1, dp=1, batch=1, prompt_len=512, gen_len=128, mode="graph",
-             check_memory=True):
+             check_memory=True, engine=None):
         return validate(load_model(model), Parallel(tp=tp, pp=pp, dp=dp),
                         Workload(batch=batch, prompt_len=prompt_len, gen_len=gen_len, mode=mode),
-                        h200, check_memory=check_memory)
+                        h200, check_memory=check_memory, engine=engine)
     return make

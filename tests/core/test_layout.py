@@ -45,19 +45,15 @@ def test_a_mixture_of_experts_holds_every_expert(make_dep):
     assert dep.model.num_params() == pytest.approx(46.7e9, rel=0.01)
 
 
-def test_generate_decode_copies_each_pairs_experts():
+def test_generate_decode_copies_each_pairs_experts(make_dep):
     """transformers' `batched_mm` (generate()'s decode steps) copies the gate_up and down
     weights of every (token, expert) pair: Mixtral at batch 128 needs 84 GiB for them alone,
     so one H200 refuses it under hf-eager and says why; the reference runner and a serving
     engine run the experts grouped and copy none."""
-    from piep.core.gpus import load_gpu
-    from piep.core.models import load_model
-
     def dep(engine, batch, check_memory=True):
-        return validate(load_model("mixtral-8x7b"), Parallel(),
-                        Workload(batch=batch, prompt_len=512, gen_len=128, mode="eager"),
-                        load_gpu("h200"), engine=engine, check_memory=check_memory)
-    m = load_model("mixtral-8x7b")
+        return make_dep("mixtral-8x7b", batch=batch, mode="eager", engine=engine,
+                        check_memory=check_memory)
+    m = dep("hf-eager", 1).model
     pairs = 128 * m.experts_per_token
     assert dep("hf-eager", 128, False).gathered_experts_bytes() == \
         pairs * 3 * m.ffn_of_experts * m.hidden_size * 2
@@ -71,19 +67,15 @@ def test_generate_decode_copies_each_pairs_experts():
     dep("piep-eager", 128)
 
 
-def test_eager_sinks_attention_holds_its_scores():
+def test_eager_sinks_attention_holds_its_scores(make_dep):
     """gpt-oss's eager attention (transformers, its sinks) writes every prompt token's score
     of every key, two copies alive at once: at batch 8 of 8,192-token prompts 128 GiB,
     refused on one H200 without suggesting a tp transformers has no plan for; vLLM's flash
     kernel keeps none."""
-    from piep.core.gpus import load_gpu
-    from piep.core.models import load_model
-    m = load_model("openai/gpt-oss-20b")
-
     def dep(engine, batch, check_memory=True):
-        return validate(m, Parallel(), Workload(batch=batch, prompt_len=8192, gen_len=64,
-                                                mode="eager"),
-                        load_gpu("h200"), engine=engine, check_memory=check_memory)
+        return make_dep("openai/gpt-oss-20b", batch=batch, prompt_len=8192, gen_len=64,
+                        mode="eager", engine=engine, check_memory=check_memory)
+    m = dep("hf-eager", 1).model
     assert dep("hf-eager", 8, False).eager_scores_bytes() == \
         2 * 8 * m.num_heads * 8192 * 8193 * 2
     assert dep("vllm", 8, False).eager_scores_bytes() == 0
