@@ -50,6 +50,12 @@ OWN_KEYS = {  # what a family's config states beyond the small shape
     "phimoe": {"num_local_experts": 4, "num_experts_per_tok": 2, "attention_bias": True},
     "minimax_m2": {"num_local_experts": 8, "num_experts_per_tok": 2},
     "hunyuan_v1_moe": {"num_experts": 8, "moe_topk": 2},
+    "glm4v_text": {"partial_rotary_factor": 0.5},
+    "qwen3_vl_moe_text": {"num_experts": 8, "num_experts_per_tok": 2,
+                          "moe_intermediate_size": 64},
+    "glm4v_moe_text": {"n_routed_experts": 8, "num_experts_per_tok": 2,
+                       "moe_intermediate_size": 64, "n_shared_experts": 1,
+                       "first_k_dense_replace": 0},
 }
 
 

@@ -320,15 +320,17 @@ def _no_constant(name: str):
     raise _NotJSON(name)
 
 
-def parse_json(text: str, where: str, *, constants: bool = False) -> Any:
+def parse_json(text: str, where: str, *, constants: bool | str = False) -> Any:
     """The JSON value of `text`; what is not JSON (NaN and Infinity included, unless
-    `constants`: files of tools that write them, as Python's json does), nested past
-    Python's recursion limit, or holds an integer of more than 4,300 digits is one error
-    naming `where`."""
+    `constants`: files of tools that write them, as Python's json does; "names": they
+    read as the strings "NaN", "Infinity", "-Infinity", which a typed reader refuses
+    where it takes a number), nested past Python's recursion limit, or holds an integer
+    of more than 4,300 digits is one error naming `where`."""
+    parse = str if constants == "names" else None if constants else _no_constant
     try:
         # (a float literal too large for a float reads as infinity: the typed readers
         # check that each number they take is finite)
-        return json.loads(text, parse_constant=None if constants else _no_constant)
+        return json.loads(text, parse_constant=parse)
     except json.JSONDecodeError as exc:
         raise ArtifactError(f"{where}: not valid JSON ({exc.msg}: line {exc.lineno} column "
                             f"{exc.colno})") from None

@@ -20,6 +20,8 @@ from piep.core.families import (ACTIVATIONS, CONFIG_DEFAULTS, FAMILIES, FIRST_DE
                                 sliding_layers, softcapped)
 
 BF16_BYTES = 2
+# what a refused mixture of experts is told piep prices instead
+MOE_WORDS = f"mixtures of experts priced: {', '.join(sorted(MOE_PRICED))}; docs/models.md"
 MXFP4_BYTES = 4.25 / 8  # a 4-bit weight and its block's 8-bit scale (one per 32)
 
 # canonical field -> config.json keys, first found wins. One table for every family.
@@ -137,6 +139,9 @@ class ModelSpec:
     checkpoint_dtype: str | None = None
     # quantized weights in words (`quantization_config`); None: not quantized
     quantization: str | None = None
+    # the encoders a multimodal config holds beside the decoder ("vision", "audio"): not
+    # priced (an answer prices the text decoder on the prompt tokens it is given)
+    encoders: tuple[str, ...] = ()
     # --- what the family's layer runs beyond Llama's (piep.core.families; defaults: Llama) ---
     qk_norm: str | None = None         # "head" | "whole": RMSNorm of q and k before RoPE
     pre_norms: bool = True             # RMSNorm before attention and before the MLP
@@ -252,9 +257,8 @@ class ModelSpec:
         """Why piep cannot price this model yet (every command refuses it), or None."""
         if self.is_moe and self.model_type not in MOE_PRICED:
             return (f"a mixture of experts ({self.num_experts} experts, "
-                    f"{self.experts_per_token} per token): piep prices dense decoders so far "
-                    f"(docs/models.md); its experts and router are not "
-                    f"modelled yet")
+                    f"{self.experts_per_token} per token) of model_type {self.model_type!r}: "
+                    f"its experts and router are not modelled yet ({MOE_WORDS})")
         if self.quantization and not self.fp8_weights and not self.mxfp4_experts:
             method = self.quantization.split(" (")[0]
             bits = next((b for word, b in QUANT_BITS if word in method), None)
@@ -433,11 +437,12 @@ class ModelSpec:
 
     def config_hash(self) -> str:
         """A hash of what is priced (not the checkpoint's dtype, priced in bf16 whatever it
-        is; quantization and the family's facts only where they are not Llama's: a Llama
-        record's hash still names its model)."""
+        is, nor a multimodal model's encoders, not priced; quantization and the family's
+        facts only where they are not Llama's: a Llama record's hash still names its
+        model)."""
         fields = {k: v for k, v in asdict(self).items()
-                  if k != "checkpoint_dtype" and (k not in LLAMA_DEFAULTS
-                                                  or v != LLAMA_DEFAULTS[k])}
+                  if k not in ("checkpoint_dtype", "encoders")
+                  and (k not in LLAMA_DEFAULTS or v != LLAMA_DEFAULTS[k])}
         blob = json.dumps(fields, sort_keys=True).encode()
         return hashlib.sha256(blob).hexdigest()[:16]
 
@@ -545,20 +550,24 @@ class ModelSpec:
         if not isinstance(config, Mapping):
             raise ConfigError(f"{name}: config.json must hold a JSON object, got "
                               f"{type(config).__name__}")
-        # multimodal / nested configs keep the decoder under text_config
+        encoders = tuple(word for key, word in ENCODER_KEYS.items()
+                         if isinstance(config.get(key), Mapping))
+        # multimodal / nested configs keep the decoder under text_config (the tying at the
+        # top level where it is stated: transformers 5 ties by the outer config's)
         if isinstance(config.get("text_config"), Mapping) and "hidden_size" not in config:
             inner = config["text_config"]
             config = {**inner, "model_type": inner.get("model_type")
                       or TEXT_TYPES.get(config.get("model_type"), config.get("model_type")),
-                      **{k: config[k] for k in ("quantization_config", "torch_dtype")
-                         if k in config}}
+                      **{k: config[k] for k in ("quantization_config", "torch_dtype",
+                                                "tie_word_embeddings") if k in config}}
+        elif config.get("model_type") in TEXT_TYPES:  # (Qwen2-VL's: the decoder's keys on top)
+            config = {**config, "model_type": TEXT_TYPES[config["model_type"]]}
         model_type = str(config.get("model_type") or "llama")
         config = {**CONFIG_DEFAULTS.get(model_type, {}), **config}
         moe = _moe_words(config, model_type)
         if moe is not None and model_type not in FAMILIES:
             raise ConfigError(f"{name}: a mixture of experts (model_type {model_type!r}{moe}): "
-                              f"piep prices dense decoders so far; its experts and router "
-                              f"are not modelled yet")
+                              f"its experts and router are not modelled yet ({MOE_WORDS})")
         problems: list[str] = []
         fam = FAMILIES.get(model_type)
         if fam is None or fam.missing:
@@ -677,6 +686,7 @@ class ModelSpec:
             routing_skew=config.get("piep_routing_skew", 0.0),
             checkpoint_dtype=_dtype(values.get("torch_dtype")),
             quantization=quantization(config.get("quantization_config")),
+            encoders=encoders,
             qk_norm=fam.qk_norm or ("head" if config.get("use_qk_norm") else None),
             pre_norms=fam.pre_norms, post_norms=fam.post_norms,
             fused_qkv=fam.fused_qkv, fused_gate_up=fam.fused_gate_up,
@@ -694,7 +704,12 @@ class ModelSpec:
 
 
 # a multimodal model_type -> its decoder's, where a text_config does not name it
-TEXT_TYPES = {"gemma3": "gemma3_text", "llama4": "llama4_text", "mistral3": "ministral3"}
+TEXT_TYPES = {"gemma3": "gemma3_text", "llama4": "llama4_text", "mistral3": "ministral3",
+              "qwen2_vl": "qwen2_vl_text", "qwen2_5_vl": "qwen2_5_vl_text",
+              "qwen3_vl": "qwen3_vl_text", "qwen3_vl_moe": "qwen3_vl_moe_text",
+              "glm4v": "glm4v_text", "glm4v_moe": "glm4v_moe_text"}
+# a multimodal config's encoders beside its decoder (not priced: `text_decoder_only`)
+ENCODER_KEYS = {"vision_config": "vision", "audio_config": "audio"}
 # the families whose config.json piep wrote as Llama's before families were data
 LLAMA_LIKE = ("llama", "mistral", "qwen2")
 # the fields a family sets (piep.core.families), with Llama's values

@@ -112,12 +112,18 @@ class Family:
     # transformers ships no modeling code for it: the model repo's own runs
     # (`trust_remote_code`); priced as the row says, not built by piep's sampler
     remote_code: bool = False
+    # transformers has no CausalLM of the family's own (a vision-language model's text
+    # decoder): its runs build this family's, whose decoder layer is the same module for
+    # module (tests/core/test_families.py builds both and compares them)
+    runs_as: str | None = None
     # what the family's configs state per model beyond the shape, in words (docs)
     per_model: str | None = None
     # why it is not priced yet (None: priced); a mixture of experts is refused elsewhere
     missing: str | None = None
 
 
+MROPE = ("M-RoPE: positions in three sections (`mrope_section`) recomposed once a forward, "
+         "priced as RoPE; images' tokens count only as the prompt tokens given")
 # model_type -> its family. Sources: transformers 5.x modeling_<type>.py (the decoder
 # layer's forward and the attention's __init__/forward)
 FAMILIES: dict[str, Family] = {
@@ -266,20 +272,44 @@ FAMILIES: dict[str, Family] = {
     "internlm2": Family(fused_qkv=True, remote_code=True, hf_tp_plan=False,
                         per_model="RoPE scaled where `rope_scaling` (priced as RoPE)"),
     "exaone": Family(missing="attention layout of its own"),
+    # vision-language models' text decoders, priced on text prompts (their encoders are
+    # not: flag `text_decoder_only`): Qwen2-VL and Qwen2.5-VL run Qwen2's layer, Qwen3-VL
+    # Qwen3's (no tensor-parallel plan in transformers 5.17), GLM-4.1V GLM-4's (q/k/v
+    # always biased), each with M-RoPE
+    "qwen2_vl_text": Family(qkv_bias=True, runs_as="qwen2", per_model=MROPE),
+    "qwen2_5_vl_text": Family(qkv_bias=True, runs_as="qwen2", per_model=MROPE),
+    "qwen3_vl_text": Family(qk_norm="head", hf_tp_plan=False, runs_as="qwen3",
+                            per_model=MROPE),
+    "glm4v_text": Family(qkv_bias=True, post_norms=True, fused_gate_up=True, runs_as="glm4",
+                         per_model="RoPE over part of each head (`partial_rotary_factor`); "
+                                   + MROPE),
+    # ... and their mixtures of experts: Qwen3-VL-MoE Qwen3-MoE's layer (top-k always
+    # renormalized), GLM-4.5V GLM-4.5's (no q/k norms); transformers' plans shard neither's
+    # experts (GLM-4.5V's shared experts neither)
+    "qwen3_vl_moe_text": Family(qk_norm="head", hf_tp_experts=False,
+                                runs_as="qwen3_moe", per_model=MROPE),
+    "glm4v_moe_text": Family(o_bias_follows=False, router_fp32=True, shared_expert_gate=False,
+                             grouped_router=True, shared_count_key="n_shared_experts",
+                             hf_tp_experts=False, runs_as="glm4_moe",
+                             per_model="dense MLPs in the first layers "
+                                       "(`first_k_dense_replace`); experts picked within "
+                                       "the best groups (`n_group`, `topk_group`); " + MROPE),
 }
 # mixtures of experts by model_type; those not in MOE_PRICED are refused by name, in one
 # line, also where a config does not state its expert count (multi-head latent attention,
 # chunked attention, grouped or sigmoid routing: not modelled yet)
 MOE_TYPES = ("mixtral", "qwen2_moe", "qwen3_moe", "gpt_oss", "deepseek_v2", "deepseek_v3",
              "llama4", "llama4_text", "olmoe", "granitemoe", "phimoe", "dbrx", "jamba",
-             "minimax", "glm4_moe", "ernie4_5_moe", "hunyuan_v1_moe", "dots1", "minimax_m2")
+             "minimax", "glm4_moe", "ernie4_5_moe", "hunyuan_v1_moe", "dots1", "minimax_m2",
+             "qwen3_vl_moe_text", "glm4v_moe_text")
 MOE_PRICED = ("mixtral", "qwen2_moe", "qwen3_moe", "olmoe", "granitemoe", "gpt_oss",
               "llama4_text", "deepseek_v2", "deepseek_v3", "glm4_moe", "ernie4_5_moe",
-              "dots1", "phimoe", "minimax_m2", "hunyuan_v1_moe")
+              "dots1", "phimoe", "minimax_m2", "hunyuan_v1_moe", "qwen3_vl_moe_text",
+              "glm4v_moe_text")
 PRICED = tuple(sorted(k for k, f in FAMILIES.items()
                       if f.missing is None and (k not in MOE_TYPES or k in MOE_PRICED)))
 # the mixtures of experts whose first `first_k_dense_replace` layers are dense
-FIRST_DENSE = ("deepseek_v2", "deepseek_v3", "glm4_moe", "dots1")
+FIRST_DENSE = ("deepseek_v2", "deepseek_v3", "glm4_moe", "dots1", "glm4v_moe_text")
 # the activations of a gated MLP: silu (SwiGLU) and the GELUs of GeGLU (Gemma); tanh's
 # approximation and erf's run one elementwise kernel each, priced alike
 ACTIVATIONS = {"silu": "silu", "swish": "silu", "gelu_pytorch_tanh": "gelu_tanh",
@@ -298,7 +328,7 @@ def dense_layers(config: Mapping[str, Any], model_type: str, layers: int) -> tup
     if model_type in FIRST_DENSE:
         k = config.get("first_k_dense_replace") or 0
         return tuple(range(min(k, layers))) if whole(k) else ()
-    if model_type in ("qwen2_moe", "qwen3_moe"):
+    if model_type in ("qwen2_moe", "qwen3_moe", "qwen3_vl_moe_text"):
         only = config.get("mlp_only_layers") or []
         step = config.get("decoder_sparse_step") or 1
         step = step if whole(step) and step > 0 else 1
@@ -353,6 +383,8 @@ CONFIG_DEFAULTS: dict[str, dict[str, Any]] = {
     "glm4": {"attention_bias": True, "partial_rotary_factor": 0.5},
     "glm4_moe": {"partial_rotary_factor": 0.5, "first_k_dense_replace": 1,
                  "n_shared_experts": 1},
+    "glm4v_moe_text": {"attention_bias": True, "partial_rotary_factor": 0.5,
+                       "first_k_dense_replace": 1, "n_shared_experts": 1},
     "deepseek_v2": {"n_shared_experts": 2},
     "ernie4_5_moe": {"moe_num_shared_experts": 2, "moe_layer_start_index": 1},
     "dots1": {"sliding_window": 4096, "max_window_layers": 62},
@@ -362,7 +394,8 @@ CONFIG_DEFAULTS: dict[str, dict[str, Any]] = {
     "starcoder2": {"use_bias": True},
     # (a window is off unless the config turns it on)
     **{t: {"use_sliding_window": False} for t in ("qwen2", "qwen3", "qwen2_moe", "qwen3_moe",
-                                                  "smollm3")},
+                                                  "smollm3", "qwen2_vl_text",
+                                                  "qwen2_5_vl_text")},
     **{t: {"sliding_window": 4096} for t in ("mistral", "ministral", "gemma3_text", "gemma2",
                                              "olmo3", "exaone4", "cohere2")},
 }
@@ -373,7 +406,7 @@ CONFIG_DEFAULTS: dict[str, dict[str, Any]] = {
 PATTERNS = {"gemma3_text": 6, "gemma2": 2, "gpt_oss": 2, "olmo3": 4, "exaone4": 4, "cohere2": 4}
 # the families whose layers from `max_window_layers` on slide, where a window is on and
 # a config gives no `layer_types` (their config classes' rule)
-WINDOW_FROM_LAYER = ("qwen2", "qwen3", "dots1")
+WINDOW_FROM_LAYER = ("qwen2", "qwen3", "dots1", "qwen2_vl_text", "qwen2_5_vl_text")
 # ... and those whose global layers among sliding ones skip RoPE
 NOPE_GLOBAL = ("exaone4", "cohere2")
 

@@ -10,7 +10,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from piep.core.artifacts import load_json, model_trees_dir
+from piep.core.artifacts import model_trees_dir, parse_json, read_text
 from piep.core.config import ModelSpec
 from piep.core.errors import ArtifactError, ConfigError
 
@@ -47,7 +47,9 @@ def _read_config_cached(path_str: str, name: str, mtime_ns: int, size: int) -> M
     """Configs are re-read when the file changes (mtime/size are part of the key)."""
     path = Path(path_str)
     try:
-        config = load_json(path)
+        # (transformers writes a float it holds as infinity as `Infinity`: Mamba's
+        # `time_step_limit`; a key piep reads that holds one is refused by its type)
+        config = parse_json(read_text(path), str(path), constants="names")
     except ArtifactError as exc:
         raise ConfigError(f"{exc}; pass a Hugging Face config.json") from None
     return ModelSpec.from_hf_config(config, name=name)
@@ -137,7 +139,7 @@ def add_model(repo_id: str, *, revision: str = "main", timeout_s: float = 20.0,
     if len(body) > 16 * 1024 ** 2:
         raise ConfigError(f"{url}: more than 16 MB: not a config.json")
     try:
-        config = parse_json(body.decode(), url)
+        config = parse_json(body.decode(), url, constants="names")
     except (ArtifactError, UnicodeDecodeError) as exc:
         raise ConfigError(f"{url}: not a config.json ({exc})") from None
     if not isinstance(config, dict):

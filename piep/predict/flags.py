@@ -77,6 +77,12 @@ FLAGS: dict[str, Flag] = {f.name: f for f in (
          "benchmarks/families_accuracy.py; piep's reference runner runs Llama's layer only)",
          "none (the shipped band)",
          "meter runs of this family with a transformers engine and refit its profile"),
+    Flag("text_decoder_only",
+         "the config is a multimodal model's (`vision_config`, `audio_config`): piep prices "
+         "its text decoder on the prompt tokens given; its encoders (an image's or a sound's "
+         "pass) are not priced", "none",
+         "none for text prompts; for images, add their tokens to --prompt-len (the "
+         "decoder's share of them), the encoder's pass stays unpriced"),
     Flag("fp8_unsampled",
          "the model's projections hold FP8 weights and the predictor answering has no module "
          "samples of FP8 projections: they are priced as bf16 GEMMs (at FP8's bytes)",

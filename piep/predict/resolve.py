@@ -185,6 +185,8 @@ def _flags(scn: Scenario, profile, transfer, model=None, steady=None) -> tuple[s
     if (scn.model.facts() or scn.model.is_moe) and scn.model.model_type not in (
             measured or ()):
         flags.append("unmeasured_family")
+    if scn.model.encoders:
+        flags.append("text_decoder_only")
     if scn.parallel.ep > 1:
         flags.append("unmeasured_expert_parallel")
     if scn.deployment.dequantized:

@@ -169,8 +169,9 @@ def median_probe(probes: list[dict[str, float]]) -> dict[str, float]:
 
 
 def _hf_config(spec: ModelSpec):
-    """The transformers config of `spec`'s own family (its modeling code is what runs);
-    padding is token 0 (a family's own pad id may lie beyond a small vocabulary)."""
+    """The transformers config of `spec`'s own family (its modeling code is what runs; for
+    a vision-language model's text decoder, the family its row `runs_as`); padding is
+    token 0 (a family's own pad id may lie beyond a small vocabulary)."""
     from transformers import AutoConfig
     cfg = spec.to_hf_config()
     model_type = cfg.pop("model_type")
@@ -180,7 +181,9 @@ def _hf_config(spec: ModelSpec):
                           f"trust_remote_code); piep prices it but samples and measures "
                           f"the families transformers ships")
     cfg.pop("architectures", None)
-    return AutoConfig.for_model(model_type, **cfg, pad_token_id=0)
+    # (a vision-language model's text decoder: the family whose CausalLM runs its layer)
+    return AutoConfig.for_model(FAMILIES[model_type].runs_as or model_type, **cfg,
+                                pad_token_id=0)
 
 
 def build_model(spec: ModelSpec, parallel: Parallel, d: Dist, device, dtype,

@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from piep.core.config import ModelSpec, Parallel, Workload
+from piep.core.config import TEXT_TYPES, ModelSpec, Parallel, Workload
 from piep.core.errors import ConfigError
 from piep.core.families import FAMILIES, FIRST_DENSE, MOE_TYPES, PRICED
 from piep.core.layout import validate
@@ -19,6 +19,7 @@ pytestmark = pytest.mark.pure
 
 CONFIGS = ROOT / "calibration" / "h200" / "families" / \
     "configs"
+OUTER = {text: outer for outer, text in TEXT_TYPES.items()}  # text decoder -> its model
 LINEARS = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj",
            "qkv_proj", "gate_up_proj")  # (kinds; a leaf is named as its module)
 
@@ -330,7 +331,9 @@ def test_a_key_a_config_leaves_out_takes_its_config_classes_default():
                 got = None  # (what piep reads from an absent key: no bias, window, share)
             want = CONFIG_DEFAULTS.get(model_type, {}).get(key)
             assert got == want, (model_type, key, got, want)
-        assert bool(cfg.tie_word_embeddings) == fam.tied, model_type
+        # (a vision-language model's text decoder: tied as its outer config says)
+        tying = AutoConfig.for_model(OUTER[model_type]) if fam.runs_as else cfg
+        assert bool(tying.tie_word_embeddings) == fam.tied, model_type
         if getattr(cfg, "use_sliding_window", None) is not None:  # (absent: piep's is on)
             assert CONFIG_DEFAULTS[model_type]["use_sliding_window"] == cfg.use_sliding_window
         # (a mixture's dense first layers and shared experts: an absent key reads as none)
@@ -833,3 +836,28 @@ def test_layers_from_max_window_layers_slide_where_the_family_says():
                                      "sliding_window": 16, "max_window_layers": 6},
                                     name="dots1")
     assert unsaid.sliding_window is None and past.sliding_window is None
+
+
+@pytest.mark.gloo  # (torch and transformers on the CPU)
+@pytest.mark.parametrize("model_type", [t for t, f in FAMILIES.items() if f.runs_as])
+def test_a_text_decoder_runs_as_a_family_whose_layers_are_its_own(model_type):
+    """A vision-language model's text decoder has no CausalLM in transformers: its runs
+    build the family its row names, whose layers hold the same weights, name for name and
+    shape for shape, and rotate the same share of each head."""
+    pytest.importorskip("torch")
+    pytest.importorskip("transformers")
+    from transformers import AutoConfig, AutoModel, AutoModelForCausalLM
+
+    from piep.sampling.hf import _hf_config
+    spec = small(model_type)
+    cfg = {k: v for k, v in spec.to_hf_config().items()
+           if k not in ("model_type", "architectures")}
+    own = AutoModel.from_config(AutoConfig.for_model(model_type, **cfg, pad_token_id=0))
+    runs = AutoModelForCausalLM.from_config(_hf_config(spec)).model
+    assert type(runs).__name__ != type(own).__name__
+
+    def layers(model):
+        return {(n, tuple(p.shape)) for n, p in model.named_parameters()
+                if n.startswith("layers.")}
+    assert layers(own) == layers(runs) and len(layers(own)) > 10 * SMALL["num_hidden_layers"]
+    assert own.rotary_emb.inv_freq.numel() == runs.rotary_emb.inv_freq.numel()

@@ -321,3 +321,81 @@ gpt_oss_20b_config = transformers.GptOssConfig(**gpt_oss_20b_dict)
     cfg, restored = got["gpt_oss_20b_config"]
     assert cfg["quantization_config"] == {"quant_method": "mxfp4"} and "mxfp4" in restored
     assert cfg["num_local_experts"] == 4 and cfg["model_type"] == "gpt_oss"
+
+
+# Qwen2.5-VL-7B's config.json as the Hub holds it (the decoder's keys on top) and a nested
+# one of Qwen3-VL-MoE's shape (the decoder under text_config, the tying on top)
+QWEN25_VL = {"architectures": ["Qwen2_5_VLForConditionalGeneration"], "model_type": "qwen2_5_vl",
+             "hidden_size": 3584, "intermediate_size": 18944, "num_hidden_layers": 28,
+             "num_attention_heads": 28, "num_key_value_heads": 4, "vocab_size": 152064,
+             "max_position_embeddings": 128000, "max_window_layers": 28,
+             "sliding_window": 32768, "use_sliding_window": False, "rms_norm_eps": 1e-6,
+             "rope_theta": 1000000.0, "tie_word_embeddings": False, "torch_dtype": "bfloat16",
+             "rope_scaling": {"type": "mrope", "mrope_section": [16, 24, 24]},
+             "vision_config": {"depth": 32, "hidden_size": 1280, "out_hidden_size": 3584}}
+QWEN3_VL_MOE = {"model_type": "qwen3_vl_moe", "tie_word_embeddings": False,
+                "vision_config": {"depth": 27, "hidden_size": 1152},
+                "text_config": {"model_type": "qwen3_vl_moe_text", "hidden_size": 2048,
+                                "intermediate_size": 6144, "num_hidden_layers": 48,
+                                "num_attention_heads": 32, "num_key_value_heads": 4,
+                                "head_dim": 128, "moe_intermediate_size": 768,
+                                "num_experts": 128, "num_experts_per_tok": 8,
+                                "vocab_size": 151936, "tie_word_embeddings": True,
+                                "rope_parameters": {"rope_type": "default",
+                                                    "mrope_section": [24, 20, 20]}}}
+
+
+@pytest.mark.parametrize("config, runs_as", [(QWEN25_VL, "qwen2"),
+                                             (QWEN3_VL_MOE, "qwen3_moe")])
+def test_a_vision_language_model_is_priced_as_its_text_decoder_and_says_so(config, runs_as,
+                                                                          tmp_path):
+    """Qwen2.5-VL and Qwen3-VL were refused ("not a family"); their text decoders run the
+    layers of Qwen2 and Qwen3-MoE, priced alike, and every answer says that the vision
+    encoder is not priced."""
+    from piep import api
+    (tmp_path / "vl").mkdir()
+    (tmp_path / "vl" / "config.json").write_text(json.dumps(config))
+    spec = load_model(str(tmp_path / "vl"))
+    assert spec.model_type.endswith("_text") and spec.encoders == ("vision",)
+    assert not spec.tie_word_embeddings  # (the outer config's, as transformers 5 ties)
+    same = {**spec.to_hf_config(), "model_type": runs_as}
+    (tmp_path / "text").mkdir()
+    (tmp_path / "text" / "config.json").write_text(json.dumps(same))
+    assert load_model(str(tmp_path / "text")).num_params() == spec.num_params()
+    work = dict(batch=4, prompt_len=256, gen_len=32)
+    vl, text = (api.predict(model=str(tmp_path / d), **work) for d in ("vl", "text"))
+    assert vl["energy_j"] == pytest.approx(text["energy_j"], rel=1e-9)
+    assert "text_decoder_only" in vl["flags"] and "text_decoder_only" not in text["flags"]
+
+
+def test_a_config_json_with_an_infinity_reads_where_piep_does_not_read_it(tmp_path, capsys):
+    """transformers writes a float it holds as infinity as `Infinity` (a state-space
+    layer's `time_step_limit`): such a config was refused as "not JSON"; now a key piep
+    does not read may hold one, a key it reads may not, and a hybrid family is refused
+    by its family."""
+    from piep.cli import main
+    base = load_model("llama-2-7b").to_hf_config()
+
+    def predict(text: str) -> int:
+        (tmp_path / "config.json").write_text(text)
+        return main(["predict", "--model", str(tmp_path / "config.json"), "--json"])
+    body = json.dumps({**base, "time_step_limit": [0.0, 1.5]}).replace("1.5", "Infinity")
+    assert predict(body) == 0
+    capsys.readouterr()
+    assert predict(json.dumps(base).replace('"rope_theta": 10000.0', '"rope_theta": NaN')) == 2
+    assert "rope_theta='NaN' must be a finite number" in capsys.readouterr().err
+    mamba = {"model_type": "mamba2", "hidden_size": 64, "num_hidden_layers": 2,
+             "vocab_size": 128, "time_step_limit": [0.0, 1.5]}
+    assert predict(json.dumps(mamba).replace("1.5", "Infinity")) == 2
+    assert "model_type='mamba2' is not a family piep prices" in capsys.readouterr().err
+
+
+def test_a_mixture_of_experts_not_priced_names_those_that_are():
+    """The refusal said piep priced dense decoders only, long after it priced fifteen
+    families of experts."""
+    with pytest.raises(ConfigError) as err:
+        ModelSpec.from_hf_config({"model_type": "jamba", "hidden_size": 64, "num_experts": 16,
+                                  "num_experts_per_tok": 2}, name="jamba")
+    assert "dense decoders" not in str(err.value)
+    assert "mixtures of experts priced: deepseek_v2, deepseek_v3" in str(err.value)
+    assert "qwen3_vl_moe_text" in str(err.value)
