@@ -1,0 +1,52 @@
+"""The vision-language A/B (benchmarks/vl_text_ab.py) runs on a CPU: a VL model's own
+generate() beside the family piep runs in its place, each record naming what was built."""
+
+import json
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.gloo
+
+pytest.importorskip("torch")
+pytest.importorskip("transformers")
+
+ROOT = Path(__file__).resolve().parents[2]
+VISION = {"depth": 1, "hidden_size": 32, "intermediate_size": 64, "num_heads": 2,
+          "out_hidden_size": 64}
+TEXT = {"hidden_size": 64, "intermediate_size": 128, "num_hidden_layers": 2,
+        "num_attention_heads": 4, "num_key_value_heads": 2, "vocab_size": 256,
+        "max_position_embeddings": 512}
+QWEN25_VL = {"model_type": "qwen2_5_vl", **TEXT, "tie_word_embeddings": False,  # (flat)
+             "rope_scaling": {"type": "mrope", "mrope_section": [2, 3, 3]},
+             "vision_config": {**VISION, "fullatt_block_indexes": [0]}}
+GLM4V = {"model_type": "glm4v", "tie_word_embeddings": False, "vision_config": VISION,
+         "text_config": {"model_type": "glm4v_text", **TEXT,
+                         "rope_parameters": {"rope_type": "default", "rope_theta": 10000.0,
+                                             "mrope_section": [1, 1, 2],
+                                             "partial_rotary_factor": 0.5}}}
+
+
+def test_each_vl_model_runs_beside_its_stand_in_and_is_priced_alike(tmp_path, monkeypatch):
+    monkeypatch.syspath_prepend(str(ROOT / "benchmarks"))
+    import vl_text_ab
+    paths = []
+    for name, cfg in (("q25", QWEN25_VL), ("g4v", GLM4V)):
+        paths.append(tmp_path / f"{name}.json")
+        paths[-1].write_text(json.dumps(cfg))
+    out = tmp_path / "ab.jsonl"
+    assert vl_text_ab.main(["--configs", *map(str, paths), "--workloads", "2x8x3",
+                            "--reps", "2", "--out", str(out)]) == 0
+    recs = [json.loads(line) for line in out.read_text().splitlines()]
+    assert [(r["model_type"], r["kind"]) for r in recs] == [
+        ("qwen2_5_vl_text", "own"), ("qwen2_5_vl_text", "runs_as"),
+        ("glm4v_text", "own"), ("glm4v_text", "runs_as")]
+    assert [r["built"] for r in recs] == [
+        "Qwen2_5_VLForConditionalGeneration", "Qwen2ForCausalLM",
+        "Glm4vForConditionalGeneration", "Glm4ForCausalLM"]
+    assert all(len(r["time_s"]) == 2 and r["energy_j"] is None for r in recs)
+    blind = tmp_path / "blind.jsonl"
+    assert vl_text_ab.main(["--configs", *map(str, paths), "--workloads", "1x64x8",
+                            "--predict", "h100", "--out", str(blind)]) == 0
+    rows = [json.loads(line) for line in blind.read_text().splitlines()]
+    assert len(rows) == 2 and all("text_decoder_only" in r["flags"] for r in rows)
