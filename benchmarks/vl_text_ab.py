@@ -16,6 +16,8 @@ A and B alternated `--reps` times after one warm-up each; energy on NVML's count
     python benchmarks/vl_text_ab.py --configs calibration/h100/families/vl/configs/*.json \
         --workloads 1x512x64,8x512x64 --out vl_text_ab.jsonl
     python benchmarks/vl_text_ab.py --configs ... --predict h100 --out predictions.jsonl
+    python benchmarks/vl_text_ab.py --configs tests/data/vl/*.json --census \
+        --out benchmarks/data/vl_census_cpu.jsonl   # the launches of each, on the CPU
 """
 
 from __future__ import annotations
@@ -128,6 +130,42 @@ def one_model(path: Path, loads, reps: int, device, dtype, emit) -> None:
         torch.cuda.empty_cache()
 
 
+def cut(config: dict, n: int) -> dict:
+    """A VL config.json with its decoder cut to `n` layers."""
+    text = "text_config" if isinstance(config.get("text_config"), dict) else None
+    if text is None:
+        return {**config, "num_hidden_layers": n}
+    return {**config, text: {**config[text], "num_hidden_layers": n}}
+
+
+def census(path: Path, device, gen: int = 5) -> list[dict]:
+    """The operators (CPU) or kernels (GPU) a decode step of each model launches, per
+    decoder layer and outside the layers (`piep.sampling.census`'s split: at 2 and 4
+    layers), batch 2, prompt 16."""
+    from piep.sampling.census import _launched, split_counts
+    config = json.loads(path.read_text())
+    dtype = torch.bfloat16 if device.type == "cuda" else torch.float32
+    ids = torch.randint(1, 200, (2, 16), generator=torch.Generator().manual_seed(1)).to(device)
+    counts: dict[str, dict[int, dict]] = {"own": {}, "runs_as": {}}
+    for n in (2, 4):
+        spec, own_cfg, stand_cfg = builds(cut(config, n), path.stem)
+        for kind, cfg in (("own", own_cfg), ("runs_as", stand_cfg)):
+            model = make(kind, cfg, device, dtype)
+            first, whole = (generate_call(model, ids, g, device) for g in (1, gen))
+            first(), whole()  # (warm-up)
+            a, b = _launched(device, first)[0], _launched(device, whole)[0]
+            counts[kind][n] = {k: (b[k] - a[k]) / (gen - 1) for k in b if b[k] != a[k]}
+    out = []
+    for kind, by_layers in counts.items():
+        from collections import Counter
+        per_layer, outside = split_counts({n: Counter(c) for n, c in by_layers.items()})
+        out.append({"config": _shown(path), "model_type": spec.model_type, "kind": kind,
+                    "unit": "cuda_kernel" if device.type == "cuda" else "aten_op",
+                    "decode_step_per_layer_by_name": dict(per_layer.most_common()),
+                    "decode_step_outside_by_name": dict(outside.most_common())})
+    return out
+
+
 def _shown(path: Path) -> str:
     path = path.resolve()
     return str(path.relative_to(ROOT)) if path.is_relative_to(ROOT) else str(path)
@@ -160,6 +198,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--reps", type=int, default=3)
     ap.add_argument("--predict", metavar="GPU",
                     help="write piep's hf-eager answers on GPU (spec sheet) instead of running")
+    ap.add_argument("--census", action="store_true",
+                    help="count the operators (kernels on a GPU) a decode step launches, "
+                         "per layer and outside the layers, instead of metering")
     ap.add_argument("--out", type=Path, required=True)
     args = ap.parse_args(argv)
     loads = [tuple(int(v) for v in w.split("x")) for w in args.workloads.split(",")]
@@ -167,6 +208,12 @@ def main(argv: list[str] | None = None) -> int:
         predict(args.configs, loads, args.predict, args.out)
         return 0
     device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    if args.census:
+        import transformers
+        rows = [{"torch": torch.__version__, "transformers": transformers.__version__}]
+        rows += [r for path in args.configs for r in census(path, device)]
+        args.out.write_text("".join(json.dumps(r) + "\n" for r in rows))
+        return 0
     dtype = torch.bfloat16 if device.type == "cuda" else torch.float32
 
     def emit(rec: dict) -> None:  # one record, kept as soon as it is measured

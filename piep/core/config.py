@@ -529,6 +529,8 @@ class ModelSpec:
                                  if i not in self.dense_layers]
         elif self.dense_layers:
             cfg["mlp_only_layers"] = list(self.dense_layers)
+        if self.model_type == "qwen3_vl_moe_text":  # (its router renormalizes always)
+            cfg["norm_topk_prob"] = True
         if self.model_type == "starcoder2":  # its one key for every projection's bias
             cfg["use_bias"] = self.qkv_bias
         if self.model_type in ("cohere", "llama4_text", "glm4_moe"):

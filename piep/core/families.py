@@ -113,8 +113,9 @@ class Family:
     # (`trust_remote_code`); priced as the row says, not built by piep's sampler
     remote_code: bool = False
     # transformers has no CausalLM of the family's own (a vision-language model's text
-    # decoder): its runs build this family's, whose decoder layer is the same module for
-    # module (tests/core/test_families.py builds both and compares them)
+    # decoder): its runs build this family's, whose decoder layer holds the same weights
+    # module for module (tests/core/test_families.py builds both and compares them); the
+    # tree prices the family's own launches
     runs_as: str | None = None
     # what the family's configs state per model beyond the shape, in words (docs)
     per_model: str | None = None
@@ -280,7 +281,10 @@ FAMILIES: dict[str, Family] = {
     "qwen2_5_vl_text": Family(qkv_bias=True, runs_as="qwen2", per_model=MROPE),
     "qwen3_vl_text": Family(qk_norm="head", hf_tp_plan=False, runs_as="qwen3",
                             per_model=MROPE),
+    # (GLM-4.1V's RoPE: GLM-4's less the two repeat_interleaves of cos and sin, which its
+    # rotary embedding runs once a forward: a CPU census of both, benchmarks/vl_text_ab.py)
     "glm4v_text": Family(qkv_bias=True, post_norms=True, fused_gate_up=True, runs_as="glm4",
+                         rope_kernels=8,
                          per_model="RoPE over part of each head (`partial_rotary_factor`); "
                                    + MROPE),
     # ... and their mixtures of experts: Qwen3-VL-MoE Qwen3-MoE's layer (top-k always

@@ -861,3 +861,25 @@ def test_a_text_decoder_runs_as_a_family_whose_layers_are_its_own(model_type):
                 if n.startswith("layers.")}
     assert layers(own) == layers(runs) and len(layers(own)) > 10 * SMALL["num_hidden_layers"]
     assert own.rotary_emb.inv_freq.numel() == runs.rotary_emb.inv_freq.numel()
+
+
+def test_a_text_decoders_tree_launches_what_its_own_model_launches_beyond_its_stand_in():
+    """A decode step's operators a layer, in a CPU census of each VL model's generate()
+    and its stand-in's (benchmarks/data/vl_census_cpu.jsonl, `python
+    benchmarks/vl_text_ab.py --census`): the tree's launches differ between the two by as
+    many (GLM-4.1V's layer two fewer than GLM-4's; the others none)."""
+    import sys
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    import family_launches
+    from piep.core.artifacts import read_jsonl
+    rows = list(read_jsonl(ROOT / "benchmarks" / "data" / "vl_census_cpu.jsonl"))[1:]
+    layer = {(r["model_type"], r["kind"]): family_launches.kernels(
+        r["decode_step_per_layer_by_name"]) for r in rows}
+    types = {t for t, _ in layer}
+    assert types == {t for t, f in FAMILIES.items() if f.runs_as}
+    for t in types:
+        census = layer[(t, "own")] - layer[(t, "runs_as")]
+        tree = (family_launches.tree_launches(t)[1]
+                - family_launches.tree_launches(FAMILIES[t].runs_as)[1])
+        assert tree == census, (t, tree, census)
+    assert layer[("glm4v_text", "own")] - layer[("glm4v_text", "runs_as")] == -2

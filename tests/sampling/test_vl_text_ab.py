@@ -12,28 +12,13 @@ pytest.importorskip("torch")
 pytest.importorskip("transformers")
 
 ROOT = Path(__file__).resolve().parents[2]
-VISION = {"depth": 1, "hidden_size": 32, "intermediate_size": 64, "num_heads": 2,
-          "out_hidden_size": 64}
-TEXT = {"hidden_size": 64, "intermediate_size": 128, "num_hidden_layers": 2,
-        "num_attention_heads": 4, "num_key_value_heads": 2, "vocab_size": 256,
-        "max_position_embeddings": 512}
-QWEN25_VL = {"model_type": "qwen2_5_vl", **TEXT, "tie_word_embeddings": False,  # (flat)
-             "rope_scaling": {"type": "mrope", "mrope_section": [2, 3, 3]},
-             "vision_config": {**VISION, "fullatt_block_indexes": [0]}}
-GLM4V = {"model_type": "glm4v", "tie_word_embeddings": False, "vision_config": VISION,
-         "text_config": {"model_type": "glm4v_text", **TEXT,
-                         "rope_parameters": {"rope_type": "default", "rope_theta": 10000.0,
-                                             "mrope_section": [1, 1, 2],
-                                             "partial_rotary_factor": 0.5}}}
+VL = ROOT / "tests" / "data" / "vl"  # tiny VL configs (each its family's small decoder)
 
 
 def test_each_vl_model_runs_beside_its_stand_in_and_is_priced_alike(tmp_path, monkeypatch):
     monkeypatch.syspath_prepend(str(ROOT / "benchmarks"))
     import vl_text_ab
-    paths = []
-    for name, cfg in (("q25", QWEN25_VL), ("g4v", GLM4V)):
-        paths.append(tmp_path / f"{name}.json")
-        paths[-1].write_text(json.dumps(cfg))
+    paths = [VL / "qwen2.5-vl.json", VL / "glm-4.1v.json"]  # (flat; nested)
     out = tmp_path / "ab.jsonl"
     assert vl_text_ab.main(["--configs", *map(str, paths), "--workloads", "2x8x3",
                             "--reps", "2", "--out", str(out)]) == 0
