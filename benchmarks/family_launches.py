@@ -39,6 +39,7 @@ from piep.core.families import FAMILIES, PRICED  # noqa: E402
 from _families import small  # noqa: E402  (tests/_families.py)
 
 DATA = ROOT / "benchmarks" / "data" / "family_census_cpu.jsonl"
+VL_DATA = ROOT / "benchmarks" / "data" / "vl_census_cpu.jsonl"
 GPU_DATA = sorted((ROOT / "calibration" / "h100" / "families").glob("census_families_s*.jsonl"))
 REPORT = ROOT / "reports" / "launches.md"
 WORKLOAD = Workload(batch=2, prompt_len=16, gen_len=5)
@@ -164,7 +165,34 @@ def report() -> str:
     lines += ["", f"A decode step off by more than {OFF:g} launches a layer (GPU kernels where "
               "censused, else the CPU's operators): "
               + (", ".join(f"`{f}`" for f in far) if far else "none") + "."]
-    return "\n".join(lines) + "\n"
+    return "\n".join(lines + vl_section()) + "\n"
+
+
+def vl_section() -> list[str]:
+    """The vision-language text decoders: each VL model's own census beside the family's
+    it runs as (`VL_DATA`), a decode step's operators, and the tree's difference."""
+    records = list(read_jsonl(VL_DATA))
+    census = {(r["model_type"], r["kind"]): r for r in records[1:]}
+    lines = ["", "## Vision-language text decoders", "",
+             f"From `{VL_DATA.relative_to(ROOT)}` (`python benchmarks/vl_text_ab.py --census`: "
+             f"torch {records[0]['torch']}, transformers {records[0]['transformers']}, on the "
+             "CPU; tiny configs `tests/data/vl/`): a decode step of each VL model's own "
+             "generate() on text prompts beside the family's it is built as (`runs_as`), "
+             "operators a layer and outside the layers. The tree prices the layer's "
+             "difference; outside the layers (M-RoPE's positions, the VL forward's own "
+             "steps) it prices the stand-in's.", "",
+             "| model_type | runs as | a layer: own / stand-in | tree's difference | "
+             "outside the layers: own / stand-in |", "|---|---|---|---|---|"]
+    for t in sorted({t for t, _ in census}):
+        own, stand = census[(t, "own")], census[(t, "runs_as")]
+        runs_as = FAMILIES[t].runs_as
+        tree = tree_launches(t)[1] - tree_launches(runs_as)[1]
+        lines.append(f"| {t} | {runs_as} | "
+                     f"{kernels(own['decode_step_per_layer_by_name']):.0f} / "
+                     f"{kernels(stand['decode_step_per_layer_by_name']):.0f} | {tree:+.0f} | "
+                     f"{kernels(own['decode_step_outside_by_name']):.0f} / "
+                     f"{kernels(stand['decode_step_outside_by_name']):.0f} |")
+    return lines
 
 
 def main() -> int:
