@@ -57,7 +57,10 @@ SKIP = ("deepseek_v2", "deepseek_v3")
 
 
 def families() -> list[str]:
-    return [t for t in PRICED if not FAMILIES[t].remote_code and t not in SKIP]
+    """The families the census builds as themselves (a VL text decoder's own model is
+    censused beside its stand-in by vl_text_ab.py: `vl_section`)."""
+    return [t for t in PRICED if not FAMILIES[t].remote_code and not FAMILIES[t].runs_as
+            and t not in SKIP]
 
 
 def run(out: Path, device: str) -> None:
