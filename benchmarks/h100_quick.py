@@ -271,6 +271,57 @@ def families_section() -> list[str]:
     return lines
 
 
+VL = FAMILIES / "vl"
+
+
+def vl_section() -> list[str]:
+    """Vision-language models' generate() on text prompts beside the family each is built
+    as (benchmarks/vl_text_ab.py), against piep's spec-sheet answers committed before."""
+    from piep.core.artifacts import read_jsonl
+    recs = [r for path in sorted(VL.glob("vl_text_ab_s*.jsonl")) for r in read_jsonl(path)]
+    if not recs:
+        return []
+    blind = {(r["config"], r["batch"], r["prompt_len"], r["gen_len"]): r
+             for r in read_jsonl(VL / "predictions_blind_h100.jsonl")}
+    pairs: dict[tuple, dict] = {}
+    for r in recs:
+        pairs.setdefault((r["config"], r["batch"], r["prompt_len"], r["gen_len"]),
+                         {})[r["kind"]] = r
+    lines = ["", "## Vision-language models on text prompts", "",
+             "piep prices a VL model's text decoder as the layer of the family it is built as "
+             "(`runs_as`: transformers has no CausalLM for it). Each VL model's own "
+             "generate() (random bf16 weights, text prompts, greedy, every token generated) "
+             "beside its stand-in's, alternated three times on the same card "
+             "(`benchmarks/vl_text_ab.py`, `calibration/h100/device/run98.sh`, "
+             f"`{VL.relative_to(ROOT)}/`), and piep's hf-eager answers by spec sheet, "
+             "committed before the call (`predictions_blind_h100.jsonl`). Medians of the "
+             "three.", "",
+             "| config | batch | prompt | gen | own J | own s | stand-in J | stand-in s | "
+             "own / stand-in: energy, time | piep J (vs own) | piep s (vs own) |",
+             "|---|---|---|---|---|---|---|---|---|---|---|"]
+    errors = []
+    for k, pair in sorted(pairs.items()):
+        own, stand = pair.get("own"), pair.get("runs_as")
+        if own is None or stand is None or own["energy_median_j"] is None:
+            continue
+        p = blind.get(k)
+        e, t = own["energy_median_j"], own["time_median_s"]
+        piep = (f"{p['energy_j']:.1f} ({error(p['energy_j'], e):+.1f} %) | "
+                f"{p['time_s']:.3f} ({error(p['time_s'], t):+.1f} %)") if p else "- | -"
+        if p:
+            errors.append(scored({"energy_j": e, "time_s": t}, p["energy_j"], p["time_s"]))
+        lines.append(f"| {Path(k[0]).stem} | {k[1]} | {k[2]} | {k[3]} | {e:.1f} | {t:.3f} | "
+                     f"{stand['energy_median_j']:.1f} | {stand['time_median_s']:.3f} | "
+                     f"x{e / stand['energy_median_j']:.3f}, "
+                     f"x{t / stand['time_median_s']:.3f} | {piep} |")
+    if errors:
+        from piep.stats.conformal import mape
+        lines += ["", f"piep blind on the VL models' own runs, mean |error| over {len(errors)}: "
+                  f"energy {mape(errors, 'energy_j'):.1f} %, time {mape(errors, 'time_s'):.1f} "
+                  f"% (device: {recs[0]['device']})."]
+    return lines
+
+
 def write_once(path: Path, make) -> None:
     """Blind predictions `make()` into `path`, unless it is there (written once)."""
     from piep.core.artifacts import write_text
@@ -447,6 +498,7 @@ def report(state: dict, rows: list[dict]) -> str:
               "profile on it yet)."]
     lines += moe_section()
     lines += families_section()
+    lines += vl_section()
     return "\n".join(lines) + "\n"
 
 
