@@ -531,8 +531,9 @@ def models_doc() -> str:
     lines += ["", "Not priced yet, refused in one line that says why:", ""]
     lines += [f"* `{name}`: the tree lacks its {fam.missing}." for name, fam in FAMILIES.items()
               if fam.missing]
-    refused = [t for t in MOE_TYPES
-               if t not in MOE_PRICED and TEXT_TYPES.get(t) not in MOE_PRICED]
+    refused = [t for t in MOE_TYPES  # (those with a row say what the tree lacks above)
+               if t not in MOE_PRICED and TEXT_TYPES.get(t) not in MOE_PRICED
+               and t not in FAMILIES]
     lines += ["* mixtures of experts other than "
               f"{', '.join(f'`{t}`' for t in MOE_PRICED)} "
               f"({', '.join(f'`{t}`' for t in refused)}): "

@@ -567,16 +567,17 @@ class ModelSpec:
         model_type = str(config.get("model_type") or "llama")
         config = {**CONFIG_DEFAULTS.get(model_type, {}), **config}
         moe = _moe_words(config, model_type)
-        if moe is not None and model_type not in FAMILIES:
-            raise ConfigError(f"{name}: a mixture of experts (model_type {model_type!r}{moe}): "
-                              f"its experts and router are not modelled yet ({MOE_WORDS})")
-        problems: list[str] = []
         fam = FAMILIES.get(model_type)
-        if fam is None or fam.missing:
-            why = f"is not priced yet (the tree lacks its {fam.missing})" \
-                if fam is not None else "is not a family piep prices"
-            problems.append(f"model_type={model_type!r} {why} (supported: "
-                            f"{', '.join(PRICED)})")
+        if fam is None or fam.missing:  # (one line: what the tree lacks, if piep knows)
+            lacks = f"the tree lacks its {fam.missing}" if fam is not None else None
+            if moe is not None:
+                raise ConfigError(f"{name}: a mixture of experts (model_type {model_type!r}"
+                                  f"{moe}): {lacks or 'its experts and router are not '}"
+                                  f"{'' if lacks else 'modelled yet'} ({MOE_WORDS})")
+            why = f"is not priced yet ({lacks})" if lacks else "is not a family piep prices"
+            raise ConfigError(f"{name}: not a usable config.json: model_type={model_type!r} "
+                              f"{why} (supported: {', '.join(PRICED)})")
+        problems: list[str] = []
         values: dict[str, Any] = {}
         given: dict[str, str] = {}  # canonical -> the key the config names it by
         for canonical, keys in ALIASES.items():

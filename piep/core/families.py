@@ -273,6 +273,25 @@ FAMILIES: dict[str, Family] = {
     "internlm2": Family(fused_qkv=True, remote_code=True, hf_tp_plan=False,
                         per_model="RoPE scaled where `rope_scaling` (priced as RoPE)"),
     "exaone": Family(missing="attention layout of its own"),
+    # families transformers 5.17 runs with layers the tree has no kinds for (their modeling
+    # files' classes), refused saying which: linear attention, state-space mixers, short
+    # convolutions, sparse-attention indexers, Gemma's per-layer blocks, other activations
+    **{t: Family(missing="Gated DeltaNet linear-attention layers beside its attention")
+       for t in ("qwen3_5_text", "qwen3_5_moe_text", "qwen3_next", "olmo_hybrid")},
+    "kimi_linear": Family(missing="Kimi Delta Attention (linear-attention) layers"),
+    "minimax": Family(missing="lightning (linear) attention layers"),
+    **{t: Family(missing="Mamba (state-space) mixers beside or in place of attention")
+       for t in ("jamba", "bamba", "zamba", "zamba2", "falcon_h1", "granitemoehybrid",
+                 "nemotron_h", "mamba", "mamba2", "falcon_mamba")},
+    **{t: Family(missing="short-convolution layers beside its attention")
+       for t in ("lfm2", "lfm2_moe")},
+    **{t: Family(missing="sparse attention's indexer (DeepSeek Sparse Attention)")
+       for t in ("deepseek_v32", "glm_moe_dsa")},
+    "gemma3n_text": Family(missing="AltUp, Laurel and per-layer-input blocks, and KV sharing"),
+    "gemma4_text": Family(missing="per-layer configurations and KV sharing"),
+    "apertus": Family(missing="xIELU activation (in a plain MLP)"),
+    **{t: Family(missing="ReLU-squared activation (in a plain MLP)")
+       for t in ("arcee", "nemotron")},
     # vision-language models' text decoders, priced on text prompts (their encoders are
     # not: flag `text_decoder_only`): Qwen2-VL and Qwen2.5-VL run Qwen2's layer, Qwen3-VL
     # Qwen3's (no tensor-parallel plan in transformers 5.17), GLM-4.1V GLM-4's (q/k/v

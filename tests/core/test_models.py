@@ -387,7 +387,8 @@ def test_a_config_json_with_an_infinity_reads_where_piep_does_not_read_it(tmp_pa
     mamba = {"model_type": "mamba2", "hidden_size": 64, "num_hidden_layers": 2,
              "vocab_size": 128, "time_step_limit": [0.0, 1.5]}
     assert predict(json.dumps(mamba).replace("1.5", "Infinity")) == 2
-    assert "model_type='mamba2' is not a family piep prices" in capsys.readouterr().err
+    assert "'mamba2' is not priced yet (the tree lacks its Mamba (state-space) mixers" in \
+        capsys.readouterr().err
 
 
 def test_a_mixture_of_experts_not_priced_names_those_that_are():
