@@ -281,8 +281,9 @@ def vl_section() -> list[str]:
     recs = [r for path in sorted(VL.glob("vl_text_ab_s*.jsonl")) for r in read_jsonl(path)]
     if not recs:
         return []
+    card = "h100" if "H100" in recs[0]["device"] else "h200"  # (the card the call got)
     blind = {(r["config"], r["batch"], r["prompt_len"], r["gen_len"]): r
-             for r in read_jsonl(VL / "predictions_blind_h100.jsonl")}
+             for r in read_jsonl(VL / f"predictions_blind_{card}.jsonl")}
     pairs: dict[tuple, dict] = {}
     for r in recs:
         pairs.setdefault((r["config"], r["batch"], r["prompt_len"], r["gen_len"]),
@@ -293,9 +294,10 @@ def vl_section() -> list[str]:
              "generate() (random bf16 weights, text prompts, greedy, every token generated) "
              "beside its stand-in's, alternated three times on the same card "
              "(`benchmarks/vl_text_ab.py`, `calibration/h100/device/run98.sh`, "
-             f"`{VL.relative_to(ROOT)}/`), and piep's hf-eager answers by spec sheet, "
-             "committed before the call (`predictions_blind_h100.jsonl`). Medians of the "
-             "three.", "",
+             f"`{VL.relative_to(ROOT)}/`), and piep's hf-eager answers for the card it ran "
+             f"on (`predictions_blind_{card}.jsonl`: "
+             + ("by spec sheet" if card == "h100" else "its calibration")
+             + "), committed before the call. Medians of the three.", "",
              "| config | batch | prompt | gen | own J | own s | stand-in J | stand-in s | "
              "own / stand-in: energy, time | piep J (vs own) | piep s (vs own) |",
              "|---|---|---|---|---|---|---|---|---|---|---|"]
