@@ -47,7 +47,7 @@ MOE_DESIGNS = {ROOT / "calibration" / "h200" / "moe" / name:
                                    ("design_static8.jsonl",
                                     "predictions_blind_h100_static8.jsonl"),
                                    ("design_eager9.jsonl", "predictions_blind_h100_9.jsonl"))}
-MOE_DESIGN_9 = ROOT / "calibration" / "h200" / "moe" / "design_eager9.jsonl"
+MOE_DESIGN_9 = next(d for d in MOE_DESIGNS if d.name == "design_eager9.jsonl")
 # the runs of those designs: on the H100 (device calls 92, 96), on the H200 (90, 95)
 MOE_RUNS = ROOT / "calibration" / "h100" / "moe" / "raw"
 H200_RUNS = ROOT / "calibration" / "h200" / "moe" / "raw"

@@ -163,10 +163,13 @@ def main(argv: list[str] | None = None) -> int:
                          "designs' 8,32)")
     ap.add_argument("--out", required=True)
     args = ap.parse_args(argv)
-    loads = WORKLOADS if not args.workloads else tuple(
-        tuple(int(v) for v in w.split(":")) for w in args.workloads.split(","))
     if args.decode:  # (a decode A/B's loads: its batch sizes)
+        if args.workloads:
+            ap.error("--workloads are the prefill A/B's; with --decode give --batches")
         loads = tuple(int(b) for b in args.batches.split(","))
+    else:
+        loads = WORKLOADS if not args.workloads else tuple(
+            tuple(int(v) for v in w.split(":")) for w in args.workloads.split(","))
     device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
     card = torch.cuda.get_device_name() if device.type == "cuda" else "cpu"
     with open(args.out, "a") as f:
