@@ -163,7 +163,7 @@ SERVE = ["serve", "--model", "llama-2-7b"]
     (["predict", "--model", "{in}/swa"], "sliding_window=-5"),
     (["predict", "--model", "{in}/gpt2"],
      "is not a family piep prices (supported: cohere, cohere2, deepseek_v2, "),
-    (["predict", "--model", "tests/data/jamba_config.json"], "are not modelled yet"),
+    (["predict", "--model", "tests/data/jamba_config.json"], "the tree lacks its Mamba"),
     (["compare", "llama-2-7b@"], "no layout after '@'"),
     (["compare", "llama-2-7b@tp2:"], "no engine after ':'"),
     (["models", "PIEP_HOME={in}/empty_home"], "PIEP_HOME="),
