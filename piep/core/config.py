@@ -571,9 +571,9 @@ class ModelSpec:
         if fam is None or fam.missing:  # (one line: what the tree lacks, if piep knows)
             lacks = f"the tree lacks its {fam.missing}" if fam is not None else None
             if moe is not None:
+                why = lacks or "its experts and router are not modelled yet"
                 raise ConfigError(f"{name}: a mixture of experts (model_type {model_type!r}"
-                                  f"{moe}): {lacks or 'its experts and router are not '}"
-                                  f"{'' if lacks else 'modelled yet'} ({MOE_WORDS})")
+                                  f"{moe}): {why} ({MOE_WORDS})")
             why = f"is not priced yet ({lacks})" if lacks else "is not a family piep prices"
             raise ConfigError(f"{name}: not a usable config.json: model_type={model_type!r} "
                               f"{why} (supported: {', '.join(PRICED)})")

@@ -119,7 +119,7 @@ class Family:
     runs_as: str | None = None
     # what the family's configs state per model beyond the shape, in words (docs)
     per_model: str | None = None
-    # why it is not priced yet (None: priced); a mixture of experts is refused elsewhere
+    # what the tree lacks to price it (None: priced), said when a config of it is refused
     missing: str | None = None
 
 
