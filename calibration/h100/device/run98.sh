@@ -14,8 +14,8 @@ C=calibration/h100/families/vl/configs
 echo "== start $(date +%T) commit $PIEP_GIT_COMMIT" >> "$L"
 nvidia-smi --query-gpu=name,uuid,power.limit --format=csv,noheader >> "$L"
 python3 -c "import torch, transformers; print('torch', torch.__version__, 'transformers', transformers.__version__)" >> "$L" 2>&1
-for cfg in $C/qwen2.5-vl-7b.json $C/qwen2.5-vl-3b.json $C/piep-qwen3-vl-8b-shape.json \
-        $C/glm-4.1v-9b.json; do
+for cfg in $C/qwen2.5-vl-7b.json $C/glm-4.1v-9b.json $C/piep-qwen3-vl-8b-shape.json \
+        $C/qwen2.5-vl-3b.json; do  # (most asked first: a cut call keeps what it measured)
     timeout 100 python3 benchmarks/vl_text_ab.py --configs "$cfg" --workloads 1x512x64,8x512x64 \
         --reps 3 --out "$OUT/vl_text_ab_s98.jsonl" >> "$L" 2>&1
     echo "$(basename $cfg) rc=$? $(date +%T)" >> "$L"
