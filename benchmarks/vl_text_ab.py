@@ -8,9 +8,10 @@ own per-step work outside the layers: M-RoPE's three position sections (the rota
 embedding over (3, batch, positions), split and recomposed), the position ids its
 generate() computes each step from `rope_deltas`. Under an eager engine a decode step
 waits on every launch, so that work may show. Each pair runs in one process on one card:
-random bf16 weights, the same prompt tokens, greedy decoding of exactly `--gen` tokens,
+random bf16 weights, the same prompt tokens, greedy decoding of exactly GEN tokens (`--workloads`),
 A and B alternated `--reps` times after one warm-up each; energy on NVML's counter
-(piep.device.energy.TickMeter, read-only), time on the host after a synchronize. On a CPU
+through the sampler's meter (piep.sampling.runner.RankMeter, read-only), time on the host
+after a synchronize. On a CPU
 (tests) it times only.
 
     python benchmarks/vl_text_ab.py --configs calibration/h100/families/vl/configs/*.json \
@@ -26,7 +27,7 @@ import argparse
 import json
 import statistics
 import sys
-import time
+from collections import Counter
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -76,22 +77,13 @@ def generate_call(model, ids, gen: int, device):
     return call
 
 
-def meter(device):
-    """(idle power, a TickMeter) on a GPU; (None, None) on a CPU."""
-    if device.type != "cuda":
-        return None, None
-    from piep.device.energy import TickMeter
-    from piep.device.nvml import NvmlDevice
-    uuid = str(torch.cuda.get_device_properties(device).uuid)
-    tick = TickMeter(NvmlDevice(uuid=uuid))
-    return tick.idle_power_w(1.0), tick
-
-
 def one_model(path: Path, loads, reps: int, device, dtype, emit) -> None:
     """Both models of one VL config, built once, at each (batch, prompt, gen) of `loads`."""
+    from piep.sampling.runner import RankMeter
     config = json.loads(path.read_text())
     spec, own_cfg, stand_cfg = builds(config, path.stem)
-    idle, tick = meter(device)
+    meter = RankMeter(device)  # (NVML on a GPU; timing only on a CPU)
+    idle = meter.idle(1.0)
     models = {"own": (make("own", own_cfg, device, dtype), own_cfg),
               "runs_as": (make("runs_as", stand_cfg, device, dtype), stand_cfg)}
     for batch, prompt, gen in loads:
@@ -103,13 +95,8 @@ def one_model(path: Path, loads, reps: int, device, dtype, emit) -> None:
             call()
         for _ in range(reps):
             for kind, call in calls.items():
-                if tick is None:
-                    start = time.perf_counter()
-                    call()
-                    runs[kind].append((time.perf_counter() - start, None))
-                else:
-                    w = tick.measure(call, idle_power_w=idle)
-                    runs[kind].append((w.duration_s, w.energy_j))
+                w = meter.window(call, lambda: None)
+                runs[kind].append((w["duration_s"], w["energy_j"]))
         for kind, (model, cfg) in models.items():
             times = [t for t, _ in runs[kind]]
             joules = [e for _, e in runs[kind] if e is not None]
@@ -142,23 +129,22 @@ def census(path: Path, device, gen: int = 5) -> list[dict]:
     """The operators (CPU) or kernels (GPU) a decode step of each model launches, per
     decoder layer and outside the layers (`piep.sampling.census`'s split: at 2 and 4
     layers), batch 2, prompt 16."""
-    from piep.sampling.census import _launched, split_counts
+    from piep.sampling.census import _launched, _per_step, split_counts
     config = json.loads(path.read_text())
     dtype = torch.bfloat16 if device.type == "cuda" else torch.float32
     ids = torch.randint(1, 200, (2, 16), generator=torch.Generator().manual_seed(1)).to(device)
-    counts: dict[str, dict[int, dict]] = {"own": {}, "runs_as": {}}
+    counts: dict[str, dict[int, Counter]] = {"own": {}, "runs_as": {}}
     for n in (2, 4):
         spec, own_cfg, stand_cfg = builds(cut(config, n), path.stem)
         for kind, cfg in (("own", own_cfg), ("runs_as", stand_cfg)):
             model = make(kind, cfg, device, dtype)
             first, whole = (generate_call(model, ids, g, device) for g in (1, gen))
             first(), whole()  # (warm-up)
-            a, b = _launched(device, first)[0], _launched(device, whole)[0]
-            counts[kind][n] = {k: (b[k] - a[k]) / (gen - 1) for k in b if b[k] != a[k]}
+            counts[kind][n] = _per_step(_launched(device, whole)[0],
+                                        _launched(device, first)[0], gen - 1)
     out = []
     for kind, by_layers in counts.items():
-        from collections import Counter
-        per_layer, outside = split_counts({n: Counter(c) for n, c in by_layers.items()})
+        per_layer, outside = split_counts(by_layers)
         out.append({"config": _shown(path), "model_type": spec.model_type, "kind": kind,
                     "unit": "cuda_kernel" if device.type == "cuda" else "aten_op",
                     "decode_step_per_layer_by_name": dict(per_layer.most_common()),
@@ -174,11 +160,9 @@ def _shown(path: Path) -> str:
 def predict(paths, loads, gpu: str, out: Path) -> None:
     """piep's hf-eager answers for both models of each config (priced alike: the stand-in's
     layer is the decoder's), before any run."""
-    import subprocess
-
     from piep import api
-    commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, text=True,
-                            capture_output=True).stdout.strip() or "unknown"
+    from piep.core.artifacts import git_hash
+    commit = git_hash() or "unknown"
     with out.open("w") as f:
         for path in paths:
             for batch, prompt, gen in loads:
