@@ -471,9 +471,9 @@ def _family_words(fam, name: str = "") -> str:
                                 (fam.runs_as, "a vision-language model's text decoder "
                                               "(its encoders not priced: "
                                               "`text_decoder_only`), run as "
-                                              f"`{fam.runs_as}`'s layer, the same module "
-                                              "for module (transformers has no CausalLM "
-                                              "of its own)"),
+                                              f"`{fam.runs_as}`'s layer, the same "
+                                              "weights module for module (transformers has "
+                                              "no CausalLM of its own)"),
                                 (not fam.hf_tp_plan, "no tensor-parallel plan in transformers: "
                                                      "its engines answer at tp=1 only"),
                                 (not fam.hf_tp_experts, "transformers' tensor-parallel plan "

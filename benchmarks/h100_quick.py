@@ -276,7 +276,7 @@ VL = FAMILIES / "vl"
 
 def vl_section() -> list[str]:
     """Vision-language models' generate() on text prompts beside the family each is built
-    as (benchmarks/vl_text_ab.py), against piep's spec-sheet answers committed before."""
+    as (benchmarks/vl_text_ab.py), against piep's answers for that card committed before."""
     from piep.core.artifacts import read_jsonl
     recs = [r for path in sorted(VL.glob("vl_text_ab_s*.jsonl")) for r in read_jsonl(path)]
     if not recs:

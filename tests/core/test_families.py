@@ -863,13 +863,13 @@ def test_a_text_decoder_runs_as_a_family_whose_layers_are_its_own(model_type):
     assert own.rotary_emb.inv_freq.numel() == runs.rotary_emb.inv_freq.numel()
 
 
-def test_a_text_decoders_tree_launches_what_its_own_model_launches_beyond_its_stand_in():
+def test_a_text_decoders_tree_launches_what_its_own_model_launches_beyond_its_stand_in(
+        monkeypatch):
     """A decode step's operators a layer, in a CPU census of each VL model's generate()
     and its stand-in's (benchmarks/data/vl_census_cpu.jsonl, `python
     benchmarks/vl_text_ab.py --census`): the tree's launches differ between the two by as
     many (GLM-4.1V's layer two fewer than GLM-4's; the others none)."""
-    import sys
-    sys.path.insert(0, str(ROOT / "benchmarks"))
+    monkeypatch.syspath_prepend(str(ROOT / "benchmarks"))
     import family_launches
     from piep.core.artifacts import read_jsonl
     rows = list(read_jsonl(ROOT / "benchmarks" / "data" / "vl_census_cpu.jsonl"))[1:]
