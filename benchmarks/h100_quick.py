@@ -274,6 +274,25 @@ def families_section() -> list[str]:
 VL = FAMILIES / "vl"
 
 
+def stand_in_specs(path: Path) -> tuple:
+    """(the VL decoder's spec, its stand-in's: the same config, the stand-in's model_type)."""
+    from piep.core.config import ModelSpec
+    from piep.core.families import FAMILIES
+    config = json.loads(path.read_text())
+    own = ModelSpec.from_hf_config(config, name=path.stem)
+    stand_in = json.loads(json.dumps(config))  # (a deep copy)
+    for part in (stand_in, stand_in.get("text_config") or {}):
+        part["model_type"] = FAMILIES[own.model_type].runs_as
+    return own, ModelSpec.from_hf_config(stand_in, name=path.stem)
+
+
+def predict(spec, gpu: str, batch: int, prompt: int, gen: int) -> dict:
+    """piep's hf-eager answer for one spec at one workload (spec sheet where uncalibrated)."""
+    from piep import api
+    return api.predict(model=spec, gpu=gpu, engine="hf-eager", batch=batch, prompt_len=prompt,
+                       gen_len=gen, allow_uncalibrated=True)
+
+
 def vl_section() -> list[str]:
     """Vision-language models' generate() on text prompts beside the family each is built
     as (benchmarks/vl_text_ab.py), against piep's answers for that card committed before."""
@@ -298,9 +317,13 @@ def vl_section() -> list[str]:
              f"on (`predictions_blind_{card}.jsonl`: "
              + ("by spec sheet" if card == "h100" else "its calibration")
              + "), committed before the call. Medians of the three.", "",
+             "The column `piep: own / stand-in` prices the stand-in's config as well (the "
+             "same keys, its `model_type` the stand-in's): what piep's tree says the two "
+             "differ by.", "",
              "| config | batch | prompt | gen | own J | own s | stand-in J | stand-in s | "
-             "own / stand-in: energy, time | piep J (vs own) | piep s (vs own) |",
-             "|---|---|---|---|---|---|---|---|---|---|---|"]
+             "own / stand-in: energy, time | piep: own / stand-in | piep J (vs own) | "
+             "piep s (vs own) |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|"]
     errors = []
     for k, pair in sorted(pairs.items()):
         own, stand = pair.get("own"), pair.get("runs_as")
@@ -312,10 +335,13 @@ def vl_section() -> list[str]:
                 f"{p['time_s']:.3f} ({error(p['time_s'], t):+.1f} %)") if p else "- | -"
         if p:
             errors.append(scored({"energy_j": e, "time_s": t}, p["energy_j"], p["time_s"]))
+        priced = [predict(spec, card, *k[1:]) for spec in stand_in_specs(ROOT / k[0])]
         lines.append(f"| {Path(k[0]).stem} | {k[1]} | {k[2]} | {k[3]} | {e:.1f} | {t:.3f} | "
                      f"{stand['energy_median_j']:.1f} | {stand['time_median_s']:.3f} | "
                      f"x{e / stand['energy_median_j']:.3f}, "
-                     f"x{t / stand['time_median_s']:.3f} | {piep} |")
+                     f"x{t / stand['time_median_s']:.3f} | "
+                     f"x{priced[0]['energy_j'] / priced[1]['energy_j']:.3f}, "
+                     f"x{priced[0]['time_s'] / priced[1]['time_s']:.3f} | {piep} |")
     if errors:
         from piep.stats.conformal import mape
         lines += ["", f"piep blind on the VL models' own runs, mean |error| over {len(errors)}: "

@@ -158,8 +158,8 @@ def _shown(path: Path) -> str:
 
 
 def predict(paths, loads, gpu: str, out: Path) -> None:
-    """piep's hf-eager answers for both models of each config (priced alike: the stand-in's
-    layer is the decoder's), before any run."""
+    """piep's hf-eager answers for each VL config as its own model_type prices it, before
+    any run."""
     from piep import api
     from piep.core.artifacts import git_hash
     commit = git_hash() or "unknown"
