@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import csv
 import sys
 
@@ -16,6 +17,17 @@ FIELDS = ("model", "tp", "pp", "dp", "batch", "prompt_len", "gen_len", "mode", "
 BOUNDARY = "gpu_board"  # what energy_j counts: GPU boards only (not CPU, DRAM, PSU)
 
 
+class Whole(argparse.Action):
+    """Whole numbers given apart or comma-joined (`--batch 1 8` or `--batch 1,8`)."""
+
+    def __call__(self, parser, namespace, values, option_string=None) -> None:
+        words = [w for value in values for w in value.split(",") if w]
+        bad = [w for w in words if not w.lstrip("-").isdigit()]
+        if bad or not words:
+            raise argparse.ArgumentError(self, f"invalid int value: {(bad or values)[0]!r}")
+        setattr(namespace, self.dest, [int(w) for w in words])
+
+
 def configure(parser) -> None:
     add_facility_args(parser)
     parser.add_argument("--model", nargs="+",
@@ -27,8 +39,8 @@ def configure(parser) -> None:
                                 ("--batch", [1], "global batches"),
                                 ("--prompt-len", [512], "prompt lengths"),
                                 ("--gen-len", [128], "generated tokens")):
-        parser.add_argument(flag, type=int, nargs="+", default=default,
-                            help=f"{what} (default {default[0]})")
+        parser.add_argument(flag, nargs="+", action=Whole, default=default,
+                            help=f"{what}, as `1 8 32` or `1,8,32` (default {default[0]})")
     from piep.core.scenario import engine_names
     parser.add_argument("--mode", nargs="+", choices=("graph", "eager"), default=None,
                         help="the reference runner's decode (alias of --engine piep-graph|"

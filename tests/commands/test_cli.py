@@ -126,6 +126,15 @@ def test_sweep_keeps_invalid_points_with_reason(capsys):
     assert "energy_j" in rows[0] and "tp=3" in rows[1]["error"]
 
 
+def test_sweep_takes_lists_apart_or_comma_joined(capsys):
+    code, out, _ = run(capsys, "sweep", "--model", "llama-2-7b", "--batch", "1,8", "16",
+                       "--gen-len", "16", "--json")
+    assert code == 0
+    assert [r["batch"] for r in json.loads(out)["rows"]] == [1, 8, 16]
+    code, _, err = run(capsys, "sweep", "--model", "llama-2-7b", "--batch", "1,x")
+    assert code != 0 and "invalid int value: 'x'" in err
+
+
 def test_tree_json_and_save(capsys, tmp_path):
     dest = tmp_path / "tree.json"
     code, out, _ = run(capsys, "tree", "llama-3-70b", "--tp", "2", "--pp", "2", "--json",
