@@ -17,7 +17,11 @@ probe, measured during the run, picks its prediction by interpolation); `--write
 of planned device call 78 (tiny and code on three shapes in no public list: GQA with two
 K/V heads at head dim 96, MHA at head dim 64, deep and narrow) with the profile whose
 packed attention is priced in closed form (session 34), into
-`calibration/h200/serving_new/predictions_blind2.jsonl`, on the same grid. Each file names
+`calibration/h200/serving_new/predictions_blind2.jsonl`, on the same grid; `--write 6`
+those of device call 99 on an H100 (tiny and code on llama-3-8b and qwen2.5-14b), a GPU
+without calibration, priced from its spec sheet (`--allow-uncalibrated`) with the H200's
+hf-cb profile, into `calibration/h100/serving/predictions_blind_cb6.jsonl`, on the same
+grid; its replays stay in `calibration/h100/serving/` (no fit reads them). Each file names
 the commit it ran at and was committed before its replays existed. Scoring reads the
 replays in `calibration/h200/engines/hf-cb/raw/` and prints each trace and the MAPE per
 shape.
@@ -43,6 +47,7 @@ OUT2 = CB / "predictions_blind2.jsonl"
 OUT3 = CB / "predictions_blind3.jsonl"
 OUT4 = CB / "predictions_blind4.jsonl"
 NEW = ROOT / "calibration" / "h200" / "serving_new"
+H100 = ROOT / "calibration" / "h100" / "serving"
 OUT5 = NEW / "predictions_blind2.jsonl"
 SETS = {  # file, shapes, trace files
     "1": (OUT, ("llama-2-7b", "qwen2.5-7b", "configs/piep-unlisted-9b.json", "llama-3-8b",
@@ -55,7 +60,10 @@ SETS = {  # file, shapes, trace files
                  "qwen2.5-32b"), ("code", "tiny", "sparse")),
     "5": (OUT5, tuple(f"{NEW.relative_to(ROOT)}/configs/piep-serve-{s}.json"
                       for s in ("gqa2-hd96", "mha-hd64", "deep-narrow")), ("tiny", "code")),
+    "6": (H100 / "predictions_blind_cb6.jsonl", ("llama-3-8b", "qwen2.5-14b"),
+          ("tiny", "code")),
 }
+GPUS = {"6": "h100"}  # the sets priced for another GPU than the H200 (by its spec sheet)
 # sets from 4 on are also predicted at these host launch probes (us)
 PROBED_FROM = "4"
 PROBE_GRID_US = (6.0, 7.0, 8.0, 9.0, 10.0, 11.0, 12.0)
@@ -72,9 +80,11 @@ def model_arg(shape: str) -> str:
     return str(CB / shape) if (CB / shape).exists() else str(ROOT / shape)
 
 
-def served(shape: str, trace: Path, probe_us: float | None = None) -> dict:
-    """`piep serve --json` of one shape on one trace (at the typical host, or `probe_us`)."""
+def served(shape: str, trace: Path, probe_us: float | None = None, gpu: str = "h200") -> dict:
+    """`piep serve --json` of one shape on one trace (at the typical host, or `probe_us`)
+    for `gpu` (another than the H200: by its spec sheet)."""
     extra = [] if probe_us is None else ["--host-probe-us", str(probe_us)]
+    extra += [] if gpu == "h200" else ["--gpu", gpu, "--allow-uncalibrated"]
     out = subprocess.run([sys.executable, "-m", "piep", "serve", "--model", model_arg(shape),
                           "--engine", "hf-cb", "--trace", str(trace), "--json", *extra],
                          cwd=ROOT, capture_output=True, text=True, check=True).stdout
@@ -100,18 +110,19 @@ def write(which: str) -> int:
     for shape in shapes:
         for load in loads:
             trace = CB / "traces" / f"{load}.jsonl"
-            doc = served(shape, trace)
+            gpu = GPUS.get(which, "h200")
+            doc = served(shape, trace, gpu=gpu)
             rows.append({"model": Path(shape).stem if shape.endswith(".json") else shape,
                          "trace": f"{load}.jsonl", "energy_j": doc["energy_j"],
                          "time_s": doc["time_s"], "tpot_p50_s": doc["tpot_s"]["p50"],
                          "e2e_p50_s": doc["e2e_s"]["p50"],
                          "interval_energy_j": doc.get("interval", {}).get("energy_j"),
-                         "flags": doc.get("flags", []), "commit": commit})
+                         "flags": doc.get("flags", []), "commit": commit, "gpu": gpu})
             if int(which) >= int(PROBED_FROM):
                 rows[-1]["host_probe_us"] = doc["engine_ref"]["host_probe_us"]
                 rows[-1]["by_probe_us"] = {}
                 for u in PROBE_GRID_US:
-                    d = served(shape, trace, u)
+                    d = served(shape, trace, u, gpu)
                     rows[-1]["by_probe_us"][str(u)] = {
                         "energy_j": d["energy_j"], "time_s": d["time_s"],
                         "tpot_p50_s": d["tpot_s"]["p50"], "e2e_p50_s": d["e2e_s"]["p50"]}
@@ -121,12 +132,19 @@ def write(which: str) -> int:
     return 0
 
 
-def measured() -> dict[tuple[str, str], dict]:
+def measured(gpu: str = "h200") -> dict[tuple[str, str], dict]:
     """(model, trace file name) -> the measured quantities of the replay (its host probe
-    its session's, as the fit reads it)."""
-    from piep.fit.serving import observed, shipped_replays
+    its session's, as the fit reads it): the H200's shipped replays, or another GPU's
+    kept beside its predictions."""
+    from piep.fit.serving import observed, pooled_host_probes, shipped_replays
+    if gpu == "h200":
+        replays = shipped_replays(gpu)
+    else:
+        from piep.core.records import read_runs
+        replays = pooled_host_probes([r for f in sorted(H100.glob("cb_s*.jsonl"))
+                                      for r in read_runs(f, "piep.serving_measurement")])
     out = {}
-    for rec in shipped_replays("h200"):
+    for rec in replays:
         e, tpot, e2e = observed(rec)
         probe = rec.host_probe_s
         out[(rec.model, Path(rec.trace).name)] = {
@@ -135,10 +153,11 @@ def measured() -> dict[tuple[str, str], dict]:
     return out
 
 
-def blind_rows(path: Path = OUT, on_host: bool = False) -> list[dict]:
-    """Every prediction of `path` whose trace has been replayed, beside the replay; with
-    `on_host`, the predictions at the replay's own host probe (files with a probe grid)."""
-    meas = measured()
+def blind_rows(path: Path = OUT, on_host: bool = False, gpu: str = "h200") -> list[dict]:
+    """Every prediction of `path` whose trace has been replayed on `gpu`, beside the replay;
+    with `on_host`, the predictions at the replay's own host probe (files with a probe
+    grid)."""
+    meas = measured(gpu)
     rows = []
     for p in read_jsonl(path) if path.exists() else []:
         m = meas.get((p["model"], p["trace"]))
@@ -152,10 +171,16 @@ def blind_rows(path: Path = OUT, on_host: bool = False) -> list[dict]:
 
 
 def score() -> int:
-    rows = [r for f, _, _ in SETS.values() for r in blind_rows(f)]
-    hosted = [{**r, "model": f"{r['model']} at its host", "trace":
-               f"{r['trace']} (probe {r['probe_us']:.1f} us)"}
-              for f, _, _ in SETS.values() for r in blind_rows(f, on_host=True)]
+    def named(which: str, row: dict) -> dict:  # (another GPU's replays say which)
+        gpu = GPUS.get(which)
+        return {**row, "model": f"{row['model']} on the {gpu.upper()}"} if gpu else row
+
+    rows = [named(w, r) for w, (f, _, _) in SETS.items()
+            for r in blind_rows(f, gpu=GPUS.get(w, "h200"))]
+    hosted = [named(w, {**r, "model": f"{r['model']} at its host", "trace":
+                        f"{r['trace']} (probe {r['probe_us']:.1f} us)"})
+              for w, (f, _, _) in SETS.items()
+              for r in blind_rows(f, on_host=True, gpu=GPUS.get(w, "h200"))]
     if not rows:
         print("no replay of a predicted trace yet")
         return 1
