@@ -7,6 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Iterable
 
+from piep.core.config import ENCODER_KEYS
 from piep.predict.learned import OUT_OF_RANGE_WIDENING
 from piep.predict.power import SUSTAINED_S
 from piep.predict.transfer import BAND
@@ -78,7 +79,8 @@ FLAGS: dict[str, Flag] = {f.name: f for f in (
          "none (the shipped band)",
          "meter runs of this family with a transformers engine and refit its profile"),
     Flag("text_decoder_only",
-         "the config is a multimodal model's (`vision_config`, `audio_config`): piep prices "
+         f"the config is a multimodal model's ({', '.join(f'`{k}`' for k in ENCODER_KEYS)}): "
+         "piep prices "
          "its text decoder on the prompt tokens given; its encoders (an image's or a sound's "
          "pass) are not priced", "none",
          "none for text prompts; for images, add their tokens to --prompt-len (the "
