@@ -537,8 +537,10 @@ class ModuleModels:
             if i < 0 or names[i] not in self.kinds:
                 continue
             at = np.flatnonzero(gid[rows] == i)
-            xs = feature_matrix({k: v[rows[at]] for k, v in shape.items()}, gpu)
-            out[at] = self.kinds[names[i]].reach(xs)
+            cols = {k: v[rows[at]] for k, v in shape.items()}
+            first, inv = distinct_columns(list(cols.values()))  # (a shape searched once)
+            xs = feature_matrix({k: v[first] for k, v in cols.items()}, gpu)
+            out[at] = self.kinds[names[i]].reach(xs)[inv]
         return out
 
     def _rows(self, table) -> tuple[dict[str, np.ndarray], list[str], np.ndarray]:

@@ -30,6 +30,7 @@ from piep.core.trace import Trace
 
 
 DECODE_RUN = 4  # decode-only iterations run at once from this many (fewer: one at a time)
+MANY_SHARES = 16  # ... whose energies are added to their requests' as one array from this many
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -167,15 +168,21 @@ class _Decoding:
                 if runs < at_least:
                     return 0, t, free
         keys = int(np.add.reduce(pos)) + n
-        spent = self.energy[:n]
-        ran = 0
+        ran, shares = 0, []  # (each iteration's energy a request, added once at the end)
         while ran < runs and (not ran or t < arrival_s):
             dt, e_k, e_g = cost(n, n, keys)
             its.append((t, dt, 0, n, n, keys, e_k, e_g))
-            spent += (e_k + e_g) / n
+            shares.append((e_k + e_g) / n)
             t += dt
             keys += n
             ran += 1
+        spent = self.energy[:n]
+        if ran < MANY_SHARES:
+            for share in shares:
+                spent += share
+        else:  # in order, as the additions above (a cumulative sum adds left to right)
+            spent[:] = np.cumsum(np.column_stack([spent, np.tile(shares, (n, 1))]),
+                                 axis=1)[:, -1]
         pos += ran
         if opening:
             self.edge[:n] += np.where(first < ran, 1 + (ran - 1 - first) // bs, 0) * bs
