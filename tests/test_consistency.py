@@ -28,6 +28,16 @@ SHARED = ("energy_j", "time_s", "requests", "output_tokens", "j_per_output_token
           "no_request", "flags", "interval")
 GRID = [(engine, tp, batch, gpu) for engine in ENGINES for tp in (1, 2)
         for batch, gpu in ((1, "h200"), (6, "h200"), (6, "h100"))]
+# the default tier asks each engine twice (one GPU at batch 1, two uncalibrated at 6);
+# the rest of the grid runs in the slow tier (seconds: the default tier's budget,
+# reports/speed.md)
+DEFAULT_TIER = {(1, 1, "h200"), (2, 6, "h100")}
+
+
+def _tiered(grid):
+    return [pytest.param(*case, id="{}-tp{}-b{}-{}".format(*case),
+                         marks=() if case[1:] in DEFAULT_TIER else pytest.mark.slow)
+            for case in grid]
 
 
 def _scenario(engine, tp, batch, gpu, **extra) -> Scenario:
@@ -35,8 +45,7 @@ def _scenario(engine, tp, batch, gpu, **extra) -> Scenario:
                           gen_len=GEN, gpu=gpu, allow_uncalibrated=True, **extra)
 
 
-@pytest.mark.parametrize("engine, tp, batch, gpu", GRID,
-                         ids=[f"{e}-tp{t}-b{b}-{g}" for e, t, b, g in GRID])
+@pytest.mark.parametrize("engine, tp, batch, gpu", _tiered(GRID))
 def test_one_answer_per_question(engine, tp, batch, gpu):
     scn = _scenario(engine, tp, batch, gpu)
     res = api.resolve(scn)
