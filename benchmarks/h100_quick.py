@@ -347,6 +347,32 @@ def vl_section() -> list[str]:
         lines += ["", f"piep blind on the VL models' own runs, mean |error| over {len(errors)}: "
                   f"energy {mape(errors, 'energy_j'):.1f} %, time {mape(errors, 'time_s'):.1f} "
                   f"% (device: {recs[0]['device']})."]
+    return lines + vl_census_lines()
+
+
+def vl_census_lines() -> list[str]:
+    """The CUDA kernels of a decode step of each VL model and its stand-in, in its layers
+    and outside them (`benchmarks/vl_text_ab.py --census` on a card)."""
+    from piep.core.artifacts import read_jsonl
+    path = VL / "vl_census_h100.jsonl"
+    if not path.exists():
+        return []
+    rows = {(r["config"], r["kind"]): r for r in read_jsonl(path) if "config" in r}
+    lines = ["", f"CUDA kernels of a decode step on the same card (`{path.relative_to(ROOT)}`, "
+             "`python benchmarks/vl_text_ab.py --census`, torch's profiler), a layer and "
+             "outside the layers, own / stand-in. In the layers, GLM-4.1V's two fewer are its "
+             "RoPE's (the row's 8 kernels, GLM-4's 10); outside them, Qwen2.5-VL's M-RoPE "
+             "positions add kernels piep does not price, and GLM-4's generate() checks its "
+             "config's end-of-sequence ids every step where GLM-4.1V's text config holds none "
+             "(transformers' `Glm4Config().eos_token_id` is a list of three; "
+             "`Glm4vTextConfig` has no such key): a generation setting, not the model's.", "",
+             "| config | a layer | outside the layers |", "|---|---|---|"]
+    for config in dict.fromkeys(c for c, _ in rows):
+        own, stand = rows.get((config, "own")), rows.get((config, "runs_as"))
+        if own and stand:
+            cells = [f"{sum(own[k].values()):.0f} / {sum(stand[k].values()):.0f}"
+                     for k in ("decode_step_per_layer_by_name", "decode_step_outside_by_name")]
+            lines.append(f"| {Path(config).stem} | {cells[0]} | {cells[1]} |")
     return lines
 
 
