@@ -80,9 +80,8 @@ FLAGS: dict[str, Flag] = {f.name: f for f in (
          "meter runs of this family with a transformers engine and refit its profile"),
     Flag("text_decoder_only",
          f"the config is a multimodal model's ({', '.join(f'`{k}`' for k in ENCODER_KEYS)}): "
-         "piep prices "
-         "its text decoder on the prompt tokens given; its encoders (an image's or a sound's "
-         "pass) are not priced", "none",
+         "piep prices its text decoder on the prompt tokens given; its encoders (an image's "
+         "or a sound's pass) are not priced", "none",
          "none for text prompts; for images, add their tokens to --prompt-len (the "
          "decoder's share of them), the encoder's pass stays unpriced"),
     Flag("fp8_unsampled",

@@ -180,7 +180,7 @@ class _Decoding:
         if ran < MANY_SHARES:
             for share in shares:
                 spent += share
-        else:  # in order, as the additions above (a cumulative sum adds left to right)
+        else:  # the same additions in the same order (a cumulative sum adds left to right)
             spent[:] = np.cumsum(np.column_stack([spent, np.tile(shares, (n, 1))]),
                                  axis=1)[:, -1]
         pos += ran
