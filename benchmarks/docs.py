@@ -517,7 +517,7 @@ def models_doc() -> str:
              "| model_type | what its layer runs beyond Llama's | held out: runs, energy, "
              "time |", "|---|---|---|"]
     text = (ROOT / report).read_text()
-    moe = _moe_held_out()
+    moe, vl = _moe_held_out(), _vl_measured()
     for name in PRICED:
         layer = FAMILIES[name].runs_as or name  # (a text decoder: its layer's family's)
         held = "measured in the shipped fits" if layer in ("llama", "mistral", "qwen2") \
@@ -526,7 +526,7 @@ def models_doc() -> str:
             _, _, runs, energy, time_, _ = _cells(report, f"| {layer} | hf-eager |")
             held = f"{runs} runs, {energy}, {time_}"
         if layer != name:
-            held = f"its layer's (`{layer}`): {held}"
+            held = f"its layer's (`{layer}`): {held}" + vl.get(name, "")
         lines.append(f"| `{name}` | {_family_words(FAMILIES[name], name)} | {held} |")
     lines += ["", "Not priced yet, refused in one line that says why:", ""]
     lines += [f"* `{name}`: the tree lacks its {fam.missing}." for name, fam in FAMILIES.items()
@@ -626,6 +626,28 @@ def _skew_effect() -> str:
             f"1.2: {'; '.join(parts)}. generate()'s decode (hf-eager) copies each pair's "
             f"weights whatever the skew, and a prefill's many tokens reach every expert "
             f"either way.")
+
+
+def _vl_measured() -> dict[str, str]:
+    """A vision-language decoder's family: its own generate() against its stand-in's on a
+    card (`benchmarks/vl_text_ab.py`, calibration/h100/families/vl/), the time ratios."""
+    from piep.core.artifacts import read_jsonl
+    runs: dict[tuple, dict] = {}
+    for path in sorted((ROOT / "calibration" / "h100" / "families" / "vl").glob(
+            "vl_text_ab_s*.jsonl")):
+        for r in read_jsonl(path):
+            key = (r["model_type"], r["config"], r["batch"], r["prompt_len"], r["gen_len"])
+            runs.setdefault(key, {})[r["kind"]] = r
+    ratios: dict[str, list[float]] = {}
+    for (kind, *_), pair in runs.items():
+        if "own" in pair and "runs_as" in pair:
+            ratios.setdefault(kind, []).append(pair["own"]["time_median_s"]
+                                               / pair["runs_as"]["time_median_s"])
+    def span(v: list[float]) -> str:
+        lo, hi = f"{min(v):.2f}", f"{max(v):.2f}"
+        return f"x{lo}" if lo == hi else f"x{lo}-{hi}"
+    return {k: f"; its own generate() on an H100 took {span(v)} the stand-in's time ({len(v)} "
+               "runs, [reports/h100.md](../reports/h100.md))" for k, v in ratios.items()}
 
 
 def _moe_held_out() -> dict[str, str]:
