@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import csv
+import re
 import sys
 
 from piep.commands.common import (add_facility_args, emit, engine_arg, facility_of,
@@ -22,7 +23,7 @@ class Whole(argparse.Action):
 
     def __call__(self, parser, namespace, values, option_string=None) -> None:
         words = [w for value in values for w in value.split(",") if w]
-        bad = [w for w in words if not w.lstrip("-").isdigit()]
+        bad = [w for w in words if not re.fullmatch(r"-?\d+", w)]
         if bad or not words:
             raise argparse.ArgumentError(self, f"invalid int value: {(bad or values)[0]!r}")
         setattr(namespace, self.dest, [int(w) for w in words])

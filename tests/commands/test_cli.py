@@ -131,8 +131,9 @@ def test_sweep_takes_lists_apart_or_comma_joined(capsys):
                        "--gen-len", "16", "--json")
     assert code == 0
     assert [r["batch"] for r in json.loads(out)["rows"]] == [1, 8, 16]
-    code, _, err = run(capsys, "sweep", "--model", "llama-2-7b", "--batch", "1,x")
-    assert code != 0 and "invalid int value: 'x'" in err
+    for word, bad in (("1,x", "x"), ("--5", "--5")):
+        code, _, err = run(capsys, "sweep", "--model", "llama-2-7b", f"--batch={word}")
+        assert code != 0 and f"invalid int value: '{bad}'" in err
 
 
 def test_tree_json_and_save(capsys, tmp_path):
