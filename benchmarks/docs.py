@@ -630,19 +630,14 @@ def _skew_effect() -> str:
 
 def _vl_measured() -> dict[str, str]:
     """A vision-language decoder's family: its own generate() against its stand-in's on a
-    card (`benchmarks/vl_text_ab.py`, calibration/h100/families/vl/), the time ratios."""
-    from piep.core.artifacts import read_jsonl
-    runs: dict[tuple, dict] = {}
-    for path in sorted((ROOT / "calibration" / "h100" / "families" / "vl").glob(
-            "vl_text_ab_s*.jsonl")):
-        for r in read_jsonl(path):
-            key = (r["model_type"], r["config"], r["batch"], r["prompt_len"], r["gen_len"])
-            runs.setdefault(key, {})[r["kind"]] = r
+    card (`h100_quick.vl_pairs`: benchmarks/vl_text_ab.py's runs), the time ratios."""
+    from h100_quick import vl_pairs
     ratios: dict[str, list[float]] = {}
-    for (kind, *_), pair in runs.items():
+    for pair in vl_pairs().values():
         if "own" in pair and "runs_as" in pair:
-            ratios.setdefault(kind, []).append(pair["own"]["time_median_s"]
-                                               / pair["runs_as"]["time_median_s"])
+            ratios.setdefault(pair["own"]["model_type"], []).append(
+                pair["own"]["time_median_s"] / pair["runs_as"]["time_median_s"])
+
     def span(v: list[float]) -> str:
         lo, hi = f"{min(v):.2f}", f"{max(v):.2f}"
         return f"x{lo}" if lo == hi else f"x{lo}-{hi}"

@@ -293,20 +293,29 @@ def predict(spec, gpu: str, batch: int, prompt: int, gen: int) -> dict:
                        gen_len=gen, allow_uncalibrated=True)
 
 
+def vl_pairs() -> dict[tuple, dict[str, dict]]:
+    """The VL A/B's runs (benchmarks/vl_text_ab.py): per (config, batch, prompt, gen), the
+    VL model's own run and its stand-in's (`own`, `runs_as`)."""
+    from piep.core.artifacts import read_jsonl
+    pairs: dict[tuple, dict[str, dict]] = {}
+    for path in sorted(VL.glob("vl_text_ab_s*.jsonl")):
+        for r in read_jsonl(path):
+            pairs.setdefault((r["config"], r["batch"], r["prompt_len"], r["gen_len"]),
+                             {})[r["kind"]] = r
+    return pairs
+
+
 def vl_section() -> list[str]:
     """Vision-language models' generate() on text prompts beside the family each is built
     as (benchmarks/vl_text_ab.py), against piep's answers for that card committed before."""
     from piep.core.artifacts import read_jsonl
-    recs = [r for path in sorted(VL.glob("vl_text_ab_s*.jsonl")) for r in read_jsonl(path)]
-    if not recs:
+    pairs = vl_pairs()
+    if not pairs:
         return []
+    recs = [r for pair in pairs.values() for r in pair.values()]
     card = "h100" if "H100" in recs[0]["device"] else "h200"  # (the card the call got)
     blind = {(r["config"], r["batch"], r["prompt_len"], r["gen_len"]): r
              for r in read_jsonl(VL / f"predictions_blind_{card}.jsonl")}
-    pairs: dict[tuple, dict] = {}
-    for r in recs:
-        pairs.setdefault((r["config"], r["batch"], r["prompt_len"], r["gen_len"]),
-                         {})[r["kind"]] = r
     lines = ["", "## Vision-language models on text prompts", "",
              "piep prices a VL model's text decoder as the layer of the family it is built as "
              "(`runs_as`: transformers has no CausalLM for it). Each VL model's own "

@@ -8,11 +8,10 @@ own per-step work outside the layers: M-RoPE's three position sections (the rota
 embedding over (3, batch, positions), split and recomposed), the position ids its
 generate() computes each step from `rope_deltas`. Under an eager engine a decode step
 waits on every launch, so that work may show. Each pair runs in one process on one card:
-random bf16 weights, the same prompt tokens, greedy decoding of exactly GEN tokens (`--workloads`),
-A and B alternated `--reps` times after one warm-up each; energy on NVML's counter
-through the sampler's meter (piep.sampling.runner.RankMeter, read-only), time on the host
-after a synchronize. On a CPU
-(tests) it times only.
+random bf16 weights, the same prompt tokens, greedy decoding of exactly GEN tokens
+(`--workloads`), A and B alternated `--reps` times after one warm-up each; energy on NVML's
+counter through the sampler's meter (piep.sampling.runner.RankMeter, read-only), time on
+the host after a synchronize. On a CPU (tests) it times only.
 
     python benchmarks/vl_text_ab.py --configs calibration/h100/families/vl/configs/*.json \
         --workloads 1x512x64,8x512x64 --out vl_text_ab.jsonl
